@@ -1,0 +1,1 @@
+"""TMS jobs role (see DESIGN.md)."""

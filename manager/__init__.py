@@ -1,0 +1,1 @@
+"""TMS manager role (see DESIGN.md)."""

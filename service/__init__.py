@@ -1,0 +1,1 @@
+"""TMS service role (see DESIGN.md)."""

@@ -1,0 +1,80 @@
+"""TMS settings: environment variables `TMS_*`, then an optional TOML or YAML file named by
+`TMS_CONFIG_FILE`, then the defaults below. Every role reads its configuration from here."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict,
+                               TomlConfigSettingsSource, YamlConfigSettingsSource)
+
+CONFIG_FILE_ENV = "TMS_CONFIG_FILE"
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used (missing or unreadable config file)."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TMS_", extra="ignore")
+
+    database_url: str | None = Field(
+        None, description="PostgreSQL URL; unset: an embedded PostgreSQL is started under data_dir")
+    data_dir: Path = Field(Path(".tms"), description="Local state: the embedded database, logs")
+    storage_roots: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated path or URL prefixes tables may live under; empty: any")
+    callback_key: SecretStr | None = Field(
+        None, description="Service-wide key Hudi writers send in the HUDI-CALLBACK-KEY header")
+    admin_token: SecretStr | None = Field(None, description="A bearer token with the admin role")
+    max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Largest request body accepted")
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    db_pool_size: int = Field(10, ge=1, description="Database connections per process")
+    migrate_on_start: bool = Field(True, description="Upgrade the database schema to head on start")
+    token_cache_seconds: float = Field(
+        10.0, ge=0, description="How long a verified API token is trusted without a database look-up")
+    heartbeat_seconds: float = Field(10.0, gt=0, description="Instance heartbeat interval")
+
+    @field_validator("storage_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value):
+        if isinstance(value, str):
+            return [root.strip() for root in value.split(",") if root.strip()]
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value):
+        return value.upper() if isinstance(value, str) else value
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
+                                   init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        sources = [init_settings, env_settings]
+        config_file = os.environ.get(CONFIG_FILE_ENV)
+        if config_file:
+            sources.append(_file_source(settings_cls, Path(config_file)))
+        return tuple(sources)
+
+
+def _file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
+    if not path.is_file():
+        raise ConfigError(f"{CONFIG_FILE_ENV}={path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".toml":
+        return TomlConfigSettingsSource(settings_cls, toml_file=path)
+    if suffix in (".yaml", ".yml"):
+        return YamlConfigSettingsSource(settings_cls, yaml_file=path)
+    raise ConfigError(f"{CONFIG_FILE_ENV}={path}: expected a .toml, .yaml or .yml file")
+
+
+def load_settings(**overrides) -> Settings:
+    """Settings from the environment and config file; keyword arguments take precedence."""
+    return Settings(**overrides)

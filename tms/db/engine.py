@@ -1,0 +1,40 @@
+"""Connections to the metadata database: one `Database` per process, transactions as context managers."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, create_engine, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+DRIVER = "postgresql+psycopg"
+
+
+def sqlalchemy_url(url: str) -> str:
+    """The URL with the psycopg 3 driver, whichever PostgreSQL spelling it came in
+    (`postgres://`, `postgresql://`, `postgresql+psycopg://`)."""
+    parsed = make_url(url.replace("postgres://", "postgresql://", 1) if url.startswith("postgres://") else url)
+    if parsed.get_backend_name() != "postgresql":
+        raise ValueError(f"unsupported database URL {parsed.render_as_string(hide_password=True)}: "
+                         "TMS needs PostgreSQL")
+    return parsed.set(drivername=DRIVER).render_as_string(hide_password=False)
+
+
+class Database:
+    """An engine and its session factory. Sessions expire nothing on commit, so rows read in a
+    transaction stay readable after it (they are plain records to callers)."""
+
+    def __init__(self, url: str, *, pool_size: int = 10):
+        self.url = sqlalchemy_url(url)
+        self.engine: Engine = create_engine(
+            self.url, pool_size=pool_size, max_overflow=pool_size)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """A session inside one transaction: committed on success, rolled back on error."""
+        with self.sessions.begin() as session:
+            yield session
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,314 @@
+"""The metadata database: SQLAlchemy 2 models of everything TMS records about its own work.
+
+The timeline on storage stays the truth about each table; these rows are the truth about the
+service's work (design invariant 1). Migrations in `migrations/versions` create exactly this schema
+(a test compares them)."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (BigInteger, Boolean, CheckConstraint, ForeignKey, Identity, Index, Integer, MetaData,
+                        String, Text, UniqueConstraint, func, text)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import DateTime
+
+from .states import TaskState
+
+# Deterministic constraint names, so migrations can refer to them.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+INSTANT = String(17)  # yyyyMMddHHmmssSSS (or the 14-digit form of old tables)
+ROLES = ("viewer", "operator", "admin")
+SEVERITIES = ("info", "warning", "critical")
+EVENT_STATES = ("requested", "inflight", "completed")
+EVENT_SOURCES = ("hudi_callback", "api")
+ATTEMPT_OUTCOMES = ("RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "LOST")
+
+
+def _one_of(column: str, values) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), nullable=False)
+
+
+def _updated() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now(), onupdate=func.now(),
+                         nullable=False)
+
+
+def _json(default: str = "{}") -> Mapped[Any]:
+    return mapped_column(JSONB, server_default=text(f"'{default}'::jsonb"), nullable=False)
+
+
+def _texts(nullable: bool = False) -> Mapped[Any]:
+    if nullable:
+        return mapped_column(ARRAY(Text), nullable=True)
+    return mapped_column(ARRAY(Text), server_default=text("'{}'::text[]"), nullable=False)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class RegisteredTable(Base):
+    """A Hudi table TMS manages: what `hoodie.properties` said at registration, and its policy."""
+
+    __tablename__ = "tables"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    base_path: Mapped[str] = mapped_column(Text, unique=True)
+    name: Mapped[str] = mapped_column(Text)
+    database: Mapped[str] = mapped_column(Text)
+    table_type: Mapped[str] = mapped_column(String(16))
+    table_version: Mapped[int] = mapped_column(Integer)
+    record_key_fields: Mapped[list[str]] = _texts()
+    partition_fields: Mapped[list[str]] = _texts()
+    ordering_fields: Mapped[list[str]] = _texts()
+    merge_mode: Mapped[str | None] = mapped_column(String(32))
+    properties: Mapped[dict[str, str]] = _json()
+    policies: Mapped[dict[str, Any]] = _json()  # explicitly set options only (see TablePolicy)
+    enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    priority: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    queue: Mapped[str | None] = mapped_column(Text)  # preferred resource queue
+    callback_key_hash: Mapped[str | None] = mapped_column(String(64))
+    planner_state: Mapped[dict[str, Any]] = _json()  # the planner's incremental cursor, opaque here
+    planned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+    __table_args__ = (
+        Index(None, "database", "name"),
+        CheckConstraint(_one_of("table_type", ("COPY_ON_WRITE", "MERGE_ON_READ")), name="table_type"),
+    )
+
+
+class Event(Base):
+    """One instant state change reported by a writer: a hint, stored once per
+    (table, instant, action, state) however often it arrives."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    table_id: Mapped[int] = mapped_column(ForeignKey("tables.id", ondelete="CASCADE"))
+    instant: Mapped[str] = mapped_column(INSTANT)
+    action: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(16))
+    completion_time: Mapped[str | None] = mapped_column(INSTANT)
+    source: Mapped[str] = mapped_column(String(16))
+    write_stats: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONB)
+    extra_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    received_at: Mapped[datetime] = _created()
+    processed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        UniqueConstraint("table_id", "instant", "action", "state"),
+        # The planner's work list: events not yet processed, per table.
+        Index("ix_events_unprocessed", "table_id", "id", postgresql_where=text("processed_at IS NULL")),
+        CheckConstraint(_one_of("state", EVENT_STATES), name="state"),
+        CheckConstraint(_one_of("source", EVENT_SOURCES), name="source"),
+    )
+
+
+class Task(Base):
+    """The service's work on one planned instant (compaction, clustering, clean, rollback)."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    table_id: Mapped[int] = mapped_column(ForeignKey("tables.id", ondelete="CASCADE"))
+    action: Mapped[str] = mapped_column(String(32))
+    instant: Mapped[str] = mapped_column(INSTANT)
+    target_instant: Mapped[str | None] = mapped_column(INSTANT)  # rollback: the failed instant it removes
+    state: Mapped[str] = mapped_column(String(16), server_default=TaskState.PENDING.value)
+    version: Mapped[int] = mapped_column(Integer, server_default=text("0"))  # bumped by every state change
+    attempt: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    priority: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    queue: Mapped[str | None] = mapped_column(Text)
+    requested_resources: Mapped[dict[str, Any]] = _json()
+    plan_stats: Mapped[dict[str, Any]] = _json()
+    blockers: Mapped[list[str]] = _texts()  # instants that must resolve before the task may run
+    lease_owner: Mapped[str | None] = mapped_column(Text)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    fencing_token: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    spark_app_id: Mapped[str | None] = mapped_column(Text)
+    run_after: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # retry backoff
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    attempts: Mapped[list["TaskAttempt"]] = relationship(
+        back_populates="task", order_by="TaskAttempt.attempt", passive_deletes=True)
+
+    __table_args__ = (
+        UniqueConstraint("table_id", "instant"),  # one task per instant, so adoption never duplicates
+        Index(None, "table_id", "state"),
+        Index("ix_tasks_runnable", "priority", "id", postgresql_where=text("state = 'RUNNABLE'")),
+        Index("ix_tasks_running_lease", "lease_expires_at", postgresql_where=text("state = 'RUNNING'")),
+        Index(None, "created_at"),
+        CheckConstraint(_one_of("state", [s.value for s in TaskState]), name="state"),
+    )
+
+
+class TaskAttempt(Base):
+    """One execution attempt of a task: who ran it, where, and how it ended."""
+
+    __tablename__ = "task_attempts"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    attempt: Mapped[int] = mapped_column(Integer)
+    fencing_token: Mapped[int] = mapped_column(BigInteger)
+    worker: Mapped[str] = mapped_column(Text)
+    queue: Mapped[str | None] = mapped_column(Text)
+    requested_resources: Mapped[dict[str, Any]] = _json()
+    spark_app_id: Mapped[str | None] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(16), server_default="RUNNING")
+    error: Mapped[str | None] = mapped_column(Text)
+    log_tail: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[datetime] = _created()
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    task: Mapped[Task] = relationship(back_populates="attempts")
+
+    __table_args__ = (
+        UniqueConstraint("task_id", "attempt"),
+        CheckConstraint(_one_of("outcome", ATTEMPT_OUTCOMES), name="outcome"),
+    )
+
+
+class ResourceQueue(Base):
+    """A place to run Spark jobs (local, standalone master, YARN queue, Kubernetes namespace)."""
+
+    __tablename__ = "queues"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    master: Mapped[str] = mapped_column(Text)  # spark-submit --master
+    spark_conf: Mapped[dict[str, str]] = _json()
+    capacity: Mapped[int] = mapped_column(Integer, server_default=text("1"))  # concurrent jobs
+    executor_cores: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    min_executor_memory_mb: Mapped[int] = mapped_column(Integer, server_default=text("512"))
+    max_executor_memory_mb: Mapped[int] = mapped_column(Integer, server_default=text("8192"))
+    max_executors: Mapped[int] = mapped_column(Integer, server_default=text("8"))
+    # Tables with at least this priority get this queue first (a reserved queue); None: shared.
+    reserved_for_priority: Mapped[int | None] = mapped_column(Integer)
+    # Restrictions; None: no restriction.
+    allowed_databases: Mapped[list[str] | None] = _texts(nullable=True)
+    allowed_tables: Mapped[list[str] | None] = _texts(nullable=True)  # "database.table"
+    allowed_actions: Mapped[list[str] | None] = _texts(nullable=True)
+    enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+    __table_args__ = (
+        CheckConstraint(_one_of("kind", ("local", "standalone", "yarn", "kubernetes")), name="kind"),
+    )
+
+
+class Instance(Base):
+    """A running TMS process (service, planner, worker, manager) and its last heartbeat."""
+
+    __tablename__ = "instances"
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    roles: Mapped[list[str]] = _texts()
+    host: Mapped[str] = mapped_column(Text)
+    pid: Mapped[int] = mapped_column(Integer)
+    version: Mapped[str] = mapped_column(Text)
+    info: Mapped[dict[str, Any]] = _json()
+    started_at: Mapped[datetime] = _created()
+    heartbeat_at: Mapped[datetime] = _created()
+
+
+class Lease(Base):
+    """A named lease (the leader lease): one holder at a time; the epoch grows with each new holder
+    so leader-only writes can check they still hold it."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(Text, primary_key=True)
+    holder: Mapped[str | None] = mapped_column(Text)
+    epoch: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    acquired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Alert(Base):
+    __tablename__ = "alerts"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    severity: Mapped[str] = mapped_column(String(16))
+    table_id: Mapped[int | None] = mapped_column(ForeignKey("tables.id", ondelete="CASCADE"))
+    task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    message: Mapped[str] = mapped_column(Text)
+    details: Mapped[dict[str, Any]] = _json()
+    fingerprint: Mapped[str] = mapped_column(Text)  # same problem, same fingerprint: one open alert
+    created_at: Mapped[datetime] = _created()
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        Index("uq_alerts_open_fingerprint", "fingerprint", unique=True,
+              postgresql_where=text("resolved_at IS NULL")),
+        Index(None, "created_at"),
+        CheckConstraint(_one_of("severity", SEVERITIES), name="severity"),
+    )
+
+
+class AlertBlacklist(Base):
+    """Alerts matching every non-null field here are recorded but not delivered."""
+
+    __tablename__ = "alert_blacklist"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    kind: Mapped[str | None] = mapped_column(String(64))
+    database: Mapped[str | None] = mapped_column(Text)
+    table_id: Mapped[int | None] = mapped_column(ForeignKey("tables.id", ondelete="CASCADE"))
+    reason: Mapped[str] = mapped_column(Text, server_default="")
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Webhook(Base):
+    __tablename__ = "webhooks"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    url: Mapped[str] = mapped_column(Text)
+    kinds: Mapped[list[str] | None] = _texts(nullable=True)  # None: every kind
+    min_severity: Mapped[str] = mapped_column(String(16), server_default="warning")
+    secret: Mapped[str | None] = mapped_column(Text)  # HMAC key for signing deliveries (needed in clear)
+    enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (CheckConstraint(_one_of("min_severity", SEVERITIES), name="min_severity"),)
+
+
+class ApiToken(Base):
+    """A bearer token; only its SHA-256 is stored (tokens are random, so no salt or KDF is needed)."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    name: Mapped[str] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (CheckConstraint(_one_of("role", ROLES), name="role"),)

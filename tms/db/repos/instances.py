@@ -1,0 +1,72 @@
+"""Process instances (heartbeats) and named leases (the leader lease, with its epoch)."""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from ..models import Instance, Lease
+
+
+class InstanceRepo:
+    def __init__(self, session: Session):
+        self.session = session
+
+    def heartbeat(self, instance_id: str, *, roles: list[str], host: str, pid: int, version: str,
+                  info: dict[str, Any] | None = None) -> None:
+        """Record that the instance is alive (registering it on its first beat)."""
+        fields = {"roles": roles, "host": host, "pid": pid, "version": version, "info": info or {}}
+        self.session.execute(insert(Instance).values(id=instance_id, **fields).on_conflict_do_update(
+            index_elements=[Instance.id], set_={**fields, "heartbeat_at": func.now()}))
+
+    def list(self) -> list[Instance]:
+        return list(self.session.scalars(select(Instance).order_by(Instance.started_at),
+                                         execution_options={"populate_existing": True}))
+
+    def silent_since(self, seconds: float) -> list[Instance]:
+        """Instances without a heartbeat for `seconds`: presumed dead."""
+        return list(self.session.scalars(select(Instance).where(
+            Instance.heartbeat_at < func.now() - timedelta(seconds=seconds))))
+
+    def remove(self, instance_id: str) -> None:
+        self.session.execute(delete(Instance).where(Instance.id == instance_id))
+
+
+class LeaseRepo:
+    """A lease is held by one holder until it expires. Taking it over increments its epoch; the
+    holder passes its epoch to `holds` (or to its own CAS writes) to prove it is still the leader."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def acquire(self, name: str, holder: str, ttl_seconds: float) -> int | None:
+        """Take the lease if it is free or expired (new epoch), or renew it if `holder` has it
+        (same epoch). Returns the epoch held, or None if someone else holds it."""
+        self.session.execute(insert(Lease).values(name=name).on_conflict_do_nothing())
+        expires = func.now() + timedelta(seconds=ttl_seconds)
+        renewed = self.session.execute(
+            update(Lease).where(Lease.name == name, Lease.holder == holder, Lease.expires_at > func.now())
+            .values(expires_at=expires).returning(Lease.epoch),
+            execution_options={"synchronize_session": False}).scalar()
+        if renewed is not None:
+            return renewed
+        return self.session.execute(
+            update(Lease).where(Lease.name == name, or_(Lease.holder.is_(None), Lease.expires_at <= func.now()))
+            .values(holder=holder, epoch=Lease.epoch + 1, expires_at=expires, acquired_at=func.now())
+            .returning(Lease.epoch), execution_options={"synchronize_session": False}).scalar()
+
+    def holds(self, name: str, holder: str, epoch: int) -> bool:
+        return self.session.execute(select(Lease.name).where(
+            Lease.name == name, Lease.holder == holder, Lease.epoch == epoch,
+            Lease.expires_at > func.now())).first() is not None
+
+    def release(self, name: str, holder: str, epoch: int) -> None:
+        self.session.execute(update(Lease).where(Lease.name == name, Lease.holder == holder, Lease.epoch == epoch)
+                             .values(holder=None, expires_at=None),
+                             execution_options={"synchronize_session": False})
+
+    def get(self, name: str) -> Lease | None:
+        return self.session.get(Lease, name, populate_existing=True)

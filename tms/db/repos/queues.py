@@ -1,0 +1,39 @@
+"""Resource queues: where Spark jobs run, and with how much."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from ..errors import NotFoundError
+from ..models import ResourceQueue
+
+
+class QueueRepo:
+    def __init__(self, session: Session):
+        self.session = session
+
+    def list(self, *, enabled_only: bool = False) -> list[ResourceQueue]:
+        stmt = select(ResourceQueue).order_by(ResourceQueue.name)
+        if enabled_only:
+            stmt = stmt.where(ResourceQueue.enabled.is_(True))
+        return list(self.session.scalars(stmt, execution_options={"populate_existing": True}))
+
+    def get(self, name: str) -> ResourceQueue:
+        queue = self.session.scalar(select(ResourceQueue).where(ResourceQueue.name == name))
+        if queue is None:
+            raise NotFoundError(f"no queue named {name!r}")
+        return queue
+
+    def put(self, name: str, **fields: Any) -> ResourceQueue:
+        """Create the queue, or replace its settings if it exists."""
+        stmt = (insert(ResourceQueue).values(name=name, **fields)
+                .on_conflict_do_update(index_elements=[ResourceQueue.name], set_=fields)
+                .returning(ResourceQueue))
+        return self.session.scalars(stmt, execution_options={"populate_existing": True}).one()
+
+    def delete(self, name: str) -> None:
+        self.session.delete(self.get(name))
+        self.session.flush()

@@ -1,0 +1,88 @@
+"""Registered tables: registration, look-ups, filters and the per-table planning lock."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from ..errors import ConflictError, NotFoundError
+from ..models import RegisteredTable, Task
+from ..states import TaskState
+
+
+class TableRepo:
+    def __init__(self, session: Session):
+        self.session = session
+
+    def register(self, **fields: Any) -> RegisteredTable:
+        """Insert a table; ConflictError if its base path is registered already."""
+        stmt = (insert(RegisteredTable).values(**fields)
+                .on_conflict_do_nothing(index_elements=[RegisteredTable.base_path])
+                .returning(RegisteredTable.id))
+        table_id = self.session.execute(stmt).scalar()
+        if table_id is None:
+            existing = self.by_base_path(fields["base_path"])
+            raise ConflictError(f"{fields['base_path']} is already registered as table "
+                                f"{existing.id if existing else '?'}")
+        return self.get(table_id)
+
+    def get(self, table_id: int) -> RegisteredTable:
+        table = self.session.get(RegisteredTable, table_id, populate_existing=True)
+        if table is None:
+            raise NotFoundError(f"no table with id {table_id}")
+        return table
+
+    def by_base_path(self, base_path: str) -> RegisteredTable | None:
+        return self.session.scalar(select(RegisteredTable).where(RegisteredTable.base_path == base_path))
+
+    def resolve(self, ids: Iterable[int] = (), base_paths: Iterable[str] = ()) -> list[RegisteredTable]:
+        """The registered tables among the given ids and base paths, in one query."""
+        ids, base_paths = list(set(ids)), list(set(base_paths))
+        if not ids and not base_paths:
+            return []
+        return list(self.session.scalars(select(RegisteredTable).where(
+            or_(RegisteredTable.id.in_(ids), RegisteredTable.base_path.in_(base_paths)))))
+
+    def find(self, *, database: str | None = None, name: str | None = None, table_type: str | None = None,
+             enabled: bool | None = None, limit: int = 50, offset: int = 0) -> tuple[list[RegisteredTable], int]:
+        """A page of tables matching every given filter (`name` is a substring), and the total."""
+        conditions = []
+        if database is not None:
+            conditions.append(RegisteredTable.database == database)
+        if name is not None:
+            conditions.append(RegisteredTable.name.contains(name, autoescape=True))
+        if table_type is not None:
+            conditions.append(RegisteredTable.table_type == table_type)
+        if enabled is not None:
+            conditions.append(RegisteredTable.enabled.is_(enabled))
+        total = self.session.scalar(select(func.count()).select_from(RegisteredTable).where(*conditions))
+        rows = self.session.scalars(select(RegisteredTable).where(*conditions)
+                                    .order_by(RegisteredTable.id).limit(limit).offset(offset))
+        return list(rows), total or 0
+
+    def update(self, table_id: int, **changes: Any) -> RegisteredTable:
+        table = self.get(table_id)
+        for key, value in changes.items():
+            setattr(table, key, value)
+        self.session.flush()
+        return table
+
+    def unregister(self, table_id: int) -> None:
+        """Forget a table and everything recorded about it. Never touches the table's files.
+        Refused while one of its tasks runs (its worker would lose its task row)."""
+        table = self.get(table_id)
+        running = self.session.scalar(select(func.count()).select_from(Task).where(
+            Task.table_id == table_id, Task.state == TaskState.RUNNING))
+        if running:
+            raise ConflictError(f"table {table_id} has {running} running task(s); cancel them first")
+        self.session.delete(table)
+        self.session.flush()
+
+    def lock_for_planning(self, table_id: int) -> RegisteredTable | None:
+        """Lock the table's row for this transaction, or None if another planner holds it
+        (SKIP LOCKED: planners on many machines share the tables without waiting)."""
+        return self.session.scalar(select(RegisteredTable).where(RegisteredTable.id == table_id)
+                                   .with_for_update(skip_locked=True).execution_options(populate_existing=True))

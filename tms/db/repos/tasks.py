@@ -1,0 +1,248 @@
+"""Tasks and their attempts. Every state change is a compare-and-set: the UPDATE names the state and
+version it expects, so of two processes racing for one transition exactly one wins; the loser gets
+None back and re-reads. A worker's writes are fenced by its lease's fencing token (invariant 4)."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from ..errors import ConflictError, IllegalTransitionError, NotFoundError
+from ..models import RegisteredTable, Task, TaskAttempt
+from ..states import ACTION_SOURCES, OperatorAction, TaskState, can_transition
+
+S = TaskState
+_CAS_RETRIES = 5
+# Columns a transition may change besides the state (the rest have their own methods).
+_TRANSITION_FIELDS = frozenset({"error", "blockers", "run_after", "plan_stats", "requested_resources",
+                                "queue", "priority", "spark_app_id", "started_at", "finished_at"})
+
+
+class TaskRepo:
+    def __init__(self, session: Session):
+        self.session = session
+
+    # --- creation and queries -----------------------------------------------------------------------
+    def create(self, *, table_id: int, action: str, instant: str, state: TaskState = S.PENDING,
+               target_instant: str | None = None, priority: int = 0, queue: str | None = None,
+               blockers: Iterable[str] = (), plan_stats: dict[str, Any] | None = None,
+               requested_resources: dict[str, Any] | None = None) -> tuple[Task, bool]:
+        """Record the task of an instant, or return the one already recorded: (task, created).
+        One task per (table, instant), so a plan adopted twice is never run twice."""
+        stmt = (insert(Task).values(
+            table_id=table_id, action=action, instant=instant, state=state.value, target_instant=target_instant,
+            priority=priority, queue=queue, blockers=list(blockers), plan_stats=plan_stats or {},
+            requested_resources=requested_resources or {})
+            .on_conflict_do_nothing(constraint="uq_tasks_table_id_instant").returning(Task.id))
+        task_id = self.session.execute(stmt).scalar()
+        if task_id is not None:
+            return self.get(task_id), True
+        return self.for_instant(table_id, instant), False
+
+    def get(self, task_id: int) -> Task:
+        task = self.session.get(Task, task_id, populate_existing=True)
+        if task is None:
+            raise NotFoundError(f"no task with id {task_id}")
+        return task
+
+    def for_instant(self, table_id: int, instant: str) -> Task | None:
+        return self.session.scalar(select(Task).where(Task.table_id == table_id, Task.instant == instant)
+                                   .execution_options(populate_existing=True))
+
+    def find(self, *, table_id: int | None = None, action: str | None = None, state: TaskState | None = None,
+             since: datetime | None = None, until: datetime | None = None, limit: int = 50,
+             offset: int = 0) -> tuple[list[Task], int]:
+        """A page of tasks (newest first) matching every given filter on creation time, and the total."""
+        conditions = []
+        if table_id is not None:
+            conditions.append(Task.table_id == table_id)
+        if action is not None:
+            conditions.append(Task.action == action)
+        if state is not None:
+            conditions.append(Task.state == state.value)
+        if since is not None:
+            conditions.append(Task.created_at >= since)
+        if until is not None:
+            conditions.append(Task.created_at < until)
+        total = self.session.scalar(select(func.count()).select_from(Task).where(*conditions))
+        rows = self.session.scalars(select(Task).where(*conditions).order_by(Task.id.desc())
+                                    .limit(limit).offset(offset))
+        return list(rows), total or 0
+
+    def attempts(self, task_id: int) -> list[TaskAttempt]:
+        return list(self.session.scalars(
+            select(TaskAttempt).where(TaskAttempt.task_id == task_id).order_by(TaskAttempt.attempt)))
+
+    def counts_by_state(self) -> dict[str, int]:
+        rows = self.session.execute(select(Task.state, func.count()).group_by(Task.state))
+        return {state: count for state, count in rows}
+
+    def running_by_queue(self) -> dict[str | None, int]:
+        """Running tasks per queue: what each queue's capacity is measured against."""
+        rows = self.session.execute(select(Task.queue, func.count()).where(Task.state == S.RUNNING)
+                                    .group_by(Task.queue))
+        return {queue: count for queue, count in rows}
+
+    # --- compare-and-set transitions ------------------------------------------------------------------
+    def transition(self, task_id: int, *, expected_state: TaskState, expected_version: int, to: TaskState,
+                   **changes: Any) -> Task | None:
+        """Move the task from `expected_state` (at `expected_version`) to `to`, setting `changes`.
+        Returns the updated task, or None if it was not in that state and version any more.
+        Leaving RUNNING ends the lease; RUNNING itself is entered only through `claim`."""
+        if to is S.RUNNING or not can_transition(expected_state, to):
+            raise IllegalTransitionError(f"task {task_id}: {expected_state} -> {to} is not a legal transition")
+        unknown = set(changes) - _TRANSITION_FIELDS
+        if unknown:
+            raise ValueError(f"transition cannot set {sorted(unknown)}")
+        values: dict[str, Any] = {"state": to.value, "version": Task.version + 1, **changes}
+        if expected_state is S.RUNNING:
+            values.update(lease_owner=None, lease_expires_at=None)
+        if to in (S.SUCCEEDED, S.FAILED, S.CANCELLED) and "finished_at" not in changes:
+            values["finished_at"] = func.now()
+        return self._cas(values, Task.id == task_id, Task.state == expected_state.value,
+                         Task.version == expected_version)
+
+    def _cas(self, values: dict[str, Any], *conditions) -> Task | None:
+        stmt = update(Task).where(*conditions).values(**values).returning(Task)
+        return self.session.scalars(stmt, execution_options={"populate_existing": True}).one_or_none()
+
+    # --- worker: claim, lease, fence, finish --------------------------------------------------------
+    def claim(self, task_id: int, *, expected_version: int, owner: str, lease_seconds: float,
+              queue: str | None = None, requested_resources: dict[str, Any] | None = None) -> Task | None:
+        """RUNNABLE -> RUNNING for `owner`: a new attempt with a new fencing token and a lease of
+        `lease_seconds`. None if another worker (or an operator) changed the task first."""
+        values: dict[str, Any] = {
+            "state": S.RUNNING.value, "version": Task.version + 1, "attempt": Task.attempt + 1,
+            "fencing_token": Task.fencing_token + 1, "lease_owner": owner,
+            "lease_expires_at": func.now() + timedelta(seconds=lease_seconds),
+            "started_at": func.now(), "finished_at": None, "error": None, "spark_app_id": None,
+        }
+        if queue is not None:
+            values["queue"] = queue
+        if requested_resources is not None:
+            values["requested_resources"] = requested_resources
+        task = self._cas(values, Task.id == task_id, Task.state == S.RUNNABLE.value,
+                         Task.version == expected_version)
+        if task is not None:
+            self.session.add(TaskAttempt(task_id=task.id, attempt=task.attempt, fencing_token=task.fencing_token,
+                                         worker=owner, queue=task.queue, requested_resources=task.requested_resources))
+            self.session.flush()
+        return task
+
+    def claimable(self, *, limit: int = 10, actions: Iterable[str] | None = None) -> list[Task]:
+        """RUNNABLE tasks of enabled tables whose retry time has come, highest priority first,
+        skipping rows other workers are claiming right now."""
+        stmt = (select(Task).join(RegisteredTable, RegisteredTable.id == Task.table_id)
+                .where(Task.state == S.RUNNABLE.value, RegisteredTable.enabled.is_(True),
+                       or_(Task.run_after.is_(None), Task.run_after <= func.now()))
+                .order_by(Task.priority.desc(), Task.id).limit(limit)
+                .with_for_update(of=Task, skip_locked=True))
+        if actions is not None:
+            stmt = stmt.where(Task.action.in_(list(actions)))
+        return list(self.session.scalars(stmt, execution_options={"populate_existing": True}))
+
+    def claim_next(self, *, owner: str, lease_seconds: float, actions: Iterable[str] | None = None,
+                   queue: str | None = None) -> Task | None:
+        """Claim the most urgent claimable task, if any."""
+        for task in self.claimable(limit=1, actions=actions):
+            return self.claim(task.id, expected_version=task.version, owner=owner,
+                              lease_seconds=lease_seconds, queue=queue)
+        return None
+
+    def renew_lease(self, task_id: int, *, fencing_token: int, lease_seconds: float) -> bool:
+        """Extend a running task's lease. False: the lease was lost (expired and taken over, or the
+        task was cancelled); the worker must stop and must not complete the instant."""
+        stmt = (update(Task).where(Task.id == task_id, Task.state == S.RUNNING.value,
+                                   Task.fencing_token == fencing_token, Task.lease_expires_at > func.now())
+                .values(lease_expires_at=func.now() + timedelta(seconds=lease_seconds))
+                .returning(Task.id))
+        return self.session.execute(stmt, execution_options={"synchronize_session": False}).first() is not None
+
+    def holds_fence(self, task_id: int, fencing_token: int, *, lock: bool = False) -> bool:
+        """True while `fencing_token` is the live lease of the running task: the check a job makes
+        right before completing the instant. With `lock`, the row stays locked until commit, so no
+        takeover can slip in between the check and the caller's own commit."""
+        stmt = select(Task.id).where(Task.id == task_id, Task.state == S.RUNNING.value,
+                                     Task.fencing_token == fencing_token, Task.lease_expires_at > func.now())
+        if lock:
+            stmt = stmt.with_for_update()
+        return self.session.execute(stmt).first() is not None
+
+    def record_spark_app(self, task_id: int, *, fencing_token: int, spark_app_id: str) -> bool:
+        stmt = (update(Task).where(Task.id == task_id, Task.state == S.RUNNING.value,
+                                   Task.fencing_token == fencing_token)
+                .values(spark_app_id=spark_app_id).returning(Task.id))
+        if self.session.execute(stmt, execution_options={"synchronize_session": False}).first() is None:
+            return False
+        self._update_attempt(task_id, fencing_token, spark_app_id=spark_app_id)
+        return True
+
+    def finish(self, task_id: int, *, fencing_token: int, succeeded: bool, error: str | None = None,
+               log_tail: str | None = None) -> Task | None:
+        """RUNNING -> SUCCEEDED or FAILED, only for the holder of `fencing_token`."""
+        to = S.SUCCEEDED if succeeded else S.FAILED
+        task = self._cas({"state": to.value, "version": Task.version + 1, "error": error,
+                          "finished_at": func.now(), "lease_owner": None, "lease_expires_at": None},
+                         Task.id == task_id, Task.state == S.RUNNING.value, Task.fencing_token == fencing_token)
+        if task is not None:
+            self._update_attempt(task_id, fencing_token, outcome=to.value, error=error, log_tail=log_tail,
+                              finished_at=func.now())
+        return task
+
+    def expired_leases(self, limit: int = 100) -> list[Task]:
+        """Running tasks whose lease expired: their worker died or hangs."""
+        return list(self.session.scalars(
+            select(Task).where(Task.state == S.RUNNING.value, Task.lease_expires_at <= func.now())
+            .order_by(Task.lease_expires_at).limit(limit), execution_options={"populate_existing": True}))
+
+    def restore_expired(self, task_id: int, *, fencing_token: int) -> Task | None:
+        """RUNNING -> RUNNABLE for a task whose lease (with this token) expired; its attempt is LOST.
+        The next claim gets a new fencing token, so the lost worker can no longer complete it."""
+        task = self._cas({"state": S.RUNNABLE.value, "version": Task.version + 1,
+                          "lease_owner": None, "lease_expires_at": None},
+                         Task.id == task_id, Task.state == S.RUNNING.value,
+                         Task.fencing_token == fencing_token, Task.lease_expires_at <= func.now())
+        if task is not None:
+            self._update_attempt(task_id, fencing_token, outcome="LOST", error="lease expired",
+                              finished_at=func.now())
+        return task
+
+    def _update_attempt(self, task_id: int, fencing_token: int, **values: Any) -> None:
+        self.session.execute(update(TaskAttempt).where(TaskAttempt.task_id == task_id,
+                                                       TaskAttempt.fencing_token == fencing_token)
+                             .values(**values), execution_options={"synchronize_session": False})
+
+    # --- operator actions ---------------------------------------------------------------------------
+    def apply(self, task_id: int, action: OperatorAction) -> Task:
+        """rerun | suspend | resume | cancel, as an operator asks. IllegalTransitionError when the
+        task's state does not allow it; retried if the task changes concurrently."""
+        for _ in range(_CAS_RETRIES):
+            task = self.get(task_id)
+            current = S(task.state)
+            if current not in ACTION_SOURCES[action]:
+                allowed = " or ".join(sorted(ACTION_SOURCES[action]))
+                raise IllegalTransitionError(
+                    f"cannot {action.value} task {task_id}: it is {current}; only {allowed} tasks can be")
+            changes: dict[str, Any] = {}
+            if action is OperatorAction.SUSPEND:
+                to = S.SUSPENDED
+            elif action is OperatorAction.CANCEL:
+                to = S.CANCELLED
+            else:  # rerun, resume: held again if blockers remain
+                to = S.BLOCKED if task.blockers else S.RUNNABLE
+                changes["run_after"] = None
+                if action is OperatorAction.RERUN:
+                    changes.update(error=None, finished_at=None)
+            attempt_fence = task.fencing_token if current is S.RUNNING else None
+            updated = self.transition(task_id, expected_state=current, expected_version=task.version, to=to,
+                                      **changes)
+            if updated is not None:
+                if attempt_fence is not None:
+                    self._update_attempt(task_id, attempt_fence, outcome="CANCELLED", error="cancelled by an operator",
+                                      finished_at=func.now())
+                return updated
+        raise ConflictError(f"task {task_id} keeps changing; try again")

@@ -1,0 +1,327 @@
+"""Avro schemas of Hudi's timeline metadata, in the form Java's generated classes embed them in the files they write.
+
+Record names, namespace, field names and order, types and defaults are Hudi's (``hudi-common/src/main/avro``).
+Hudi's build adds ``"avro.java.string": "String"`` to every string and map, and keeps the stray ``default``
+some ``.avsc`` files put inside a type; both are reproduced so a file written here carries the same writer
+schema as one written by Java. The tests compare these schemas with the writer schemas of Java-written
+fixture files wherever one exists (commit metadata, compaction plan, requested replace metadata, rollback
+plan and metadata).
+"""
+
+from typing import Any
+
+NAMESPACE = "org.apache.hudi.avro.model"
+
+_REQUIRED = object()  # marks a field without a default
+
+STRING = {"type": "string", "avro.java.string": "String"}
+
+
+def _record(name: str, *fields: dict) -> dict:
+    return {"type": "record", "name": f"{NAMESPACE}.{name}", "fields": list(fields)}
+
+
+def _field(name: str, type_: Any, default: Any = _REQUIRED, doc: str | None = None) -> dict:
+    field: dict[str, Any] = {"name": name, "type": type_}
+    if default is not _REQUIRED:
+        field["default"] = default
+    if doc is not None:
+        field["doc"] = doc
+    return field
+
+
+def _optional(name: str, type_: Any, doc: str | None = None) -> dict:
+    """The usual Hudi field: a union of null and the type, default null."""
+    return _field(name, ["null", type_], None, doc)
+
+
+def _version(default: int = 1) -> dict:
+    return _field("version", ["int", "null"], default)
+
+
+def _map(values: Any, **props: Any) -> dict:
+    return {"type": "map", "values": values, "avro.java.string": "String", **props}
+
+
+def _array(items: Any, **props: Any) -> dict:
+    return {"type": "array", "items": items, **props}
+
+
+# --- commit metadata (table version 8+; version 6 writes the same content as JSON) ---------------------------
+
+RUNTIME_STATS = _record(
+    "HoodieRuntimeStats",
+    _optional("totalScanTime", "long"),
+    _optional("totalCreateTime", "long"),
+    _optional("totalUpsertTime", "long"),
+)
+
+WRITE_STAT = _record(
+    "HoodieWriteStat",
+    _optional("fileId", STRING),
+    _optional("path", STRING),
+    _optional("prevCommit", STRING),
+    _optional("numWrites", "long"),
+    _optional("numDeletes", "long"),
+    _optional("numUpdateWrites", "long"),
+    _optional("totalWriteBytes", "long"),
+    _optional("totalWriteErrors", "long"),
+    _optional("partitionPath", STRING),
+    _optional("totalLogRecords", "long"),
+    _optional("totalLogFiles", "long"),
+    _optional("totalUpdatedRecordsCompacted", "long"),
+    _optional("numInserts", "long"),
+    _optional("totalLogBlocks", "long"),
+    _optional("totalCorruptLogBlock", "long"),
+    _optional("totalRollbackBlocks", "long"),
+    _optional("fileSizeInBytes", "long"),
+    _optional("logVersion", "int"),
+    _optional("logOffset", "long"),
+    _optional("baseFile", STRING),
+    _optional("logFiles", _array(STRING, default=None)),
+    _optional("cdcStats", _map("long", default=None)),
+    _optional("prevBaseFile", STRING),
+    _optional("minEventTime", "long"),
+    _optional("maxEventTime", "long"),
+    _optional("runtimeStats", RUNTIME_STATS),
+    _optional("totalLogFilesCompacted", "long"),
+    _optional("totalLogReadTimeMs", "long"),
+    _optional("totalLogSizeCompacted", "long"),
+    _optional("tempPath", STRING),
+    _optional("numUpdates", "long"),
+)
+
+_COMMIT_FIELDS = (
+    _optional("partitionToWriteStats", _map(_array(WRITE_STAT))),
+    _optional("compacted", "boolean"),
+    _optional("extraMetadata", _map(STRING, default=None)),
+    _version(),
+    _optional("operationType", STRING),
+)
+
+COMMIT_METADATA = _record("HoodieCommitMetadata", *_COMMIT_FIELDS)
+
+# Hudi 1.x writes completed replace commits with this record. No Java-written v8 replace commit is among the
+# fixtures: it is HoodieCommitMetadata plus partitionToReplaceFileIds, as HoodieReplaceCommitMetadata.avsc
+# (and hudi-rs, which models it) has it.
+REPLACE_COMMIT_METADATA = _record(
+    "HoodieReplaceCommitMetadata",
+    *_COMMIT_FIELDS,
+    _optional("partitionToReplaceFileIds", _map(_array(STRING))),
+)
+
+# --- compaction plan ----------------------------------------------------------------------------------------
+
+COMPACTION_PLAN = _record(
+    "HoodieCompactionPlan",
+    _optional(
+        "operations",
+        _array(
+            _record(
+                "HoodieCompactionOperation",
+                _field("baseInstantTime", ["null", STRING]),
+                _optional("deltaFilePaths", _array(STRING)),
+                _optional("dataFilePath", STRING),
+                _field("fileId", ["null", STRING]),
+                _optional("partitionPath", STRING),
+                _optional("metrics", _map("double")),
+                _optional("bootstrapFilePath", STRING),
+            )
+        ),
+    ),
+    _optional("extraMetadata", _map(STRING)),
+    _version(),
+    _optional(
+        "strategy",
+        _record(
+            "HoodieCompactionStrategy",
+            _optional(
+                "compactorClassName",
+                STRING,
+                doc="The class name that is provided here should extend CompactionExecutionStrategy abstract "
+                "class, idea is that the plan generator will also provide the execution strategy to use.",
+            ),
+            _optional(
+                "strategyParams",
+                _map(STRING),
+                doc="These parameters play a key role in determining which action type it is i.e. compaction "
+                "or logcompaction and it will also include configs that determine how compaction needs to be "
+                "executed.",
+            ),
+            _version(),
+        ),
+    ),
+    _field("preserveHoodieMetadata", ["boolean", "null"], False),
+    _optional("missingSchedulePartitions", _array(STRING)),
+)
+
+# --- clustering plan (v6 replacecommit.requested, v8 clustering.requested) ----------------------------------
+
+# As written by Hudi 0.14/0.15, plus missingSchedulePartitions, which Hudi 1.x appends to HoodieClusteringPlan
+# (older readers skip it, newer ones default it to null when absent).
+CLUSTERING_PLAN = _record(
+    "HoodieClusteringPlan",
+    _optional(
+        "inputGroups",
+        _array(
+            _record(
+                "HoodieClusteringGroup",
+                _optional(
+                    "slices",
+                    _array(
+                        _record(
+                            "HoodieSliceInfo",
+                            _optional("dataFilePath", STRING),
+                            _optional("deltaFilePaths", _array(STRING)),
+                            _field("fileId", ["null", STRING]),
+                            _optional("partitionPath", STRING),
+                            _optional("bootstrapFilePath", STRING),
+                            _version(),
+                        )
+                    ),
+                ),
+                _optional("metrics", _map("double")),
+                _field("numOutputFileGroups", ["int", "null"], 1),
+                _optional("extraMetadata", _map(STRING)),
+                _version(),
+            )
+        ),
+    ),
+    _optional(
+        "strategy",
+        _record(
+            "HoodieClusteringStrategy",
+            _optional("strategyClassName", STRING),
+            _optional("strategyParams", _map(STRING)),
+            _version(),
+        ),
+    ),
+    _optional("extraMetadata", _map(STRING)),
+    _version(),
+    _optional("preserveHoodieMetadata", "boolean"),
+    _optional("missingSchedulePartitions", _array(STRING)),
+)
+
+REQUESTED_REPLACE_METADATA = _record(
+    "HoodieRequestedReplaceMetadata",
+    _optional("operationType", STRING),
+    _optional("clusteringPlan", CLUSTERING_PLAN),
+    _optional("extraMetadata", _map(STRING)),
+    _version(),
+)
+
+# --- clean --------------------------------------------------------------------------------------------------
+
+CLEANER_PLAN = _record(
+    "HoodieCleanerPlan",
+    _optional(
+        "earliestInstantToRetain",
+        _record(
+            "HoodieActionInstant",
+            _field("timestamp", STRING),
+            _field("action", STRING),
+            _field("state", STRING),
+        ),
+    ),
+    _field("lastCompletedCommitTimestamp", STRING, ""),
+    _field("policy", STRING),
+    # deprecated by filePathsToBeDeletedPerPartition
+    _optional("filesToBeDeletedPerPartition", _map(_array(STRING))),
+    _version(),
+    _optional(
+        "filePathsToBeDeletedPerPartition",
+        _map(
+            _array(
+                _record(
+                    "HoodieCleanFileInfo",
+                    _optional("filePath", STRING),
+                    _optional("isBootstrapBaseFile", "boolean"),
+                )
+            )
+        ),
+        doc="This field replaces the field filesToBeDeletedPerPartition",
+    ),
+    _optional("partitionsToBeDeleted", _array(STRING), doc="partitions to be deleted"),
+    _optional("extraMetadata", _map(STRING, default=None)),
+)
+
+CLEAN_PARTITION_METADATA = _record(
+    "HoodieCleanPartitionMetadata",
+    _field("partitionPath", STRING),
+    _field("policy", STRING),
+    _field("deletePathPatterns", _array(STRING)),
+    _field("successDeleteFiles", _array(STRING)),
+    _field("failedDeleteFiles", _array(STRING)),
+    _optional("isPartitionDeleted", "boolean"),
+)
+
+CLEAN_METADATA = _record(
+    "HoodieCleanMetadata",
+    _field("startCleanTime", STRING),
+    _field("timeTakenInMillis", "long"),
+    _field("totalFilesDeleted", "int"),
+    _field("earliestCommitToRetain", STRING),
+    _field("lastCompletedCommitTimestamp", STRING, ""),
+    _field("partitionMetadata", _map(CLEAN_PARTITION_METADATA)),
+    _version(),
+    # the second use of a named type is a reference to it by name
+    _optional("bootstrapPartitionMetadata", _map(CLEAN_PARTITION_METADATA["name"], default=None)),
+    _optional("extraMetadata", _map(STRING, default=None)),
+)
+
+# --- rollback -----------------------------------------------------------------------------------------------
+
+INSTANT_INFO = _record("HoodieInstantInfo", _field("commitTime", STRING), _field("action", STRING))
+
+ROLLBACK_PLAN = _record(
+    "HoodieRollbackPlan",
+    _optional("instantToRollback", INSTANT_INFO, doc="Hoodie instant that needs to be rolled back"),
+    _optional(
+        "RollbackRequests",
+        _array(
+            _record(
+                "HoodieRollbackRequest",
+                _field("partitionPath", STRING),
+                _optional("fileId", STRING),
+                _optional("latestBaseInstant", STRING),
+                _field("filesToBeDeleted", _array(STRING, default=[]), []),
+                _optional("logBlocksToBeDeleted", _map("long")),
+            )
+        ),
+    ),
+    _version(),
+)
+
+ROLLBACK_METADATA = _record(
+    "HoodieRollbackMetadata",
+    _field("startRollbackTime", STRING),
+    _field("timeTakenInMillis", "long"),
+    _field("totalFilesDeleted", "int"),
+    _field("commitsRollback", _array(STRING)),
+    _field(
+        "partitionMetadata",
+        _map(
+            _record(
+                "HoodieRollbackPartitionMetadata",
+                _field("partitionPath", STRING),
+                _field("successDeleteFiles", _array(STRING)),
+                _field("failedDeleteFiles", _array(STRING)),
+                _optional("rollbackLogFiles", _map("long")),
+                _optional("logFilesFromFailedCommit", _map("long")),
+            )
+        ),
+    ),
+    _version(),
+    _field("instantsRollback", _array(INSTANT_INFO, default=[]), []),
+)
+
+ALL = (
+    COMMIT_METADATA,
+    REPLACE_COMMIT_METADATA,
+    COMPACTION_PLAN,
+    REQUESTED_REPLACE_METADATA,
+    CLEANER_PLAN,
+    CLEAN_METADATA,
+    ROLLBACK_PLAN,
+    ROLLBACK_METADATA,
+)

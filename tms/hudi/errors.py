@@ -1,0 +1,17 @@
+"""Errors of the table-format library: each carries one clear line for users."""
+
+
+class HudiError(Exception):
+    """A table, file or instant that cannot be read or written as asked."""
+
+
+class TableNotFoundError(HudiError):
+    """No Hudi table at the path (no `.hoodie/hoodie.properties`)."""
+
+
+class UnsupportedTableError(HudiError):
+    """A table TMS refuses to touch: unsupported version, CUSTOM merge mode, ..."""
+
+
+class InstantConflictError(HudiError):
+    """An instant file that must not be written: it exists, or its predecessor state is missing."""

@@ -1,0 +1,58 @@
+"""Names of base and log files: `<fileId>_<writeToken>_<instant>.parquet` and
+`.<fileId>_<instant>.log.<version>_<writeToken>`."""
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+_BASE = re.compile(r"^([^_]+)_([^_]+)_(\d{14,17})\.parquet$")
+_LOG = re.compile(r"^\.([^_]+)_(\d{14,17})\.log\.(\d+)(?:_(.+))?$")
+
+
+def new_file_id(n: int = 0) -> str:
+    return f"{uuid.uuid4()}-{n}"
+
+
+def write_token(task_partition: int = 0, stage: int = 0, attempt: int = 0) -> str:
+    return f"{task_partition}-{stage}-{attempt}"
+
+
+@dataclass(frozen=True)
+class BaseFileName:
+    file_id: str
+    write_token: str
+    instant: str
+
+    @classmethod
+    def parse(cls, name: str) -> "BaseFileName | None":
+        m = _BASE.match(name)
+        return cls(*m.groups()) if m else None
+
+    def __str__(self) -> str:
+        return f"{self.file_id}_{self.write_token}_{self.instant}.parquet"
+
+
+@dataclass(frozen=True)
+class LogFileName:
+    """`instant` is the slice's base instant on v6 tables and the writing delta commit's instant on v8+."""
+
+    file_id: str
+    instant: str
+    version: int
+    write_token: str
+
+    @classmethod
+    def parse(cls, name: str) -> "LogFileName | None":
+        m = _LOG.match(name)
+        if not m:
+            return None
+        fid, instant, version, token = m.groups()
+        return cls(fid, instant, int(version), token or "")
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.instant, self.version, self.write_token)
+
+    def __str__(self) -> str:
+        return f".{self.file_id}_{self.instant}.log.{self.version}_{self.write_token}"

@@ -1,0 +1,237 @@
+"""The active timeline of a table: its instants, their contents, and safe state transitions.
+
+`reload()` is incremental: it lists the timeline folder's names and parses only names it has not
+seen, so the planner can call it on every commit event of a table with a long timeline."""
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from datetime import datetime, timezone
+
+from .errors import HudiError, InstantConflictError
+from .instant import (CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State,
+                      instant_file_name, new_instant_time, parse_instant_file_name)
+from .properties import TableConfig
+from .storage import Storage
+
+
+class Timeline:
+    def __init__(self, storage: Storage, config: TableConfig):
+        self.storage = storage
+        self.config = config
+        self.dir = config.timeline_dir
+        self._names: set[str] = set()
+        # instant time -> {state: Instant}; each instant time has one action (the pending one may
+        # be renamed at completion: compaction -> commit, clustering -> replacecommit).
+        self._states: dict[str, dict[State, Instant]] = {}
+        self._sorted: list[str] = []          # instant times, ascending
+        self._content: dict[str, bytes] = {}  # file name -> bytes (immutable once completed)
+        self._max_time = ""                   # latest instant or completion time ever seen
+        self.reload()
+
+    # --- loading ---------------------------------------------------------------------------------
+    def reload(self) -> list[Instant]:
+        """Pick up instant files written since the last load (and forget removed ones).
+        Returns the newly seen instants."""
+        names = set(self.storage.names(self.dir))
+        added, removed = names - self._names, self._names - names
+        self._names = names
+        for name in removed:
+            inst = parse_instant_file_name(name)
+            self._content.pop(name, None)
+            if inst is None:
+                continue
+            states = self._states.get(inst.timestamp)
+            if states is not None:
+                states.pop(inst.state, None)
+                if not states:
+                    del self._states[inst.timestamp]
+                    self._sorted.pop(bisect.bisect_left(self._sorted, inst.timestamp))
+        new = []
+        for name in added:
+            inst = parse_instant_file_name(name)
+            if inst is None:
+                continue
+            states = self._states.get(inst.timestamp)
+            if states is None:
+                states = self._states[inst.timestamp] = {}
+                if not self._sorted or inst.timestamp > self._sorted[-1]:
+                    self._sorted.append(inst.timestamp)
+                else:
+                    bisect.insort(self._sorted, inst.timestamp)
+            states[inst.state] = inst
+            self._max_time = max(self._max_time, inst.timestamp, inst.completion_time or "")
+            new.append(inst)
+        new.sort()
+        return new
+
+    # --- queries ---------------------------------------------------------------------------------
+    def get(self, timestamp: str) -> Instant | None:
+        """The instant at `timestamp` in its latest state."""
+        states = self._states.get(timestamp)
+        return states[max(states)] if states else None
+
+    def states_of(self, timestamp: str) -> dict[State, Instant]:
+        return dict(self._states.get(timestamp, {}))
+
+    def __iter__(self):
+        return iter(self.instants())
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def instants(self) -> list[Instant]:
+        """Every instant in its latest state, ordered by instant time."""
+        return [self.get(ts) for ts in self._sorted]
+
+    def all_files(self) -> list[Instant]:
+        """Every instant file (all states), ordered by instant time then state."""
+        return sorted(i for states in self._states.values() for i in states.values())
+
+    def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        acts = set(actions) if actions else None
+        return [i for i in self.instants() if i.is_completed and (acts is None or i.action in acts)]
+
+    def pending(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        acts = set(actions) if actions else None
+        return [i for i in self.instants() if not i.is_completed and (acts is None or i.action in acts)]
+
+    def completed_writes(self) -> list[Instant]:
+        """Completed commits, delta commits and replace commits (compactions complete as commits)."""
+        return self.completed((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
+
+    def pending_compactions(self) -> list[Instant]:
+        return self.pending((COMPACTION,))
+
+    def pending_replaces(self) -> list[Instant]:
+        """Pending clustering (v8 `clustering`) and v6 pending `replacecommit` (clustering or overwrite)."""
+        return self.pending((CLUSTERING, REPLACE_COMMIT))
+
+    def inflight_writes(self) -> list[Instant]:
+        """Writer instants (commit, deltacommit) requested or inflight: running or failed writes."""
+        return self.pending((COMMIT, DELTA_COMMIT))
+
+    def is_completed(self, timestamp: str) -> bool:
+        states = self._states.get(timestamp)
+        return bool(states) and State.COMPLETED in states
+
+    def last_completed(self) -> Instant | None:
+        for ts in reversed(self._sorted):
+            if self.is_completed(ts):
+                return self.get(ts)
+        return None
+
+    def completion_time(self, instant: Instant) -> str | None:
+        """Completion time: from the file name on v8+; on v6, the completed file's modification time
+        (Hudi 0.x keeps none; TMS only uses it for display)."""
+        done = self._states.get(instant.timestamp, {}).get(State.COMPLETED)
+        if done is None:
+            return None
+        if done.completion_time:
+            return done.completion_time
+        info = self.storage.info(f"{self.dir}/{instant_file_name(done, self.config.version)}")
+        return new_instant_time(datetime.fromtimestamp(info.mtime, timezone.utc)) if info.mtime else None
+
+    # --- contents --------------------------------------------------------------------------------
+    def path_of(self, instant: Instant) -> str:
+        return f"{self.dir}/{instant_file_name(instant, self.config.version)}"
+
+    def read(self, instant: Instant) -> bytes:
+        """Bytes of one instant file; completed files are cached (they never change)."""
+        name = instant_file_name(instant, self.config.version)
+        cached = self._content.get(name)
+        if cached is not None:
+            return cached
+        try:
+            data = self.storage.read_bytes(f"{self.dir}/{name}")
+        except FileNotFoundError:
+            raise HudiError(f"instant file {name} vanished (rolled back or archived?)") from None
+        if instant.is_completed:
+            self._content[name] = data
+        return data
+
+    def read_plan(self, timestamp: str) -> bytes:
+        """The requested file of an instant: a compaction, clustering, clean or rollback plan."""
+        req = self._states.get(timestamp, {}).get(State.REQUESTED)
+        if req is None:
+            raise HudiError(f"no requested instant {timestamp} on the timeline")
+        return self.read(req)
+
+    def commit_metadata(self, instant: Instant):
+        from .serde import parse_commit_metadata
+        return parse_commit_metadata(self.read(instant))
+
+    # --- transitions -----------------------------------------------------------------------------
+    def _write(self, instant: Instant, content: bytes) -> Instant:
+        name = instant_file_name(instant, self.config.version)
+        self.storage.write_atomic(f"{self.dir}/{name}", content)
+        self._names.add(name)
+        states = self._states.setdefault(instant.timestamp, {})
+        if len(states) == 0:
+            bisect.insort(self._sorted, instant.timestamp)
+        states[instant.state] = instant
+        self._max_time = max(self._max_time, instant.timestamp, instant.completion_time or "")
+        return instant
+
+    def create_requested(self, action: str, content: bytes = b"", timestamp: str | None = None) -> Instant:
+        """A new requested instant. Refuses an instant time the timeline already has."""
+        self.reload()
+        ts = timestamp or self.new_instant_time()
+        if ts in self._states:
+            raise InstantConflictError(f"instant {ts} already exists on the timeline")
+        return self._write(Instant(ts, State.REQUESTED, action), content)
+
+    def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
+        self.reload()
+        states = self._states.get(requested.timestamp, {})
+        if State.REQUESTED not in states:
+            raise InstantConflictError(f"instant {requested.timestamp} is not requested")
+        if State.INFLIGHT in states or State.COMPLETED in states:
+            raise InstantConflictError(f"instant {requested.timestamp} is already {self.get(requested.timestamp).state.name.lower()}")
+        return self._write(Instant(requested.timestamp, State.INFLIGHT, requested.action), content)
+
+    def complete(self, inflight: Instant, content: bytes, completion_time: str | None = None) -> Instant:
+        """Write the completed file. Never overwrites or duplicates a completed instant."""
+        self.reload()
+        states = self._states.get(inflight.timestamp, {})
+        if State.COMPLETED in states:
+            raise InstantConflictError(f"instant {inflight.timestamp} is already completed")
+        if State.INFLIGHT not in states:
+            raise InstantConflictError(f"instant {inflight.timestamp} is not inflight")
+        action = states[State.INFLIGHT].action
+        done = Instant(inflight.timestamp, State.INFLIGHT, action).with_state(
+            State.COMPLETED, (completion_time or self.new_instant_time()) if self.config.version >= 8 else None)
+        return self._write(done, content)
+
+    def rewrite_requested(self, requested: Instant, content: bytes) -> None:
+        """Replace a requested plan's content (plan compensation). Allowed only while the instant is
+        requested and nothing else: an inflight or completed plan is never touched."""
+        self.reload()
+        states = self._states.get(requested.timestamp, {})
+        if set(states) != {State.REQUESTED}:
+            state = self.get(requested.timestamp)
+            raise InstantConflictError(
+                f"plan {requested.timestamp} is {state.state.name.lower() if state else 'gone'}; it must not change")
+        name = instant_file_name(states[State.REQUESTED], self.config.version)
+        self.storage.write_atomic(f"{self.dir}/{name}", content, overwrite=True)
+
+    def delete_pending(self, timestamp: str) -> None:
+        """Remove a pending instant's files (inflight first, so it never looks requested-only while a
+        reader sees a dangling inflight), as Hudi does when it finishes a rollback."""
+        self.reload()
+        states = self._states.get(timestamp, {})
+        if State.COMPLETED in states:
+            raise InstantConflictError(f"instant {timestamp} is completed; it is rolled back, not deleted")
+        for state in (State.INFLIGHT, State.REQUESTED):
+            inst = states.get(state)
+            if inst is not None:
+                self.storage.delete(self.path_of(inst))
+        self.reload()
+
+    def new_instant_time(self) -> str:
+        """A fresh instant time later than every instant on the timeline (and than its completions)."""
+        ts = new_instant_time()
+        if ts <= self._max_time:
+            ts = str(int(self._max_time) + 1)
+        self._max_time = ts
+        return ts

@@ -1,0 +1,1 @@
+"""TMS worker role (see DESIGN.md)."""
