@@ -70,7 +70,7 @@ class HeaderKey(IntEnum):
     TARGET_INSTANT_TIME = 1
     SCHEMA = 2
     COMMAND_BLOCK_TYPE = 3
-    # Written by Hudi 0.13+ / 1.x; parsed so that such files read, never written here.
+    # Added by later Hudi versions; parsed so that their files read, never written here.
     COMPACTED_BLOCK_TIMES = 4
     RECORD_POSITIONS = 5
     BLOCK_IDENTIFIER = 6
@@ -264,10 +264,9 @@ class LogBlock:
         """(record key, partition path, ordering value) of each record a delete block deletes."""
         self._expect(BlockType.DELETE)
         data = self.content()
-        (version,) = _INT.unpack_from(data, 0)
+        version, length = _INT_PAIR.unpack_from(data)
         _check_content_version(version)
-        (length,) = _INT.unpack_from(data, 4)
-        stream = io.BytesIO(data[8 : 8 + length])
+        stream = io.BytesIO(data[_INT_PAIR.size : _INT_PAIR.size + length])
         decoded = fastavro.schemaless_reader(stream, _DELETE_RECORD_LIST, return_record_name=True)
         return [
             (r["recordKey"], r["partitionPath"], _unwrap_ordering_value(r["orderingVal"]))
@@ -280,7 +279,7 @@ class LogBlock:
 
 
 def _check_content_version(version: int) -> None:
-    # Versions 1 and 2 are Java-serialized (Kryo) and predate Hudi 0.11.
+    # Hudi writes version 3; delete blocks before it were Java-serialized objects.
     if version != CONTENT_VERSION:
         raise ValueError(f"unsupported log block content version {version}")
 

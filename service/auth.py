@@ -1,0 +1,129 @@
+"""Who is calling: bearer tokens with roles (viewer < operator < admin), and the HUDI-CALLBACK-KEY
+that writers send. Verified tokens are cached briefly so a request costs no database look-up."""
+from __future__ import annotations
+
+import hmac
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from tms.db import TokenRepo, hash_secret
+
+CALLBACK_KEY_HEADER = "HUDI-CALLBACK-KEY"
+
+
+class Role(StrEnum):
+    VIEWER = "viewer"
+    OPERATOR = "operator"
+    ADMIN = "admin"
+
+    @property
+    def rank(self) -> int:
+        return _RANKS[self]
+
+
+_RANKS = {Role.VIEWER: 1, Role.OPERATOR: 2, Role.ADMIN: 3}
+
+bearer_scheme = HTTPBearer(auto_error=False, description="An API token (`tms tokens create --role R`)")
+callback_key_scheme = APIKeyHeader(name=CALLBACK_KEY_HEADER, auto_error=False,
+                                   description="TMS_CALLBACK_KEY, or the table's own callback key")
+
+
+def unauthorized(detail: str) -> HTTPException:
+    return HTTPException(status.HTTP_401_UNAUTHORIZED, detail, headers={"WWW-Authenticate": "Bearer"})
+
+
+class Authenticator:
+    """Maps a bearer token to its role: TMS_ADMIN_TOKEN, or a token stored in the database."""
+
+    def __init__(self, database, *, admin_token: str | None, cache_seconds: float):
+        self.database = database
+        self.admin_token = admin_token
+        self.cache_seconds = cache_seconds
+        self._cache: dict[str, tuple[Role, float]] = {}  # token hash -> (role, valid until)
+
+    def role_of(self, token: str) -> Role | None:
+        if self.admin_token and hmac.compare_digest(token.encode(), self.admin_token.encode()):
+            return Role.ADMIN
+        digest = hash_secret(token)
+        cached = self._cache.get(digest)
+        now = time.monotonic()
+        if cached and cached[1] > now:
+            return cached[0]
+        with self.database.transaction() as session:
+            role = TokenRepo(session).role_of(token)
+        if role is None:
+            self._cache.pop(digest, None)
+            return None
+        self._cache[digest] = (Role(role), now + self.cache_seconds)
+        return Role(role)
+
+
+def _authenticator(request: Request) -> Authenticator:
+    return request.app.state.authenticator
+
+
+def bearer_role(request: Request,
+                credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]) -> Role | None:
+    """The caller's role from `Authorization: Bearer`, None without one; 401 for an unknown token."""
+    if credentials is None:
+        if request.headers.get("authorization"):
+            raise unauthorized("the Authorization header must be 'Bearer <token>'")
+        return None
+    role = _authenticator(request).role_of(credentials.credentials)
+    if role is None:
+        raise unauthorized("unknown, revoked or expired token")
+    return role
+
+
+def require(minimum: Role):
+    """A dependency admitting callers whose role is at least `minimum` (401 without a token, 403 below)."""
+
+    def dependency(role: Annotated[Role | None, Depends(bearer_role)]) -> Role:
+        if role is None:
+            raise unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
+        if role.rank < minimum.rank:
+            raise HTTPException(status.HTTP_403_FORBIDDEN,
+                                f"this needs the {minimum} role; the token has the {role} role")
+        return role
+
+    return Depends(dependency)
+
+
+@dataclass(frozen=True)
+class WriterCredential:
+    """What an event sender proved: either trust for every table (the service-wide callback key
+    or an operator token), or a key that must match each event's table's own callback key."""
+
+    trusted: bool
+    key_hash: str | None = None
+
+    def admits(self, table_callback_key_hash: str | None) -> bool:
+        return self.trusted or (self.key_hash is not None and table_callback_key_hash is not None
+                                and hmac.compare_digest(self.key_hash, table_callback_key_hash))
+
+
+def writer_credential(request: Request,
+                      role: Annotated[Role | None, Depends(bearer_role)],
+                      key: Annotated[str | None, Depends(callback_key_scheme)]) -> WriterCredential:
+    """Event senders authenticate with HUDI-CALLBACK-KEY (as Hudi writers do) or an operator token."""
+    if role is not None:
+        if role.rank < Role.OPERATOR.rank:
+            raise HTTPException(status.HTTP_403_FORBIDDEN,
+                                f"sending events needs the operator role; the token has the {role} role")
+        return WriterCredential(trusted=True)
+    if not key:
+        raise unauthorized(f"missing credentials: send the {CALLBACK_KEY_HEADER} header or a bearer token")
+    service_key = request.app.state.settings.callback_key
+    if service_key is not None and hmac.compare_digest(key.encode(), service_key.get_secret_value().encode()):
+        return WriterCredential(trusted=True)
+    return WriterCredential(trusted=False, key_hash=hash_secret(key))
+
+
+Viewer = require(Role.VIEWER)
+Operator = require(Role.OPERATOR)
+Admin = require(Role.ADMIN)

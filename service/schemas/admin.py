@@ -1,0 +1,101 @@
+"""Queues, tokens, instances and alerts."""
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..auth import Role
+from .common import JsonObject, Record, ShortText
+
+
+class QueueKind(StrEnum):
+    LOCAL = "local"
+    STANDALONE = "standalone"
+    YARN = "yarn"
+    KUBERNETES = "kubernetes"
+
+
+class QueueIn(BaseModel):
+    kind: QueueKind
+    master: ShortText = Field(description="spark-submit --master, e.g. local[*], spark://host:7077, yarn")
+    spark_conf: JsonObject = Field(default_factory=dict)
+    capacity: int = Field(1, ge=1, le=10_000, description="Jobs running at once")
+    executor_cores: int = Field(1, ge=1, le=1024)
+    min_executor_memory_mb: int = Field(512, ge=1, le=2**31 - 1)
+    max_executor_memory_mb: int = Field(8192, ge=1, le=2**31 - 1)
+    max_executors: int = Field(8, ge=1, le=100_000)
+    reserved_for_priority: int | None = Field(None, ge=-1000, le=1000)
+    allowed_databases: list[ShortText] | None = None
+    allowed_tables: list[ShortText] | None = None
+    allowed_actions: list[ShortText] | None = None
+    enabled: bool = True
+
+
+class QueueOut(Record):
+    name: str
+    kind: str
+    master: str
+    spark_conf: dict[str, Any]
+    capacity: int
+    executor_cores: int
+    min_executor_memory_mb: int
+    max_executor_memory_mb: int
+    max_executors: int
+    reserved_for_priority: int | None
+    allowed_databases: list[str] | None
+    allowed_tables: list[str] | None
+    allowed_actions: list[str] | None
+    enabled: bool
+    running: int = 0
+
+
+class TokenIn(BaseModel):
+    role: Role
+    name: ShortText = ""
+
+
+class TokenOut(Record):
+    id: int
+    name: str
+    role: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+class NewToken(TokenOut):
+    token: str = Field(description="The bearer token; shown only once")
+
+
+class InstanceOut(Record):
+    id: str
+    roles: list[str]
+    host: str
+    pid: int
+    version: str
+    info: dict[str, Any]
+    started_at: datetime
+    heartbeat_at: datetime
+
+
+class AlertOut(Record):
+    id: int
+    kind: str
+    severity: str
+    table_id: int | None
+    task_id: int | None
+    message: str
+    details: dict[str, Any]
+    created_at: datetime
+    resolved_at: datetime | None
+    delivered_at: datetime | None
+
+
+class AlertPage(BaseModel):
+    items: list[AlertOut]
+    total: int
+    limit: int
+    offset: int

@@ -1,0 +1,109 @@
+"""Table registration, listing, detail and policy bodies."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .common import JsonObject, Record, ShortText, Text
+
+
+class TableRegistration(BaseModel):
+    base_path: Text = Field(description="Absolute path or URL of the table (the folder holding .hoodie)")
+    enabled: bool = True
+    priority: int = Field(0, ge=-1000, le=1000, description="Higher runs first; reserved queues by priority")
+    queue: ShortText | None = Field(None, description="Preferred resource queue")
+    policies: JsonObject = Field(default_factory=dict, description="Hudi option name -> value")
+    callback_key: ShortText | None = Field(
+        None, min_length=8, description="A HUDI-CALLBACK-KEY accepted for this table only")
+
+
+class TableChanges(BaseModel):
+    """Only the fields given change. In `policies`, an option set to null returns to its default."""
+
+    enabled: bool | None = None
+    priority: int | None = Field(None, ge=-1000, le=1000)
+    queue: ShortText | None = None
+    policies: JsonObject | None = None
+    callback_key: ShortText | None = Field(None, min_length=8)
+
+
+class TableOut(Record):
+    id: int
+    base_path: str
+    name: str
+    database: str
+    table_type: str
+    table_version: int
+    record_key_fields: list[str]
+    partition_fields: list[str]
+    ordering_fields: list[str]
+    merge_mode: str | None
+    enabled: bool
+    priority: int
+    queue: str | None
+    has_callback_key: bool
+    policies: dict[str, Any] = Field(description="Every policy option with its effective value")
+    created_at: datetime
+    updated_at: datetime
+
+
+class TablePage(BaseModel):
+    items: list[TableOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class InstantOut(BaseModel):
+    instant: str
+    action: str
+    state: str
+    completion_time: str | None = None
+
+
+class TimelineSummary(BaseModel):
+    instants: int
+    completed: int
+    pending: int
+    by_action: dict[str, dict[str, int]] = Field(description="action -> state -> count")
+    first_instant: str | None
+    last_completed: InstantOut | None
+
+
+class FileGroupOut(BaseModel):
+    partition: str
+    file_id: str
+    base_file: str | None
+    base_size: int
+    log_count: int
+    log_bytes: int
+    num_records: int | None
+    base_instant: str | None
+
+
+class FileGroupSummary(BaseModel):
+    file_groups: int
+    partitions: int
+    base_bytes: int
+    log_files: int
+    log_bytes: int
+    largest_file_group_bytes: int
+    largest: list[FileGroupOut] = Field(description="The largest file groups (base + logs), at most 20")
+
+
+class Health(BaseModel):
+    status: str = Field(description="ok | warning | error")
+    reasons: list[str]
+
+
+class TableDetail(TableOut):
+    properties: dict[str, str]
+    timeline: TimelineSummary | None
+    pending_instants: list[InstantOut]
+    inflight_writes: list[InstantOut]
+    file_group_stats: FileGroupSummary | None = Field(
+        description="None when the table's file groups cannot be listed (see health)")
+    tasks_by_state: dict[str, int]
+    health: Health

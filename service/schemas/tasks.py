@@ -1,0 +1,60 @@
+"""Task bodies."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from .common import Record
+
+
+class AttemptOut(Record):
+    attempt: int
+    fencing_token: int
+    worker: str
+    queue: str | None
+    requested_resources: dict[str, Any]
+    spark_app_id: str | None
+    outcome: str
+    error: str | None
+    log_tail: str | None
+    started_at: datetime
+    finished_at: datetime | None
+
+
+class TaskOut(Record):
+    id: int
+    table_id: int
+    action: str
+    instant: str
+    target_instant: str | None
+    state: str
+    version: int
+    attempt: int
+    priority: int
+    queue: str | None
+    requested_resources: dict[str, Any]
+    plan_stats: dict[str, Any]
+    blockers: list[str]
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    fencing_token: int
+    spark_app_id: str | None
+    run_after: datetime | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class TaskDetail(TaskOut):
+    attempts: list[AttemptOut]
+
+
+class TaskPage(BaseModel):
+    items: list[TaskOut]
+    total: int
+    limit: int
+    offset: int

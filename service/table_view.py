@@ -1,0 +1,112 @@
+"""What the table on storage says: the facts stored at registration, and the live view served by
+GET /api/v1/tables/{id} (timeline summary, pending instants, file-group statistics, health)."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+from typing import Any
+
+from tms.db import TablePolicy
+from tms.hudi.errors import HudiError
+from tms.hudi.instant import instant_to_datetime
+from tms.hudi.table import HudiTable
+
+from .schemas.tables import FileGroupOut, FileGroupSummary, Health, InstantOut, TimelineSummary
+
+LARGEST_SHOWN = 20
+
+
+def registration_facts(table: HudiTable) -> dict[str, Any]:
+    """The columns a registration stores, from `hoodie.properties`."""
+    config = table.config
+    try:
+        merge_mode = config.merge_mode.value
+    except HudiError:  # an unknown merge mode: recorded as unknown, refused later by the jobs
+        merge_mode = None
+    return {
+        "name": config.name, "database": config.database, "table_type": config.table_type.value,
+        "table_version": config.version, "record_key_fields": config.record_key_fields,
+        "partition_fields": config.partition_fields, "ordering_fields": config.ordering_fields,
+        "merge_mode": merge_mode, "properties": dict(config.props),
+    }
+
+
+def _instant_out(instant) -> InstantOut:
+    return InstantOut(instant=instant.timestamp, action=instant.action, state=instant.state.name.lower(),
+                      completion_time=instant.completion_time)
+
+
+def _timeline_summary(timeline) -> TimelineSummary:
+    instants = timeline.instants()
+    by_action: dict[str, Counter] = defaultdict(Counter)
+    for instant in instants:
+        by_action[instant.action][instant.state.name.lower()] += 1
+    completed = sum(1 for i in instants if i.is_completed)
+    last = timeline.last_completed()
+    return TimelineSummary(
+        instants=len(instants), completed=completed, pending=len(instants) - completed,
+        by_action={action: dict(states) for action, states in sorted(by_action.items())},
+        first_instant=instants[0].timestamp if instants else None,
+        last_completed=_instant_out(last) if last else None)
+
+
+def _file_group_summary(table: HudiTable) -> FileGroupSummary:
+    stats = table.file_system_view().file_group_stats()
+    size = lambda g: (g.base_size or 0) + (g.log_bytes or 0)  # noqa: E731
+    largest = sorted(stats, key=size, reverse=True)[:LARGEST_SHOWN]
+    return FileGroupSummary(
+        file_groups=len(stats), partitions=len({g.partition for g in stats}),
+        base_bytes=sum(g.base_size or 0 for g in stats), log_files=sum(g.log_count or 0 for g in stats),
+        log_bytes=sum(g.log_bytes or 0 for g in stats),
+        largest_file_group_bytes=size(largest[0]) if largest else 0,
+        largest=[FileGroupOut(partition=g.partition, file_id=g.file_id, base_file=g.base_file,
+                              base_size=g.base_size or 0, log_count=g.log_count or 0, log_bytes=g.log_bytes or 0,
+                              num_records=g.num_records, base_instant=g.base_instant) for g in largest])
+
+
+def _age_seconds(instant_time: str, now: datetime) -> float | None:
+    try:
+        return (now - instant_to_datetime(instant_time)).total_seconds()
+    except HudiError:
+        return None
+
+
+def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool) -> dict[str, Any]:
+    """The table's current state on storage; problems become health reasons, never errors."""
+    reasons: list[str] = []
+    status = "ok"
+    view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
+                            "file_group_stats": None}
+    try:
+        table = HudiTable.load(base_path)
+        timeline = table.timeline
+        view["timeline"] = _timeline_summary(timeline)
+        view["pending_instants"] = [_instant_out(i) for i in timeline.pending()]
+        inflight = timeline.inflight_writes()
+        view["inflight_writes"] = [_instant_out(i) for i in inflight]
+    except Exception as exc:  # any storage backend error: the table is unreadable right now
+        return {**view, "health": Health(status="error", reasons=[f"cannot read the table: {exc}"])}
+
+    try:
+        view["file_group_stats"] = _file_group_summary(table)
+    except (ImportError, AttributeError):
+        reasons.append("file-group statistics are not available in this version of TMS")
+    except HudiError as exc:
+        status = "warning"
+        reasons.append(f"cannot list file groups: {exc}")
+
+    # A writer is presumed failed once it missed its heartbeats (Hudi's rule); its instant needs a rollback.
+    tolerance = policy.heartbeat_interval_ms / 1000 * (policy.heartbeat_tolerable_misses + 1)
+    now = datetime.now(timezone.utc)
+    stale = [i.timestamp for i in inflight if (_age_seconds(i.timestamp, now) or 0) > tolerance]
+    if stale:
+        status = "warning"
+        reasons.append(f"{len(stale)} write(s) pending longer than the heartbeat tolerance "
+                       f"({tolerance:.0f} s), probably failed: {', '.join(stale[:5])}")
+    failed = tasks_by_state.get("FAILED", 0)
+    if failed:
+        status = "warning"
+        reasons.append(f"{failed} failed task(s)")
+    if not enabled:
+        reasons.append("table is disabled: TMS plans nothing for it")
+    return {**view, "health": Health(status=status, reasons=reasons)}
