@@ -9,6 +9,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from tms.hudi.instant import ACTIONS
 
+from ..paths import normalize_base_path
+
 MAX_ID = 2**63 - 1  # bigint
 
 
@@ -33,6 +35,10 @@ def _storable_json(value: Any) -> Any:
     return value
 
 
+def _base_path(value: str) -> str:
+    return normalize_base_path(_storable_text(value))
+
+
 def _instant(value: str) -> str:
     if not (value.isascii() and value.isdigit() and len(value) in (14, 17)):
         raise ValueError("must be an instant time: 17 digits (yyyyMMddHHmmssSSS) or 14 (yyyyMMddHHmmss)")
@@ -49,6 +55,8 @@ Text = Annotated[str, AfterValidator(_storable_text)]
 ShortText = Annotated[str, Field(max_length=256), AfterValidator(_storable_text)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_storable_json)]
 JsonObjects = Annotated[list[dict[str, Any]], AfterValidator(_storable_json)]
+BasePath = Annotated[str, Field(examples=["/data/hudi/trips", "s3://bucket/warehouse/trips"]),
+                     AfterValidator(_base_path)]
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 InstantTime = Annotated[str, Field(examples=["20250101120000123"]), AfterValidator(_instant)]
 Action = Annotated[str, Field(examples=["deltacommit"]), AfterValidator(_action)]

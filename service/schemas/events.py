@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .common import Action, Id, InstantTime, JsonObject, JsonObjects, Text
+from .common import Action, BasePath, Id, InstantTime, JsonObject, JsonObjects, Text
 
 MAX_BATCH = 10_000
 
@@ -25,7 +25,7 @@ class HudiCommitCallback(BaseModel):
 
     commitTime: InstantTime
     tableName: Text
-    basePath: Text
+    basePath: BasePath
     hoodieWriteStat: JsonObjects | None = None
     # Hudi's Option<String>: Jackson writes it as {"present": true} without the value, so the action
     # is then inferred from the table type (commit for COPY_ON_WRITE, deltacommit for MERGE_ON_READ).
@@ -39,7 +39,7 @@ class EventIn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     table_id: Id | None = None
-    base_path: Text | None = None
+    base_path: BasePath | None = None
     instant: InstantTime
     action: Action
     state: EventState = EventState.COMPLETED

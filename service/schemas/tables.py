@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .common import JsonObject, Record, ShortText, Text
+from .common import BasePath, JsonObject, Record, ShortText
 
 
 class TableRegistration(BaseModel):
-    base_path: Text = Field(description="Absolute path or URL of the table (the folder holding .hoodie)")
+    base_path: BasePath = Field(description="Absolute path or URL of the table (the folder holding .hoodie)")
     enabled: bool = True
     priority: int = Field(0, ge=-1000, le=1000, description="Higher runs first; reserved queues by priority")
     queue: ShortText | None = Field(None, description="Preferred resource queue")

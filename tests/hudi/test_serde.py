@@ -4,9 +4,7 @@ import copy
 import dataclasses
 import io
 import json
-import os
 import shutil
-import zipfile
 from pathlib import Path
 
 import fastavro
@@ -35,20 +33,13 @@ from tms.hudi.serde import (
     WriteStat,
 )
 
-FIXTURES = Path(os.environ.get("TMS_HUDI_FIXTURES", "/work/shared/fixtures/hudi"))
 MODEL = "org.apache.hudi.avro.model."
 
 
 @pytest.fixture(scope="session")
-def tables(tmp_path_factory) -> Path:
+def tables(fixtures_root) -> Path:
     """The fixture tables, unzipped once; each zip holds one table folder."""
-    zips = sorted(FIXTURES.glob("*.zip"))
-    assert zips, f"no fixture zips in {FIXTURES} (set TMS_HUDI_FIXTURES)"
-    root = tmp_path_factory.mktemp("hudi_fixtures")
-    for path in zips:
-        with zipfile.ZipFile(path) as zf:
-            zf.extractall(root, [n for n in zf.namelist() if not n.startswith("__MACOSX/")])
-    return root
+    return fixtures_root
 
 
 def _table_version(table: Path) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, create_engine, make_url
+from sqlalchemy import Connection, Engine, create_engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 DRIVER = "postgresql+psycopg"
@@ -35,6 +35,13 @@ class Database:
         """A session inside one transaction: committed on success, rolled back on error."""
         with self.sessions.begin() as session:
             yield session
+
+    @contextmanager
+    def autocommit(self) -> Iterator[Connection]:
+        """A connection whose every statement commits on its own: one round trip for a single
+        statement that must be durable when it returns."""
+        with self.engine.connect() as connection:
+            yield connection.execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 _BASE = re.compile(r"^([^_]+)_([^_]+)_(\d{14,17})\.parquet$")
-_LOG = re.compile(r"^\.([^_]+)_(\d{14,17})\.log\.(\d+)(?:_(.+))?$")
+_LOG = re.compile(r"^\.([^_]+)_(\d+)\.log\.(\d+)_(.+)$")
 
 
 def new_file_id(n: int = 0) -> str:
@@ -44,15 +44,20 @@ class LogFileName:
 
     @classmethod
     def parse(cls, name: str) -> "LogFileName | None":
-        m = _LOG.match(name)
+        """The parsed name (of a path's last component), or None if it is not a log file name."""
+        m = _LOG.match(name.rsplit("/", 1)[-1])
         if not m:
             return None
         fid, instant, version, token = m.groups()
-        return cls(fid, instant, int(version), token or "")
+        return cls(fid, instant, int(version), token)
 
     @property
     def sort_key(self) -> tuple:
-        return (self.instant, self.version, self.write_token)
+        """Hudi's log file order: base instant, version, write token."""
+        return (self.instant, self.version, self.write_token, self.file_id)
+
+    def __lt__(self, other: "LogFileName") -> bool:
+        return self.sort_key < other.sort_key
 
     def __str__(self) -> str:
         return f".{self.file_id}_{self.instant}.log.{self.version}_{self.write_token}"

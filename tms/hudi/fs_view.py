@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .file_names import BaseFileName, LogFileName
-from .instant import COMPACTION, State
+from .instant import State
 from .storage import FileInfo
 
 

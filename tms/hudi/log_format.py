@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import functools
 import io
-import re
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -513,38 +511,3 @@ def rollback_command_block(target_instant: str, instant_time: str) -> bytes:
 
 # ---------------------------------------------------------------------------------------
 # Log file names
-
-_LOG_FILE_NAME = re.compile(
-    r"^\.(?P<file_id>.+)_(?P<base_instant>[^_]+)\.log\.(?P<version>\d+)_(?P<write_token>\d+-\d+-\d+)$"
-)
-
-
-@functools.total_ordering
-@dataclass(frozen=True)
-class LogFileName:
-    """`.<fileId>_<baseInstant>.log.<version>_<writeToken>`, ordered as Hudi orders log
-    files: by base instant, then version, then write token."""
-
-    file_id: str
-    base_instant: str
-    version: int
-    write_token: str
-
-    @classmethod
-    def parse(cls, name: str) -> LogFileName:
-        """Parse a log file name (a path's last component is taken)."""
-        match = _LOG_FILE_NAME.match(name.rsplit("/", 1)[-1])
-        if not match:
-            raise ValueError(f"not a Hudi log file name: {name!r}")
-        return cls(match["file_id"], match["base_instant"], int(match["version"]), match["write_token"])
-
-    def __str__(self) -> str:
-        return f".{self.file_id}_{self.base_instant}.log.{self.version}_{self.write_token}"
-
-    def _sort_key(self) -> tuple:
-        return (self.base_instant, self.version, self.write_token, self.file_id)
-
-    def __lt__(self, other: LogFileName) -> bool:
-        if not isinstance(other, LogFileName):
-            return NotImplemented
-        return self._sort_key() < other._sort_key()

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Connection, func, select, text, update
 from sqlalchemy.orm import Session
 
 from ..models import Event
@@ -44,7 +44,9 @@ def _json_or_none(value: Any) -> str | None:
 
 
 class EventRepo:
-    def __init__(self, session: Session):
+    """Works on a Session, or on a Connection (`Database.autocommit()`) for the intake's single INSERT."""
+
+    def __init__(self, session: Session | Connection):
         self.session = session
 
     def add_many(self, events: Sequence[NewEvent]) -> int:

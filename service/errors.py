@@ -1,0 +1,64 @@
+"""Error responses: every failure a client can cause is a 4xx with one clear message; a database
+outage is a 503. Nothing a client sends should ever produce a 500."""
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError, OperationalError
+
+from tms.db import ConflictError, NotFoundError
+
+log = logging.getLogger(__name__)
+
+
+def _field(loc) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def validation_detail(errors) -> str:
+    """`body.instant: must be an instant time ...; query.limit: ...`"""
+    return "; ".join(f"{_field(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in errors)
+
+
+def validation_error(errors, *prefix: str) -> RequestValidationError:
+    """A pydantic error raised outside request parsing, reported as if the request body had it."""
+    return RequestValidationError([{**e, "loc": (*prefix, *e["loc"])} for e in errors])
+
+
+async def _on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
+    return JSONResponse(status_code=422, content=jsonable_encoder(
+        {"detail": validation_detail(errors), "errors": errors}))
+
+
+async def _on_not_found(request: Request, exc: NotFoundError) -> JSONResponse:
+    return JSONResponse(status_code=404, content={"detail": str(exc)})
+
+
+async def _on_conflict(request: Request, exc: ConflictError) -> JSONResponse:
+    return JSONResponse(status_code=409, content={"detail": str(exc)})
+
+
+async def _on_data_error(request: Request, exc: DataError) -> JSONResponse:
+    # A value that passed validation but PostgreSQL still refused (the validators should catch these).
+    log.warning("database refused a value: %s", exc.orig)
+    return JSONResponse(status_code=422, content={"detail": f"invalid value: {exc.orig}"})
+
+
+async def _on_database_down(request: Request, exc: OperationalError) -> JSONResponse:
+    log.error("database unavailable: %s", exc.orig)
+    return JSONResponse(status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
+                        content={"detail": "the metadata database is unavailable; retry later"},
+                        headers={"Retry-After": "5"})
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _on_validation)
+    app.add_exception_handler(NotFoundError, _on_not_found)
+    app.add_exception_handler(ConflictError, _on_conflict)
+    app.add_exception_handler(DataError, _on_data_error)
+    app.add_exception_handler(OperationalError, _on_database_down)

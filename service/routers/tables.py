@@ -1,0 +1,112 @@
+"""The table registry: register, list, inspect, change policies, enable/disable, unregister."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
+from pydantic import ValidationError
+
+from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
+from tms.hudi.table import HudiTable
+
+from ..auth import Admin, Viewer
+from ..errors import validation_error
+from ..paths import is_under_roots
+from ..schemas.common import Id, Limit, Offset, ShortText
+from ..schemas.tables import TableChanges, TableDetail, TableOut, TablePage, TableRegistration
+from ..table_view import live_view, registration_facts
+
+router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
+TableId = Annotated[Id, Path(description="The table's id")]
+
+
+def _out(table: RegisteredTable) -> dict[str, Any]:
+    fields = {name: getattr(table, name) for name in TableOut.model_fields if hasattr(table, name)}
+    fields["has_callback_key"] = table.callback_key_hash is not None
+    fields["policies"] = TablePolicy.from_stored(table.policies).options()
+    return fields
+
+
+def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:
+    try:
+        return TablePolicy.from_stored(stored).merged(changes)
+    except ValidationError as exc:
+        raise validation_error(exc.errors(), "body", "policies") from None
+
+
+def _forget_cached_identities(request: Request) -> None:
+    request.app.state.intake.tables.clear()
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=TableOut, dependencies=[Admin],
+             summary="Register a table by its base path")
+def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
+    """Reads the table's `hoodie.properties` (type, version, key fields). The path must lie under
+    one of TMS_STORAGE_ROOTS. Registering changes nothing on storage."""
+    roots = request.app.state.settings.storage_roots
+    if not is_under_roots(body.base_path, roots):
+        raise validation_error([{"loc": ("base_path",), "type": "value_error",
+                                 "msg": f"{body.base_path} is outside the storage roots ({', '.join(roots)})"}],
+                               "body")
+    policy = _policy({}, body.policies)
+    try:
+        facts = registration_facts(HudiTable.load(body.base_path))
+    except Exception as exc:  # not a table, unreadable, unsupported version: all bad input here
+        raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": str(exc)}], "body") from None
+    with request.app.state.database.transaction() as session:
+        table = TableRepo(session).register(
+            base_path=body.base_path, enabled=body.enabled, priority=body.priority, queue=body.queue,
+            policies=policy.explicit(), callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None,
+            **facts)
+        return _out(table)
+
+
+@router.get("", response_model=TablePage, dependencies=[Viewer], summary="List tables")
+def list_tables(request: Request, database: Annotated[ShortText | None, Query()] = None,
+                name: Annotated[ShortText | None, Query(description="Substring of the table name")] = None,
+                table_type: Annotated[str | None, Query(pattern="^(COPY_ON_WRITE|MERGE_ON_READ)$")] = None,
+                enabled: bool | None = None, limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
+    with request.app.state.database.transaction() as session:
+        tables, total = TableRepo(session).find(database=database, name=name, table_type=table_type,
+                                                enabled=enabled, limit=limit, offset=offset)
+        return {"items": [_out(t) for t in tables], "total": total, "limit": limit, "offset": offset}
+
+
+@router.get("/{table_id}", response_model=TableDetail, dependencies=[Viewer],
+            summary="A table: config, policies, timeline, file groups, pending instants, health")
+def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
+    with request.app.state.database.transaction() as session:
+        table = TableRepo(session).get(table_id)
+        tasks_by_state = TaskRepo(session).counts_by_state(table_id=table_id)
+    out = _out(table)
+    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), tasks_by_state, table.enabled)
+    return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
+
+
+@router.patch("/{table_id}", response_model=TableOut, dependencies=[Admin],
+              summary="Change policies, priority, queue, callback key; enable or disable")
+def update_table(table_id: TableId, body: TableChanges, request: Request) -> dict[str, Any]:
+    changes = body.model_dump(exclude_unset=True)
+    if changes.get("enabled", True) is None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "body.enabled: must be true or false")
+    with request.app.state.database.transaction() as session:
+        repo = TableRepo(session)
+        table = repo.get(table_id)
+        if "policies" in changes:
+            changes["policies"] = _policy(table.policies, changes["policies"] or {}).explicit()
+        if "callback_key" in changes:
+            key = changes.pop("callback_key")
+            changes["callback_key_hash"] = hash_secret(key) if key else None
+        table = repo.update(table_id, **changes)
+        out = _out(table)
+    _forget_cached_identities(request)
+    return out
+
+
+@router.delete("/{table_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin],
+               summary="Unregister a table (its files are never touched)")
+def delete_table(table_id: TableId, request: Request) -> Response:
+    with request.app.state.database.transaction() as session:
+        TableRepo(session).unregister(table_id)
+    _forget_cached_identities(request)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
