@@ -35,8 +35,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     db_pool_size: int = Field(10, ge=1, description="Database connections per process")
     migrate_on_start: bool = Field(True, description="Upgrade the database schema to head on start")
-    token_cache_seconds: float = Field(
-        10.0, ge=0, description="How long a verified API token is trusted without a database look-up")
+    cache_seconds: float = Field(
+        10.0, ge=0, description="How long a verified API token, or a table's identity and callback key, "
+                                "is reused without a database look-up")
     heartbeat_seconds: float = Field(10.0, gt=0, description="Instance heartbeat interval")
 
     @field_validator("storage_roots", mode="before")

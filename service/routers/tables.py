@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
 from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
@@ -87,8 +87,6 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
               summary="Change policies, priority, queue, callback key; enable or disable")
 def update_table(table_id: TableId, body: TableChanges, request: Request) -> dict[str, Any]:
     changes = body.model_dump(exclude_unset=True)
-    if changes.get("enabled", True) is None:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "body.enabled: must be true or false")
     with request.app.state.database.transaction() as session:
         repo = TableRepo(session)
         table = repo.get(table_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from .common import BasePath, JsonObject, Record, ShortText
 
@@ -26,7 +26,14 @@ class TableChanges(BaseModel):
     priority: int | None = Field(None, ge=-1000, le=1000)
     queue: ShortText | None = None
     policies: JsonObject | None = None
-    callback_key: ShortText | None = Field(None, min_length=8)
+    callback_key: ShortText | None = Field(None, min_length=8, description="null removes the table's key")
+
+    @field_validator("enabled", "priority")
+    @classmethod
+    def _not_null(cls, value):
+        if value is None:  # only an explicit null reaches here; absent fields are not validated
+            raise ValueError("must not be null")
+        return value
 
 
 class TableOut(Record):

@@ -29,6 +29,7 @@ from enum import IntEnum
 from typing import Any, BinaryIO
 
 import fastavro
+import polars
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -283,16 +284,53 @@ def _check_content_version(version: int) -> None:
 
 
 def _decode_avro_records(content: bytes, schema: dict) -> pa.Table:
+    """Decode the length-prefixed schemaless records of an Avro data block. The record bodies are
+    wrapped into one in-memory Avro object container. Records of flat primitive fields (the common
+    case) are decoded by polars, natively (an order of magnitude faster than fastavro, and without
+    holding the GIL); fastavro decodes the rest (nested, logical types), which polars maps
+    incompletely."""
     version, count = _INT_PAIR.unpack_from(content)
     _check_content_version(version)
-    parsed = fastavro.parse_schema(schema)
-    stream = io.BytesIO(content)
-    stream.seek(_INT_PAIR.size)
-    records = []
+    view, pos, bodies = memoryview(content), _INT_PAIR.size, []
     for _ in range(count):
-        (length,) = _INT.unpack(stream.read(_INT.size))
-        records.append(fastavro.schemaless_reader(io.BytesIO(stream.read(length)), parsed))
-    return records_to_arrow(records, schema)
+        (length,) = _INT.unpack_from(content, pos)
+        pos += _INT.size
+        bodies.append(view[pos:pos + length])
+        pos += length
+    body = b"".join(bodies)
+    container = io.BytesIO()
+    fastavro.writer(container, fastavro.parse_schema(schema), [], sync_marker=_SYNC)
+    container.write(_avro_long(count) + _avro_long(len(body)) + body + _SYNC)
+    container.seek(0)
+    if _is_flat_primitive(schema):
+        return polars.read_avro(container).to_arrow().cast(avro_to_arrow(schema))
+    return records_to_arrow(list(fastavro.reader(container)), schema)
+
+
+_PRIMITIVES = {"boolean", "int", "long", "float", "double", "string", "bytes"}
+
+
+def _is_flat_primitive(schema: dict) -> bool:
+    for f in schema["fields"]:
+        types = f["type"] if isinstance(f["type"], list) else [f["type"]]
+        branches = [t for t in types if t != "null"]
+        if len(branches) != 1 or not isinstance(branches[0], str) or branches[0] not in _PRIMITIVES:
+            return False
+    return True
+
+
+_SYNC = b"TMS-avro-sync-16"
+
+
+def _avro_long(n: int) -> bytes:
+    """Avro's zig-zag varint encoding of a long."""
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def read_log_file(data: bytes | bytearray | memoryview | BinaryIO) -> list[LogBlock]:

@@ -77,8 +77,11 @@ class TaskRepo:
         return list(self.session.scalars(
             select(TaskAttempt).where(TaskAttempt.task_id == task_id).order_by(TaskAttempt.attempt)))
 
-    def counts_by_state(self) -> dict[str, int]:
-        rows = self.session.execute(select(Task.state, func.count()).group_by(Task.state))
+    def counts_by_state(self, table_id: int | None = None) -> dict[str, int]:
+        stmt = select(Task.state, func.count()).group_by(Task.state)
+        if table_id is not None:
+            stmt = stmt.where(Task.table_id == table_id)
+        rows = self.session.execute(stmt)
         return {state: count for state, count in rows}
 
     def running_by_queue(self) -> dict[str | None, int]:

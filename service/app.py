@@ -1,0 +1,60 @@
+"""The TMS HTTP service (FastAPI). Stateless: run as many processes as needed against one database.
+
+    uvicorn --factory service.app:create_app      # or: tms serve
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from tms.config import Settings, load_settings
+from tms.db import Database, open_database
+
+from . import errors
+from .auth import Authenticator
+from .heartbeat import Heartbeat, tms_version
+from .intake import Intake
+from .metrics import LatencyMiddleware, Metrics
+from .routers import admin, events, health, tables, tasks
+
+DESCRIPTION = """The control plane of TMS, the table management service for Apache Hudi tables.
+
+Authenticate with `Authorization: Bearer <token>` (roles: viewer reads, operator acts on tasks,
+admin manages tables, policies, queues and tokens). Writers send events with the `HUDI-CALLBACK-KEY`
+header, exactly as Hudi's HTTP commit callback does."""
+
+
+def create_app(settings: Settings | None = None, database: Database | None = None) -> FastAPI:
+    """The app for `settings` (default: from the environment). Without `database`, the configured
+    (or embedded) database is opened and migrated to head at startup."""
+    settings = settings or load_settings()
+    logging.getLogger("tms").setLevel(settings.log_level)
+    logging.getLogger("service").setLevel(settings.log_level)
+    database = database or open_database(settings)
+    metrics = Metrics(database)
+    heartbeat = Heartbeat(database, roles=["service"], interval_seconds=settings.heartbeat_seconds,
+                          info={"port": settings.port})
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        heartbeat.start()
+        yield
+        await heartbeat.stop()
+
+    app = FastAPI(title="TMS", version=tms_version(), description=DESCRIPTION, lifespan=lifespan,
+                  max_body_size=settings.max_body_bytes)
+    app.state.settings = settings
+    app.state.database = database
+    app.state.metrics = metrics
+    app.state.authenticator = Authenticator(
+        database, admin_token=settings.admin_token.get_secret_value() if settings.admin_token else None,
+        cache_seconds=settings.cache_seconds)
+    app.state.intake = Intake(database, metrics, cache_seconds=settings.cache_seconds)
+    app.state.heartbeat = heartbeat
+    errors.install(app)
+    app.add_middleware(LatencyMiddleware, metrics=metrics)
+    for module in (events, tables, tasks, admin, health):
+        app.include_router(module.router)
+    return app

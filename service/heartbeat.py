@@ -1,0 +1,58 @@
+"""The service's own instance row: registered on start, refreshed every heartbeat, removed on a
+clean stop, so GET /api/v1/instances (and the manager) know which processes are alive."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from importlib import metadata
+
+from starlette.concurrency import run_in_threadpool
+
+from tms.db import Database, InstanceRepo
+
+log = logging.getLogger(__name__)
+
+
+def tms_version() -> str:
+    try:
+        return metadata.version("tms")
+    except metadata.PackageNotFoundError:  # running from a checkout
+        return "dev"
+
+
+class Heartbeat:
+    def __init__(self, database: Database, *, roles: list[str], interval_seconds: float, info: dict):
+        self.database = database
+        self.roles = roles
+        self.interval = interval_seconds
+        self.info = info
+        self.instance_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._task: asyncio.Task | None = None
+
+    def beat(self) -> None:
+        with self.database.transaction() as session:
+            InstanceRepo(session).heartbeat(self.instance_id, roles=self.roles, host=socket.gethostname(),
+                                            pid=os.getpid(), version=tms_version(), info=self.info)
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await run_in_threadpool(self.beat)
+            except Exception as exc:  # keep beating through database outages
+                log.warning("heartbeat failed: %s", exc)
+            await asyncio.sleep(self.interval)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        try:
+            with self.database.transaction() as session:
+                InstanceRepo(session).remove(self.instance_id)
+        except Exception as exc:  # the row then simply goes stale
+            log.warning("could not deregister instance %s: %s", self.instance_id, exc)

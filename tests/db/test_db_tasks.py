@@ -1,0 +1,227 @@
+"""Tasks: one per instant, compare-and-set transitions, claims, leases and fencing, operator actions."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from sqlalchemy import update
+
+from tms.db import (TRANSITIONS, ConflictError, IllegalTransitionError, NotFoundError, OperatorAction, Task, TaskRepo,
+                    TaskState)
+
+S = TaskState
+INSTANT = "20250101000000000"
+
+
+def _create(db, table_id, state=S.RUNNABLE, instant=INSTANT, **kw):
+    with db.transaction() as session:
+        task, created = TaskRepo(session).create(table_id=table_id, action="compaction", instant=instant,
+                                                 state=state, **kw)
+        assert created
+        return task
+
+
+def test_one_task_per_instant(db, table_id):
+    first = _create(db, table_id, S.PENDING, plan_stats={"operations": 3})
+    with db.transaction() as session:
+        again, created = TaskRepo(session).create(table_id=table_id, action="compaction", instant=INSTANT)
+    assert not created and again.id == first.id and again.plan_stats == {"operations": 3}
+
+
+def test_transition_is_compare_and_set(db, table_id):
+    task = _create(db, table_id, S.PENDING, blockers=["20241231000000000"])
+    with db.transaction() as session:
+        moved = TaskRepo(session).transition(task.id, expected_state=S.PENDING, expected_version=task.version,
+                                             to=S.BLOCKED)
+    assert moved.state == S.BLOCKED and moved.version == task.version + 1
+    with db.transaction() as session:  # stale version: lost, nothing changes
+        assert TaskRepo(session).transition(task.id, expected_state=S.BLOCKED, expected_version=task.version,
+                                            to=S.RUNNABLE) is None
+        assert TaskRepo(session).transition(task.id, expected_state=S.PENDING, expected_version=moved.version,
+                                            to=S.RUNNABLE) is None
+    with db.transaction() as session:
+        done = TaskRepo(session).transition(task.id, expected_state=S.BLOCKED, expected_version=moved.version,
+                                            to=S.RUNNABLE, blockers=[])
+    assert done.state == S.RUNNABLE and done.blockers == []
+
+
+@pytest.mark.parametrize("source", list(S))
+def test_only_legal_transitions(db, table_id, source):
+    task = _create(db, table_id, source)
+    for target in S:
+        if target in TRANSITIONS[source] and target is not S.RUNNING:
+            continue
+        with db.transaction() as session, pytest.raises(IllegalTransitionError):
+            TaskRepo(session).transition(task.id, expected_state=source, expected_version=task.version, to=target)
+
+
+def test_concurrent_transitions_have_one_winner(db, table_id):
+    task = _create(db, table_id, S.BLOCKED)
+    barrier = threading.Barrier(8)
+    wins: list[TaskState] = []
+
+    def race(target):
+        barrier.wait()
+        with db.transaction() as session:
+            if TaskRepo(session).transition(task.id, expected_state=S.BLOCKED, expected_version=task.version,
+                                            to=target) is not None:
+                wins.append(target)
+
+    threads = [threading.Thread(target=race, args=(t,)) for t in [S.RUNNABLE, S.CANCELLED] * 4]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+    with db.transaction() as session:
+        assert TaskRepo(session).get(task.id).state == wins[0]
+
+
+def test_claims_never_hand_one_task_to_two_workers(db, table_id):
+    for i in range(5):
+        _create(db, table_id, S.RUNNABLE, instant=f"2025010100000000{i}", priority=i)
+    claimed: list[tuple[int, str]] = []
+    barrier = threading.Barrier(10)
+
+    def worker(name):
+        barrier.wait()
+        while True:
+            with db.transaction() as session:
+                task = TaskRepo(session).claim_next(owner=name, lease_seconds=30)
+            if task is None:
+                return
+            claimed.append((task.id, name))
+
+    threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ids = [task_id for task_id, _ in claimed]
+    assert len(ids) == 5 and len(set(ids)) == 5
+
+
+def test_claim_order_respects_priority_and_run_after(db, table_id):
+    low = _create(db, table_id, instant="20250101000000001", priority=1)
+    high = _create(db, table_id, instant="20250101000000002", priority=9)
+    with db.transaction() as session:
+        session.execute(update(Task).where(Task.id == high.id).values(
+            run_after=Task.created_at + __import__("datetime").timedelta(hours=1)))
+    with db.transaction() as session:
+        assert TaskRepo(session).claim_next(owner="w", lease_seconds=30).id == low.id
+        assert TaskRepo(session).claim_next(owner="w", lease_seconds=30) is None
+
+
+def test_lease_fencing_and_finish(db, table_id):
+    task = _create(db, table_id)
+    with db.transaction() as session:
+        repo = TaskRepo(session)
+        claimed = repo.claim(task.id, expected_version=task.version, owner="w1", lease_seconds=30,
+                             queue="default", requested_resources={"executor_memory_mb": 1024})
+    assert claimed.state == S.RUNNING and claimed.attempt == 1 and claimed.fencing_token == 1
+    token = claimed.fencing_token
+    with db.transaction() as session:
+        repo = TaskRepo(session)
+        assert repo.holds_fence(task.id, token, lock=True)
+        assert not repo.holds_fence(task.id, token + 1)
+        assert repo.renew_lease(task.id, fencing_token=token, lease_seconds=60)
+        assert repo.record_spark_app(task.id, fencing_token=token, spark_app_id="app-1")
+        assert repo.finish(task.id, fencing_token=token + 1, succeeded=True) is None  # not the holder
+        done = repo.finish(task.id, fencing_token=token, succeeded=True, log_tail="ok")
+    assert done.state == S.SUCCEEDED and done.finished_at is not None and done.lease_owner is None
+    with db.transaction() as session:
+        repo = TaskRepo(session)
+        assert not repo.holds_fence(task.id, token)
+        (attempt,) = repo.attempts(task.id)
+    assert (attempt.outcome, attempt.spark_app_id, attempt.worker, attempt.queue, attempt.log_tail) == (
+        "SUCCEEDED", "app-1", "w1", "default", "ok")
+
+
+def test_expired_lease_is_restored_and_the_old_holder_is_fenced_off(db, table_id):
+    task = _create(db, table_id)
+    with db.transaction() as session:
+        first = TaskRepo(session).claim(task.id, expected_version=task.version, owner="w1", lease_seconds=0.05)
+    time.sleep(0.1)
+    with db.transaction() as session:
+        repo = TaskRepo(session)
+        assert [t.id for t in repo.expired_leases()] == [task.id]
+        assert not repo.renew_lease(task.id, fencing_token=first.fencing_token, lease_seconds=30)
+        restored = repo.restore_expired(task.id, fencing_token=first.fencing_token)
+    assert restored.state == S.RUNNABLE
+    with db.transaction() as session:
+        second = TaskRepo(session).claim(task.id, expected_version=restored.version, owner="w2", lease_seconds=30)
+    assert second.attempt == 2 and second.fencing_token > first.fencing_token
+    with db.transaction() as session:
+        repo = TaskRepo(session)
+        assert repo.finish(task.id, fencing_token=first.fencing_token, succeeded=True) is None
+        assert [a.outcome for a in repo.attempts(task.id)] == ["LOST", "RUNNING"]
+
+
+@pytest.mark.parametrize("action, source, target", [
+    (OperatorAction.RERUN, S.FAILED, S.RUNNABLE),
+    (OperatorAction.RERUN, S.CANCELLED, S.RUNNABLE),
+    (OperatorAction.SUSPEND, S.RUNNABLE, S.SUSPENDED),
+    (OperatorAction.SUSPEND, S.BLOCKED, S.SUSPENDED),
+    (OperatorAction.RESUME, S.SUSPENDED, S.RUNNABLE),
+    (OperatorAction.CANCEL, S.PENDING, S.CANCELLED),
+    (OperatorAction.CANCEL, S.SUSPENDED, S.CANCELLED),
+])
+def test_operator_actions(db, table_id, action, source, target):
+    task = _create(db, table_id, source)
+    with db.transaction() as session:
+        assert TaskRepo(session).apply(task.id, action).state == target
+
+
+def test_resume_and_rerun_stay_held_while_blockers_remain(db, table_id):
+    task = _create(db, table_id, S.SUSPENDED, blockers=["20241231000000000"])
+    with db.transaction() as session:
+        assert TaskRepo(session).apply(task.id, OperatorAction.RESUME).state == S.BLOCKED
+
+
+@pytest.mark.parametrize("action, source", [
+    (OperatorAction.RERUN, S.SUCCEEDED), (OperatorAction.RERUN, S.RUNNING),
+    (OperatorAction.SUSPEND, S.RUNNING), (OperatorAction.SUSPEND, S.PENDING),
+    (OperatorAction.RESUME, S.RUNNABLE), (OperatorAction.CANCEL, S.SUCCEEDED),
+    (OperatorAction.CANCEL, S.CANCELLED),
+])
+def test_illegal_operator_actions(db, table_id, action, source):
+    task = _create(db, table_id, source)
+    with db.transaction() as session, pytest.raises(IllegalTransitionError, match=f"it is {source}"):
+        TaskRepo(session).apply(task.id, action)
+    with db.transaction() as session:
+        assert TaskRepo(session).get(task.id).state == source
+
+
+def test_cancel_of_a_running_task_ends_its_lease_and_attempt(db, table_id):
+    task = _create(db, table_id)
+    with db.transaction() as session:
+        claimed = TaskRepo(session).claim(task.id, expected_version=task.version, owner="w1", lease_seconds=30)
+    with db.transaction() as session:
+        assert TaskRepo(session).apply(task.id, OperatorAction.CANCEL).state == S.CANCELLED
+    with db.transaction() as session:
+        repo = TaskRepo(session)
+        assert not repo.renew_lease(task.id, fencing_token=claimed.fencing_token, lease_seconds=30)
+        assert repo.finish(task.id, fencing_token=claimed.fencing_token, succeeded=True) is None
+        assert [a.outcome for a in repo.attempts(task.id)] == ["CANCELLED"]
+
+
+def test_unknown_task(db):
+    with db.transaction() as session, pytest.raises(NotFoundError):
+        TaskRepo(session).apply(123456, OperatorAction.CANCEL)
+
+
+def test_find_filters_and_counts(db, table_id):
+    _create(db, table_id, S.RUNNABLE, instant="20250101000000001")
+    _create(db, table_id, S.FAILED, instant="20250101000000002")
+    with db.transaction() as session:
+        repo = TaskRepo(session)
+        tasks, total = repo.find(table_id=table_id, state=S.FAILED)
+        assert total == 1 and tasks[0].instant == "20250101000000002"
+        assert repo.find(action="clean")[1] == 0
+        assert repo.counts_by_state() == {"RUNNABLE": 1, "FAILED": 1}
+        assert repo.counts_by_state(table_id=table_id + 1) == {}
+
+
+def test_conflict_error_is_a_409_kind(db):
+    assert issubclass(IllegalTransitionError, ConflictError)
