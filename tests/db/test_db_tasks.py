@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import update
 
-from tms.db import (TRANSITIONS, ConflictError, IllegalTransitionError, NotFoundError, OperatorAction, Task, TaskRepo,
+from tms.db import (TRANSITIONS, IllegalTransitionError, NotFoundError, OperatorAction, Task, TaskRepo,
                     TaskState)
 
 S = TaskState
@@ -107,7 +108,7 @@ def test_claim_order_respects_priority_and_run_after(db, table_id):
     high = _create(db, table_id, instant="20250101000000002", priority=9)
     with db.transaction() as session:
         session.execute(update(Task).where(Task.id == high.id).values(
-            run_after=Task.created_at + __import__("datetime").timedelta(hours=1)))
+            run_after=Task.created_at + timedelta(hours=1)))
     with db.transaction() as session:
         assert TaskRepo(session).claim_next(owner="w", lease_seconds=30).id == low.id
         assert TaskRepo(session).claim_next(owner="w", lease_seconds=30) is None
@@ -222,6 +223,3 @@ def test_find_filters_and_counts(db, table_id):
         assert repo.counts_by_state() == {"RUNNABLE": 1, "FAILED": 1}
         assert repo.counts_by_state(table_id=table_id + 1) == {}
 
-
-def test_conflict_error_is_a_409_kind(db):
-    assert issubclass(IllegalTransitionError, ConflictError)

@@ -225,10 +225,14 @@ class TableConfig:
                     or self.props.get("hoodie.compaction.record.merger.strategy"))
         if strategy == COMMIT_TIME_STRATEGY_ID:
             return MergeMode.COMMIT_TIME_ORDERING
-        if strategy in (None, EVENT_TIME_STRATEGY_ID):
-            # Hudi 0.x default payload (OverwriteWithLatestAvroPayload) ignores ordering on reads of
-            # v6 tables; 1.x default is event time. With an ordering field, event time is the default.
-            return MergeMode.EVENT_TIME_ORDERING if self.ordering_fields else MergeMode.COMMIT_TIME_ORDERING
+        if strategy == EVENT_TIME_STRATEGY_ID:
+            return MergeMode.EVENT_TIME_ORDERING
+        if strategy is None:
+            # Defaults: Hudi 0.x's payload (OverwriteWithLatestAvroPayload) merges by commit time;
+            # Hudi 1.x merges by event time when the table has an ordering field.
+            if self.version >= 8 and self.ordering_fields:
+                return MergeMode.EVENT_TIME_ORDERING
+            return MergeMode.COMMIT_TIME_ORDERING
         return MergeMode.CUSTOM
 
     def require_builtin_merge(self) -> MergeMode:

@@ -1,0 +1,76 @@
+"""Every endpoint's authentication and role checks: 401 without or with a bad credential, 403 for a
+role too weak, and the role hierarchy viewer < operator < admin."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+# (method, path, minimum role); bodies are irrelevant: auth is checked before anything else matters.
+ENDPOINTS = [
+    ("GET", "/api/v1/tables", "viewer"),
+    ("GET", "/api/v1/tables/1", "viewer"),
+    ("POST", "/api/v1/tables", "admin"),
+    ("PATCH", "/api/v1/tables/1", "admin"),
+    ("DELETE", "/api/v1/tables/1", "admin"),
+    ("GET", "/api/v1/tasks", "viewer"),
+    ("GET", "/api/v1/tasks/1", "viewer"),
+    ("POST", "/api/v1/tasks/1:rerun", "operator"),
+    ("POST", "/api/v1/tasks/1:suspend", "operator"),
+    ("POST", "/api/v1/tasks/1:resume", "operator"),
+    ("POST", "/api/v1/tasks/1:cancel", "operator"),
+    ("GET", "/api/v1/queues", "viewer"),
+    ("PUT", "/api/v1/queues/1", "admin"),
+    ("DELETE", "/api/v1/queues/1", "admin"),
+    ("POST", "/api/v1/tokens", "admin"),
+    ("GET", "/api/v1/tokens", "admin"),
+    ("DELETE", "/api/v1/tokens/1", "admin"),
+    ("GET", "/api/v1/instances", "viewer"),
+    ("GET", "/api/v1/alerts", "viewer"),
+    # Event senders: operator tokens (or the callback key, tested with the events).
+    ("POST", "/api/v1/events", "operator"),
+    ("POST", "/api/v1/events:batch", "operator"),
+    ("POST", "/api/v1/hudi/callback", "operator"),
+    ("POST", "/api/v1/noop", "operator"),
+]
+RANK = {"viewer": 1, "operator": 2, "admin": 3}
+
+
+def test_every_api_route_is_listed(app):
+    """So a new route cannot skip these checks unnoticed."""
+    routes = {(method, re.sub(r"\{\w+\}", "1", route.path)) for route in app.routes
+              if route.path.startswith("/api/") for method in route.methods}
+    assert routes == {(method, path) for method, path, _ in ENDPOINTS}
+
+
+@pytest.mark.parametrize("method, path, minimum", ENDPOINTS)
+def test_missing_and_bad_credentials_are_401(client, method, path, minimum):
+    assert client.request(method, path).status_code == 401
+    bad = client.request(method, path, headers={"Authorization": "Bearer not-a-token"})
+    assert bad.status_code == 401 and bad.headers["www-authenticate"] == "Bearer"
+    assert client.request(method, path, headers={"Authorization": "Token abc"}).status_code == 401
+
+
+@pytest.mark.parametrize("method, path, minimum", ENDPOINTS)
+def test_roles(client, tokens, method, path, minimum):
+    for role in ("viewer", "operator", "admin", "env_admin"):
+        status = client.request(method, path, headers=tokens[role]).status_code
+        if RANK[role.removeprefix("env_")] < RANK[minimum]:
+            assert status == 403, (role, status)
+        else:
+            assert status not in (401, 403), (role, status)
+
+
+def test_revoked_token_is_refused(client, tokens, app):
+    app.state.authenticator._cache.clear()  # tokens are trusted for cache_seconds once verified
+    created = client.post("/api/v1/tokens", json={"role": "viewer", "name": "temp"}, headers=tokens["admin"]).json()
+    headers = {"Authorization": f"Bearer {created['token']}"}
+    listed = client.get("/api/v1/tokens", headers=tokens["admin"]).json()
+    assert created["id"] in [t["id"] for t in listed] and all("token" not in t for t in listed)
+    assert client.delete(f"/api/v1/tokens/{created['id']}", headers=tokens["admin"]).status_code == 204
+    assert client.get("/api/v1/tables", headers=headers).status_code == 401
+
+
+def test_open_endpoints(client):
+    for path in ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"):
+        assert client.get(path).status_code == 200, path

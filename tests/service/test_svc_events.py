@@ -1,0 +1,90 @@
+"""TMS's own events, one or in batches: idempotent, all-or-nothing, authenticated, validated."""
+from __future__ import annotations
+
+import json
+
+from tms.db import EventRepo
+
+
+def _count(app):
+    with app.state.database.transaction() as session:
+        return EventRepo(session).count()
+
+
+def test_event_by_id_and_by_base_path(client, app, register, hudi_tables, tokens, callback_headers):
+    table = register("mor_v8_trips_8i3u1d")
+    event = {"table_id": table["id"], "instant": "20251220210100000", "action": "deltacommit", "state": "inflight"}
+    assert client.post("/api/v1/events", json=event, headers=callback_headers).json()["stored"] == 1
+    by_path = {**event, "table_id": None, "base_path": str(hudi_tables["mor_v8_trips_8i3u1d"]) + "/./"}
+    again = client.post("/api/v1/events", json=by_path, headers=tokens["operator"])
+    assert again.status_code == 202 and again.json()["duplicates"] == 1
+    done = {**event, "state": "completed", "completion_time": "20251220210105000",
+            "write_stats": [{"fileId": "f", "logFiles": ["a.log"]}], "future_field": 1}
+    assert client.post("/api/v1/events", json=done, headers=callback_headers).json()["stored"] == 1
+    assert _count(app) == 2
+
+
+def test_batch_is_idempotent_and_all_or_nothing(client, app, register, callback_headers):
+    table = register("mor_v6_trips_8i1u")
+    events = [{"table_id": table["id"], "instant": f"2025033103{i:05d}00", "action": "deltacommit"}
+              for i in range(200)]
+    first = client.post("/api/v1/events:batch", json={"events": events + events[:10]}, headers=callback_headers)
+    assert first.status_code == 202 and first.json() == {"received": 210, "stored": 200, "duplicates": 10}
+    mixed = events[:5] + [{"table_id": 999999, "instant": "20250331030999000", "action": "commit"}]
+    rejected = client.post("/api/v1/events:batch", json={"events": mixed}, headers=callback_headers)
+    assert rejected.status_code == 404 and "999999" in rejected.json()["detail"]
+    assert _count(app) == 200
+
+
+def test_per_table_callback_key(client, app, register, hudi_tables, tokens):
+    own = register("cow_v6_nonpartitioned", callback_key="table-own-key")
+    other = register("cow_v8_nonpartitioned")
+    key = {"HUDI-CALLBACK-KEY": "table-own-key"}
+    ok = {"table_id": own["id"], "instant": "20240418173552000", "action": "commit"}
+    assert client.post("/api/v1/events", json=ok, headers=key).status_code == 202
+    # The key opens its own table only; unknown tables are not revealed to it.
+    assert client.post("/api/v1/events", json={**ok, "table_id": other["id"]}, headers=key).status_code == 401
+    assert client.post("/api/v1/events", json={**ok, "table_id": 999999}, headers=key).status_code == 401
+    # Removing the key takes effect at once in this process.
+    assert client.patch(f"/api/v1/tables/{own['id']}", json={"callback_key": None},
+                        headers=tokens["admin"]).status_code == 200
+    later = {**ok, "instant": "20240418173553000"}
+    assert client.post("/api/v1/events", json=later, headers=key).status_code == 401
+
+
+def test_writers_need_operator_tokens(client, register, tokens):
+    table = register("cow_v6_nonpartitioned")
+    event = {"table_id": table["id"], "instant": "20240418173552000", "action": "commit"}
+    assert client.post("/api/v1/events", json=event, headers=tokens["viewer"]).status_code == 403
+    assert client.post("/api/v1/events", json=event, headers=tokens["admin"]).status_code == 202
+    assert client.post("/api/v1/events", json=event, headers={"Authorization": "Basic eDp5"}).status_code == 401
+
+
+def test_validation_names_the_field(client, callback_headers):
+    cases = [
+        ({"instant": "20250101000000000", "action": "commit"}, "table_id and base_path"),
+        ({"table_id": 1, "base_path": "/t", "instant": "20250101000000000", "action": "commit"}, "exactly one"),
+        ({"table_id": 1, "instant": "2025", "action": "commit"}, "body.instant"),
+        ({"table_id": 1, "instant": "20250101000000000", "action": "merge"}, "body.action"),
+        ({"table_id": 1, "instant": "20250101000000000", "action": "commit", "state": "done"}, "body.state"),
+        ({"table_id": 0, "instant": "20250101000000000", "action": "commit"}, "body.table_id"),
+        ({"base_path": "t\x00", "instant": "20250101000000000", "action": "commit"}, "body.base_path"),
+        ({"table_id": 1, "instant": "20250101000000000", "action": "commit",
+          "write_stats": [{"p": "a\x00b"}]}, "body.write_stats"),
+        ({"table_id": 1, "instant": "20250101000000000", "action": "commit",
+          "extra_metadata": {"x": float("nan")}}, "body.extra_metadata"),
+    ]
+    headers = {**callback_headers, "Content-Type": "application/json"}
+    for body, expected in cases:
+        response = client.post("/api/v1/events", content=json.dumps(body), headers=headers)  # NaN allowed
+        assert response.status_code == 422 and expected in response.json()["detail"], (body, response.text)
+    empty = client.post("/api/v1/events:batch", json={"events": []}, headers=callback_headers)
+    assert empty.status_code == 422 and "body.events" in empty.json()["detail"]
+
+
+def test_oversized_body_is_413(client, register, callback_headers, settings):
+    table = register("cow_v6_nonpartitioned")
+    events = [{"table_id": table["id"], "instant": f"2024041817{i:07d}", "action": "commit",
+               "write_stats": [{"path": "x" * 200}]} for i in range(2000)]
+    response = client.post("/api/v1/events:batch", json={"events": events}, headers=callback_headers)
+    assert response.status_code == 413
