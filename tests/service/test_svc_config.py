@@ -1,0 +1,65 @@
+"""Settings: defaults, TMS_* environment variables, and a TOML or YAML config file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from tms.config import ConfigError, load_settings
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    import os
+    for name in list(os.environ):
+        if name.startswith("TMS_"):
+            monkeypatch.delenv(name)
+
+
+def test_defaults():
+    settings = load_settings()
+    assert settings.database_url is None and settings.data_dir == Path(".tms")
+    assert settings.storage_roots == [] and settings.callback_key is None and settings.admin_token is None
+    assert (settings.host, settings.port, settings.log_level, settings.max_body_bytes) == (
+        "127.0.0.1", 8080, "INFO", 10 * 1024 * 1024)
+
+
+def test_environment(monkeypatch):
+    monkeypatch.setenv("TMS_STORAGE_ROOTS", "s3://lake/warehouse, /data/hudi")
+    monkeypatch.setenv("TMS_PORT", "9000")
+    monkeypatch.setenv("TMS_LOG_LEVEL", "debug")
+    monkeypatch.setenv("TMS_CALLBACK_KEY", "k" * 16)
+    settings = load_settings()
+    assert settings.storage_roots == ["s3://lake/warehouse", "/data/hudi"]
+    assert (settings.port, settings.log_level) == (9000, "DEBUG")
+    assert settings.callback_key.get_secret_value() == "k" * 16 and "k" * 16 not in repr(settings)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("tms.toml", 'port = 9100\nstorage_roots = ["/a", "/b"]\nadmin_token = "from-file"\n'),
+    ("tms.yaml", "port: 9100\nstorage_roots: [/a, /b]\nadmin_token: from-file\n"),
+])
+def test_config_file_below_environment(monkeypatch, tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    monkeypatch.setenv("TMS_CONFIG_FILE", str(path))
+    settings = load_settings()
+    assert (settings.port, settings.storage_roots, settings.admin_token.get_secret_value()) == (
+        9100, ["/a", "/b"], "from-file")
+    monkeypatch.setenv("TMS_PORT", "9200")
+    assert load_settings().port == 9200
+
+
+def test_bad_configuration(monkeypatch, tmp_path):
+    monkeypatch.setenv("TMS_CONFIG_FILE", str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError, match="no such file"):
+        load_settings()
+    (tmp_path / "tms.ini").write_text("")
+    monkeypatch.setenv("TMS_CONFIG_FILE", str(tmp_path / "tms.ini"))
+    with pytest.raises(ConfigError, match="expected a .toml"):
+        load_settings()
+    monkeypatch.delenv("TMS_CONFIG_FILE")
+    monkeypatch.setenv("TMS_PORT", "http")
+    with pytest.raises(ValidationError, match="port"):
+        load_settings()
