@@ -4,9 +4,7 @@ import datetime
 import decimal
 import io
 import json
-import os
 import re
-import zipfile
 from pathlib import Path
 
 import fastavro
@@ -27,7 +25,6 @@ from tms.hudi.schema import (
     without_meta_fields,
 )
 
-FIXTURES = Path(os.environ.get("TMS_HUDI_FIXTURES", "/work/shared/fixtures/hudi"))
 V6_TABLES = {
     "cow_v6_nonpartitioned": "v6_nonpartitioned",
     "cow_v6_simplekeygen_nonhivestyle_overwritetable": "v6_simplekeygen_nonhivestyle_overwritetable",
@@ -37,14 +34,8 @@ V6_TABLES = {
 
 
 @pytest.fixture(scope="module")
-def fixtures_dir(tmp_path_factory) -> Path:
-    if not FIXTURES.is_dir():
-        pytest.skip(f"Hudi fixtures not found at {FIXTURES} (set TMS_HUDI_FIXTURES)")
-    root = tmp_path_factory.mktemp("fixtures")
-    for archive in FIXTURES.glob("*.zip"):
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(root, [m for m in zf.namelist() if not m.startswith("__MACOSX/")])
-    return root
+def fixtures_dir(fixtures_root) -> Path:
+    return fixtures_root
 
 
 def commit_schema(table: Path) -> dict:

@@ -152,6 +152,7 @@ class HudiWriter:
                     raise HudiError(f"file group {fid} in {partition or '(root)'} is being clustered "
                                     f"(instant {view.pending_clustering[(partition, fid)]}); updates are rejected")
             for fid, positions in sorted(located.items(), key=lambda kv: kv[0] or ""):
+                self._heartbeat(ts)  # a long write keeps its heartbeat fresh
                 rows = batch.take(pa.array(positions))
                 if fid is None:
                     if op == "delete":
