@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from tms.config import Settings, load_settings
 from tms.db import Database, open_database
+from tms.db.intake import IntakeStore
 
 from . import errors
 from .auth import Authenticator
@@ -36,12 +37,15 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     metrics = Metrics(database)
     heartbeat = Heartbeat(database, roles=["service"], interval_seconds=settings.heartbeat_seconds,
                           info={"port": settings.port})
+    intake_store = IntakeStore(database.url, max_connections=settings.db_pool_size)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        await intake_store.open()
         heartbeat.start()
         yield
         await heartbeat.stop()
+        await intake_store.close()
 
     app = FastAPI(title="TMS", version=tms_version(), description=DESCRIPTION, lifespan=lifespan,
                   max_body_size=settings.max_body_bytes)
@@ -51,7 +55,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.authenticator = Authenticator(
         database, admin_token=settings.admin_token.get_secret_value() if settings.admin_token else None,
         cache_seconds=settings.cache_seconds)
-    app.state.intake = Intake(database, metrics, cache_seconds=settings.cache_seconds)
+    app.state.intake = Intake(intake_store, metrics, cache_seconds=settings.cache_seconds)
     app.state.heartbeat = heartbeat
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)

@@ -10,8 +10,9 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
-from tms.db import TokenRepo, hash_secret
+from tms.db import Database, TokenRepo, hash_secret
 
 CALLBACK_KEY_HEADER = "HUDI-CALLBACK-KEY"
 
@@ -40,26 +41,28 @@ def unauthorized(detail: str) -> HTTPException:
 class Authenticator:
     """Maps a bearer token to its role: TMS_ADMIN_TOKEN, or a token stored in the database."""
 
-    def __init__(self, database, *, admin_token: str | None, cache_seconds: float):
+    def __init__(self, database: Database, *, admin_token: str | None, cache_seconds: float):
         self.database = database
         self.admin_token = admin_token
         self.cache_seconds = cache_seconds
         self._cache: dict[str, tuple[Role, float]] = {}  # token hash -> (role, valid until)
 
-    def role_of(self, token: str) -> Role | None:
+    def known_role(self, token: str) -> Role | None:
+        """The role if it is known without the database (the admin token, or cached), else None."""
         if self.admin_token and hmac.compare_digest(token.encode(), self.admin_token.encode()):
             return Role.ADMIN
-        digest = hash_secret(token)
-        cached = self._cache.get(digest)
-        now = time.monotonic()
-        if cached and cached[1] > now:
-            return cached[0]
+        cached = self._cache.get(hash_secret(token))
+        return cached[0] if cached and cached[1] > time.monotonic() else None
+
+    def look_up(self, token: str) -> Role | None:
+        """The role of a stored, valid token (None: unknown, revoked or expired); cached."""
         with self.database.transaction() as session:
             role = TokenRepo(session).role_of(token)
+        digest = hash_secret(token)
         if role is None:
             self._cache.pop(digest, None)
             return None
-        self._cache[digest] = (Role(role), now + self.cache_seconds)
+        self._cache[digest] = (Role(role), time.monotonic() + self.cache_seconds)
         return Role(role)
 
 
@@ -67,14 +70,16 @@ def _authenticator(request: Request) -> Authenticator:
     return request.app.state.authenticator
 
 
-def bearer_role(request: Request,
-                credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)]) -> Role | None:
-    """The caller's role from `Authorization: Bearer`, None without one; 401 for an unknown token."""
+async def bearer_role(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                                              Depends(bearer_scheme)]) -> Role | None:
+    """The caller's role from `Authorization: Bearer`, None without one; 401 for an unknown token.
+    Async, so authenticated requests need no worker thread unless the token must be looked up."""
     if credentials is None:
         if request.headers.get("authorization"):
             raise unauthorized("the Authorization header must be 'Bearer <token>'")
         return None
-    role = _authenticator(request).role_of(credentials.credentials)
+    authenticator, token = _authenticator(request), credentials.credentials
+    role = authenticator.known_role(token) or await run_in_threadpool(authenticator.look_up, token)
     if role is None:
         raise unauthorized("unknown, revoked or expired token")
     return role
@@ -83,7 +88,7 @@ def bearer_role(request: Request,
 def require(minimum: Role):
     """A dependency admitting callers whose role is at least `minimum` (401 without a token, 403 below)."""
 
-    def dependency(role: Annotated[Role | None, Depends(bearer_role)]) -> Role:
+    async def dependency(role: Annotated[Role | None, Depends(bearer_role)]) -> Role:
         if role is None:
             raise unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
         if role.rank < minimum.rank:
@@ -107,9 +112,8 @@ class WriterCredential:
                                 and hmac.compare_digest(self.key_hash, table_callback_key_hash))
 
 
-def writer_credential(request: Request,
-                      role: Annotated[Role | None, Depends(bearer_role)],
-                      key: Annotated[str | None, Depends(callback_key_scheme)]) -> WriterCredential:
+async def writer_credential(request: Request, role: Annotated[Role | None, Depends(bearer_role)],
+                            key: Annotated[str | None, Depends(callback_key_scheme)]) -> WriterCredential:
     """Event senders authenticate with HUDI-CALLBACK-KEY (as Hudi writers do) or an operator token."""
     if role is not None:
         if role.rank < Role.OPERATOR.rank:

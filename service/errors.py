@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+import psycopg
 from fastapi import FastAPI, Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -49,8 +50,8 @@ async def _on_data_error(request: Request, exc: DataError) -> JSONResponse:
     return JSONResponse(status_code=422, content={"detail": f"invalid value: {exc.orig}"})
 
 
-async def _on_database_down(request: Request, exc: OperationalError) -> JSONResponse:
-    log.error("database unavailable: %s", exc.orig)
+async def _on_database_down(request: Request, exc: Exception) -> JSONResponse:
+    log.error("database unavailable: %s", getattr(exc, "orig", exc))
     return JSONResponse(status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
                         content={"detail": "the metadata database is unavailable; retry later"},
                         headers={"Retry-After": "5"})
@@ -61,4 +62,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(NotFoundError, _on_not_found)
     app.add_exception_handler(ConflictError, _on_conflict)
     app.add_exception_handler(DataError, _on_data_error)
-    app.add_exception_handler(OperationalError, _on_database_down)
+    for unavailable in (OperationalError, psycopg.OperationalError):
+        app.add_exception_handler(unavailable, _on_database_down)

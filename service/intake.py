@@ -1,18 +1,20 @@
 """Event intake: resolve each event's table, check the sender may report on it, and store the
-events in one autocommit statement, so an acknowledged event is durable before the 202 is sent.
+request's events (tms.db.intake), durably before the 202.
 
-Table identities (id, base path, type, callback key hash) are cached for a few seconds: the
-common case, a callback for a known table, then costs a single INSERT."""
+Runs on the event loop (no worker thread per request). Table identities (id, base path, type,
+callback key hash) are cached for `cache_seconds`: a callback for a known table then costs only
+its share of an INSERT."""
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from fastapi import HTTPException, status
-from sqlalchemy.exc import IntegrityError
 
-from tms.db import Database, EventRepo, NewEvent, TableRepo
+from tms.db import NewEvent
+from tms.db.intake import IntakeStore, TableIdentity
 
 from .auth import WriterCredential, unauthorized
 from .metrics import Metrics
@@ -21,14 +23,6 @@ from .schemas.events import IngestResult
 DEFAULT_ACTION = {"COPY_ON_WRITE": "commit", "MERGE_ON_READ": "deltacommit"}
 _NAMED_IN_ERRORS = 5
 _RESULTS = {401: "unauthorized", 404: "unknown_table"}
-
-
-@dataclass(frozen=True)
-class TableIdentity:
-    id: int
-    base_path: str
-    table_type: str
-    callback_key_hash: str | None
 
 
 @dataclass(frozen=True)
@@ -67,18 +61,19 @@ class TableCache:
 
 
 class Intake:
-    def __init__(self, database: Database, metrics: Metrics, *, cache_seconds: float):
-        self.database = database
+    def __init__(self, store: IntakeStore, metrics: Metrics, *, cache_seconds: float):
+        self.store = store
         self.metrics = metrics
         self.tables = TableCache(cache_seconds)
 
-    def store(self, events: list[IncomingEvent], credential: WriterCredential, *, kind: str) -> IngestResult:
+    async def accept(self, events: list[IncomingEvent], credential: WriterCredential, *,
+                     kind: str) -> IngestResult:
         """Store the events (all or none): 401 if the sender may not report on a table, 404 for
         unknown tables (named), 202 otherwise, duplicates included."""
         try:
-            tables = self._resolve([e.table_key for e in events])
+            tables = await self._resolve({e.table_key for e in events})
             self._check(events, tables, credential)
-            stored = self._insert([self._row(e, tables[e.table_key], kind) for e in events])
+            stored = await self._insert([self._row(e, tables[e.table_key], kind) for e in events])
         except HTTPException as exc:
             self.metrics.count_events(kind, _RESULTS.get(exc.status_code, "rejected"), len(events))
             raise
@@ -89,18 +84,15 @@ class Intake:
         self.metrics.count_events(kind, "duplicate", len(events) - stored)
         return IngestResult(received=len(events), stored=stored, duplicates=len(events) - stored)
 
-    def _resolve(self, keys: list[int | str]) -> dict[int | str, TableIdentity]:
-        wanted = set(keys)
-        found = {k: t for k in wanted if (t := self.tables.get(k)) is not None}
-        missing = wanted - found.keys()
+    async def _resolve(self, keys: set[int | str]) -> dict[int | str, TableIdentity]:
+        found = {k: t for k in keys if (t := self.tables.get(k)) is not None}
+        missing = keys - found.keys()
         if missing:
-            with self.database.transaction() as session:
-                rows = TableRepo(session).resolve(ids=[k for k in missing if isinstance(k, int)],
-                                                  base_paths=[k for k in missing if isinstance(k, str)])
-            for row in rows:
-                identity = TableIdentity(row.id, row.base_path, row.table_type, row.callback_key_hash)
-                self.tables.put(identity)
-                found[row.id] = found[row.base_path] = identity
+            rows = await self.store.resolve_tables([k for k in missing if isinstance(k, int)],
+                                                   [k for k in missing if isinstance(k, str)])
+            for table in rows:
+                self.tables.put(table)
+                found[table.id] = found[table.base_path] = table
         return found
 
     @staticmethod
@@ -110,10 +102,9 @@ class Intake:
         if unknown:
             if not credential.trusted:  # do not tell an unverified sender which tables exist
                 raise unauthorized("HUDI-CALLBACK-KEY does not match")
-            raise HTTPException(status.HTTP_404_NOT_FOUND,
-                                f"no registered table {', '.join(unknown[:_NAMED_IN_ERRORS])}"
-                                + (f" (and {len(unknown) - _NAMED_IN_ERRORS} more)"
-                                   if len(unknown) > _NAMED_IN_ERRORS else "") + "; nothing was stored")
+            named = ", ".join(unknown[:_NAMED_IN_ERRORS])
+            more = f" (and {len(unknown) - _NAMED_IN_ERRORS} more)" if len(unknown) > _NAMED_IN_ERRORS else ""
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no registered table {named}{more}; nothing was stored")
         for event in events:
             table = tables[event.table_key]
             if not credential.admits(table.callback_key_hash):
@@ -126,14 +117,11 @@ class Intake:
                         source=kind, completion_time=event.completion_time, write_stats=event.write_stats,
                         extra_metadata=event.extra_metadata)
 
-    def _insert(self, rows: list[NewEvent]) -> int:
+    async def _insert(self, rows: list[NewEvent]) -> int:
         try:
-            with self.database.autocommit() as connection:
-                return EventRepo(connection).add_many(rows)
-        except IntegrityError:
+            return await self.store.add_events(rows)
+        except psycopg.errors.ForeignKeyViolation:
             # A cached table was unregistered meanwhile: forget the cache and report it properly.
             self.tables.clear()
             raise HTTPException(status.HTTP_404_NOT_FOUND,
                                 "a table of these events was unregistered; nothing was stored") from None
-
-

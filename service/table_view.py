@@ -3,7 +3,7 @@ GET /api/v1/tables/{id} (timeline summary, pending instants, file-group statisti
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from tms.db import TablePolicy
@@ -97,7 +97,7 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
 
     # A writer is presumed failed once it missed its heartbeats (Hudi's rule); its instant needs a rollback.
     tolerance = policy.heartbeat_interval_ms / 1000 * (policy.heartbeat_tolerable_misses + 1)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     stale = [i.timestamp for i in inflight if (_age_seconds(i.timestamp, now) or 0) > tolerance]
     if stale:
         status = "warning"

@@ -184,6 +184,17 @@ def up(data_dir: Path = typer.Option(Path(".tms"), "--data-dir", envvar="TMS_DAT
     typer.echo(format_description(describe_table(HudiTable.load(path))))
 
 
+def _mount_role_commands() -> None:
+    """Commands that live with their roles: the service's (serve, tokens, db) and the planner's (schedule)."""
+    from tms import cli_service
+    from tms.planner import cli as planner_cli
+    cli_service.register(app)
+    planner_cli.register(app)
+
+
+_mount_role_commands()
+
+
 def main() -> None:
     app()
 

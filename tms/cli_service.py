@@ -6,15 +6,17 @@
 """
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import signal
+import sys
+from typing import Annotated
 
 import typer
 
 from tms.config import load_settings
 
 
-def serve(host: Annotated[Optional[str], typer.Option(help="Interface to listen on [TMS_HOST]")] = None,
-          port: Annotated[Optional[int], typer.Option(help="Port to listen on [TMS_PORT]")] = None) -> None:
+def serve(host: Annotated[str | None, typer.Option(help="Interface to listen on [TMS_HOST]")] = None,
+          port: Annotated[int | None, typer.Option(help="Port to listen on [TMS_PORT]")] = None) -> None:
     """Run the TMS HTTP service."""
     import uvicorn
 
@@ -23,6 +25,9 @@ def serve(host: Annotated[Optional[str], typer.Option(help="Interface to listen 
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     settings = load_settings(**overrides)
     app = create_app(settings)
+    # uvicorn re-raises SIGTERM once it has shut down; exiting normally instead runs the atexit
+    # hooks, which stop the embedded PostgreSQL when this was its last user.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
                 access_log=False)
 

@@ -7,8 +7,14 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import (BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict,
-                               TomlConfigSettingsSource, YamlConfigSettingsSource)
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
 
 CONFIG_FILE_ENV = "TMS_CONFIG_FILE"
 
@@ -22,7 +28,7 @@ class Settings(BaseSettings):
 
     database_url: str | None = Field(
         None, description="PostgreSQL URL; unset: an embedded PostgreSQL is started under data_dir")
-    data_dir: Path = Field(Path(".tms"), description="Local state: the embedded database, logs")
+    data_dir: Path = Field(Path(".tms"), description="Local state, such as the embedded database")
     storage_roots: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated path or URL prefixes tables may live under; empty: any")
@@ -30,10 +36,11 @@ class Settings(BaseSettings):
         None, description="Service-wide key Hudi writers send in the HUDI-CALLBACK-KEY header")
     admin_token: SecretStr | None = Field(None, description="A bearer token with the admin role")
     max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Largest request body accepted")
-    host: str = "127.0.0.1"
-    port: int = Field(8080, ge=0, le=65535)
+    host: str = Field("127.0.0.1", description="Interface `tms serve` listens on")
+    port: int = Field(8080, ge=0, le=65535, description="Port `tms serve` listens on")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
-    db_pool_size: int = Field(10, ge=1, description="Database connections per process")
+    db_pool_size: int = Field(
+        10, ge=1, description="Database connections per process and pool (the service: up to 3x this)")
     migrate_on_start: bool = Field(True, description="Upgrade the database schema to head on start")
     cache_seconds: float = Field(
         10.0, ge=0, description="How long a verified API token, or a table's identity and callback key, "

@@ -25,27 +25,27 @@ def _incoming(event: EventIn) -> IncomingEvent:
 
 
 @router.post("/hudi/callback", **_ACCEPTED, summary="Hudi's native write-commit callback")
-def hudi_callback(body: HudiCommitCallback, credential: Writer, request: Request) -> IngestResult:
+async def hudi_callback(body: HudiCommitCallback, credential: Writer, request: Request) -> IngestResult:
     """Point a writer here with `hoodie.write.commit.callback.on=true`,
     `hoodie.write.commit.callback.http.url=<this URL>` and
     `hoodie.write.commit.callback.http.api.key=<TMS_CALLBACK_KEY>`. The table is found by `basePath`."""
     event = IncomingEvent(table_id=None, base_path=body.basePath, instant=body.commitTime,
                           action=hudi_action(body), state="completed", write_stats=body.hoodieWriteStat,
                           extra_metadata=body.extraMetadata)
-    return _intake(request).store([event], credential, kind="hudi_callback")
+    return await _intake(request).accept([event], credential, kind="hudi_callback")
 
 
 @router.post("/events", **_ACCEPTED, summary="Report one instant state change")
-def post_event(body: EventIn, credential: Writer, request: Request) -> IngestResult:
-    return _intake(request).store([_incoming(body)], credential, kind="api")
+async def post_event(body: EventIn, credential: Writer, request: Request) -> IngestResult:
+    return await _intake(request).accept([_incoming(body)], credential, kind="api")
 
 
 @router.post("/events:batch", **_ACCEPTED, summary="Report many instant state changes at once")
-def post_events(body: EventBatch, credential: Writer, request: Request) -> IngestResult:
+async def post_events(body: EventBatch, credential: Writer, request: Request) -> IngestResult:
     """All or nothing: an unknown table or a wrong key rejects the whole batch."""
-    return _intake(request).store([_incoming(e) for e in body.events], credential, kind="api")
+    return await _intake(request).accept([_incoming(e) for e in body.events], credential, kind="api")
 
 
 @router.post("/noop", status_code=status.HTTP_202_ACCEPTED, summary="Authenticate and do nothing")
-def noop(credential: Writer) -> None:
+async def noop(credential: Writer) -> None:
     """The intake's baseline: same app, same authentication, no parsing and no database."""

@@ -18,13 +18,13 @@ from ..table_view import live_view, registration_facts
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
 TableId = Annotated[Id, Path(description="The table's id")]
+_COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback_key", "policies")]
 
 
 def _out(table: RegisteredTable) -> dict[str, Any]:
-    fields = {name: getattr(table, name) for name in TableOut.model_fields if hasattr(table, name)}
-    fields["has_callback_key"] = table.callback_key_hash is not None
-    fields["policies"] = TablePolicy.from_stored(table.policies).options()
-    return fields
+    return {**{name: getattr(table, name) for name in _COLUMNS},
+            "has_callback_key": table.callback_key_hash is not None,
+            "policies": TablePolicy.from_stored(table.policies).options()}
 
 
 def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:

@@ -5,8 +5,18 @@ import time
 
 import pytest
 
-from tms.db import (AlertRepo, ConflictError, InstanceRepo, LeaseRepo, NotFoundError, QueueRepo, TableRepo, TaskRepo,
-                    TaskState, TokenRepo)
+from tms.db import (
+    AlertRepo,
+    ConflictError,
+    InstanceRepo,
+    LeaseRepo,
+    NotFoundError,
+    QueueRepo,
+    TableRepo,
+    TaskRepo,
+    TaskState,
+    TokenRepo,
+)
 
 
 def test_lease_has_one_holder_and_a_growing_epoch(db):

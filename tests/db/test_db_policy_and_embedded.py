@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import os
+import pwd
+import tempfile
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -54,13 +57,23 @@ def test_embedded_database_with_pgserver(tmp_path):
     assert embedded_database_url(tmp_path / "data") == url  # reused, not started twice
 
 
-@pytest.mark.skipif(find_postgres_bin() is None, reason="no PostgreSQL binaries on this machine")
-def test_embedded_database_with_the_machines_binaries(tmp_path):
-    tmp_path.chmod(0o755)  # the server runs as the postgres user when tests run as root
-    os.chmod(tmp_path.parent, 0o755)
-    pgdata = tmp_path / "pgdata"
-    try:
-        assert _server_answers(start_with_binaries(pgdata))
-        assert _server_answers(start_with_binaries(pgdata))  # already running: reused
-    finally:
-        stop_with_binaries(pgdata)
+def _can_run_binaries() -> bool:
+    if find_postgres_bin() is None:
+        return False
+    try:  # as root, the server must run as the postgres user
+        return os.geteuid() != 0 or bool(pwd.getpwnam("postgres"))
+    except KeyError:
+        return False
+
+
+@pytest.mark.skipif(not _can_run_binaries(), reason="no PostgreSQL binaries (or no postgres user) here")
+def test_embedded_database_with_the_machines_binaries():
+    # Not under pytest's tmp_path: its parents may be private to root, and the server may run as postgres.
+    with tempfile.TemporaryDirectory(prefix="tms-pg-") as folder:
+        os.chmod(folder, 0o755)
+        pgdata = Path(folder) / "pgdata"
+        try:
+            assert _server_answers(start_with_binaries(pgdata))
+            assert _server_answers(start_with_binaries(pgdata))  # already running: reused
+        finally:
+            stop_with_binaries(pgdata)

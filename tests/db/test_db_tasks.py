@@ -8,8 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from tms.db import (TRANSITIONS, IllegalTransitionError, NotFoundError, OperatorAction, Task, TaskRepo,
-                    TaskState)
+from tms.db import TRANSITIONS, IllegalTransitionError, NotFoundError, OperatorAction, Task, TaskRepo, TaskState
 
 S = TaskState
 INSTANT = "20250101000000000"

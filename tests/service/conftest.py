@@ -2,9 +2,15 @@
 emptied before each test; real Hudi tables unzipped from the shared fixtures."""
 from __future__ import annotations
 
-import zipfile
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import text
 
@@ -13,7 +19,7 @@ from tms.config import Settings
 from tms.db import Base, Database, TokenRepo
 from tms.db.testing import scratch_database
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hudi"  # beside the repository
+REPO = Path(__file__).resolve().parents[2]
 ADMIN_TOKEN = "admin-token-for-tests"
 CALLBACK_KEY = "callback-key-for-tests"
 
@@ -24,19 +30,9 @@ def pytest_configure(config):
 
 
 @pytest.fixture(scope="session")
-def hudi_tables(tmp_path_factory) -> dict[str, Path]:
-    """Zip name (without .zip) -> the unzipped table's base path."""
-    if not FIXTURES.is_dir():
-        pytest.skip(f"no Hudi fixtures at {FIXTURES}")
-    root = tmp_path_factory.mktemp("hudi")
-    tables = {}
-    for archive in sorted(FIXTURES.glob("*.zip")):
-        target = root / archive.stem
-        with zipfile.ZipFile(archive) as zf:
-            zf.extractall(target, [n for n in zf.namelist() if not n.startswith("__MACOSX")])
-        (folder,) = [p for p in target.iterdir() if p.is_dir()]
-        tables[archive.stem] = folder
-    return tables
+def hudi_tables(fixture_tables) -> dict[str, Path]:
+    """Zip name (without .zip) -> the unzipped table's base path (read-only)."""
+    return fixture_tables
 
 
 @pytest.fixture(scope="session")
@@ -47,7 +43,7 @@ def database_url():
 
 @pytest.fixture(scope="session")
 def settings(database_url, hudi_tables) -> Settings:
-    root = next(iter(hudi_tables.values())).parents[1]
+    root = next(iter(hudi_tables.values())).parent
     return Settings(database_url=database_url, admin_token=ADMIN_TOKEN, callback_key=CALLBACK_KEY,
                     storage_roots=[str(root)], max_body_bytes=256 * 1024, heartbeat_seconds=3600)
 
@@ -106,3 +102,46 @@ def register(client, tokens, hudi_tables):
 @pytest.fixture
 def callback_headers() -> dict[str, str]:
     return {"HUDI-CALLBACK-KEY": CALLBACK_KEY}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def start_service(tmp_path):
+    """start_service(argv, env) -> base URL of `python <argv> --port <a free port>`, once GET /readyz
+    answers 200. Every process is stopped after the test."""
+    processes: list[subprocess.Popen] = []
+
+    def _start(argv: list[str], env: dict[str, str], timeout: float = 60.0) -> str:
+        port = free_port()
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("TMS_")}
+        log = open(tmp_path / f"service-{port}.log", "w")
+        proc = subprocess.Popen([sys.executable, *argv, "--port", str(port)], cwd=REPO, stdout=log,
+                                stderr=subprocess.STDOUT,
+                                env={**clean, "TMS_PORT": str(port), "TMS_HEARTBEAT_SECONDS": "1", **env})
+        processes.append(proc)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"service exited: {(tmp_path / f'service-{port}.log').read_text()}")
+            try:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                    return url
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"service not ready: {(tmp_path / f'service-{port}.log').read_text()}")
+
+    yield _start
+    for proc in processes:
+        proc.send_signal(signal.SIGTERM)
+    for proc in processes:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()

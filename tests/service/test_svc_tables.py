@@ -60,7 +60,7 @@ def test_registration_errors(client, tokens, hudi_tables, tmp_path, register):
     admin = tokens["admin"]
     outside = client.post("/api/v1/tables", json={"base_path": str(tmp_path)}, headers=admin)
     assert outside.status_code == 422 and "outside the storage roots" in outside.json()["detail"]
-    root = hudi_tables["cow_v6_nonpartitioned"].parents[1]
+    root = hudi_tables["cow_v6_nonpartitioned"].parent
     missing = client.post("/api/v1/tables", json={"base_path": str(root / "nothing")}, headers=admin)
     assert missing.status_code == 422 and "hoodie.properties not found" in missing.json()["detail"]
     relative = client.post("/api/v1/tables", json={"base_path": "data/t"}, headers=admin)

@@ -7,8 +7,20 @@
 """
 from .engine import Database, sqlalchemy_url
 from .errors import ConflictError, IllegalTransitionError, NotFoundError
-from .models import (Alert, AlertBlacklist, ApiToken, Base, Event, Instance, Lease, RegisteredTable,
-                     ResourceQueue, Task, TaskAttempt, Webhook)
+from .models import (
+                     Alert,
+                     AlertBlacklist,
+                     ApiToken,
+                     Base,
+                     Event,
+                     Instance,
+                     Lease,
+                     RegisteredTable,
+                     ResourceQueue,
+                     Task,
+                     TaskAttempt,
+                     Webhook,
+)
 from .policy import CleanerPolicy, CompactionStrategy, TablePolicy, TriggerStrategy
 from .repos.alerts import AlertRepo
 from .repos.events import EventRepo, NewEvent

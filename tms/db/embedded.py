@@ -13,11 +13,14 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 import psycopg
 from psycopg import sql
 from sqlalchemy import make_url
+
+from .engine import libpq_url
 
 DATABASE_NAME = "tms"
 SUPERUSER = "postgres"
@@ -29,11 +32,11 @@ class EmbeddedDatabaseError(RuntimeError):
     """The embedded PostgreSQL could not be started."""
 
 
-def embedded_database_url(data_dir: Path, *, use_pgserver: bool = True) -> str:
+def embedded_database_url(data_dir: Path) -> str:
     """Start (or reuse) the server in `data_dir/postgres`; the URL of its `tms` database."""
     pgdata = Path(data_dir).expanduser().resolve() / "postgres"
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    server_url = _start_pgserver(pgdata) if use_pgserver and _has_pgserver() else start_with_binaries(pgdata)
+    server_url = _start_pgserver(pgdata) if import_pgserver() else start_with_binaries(pgdata)
     create_database(server_url, DATABASE_NAME)
     return with_database(server_url, DATABASE_NAME)
 
@@ -44,8 +47,7 @@ def with_database(server_url: str, database: str) -> str:
 
 def create_database(server_url: str, database: str) -> None:
     """CREATE DATABASE unless it exists (safe when several processes start at once)."""
-    conninfo = make_url(with_database(server_url, "postgres")).set(drivername="postgresql")
-    with psycopg.connect(conninfo.render_as_string(hide_password=False), autocommit=True) as conn:
+    with psycopg.connect(libpq_url(with_database(server_url, "postgres")), autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone():
             return
         try:
@@ -54,16 +56,20 @@ def create_database(server_url: str, database: str) -> None:
             pass
 
 
-def _has_pgserver() -> bool:
-    try:
-        import pgserver  # noqa: F401
-    except ImportError:
-        return False
-    return True
+def import_pgserver():
+    """The pgserver module, or None. Its import warns when XDG_RUNTIME_DIR is unset (it falls back
+    to /tmp, which is fine), so the warning is silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            import pgserver
+        except ImportError:
+            return None
+    return pgserver
 
 
 def _start_pgserver(pgdata: Path) -> str:
-    import pgserver
+    pgserver = import_pgserver()
     server = _servers.get(pgdata)
     if server is None:
         try:

@@ -20,14 +20,18 @@ def sqlalchemy_url(url: str) -> str:
     return parsed.set(drivername=DRIVER).render_as_string(hide_password=False)
 
 
+def libpq_url(url: str) -> str:
+    """The URL as libpq and psycopg take it (`postgresql://...`)."""
+    return make_url(sqlalchemy_url(url)).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 class Database:
     """An engine and its session factory. Sessions expire nothing on commit, so rows read in a
     transaction stay readable after it (they are plain records to callers)."""
 
     def __init__(self, url: str, *, pool_size: int = 10):
         self.url = sqlalchemy_url(url)
-        self.engine: Engine = create_engine(
-            self.url, pool_size=pool_size, max_overflow=pool_size)
+        self.engine: Engine = create_engine(self.url, pool_size=pool_size, max_overflow=pool_size)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @contextmanager

@@ -8,8 +8,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (BigInteger, Boolean, CheckConstraint, ForeignKey, Identity, Index, Integer, MetaData,
-                        String, Text, UniqueConstraint, func, text)
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import DateTime
@@ -148,7 +161,7 @@ class Task(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
-    attempts: Mapped[list["TaskAttempt"]] = relationship(
+    attempts: Mapped[list[TaskAttempt]] = relationship(
         back_populates="task", order_by="TaskAttempt.attempt", passive_deletes=True)
 
     __table_args__ = (

@@ -48,6 +48,11 @@ class TablePolicy(BaseModel):
     compaction_target_io_mb: int = Field(500 * 1024, ge=1, alias="hoodie.compaction.target.io")
     compaction_day_based_partitions: int = Field(
         10, ge=1, alias="hoodie.compaction.daybased.target.partitions")
+    compaction_log_file_size_threshold: int = Field(
+        0, ge=0, alias="hoodie.compaction.logfile.size.threshold")
+    compaction_log_file_num_threshold: int = Field(0, ge=0, alias="hoodie.compaction.logfile.num.threshold")
+    # Hudi sizes a slice without a base file (and its compaction output) as one full parquet file.
+    parquet_max_file_size: int = Field(120 * MB, ge=1, alias="hoodie.parquet.max.file.size")
     clustering_small_file_limit: int = Field(
         300 * MB, ge=0, alias="hoodie.clustering.plan.strategy.small.file.limit")
     clustering_max_bytes_per_group: int = Field(
@@ -57,12 +62,18 @@ class TablePolicy(BaseModel):
     clustering_max_num_groups: int = Field(30, ge=1, alias="hoodie.clustering.plan.strategy.max.num.groups")
     clustering_sort_columns: str = Field(
         "", pattern=r"^[^\x00]*$", alias="hoodie.clustering.plan.strategy.sort.columns")
+    clustering_single_group: bool = Field(
+        True, alias="hoodie.clustering.plan.strategy.single.group.clustering.enabled")
+    clustering_max_commits: int = Field(4, ge=1, alias="hoodie.clustering.async.max.commits")
     cleaner_policy: CleanerPolicy = Field(CleanerPolicy.KEEP_LATEST_COMMITS, alias="hoodie.cleaner.policy")
     cleaner_commits_retained: int = Field(10, ge=1, alias="hoodie.cleaner.commits.retained")
     cleaner_file_versions_retained: int = Field(3, ge=1, alias="hoodie.cleaner.fileversions.retained")
     cleaner_hours_retained: int = Field(24, ge=1, alias="hoodie.cleaner.hours.retained")
     heartbeat_interval_ms: int = Field(60_000, ge=1, alias="hoodie.client.heartbeat.interval_in_ms")
     heartbeat_tolerable_misses: int = Field(2, ge=0, alias="hoodie.client.heartbeat.tolerable.misses")
+    # Writers with Hudi's EAGER failed-writes policy keep no heartbeat: TMS presumes such a pending
+    # write failed once its instant files have not changed for this long.
+    rollback_no_heartbeat_age_seconds: int = Field(3600, ge=1, alias="tms.rollback.no.heartbeat.age.seconds")
 
     @field_validator("compaction_strategy", mode="before")
     @classmethod
@@ -77,14 +88,14 @@ class TablePolicy(BaseModel):
         return [c.strip() for c in self.clustering_sort_columns.split(",") if c.strip()]
 
     @classmethod
-    def from_stored(cls, stored: dict[str, Any] | None) -> "TablePolicy":
+    def from_stored(cls, stored: dict[str, Any] | None) -> TablePolicy:
         return cls.model_validate(stored or {})
 
     def options(self) -> dict[str, Any]:
         """Every option with its effective value, keyed by Hudi name."""
         return self.model_dump(mode="json", by_alias=True)
 
-    def merged(self, changes: dict[str, Any]) -> "TablePolicy":
+    def merged(self, changes: dict[str, Any]) -> TablePolicy:
         """This policy with `changes` (Hudi names) applied, a None value restoring the default."""
         combined = {**self.explicit(), **changes}
         return TablePolicy.model_validate({k: v for k, v in combined.items() if v is not None})

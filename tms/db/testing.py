@@ -16,22 +16,18 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
-from sqlalchemy import make_url
 
 from . import migrate
-from .embedded import create_database, start_with_binaries, stop_with_binaries, with_database
+from .embedded import create_database, import_pgserver, start_with_binaries, stop_with_binaries, with_database
+from .engine import libpq_url
 
 TEST_URL_ENV = "TMS_TEST_DATABASE_URL"
 LOCAL_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
-def _libpq(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
 def _answers(url: str) -> bool:
     try:
-        psycopg.connect(_libpq(url), connect_timeout=2).close()
+        psycopg.connect(libpq_url(url), connect_timeout=2).close()
     except psycopg.OperationalError:
         return False
     return True
@@ -48,9 +44,8 @@ def scratch_server_url() -> str:
     folder = Path(tempfile.mkdtemp(prefix="tms-test-pg-"))
     folder.chmod(0o755)  # the server may run as the postgres user (when tests run as root)
     atexit.register(shutil.rmtree, folder, True)
-    try:
-        import pgserver
-    except ImportError:
+    pgserver = import_pgserver()
+    if pgserver is None:
         pgdata = folder / "pgdata"
         url = start_with_binaries(pgdata)
         atexit.register(stop_with_binaries, pgdata)
@@ -70,5 +65,5 @@ def scratch_database(*, migrated: bool = True) -> Iterator[str]:
             migrate.upgrade(url)
         yield url
     finally:
-        with psycopg.connect(_libpq(with_database(server, "postgres")), autocommit=True) as conn:
+        with psycopg.connect(libpq_url(with_database(server, "postgres")), autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))

@@ -90,6 +90,23 @@ class FileGroupStats:
     pending_clustering: str | None
 
 
+def partition_paths(table) -> list[str]:
+    """Partition paths ('' for a non-partitioned table), found by walking the folders as deep as
+    the table has partition fields."""
+    depth = len(table.config.partition_fields)
+    if depth == 0:
+        return [""]
+    level = [""]
+    for _ in range(depth):
+        nxt = []
+        for rel in level:
+            for info in table.storage.listdir(rel):
+                if info.is_dir and not info.name.startswith("."):
+                    nxt.append(info.path)
+        level = nxt
+    return sorted(level)
+
+
 class FileSystemView:
     def __init__(self, table, as_of: str | None = None):
         self.table = table
@@ -164,16 +181,16 @@ class FileSystemView:
                 owner = log.name.instant
                 self._slice(slices, partition, log.name.file_id, owner)
             group[owner].log_files.append(log)
-        groups = []
+        groups, replaced = [], []
         for (partition, fid), by_instant in slices.items():
-            if (partition, fid) in self.replaced:
-                continue
             ordered = [by_instant[k] for k in sorted(by_instant)]
             for fs in ordered:
                 fs.log_files.sort(key=lambda f: f.name.sort_key)
-            groups.append(FileGroup(partition, fid, ordered))
+            (replaced if (partition, fid) in self.replaced else groups).append(FileGroup(partition, fid, ordered))
         groups.sort(key=lambda g: (g.partition, g.file_id))
+        replaced.sort(key=lambda g: (g.partition, g.file_id))
         self._groups = groups
+        self._replaced_groups = replaced
 
     @staticmethod
     def _slice(slices, partition: str, fid: str, instant: str) -> FileSlice:
@@ -188,25 +205,16 @@ class FileSystemView:
 
     @cached_property
     def partitions(self) -> list[str]:
-        """Partition paths ('' for a non-partitioned table), found by walking the folders as deep as
-        the table has partition fields."""
-        depth = len(self.config.partition_fields)
-        if depth == 0:
-            return [""]
-        level = [""]
-        storage = self.table.storage
-        for _ in range(depth):
-            nxt = []
-            for rel in level:
-                for info in storage.listdir(rel):
-                    if info.is_dir and not info.name.startswith("."):
-                        nxt.append(info.path)
-            level = nxt
-        return sorted(level)
+        return partition_paths(self.table)
 
     # --- queries ---------------------------------------------------------------------------------
     def file_groups(self, partition: str | None = None) -> list[FileGroup]:
         return [g for g in self._groups if partition is None or g.partition == partition]
+
+    def replaced_file_groups(self, partition: str | None = None) -> list[FileGroup]:
+        """File groups a completed replace commit (clustering, insert_overwrite) replaced: readers skip
+        them; the cleaner deletes them once the replace commit is old enough."""
+        return [g for g in self._replaced_groups if partition is None or g.partition == partition]
 
     def latest_slices(self) -> list[FileSlice]:
         return [g.latest_slice for g in self._groups if g.latest_slice]

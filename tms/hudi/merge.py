@@ -62,8 +62,10 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
     return scan
 
 
-def _ordering_field(config: TableConfig, mode: MergeMode) -> str | None:
-    if mode is not MergeMode.EVENT_TIME_ORDERING:
+def merge_ordering_field(config: TableConfig) -> str | None:
+    """The field whose greatest value wins under the table's merge mode; None under commit-time ordering.
+    Raises UnsupportedTableError for CUSTOM merge mode."""
+    if config.require_builtin_merge() is not MergeMode.EVENT_TIME_ORDERING:
         return None
     fields = config.ordering_fields
     return fields[0] if fields else None
@@ -72,14 +74,14 @@ def _ordering_field(config: TableConfig, mode: MergeMode) -> str | None:
 def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
                 is_valid_instant: Callable[[str], bool], columns: list[str] | None = None) -> pa.Table:
     """The rows of one file slice. `columns` projects the result (merging still reads what it needs)."""
-    mode = config.require_builtin_merge()
+    ordering = merge_ordering_field(config)
     base = pq.read_table(storage.full(fs.base_file.path), filesystem=_arrow_fs(storage)) if fs.base_file else None
     if not fs.log_files:
         if base is None:
             raise HudiError(f"file slice {fs.file_id}@{fs.base_instant} has neither base nor log files")
         return base.select(columns) if columns else base
     scan = scan_logs(storage, [f.path for f in fs.log_files], is_valid_instant)
-    merged = merge_records(base, scan, _ordering_field(config, mode))
+    merged = merge_records(base, scan, ordering)
     return merged.select(columns) if columns else merged
 
 
@@ -87,8 +89,11 @@ def _arrow_fs(storage: Storage):
     return None if storage.is_local else storage.fs
 
 
-def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None) -> pa.Table:
-    target_schema = base.schema if base is not None else (scan.data[0].schema if scan.data else None)
+def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
+                  schema: pa.Schema | None = None) -> pa.Table:
+    """The rows of `base` updated by `scan`. `schema` is the output schema (compaction writes the table's
+    latest schema); by default the base file's, else the first data block's."""
+    target_schema = schema or (base.schema if base is not None else (scan.data[0].schema if scan.data else None))
     if target_schema is None:
         return pa.table({KEY: pa.array([], pa.string())})
     ord_type = target_schema.field(ordering).type if ordering and ordering in target_schema.names else None
@@ -122,7 +127,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None) ->
             _ROW: pa.array([-1] * len(keys), pa.int64()),
         }))
     if not parts:
-        return base if base is not None else logs
+        return _concat([base], target_schema) if base is not None else logs
     events = pa.concat_tables(parts)
     log_keys = pc.unique(events.column(KEY))
 

@@ -144,6 +144,17 @@ class Storage:
             raise InstantConflictError(f"{rel} already exists")
         self.fs.pipe_file(target, data)
 
+    def open_new(self, rel: str):
+        """A new data file opened for a streamed write: exclusive create on local storage (object
+        stores cannot refuse an existing key; markers cover them)."""
+        if self.is_local:
+            target = self.full(rel)
+            os.makedirs(posixpath.dirname(target), exist_ok=True)
+            return open(target, "xb")
+        if self.fs.exists(self.full(rel)):
+            raise InstantConflictError(f"{rel} already exists")
+        return self.fs.open(self.full(rel), "wb")
+
     def append(self, rel: str, data: bytes) -> None:
         """Append to a log file (v6 appends blocks to the slice's current log file)."""
         if self.is_local:

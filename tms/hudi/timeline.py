@@ -228,6 +228,20 @@ class Timeline:
                 self.storage.delete(self.path_of(inst))
         self.reload()
 
+    def revert_to_requested(self, timestamp: str) -> None:
+        """Remove the inflight file of a pending instant, keeping its requested plan: what Hudi does after
+        rolling back a failed compaction or clustering attempt, so the plan can run again."""
+        self.reload()
+        states = self._states.get(timestamp, {})
+        if State.COMPLETED in states:
+            raise InstantConflictError(f"instant {timestamp} is completed; it cannot go back to requested")
+        if State.REQUESTED not in states:
+            raise InstantConflictError(f"instant {timestamp} has no requested plan to go back to")
+        inflight = states.get(State.INFLIGHT)
+        if inflight is not None:
+            self.storage.delete(self.path_of(inflight))
+        self.reload()
+
     def new_instant_time(self) -> str:
         """A fresh instant time later than every instant on the timeline (and than its completions)."""
         ts = new_instant_time()

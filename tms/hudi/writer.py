@@ -44,7 +44,11 @@ class WriteResult:
 
 class HudiWriter:
     def __init__(self, table: HudiTable, *, callback_url: str | None = None, callback_key: str | None = None,
-                 log_block_format: str = "avro", max_file_records: int = 100_000):
+                 log_block_format: str = "avro", max_file_records: int = 100_000,
+                 new_log_file_per_commit: bool = False):
+        """`new_log_file_per_commit` (v6): each delta commit writes its blocks to a new log file version
+        of the slice instead of appending to the current one, as Java writers do on storage that cannot
+        append (object stores)."""
         if log_block_format not in ("avro", "parquet"):
             raise HudiError(f"log block format must be avro or parquet, not {log_block_format!r}")
         self.table = table
@@ -53,6 +57,7 @@ class HudiWriter:
         self.callback_key = callback_key
         self.log_block_format = log_block_format
         self.max_file_records = max_file_records
+        self.new_log_file_per_commit = new_log_file_per_commit
 
     # --- table creation --------------------------------------------------------------------------
     @classmethod
@@ -346,11 +351,13 @@ class HudiWriter:
             offset = 0
         else:
             own = [f for f in fs.log_files if f.name.instant == fs.base_instant]
-            if own:
-                name = max(own, key=lambda f: f.name.sort_key).name
+            latest = max(own, key=lambda f: f.name.sort_key).name if own else None
+            if latest is None or self.new_log_file_per_commit:
+                name = LogFileName(fs.file_id, fs.base_instant, latest.version + 1 if latest else 1, write_token(task))
+                offset = 0
             else:
-                name = LogFileName(fs.file_id, fs.base_instant, 1, write_token(task))
-            offset = storage.info(_rel(fs.partition, str(name))).size if own else 0
+                name = latest
+                offset = storage.info(_rel(fs.partition, str(name))).size
         rel = _rel(fs.partition, str(name))
         self._marker(ts, rel, "APPEND")
         if offset:

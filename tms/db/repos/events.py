@@ -6,29 +6,30 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, select, text, update
+from sqlalchemy import Connection, func, select, update
 from sqlalchemy.orm import Session
 
 from ..models import Event
 
-# One statement for any number of events: arrays in, duplicates (same table, instant, action,
-# state; also within the batch) dropped by the unique constraint, the number stored out.
-_INSERT_MANY = text("""
-WITH stored AS (
-    INSERT INTO events (table_id, instant, action, state, completion_time, source, write_stats, extra_metadata)
-    SELECT t, i, a, s, c, src, ws::jsonb, em::jsonb
-    FROM unnest(CAST(:table_ids AS bigint[]), CAST(:instants AS text[]), CAST(:actions AS text[]),
-                CAST(:states AS text[]), CAST(:completion_times AS text[]), CAST(:sources AS text[]),
-                CAST(:write_stats AS text[]), CAST(:extra_metadata AS text[])) AS u(t, i, a, s, c, src, ws, em)
-    ON CONFLICT ON CONSTRAINT uq_events_table_id_instant_action_state DO NOTHING
-    RETURNING 1
-)
-SELECT count(*) FROM stored
-""")
+# One statement for any number of events: a JSON array in (one parameter, cheap to send),
+# duplicates (same table, instant, action, state; also within the array) dropped by the unique
+# constraint, the keys of the rows stored out. In the driver's parameter style: run by SQLAlchemy
+# (exec_driver_sql) and by the async intake alike.
+INSERT_EVENTS_SQL = """
+INSERT INTO events (table_id, instant, action, state, completion_time, source, write_stats, extra_metadata)
+SELECT table_id, instant, action, state, completion_time, source, write_stats, extra_metadata
+FROM jsonb_to_recordset(%(events)s::jsonb) AS e(table_id bigint, instant text, action text, state text,
+                                              completion_time text, source text, write_stats jsonb,
+                                              extra_metadata jsonb)
+ON CONFLICT ON CONSTRAINT uq_events_table_id_instant_action_state DO NOTHING
+RETURNING table_id, instant, action, state
+"""
 
 
 @dataclass(frozen=True)
 class NewEvent:
+    """An event to store; `key` is what makes it unique."""
+
     table_id: int
     instant: str
     action: str
@@ -38,13 +39,19 @@ class NewEvent:
     write_stats: list[dict[str, Any]] | None = None
     extra_metadata: dict[str, Any] | None = None
 
+    @property
+    def key(self) -> tuple[int, str, str, str]:
+        return self.table_id, self.instant, self.action, self.state
 
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+
+def insert_params(events: Sequence[NewEvent]) -> dict[str, str]:
+    """INSERT_EVENTS_SQL's parameter."""
+    return {"events": json.dumps([vars(e) for e in events], ensure_ascii=False, separators=(",", ":"))}
 
 
 class EventRepo:
-    """Works on a Session, or on a Connection (`Database.autocommit()`) for the intake's single INSERT."""
+    """Works on a Session, or on a Connection (`Database.autocommit()`: one round trip per insert).
+    The service's intake uses the async twin, `tms.db.intake.IntakeStore`."""
 
     def __init__(self, session: Session | Connection):
         self.session = session
@@ -53,17 +60,8 @@ class EventRepo:
         """Store the events not stored yet; returns how many were new."""
         if not events:
             return 0
-        params = {
-            "table_ids": [e.table_id for e in events],
-            "instants": [e.instant for e in events],
-            "actions": [e.action for e in events],
-            "states": [e.state for e in events],
-            "completion_times": [e.completion_time for e in events],
-            "sources": [e.source for e in events],
-            "write_stats": [_json_or_none(e.write_stats) for e in events],
-            "extra_metadata": [_json_or_none(e.extra_metadata) for e in events],
-        }
-        return self.session.execute(_INSERT_MANY, params).scalar_one()
+        connection = self.session.connection() if isinstance(self.session, Session) else self.session
+        return len(connection.exec_driver_sql(INSERT_EVENTS_SQL, insert_params(events)).all())
 
     def unprocessed(self, table_id: int, limit: int = 1000) -> list[Event]:
         """A table's events the planner has not processed yet, oldest first."""

@@ -1,10 +1,9 @@
 """Registered tables: registration, look-ups, filters and the per-table planning lock."""
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -37,14 +36,6 @@ class TableRepo:
 
     def by_base_path(self, base_path: str) -> RegisteredTable | None:
         return self.session.scalar(select(RegisteredTable).where(RegisteredTable.base_path == base_path))
-
-    def resolve(self, ids: Iterable[int] = (), base_paths: Iterable[str] = ()) -> list[RegisteredTable]:
-        """The registered tables among the given ids and base paths, in one query."""
-        ids, base_paths = list(set(ids)), list(set(base_paths))
-        if not ids and not base_paths:
-            return []
-        return list(self.session.scalars(select(RegisteredTable).where(
-            or_(RegisteredTable.id.in_(ids), RegisteredTable.base_path.in_(base_paths)))))
 
     def find(self, *, database: str | None = None, name: str | None = None, table_type: str | None = None,
              enabled: bool | None = None, limit: int = 50, offset: int = 0) -> tuple[list[RegisteredTable], int]:

@@ -17,6 +17,8 @@ from ..states import ACTION_SOURCES, OperatorAction, TaskState, can_transition
 
 S = TaskState
 _CAS_RETRIES = 5
+# How an attempt ended, by the state its task left RUNNING for.
+_ATTEMPT_OUTCOME = {S.SUCCEEDED: "SUCCEEDED", S.FAILED: "FAILED", S.CANCELLED: "CANCELLED", S.RUNNABLE: "LOST"}
 # Columns a transition may change besides the state (the rest have their own methods).
 _TRANSITION_FIELDS = frozenset({"error", "blockers", "run_after", "plan_stats", "requested_resources",
                                 "queue", "priority", "spark_app_id", "started_at", "finished_at"})
@@ -95,7 +97,7 @@ class TaskRepo:
                    **changes: Any) -> Task | None:
         """Move the task from `expected_state` (at `expected_version`) to `to`, setting `changes`.
         Returns the updated task, or None if it was not in that state and version any more.
-        Leaving RUNNING ends the lease; RUNNING itself is entered only through `claim`."""
+        RUNNING is entered only through `claim`; leaving it ends the lease and the attempt."""
         if to is S.RUNNING or not can_transition(expected_state, to):
             raise IllegalTransitionError(f"task {task_id}: {expected_state} -> {to} is not a legal transition")
         unknown = set(changes) - _TRANSITION_FIELDS
@@ -106,8 +108,12 @@ class TaskRepo:
             values.update(lease_owner=None, lease_expires_at=None)
         if to in (S.SUCCEEDED, S.FAILED, S.CANCELLED) and "finished_at" not in changes:
             values["finished_at"] = func.now()
-        return self._cas(values, Task.id == task_id, Task.state == expected_state.value,
+        task = self._cas(values, Task.id == task_id, Task.state == expected_state.value,
                          Task.version == expected_version)
+        if task is not None and expected_state is S.RUNNING:
+            self._update_attempt(task_id, task.fencing_token, outcome=_ATTEMPT_OUTCOME[to],
+                                 error=changes.get("error"), finished_at=func.now())
+        return task
 
     def _cas(self, values: dict[str, Any], *conditions) -> Task | None:
         stmt = update(Task).where(*conditions).values(**values).returning(Task)
@@ -193,7 +199,7 @@ class TaskRepo:
                          Task.id == task_id, Task.state == S.RUNNING.value, Task.fencing_token == fencing_token)
         if task is not None:
             self._update_attempt(task_id, fencing_token, outcome=to.value, error=error, log_tail=log_tail,
-                              finished_at=func.now())
+                                 finished_at=func.now())
         return task
 
     def expired_leases(self, limit: int = 100) -> list[Task]:
@@ -211,7 +217,7 @@ class TaskRepo:
                          Task.fencing_token == fencing_token, Task.lease_expires_at <= func.now())
         if task is not None:
             self._update_attempt(task_id, fencing_token, outcome="LOST", error="lease expired",
-                              finished_at=func.now())
+                                 finished_at=func.now())
         return task
 
     def _update_attempt(self, task_id: int, fencing_token: int, **values: Any) -> None:
@@ -240,12 +246,10 @@ class TaskRepo:
                 changes["run_after"] = None
                 if action is OperatorAction.RERUN:
                     changes.update(error=None, finished_at=None)
-            attempt_fence = task.fencing_token if current is S.RUNNING else None
+            if current is S.RUNNING:
+                changes["error"] = "cancelled by an operator"
             updated = self.transition(task_id, expected_state=current, expected_version=task.version, to=to,
                                       **changes)
             if updated is not None:
-                if attempt_fence is not None:
-                    self._update_attempt(task_id, attempt_fence, outcome="CANCELLED", error="cancelled by an operator",
-                                      finished_at=func.now())
                 return updated
         raise ConflictError(f"task {task_id} keeps changing; try again")

@@ -1,0 +1,153 @@
+"""Compaction of a MOR table (about 500 MB of base files, 10% of the rows updated in log files) by the Spark
+job (`spark-submit jobs/run.py`), beside, in the same run:
+  (a) a peer lower bound: hudi-rs reading the same snapshot and pyarrow writing it as parquet;
+  (b) the job's Spark startup alone: spark-submit of a script that starts Spark and runs one task that
+      imports the executor, then stops.
+Prints MB/s (plan input: base + log bytes), the ratio job/(a) (goal <= 1.5) and the startup share of the job.
+
+    .venv/bin/python bench/compaction.py                       # ~500 MB: 20M rows, 12 file groups
+    .venv/bin/python bench/compaction.py --rows 1000000 --file-rows 150000    # a quick run
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tms.execute.spark_submit import (
+    build_py_files,
+    find_spark_submit,
+    spark_submit_command,
+    spark_submit_env,
+)
+from tms.hudi.instant import COMPACTION
+from tms.hudi.serde import (
+    CompactionOperation,
+    CompactionPlan,
+    serialize_compaction_plan,
+)
+from tms.hudi.table import HudiTable
+from tms.hudi.writer import HudiWriter
+
+CITIES = np.array(["san_francisco", "sao_paulo", "chennai", "berlin"])
+
+STARTUP_SCRIPT = textwrap.dedent("""
+    from pyspark.sql import SparkSession
+
+    def first_task(_):
+        import tms.execute.compaction  # what the job's first task imports
+        return 0
+
+    spark = SparkSession.builder.appName("tms startup").getOrCreate()
+    spark.sparkContext.parallelize([0], 1).map(first_task).collect()
+    spark.stop()
+""")
+
+
+def build_table(path: Path, rows: int, update_fraction: float, file_rows: int, version: int,
+                log_blocks: str) -> None:
+    rng = np.random.default_rng(7)
+    ids = np.arange(rows)
+    records = pa.table({
+        "uuid": pa.array([f"trip-{i:09d}" for i in ids]),
+        "ts": pa.array(rng.integers(1_000, 2_000, rows), pa.int64()),
+        "rider": pa.array([f"rider-{i % 997}" for i in ids]),
+        "driver": pa.array([f"driver-{i % 991}" for i in ids]),
+        "fare": pa.array(rng.uniform(5, 90, rows)),
+        "city": pa.array(CITIES[ids % len(CITIES)]),
+    })
+    writer = HudiWriter.create_table(str(path), table_type="MERGE_ON_READ", version=version, key=["uuid"],
+                                     ordering=["ts"], partition=["city"], schema=records.schema,
+                                     log_block_format=log_blocks, max_file_records=file_rows)
+    writer.write(records, "insert")
+    updated = np.sort(rng.choice(rows, int(rows * update_fraction), replace=False))
+    updates = records.take(pa.array(updated)).set_column(
+        1, "ts", pa.array(rng.integers(2_000, 3_000, len(updated)), pa.int64()))
+    HudiWriter(HudiTable.load(str(path)), log_block_format=log_blocks).write(updates, "upsert")
+
+
+def plan_compaction(path: Path) -> tuple[str, int, int]:
+    """Plan every slice with logs; returns the instant and the plan's base and log bytes."""
+    table = HudiTable.load(str(path))
+    slices = [fs for fs in table.file_system_view().latest_slices() if fs.log_files]
+    ops = [CompactionOperation(base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=fs.partition,
+                               data_file_path=fs.base_file.file_name if fs.base_file else None,
+                               delta_file_paths=[f.file_name for f in fs.log_files]) for fs in slices]
+    plan = serialize_compaction_plan(CompactionPlan(operations=ops))
+    instant = table.timeline.create_requested(COMPACTION, plan).timestamp
+    return instant, sum(fs.base_size for fs in slices), sum(fs.log_bytes for fs in slices)
+
+
+def timed_submit(cmd: list[str], master: str) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(cmd, env=spark_submit_env(master), capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
+    return elapsed
+
+
+def peer_lower_bound(path: Path, out: Path) -> tuple[float, int]:
+    """hudi-rs reads the snapshot, pyarrow writes it as one parquet file."""
+    from hudi import HudiTableBuilder
+    started = time.perf_counter()
+    batches = HudiTableBuilder.from_base_uri(str(path)).build().read()
+    with pq.ParquetWriter(out, batches[0].schema, compression="snappy") as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return time.perf_counter() - started, sum(b.num_rows for b in batches)
+
+
+def snapshot_rows(path: Path) -> int:
+    from hudi import HudiTableBuilder
+    return sum(b.num_rows for b in HudiTableBuilder.from_base_uri(str(path)).build().read())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=20_000_000, help="rows in the table (20M: about 500 MB of base files)")
+    ap.add_argument("--update-fraction", type=float, default=0.1)
+    ap.add_argument("--file-rows", type=int, default=1_700_000, help="rows per base file (at most)")
+    ap.add_argument("--table-version", type=int, choices=[6, 8], default=8)
+    ap.add_argument("--log-blocks", choices=["avro", "parquet"], default="avro")
+    ap.add_argument("--master", default="local[*]")
+    args = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="tms-bench-") as tmp:
+        tmp = Path(tmp)
+        path = tmp / "trips"
+        started = time.perf_counter()
+        build_table(path, args.rows, args.update_fraction, args.file_rows, args.table_version, args.log_blocks)
+        instant, base_bytes, log_bytes = plan_compaction(path)
+        mb = (base_bytes + log_bytes) / 1e6
+        print(f"MOR v{args.table_version} table: {args.rows:,} rows, {args.update_fraction:.0%} updated in "
+              f"{args.log_blocks} log blocks; plan {instant}: {base_bytes / 1e6:.0f} MB base + {log_bytes / 1e6:.0f} MB "
+              f"logs (built in {time.perf_counter() - started:.0f} s); spark-submit: {find_spark_submit()}")
+
+        py_files = build_py_files(tmp)
+        startup_script = tmp / "startup.py"
+        startup_script.write_text(STARTUP_SCRIPT)
+        startup = timed_submit([find_spark_submit(), "--master", args.master, "--py-files", str(py_files),
+                                str(startup_script)], args.master)
+        peer, peer_rows = peer_lower_bound(path, tmp / "peer.parquet")
+        job = timed_submit(spark_submit_command(str(path), instant, py_files=py_files, master=args.master,
+                                                action=COMPACTION), args.master)
+        assert HudiTable.load(str(path)).timeline.get(instant).is_completed
+        assert snapshot_rows(path) == peer_rows == args.rows
+
+        print(f"(b) Spark startup alone   {startup:7.1f} s")
+        print(f"(a) hudi-rs + pyarrow     {peer:7.1f} s  {mb / peer:7.1f} MB/s")
+        print(f"    compaction job        {job:7.1f} s  {mb / job:7.1f} MB/s  "
+              f"(without startup: {job - startup:.1f} s, {mb / max(job - startup, 1e-9):.1f} MB/s)")
+        print(f"ratio job/(a): {job / peer:.2f} (goal <= 1.5); startup share of the job: {startup / job:.0%}")
+
+
+if __name__ == "__main__":
+    main()

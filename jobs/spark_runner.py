@@ -1,0 +1,27 @@
+"""Runs an executor's tasks as Spark tasks: one partition per task, results collected on the driver."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from pyspark import SparkContext, TaskContext
+
+from tms.execute.runner import TaskFunction
+from tms.hudi.file_names import write_token
+
+
+def _with_write_token(fn: TaskFunction, task: Any) -> Any:
+    ctx = TaskContext.get()  # each attempt of a Spark task names its files apart (Hudi's write token)
+    return fn(task, write_token(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId()))
+
+
+class SparkRunner:
+    def __init__(self, sc: SparkContext):
+        self.sc = sc
+
+    def map(self, fn: TaskFunction, tasks: Sequence[Any], description: str = "") -> list[Any]:
+        if not tasks:
+            return []
+        self.sc.setJobDescription(description)
+        return self.sc.parallelize(list(tasks), len(tasks)).map(partial(_with_write_token, fn)).collect()

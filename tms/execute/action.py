@@ -1,0 +1,101 @@
+"""The shape every action executor has: validate and start the instant on the driver, hand out picklable
+tasks, and complete the instant from the tasks' results."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tms.hudi.errors import InstantConflictError, UnsupportedTableError
+from tms.hudi.instant import Instant, State
+from tms.hudi.table import HudiTable
+
+from .errors import PlanHeldError
+from .fencing import Fence
+from .runner import TaskFunction
+from .table_ref import TableRef
+
+
+@dataclass(frozen=True)
+class ExecutionResult:
+    instant: Instant        # the completed instant
+    action: str             # the plan's action: compaction, clustering, clean, rollback
+    tasks: int
+    files_written: int = 0
+    bytes_written: int = 0
+    files_deleted: int = 0
+
+    def summary(self) -> str:
+        done = f" at {self.instant.completion_time}" if self.instant.completion_time else ""
+        return (f"{self.action} {self.instant.timestamp} completed as {self.instant.action}{done}: "
+                f"{self.tasks} task(s), {self.files_written} file(s) written ({self.bytes_written / 1e6:.1f} MB), "
+                f"{self.files_deleted} file(s) deleted")
+
+
+class ActionExecutor(ABC):
+    action_name: ClassVar[str]
+    task_function: ClassVar[TaskFunction]  # a module-level function: Spark pickles it by reference
+    # Compaction and clustering go back to requested (through a rollback) before they run again; a clean
+    # or rollback that stopped inflight is simply run again (its deletes are idempotent).
+    resumable_inflight: ClassVar[bool] = False
+
+    def __init__(self, table: HudiTable, instant: Instant):
+        self.table = table
+        self.timeline = table.timeline
+        self.storage = table.storage
+        self.config = table.config
+        self.timestamp = instant.timestamp
+        self.ref = TableRef.of(table)
+
+    def validate(self) -> None:
+        """Raise if the plan cannot run now; changes nothing. `start` calls it first."""
+        self._require_serviceable_table()
+        states = self.timeline.states_of(self.timestamp)
+        if State.COMPLETED in states:
+            raise InstantConflictError(f"{self.action_name} {self.timestamp} is already completed")
+        if State.REQUESTED not in states:
+            raise InstantConflictError(f"{self.action_name} {self.timestamp} has no requested plan")
+        if State.INFLIGHT in states and not self.resumable_inflight:
+            raise InstantConflictError(
+                f"{self.action_name} {self.timestamp} is inflight: an earlier attempt failed or is still running; "
+                "roll that attempt back first (tms execute --retry)")
+
+    @abstractmethod
+    def start(self, fence: Fence) -> Sequence[Any]:
+        """Validate, move the instant to inflight, and return the tasks."""
+
+    @abstractmethod
+    def finish(self, results: Sequence[Any], fence: Fence) -> ExecutionResult:
+        """Complete the instant from the tasks' results, after the fence check."""
+
+    # --- shared checks ---------------------------------------------------------------------------
+    def _require_serviceable_table(self) -> None:
+        mdt = self.config.get("hoodie.table.metadata.partitions")
+        if mdt:
+            raise UnsupportedTableError(
+                f"table {self.config.name} has a metadata table (hoodie.table.metadata.partitions={mdt}) that TMS "
+                "cannot keep in sync: its readers would miss the files TMS writes and list the files it deletes. "
+                "Disable it (hoodie.metadata.enable=false on the writers) before TMS serves the table")
+
+    def _require_meta_fields(self) -> None:
+        if not self.config.populate_meta_fields:
+            raise UnsupportedTableError(
+                f"table {self.config.name} does not populate meta fields (virtual keys); TMS cannot merge its records")
+
+    def _require_no_pending_writes_before(self) -> None:
+        """Writes that started before the plan may still add data to the file groups it rewrites."""
+        blockers = [i for i in self.timeline.inflight_writes() if i.timestamp < self.timestamp]
+        if blockers:
+            raise PlanHeldError(self.timestamp, self.action_name, blockers)
+
+    def _requested(self) -> Instant:
+        return self.timeline.states_of(self.timestamp)[State.REQUESTED]
+
+    def _inflight(self, fence: Fence, content: bytes = b"") -> Instant:
+        """The inflight instant: created now, or (for resumable actions) the one an earlier attempt left."""
+        existing = self.timeline.states_of(self.timestamp).get(State.INFLIGHT)
+        if existing is not None:
+            return existing
+        fence()
+        return self.timeline.transition_to_inflight(self._requested(), content)

@@ -1,0 +1,70 @@
+"""Base files as Hudi writes them: parquet with the full Avro schema, the min/max record key and the
+record-key bloom filter in the footer, so Java readers and the BLOOM index use them like their own."""
+from __future__ import annotations
+
+import json
+import posixpath
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tms.hudi.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, dynamic_bloom_filter
+from tms.hudi.errors import HudiError
+from tms.hudi.file_names import BaseFileName
+from tms.hudi.merge import KEY
+from tms.hudi.schema import with_meta_fields
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
+
+FILE_NAME = "_hoodie_file_name"
+
+
+def latest_data_schema(table: HudiTable) -> dict:
+    """The table's current data schema (Avro, no meta fields): from the latest completed write that records
+    one, else the create schema. Compaction and clustering write new files in it, as Hudi does."""
+    tl = table.timeline
+    for inst in reversed(tl.completed_writes()):
+        schema = tl.commit_metadata(inst).schema()
+        if schema:
+            return schema
+    if table.config.create_schema:
+        return json.loads(table.config.create_schema)
+    raise HudiError(f"table {table.name} records no schema (no commit has one, no hoodie.table.create.schema)")
+
+
+def full_schema(data_schema: dict) -> dict:
+    """The schema of a base file: meta fields, then the data fields."""
+    return with_meta_fields(data_schema)
+
+
+def base_file_path(partition: str, file_id: str, token: str, instant: str) -> str:
+    name = str(BaseFileName(file_id, token, instant))
+    return posixpath.join(partition, name) if partition else name
+
+
+def read_base_file(storage: Storage, rel: str) -> pa.Table:
+    return pq.read_table(storage.full(rel), filesystem=None if storage.is_local else storage.fs)
+
+
+def with_file_name(rows: pa.Table, name: str) -> pa.Table:
+    """Compaction and clustering keep each record's commit time and seqno; only its file name changes."""
+    return rows.set_column(rows.schema.get_field_index(FILE_NAME), FILE_NAME,
+                           pa.repeat(pa.scalar(name, rows.schema.field(FILE_NAME).type), rows.num_rows))
+
+
+def write_base_file(storage: Storage, rel: str, rows: pa.Table, avro_schema: dict) -> int:
+    """Write `rows` (already in the schema of `avro_schema`, meta fields included) as a new base file; returns
+    its size. The file must not exist: an attempt never overwrites another attempt's file."""
+    keys = rows.column(KEY)
+    footer = {b"parquet.avro.schema": json.dumps(avro_schema).encode(), b"writer.model.name": b"avro",
+              FOOTER_KEY: dynamic_bloom_filter(keys), TYPE_CODE_KEY: DYNAMIC_V0}
+    if rows.num_rows:
+        footer[b"hoodie_min_record_key"] = pc.min(keys).as_py().encode()
+        footer[b"hoodie_max_record_key"] = pc.max(keys).as_py().encode()
+    # Footer metadata only, not the serialized Arrow schema: it would hold the bloom filter a second time.
+    with (storage.open_new(rel) as fh,
+          pq.ParquetWriter(fh, rows.schema.remove_metadata(), compression="snappy", store_schema=False) as writer):
+        writer.write_table(rows.replace_schema_metadata(None))
+        writer.add_key_value_metadata(footer)
+    return storage.info(rel).size

@@ -1,0 +1,89 @@
+"""Clean: delete the file versions the cleaner plan lists (one task per partition), then complete the
+`clean` instant with HoodieCleanMetadata. A clean that stopped inflight is simply run again."""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tms.hudi.serde import (
+    CleanerPlan,
+    CleanMetadata,
+    CleanPartitionMetadata,
+    parse_cleaner_plan,
+    serialize_clean_metadata,
+)
+from tms.hudi.table import HudiTable
+
+from .action import ActionExecutor, ExecutionResult
+from .fencing import Fence
+from .paths import table_relative
+from .table_ref import TableRef
+
+
+@dataclass(frozen=True)
+class CleanTask:
+    table: TableRef
+    partition: str
+    files: tuple[str, ...]  # as the plan names them
+    delete_partition: bool
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    partition: str
+    deleted: tuple[str, ...]   # file names, as Hudi records them
+    failed: tuple[str, ...]    # not found (deleted by an earlier attempt or someone else)
+    partition_deleted: bool
+
+
+def clean_partition(task: CleanTask, token: str) -> CleanResult:
+    storage = task.table.storage()
+    deleted, failed = [], []
+    for path in task.files:
+        rel = table_relative(storage, path, task.partition)
+        (deleted if storage.delete(rel) else failed).append(rel.rsplit("/", 1)[-1])
+    if task.delete_partition:
+        storage.delete_tree(task.partition)
+    return CleanResult(task.partition, tuple(deleted), tuple(failed), task.delete_partition)
+
+
+class CleanExecutor(ActionExecutor):
+    action_name = "clean"
+    task_function = staticmethod(clean_partition)
+    resumable_inflight = True
+
+    def __init__(self, table: HudiTable, instant):
+        super().__init__(table, instant)
+        self.plan_bytes = self.timeline.read_plan(self.timestamp)
+        self.plan: CleanerPlan = parse_cleaner_plan(self.plan_bytes)
+
+    def _files_by_partition(self) -> dict[str, list[str]]:
+        if self.plan.file_paths_to_be_deleted_per_partition:
+            return {p: [f.file_path for f in infos if f.file_path]
+                    for p, infos in self.plan.file_paths_to_be_deleted_per_partition.items()}
+        return {p: list(names) for p, names in self.plan.files_to_be_deleted_per_partition.items()}  # v1 plans
+
+    def start(self, fence: Fence) -> list[CleanTask]:
+        self.validate()
+        self.started = time.monotonic()
+        self.inflight = self._inflight(fence, self.plan_bytes)  # Hudi's clean.inflight holds the plan
+        files = self._files_by_partition()
+        dropped = set(self.plan.partitions_to_be_deleted)
+        return [CleanTask(self.ref, p, tuple(files.get(p, ())), p in dropped) for p in sorted(set(files) | dropped)]
+
+    def finish(self, results: Sequence[CleanResult], fence: Fence) -> ExecutionResult:
+        earliest = self.plan.earliest_instant_to_retain
+        meta = CleanMetadata(
+            start_clean_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
+            total_files_deleted=sum(len(r.deleted) for r in results),
+            earliest_commit_to_retain=earliest.timestamp if earliest else "",
+            last_completed_commit_timestamp=self.plan.last_completed_commit_timestamp or "",
+            partition_metadata={r.partition: CleanPartitionMetadata(
+                partition_path=r.partition, policy=self.plan.policy,
+                delete_path_patterns=list(r.deleted + r.failed), success_delete_files=list(r.deleted),
+                failed_delete_files=list(r.failed), is_partition_deleted=r.partition_deleted) for r in results},
+            extra_metadata=self.plan.extra_metadata)
+        fence()
+        done = self.timeline.complete(self.inflight, serialize_clean_metadata(meta))
+        return ExecutionResult(done, self.action_name, len(results), files_deleted=meta.total_files_deleted)

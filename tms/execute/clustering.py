@@ -1,0 +1,166 @@
+"""Clustering: each input group's file slices (base + logs, merged) are rewritten, optionally sorted, into new
+file groups of about the target size; the instant completes as a `replacecommit` whose
+`partitionToReplaceFileIds` retires the input file groups. Records keep their commit time and seqno."""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from tms.hudi.errors import HudiError, UnsupportedTableError
+from tms.hudi.file_names import new_file_id
+from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
+from tms.hudi.schema import avro_to_arrow
+from tms.hudi.serde import (
+    ClusteringPlan,
+    CommitMetadata,
+    WriteStat,
+    parse_requested_replace_metadata,
+    serialize_commit_metadata,
+)
+from tms.hudi.table import HudiTable
+
+from .action import ActionExecutor, ExecutionResult
+from .base_files import (
+    base_file_path,
+    full_schema,
+    latest_data_schema,
+    read_base_file,
+    with_file_name,
+    write_base_file,
+)
+from .fencing import Fence
+from .markers import CREATE, create_marker, delete_markers, delete_unreferenced
+from .paths import table_relative
+from .table_ref import TableRef, ValidInstants
+
+SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
+TARGET_FILE_BYTES = "hoodie.clustering.plan.strategy.target.file.max.bytes"
+DEFAULT_TARGET_FILE_BYTES = 1024 * 1024 * 1024  # Hudi's default
+
+
+@dataclass(frozen=True)
+class InputSlice:
+    file_id: str
+    base_file: str | None       # relative to the base path
+    log_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ClusteringTask:
+    table: TableRef
+    instant: str
+    partition: str
+    slices: tuple[InputSlice, ...]
+    sort_columns: tuple[str, ...]
+    min_output_files: int       # the plan's numOutputFileGroups
+    target_file_bytes: int
+    schema: str                 # the output's Avro schema (meta fields included), as JSON
+    valid: ValidInstants
+
+
+def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
+    """Rewrite one input group; one write stat per new file group."""
+    storage, config = task.table.storage(), task.table.config()
+    avro_schema = json.loads(task.schema)
+    arrow_schema = avro_to_arrow(avro_schema)
+    ordering = merge_ordering_field(config)
+    parts, input_bytes = [], 0
+    for s in task.slices:
+        base = read_base_file(storage, s.base_file) if s.base_file else None
+        parts.append(merge_records(base, scan_logs(storage, list(s.log_files), task.valid), ordering, arrow_schema))
+        input_bytes += sum(storage.info(p).size for p in ((s.base_file,) if s.base_file else ()) + s.log_files)
+    rows = pa.concat_tables(parts)
+    if task.sort_columns:
+        rows = rows.sort_by([(c, "ascending") for c in task.sort_columns])
+    files = min(rows.num_rows, max(task.min_output_files, math.ceil(input_bytes / task.target_file_bytes)))
+    stats = []
+    for chunk in _split(rows, files):
+        file_id = new_file_id()
+        rel = base_file_path(task.partition, file_id, token, task.instant)
+        create_marker(storage, task.instant, rel, CREATE)
+        size = write_base_file(storage, rel, with_file_name(chunk, rel.rsplit("/", 1)[-1]), avro_schema)
+        stats.append(WriteStat(file_id=file_id, path=rel, prev_commit="null", partition_path=task.partition,
+                               num_writes=chunk.num_rows, num_inserts=chunk.num_rows, total_write_bytes=size,
+                               file_size_in_bytes=size))
+    return stats
+
+
+def _split(rows: pa.Table, files: int) -> list[pa.Table]:
+    if files <= 0:
+        return []
+    per_file = math.ceil(rows.num_rows / files)
+    return [rows.slice(start, per_file) for start in range(0, rows.num_rows, per_file)]
+
+
+class ClusteringExecutor(ActionExecutor):
+    action_name = "clustering"
+    task_function = staticmethod(cluster_group)
+
+    def __init__(self, table: HudiTable, instant):
+        super().__init__(table, instant)
+        plan = parse_requested_replace_metadata(self.timeline.read_plan(self.timestamp)).clustering_plan
+        if plan is None:
+            raise HudiError(f"replacecommit {self.timestamp} holds no clustering plan")
+        self.plan: ClusteringPlan = plan
+        params = (plan.strategy.strategy_params if plan.strategy else None) or {}
+        self.sort_columns = tuple(c.strip() for c in params.get(SORT_COLUMNS, "").split(",") if c.strip())
+        self.target_file_bytes = int(params.get(TARGET_FILE_BYTES) or DEFAULT_TARGET_FILE_BYTES)
+
+    def validate(self) -> None:
+        super().validate()
+        merge_ordering_field(self.config)  # refuses CUSTOM merge mode
+        self._require_meta_fields()
+        for group in self.plan.input_groups:
+            if len({s.partition_path or "" for s in group.slices}) > 1:
+                raise HudiError(f"clustering {self.timestamp} has a group spanning partitions; groups are per partition")
+            if any(s.bootstrap_file_path for s in group.slices):
+                raise UnsupportedTableError(f"clustering {self.timestamp} reads bootstrap files; TMS does not")
+        # The input file groups are replaced: a write that started before the plan could still add to them.
+        self._require_no_pending_writes_before()
+
+    def start(self, fence: Fence) -> list[ClusteringTask]:
+        self.validate()
+        self.data_schema = latest_data_schema(self.table)
+        fields = {f["name"] for f in self.data_schema["fields"]}
+        unknown = [c for c in self.sort_columns if c not in fields]
+        if unknown:
+            raise HudiError(f"clustering {self.timestamp} sorts by columns the table lacks: {', '.join(unknown)}")
+        self.inflight = self._inflight(fence)
+        schema = json.dumps(full_schema(self.data_schema))
+        valid = ValidInstants.of(self.timeline)
+        tasks = []
+        for group in self.plan.input_groups:
+            if not group.slices:
+                continue
+            partition = group.slices[0].partition_path or ""
+            slices = tuple(InputSlice(
+                s.file_id,
+                table_relative(self.storage, s.data_file_path, partition) if s.data_file_path else None,
+                tuple(table_relative(self.storage, p, partition) for p in s.delta_file_paths)) for s in group.slices)
+            tasks.append(ClusteringTask(self.ref, self.timestamp, partition, slices, self.sort_columns,
+                                        max(1, group.num_output_file_groups or 1), self.target_file_bytes,
+                                        schema, valid))
+        return tasks
+
+    def finish(self, results: Sequence[list[WriteStat]], fence: Fence) -> ExecutionResult:
+        stats = [s for group in results for s in group]
+        delete_unreferenced(self.storage, self.timestamp, {s.path for s in stats})
+        written: dict[str, list[WriteStat]] = defaultdict(list)
+        for s in stats:
+            written[s.partition_path].append(s)
+        replaced: dict[str, list[str]] = defaultdict(list)
+        for group in self.plan.input_groups:
+            for s in group.slices:
+                replaced[s.partition_path or ""].append(s.file_id)
+        meta = CommitMetadata(partition_to_write_stats=dict(written), extra_metadata={"schema": json.dumps(self.data_schema)},
+                              operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))
+        fence()
+        done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
+        delete_markers(self.storage, self.timestamp)
+        return ExecutionResult(done, self.action_name, len(results), len(stats),
+                               sum(s.file_size_in_bytes for s in stats))

@@ -1,0 +1,168 @@
+"""Compaction: each operation of the plan (one file group) merges its base file with exactly the plan's log
+files into a new base file `<fileId>_<token>_<Tc>.parquet`; the instant completes as a `commit` with
+`compacted: true`.
+
+Only the plan's log files are read: logs written after the plan belong to the new file slice that the
+compaction instant opened. Blocks of instants that are not completed, or were rolled back, are skipped.
+Records keep their commit time and seqno; only `_hoodie_file_name` changes."""
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
+from tms.hudi.schema import avro_to_arrow
+from tms.hudi.serde import (
+    CommitMetadata,
+    CompactionPlan,
+    RuntimeStats,
+    WriteStat,
+    parse_compaction_plan,
+    serialize_commit_metadata,
+)
+from tms.hudi.table import HudiTable
+
+from .action import ActionExecutor, ExecutionResult
+from .base_files import (
+    base_file_path,
+    full_schema,
+    latest_data_schema,
+    read_base_file,
+    with_file_name,
+    write_base_file,
+)
+from .fencing import Fence
+from .markers import CREATE, MERGE, create_marker, delete_markers, delete_unreferenced
+from .paths import table_relative
+from .table_ref import TableRef, ValidInstants
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    table: TableRef
+    instant: str
+    partition: str
+    file_id: str
+    base_instant: str
+    base_file: str | None       # relative to the base path
+    log_files: tuple[str, ...]  # relative to the base path, in the plan's order
+    schema: str                 # the output's Avro schema (meta fields included), as JSON
+    valid: ValidInstants
+
+
+def compact_file_group(task: CompactionTask, token: str) -> WriteStat | None:
+    """Merge one file group into a new base file. None when a log-only file group has no record left
+    (every block rolled back, every record deleted): Hudi writes nothing for it either."""
+    storage, config = task.table.storage(), task.table.config()
+    avro_schema = json.loads(task.schema)
+    started = time.monotonic()
+    scan = scan_logs(storage, list(task.log_files), task.valid)
+    scan_ms = _ms_since(started)
+    base = read_base_file(storage, task.base_file) if task.base_file else None
+    merged = merge_records(base, scan, merge_ordering_field(config), avro_to_arrow(avro_schema))
+    if base is None and merged.num_rows == 0:
+        return None
+    rel = base_file_path(task.partition, task.file_id, token, task.instant)
+    create_marker(storage, task.instant, rel, MERGE if base is not None else CREATE)
+    size = write_base_file(storage, rel, with_file_name(merged, rel.rsplit("/", 1)[-1]), avro_schema)
+    counts = _record_counts(base, scan, merged)
+    return WriteStat(
+        file_id=task.file_id, path=rel, prev_commit=task.base_instant, partition_path=task.partition,
+        num_writes=merged.num_rows, num_deletes=counts["deletes"], num_update_writes=counts["updates"],
+        num_inserts=counts["inserts"], total_write_bytes=size, file_size_in_bytes=size,
+        total_log_records=counts["log_records"], total_log_files_compacted=len(task.log_files),
+        total_log_size_compacted=sum(storage.info(p).size for p in task.log_files),
+        total_updated_records_compacted=counts["log_keys"], total_log_blocks=scan.blocks_read,
+        total_corrupt_log_block=scan.corrupt_blocks, total_rollback_blocks=scan.rollback_blocks,
+        prev_base_file=task.base_file.rsplit("/", 1)[-1] if task.base_file else None,
+        total_log_read_time_ms=scan_ms,
+        runtime_stats=RuntimeStats(total_scan_time=scan_ms, total_upsert_time=_ms_since(started) if base else 0,
+                                   total_create_time=0 if base else _ms_since(started)))
+
+
+def _record_counts(base: pa.Table | None, scan: LogScan, merged: pa.Table) -> dict[str, int]:
+    """Write-stat counts. Only keys the logs touch can differ between base and output, so the sets compared
+    are those keys' (small) sets, found by probing the big key columns against them."""
+    log_keys = pc.unique(pa.chunked_array(
+        [chunk for t in scan.data for chunk in t.column(KEY).cast(pa.string()).chunks]
+        + [pa.array([d[0] for d in dels], pa.string()) for _, dels in scan.deletes], pa.string()))
+    in_base = _touched(base, log_keys) if base is not None else pa.array([], pa.string())
+    in_output = _touched(merged, log_keys)
+    return {
+        "log_records": sum(t.num_rows for t in scan.data) + sum(len(d) for _, d in scan.deletes),
+        "log_keys": len(log_keys),
+        "deletes": _count(pc.invert(pc.is_in(in_base, value_set=in_output))),
+        "updates": _count(pc.is_in(in_output, value_set=in_base)),
+        "inserts": _count(pc.invert(pc.is_in(in_output, value_set=in_base))),
+    }
+
+
+def _touched(rows: pa.Table, log_keys: pa.Array) -> pa.ChunkedArray:
+    keys = rows.column(KEY).cast(pa.string())
+    return keys.filter(pc.is_in(keys, value_set=log_keys))
+
+
+def _count(mask) -> int:
+    return pc.sum(mask).as_py() or 0
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+class CompactionExecutor(ActionExecutor):
+    action_name = "compaction"
+    task_function = staticmethod(compact_file_group)
+
+    def __init__(self, table: HudiTable, instant):
+        super().__init__(table, instant)
+        self.plan: CompactionPlan = parse_compaction_plan(self.timeline.read_plan(self.timestamp))
+
+    def validate(self) -> None:
+        super().validate()
+        merge_ordering_field(self.config)  # refuses CUSTOM merge mode
+        self._require_meta_fields()
+        if any(op.bootstrap_file_path for op in self.plan.operations):
+            raise UnsupportedTableError(f"compaction {self.timestamp} reads bootstrap files; TMS does not")
+        if self.config.version < 8:
+            # v6 slices by instant time: a delta commit that started before Tc writes into the slice being
+            # compacted, so the plan waits for it (and is synced with its log files by the planner).
+            self._require_no_pending_writes_before()
+
+    def start(self, fence: Fence) -> list[CompactionTask]:
+        self.validate()
+        self.data_schema = latest_data_schema(self.table)
+        self.inflight = self._inflight(fence)
+        schema = json.dumps(full_schema(self.data_schema))
+        valid = ValidInstants.of(self.timeline)
+        tasks = []
+        for op in self.plan.operations:
+            partition = op.partition_path or ""
+            tasks.append(CompactionTask(
+                table=self.ref, instant=self.timestamp, partition=partition, file_id=op.file_id,
+                base_instant=op.base_instant_time,
+                base_file=table_relative(self.storage, op.data_file_path, partition) if op.data_file_path else None,
+                log_files=tuple(table_relative(self.storage, p, partition) for p in op.delta_file_paths),
+                schema=schema, valid=valid))
+        return tasks
+
+    def finish(self, results: Sequence[WriteStat | None], fence: Fence) -> ExecutionResult:
+        stats = [s for s in results if s is not None]
+        delete_unreferenced(self.storage, self.timestamp, {s.path for s in stats})
+        by_partition: dict[str, list[WriteStat]] = defaultdict(list)
+        for s in stats:
+            by_partition[s.partition_path].append(s)
+        meta = CommitMetadata(partition_to_write_stats=dict(by_partition), compacted=True,
+                              extra_metadata={"schema": json.dumps(self.data_schema)}, operation_type="COMPACT")
+        fence()
+        done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
+        delete_markers(self.storage, self.timestamp)
+        return ExecutionResult(done, self.action_name, len(results), len(stats),
+                               sum(s.file_size_in_bytes for s in stats))

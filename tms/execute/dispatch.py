@@ -1,0 +1,47 @@
+"""Which executor runs a pending instant, and running one end to end: start on the driver, the tasks on a
+runner, completion on the driver."""
+from __future__ import annotations
+
+from tms.hudi.errors import HudiError, InstantConflictError
+from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.table import HudiTable
+
+from .action import ActionExecutor, ExecutionResult
+from .clean import CleanExecutor
+from .clustering import ClusteringExecutor
+from .compaction import CompactionExecutor
+from .fencing import Fence, no_fence
+from .rollback import RollbackExecutor, keeps_plan
+from .runner import Runner
+
+EXECUTORS: dict[str, type[ActionExecutor]] = {COMPACTION: CompactionExecutor, CLUSTERING: ClusteringExecutor,
+                                              CLEAN: CleanExecutor, ROLLBACK: RollbackExecutor}
+
+
+def executor_for(table: HudiTable, timestamp: str) -> ActionExecutor:
+    """The executor of the pending plan at `timestamp`."""
+    table.timeline.reload()
+    instant = table.timeline.get(timestamp)
+    if instant is None:
+        raise HudiError(f"no instant {timestamp} on the timeline of table {table.name}")
+    if instant.is_completed:
+        raise InstantConflictError(f"{instant.action} {timestamp} is already completed")
+    action = instant.action
+    if action == REPLACE_COMMIT and keeps_plan(table, timestamp, action):
+        action = CLUSTERING  # v6 names pending clustering `replacecommit`
+    executor = EXECUTORS.get(action)
+    if executor is None:
+        raise HudiError(f"instant {timestamp} is a {instant.action} ({instant.state.name.lower()}), "
+                        f"not a plan TMS executes ({', '.join(EXECUTORS)})")
+    return executor(table, instant)
+
+
+def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fence = no_fence,
+                    action: str | None = None) -> ExecutionResult:
+    """Run the pending plan at `timestamp`; with `action`, refuse a plan of another action."""
+    executor = executor_for(table, timestamp)
+    if action is not None and executor.action_name != action:
+        raise HudiError(f"instant {timestamp} is a {executor.action_name} plan, not {action}")
+    tasks = executor.start(fence)
+    results = runner.map(executor.task_function, tasks, f"{executor.action_name} {timestamp} of {table.name}")
+    return executor.finish(results, fence)

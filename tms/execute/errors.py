@@ -1,0 +1,20 @@
+"""Errors of plan execution, each one clear line for users."""
+from __future__ import annotations
+
+from tms.hudi.errors import HudiError
+from tms.hudi.instant import Instant
+
+
+class PlanHeldError(HudiError):
+    """A plan that must not run yet: writes that started before it are still pending."""
+
+    def __init__(self, instant: str, action: str, blockers: list[Instant]):
+        self.instant = instant
+        self.blockers = blockers
+        names = ", ".join(f"{b.timestamp} ({b.action} {b.state.name.lower()})" for b in blockers)
+        super().__init__(f"{action} {instant} is held by writes still pending before it: {names}; "
+                         "it runs once they complete or are rolled back")
+
+
+class FencingError(HudiError):
+    """This attempt lost its lease: another attempt owns the plan, so this one must not touch the timeline."""

@@ -1,0 +1,153 @@
+"""Rollback: undo what a failed instant wrote, as the rollback plan lists it (one task per request): delete
+its files, and mark its log blocks rolled back with a rollback command block (written, as Java does, to a
+new log file version of the same file slice, so no log file a writer may append to is touched). Then the
+failed instant leaves the timeline with its markers and heartbeat, and the `rollback` instant completes.
+
+A failed write is removed from the timeline. A compaction or clustering attempt goes back to requested
+instead: its plan stays, to run again (Hudi's rollback of an inflight table service does the same)."""
+from __future__ import annotations
+
+import posixpath
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tms.hudi.errors import HudiError, InstantConflictError
+from tms.hudi.file_names import LogFileName
+from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, State
+from tms.hudi.log_format import rollback_command_block
+from tms.hudi.serde import (
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    parse_requested_replace_metadata,
+    parse_rollback_plan,
+    serialize_rollback_metadata,
+)
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
+
+from .action import ActionExecutor, ExecutionResult
+from .fencing import Fence
+from .markers import delete_markers
+from .paths import absolute, table_relative
+from .table_ref import TableRef
+
+HEARTBEAT_DIR = ".hoodie/.heartbeat"
+
+
+@dataclass(frozen=True)
+class RollbackTask:
+    table: TableRef
+    rollback_instant: str
+    failed_instant: str
+    partition: str
+    files: tuple[str, ...]                   # to delete, as the plan names them
+    log_files: tuple[tuple[str, int], ...]   # (path as the plan names it, size) whose blocks are rolled back
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    partition: str
+    deleted: tuple[str, ...]
+    failed: tuple[str, ...]
+    rollback_log_files: tuple[tuple[str, int], ...]   # (absolute path, size) of the command block files
+    log_files_from_failed_commit: tuple[tuple[str, int], ...]
+
+
+def roll_back_file_group(task: RollbackTask, token: str) -> RollbackResult:
+    storage = task.table.storage()
+    deleted, failed = [], []
+    for path in task.files:
+        (deleted if storage.delete(table_relative(storage, path, task.partition)) else failed).append(path)
+    command_files = []
+    for path, _ in task.log_files:
+        rel = _write_command_block(storage, table_relative(storage, path, task.partition), task, token)
+        command_files.append((absolute(storage, rel), storage.info(rel).size))
+    return RollbackResult(task.partition, tuple(deleted), tuple(failed), tuple(command_files), task.log_files)
+
+
+def _write_command_block(storage: Storage, log_rel: str, task: RollbackTask, token: str) -> str:
+    """A new version of the log file's series holding one rollback command block; returns its path."""
+    name = LogFileName.parse(log_rel)
+    if name is None:
+        raise HudiError(f"rollback plan of {task.failed_instant} marks {log_rel}, which is not a log file")
+    folder = posixpath.dirname(log_rel)
+    series = [n for n in (LogFileName.parse(i.name) for i in storage.listdir(folder))
+              if n and n.file_id == name.file_id and n.instant == name.instant]
+    version = max([n.version for n in series] + [name.version]) + 1
+    block = rollback_command_block(task.failed_instant, task.rollback_instant)
+    while True:  # a writer may take the next version first: exclusive create, then the one after
+        rel = posixpath.join(folder, str(LogFileName(name.file_id, name.instant, version, token)))
+        try:
+            storage.write_new(rel, block)
+            return rel
+        except (FileExistsError, InstantConflictError):
+            version += 1
+
+
+def keeps_plan(table: HudiTable, timestamp: str, action: str) -> bool:
+    """Whether rolling back `timestamp` returns it to requested (a compaction or clustering plan) rather
+    than removing it (a write)."""
+    if action in (COMPACTION, CLUSTERING):
+        return True
+    if action != REPLACE_COMMIT or State.REQUESTED not in table.timeline.states_of(timestamp):
+        return False
+    plan = table.timeline.read_plan(timestamp)
+    return bool(plan) and parse_requested_replace_metadata(plan).clustering_plan is not None
+
+
+class RollbackExecutor(ActionExecutor):
+    action_name = "rollback"
+    task_function = staticmethod(roll_back_file_group)
+    resumable_inflight = True
+
+    def __init__(self, table: HudiTable, instant):
+        super().__init__(table, instant)
+        self.plan: RollbackPlan = parse_rollback_plan(self.timeline.read_plan(self.timestamp))
+        if self.plan.instant_to_rollback is None:
+            raise HudiError(f"rollback plan {self.timestamp} names no instant to roll back")
+        self.failed = self.plan.instant_to_rollback
+
+    def validate(self) -> None:
+        super().validate()
+        if self.timeline.is_completed(self.failed.commit_time):
+            raise InstantConflictError(f"rollback {self.timestamp} targets {self.failed.action} {self.failed.commit_time}, "
+                                       "which is completed: TMS rolls back failed instants only (no restore)")
+
+    def start(self, fence: Fence) -> list[RollbackTask]:
+        self.validate()
+        self.started = time.monotonic()
+        self.inflight = self._inflight(fence)
+        return [RollbackTask(self.ref, self.timestamp, self.failed.commit_time, r.partition_path or "",
+                             tuple(r.files_to_be_deleted), tuple(r.log_blocks_to_be_deleted.items()))
+                for r in self.plan.rollback_requests]
+
+    def finish(self, results: Sequence[RollbackResult], fence: Fence) -> ExecutionResult:
+        failed_ts = self.failed.commit_time
+        by_partition: dict[str, RollbackPartitionMetadata] = {}
+        for r in results:
+            meta = by_partition.setdefault(r.partition, RollbackPartitionMetadata(partition_path=r.partition))
+            meta.success_delete_files += r.deleted
+            meta.failed_delete_files += r.failed
+            meta.rollback_log_files.update(dict(r.rollback_log_files))
+            meta.log_files_from_failed_commit.update(dict(r.log_files_from_failed_commit))
+        fence()
+        # As Hudi 0.14+: the failed instant leaves the timeline before the rollback completes, so a crash in
+        # between leaves an inflight rollback to re-run, never a completed rollback of a live instant.
+        if keeps_plan(self.table, failed_ts, self.failed.action):
+            if self.timeline.states_of(failed_ts):
+                self.timeline.revert_to_requested(failed_ts)
+        else:
+            self.timeline.delete_pending(failed_ts)
+        delete_markers(self.storage, failed_ts)
+        self.storage.delete(f"{HEARTBEAT_DIR}/{failed_ts}")
+        deleted = sum(len(m.success_delete_files) for m in by_partition.values())
+        meta = RollbackMetadata(
+            start_rollback_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
+            total_files_deleted=deleted, commits_rollback=[failed_ts], partition_metadata=by_partition,
+            instants_rollback=[self.failed])
+        done = self.timeline.complete(self.inflight, serialize_rollback_metadata(meta))
+        return ExecutionResult(done, self.action_name, len(results),
+                               files_written=sum(len(m.rollback_log_files) for m in by_partition.values()),
+                               files_deleted=deleted)

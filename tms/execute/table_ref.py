@@ -1,0 +1,46 @@
+"""What a task carries to reach its table from any process (a Spark executor on another machine): the
+base path and the table's properties, and which instants' data counts. Both pickle cheaply, unlike an
+open HudiTable with its loaded timeline."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tms.hudi.properties import TableConfig
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class TableRef:
+    base_uri: str
+    props: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, table: HudiTable) -> TableRef:
+        return cls(table.base_path, tuple(sorted(table.config.props.items())))
+
+    def storage(self) -> Storage:
+        return Storage(self.base_uri)
+
+    def config(self) -> TableConfig:
+        return TableConfig(dict(self.props))
+
+
+@dataclass(frozen=True)
+class ValidInstants:
+    """Instants whose log blocks are read, as Hudi's log scanner decides: completed on the active timeline,
+    or older than the active timeline (archived, hence completed). Blocks of pending or failed instants and
+    rolled-back blocks are skipped (the latter by their rollback command blocks)."""
+
+    completed: frozenset[str]
+    timeline_start: str
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> ValidInstants:
+        instants = timeline.instants()
+        return cls(frozenset(i.timestamp for i in instants if i.is_completed),
+                   instants[0].timestamp if instants else "")
+
+    def __call__(self, timestamp: str) -> bool:
+        return timestamp in self.completed or timestamp < self.timeline_start

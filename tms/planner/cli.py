@@ -1,0 +1,79 @@
+"""`tms schedule`: plan one table service on one table without the service, as Hudi's
+`HoodieCompactor --mode schedule` does. Mounted on the `tms` app by `register(app)`."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+
+from tms.db.policy import TablePolicy
+from tms.hudi.errors import HudiError
+from tms.hudi.serde import MetadataFormatError
+
+from .errors import PlannerError
+from .planned import ACTIONS, Planned
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _policy(options: list[str]) -> TablePolicy:
+    changes = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            _fail(f"--option {option!r} is not hoodie.key=value")
+        changes[key.strip()] = value.strip()
+    try:
+        return TablePolicy().merged(changes)
+    except ValidationError as e:
+        error = e.errors()[0]
+        _fail(f"--option {'.'.join(str(p) for p in error['loc'])}: {error['msg']}")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _describe(planned: Planned) -> str:
+    s = planned.stats
+    return (f"{planned.instant} {planned.action} planned: {s.operations} operation(s), {_size(s.total_bytes)}, "
+            f"largest file group {_size(s.largest_file_group_bytes)}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("schedule")
+    def schedule_command(
+            path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
+            action: str = typer.Option(..., "--action", help="compaction | clustering | clean | rollback"),
+            option: Optional[list[str]] = typer.Option(None, "--option",
+                                                       help="A policy option, hoodie.key=value (repeatable).")):
+        """Plan one table service now: sync held compaction plans, then write the new plan's requested
+        instant and print it (or say there is nothing to do)."""
+        from tms.hudi.table import HudiTable
+
+        from .schedule import schedule
+        if action not in ACTIONS:
+            _fail(f"--action must be one of {', '.join(ACTIONS)}, not {action!r}")
+        policy = _policy(option or [])
+        try:
+            result = schedule(HudiTable.load(path), action, policy, datetime.now(timezone.utc))
+        except (HudiError, PlannerError, MetadataFormatError) as e:
+            _fail(str(e))
+        for tc, blockers in result.synced.items():
+            typer.echo(f"{tc} compaction held by delta commits in flight: {', '.join(blockers)}" if blockers
+                       else f"{tc} compaction synced with its late commits: runnable")
+        for planned in result.planned:
+            typer.echo(_describe(planned))
+            if planned.blockers:
+                typer.echo(f"  held until these delta commits complete or roll back: {', '.join(planned.blockers)}")
+        if not result.planned:
+            typer.echo(f"nothing to do: no {action} is due")

@@ -1,0 +1,22 @@
+"""Instants that a rollback on the timeline names: being rolled back, or rolled back already."""
+from __future__ import annotations
+
+from tms.hudi.instant import ROLLBACK
+from tms.hudi.serde import parse_rollback_metadata, parse_rollback_plan
+
+
+def rollback_targets(table) -> set[str]:
+    """Instant times named by a rollback in any state: from its plan while pending, from its metadata
+    (completed files are cached by the timeline) once completed."""
+    tl = table.timeline
+    out: set[str] = set()
+    for inst in tl.instants():
+        if inst.action != ROLLBACK:
+            continue
+        if inst.is_completed:
+            out.update(parse_rollback_metadata(tl.read(inst)).commits_rollback)
+        else:
+            target = parse_rollback_plan(tl.read_plan(inst.timestamp)).instant_to_rollback
+            if target is not None:
+                out.add(target.commit_time)
+    return out
