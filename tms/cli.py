@@ -166,22 +166,20 @@ def demo(path: str = typer.Argument(..., help="Where to create (or continue) the
 
 @app.command()
 def up(data_dir: Path = typer.Option(Path(".tms"), "--data-dir", envvar="TMS_DATA_DIR",
-                                     help="Where the demo table (and later the embedded database) live."),
+                                     help="Local state: the embedded database, the demo table, logs."),
+       host: str = typer.Option("127.0.0.1", "--host", help="Interface the service listens on."),
+       port: int = typer.Option(8080, "--port", help="Port the service listens on."),
        commits: int = typer.Option(0, "--commits", help="Stop after N demo commits (0: run until stopped)."),
        interval: float = typer.Option(5.0, "--interval", help="Seconds between demo commits.")):
-    """Run TMS locally with embedded defaults: the demo writer feeding a demo table."""
-    from tms.demo import run_demo_writer
-    from tms.hudi.inspect import describe_table, format_description
-    from tms.hudi.table import HudiTable
-    path = str((data_dir / "tables" / "trips").resolve())
-    typer.echo(f"demo table: {path}")
+    """Run TMS on this machine with embedded defaults: the service with an embedded PostgreSQL, a demo
+    table registered with it, and the demo writer posting Hudi's commit callbacks."""
+    from tms.local import run_local
     try:
-        run_demo_writer(path, commits=commits, interval=interval, echo=typer.echo)
+        run_local(data_dir, host=host, port=port, commits=commits, interval=interval, echo=typer.echo)
     except KeyboardInterrupt:
         pass
-    except HudiError as e:
+    except (HudiError, RuntimeError) as e:
         _fail(str(e))
-    typer.echo(format_description(describe_table(HudiTable.load(path))))
 
 
 def _mount_role_commands() -> None:

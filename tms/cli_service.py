@@ -74,8 +74,3 @@ def register(app: typer.Typer) -> None:
     app.add_typer(tokens, name="tokens")
     app.add_typer(db, name="db")
 
-
-if __name__ == "__main__":  # `python -m tms.cli_service ...` before the commands are mounted in `tms`
-    main = typer.Typer(no_args_is_help=True)
-    register(main)
-    main()

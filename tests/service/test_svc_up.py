@@ -1,0 +1,34 @@
+"""`tms up` (the README's run command): the service starts, the demo table is registered, and the demo
+writer's commits reach the service as Hudi callbacks that are stored as events."""
+import os
+import subprocess
+import sys
+
+from sqlalchemy import select
+
+from conftest import REPO, free_port
+from tms.db import Database, Event, RegisteredTable
+from tms.hudi.table import HudiTable
+
+
+def test_tms_up_registers_the_demo_table_and_stores_its_callbacks(client, database_url, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TMS_")}
+    env["TMS_DATABASE_URL"] = database_url
+    out = subprocess.run([sys.executable, "-m", "tms.cli", "up", "--data-dir", str(tmp_path), "--port",
+                          str(free_port()), "--commits", "3", "--interval", "0.2"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "TMS is up" in out.stdout
+    table = HudiTable.load(str(tmp_path / "tables" / "trips"))
+    commits = [i.timestamp for i in table.timeline.completed_writes()]
+    assert len(commits) == 3
+    database = Database(database_url)
+    try:
+        with database.transaction() as session:
+            [registered] = session.scalars(select(RegisteredTable)).all()
+            events = session.scalars(select(Event).where(Event.table_id == registered.id)).all()
+    finally:
+        database.dispose()
+    assert registered.base_path.endswith("tables/trips")
+    assert sorted(e.instant for e in events) == commits
+    assert {(e.action, e.state, e.source) for e in events} == {("deltacommit", "completed", "hudi_callback")}
