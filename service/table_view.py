@@ -8,8 +8,9 @@ from typing import Any
 
 from tms.db import TablePolicy
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import instant_to_datetime
+from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
+from tms.planner import find_failed_writes
 
 from .schemas.tables import FileGroupOut, FileGroupSummary, Health, InstantOut, TimelineSummary
 
@@ -64,13 +65,6 @@ def _file_group_summary(table: HudiTable) -> FileGroupSummary:
                               num_records=g.num_records, base_instant=g.base_instant) for g in largest])
 
 
-def _age_seconds(instant_time: str, now: datetime) -> float | None:
-    try:
-        return (now - instant_to_datetime(instant_time)).total_seconds()
-    except HudiError:
-        return None
-
-
 def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool) -> dict[str, Any]:
     """The table's current state on storage; problems become health reasons, never errors."""
     reasons: list[str] = []
@@ -95,14 +89,17 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
         status = "warning"
         reasons.append(f"cannot list file groups: {exc}")
 
-    # A writer is presumed failed once it missed its heartbeats (Hudi's rule); its instant needs a rollback.
-    tolerance = policy.heartbeat_interval_ms / 1000 * (policy.heartbeat_tolerable_misses + 1)
-    now = datetime.now(UTC)
-    stale = [i.timestamp for i in inflight if (_age_seconds(i.timestamp, now) or 0) > tolerance]
-    if stale:
+    # Writers presumed failed by the planner's rule (Hudi's heartbeat expiry): their instants need a rollback.
+    try:
+        failed_writes = find_failed_writes(table, policy, datetime.now(UTC)) if inflight else []
+    except (HudiError, MetadataFormatError, OSError) as exc:
+        failed_writes = []
         status = "warning"
-        reasons.append(f"{len(stale)} write(s) pending longer than the heartbeat tolerance "
-                       f"({tolerance:.0f} s), probably failed: {', '.join(stale[:5])}")
+        reasons.append(f"cannot check the pending writes: {exc}")
+    if failed_writes:
+        status = "warning"
+        reasons.append(f"{len(failed_writes)} write(s) presumed failed, awaiting a rollback: "
+                       + "; ".join(f"{f.instant.timestamp} ({f.reason})" for f in failed_writes[:5]))
     failed = tasks_by_state.get("FAILED", 0)
     if failed:
         status = "warning"

@@ -186,8 +186,10 @@ def _mount_role_commands() -> None:
     """Commands that live with their roles: the service's (serve, tokens, db) and the planner's (schedule)."""
     from tms import cli_service
     from tms.planner import cli as planner_cli
+    from worker import cli as worker_cli
     cli_service.register(app)
     planner_cli.register(app)
+    worker_cli.register(app)
 
 
 _mount_role_commands()

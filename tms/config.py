@@ -47,9 +47,49 @@ class Settings(BaseSettings):
                                 "is reused without a database look-up")
     heartbeat_seconds: float = Field(10.0, gt=0, description="Instance heartbeat interval")
 
-    @field_validator("storage_roots", mode="before")
+    # The worker (`tms worker`): see worker/ and the README's "Worker and execution".
+    worker_slots: int = Field(2, ge=1, description="Jobs one worker process runs at the same time")
+    worker_poll_seconds: float = Field(2.0, gt=0, description="How often an idle worker looks for runnable tasks")
+    worker_lease_seconds: float = Field(
+        60.0, ge=1, description="A claimed task's lease; the worker renews it every quarter of this while the "
+                                "job runs, and a cancel is noticed at the next renewal")
+    worker_job_timeout_seconds: float = Field(
+        4 * 3600.0, gt=0, description="A job running longer is killed and its attempt fails")
+    worker_runner: Literal["spark", "python"] = Field(
+        "spark", description="spark: spark-submit to the queue's master; python: run the plan in a plain "
+                             "Python process without Spark (small tables, machines without Java)")
+    worker_service_url: str | None = Field(
+        None, description="The service URL a job's driver calls to check its lease (the fence); "
+                          "unset: http://<host>:<port> of this configuration")
+    worker_driver_memory_mb: int = Field(1024, ge=256, description="spark.driver.memory of every job (MB)")
+    worker_driver_cores: int = Field(1, ge=1, description="spark.driver.cores of every job")
+    worker_max_executors_per_table: int = Field(
+        16, ge=1, description="At most this many executors for one table's job, whatever its queue allows")
+    worker_default_master: str = Field(
+        "local[*]", description="Master of the `local` queue the worker creates when no queue exists")
+
+    # The planner (`tms planner`): see tms/planner/ and the README's "Planner".
+    planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback"]], NoDecode] = Field(
+        ["compaction", "clean", "rollback"],
+        description="Comma-separated table services the planner schedules on its own; clustering is opt-in, "
+                    "as in Hudi (`tms schedule` plans any of them on request)")
+    planner_threads: int = Field(4, ge=1, description="Tables one planner process plans at the same time")
+    planner_poll_seconds: float = Field(0.5, gt=0, description="How often an idle planner looks for new events")
+    planner_tick_seconds: float = Field(
+        60.0, gt=0, description="Periodic trigger: time-based compaction triggers, expired writer heartbeats, "
+                                "held compaction plans")
+    planner_scan_seconds: float = Field(
+        600.0, gt=0, description="Reconciliation scan of every enabled table's timeline, which catches what "
+                                 "events missed (lost callbacks, writers that send none)")
+    planner_clean_commits: int = Field(
+        5, ge=1, description="Completed writes since a table's last clean (or clean attempt) before the planner "
+                             "attempts the next one")
+    planner_cached_tables: int = Field(
+        10_000, ge=1, description="Tables whose loaded timeline a planner process keeps between passes")
+
+    @field_validator("storage_roots", "planner_services", mode="before")
     @classmethod
-    def _split_roots(cls, value):
+    def _split_commas(cls, value):
         if isinstance(value, str):
             return [root.strip() for root in value.split(",") if root.strip()]
         return value

@@ -4,13 +4,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, HTTPException, Path, Query, Request, status
 
-from tms.db import OperatorAction, TaskRepo, TaskState
+from tms.db import ConflictError, OperatorAction, TaskRepo, TaskState, hash_secret
 
 from ..auth import Operator, Viewer
 from ..schemas.common import Action, Id, Limit, Offset
-from ..schemas.tasks import TaskDetail, TaskOut, TaskPage
+from ..schemas.tasks import FenceOut, TaskDetail, TaskOut, TaskPage
 
 router = APIRouter(prefix="/api/v1/tasks", tags=["tasks"])
 TaskId = Annotated[Id, Path(description="The task's id")]
@@ -34,6 +34,32 @@ def get_task(task_id: TaskId, request: Request) -> dict[str, Any]:
         repo = TaskRepo(session)
         task = repo.get(task_id)
         return {**TaskOut.model_validate(task).model_dump(), "attempts": repo.attempts(task_id)}
+
+
+@router.get("/{task_id}/fence", response_model=FenceOut, summary="Does a job's attempt still hold the lease?",
+            description="Called by a job's driver before each timeline change (its `--fence-url`). "
+                        "Authenticated by the attempt's own fence key, which only its worker and job know. "
+                        "200 while `token` is the fencing token of the task's live lease; 409 once the task was "
+                        "cancelled, finished or taken over, or its lease expired; 403 for a wrong key.")
+def check_fence(task_id: TaskId, request: Request,
+                token: Annotated[int, Query(ge=0, le=2**63 - 1, description="The attempt's fencing token")],
+                key: Annotated[str, Query(min_length=1, max_length=200, description="The attempt's fence key")]
+                ) -> dict[str, Any]:
+    with request.app.state.database.transaction() as session:
+        repo = TaskRepo(session)
+        if repo.attempt_with_fence_key(task_id, token, hash_secret(key)) is None:
+            raise HTTPException(status.HTTP_403_FORBIDDEN, f"no attempt of task {task_id} with this token and key")
+        if not repo.holds_fence(task_id, token):
+            raise ConflictError(_lost_lease_reason(repo.get(task_id), token))
+    return {"task_id": task_id, "fencing_token": token, "holds": True}
+
+
+def _lost_lease_reason(task, token: int) -> str:
+    if task.state != TaskState.RUNNING:
+        return f"task {task.id} is {task.state}: the attempt with fencing token {token} may not change the timeline"
+    if task.fencing_token != token:
+        return f"task {task.id} was taken over: fencing token {task.fencing_token} holds the lease, not {token}"
+    return f"the lease of task {task.id} expired"
 
 
 def _action_route(action: OperatorAction, summary: str, description: str):

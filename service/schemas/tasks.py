@@ -53,6 +53,12 @@ class TaskDetail(TaskOut):
     attempts: list[AttemptOut]
 
 
+class FenceOut(BaseModel):
+    task_id: int
+    fencing_token: int
+    holds: bool
+
+
 class TaskPage(BaseModel):
     items: list[TaskOut]
     total: int

@@ -10,12 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tms.hudi.bloom import (
-    FOOTER_KEY,
-    TYPE_CODE_KEY,
-    dynamic_bloom_filter,
-    might_contain,
-)
+from tms.hudi.bloom import FOOTER_KEY, TYPE_CODE_KEY, dynamic_bloom_filter, might_contain
 
 
 def _fixture_base_files(root) -> list[str]:

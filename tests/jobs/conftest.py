@@ -16,7 +16,6 @@ def spark():
     session = (SparkSession.builder.master("local[2]").appName("tms-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -7,25 +7,13 @@ from pathlib import Path
 
 from support import hudi_rs_table, rows
 from table_model import TableModel
-
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT
 from tms.hudi.properties import format_properties
 from tms.hudi.reader import read_snapshot
-from tms.hudi.serde import (
-    ActionInstant,
-    CleanerPlan,
-    CleanFileInfo,
-    ClusteringGroup,
-    ClusteringPlan,
-    ClusteringStrategy,
-    CompactionOperation,
-    CompactionPlan,
-    RequestedReplaceMetadata,
-    SliceInfo,
-    serialize_cleaner_plan,
-    serialize_compaction_plan,
-    serialize_requested_replace_metadata,
-)
+from tms.hudi.serde import (ActionInstant, CleanerPlan, CleanFileInfo, ClusteringGroup, ClusteringPlan,
+                            ClusteringStrategy, CompactionOperation, CompactionPlan, RequestedReplaceMetadata,
+                            SliceInfo, serialize_cleaner_plan, serialize_compaction_plan,
+                            serialize_requested_replace_metadata)
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import create_table_for_records
 

@@ -1,17 +1,10 @@
-"""Compaction on Spark: tables written by the writer and the Java-written fixtures read the same rows
-before and after, with the completed commit on the timeline; refusals change nothing."""
+"""Compaction on Spark of MOR tables written by the writer: hudi-rs reads the model's rows before and after,
+the completed commit carries full write stats; refusals (a metadata table, CUSTOM merge mode, a v6 plan held
+by earlier writes) change nothing. The fixture tables are in test_jobs_fixtures."""
 import pyarrow.parquet as pq
 import pytest
-from jobs_support import (
-    ModelledTable,
-    copy_fixture,
-    plan_compaction,
-    rec,
-    set_properties,
-    write_history,
-)
-from support import hudi_rs_table, rows
 
+from jobs_support import ModelledTable, copy_fixture, plan_compaction, rec, set_properties, write_history
 from tms.execute.dispatch import execute_instant
 from tms.execute.errors import PlanHeldError
 from tms.hudi.bloom import FOOTER_KEY, might_contain
@@ -72,27 +65,6 @@ def test_compaction_of_a_written_mor_table(tmp_path, spark_runner, version):
     t.write([{"id": 4, "city": "nyc"}], "delete")
     execute_instant(t.table(), plan_compaction(t.table()), spark_runner)
     t.check()
-
-
-FIXTURE_DATA = ["_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-                "ts", "uuid", "rider", "driver", "fare", "city"]
-
-
-@pytest.mark.parametrize("name", ["mor_v6_trips_8i1u", "mor_v8_trips_8i3u1d"])
-def test_compaction_of_fixture_tables(tmp_path, fixture_tables, spark_runner, name):
-    path = copy_fixture(fixture_tables, name, tmp_path, drop_metadata_table=True)
-    before = rows(hudi_rs_table(path), FIXTURE_DATA)
-    tc = plan_compaction(HudiTable.load(str(path)))
-
-    execute_instant(HudiTable.load(str(path)), tc, spark_runner)
-
-    table = HudiTable.load(str(path))
-    assert table.timeline.get(tc).is_completed
-    assert rows(hudi_rs_table(path), FIXTURE_DATA) == before
-    assert rows(read_snapshot(table), FIXTURE_DATA) == before
-    compacted = {fs.file_id for fs in table.file_system_view().latest_slices() if fs.base_instant == tc}
-    assert compacted and all(not fs.log_files for fs in table.file_system_view().latest_slices()
-                             if fs.file_id in compacted)
 
 
 def test_table_with_a_metadata_table_is_refused(tmp_path, fixture_tables, spark_runner):

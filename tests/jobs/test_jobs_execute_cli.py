@@ -6,20 +6,15 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 import typer
-from jobs_support import ModelledTable, plan_compaction, rec, write_history
 from typer.testing import CliRunner
 
+from jobs_support import ModelledTable, plan_compaction, rec, write_history
 from tms.execute.cli import register
-from tms.execute.spark_submit import (
-    build_py_files,
-    spark_submit_command,
-    spark_submit_env,
-)
+from tms.execute.spark_submit import build_py_files, spark_home, spark_submit_command, spark_submit_env
 from tms.hudi.file_names import BaseFileName
 from tms.hudi.instant import State
 
@@ -55,15 +50,16 @@ def _free_port() -> int:
 @pytest.fixture
 def standalone_master(tmp_path):
     """A Spark standalone master and one worker on localhost, started from the installed PySpark."""
-    spark_class = str(Path(sys.executable).parent / "spark-class")
+    spark_class = str(spark_home() / "bin" / "spark-class")
+    env = spark_submit_env("spark://")
     port, ui = _free_port(), _free_port()
     url = f"spark://127.0.0.1:{port}"
     started = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                 "--port", str(port), "--webui-port", str(ui)], start_new_session=True,
+                                 "--port", str(port), "--webui-port", str(ui)], env=env, start_new_session=True,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     started.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
                                      "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port()),
-                                     "--work-dir", str(tmp_path / "spark-work"), url], start_new_session=True,
+                                     "--work-dir", str(tmp_path / "spark-work"), url], env=env, start_new_session=True,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     try:
         deadline = time.monotonic() + 90

@@ -1,14 +1,8 @@
 """A table-service attempt that dies part way leaves the table reading the same rows; its retry rolls the
 attempt back (the plan goes back to requested) and then completes."""
 import pytest
-from jobs_support import (
-    ModelledTable,
-    plan_clustering,
-    plan_compaction,
-    rec,
-    write_history,
-)
 
+from jobs_support import ModelledTable, plan_clustering, plan_compaction, rec, write_history
 from tms.execute.dispatch import execute_instant
 from tms.execute.errors import FencingError
 from tms.execute.retry import prepare_retry
@@ -67,6 +61,25 @@ def test_attempt_killed_between_tasks_is_rolled_back_and_retried(tmp_path, spark
     assert t.table().timeline.get(ts).is_completed
     t.check()
     t.write([rec(i, 70) for i in range(5)])
+    t.check()
+
+
+def test_retry_that_died_while_rolling_back_is_finished_not_replanned(tmp_path, spark_runner):
+    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6)
+    write_history(t)
+    ts = plan_compaction(t.table())
+    with pytest.raises(DriverKilledError):
+        execute_instant(t.table(), ts, DyingRunner(survivors=2))
+    with pytest.raises(DriverKilledError):
+        prepare_retry(t.table(), ts, runner=DyingRunner(survivors=1))
+    [pending] = t.table().timeline.pending(["rollback"])
+    t.check()
+
+    rollback = prepare_retry(t.table(), ts)
+
+    assert rollback.instant.timestamp == pending.timestamp and not t.table().timeline.pending(["rollback"])
+    assert not _files_of(t.path, ts) and set(t.table().timeline.states_of(ts)) == {State.REQUESTED}
+    execute_instant(t.table(), ts, spark_runner)
     t.check()
 
 

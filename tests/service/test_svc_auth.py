@@ -34,13 +34,22 @@ ENDPOINTS = [
     ("POST", "/api/v1/noop", "operator"),
 ]
 RANK = {"viewer": 1, "operator": 2, "admin": 3}
+# Routes authenticated by their own secret instead of a role: a job's fence check shows its attempt's key.
+OWN_SECRET = [("GET", "/api/v1/tasks/1/fence")]
 
 
 def test_every_api_route_is_listed(app):
     """So a new route cannot skip these checks unnoticed."""
     routes = {(method.upper(), re.sub(r"\{\w+\}", "1", path)) for path, operations in app.openapi()["paths"].items()
               if path.startswith("/api/") for method in operations}
-    assert routes == {(method, path) for method, path, _ in ENDPOINTS}
+    assert routes == {(method, path) for method, path, _ in ENDPOINTS} | set(OWN_SECRET)
+
+
+def test_the_fence_takes_the_attempts_key_and_no_token_replaces_it(client, tokens):
+    assert client.get("/api/v1/tasks/1/fence").status_code == 422
+    for headers in ({}, tokens["admin"]):
+        response = client.get("/api/v1/tasks/1/fence", params={"token": 1, "key": "guess"}, headers=headers)
+        assert response.status_code == 403, response.text
 
 
 @pytest.mark.parametrize("method, path, minimum", ENDPOINTS)

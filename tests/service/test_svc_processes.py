@@ -53,7 +53,7 @@ def test_two_processes_accept_concurrent_events_for_one_table(start_service, reg
 
 def test_serve_starts_an_embedded_database_on_first_run(start_service, tmp_path):
     env = {"TMS_DATA_DIR": str(tmp_path / "data"), "TMS_ADMIN_TOKEN": "a" * 20}
-    url = start_service(["-m", "tms.cli_service", "serve", "--host", "127.0.0.1"], env, timeout=120)
+    url = start_service(["-m", "tms.cli", "serve", "--host", "127.0.0.1"], env, timeout=120)
     response = httpx.get(url + "/api/v1/tables", headers={"Authorization": "Bearer " + "a" * 20})
     assert response.status_code == 200 and response.json()["total"] == 0
     assert (tmp_path / "data" / "postgres" / "PG_VERSION").exists()

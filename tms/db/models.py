@@ -190,6 +190,9 @@ class TaskAttempt(Base):
     outcome: Mapped[str] = mapped_column(String(16), server_default="RUNNING")
     error: Mapped[str | None] = mapped_column(Text)
     log_tail: Mapped[str | None] = mapped_column(Text)
+    # SHA-256 of the attempt's fence key: the secret its job shows when it asks the service whether its
+    # fencing token still holds the lease (GET /api/v1/tasks/{id}/fence).
+    fence_key_hash: Mapped[str | None] = mapped_column(String(64))
     started_at: Mapped[datetime] = _created()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 

@@ -6,13 +6,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tms.hudi.serde import (
-    CleanerPlan,
-    CleanMetadata,
-    CleanPartitionMetadata,
-    parse_cleaner_plan,
-    serialize_clean_metadata,
-)
+from tms.hudi.serde import (CleanerPlan, CleanMetadata, CleanPartitionMetadata, parse_cleaner_plan,
+                            serialize_clean_metadata)
 from tms.hudi.table import HudiTable
 
 from .action import ActionExecutor, ExecutionResult

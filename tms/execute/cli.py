@@ -54,12 +54,12 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
         if local:
             typer.echo(execute_instant(table, instant, LocalRunner()).summary())
             return
+        with tempfile.TemporaryDirectory(prefix="tms-execute-") as tmp:
+            cmd = spark_submit_command(table.base_path, instant, py_files=build_py_files(Path(tmp)), master=master,
+                                       conf=confs, action=executor.action_name)
+            code = subprocess.call(cmd, env=spark_submit_env(master))
     except HudiError as e:
         _fail(str(e))
-    with tempfile.TemporaryDirectory(prefix="tms-execute-") as tmp:
-        cmd = spark_submit_command(table.base_path, instant, py_files=build_py_files(Path(tmp)), master=master,
-                                   conf=confs, action=executor.action_name)
-        code = subprocess.call(cmd, env=spark_submit_env(master))
     if code != 0:
         _fail(f"the Spark job of {executor.action_name} {instant} failed (spark-submit exit status {code})")
 

@@ -15,24 +15,13 @@ from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
-from tms.hudi.serde import (
-    ClusteringPlan,
-    CommitMetadata,
-    WriteStat,
-    parse_requested_replace_metadata,
-    serialize_commit_metadata,
-)
+from tms.hudi.serde import (ClusteringPlan, CommitMetadata, WriteStat, parse_requested_replace_metadata,
+                            serialize_commit_metadata)
 from tms.hudi.table import HudiTable
 
 from .action import ActionExecutor, ExecutionResult
-from .base_files import (
-    base_file_path,
-    full_schema,
-    latest_data_schema,
-    read_base_file,
-    with_file_name,
-    write_base_file,
-)
+from .base_files import (base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name,
+                         write_base_file)
 from .fencing import Fence
 from .markers import CREATE, create_marker, delete_markers, delete_unreferenced
 from .paths import table_relative

@@ -19,25 +19,13 @@ import pyarrow.compute as pc
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
-from tms.hudi.serde import (
-    CommitMetadata,
-    CompactionPlan,
-    RuntimeStats,
-    WriteStat,
-    parse_compaction_plan,
-    serialize_commit_metadata,
-)
+from tms.hudi.serde import (CommitMetadata, CompactionPlan, RuntimeStats, WriteStat, parse_compaction_plan,
+                            serialize_commit_metadata)
 from tms.hudi.table import HudiTable
 
 from .action import ActionExecutor, ExecutionResult
-from .base_files import (
-    base_file_path,
-    full_schema,
-    latest_data_schema,
-    read_base_file,
-    with_file_name,
-    write_base_file,
-)
+from .base_files import (base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name,
+                         write_base_file)
 from .fencing import Fence
 from .markers import CREATE, MERGE, create_marker, delete_markers, delete_unreferenced
 from .paths import table_relative

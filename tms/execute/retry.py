@@ -1,20 +1,14 @@
 """Preparing a failed compaction or clustering attempt to run again: its partial files are deleted through a
 rollback plan, and the instant goes back to requested with its plan, as Hudi rolls back an inflight
-compaction. The attempt's files are those its markers name, plus any base file of the instant found in
+compaction (a rollback left pending by an earlier retry is finished rather than planned again). The attempt's files are those its markers name, plus any base file of the instant found in
 the plan's partitions (a marker is written before its file, so the listing is only a safety net)."""
 from __future__ import annotations
 
 from tms.hudi.errors import HudiError
 from tms.hudi.file_names import BaseFileName
 from tms.hudi.instant import COMPACTION, ROLLBACK, State
-from tms.hudi.serde import (
-    InstantInfo,
-    RollbackPlan,
-    RollbackRequest,
-    parse_compaction_plan,
-    parse_requested_replace_metadata,
-    serialize_rollback_plan,
-)
+from tms.hudi.serde import (InstantInfo, RollbackPlan, RollbackRequest, parse_compaction_plan,
+                            parse_requested_replace_metadata, parse_rollback_plan, serialize_rollback_plan)
 from tms.hudi.table import HudiTable
 
 from .action import ExecutionResult
@@ -40,11 +34,21 @@ def prepare_retry(table: HudiTable, timestamp: str, runner: Runner | None = None
         raise HudiError(f"instant {timestamp} is not a pending compaction or clustering plan")
     if State.INFLIGHT not in states:
         return None
-    plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=timestamp, action=requested.action),
-                        rollback_requests=_requests(table, timestamp))
-    fence()
-    rollback = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan))
-    return execute_instant(table, rollback.timestamp, runner or LocalRunner(), fence)
+    rollback = _pending_rollback_of(table, timestamp)  # a retry that died while rolling back: finish that
+    if rollback is None:
+        plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=timestamp, action=requested.action),
+                            rollback_requests=_requests(table, timestamp))
+        fence()
+        rollback = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan)).timestamp
+    return execute_instant(table, rollback, runner or LocalRunner(), fence)
+
+
+def _pending_rollback_of(table: HudiTable, timestamp: str) -> str | None:
+    for inst in table.timeline.pending([ROLLBACK]):
+        target = parse_rollback_plan(table.timeline.read_plan(inst.timestamp)).instant_to_rollback
+        if target is not None and target.commit_time == timestamp:
+            return inst.timestamp
+    return None
 
 
 def _requests(table: HudiTable, timestamp: str) -> list[RollbackRequest]:
@@ -60,7 +64,7 @@ def _requests(table: HudiTable, timestamp: str) -> list[RollbackRequest]:
         partition, _, file_name = rel.rpartition("/")
         name = BaseFileName.parse(file_name)
         requests.append(RollbackRequest(partition_path=partition, file_id=name.file_id if name else "",
-                                        latest_base_instant=timestamp, files_to_be_deleted=[absolute(storage, rel)]))
+                                        latest_base_instant="", files_to_be_deleted=[absolute(storage, rel)]))
     return requests
 
 

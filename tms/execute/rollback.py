@@ -16,14 +16,8 @@ from tms.hudi.errors import HudiError, InstantConflictError
 from tms.hudi.file_names import LogFileName
 from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, State
 from tms.hudi.log_format import rollback_command_block
-from tms.hudi.serde import (
-    RollbackMetadata,
-    RollbackPartitionMetadata,
-    RollbackPlan,
-    parse_requested_replace_metadata,
-    parse_rollback_plan,
-    serialize_rollback_metadata,
-)
+from tms.hudi.serde import (RollbackMetadata, RollbackPartitionMetadata, RollbackPlan,
+                            parse_requested_replace_metadata, parse_rollback_plan, serialize_rollback_metadata)
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 

@@ -3,7 +3,6 @@ entry point `jobs/run.py`, and the `spark-submit` command line."""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -35,19 +34,19 @@ def entry_point() -> Path:
     return _package_dir("jobs") / "run.py"
 
 
-def find_spark_submit() -> str:
-    """$SPARK_HOME/bin/spark-submit, else the one installed with pyspark beside this Python, else PATH's."""
-    candidates = []
+def spark_home() -> Path:
+    """$SPARK_HOME, else the Spark distribution inside the installed pyspark package."""
     if os.environ.get("SPARK_HOME"):
-        candidates.append(Path(os.environ["SPARK_HOME"]) / "bin" / "spark-submit")
-    candidates.append(Path(sys.executable).parent / "spark-submit")
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which("spark-submit")
-    if not found:
-        raise HudiError("spark-submit not found: set SPARK_HOME or install pyspark")
-    return found
+        return Path(os.environ["SPARK_HOME"])
+    try:
+        import pyspark
+    except ImportError:
+        raise HudiError("no Spark found: set SPARK_HOME or install pyspark") from None
+    return Path(pyspark.__file__).resolve().parent
+
+
+def find_spark_submit() -> str:
+    return str(spark_home() / "bin" / "spark-submit")
 
 
 def spark_submit_command(table_path: str, instant: str, *, py_files: Path, master: str = "local[*]",
@@ -66,10 +65,12 @@ def spark_submit_command(table_path: str, instant: str, *, py_files: Path, maste
 
 
 def spark_submit_env(master: str) -> dict[str, str]:
-    """The environment for spark-submit: on a local master the job's Python is this one (it has the
-    dependencies); on a cluster it is the cluster's (spark.pyspark.python)."""
+    """The environment of spark-submit. A client-mode driver runs here, on this Python (which has the
+    dependencies); executors do too on a local master, and on a cluster use the cluster's Python
+    (spark.pyspark.python)."""
     env = dict(os.environ)
+    env["SPARK_HOME"] = str(spark_home())
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master.startswith("local"):
         env.setdefault("PYSPARK_PYTHON", sys.executable)
-        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     return env

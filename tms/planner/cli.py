@@ -1,7 +1,12 @@
-"""`tms schedule`: plan one table service on one table without the service, as Hudi's
-`HoodieCompactor --mode schedule` does. Mounted on the `tms` app by `register(app)`."""
+"""The planner's commands, mounted on the `tms` app by `register(app)`:
+
+    tms schedule PATH --action A   plan one table service on one table without the service, as Hudi's
+                                   `HoodieCompactor --mode schedule` does
+    tms planner                    run the planner role process"""
 from __future__ import annotations
 
+import logging
+import signal
 from datetime import datetime, timezone
 from typing import Optional
 
@@ -77,3 +82,26 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"  held until these delta commits complete or roll back: {', '.join(planned.blockers)}")
         if not result.planned:
             typer.echo(f"nothing to do: no {action} is due")
+
+    @app.command("planner")
+    def planner_command(
+            threads: Optional[int] = typer.Option(None, "--threads", min=1,
+                                                  help="Tables planned at the same time [TMS_PLANNER_THREADS]")):
+        """Run the planner role: plan on each table's events, on the periodic trigger and on the
+        reconciliation scan, and record a task per plan."""
+        from tms.config import load_settings
+        from tms.db import open_database
+
+        from .service import PlannerService
+
+        settings = load_settings(**({"planner_threads": threads} if threads is not None else {}))
+        logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("apscheduler").setLevel(max(logging.WARNING, logging.getLogger().level))  # a line per run
+        database = open_database(settings)
+        service = PlannerService(database, settings)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: service.stop())
+        try:
+            service.run()
+        finally:
+            database.dispose()

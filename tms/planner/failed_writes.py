@@ -31,13 +31,18 @@ def _mtime(storage, rel: str) -> float | None:
         return None
 
 
+def heartbeat_tolerance_seconds(policy: TablePolicy) -> float:
+    """How long a writer's heartbeat may be silent before the writer is presumed gone."""
+    return policy.heartbeat_interval_ms * policy.heartbeat_tolerable_misses / 1000
+
+
 def find_failed_writes(table, policy: TablePolicy, now: datetime) -> list[FailedWrite]:
     """Pending writes presumed failed, oldest first; writes a rollback already names are left out."""
     tl = table.timeline
     tl.reload()
     condemned = rollback_targets(table)
     now_s = now.timestamp()
-    tolerance_s = policy.heartbeat_interval_ms * policy.heartbeat_tolerable_misses / 1000
+    tolerance_s = heartbeat_tolerance_seconds(policy)
     out = []
     for inst in tl.inflight_writes():
         if inst.timestamp in condemned:

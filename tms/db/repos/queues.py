@@ -34,6 +34,23 @@ class QueueRepo:
                 .returning(ResourceQueue))
         return self.session.scalars(stmt, execution_options={"populate_existing": True}).one()
 
+    def lock_all(self, *, enabled_only: bool = True) -> list[ResourceQueue]:
+        """The queues, locked until the transaction ends (in name order, so lockers never deadlock): a
+        worker holds them while it counts a queue's running jobs and claims a task into it, so two workers
+        never fill the same free slot."""
+        stmt = select(ResourceQueue).order_by(ResourceQueue.name).with_for_update()
+        if enabled_only:
+            stmt = stmt.where(ResourceQueue.enabled.is_(True))
+        return list(self.session.scalars(stmt, execution_options={"populate_existing": True}))
+
+    def create_if_none(self, name: str, **fields: Any) -> ResourceQueue | None:
+        """Create the queue if no queue exists at all (a first start); None if there already are queues."""
+        if self.session.scalar(select(ResourceQueue.id).limit(1)) is not None:
+            return None
+        stmt = (insert(ResourceQueue).values(name=name, **fields)
+                .on_conflict_do_nothing(index_elements=[ResourceQueue.name]).returning(ResourceQueue))
+        return self.session.scalars(stmt).one_or_none()
+
     def delete(self, name: str) -> None:
         self.session.delete(self.get(name))
         self.session.flush()

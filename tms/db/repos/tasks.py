@@ -3,6 +3,7 @@ version it expects, so of two processes racing for one transition exactly one wi
 None back and re-reads. A worker's writes are fenced by its lease's fencing token (invariant 4)."""
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -55,6 +56,19 @@ class TaskRepo:
         return self.session.scalar(select(Task).where(Task.table_id == table_id, Task.instant == instant)
                                    .execution_options(populate_existing=True))
 
+    def instants_with_tasks(self, table_id: int, instants: Iterable[str]) -> set[str]:
+        """Those of `instants` the table has a task for (the planner's adoption asks)."""
+        wanted = list(instants)
+        if not wanted:
+            return set()
+        return set(self.session.scalars(select(Task.instant).where(Task.table_id == table_id,
+                                                                   Task.instant.in_(wanted))))
+
+    def in_state(self, table_id: int, state: TaskState) -> list[Task]:
+        """Every task of a table in one state, oldest first."""
+        return list(self.session.scalars(select(Task).where(Task.table_id == table_id, Task.state == state.value)
+                                         .order_by(Task.id), execution_options={"populate_existing": True}))
+
     def find(self, *, table_id: int | None = None, action: str | None = None, state: TaskState | None = None,
              since: datetime | None = None, until: datetime | None = None, limit: int = 50,
              offset: int = 0) -> tuple[list[Task], int]:
@@ -92,6 +106,17 @@ class TaskRepo:
                                     .group_by(Task.queue))
         return {queue: count for queue, count in rows}
 
+    def tables_rolling_back(self, table_ids: Iterable[int]) -> set[int]:
+        """Those of `table_ids` with a rollback task runnable or running. Their other table services wait
+        for it, as Hudi rolls failed writes back before it runs a table service: a compaction or clustering
+        must not start while a write before it is still on the timeline."""
+        wanted = list(table_ids)
+        if not wanted:
+            return set()
+        return set(self.session.scalars(select(Task.table_id).where(
+            Task.table_id.in_(wanted), Task.action == "rollback",
+            Task.state.in_([S.RUNNABLE.value, S.RUNNING.value])).distinct()))
+
     # --- compare-and-set transitions ------------------------------------------------------------------
     def transition(self, task_id: int, *, expected_state: TaskState, expected_version: int, to: TaskState,
                    **changes: Any) -> Task | None:
@@ -115,15 +140,24 @@ class TaskRepo:
                                  error=changes.get("error"), finished_at=func.now())
         return task
 
+    def update_blockers(self, task_id: int, *, expected_state: TaskState, expected_version: int,
+                        blockers: Iterable[str], plan_stats: dict[str, Any]) -> Task | None:
+        """Record the blockers (and statistics) of a held plan after a sync, keeping the task's state;
+        a compare-and-set like `transition`. None if the task changed meanwhile."""
+        return self._cas({"blockers": list(blockers), "plan_stats": plan_stats, "version": Task.version + 1},
+                         Task.id == task_id, Task.state == expected_state.value, Task.version == expected_version)
+
     def _cas(self, values: dict[str, Any], *conditions) -> Task | None:
         stmt = update(Task).where(*conditions).values(**values).returning(Task)
         return self.session.scalars(stmt, execution_options={"populate_existing": True}).one_or_none()
 
     # --- worker: claim, lease, fence, finish --------------------------------------------------------
     def claim(self, task_id: int, *, expected_version: int, owner: str, lease_seconds: float,
-              queue: str | None = None, requested_resources: dict[str, Any] | None = None) -> Task | None:
+              queue: str | None = None, requested_resources: dict[str, Any] | None = None,
+              fence_key_hash: str | None = None) -> Task | None:
         """RUNNABLE -> RUNNING for `owner`: a new attempt with a new fencing token and a lease of
-        `lease_seconds`. None if another worker (or an operator) changed the task first."""
+        `lease_seconds`. None if another worker (or an operator) changed the task first.
+        `fence_key_hash`: the hash of the secret the attempt's job shows at the fence endpoint."""
         values: dict[str, Any] = {
             "state": S.RUNNING.value, "version": Task.version + 1, "attempt": Task.attempt + 1,
             "fencing_token": Task.fencing_token + 1, "lease_owner": owner,
@@ -138,7 +172,8 @@ class TaskRepo:
                          Task.version == expected_version)
         if task is not None:
             self.session.add(TaskAttempt(task_id=task.id, attempt=task.attempt, fencing_token=task.fencing_token,
-                                         worker=owner, queue=task.queue, requested_resources=task.requested_resources))
+                                         worker=owner, queue=task.queue, requested_resources=task.requested_resources,
+                                         fence_key_hash=fence_key_hash))
             self.session.flush()
         return task
 
@@ -180,6 +215,24 @@ class TaskRepo:
         if lock:
             stmt = stmt.with_for_update()
         return self.session.execute(stmt).first() is not None
+
+    def attempt_with_fence_key(self, task_id: int, fencing_token: int, fence_key_hash: str) -> TaskAttempt | None:
+        """The attempt of `fencing_token` if `fence_key_hash` is its fence key's hash (constant-time compare)."""
+        attempt = self.session.scalar(select(TaskAttempt).where(TaskAttempt.task_id == task_id,
+                                                                TaskAttempt.fencing_token == fencing_token))
+        if attempt is None or attempt.fence_key_hash is None \
+                or not hmac.compare_digest(attempt.fence_key_hash, fence_key_hash):
+            return None
+        return attempt
+
+    def annotate_attempt(self, task_id: int, *, fencing_token: int, log_tail: str | None = None,
+                         error: str | None = None) -> None:
+        """Attach the job's log tail (and an error, unless one is recorded) to an attempt that already
+        ended: one whose task was cancelled or whose lease was taken over while its job ran."""
+        values: dict[str, Any] = {"log_tail": log_tail}
+        if error is not None:
+            values["error"] = func.coalesce(TaskAttempt.error, error)
+        self._update_attempt(task_id, fencing_token, **values)
 
     def record_spark_app(self, task_id: int, *, fencing_token: int, spark_app_id: str) -> bool:
         stmt = (update(Task).where(Task.id == task_id, Task.state == S.RUNNING.value,

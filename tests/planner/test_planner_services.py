@@ -1,0 +1,42 @@
+"""The table services the planner schedules on its own: clustering only when asked for (as in Hudi), clean
+once enough writes landed since the last one, each recorded as one task."""
+from tms.hudi.serde import parse_cleaner_plan
+from tms.planner.decisions import PlannerOptions
+
+from planner_support import rec
+from planner_db_support import TrackedTable, pending_plans, planner
+
+CLUSTER_EVERY_2 = {"hoodie.clustering.async.max.commits": 2}
+
+
+def _options(*services: str, clean_commits: int = 1000) -> PlannerOptions:
+    return PlannerOptions(services=frozenset(services), clean_commits=clean_commits)
+
+
+def test_clustering_is_planned_only_when_the_planner_schedules_it(db, tmp_path):
+    for services, expected in ((("compaction", "clean", "rollback"), []),
+                               (("compaction", "clustering", "clean", "rollback"), ["clustering"])):
+        t = TrackedTable(db, tmp_path / "-".join(services), table_type="COPY_ON_WRITE", policies=CLUSTER_EVERY_2)
+        p = planner(db, options=_options(*services))
+        t.write([rec(i, 10) for i in range(3)], "insert")
+        t.write([rec(i, 10) for i in range(3, 6)], "insert")
+        assert p.handle_events(t.id)
+        assert [task.action for task in t.tasks()] == expected
+        assert [action for _, action in pending_plans(t.table())] == ["replacecommit"] * len(expected)
+
+
+def test_a_clean_is_attempted_every_few_writes_and_recorded(db, tmp_path):
+    t = TrackedTable(db, tmp_path / "t", table_type="COPY_ON_WRITE",
+                     policies={"hoodie.cleaner.commits.retained": 1})
+    p = planner(db, options=_options("clean", clean_commits=3))
+    t.write([rec(i, 10) for i in range(3)], "insert")
+    t.write([rec(i, 20) for i in range(3)])
+    assert p.handle_events(t.id) and t.tasks() == []
+    t.write([rec(i, 30) for i in range(3)])  # the third write since the table began: a clean is attempted
+    assert p.handle_events(t.id)
+    [task] = t.tasks()
+    assert task.action == "clean" and task.plan_stats["operations"] == 3  # one per partition
+    plan = parse_cleaner_plan(t.table().timeline.read_plan(task.instant))
+    assert sum(len(files) for files in plan.file_paths_to_be_deleted_per_partition.values()) == 3
+    t.write([rec(i, 40) for i in range(3)])
+    assert p.handle_events(t.id) and len(t.tasks()) == 1, "a pending clean: not another one"

@@ -1,0 +1,134 @@
+"""Fixtures of the worker tests: one scratch PostgreSQL database and one real HTTP service (uvicorn in a
+thread, so jobs in child processes can reach its fence endpoint) per session, emptied before each test;
+workers started in threads and stopped after each test."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+import pytest
+import uvicorn
+from sqlalchemy import text
+
+from service.app import create_app
+from tms.config import Settings
+from tms.db import Base, Database, QueueRepo
+from tms.db.testing import scratch_database
+from tms.planner.service import PlannerService
+from worker.loop import Worker
+
+ADMIN_TOKEN = "admin-token-for-worker-tests"
+CALLBACK_KEY = "callback-key-for-worker-tests"
+# Test jobs run without the Spark UI (no port to bind, nothing to show).
+LOCAL_SPARK_CONF = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+
+
+@dataclass(frozen=True)
+class Service:
+    url: str
+    app: object
+    database: Database
+    callback_key: str = CALLBACK_KEY
+
+    @property
+    def admin(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+    @property
+    def callback_url(self) -> str:
+        return f"{self.url}/api/v1/hudi/callback"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory):
+    with scratch_database() as url:
+        settings = Settings(database_url=url, admin_token=ADMIN_TOKEN, callback_key=CALLBACK_KEY,
+                            storage_roots=[str(tmp_path_factory.getbasetemp())], heartbeat_seconds=3600)
+        database = Database(url, pool_size=20)
+        app = create_app(settings, database)
+        port = _free_port()
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert time.monotonic() < deadline, "the service did not start"
+            time.sleep(0.05)
+        yield Service(f"http://127.0.0.1:{port}", app, database)
+        server.should_exit = True
+        thread.join(timeout=10)
+        database.dispose()
+
+
+@pytest.fixture
+def db(service) -> Database:
+    """The service's database, emptied (and the service's table cache with it)."""
+    names = ", ".join(t.name for t in Base.metadata.sorted_tables)
+    with service.database.transaction() as session:
+        session.execute(text(f"TRUNCATE {names} CASCADE"))
+    service.app.state.intake.tables.clear()
+    return service.database
+
+
+@pytest.fixture
+def local_queue(db):
+    """put_queue(name="local", **fields): a queue (default: spark-submit to local[2], two jobs at once)."""
+
+    def put(name: str = "local", **fields):
+        values = {"kind": "local", "master": "local[2]", "capacity": 2, "spark_conf": LOCAL_SPARK_CONF,
+                  "min_executor_memory_mb": 512, "max_executor_memory_mb": 2048, **fields}
+        with db.transaction() as session:
+            return QueueRepo(session).put(name, **values)
+
+    return put
+
+
+@pytest.fixture
+def start_worker(db, service, tmp_path):
+    """start_worker(**settings) -> a Worker running in a thread (python jobs unless runner="spark")."""
+    started: list[tuple[Worker, threading.Thread]] = []
+
+    def start(worker_id: str | None = None, **overrides) -> Worker:
+        values = {"database_url": db.url, "data_dir": tmp_path / "worker", "worker_service_url": service.url,
+                  "worker_runner": "python", "worker_poll_seconds": 0.2, "worker_lease_seconds": 4,
+                  "heartbeat_seconds": 3600, "worker_driver_memory_mb": 512, **overrides}
+        worker = Worker(db, Settings(**values), worker_id=worker_id)
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+        started.append((worker, thread))
+        return worker
+
+    yield start
+    for worker, _ in started:
+        worker.stop()
+    for _, thread in started:
+        thread.join(timeout=60)
+
+
+@pytest.fixture
+def start_planner(db):
+    """start_planner(**settings) -> the planner role (tms planner) running in a thread."""
+    started: list[tuple[PlannerService, threading.Thread]] = []
+
+    def start(**overrides) -> PlannerService:
+        values = {"database_url": db.url, "planner_poll_seconds": 0.2, "planner_tick_seconds": 1,
+                  "heartbeat_seconds": 3600, **overrides}
+        planner = PlannerService(db, Settings(**values))
+        thread = threading.Thread(target=planner.run, daemon=True)
+        thread.start()
+        started.append((planner, thread))
+        return planner
+
+    yield start
+    for planner, _ in started:
+        planner.stop()
+    for _, thread in started:
+        thread.join(timeout=60)

@@ -1,0 +1,187 @@
+"""Where a job goes and how big it is: queue choice (load, reservations, restrictions, capacity), sizing from
+the plan's statistics, and claims that keep every queue within its capacity however many workers claim."""
+import math
+import random
+import threading
+
+import pytest
+from worker_support import ModelledTable, plan, rec, register, task, wait_for
+
+from tms.db import (
+    InstanceRepo,
+    QueueRepo,
+    RegisteredTable,
+    ResourceQueue,
+    TaskRepo,
+    TaskState,
+)
+from tms.planner import plan_stats
+from worker.claim import ClaimLimits, claim_next
+from worker.commands import spark_job
+from worker.queues import admits, choose_queue
+from worker.sizing import MB, size_job
+
+LIMITS = ClaimLimits(lease_seconds=30, driver_memory_mb=768, driver_cores=1, max_executors_per_table=16)
+
+
+def queue(name, capacity=2, **fields) -> ResourceQueue:
+    values = {"kind": "local", "master": "local[2]", "spark_conf": {}, "executor_cores": 1,
+              "min_executor_memory_mb": 512, "max_executor_memory_mb": 8192, "max_executors": 8,
+              "reserved_for_priority": None, "allowed_databases": None, "allowed_tables": None,
+              "allowed_actions": None, "enabled": True, **fields}
+    return ResourceQueue(name=name, capacity=capacity, **values)
+
+
+def table(name="trips", database="lake", priority=0, preferred=None) -> RegisteredTable:
+    return RegisteredTable(name=name, database=database, priority=priority, queue=preferred)
+
+
+# --- queue choice ---------------------------------------------------------------------------------------
+def test_least_loaded_queue_relative_to_its_capacity():
+    small, big = queue("small", capacity=2), queue("big", capacity=10)
+    assert choose_queue([small, big], {"small": 1, "big": 4}, table(), "compaction").name == "big"  # 40% < 50%
+    assert choose_queue([small, big], {"small": 0, "big": 4}, table(), "compaction").name == "small"
+    assert choose_queue([small, big], {"small": 2, "big": 10}, table(), "compaction") is None, "all full"
+
+
+def test_priority_tables_get_their_reserved_queues_first_and_others_never():
+    shared, reserved = queue("shared", capacity=4), queue("vip", capacity=1, reserved_for_priority=10)
+    vip, plain = table(priority=10), table(priority=0)
+    assert choose_queue([shared, reserved], {}, vip, "compaction").name == "vip"
+    assert choose_queue([shared, reserved], {"vip": 1}, vip, "compaction").name == "shared", "reserved full"
+    assert choose_queue([shared, reserved], {}, plain, "compaction").name == "shared"
+    assert choose_queue([reserved], {}, plain, "compaction") is None
+
+
+def test_a_tables_preferred_queue_comes_first():
+    a, b = queue("a"), queue("b")
+    assert choose_queue([a, b], {"a": 1}, table(preferred="a"), "clean").name == "a"
+    assert choose_queue([a, b], {"a": 2}, table(preferred="a"), "clean").name == "b", "preferred but full"
+
+
+def test_restrictions_by_database_table_and_action():
+    q = queue("etl", allowed_databases=["lake"], allowed_tables=["lake.trips", "lake.rides"],
+              allowed_actions=["compaction", "clean"])
+    assert admits(q, table("trips", "lake"), "compaction")
+    assert not admits(q, table("trips", "other"), "compaction"), "database"
+    assert not admits(q, table("users", "lake"), "compaction"), "table"
+    assert not admits(q, table("trips", "lake"), "clustering"), "action"
+    assert choose_queue([queue("off", enabled=False)], {}, table(), "clean") is None
+
+
+# --- sizing ---------------------------------------------------------------------------------------------
+def test_sizing_follows_the_plan_within_the_queue_and_table_caps():
+    q = queue("q", min_executor_memory_mb=512, max_executor_memory_mb=4096, max_executors=8, executor_cores=2)
+    sized = size_job({"operations": 3, "largest_file_group_bytes": 1000 * MB}, q, driver_memory_mb=1024,
+                     driver_cores=2, max_executors_per_table=16)
+    assert (sized.executor_memory_mb, sized.executors, sized.executor_cores) == (1400, 3, 2)
+    assert (sized.driver_memory_mb, sized.driver_cores) == (1024, 2)
+    assert size_job({"operations": 50, "largest_file_group_bytes": 10 * MB}, q, driver_memory_mb=1024,
+                    driver_cores=1, max_executors_per_table=16).executor_memory_mb == 512, "the queue's minimum"
+    huge = size_job({"operations": 50, "largest_file_group_bytes": 10_000 * MB}, q, driver_memory_mb=1024,
+                    driver_cores=1, max_executors_per_table=5)
+    assert (huge.executor_memory_mb, huge.executors) == (4096, 5), "the queue's maximum, the table's cap"
+    assert size_job({"operations": 50, "largest_file_group_bytes": 1}, q, driver_memory_mb=1024, driver_cores=1,
+                    max_executors_per_table=16).executors == 8, "the queue's cap"
+
+
+def test_a_plan_with_skewed_file_groups_asks_for_1_4x_its_largest_group(tmp_path, service, db, local_queue):
+    local_queue(min_executor_memory_mb=1, max_executor_memory_mb=65536)
+    t = ModelledTable(tmp_path / "skewed", "MERGE_ON_READ", 8)
+    rng = random.Random(7)  # incompressible names: sf's file group is big, the others are small
+    t.write([rec(i, 10, rng.randbytes(2000).hex() if i % 3 == 0 else None) for i in range(3000)], "insert")
+    t.write([rec(i, 20) for i in range(0, 3000, 50)])
+    table_id = register(service, t.path, **{"hoodie.compact.inline.max.delta.commits": 1})
+    [task_id] = plan(db, table_id, "compaction")
+    stats = plan_stats(t.table(), task(db, task_id).instant)
+    assert stats.largest_file_group_bytes > 10 * min(stats.operation_bytes), "one group dwarfs the others"
+
+    claimed = claim_next(db, "w1", LIMITS)
+
+    expected = math.ceil(stats.largest_file_group_bytes * 1.4 / MB)
+    assert claimed.resources.executor_memory_mb == expected
+    assert claimed.resources.executors == stats.operations
+    assert task(db, task_id).requested_resources["executor_memory_mb"] == expected
+    command, _ = spark_job(claimed, py_files=tmp_path / "tms-jobs.zip", fence_url="http://tms/fence")
+    assert f"spark.executor.memory={expected}m" in command and "spark.driver.memory=768m" in command
+    assert command[command.index("--master") + 1] == "local[2]"
+    assert command[-2:] == ["--fence-url", "http://tms/fence"]
+
+
+# --- claims ---------------------------------------------------------------------------------------------
+def _runnable_tasks(db, n: int, priority: int = 0, actions: tuple[str, ...] = ("clean",)) -> list[int]:
+    """`n` runnable tasks of a new table, of `actions` in turn."""
+    with db.transaction() as session:
+        row = RegisteredTable(base_path=f"/nowhere/p{priority}", name=f"t{priority}", database="lake",
+                              table_type="MERGE_ON_READ", table_version=8, priority=priority)
+        session.add(row)
+        session.flush()
+        return [TaskRepo(session).create(table_id=row.id, action=actions[i % len(actions)],
+                                         instant=f"2025010100000{i:04d}", state=TaskState.RUNNABLE,
+                                         priority=priority,
+                                         plan_stats={"operations": 1, "largest_file_group_bytes": 0})[0].id
+                for i in range(n)]
+
+
+def test_a_tables_rollbacks_go_before_its_other_services(db, local_queue):
+    local_queue(capacity=4)
+    compaction, rollback = _runnable_tasks(db, 2, actions=("compaction", "rollback"))
+    first = claim_next(db, "w", LIMITS)
+    assert first.task_id == rollback, "the older compaction waits for the table's rollback"
+    assert claim_next(db, "w", LIMITS) is None, "and keeps waiting while the rollback runs"
+    with db.transaction() as session:
+        TaskRepo(session).finish(rollback, fencing_token=first.fencing_token, succeeded=True)
+    assert claim_next(db, "w", LIMITS).task_id == compaction
+
+
+def test_concurrent_claims_never_exceed_a_queues_capacity(db, local_queue):
+    local_queue("a", capacity=2)
+    local_queue("b", capacity=1)
+    _runnable_tasks(db, 8)
+    claimed, barrier = [], threading.Barrier(6)
+
+    def claim(n):
+        barrier.wait()
+        claimed.append(claim_next(db, f"w{n}", LIMITS))
+
+    threads = [threading.Thread(target=claim, args=(n,)) for n in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    got = [c for c in claimed if c is not None]
+    assert sorted(c.queue_name for c in got) == ["a", "a", "b"]
+    assert len({c.task_id for c in got}) == 3
+    with db.transaction() as session:
+        assert TaskRepo(session).running_by_queue() == {"a": 2, "b": 1}
+
+
+def test_a_task_whose_queues_are_full_does_not_block_others(db, local_queue):
+    local_queue("shared", capacity=1)
+    local_queue("vip", capacity=1, reserved_for_priority=5)
+    vip_tasks = _runnable_tasks(db, 3, priority=5)
+    plain = _runnable_tasks(db, 1, priority=0)
+    first, second = claim_next(db, "w", LIMITS), claim_next(db, "w", LIMITS)
+    assert (first.task_id, first.queue_name) == (vip_tasks[0], "vip")
+    assert (second.task_id, second.queue_name) == (vip_tasks[1], "shared"), "vip spills over to shared"
+    assert claim_next(db, "w", LIMITS) is None, "both queues full"
+    with db.transaction() as session:
+        QueueRepo(session).put("shared", kind="local", master="local[1]", capacity=2)
+    third = claim_next(db, "w", LIMITS)
+    assert third.queue_name == "shared" and third.task_id in (vip_tasks[2], *plain)
+
+
+@pytest.mark.parametrize("configured", [False, True])
+def test_a_first_start_creates_the_default_local_queue(db, start_worker, local_queue, configured):
+    if configured:
+        local_queue("yarn-etl", kind="yarn", master="yarn")
+    worker = start_worker(worker_slots=3)
+    wait_for(lambda: _instances(db) == [worker.id], what="the worker's first turn")
+    with db.transaction() as session:
+        queues = [(q.name, q.kind, q.master, q.capacity) for q in QueueRepo(session).list()]
+    assert queues == ([("yarn-etl", "yarn", "yarn", 2)] if configured else [("local", "local", "local[*]", 3)])
+
+
+def _instances(db) -> list[str]:
+    with db.transaction() as session:
+        return [i.id for i in InstanceRepo(session).list()]

@@ -1,0 +1,153 @@
+"""Helpers of the worker tests: tables written by the writer (posting Hudi's callbacks to the service) with
+the model of their rows; the planner's step from a table to task rows; waiting for tasks to end."""
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+from support import hudi_rs_table, rows
+from table_model import TableModel
+
+from tms.db import Database, RegisteredTable, TablePolicy, Task, TaskRepo, TaskState
+from tms.hudi.reader import read_snapshot
+from tms.hudi.table import HudiTable
+from tms.hudi.writer import create_table_for_records
+from tms.planner import schedule
+
+CITIES = ["sf", "nyc", "sp"]
+COLUMNS = ["_hoodie_record_key", "id", "name", "ts", "city"]
+FINAL = {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED}
+
+
+def rec(i: int, ts: int, name: str | None = None) -> dict:
+    return {"id": i, "name": name or f"n{i}-{ts}", "ts": ts, "city": CITIES[i % 3]}
+
+
+def key(i: int) -> dict:
+    return {"id": i, "city": CITIES[i % 3]}
+
+
+class ModelledTable:
+    """A table written by the writer, with the model of its rows; commits post callbacks to `service`."""
+
+    def __init__(self, path: Path, table_type: str, version: int, service=None, **writer_options):
+        self.path = path
+        callbacks = {"callback_url": service.callback_url, "callback_key": service.callback_key} if service else {}
+        self.writer = create_table_for_records(str(path), [rec(0, 0)], table_type=table_type, version=version,
+                                               key=["id"], ordering=["ts"], partition=["city"],
+                                               **callbacks, **writer_options)
+        self.model = TableModel("id", "city", "ts", event_time=True)
+        self.pending: dict[str, tuple[list[dict], str]] = {}
+
+    def write(self, records: list[dict], op: str = "upsert", *, leave_inflight: bool = False) -> str:
+        result = self.writer.write(records, op, leave_inflight=leave_inflight)
+        if leave_inflight:
+            self.pending[result.instant] = (records, op)
+        else:
+            self._apply(records, op)
+        return result.instant
+
+    def complete(self, instant: str) -> None:
+        self.writer.complete(instant)
+        self._apply(*self.pending.pop(instant))
+
+    def forget(self, instant: str) -> None:
+        """A pending write that is rolled back: its rows never show."""
+        self.pending.pop(instant)
+
+    def _apply(self, records: list[dict], op: str) -> None:
+        (self.model.delete if op == "delete" else self.model.upsert)(records)
+
+    def table(self) -> HudiTable:
+        return HudiTable.load(str(self.path))
+
+    def check(self) -> None:
+        """hudi-rs and the library's reader both read exactly the model's rows."""
+        expected = self.model.expected()
+        assert rows(hudi_rs_table(self.path), COLUMNS) == expected
+        assert rows(read_snapshot(self.table()), COLUMNS) == expected
+
+
+def write_history(t: ModelledTable, commits: int = 3) -> None:
+    """Inserts, then updates (some losing under event-time ordering) and deletes."""
+    t.write([rec(i, 10) for i in range(30)], "insert")
+    for n in range(1, commits):
+        t.write([rec(i, 10 + n * 10) for i in range(n, 30, 3)] + [rec(i, 5, "older") for i in range(n, 4)])
+    t.write([key(i) for i in range(20, 23)], "delete")
+
+
+def register(service, path: Path, **policies) -> int:
+    """Register the table through the API with these policy options (Hudi names)."""
+    response = httpx.post(f"{service.url}/api/v1/tables", headers=service.admin, timeout=30,
+                          json={"base_path": str(path), "policies": policies})
+    assert response.status_code == 201, response.text
+    return response.json()["id"]
+
+
+def plan(database: Database, table_id: int, action: str) -> list[int]:
+    """The planner's step for one table: sync held plans (a held task becomes runnable when its blockers
+    resolved), plan `action` under the table's policy, and record a task per plan. The task ids planned."""
+    with database.transaction() as session:
+        row = session.get(RegisteredTable, table_id)
+        base_path, policy, priority = row.base_path, TablePolicy.from_stored(row.policies), row.priority
+    result = schedule(HudiTable.load(base_path), action, policy, datetime.now(UTC))
+    with database.transaction() as session:
+        tasks = TaskRepo(session)
+        for tc, blockers in result.synced.items():
+            task = tasks.for_instant(table_id, tc)
+            if task is not None and task.state == TaskState.BLOCKED and not blockers:
+                tasks.transition(task.id, expected_state=TaskState.BLOCKED, expected_version=task.version,
+                                 to=TaskState.RUNNABLE, blockers=[])
+        created = []
+        for p in result.planned:
+            stats = {"operations": p.stats.operations, "operation_bytes": list(p.stats.operation_bytes),
+                     "largest_file_group_bytes": p.stats.largest_file_group_bytes}
+            task, _ = tasks.create(table_id=table_id, action=p.action, instant=p.instant, priority=priority,
+                                   state=TaskState.RUNNABLE if p.runnable else TaskState.BLOCKED,
+                                   blockers=p.blockers, plan_stats=stats)
+            created.append(task.id)
+    return created
+
+
+def task(database: Database, task_id: int) -> Task:
+    with database.transaction() as session:
+        return TaskRepo(session).get(task_id)
+
+
+def attempts(database: Database, task_id: int):
+    with database.transaction() as session:
+        return TaskRepo(session).attempts(task_id)
+
+
+def wait_for(condition, timeout: float = 60, what: str = "the condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def wait_until_final(database: Database, task_id: int, timeout: float = 60) -> Task:
+    def final():
+        t = task(database, task_id)
+        return t if TaskState(t.state) in FINAL else None
+    return wait_for(final, timeout, f"task {task_id} to end")
+
+
+def processes_with(*words: str) -> list[int]:
+    """Pids of this machine's processes whose command line contains every one of `words`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if all(w in cmdline for w in words):
+            found.append(int(proc.name))
+    return found

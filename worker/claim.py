@@ -1,0 +1,104 @@
+"""Claiming work: the most urgent runnable task that has a queue with a free slot, sized for that queue,
+claimed with a new fencing token and lease (TaskRepo.claim), and the tasks of dead workers handed back.
+A table's pending rollbacks go before its other services (as in Hudi, failed writes are rolled back first).
+
+The claim holds the queue rows locked while it counts their running jobs, so two workers never fill one
+free slot; the runnable tasks are read with SKIP LOCKED, so workers never wait for each other's rows."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from tms.db import Database, QueueRepo, RegisteredTable, TaskRepo, hash_secret
+from tms.hudi.instant import ROLLBACK
+from tms.hudi.table import HudiTable
+from tms.planner import plan_stats
+
+from .fence import new_fence_key
+from .queues import choose_queue
+from .sizing import JobResources, size_job
+
+log = logging.getLogger(__name__)
+CANDIDATES = 20  # runnable tasks looked at per claim: those whose queues are full are passed over
+
+
+@dataclass(frozen=True)
+class ClaimedTask:
+    task_id: int
+    fencing_token: int
+    attempt: int
+    action: str
+    instant: str
+    table_name: str
+    base_path: str
+    queue_name: str
+    queue_kind: str
+    master: str
+    queue_spark_conf: dict[str, str]
+    resources: JobResources
+    fence_key: str  # the attempt's secret for the fence endpoint (only its hash is stored)
+
+
+@dataclass(frozen=True)
+class ClaimLimits:
+    lease_seconds: float
+    driver_memory_mb: int
+    driver_cores: int
+    max_executors_per_table: int
+
+
+def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTask | None:
+    """Claim one task for `owner`, or None when nothing is runnable or every usable queue is full."""
+    fence_key = new_fence_key()
+    with database.transaction() as session:
+        queues = QueueRepo(session).lock_all()
+        tasks = TaskRepo(session)
+        running = tasks.running_by_queue()
+        candidates = tasks.claimable(limit=CANDIDATES)
+        rolling_back = tasks.tables_rolling_back({t.table_id for t in candidates})
+        for task in candidates:
+            if task.action != ROLLBACK and task.table_id in rolling_back:
+                continue
+            table = session.get(RegisteredTable, task.table_id)
+            queue = choose_queue(queues, running, table, task.action)
+            if queue is None:
+                continue
+            resources = size_job(_plan_stats(task.plan_stats, table, task.instant), queue,
+                                 driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
+                                 max_executors_per_table=limits.max_executors_per_table)
+            claimed = tasks.claim(task.id, expected_version=task.version, owner=owner,
+                                  lease_seconds=limits.lease_seconds, queue=queue.name,
+                                  requested_resources=resources.as_dict(), fence_key_hash=hash_secret(fence_key))
+            if claimed is None:  # an operator changed it since it was read
+                continue
+            return ClaimedTask(task_id=claimed.id, fencing_token=claimed.fencing_token, attempt=claimed.attempt,
+                               action=claimed.action, instant=claimed.instant, table_name=table.name,
+                               base_path=table.base_path, queue_name=queue.name, queue_kind=queue.kind,
+                               master=queue.master, queue_spark_conf=dict(queue.spark_conf), resources=resources,
+                               fence_key=fence_key)
+    return None
+
+
+def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str) -> dict[str, Any]:
+    """The statistics the planner recorded; for a task recorded without them, measured from the plan."""
+    if "largest_file_group_bytes" in recorded:
+        return recorded
+    try:
+        stats = plan_stats(HudiTable.load(table.base_path), instant)
+    except Exception as exc:  # an unreadable plan fails in the job, with its own error; size it minimally
+        log.warning("cannot measure plan %s of %s: %s", instant, table.base_path, exc)
+        return {}
+    return {"operations": stats.operations, "largest_file_group_bytes": stats.largest_file_group_bytes}
+
+
+def restore_expired_leases(database: Database) -> list[int]:
+    """Hand the tasks whose lease expired (their worker died or hangs) back as RUNNABLE; their attempts are
+    LOST, and the next claim's new fencing token keeps the old job from completing the instant."""
+    restored = []
+    with database.transaction() as session:
+        tasks = TaskRepo(session)
+        for task in tasks.expired_leases():
+            if tasks.restore_expired(task.id, fencing_token=task.fencing_token) is not None:
+                restored.append(task.id)
+    return restored

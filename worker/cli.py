@@ -1,0 +1,43 @@
+"""`tms worker`: run the worker role. Mounted on the `tms` app by `register(app)`."""
+from __future__ import annotations
+
+import logging
+import signal
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from tms.config import ConfigError, load_settings
+
+
+def worker(slots: Annotated[int | None, typer.Option(help="Jobs run at once [TMS_WORKER_SLOTS]")] = None,
+           runner: Annotated[str | None, typer.Option(
+               help="spark (spark-submit) or python (no Spark) [TMS_WORKER_RUNNER]")] = None,
+           service_url: Annotated[str | None, typer.Option(
+               help="The service URL jobs check their lease at [TMS_WORKER_SERVICE_URL]")] = None) -> None:
+    """Claim runnable tasks, submit their Spark jobs sized to their plans, and track them to the end."""
+    from tms.db import open_database
+
+    from .loop import Worker
+
+    overrides = {k: v for k, v in (("worker_slots", slots), ("worker_runner", runner),
+                                   ("worker_service_url", service_url)) if v is not None}
+    try:
+        settings = load_settings(**overrides)
+    except (ValidationError, ConfigError) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    database = open_database(settings)
+    w = Worker(database, settings)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: w.stop())
+    try:
+        w.run()
+    finally:
+        database.dispose()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("worker")(worker)

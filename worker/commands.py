@@ -1,0 +1,25 @@
+"""The command line and environment of a claimed task's job: spark-submit of `jobs/run.py` to the queue's
+master with the job's sizing, or the plain Python job (worker.python_job)."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from tms.execute.spark_submit import spark_submit_command, spark_submit_env
+
+from .claim import ClaimedTask
+
+
+def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str) -> tuple[list[str], dict[str, str]]:
+    # The queue's own confs (YARN queue, Kubernetes namespace, ...) first; the sizing decides the resources.
+    conf = {**claimed.queue_spark_conf, **claimed.resources.spark_conf(claimed.queue_kind)}
+    command = spark_submit_command(claimed.base_path, claimed.instant, py_files=py_files, master=claimed.master,
+                                   conf=conf, action=claimed.action, fence_url=fence_url)
+    return command, spark_submit_env(claimed.master)
+
+
+def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
+    command = [sys.executable, "-m", "worker.python_job", "--table", claimed.base_path, "--instant", claimed.instant,
+               "--action", claimed.action, "--fence-url", fence_url]
+    return command, dict(os.environ)

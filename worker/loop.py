@@ -1,0 +1,155 @@
+"""The worker process: it keeps up to `worker_slots` jobs running. Each turn it beats its instance row,
+hands back the tasks of dead workers, and claims runnable tasks for its free slots; each claimed task runs
+under a JobSupervisor in a thread of its own."""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from importlib import metadata
+from pathlib import Path
+
+from tms.config import Settings
+from tms.db import Database, InstanceRepo, QueueRepo
+from tms.execute.spark_submit import build_py_files
+
+from .claim import ClaimLimits, claim_next, restore_expired_leases
+from .supervisor import JobSettings, JobSupervisor
+
+log = logging.getLogger(__name__)
+DEFAULT_QUEUE = "local"
+
+
+def _version() -> str:
+    try:
+        return metadata.version("tms")
+    except metadata.PackageNotFoundError:  # running from a checkout
+        return "dev"
+
+
+def service_url(settings: Settings) -> str:
+    """Where jobs reach the service's fence endpoint."""
+    if settings.worker_service_url:
+        return settings.worker_service_url
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    return f"http://{host}:{settings.port}"
+
+
+class Worker:
+    def __init__(self, database: Database, settings: Settings, *, worker_id: str | None = None):
+        self.database = database
+        self.settings = settings
+        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.limits = ClaimLimits(lease_seconds=settings.worker_lease_seconds,
+                                  driver_memory_mb=settings.worker_driver_memory_mb,
+                                  driver_cores=settings.worker_driver_cores,
+                                  max_executors_per_table=settings.worker_max_executors_per_table)
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._jobs: dict[int, tuple[JobSupervisor, threading.Thread]] = {}
+        self._lock = threading.Lock()
+        self._last_beat = float("-inf")
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Work until `stop()`; then kill the running jobs (their attempts fail) and deregister."""
+        scratch = Path(tempfile.mkdtemp(prefix="tms-worker-"))
+        try:
+            job_settings = self._job_settings(scratch)
+            self._ensure_a_queue()
+            log.info("worker %s: %s slot(s), %s jobs, fence at %s", self.id, self.settings.worker_slots,
+                     self.settings.worker_runner, job_settings.service_url)
+            while not self._stopping.is_set():
+                self._turn(job_settings)
+                self._wake.wait(self.settings.worker_poll_seconds)
+                self._wake.clear()
+        finally:
+            self._stop_jobs()
+            self._deregister()
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    @property
+    def running(self) -> list[int]:
+        with self._lock:
+            return list(self._jobs)
+
+    def _job_settings(self, scratch: Path) -> JobSettings:
+        s = self.settings
+        py_files = build_py_files(scratch) if s.worker_runner == "spark" else None  # built once, shipped each job
+        return JobSettings(database=self.database, service_url=service_url(s), runner=s.worker_runner,
+                           py_files=py_files, log_dir=s.data_dir.resolve() / "jobs",
+                           lease_seconds=s.worker_lease_seconds, timeout_seconds=s.worker_job_timeout_seconds)
+
+    def _ensure_a_queue(self) -> None:
+        """A first start with no queue configured gets a local one, so jobs run out of the box."""
+        with self.database.transaction() as session:
+            created = QueueRepo(session).create_if_none(
+                DEFAULT_QUEUE, kind="local", master=self.settings.worker_default_master,
+                capacity=self.settings.worker_slots)
+        if created is not None:
+            log.info("no queue was configured: created queue %r (%s)", created.name, created.master)
+
+    # --- one turn -----------------------------------------------------------------------------------
+    def _turn(self, job_settings: JobSettings) -> None:
+        try:
+            self._beat()
+            for task_id in restore_expired_leases(self.database):
+                log.info("task %s: its worker's lease expired; runnable again", task_id)
+            while len(self.running) < self.settings.worker_slots and not self._stopping.is_set():
+                claimed = claim_next(self.database, self.id, self.limits)
+                if claimed is None:
+                    break
+                self._start(JobSupervisor(job_settings, claimed))
+        except Exception:  # a database outage: try again next turn
+            log.exception("worker %s: turn failed", self.id)
+
+    def _start(self, supervisor: JobSupervisor) -> None:
+        task_id = supervisor.claimed.task_id
+        thread = threading.Thread(target=self._supervise, args=(supervisor,), name=f"task-{task_id}", daemon=True)
+        with self._lock:
+            self._jobs[task_id] = (supervisor, thread)
+        thread.start()
+
+    def _supervise(self, supervisor: JobSupervisor) -> None:
+        task_id = supervisor.claimed.task_id
+        try:
+            supervisor.run()
+        except Exception:
+            log.exception("task %s: supervising its job failed", task_id)
+        finally:
+            with self._lock:
+                self._jobs.pop(task_id, None)
+            self._wake.set()  # a free slot: look for work now
+
+    def _beat(self) -> None:
+        if time.monotonic() - self._last_beat < self.settings.heartbeat_seconds:
+            return
+        self._last_beat = time.monotonic()
+        with self.database.transaction() as session:
+            InstanceRepo(session).heartbeat(self.id, roles=["worker"], host=socket.gethostname(), pid=os.getpid(),
+                                            version=_version(), info={"slots": self.settings.worker_slots,
+                                                                      "running": self.running})
+
+    def _stop_jobs(self) -> None:
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for supervisor, _ in jobs:
+            supervisor.stop()
+        for _, thread in jobs:
+            thread.join()
+
+    def _deregister(self) -> None:
+        try:
+            with self.database.transaction() as session:
+                InstanceRepo(session).remove(self.id)
+        except Exception as exc:  # the row then simply goes stale
+            log.warning("could not deregister worker %s: %s", self.id, exc)

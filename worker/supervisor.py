@@ -1,0 +1,193 @@
+"""Running one claimed task to its end: roll back what a failed earlier attempt left, launch the job, renew
+the lease while it runs (a cancel or a takeover shows up as a refused renewal), kill it past its timeout,
+and record its Spark application id, log tail and outcome on the attempt."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from tms.db import Database, TaskRepo
+from tms.execute.dispatch import executor_for
+from tms.execute.retry import prepare_retry
+from tms.execute.runner import LocalRunner
+from tms.hudi.instant import State
+from tms.hudi.table import HudiTable
+
+from .claim import ClaimedTask
+from .commands import python_job, spark_job
+from .fence import database_fence, fence_url
+from .job_process import JobProcess, find_app_id, last_error_line
+
+log = logging.getLogger(__name__)
+TICK_SECONDS = 0.5  # how often a running job is looked at (exit, timeout, a stop request)
+
+
+class Outcome(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed out"
+    LEASE_LOST = "lease lost"  # cancelled, or taken over after the lease expired
+    STOPPED = "stopped"        # the worker shut down
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """What every job of one worker shares."""
+    database: Database
+    service_url: str
+    runner: str  # "spark" | "python"
+    py_files: Path | None  # the zip of tms and jobs spark-submit ships (spark runner)
+    log_dir: Path
+    lease_seconds: float
+    timeout_seconds: float
+
+
+class JobSupervisor:
+    def __init__(self, settings: JobSettings, claimed: ClaimedTask):
+        self.settings = settings
+        self.claimed = claimed
+        self._stop = threading.Event()
+        self._app_id: str | None = None
+
+    def stop(self) -> None:
+        """Ask the supervisor to kill the job and fail the attempt (the worker is shutting down)."""
+        self._stop.set()
+
+    def run(self) -> Outcome:
+        c = self.claimed
+        log.info("task %s: %s %s of %s, attempt %s on queue %s (%s)", c.task_id, c.action, c.instant, c.table_name,
+                 c.attempt, c.queue_name, c.resources.as_dict())
+        try:
+            if self._prepare():
+                return self._finish(Outcome.SUCCEEDED, "", error=None)
+            job = self._launch()
+        except Exception as e:  # an unreadable table or plan, a lost fence, no spark-submit: the attempt fails
+            return self._finish(Outcome.FAILED, "", error=f"cannot start: {e}")
+        try:
+            outcome, status = self._watch(job)
+        finally:
+            job.kill()  # what is left of its process group; never a job running unsupervised
+        self._record_app_id(job.new_output())
+        tail = job.tail()
+        if outcome is Outcome.SUCCEEDED and not self._instant_completed():
+            outcome = Outcome.FAILED
+        result = self._finish(outcome, tail, error=self._error(outcome, status, tail))
+        if result is Outcome.SUCCEEDED:
+            job.log_path.unlink(missing_ok=True)  # its tail is on the attempt
+        return result
+
+    # --- before the job -----------------------------------------------------------------------------
+    def _prepare(self) -> bool:
+        """Roll back a failed earlier attempt of a compaction or clustering left inflight (a clean or
+        rollback just runs again). True if the instant already completed (an earlier attempt finished it
+        but could not record it)."""
+        c = self.claimed
+        table = HudiTable.load(c.base_path)
+        states = table.timeline.states_of(c.instant)
+        if State.COMPLETED in states:
+            return True
+        if State.INFLIGHT in states and not executor_for(table, c.instant).resumable_inflight:
+            fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
+            result = prepare_retry(table, c.instant, LocalRunner(), fence)
+            log.info("task %s: rolled back the failed attempt: %s", c.task_id, result.summary() if result else "-")
+        return False
+
+    def _launch(self) -> JobProcess:
+        c = self.claimed
+        url = fence_url(self.settings.service_url, c.task_id, c.fencing_token, c.fence_key)
+        if self.settings.runner == "python":
+            command, env = python_job(c, fence_url=url)
+        else:
+            command, env = spark_job(c, py_files=self.settings.py_files, fence_url=url)
+        return JobProcess(command, env, self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log")
+
+    # --- while it runs ------------------------------------------------------------------------------
+    def _watch(self, job: JobProcess) -> tuple[Outcome, int | None]:
+        """Wait for the job, renewing the lease; kill it when it must stop. The outcome and exit status."""
+        renew_every = self.settings.lease_seconds / 4
+        started = last_renewed = last_attempt = time.monotonic()
+        while True:
+            status = job.wait(TICK_SECONDS)
+            self._record_app_id(job.new_output())
+            if status is not None:
+                return (Outcome.SUCCEEDED if status == 0 else Outcome.FAILED), status
+            now = time.monotonic()
+            if self._stop.is_set():
+                job.kill()
+                return Outcome.STOPPED, None
+            if now - started >= self.settings.timeout_seconds:
+                job.kill()
+                return Outcome.TIMED_OUT, None
+            if now - last_attempt >= renew_every:
+                last_attempt = now
+                renewed = self._renew()
+                if renewed is False or (renewed is None and now - last_renewed >= self.settings.lease_seconds):
+                    job.kill()  # cancelled or taken over; or unrenewable for a whole lease, so surely lost
+                    return Outcome.LEASE_LOST, None
+                if renewed:
+                    last_renewed = now
+
+    def _renew(self) -> bool | None:
+        """True: renewed; False: the lease is lost; None: the database could not be asked."""
+        c = self.claimed
+        try:
+            with self.settings.database.transaction() as session:
+                return TaskRepo(session).renew_lease(c.task_id, fencing_token=c.fencing_token,
+                                                     lease_seconds=self.settings.lease_seconds)
+        except Exception as exc:  # a database outage: keep the job while the lease may still hold
+            log.warning("task %s: cannot renew the lease: %s", c.task_id, exc)
+            return None
+
+    def _record_app_id(self, new_output: str) -> None:
+        if self._app_id is not None:
+            return
+        self._app_id = find_app_id(new_output)
+        if self._app_id is None:
+            return
+        c = self.claimed
+        try:
+            with self.settings.database.transaction() as session:
+                TaskRepo(session).record_spark_app(c.task_id, fencing_token=c.fencing_token,
+                                                   spark_app_id=self._app_id)
+        except Exception as exc:  # only a record: the job goes on
+            log.warning("task %s: cannot record Spark application %s: %s", c.task_id, self._app_id, exc)
+
+    # --- after it -----------------------------------------------------------------------------------
+    def _instant_completed(self) -> bool:
+        table = HudiTable.load(self.claimed.base_path)
+        return State.COMPLETED in table.timeline.states_of(self.claimed.instant)
+
+    def _error(self, outcome: Outcome, status: int | None, tail: str) -> str | None:
+        if outcome is Outcome.SUCCEEDED:
+            return None
+        if outcome is Outcome.TIMED_OUT:
+            return f"the job ran past its timeout of {self.settings.timeout_seconds:.0f} s and was killed"
+        if outcome is Outcome.STOPPED:
+            return "the worker stopped; the job was killed"
+        if outcome is Outcome.LEASE_LOST:
+            return "the job was killed: its lease was lost (cancelled, or taken over)"
+        if status == 0:
+            return f"the job exited but {self.claimed.instant} is not completed"
+        how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+        reason = last_error_line(tail)
+        return f"the job {how}" + (f": {reason}" if reason else "")
+
+    def _finish(self, outcome: Outcome, tail: str, error: str | None) -> Outcome:
+        """Record the outcome; a task that left RUNNING meanwhile (cancelled, taken over) keeps its state,
+        and only the log tail is added to the attempt."""
+        c = self.claimed
+        with self.settings.database.transaction() as session:
+            tasks = TaskRepo(session)
+            finished = None
+            if outcome is not Outcome.LEASE_LOST:
+                finished = tasks.finish(c.task_id, fencing_token=c.fencing_token,
+                                        succeeded=outcome is Outcome.SUCCEEDED, error=error, log_tail=tail)
+            if finished is None:  # the lease was lost: the task's state is someone else's now
+                tasks.annotate_attempt(c.task_id, fencing_token=c.fencing_token, log_tail=tail, error=error)
+                outcome = Outcome.LEASE_LOST
+        log.info("task %s: %s %s %s%s", c.task_id, c.action, c.instant, outcome, f" ({error})" if error else "")
+        return outcome
