@@ -5,6 +5,7 @@ seen, so the planner can call it on every commit event of a table with a long ti
 from __future__ import annotations
 
 import bisect
+from contextlib import contextmanager
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
@@ -27,15 +28,21 @@ class Timeline:
         self._sorted: list[str] = []          # instant times, ascending
         self._content: dict[str, bytes] = {}  # file name -> bytes (immutable once completed)
         self._max_time = ""                   # latest instant or completion time ever seen
+        self._latest: list[Instant] | None = None  # instants() cache, dropped on any change
+        self._pinned = 0                      # > 0 inside pinned(): reads reuse one listing
         self.reload()
 
     # --- loading ---------------------------------------------------------------------------------
-    def reload(self) -> list[Instant]:
+    def reload(self, *, force: bool = False) -> list[Instant]:
         """Pick up instant files written since the last load (and forget removed ones).
-        Returns the newly seen instants."""
+        Returns the newly seen instants. Inside `pinned()` only a forced reload lists the folder."""
+        if self._pinned and not force:
+            return []
         names = set(self.storage.names(self.dir))
         added, removed = names - self._names, self._names - names
         self._names = names
+        if added or removed:
+            self._latest = None
         for name in removed:
             inst = parse_instant_file_name(name)
             self._content.pop(name, None)
@@ -82,7 +89,9 @@ class Timeline:
 
     def instants(self) -> list[Instant]:
         """Every instant in its latest state, ordered by instant time."""
-        return [self.get(ts) for ts in self._sorted]
+        if self._latest is None:
+            self._latest = [self.get(ts) for ts in self._sorted]
+        return list(self._latest)
 
     def all_files(self) -> list[Instant]:
         """Every instant file (all states), ordered by instant time then state."""
@@ -132,6 +141,18 @@ class Timeline:
         info = self.storage.info(f"{self.dir}/{instant_file_name(done, self.config.version)}")
         return new_instant_time(datetime.fromtimestamp(info.mtime, timezone.utc)) if info.mtime else None
 
+    @contextmanager
+    def pinned(self):
+        """List the timeline once and let every read inside the block use that listing: a planning pass
+        makes many library calls that would each list the folder again (O(timeline) each). Transitions
+        still list it, so writes stay as safe as outside."""
+        self.reload()
+        self._pinned += 1
+        try:
+            yield self
+        finally:
+            self._pinned -= 1
+
     # --- contents --------------------------------------------------------------------------------
     def path_of(self, instant: Instant) -> str:
         return f"{self.dir}/{instant_file_name(instant, self.config.version)}"
@@ -171,18 +192,19 @@ class Timeline:
             bisect.insort(self._sorted, instant.timestamp)
         states[instant.state] = instant
         self._max_time = max(self._max_time, instant.timestamp, instant.completion_time or "")
+        self._latest = None
         return instant
 
     def create_requested(self, action: str, content: bytes = b"", timestamp: str | None = None) -> Instant:
         """A new requested instant. Refuses an instant time the timeline already has."""
-        self.reload()
+        self.reload(force=True)
         ts = timestamp or self.new_instant_time()
         if ts in self._states:
             raise InstantConflictError(f"instant {ts} already exists on the timeline")
         return self._write(Instant(ts, State.REQUESTED, action), content)
 
     def transition_to_inflight(self, requested: Instant, content: bytes = b"") -> Instant:
-        self.reload()
+        self.reload(force=True)
         states = self._states.get(requested.timestamp, {})
         if State.REQUESTED not in states:
             raise InstantConflictError(f"instant {requested.timestamp} is not requested")
@@ -192,7 +214,7 @@ class Timeline:
 
     def complete(self, inflight: Instant, content: bytes, completion_time: str | None = None) -> Instant:
         """Write the completed file. Never overwrites or duplicates a completed instant."""
-        self.reload()
+        self.reload(force=True)
         states = self._states.get(inflight.timestamp, {})
         if State.COMPLETED in states:
             raise InstantConflictError(f"instant {inflight.timestamp} is already completed")
@@ -206,7 +228,7 @@ class Timeline:
     def rewrite_requested(self, requested: Instant, content: bytes) -> None:
         """Replace a requested plan's content (plan compensation). Allowed only while the instant is
         requested and nothing else: an inflight or completed plan is never touched."""
-        self.reload()
+        self.reload(force=True)
         states = self._states.get(requested.timestamp, {})
         if set(states) != {State.REQUESTED}:
             state = self.get(requested.timestamp)
@@ -218,7 +240,7 @@ class Timeline:
     def delete_pending(self, timestamp: str) -> None:
         """Remove a pending instant's files (inflight first, so it never looks requested-only while a
         reader sees a dangling inflight), as Hudi does when it finishes a rollback."""
-        self.reload()
+        self.reload(force=True)
         states = self._states.get(timestamp, {})
         if State.COMPLETED in states:
             raise InstantConflictError(f"instant {timestamp} is completed; it is rolled back, not deleted")
@@ -226,12 +248,12 @@ class Timeline:
             inst = states.get(state)
             if inst is not None:
                 self.storage.delete(self.path_of(inst))
-        self.reload()
+        self.reload(force=True)
 
     def revert_to_requested(self, timestamp: str) -> None:
         """Remove the inflight file of a pending instant, keeping its requested plan: what Hudi does after
         rolling back a failed compaction or clustering attempt, so the plan can run again."""
-        self.reload()
+        self.reload(force=True)
         states = self._states.get(timestamp, {})
         if State.COMPLETED in states:
             raise InstantConflictError(f"instant {timestamp} is completed; it cannot go back to requested")
@@ -240,7 +262,7 @@ class Timeline:
         inflight = states.get(State.INFLIGHT)
         if inflight is not None:
             self.storage.delete(self.path_of(inflight))
-        self.reload()
+        self.reload(force=True)
 
     def new_instant_time(self) -> str:
         """A fresh instant time later than every instant on the timeline (and than its completions)."""

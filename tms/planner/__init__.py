@@ -1,7 +1,12 @@
 """The planner: decides what compaction, clustering, clean or rollback a table needs and writes the plan
 onto its timeline. Every function takes a loaded HudiTable (and a TablePolicy and `now`, a timezone-aware
 datetime, where a decision depends on them) and returns what it planned; none needs the database, and none
-plans a file group, a clean or a rollback twice."""
+plans a file group, a clean or a rollback twice.
+
+The planner role (`tms planner`) runs them for every registered table: `runner.Planner` (the event, periodic
+and reconciliation paths under each table's row lock), `digest` and `decisions` (when to plan, from the
+table row alone), `passes` (one planning pass), `records` (plans to task rows), `service.PlannerService`
+(the process: event dispatcher, thread pool, scheduler)."""
 from .adoption import find_unknown_plans
 from .clean import earliest_instant_to_retain, plan_clean
 from .clustering import plan_clustering

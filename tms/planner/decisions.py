@@ -66,12 +66,13 @@ def _due_services(digest: TimelineDigest, policy: TablePolicy, now: datetime, op
 def on_events(digest: TimelineDigest, events: Iterable[EventLike], policy: TablePolicy, now: datetime,
               options: PlannerOptions, *, is_mor: bool) -> Work:
     """After the events were observed: the services they made due, and a reconciliation when a plan was
-    scheduled elsewhere or a held plan's blocker moved (a rollback may remove one)."""
+    scheduled elsewhere or a held plan's blocker may have resolved (completed, or removed by a rollback)."""
     events = list(events)
     blockers = digest.blockers()
     reconcile = any(
         (e.state == "requested" and e.action in _PLAN_ACTIONS)
-        or e.instant in blockers or (blockers and e.action == ROLLBACK) for e in events)
+        or (e.state == "completed" and (e.instant in blockers or (blockers and e.action == ROLLBACK)))
+        for e in events)
     return Work(services=_due_services(digest, policy, now, options, is_mor), reconcile=reconcile)
 
 

@@ -55,8 +55,13 @@ def _plan(ctx: PassContext, service: str) -> Planned | None | bool:
 
 
 def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list]:
-    """Run `work` on the locked table; returns its new digest and the tasks recorded."""
-    ctx.table.timeline.reload()
+    """Run `work` on the locked table; returns its new digest and the tasks recorded. The timeline is
+    listed once for the whole pass (its library calls would each list it again)."""
+    with ctx.table.timeline.pinned():
+        return _run_pass(ctx, digest, work)
+
+
+def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list]:
     recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
     _guarded(recorder, "adoption", recorder.adopt_unknown_plans)
     # Rollbacks first: a held plan synced after them, or a compaction planned after them, is not held by

@@ -8,6 +8,7 @@ which runs when the digest says a plan may be due (see digest and decisions)."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -40,12 +41,17 @@ class Planner:
         self.options = options
         self.cache = TableCache(cached_tables)
         self.clock = clock
+        self._stopping = threading.Event()
 
     @classmethod
     def from_settings(cls, database: Database, settings: Settings, **kwargs) -> Planner:
         options = PlannerOptions(services=frozenset(settings.planner_services),
                                  clean_commits=settings.planner_clean_commits)
         return cls(database, options, cached_tables=settings.planner_cached_tables, **kwargs)
+
+    def stop(self) -> None:
+        """Make a running periodic trigger or scan stop after the table at hand."""
+        self._stopping.set()
 
     # --- the event-driven path ----------------------------------------------------------------------
     def tables_with_events(self, limit: int = 1000) -> list[int]:
@@ -84,6 +90,8 @@ class Planner:
         now = self.clock()
         recorded = 0
         for row in self._enabled_tables():
+            if self._stopping.is_set():
+                break
             digest = self._digest(row)
             if digest is None:  # never seen: the scan reconciles it
                 continue
@@ -109,6 +117,8 @@ class Planner:
         now = self.clock().timestamp()
         reconciled = 0
         for row in self._enabled_tables():
+            if self._stopping.is_set():
+                break
             digest = self._digest(row)
             if digest is not None and digest.scanned_at is not None and now - digest.scanned_at < fresh_seconds:
                 continue

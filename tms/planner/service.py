@@ -75,6 +75,7 @@ class PlannerService:
 
     def stop(self) -> None:
         self._stopping.set()
+        self.planner.stop()
         self._wake.set()
 
     # --- the event-driven path ----------------------------------------------------------------------
