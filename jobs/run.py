@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from jobs.spark_runner import SparkRunner
 
     spark = SparkSession.builder.appName(f"tms {args.action or 'plan'} {args.instant} {args.table}").getOrCreate()
+    print(f"spark application id: {spark.sparkContext.applicationId}", flush=True)  # the worker records it
     try:
         result = execute_instant(HudiTable.load(args.table), args.instant, SparkRunner(spark.sparkContext),
                                  http_fence(args.fence_url) if args.fence_url else no_fence, args.action)

@@ -183,12 +183,15 @@ def up(data_dir: Path = typer.Option(Path(".tms"), "--data-dir", envvar="TMS_DAT
 
 
 def _mount_role_commands() -> None:
-    """Commands that live with their roles: the service's (serve, tokens, db) and the planner's (schedule)."""
+    """Commands that live with their roles: the service's (serve, tokens, db), the planner's (schedule,
+    planner), the executor's (execute) and the worker's (worker)."""
     from tms import cli_service
+    from tms.execute import cli as execute_cli
     from tms.planner import cli as planner_cli
     from worker import cli as worker_cli
     cli_service.register(app)
     planner_cli.register(app)
+    execute_cli.register(app)
     worker_cli.register(app)
 
 

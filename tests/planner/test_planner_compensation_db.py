@@ -5,6 +5,8 @@ task is left alone."""
 from tms.db import AlertRepo, TaskState
 from tms.hudi.instant import State
 from tms.hudi.serde import parse_compaction_plan
+from tms.execute.dispatch import execute_instant
+from tms.execute.runner import LocalRunner
 from tms.planner.compensation import BLOCKERS_KEY
 
 from planner_support import rec, run_compaction
@@ -61,13 +63,18 @@ def test_a_held_task_is_runnable_only_when_its_blockers_resolved_with_the_synced
     assert set(late) <= set(synced["city=sf"]), "dc1's late log file joined the plan on disk"
     assert held.plan_stats["total_bytes"] > task.plan_stats["total_bytes"]
 
-    # dc2's writer died: once its heartbeat expired, the periodic trigger plans its rollback, which
-    # resolves the last blocker.
+    # dc2's writer died: once its heartbeat expired, the periodic trigger plans its rollback. The hold
+    # ends only when that rollback has run and removed dc2 from the timeline.
     assert p.tick() == 0
     clock.advance(seconds=60)
     assert p.tick() == 1
     compaction, rollback = t.tasks()
     assert (rollback.action, rollback.target_instant, rollback.state) == ("rollback", dc2, TaskState.RUNNABLE)
+    assert compaction.state == TaskState.BLOCKED and compaction.blockers == [dc2]
+    execute_instant(t.table(), rollback.instant, LocalRunner(1))
+    assert t.table().timeline.get(dc2) is None
+    p.tick()
+    compaction, _ = t.tasks()
     assert compaction.state == TaskState.RUNNABLE and compaction.blockers == []
     final = _plan_files(t.table(), tc)
     assert set(late) <= set(final["city=sf"]) and not set(doomed) & set(final["city=nyc"])

@@ -57,7 +57,9 @@ def test_a_table_whose_writer_sends_no_events_is_planned_by_the_scan(db, tmp_pat
     assert p.scan() == 1
     tasks = {task.action: task for task in t.tasks()}
     assert set(tasks) == {"compaction", "rollback"} and tasks["rollback"].target_instant == failed
-    assert tasks["compaction"].state == TaskState.RUNNABLE, "the failed write is being rolled back: no hold"
+    # the failed write holds the compaction until its rollback has run (invariant 3)
+    assert tasks["rollback"].state == TaskState.RUNNABLE
+    assert (tasks["compaction"].state, tasks["compaction"].blockers) == (TaskState.BLOCKED, [failed])
 
 
 def _wait_for(condition, timeout: float = 20.0):

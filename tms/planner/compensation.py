@@ -23,7 +23,6 @@ from tms.hudi.serde import CompactionOperation, CompactionPlan, parse_compaction
 from .compaction_strategy import (TOTAL_IO_MB, TOTAL_IO_READ_MB, TOTAL_IO_WRITE_MB, TOTAL_LOG_FILES,
                                   TOTAL_LOG_FILES_SIZE)
 from .errors import CompensationError
-from .rollback_targets import rollback_targets
 
 BLOCKERS_KEY = "tms.compensation.blockers"
 
@@ -44,10 +43,10 @@ def with_blockers(extra_metadata: dict[str, str], blockers: list[str]) -> dict[s
 
 
 def pending_delta_commits_before(table, tc: str) -> list[str]:
-    """Delta commits before `tc` still requested or inflight, and not already being rolled back."""
-    condemned = rollback_targets(table)
-    return [i.timestamp for i in table.timeline.pending((DELTA_COMMIT,))
-            if i.timestamp < tc and i.timestamp not in condemned]
+    """Delta commits before `tc` still requested or inflight. One whose rollback is planned still holds
+    the plan: the hold ends when the rollback has run and removed it from the timeline, which is also
+    what the executor checks before it runs the plan."""
+    return [i.timestamp for i in table.timeline.pending((DELTA_COMMIT,)) if i.timestamp < tc]
 
 
 def held_compactions(table) -> dict[str, list[str]]:
@@ -118,13 +117,12 @@ def sync_held_plan(table, tc: str) -> list[str]:
                 f"commits {', '.join(recorded)}; their log files may be lost")
         return []
     operations = {(op.partition_path or "", op.file_id): op for op in plan.operations}
-    condemned = rollback_targets(table)
     remaining, changed = [], {}
     # Recorded blockers, plus writers whose requested instant (before Tc) appeared after the plan was made.
     for ts in sorted(set(recorded) | set(pending_delta_commits_before(table, tc))):
         inst = tl.get(ts)
-        if inst is None or ts in condemned:
-            continue  # rolled back: nothing to add
+        if inst is None:
+            continue  # rolled back (its rollback removed it): nothing to add
         if not inst.is_completed:
             remaining.append(ts)
             continue
