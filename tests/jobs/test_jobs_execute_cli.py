@@ -2,19 +2,18 @@
 retry, and the refusals that change nothing."""
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
-import httpx
+from spark_cluster import standalone_cluster
 import pytest
 import typer
 from typer.testing import CliRunner
 
 from jobs_support import ModelledTable, plan_compaction, rec, write_history
 from tms.execute.cli import register
-from tms.execute.spark_submit import build_py_files, spark_home, spark_submit_command, spark_submit_env
+from tms.execute.spark_submit import build_py_files, spark_submit_command, spark_submit_env
 from tms.hudi.file_names import BaseFileName
 from tms.hudi.instant import State
 
@@ -41,41 +40,10 @@ def test_execute_through_spark_submit(tmp_path, tms):
     t.check()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def standalone_master(tmp_path):
-    """A Spark standalone master and one worker on localhost, started from the installed PySpark."""
-    spark_class = str(spark_home() / "bin" / "spark-class")
-    env = spark_submit_env("spark://")
-    port, ui = _free_port(), _free_port()
-    url = f"spark://127.0.0.1:{port}"
-    started = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                 "--port", str(port), "--webui-port", str(ui)], env=env, start_new_session=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    started.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                     "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port()),
-                                     "--work-dir", str(tmp_path / "spark-work"), url], env=env, start_new_session=True,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{ui}/json/", timeout=2).json().get("aliveworkers"):
-                    break
-            except (httpx.HTTPError, ValueError):
-                pass
-            assert time.monotonic() < deadline, "the standalone cluster did not start"
-            time.sleep(0.5)
+    with standalone_cluster(tmp_path / "spark-work") as url:
         yield url
-    finally:
-        for process in started:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait()
 
 
 @pytest.mark.slow

@@ -2,15 +2,10 @@
 worker runs the job, the instant completes, and hudi-rs reads exactly the model's rows. Compaction on
 spark-submit (local and a standalone cluster), clustering on spark-submit, and every table service on COW and
 MOR, v6 and v8, in plain Python jobs; the compensation scenario of invariant 3 run to the end."""
-import os
-import signal
-import socket
-import subprocess
 import sys
 import threading
-import time
 
-import httpx
+from spark_cluster import standalone_cluster
 import pytest
 from sqlalchemy import select
 from worker_support import (
@@ -26,7 +21,6 @@ from worker_support import (
 )
 
 from tms.db import Event, TaskRepo, TaskState
-from tms.execute.spark_submit import spark_home, spark_submit_env
 from tms.hudi.instant import State
 
 COMPACT_EVERY_2 = {"hoodie.compact.inline.max.delta.commits": 2}
@@ -179,40 +173,10 @@ def test_compensation_for_late_commits_run_to_the_end(tmp_path, service, db, loc
     assert {"late", "after"} <= names and "doomed" not in names
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def standalone_master(tmp_path):
-    """A Spark standalone master and one worker on localhost, started from the installed PySpark."""
-    spark_class = str(spark_home() / "bin" / "spark-class")
-    env = spark_submit_env("spark://")
-    port, ui = _free_port(), _free_port()
-    url = f"spark://127.0.0.1:{port}"
-    quiet = {"env": env, "start_new_session": True, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    started = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                 "--port", str(port), "--webui-port", str(ui)], **quiet),
-               subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                 "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port()),
-                                 "--work-dir", str(tmp_path / "spark-work"), url], **quiet)]
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{ui}/json/", timeout=2).json().get("aliveworkers"):
-                    break
-            except (httpx.HTTPError, ValueError):
-                pass
-            assert time.monotonic() < deadline, "the standalone cluster did not start"
-            time.sleep(0.5)
+    with standalone_cluster(tmp_path / "spark-work") as url:
         yield url
-    finally:
-        for process in started:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait()
 
 
 def test_compaction_on_a_standalone_cluster(tmp_path, service, db, local_queue, start_worker, standalone_master):

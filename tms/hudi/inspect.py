@@ -40,7 +40,8 @@ def describe_table(table: HudiTable) -> dict:
     }
 
 
-def _size(n: int) -> str:
+def human_size(n: int) -> str:
+    """Bytes for people: 512 B, 3.4 KB, 1.2 GB."""
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -64,9 +65,9 @@ def format_description(d: dict) -> str:
                         if g[f"pending_{k}"])
         out.append(f"  {g['partition'] or '(root)'}/{g['file_id']}{flags}")
         for s in g["slices"]:
-            base = f"{s['base_file']} ({_size(s['base_size'])})" if s["base_file"] else "(no base file)"
+            base = f"{s['base_file']} ({human_size(s['base_size'])})" if s["base_file"] else "(no base file)"
             out.append(f"    slice {s['base_instant']}: {base}, {len(s['log_files'])} log file(s) "
-                       f"{_size(s['log_bytes'])}")
+                       f"{human_size(s['log_bytes'])}")
     if d["replaced_file_groups"]:
         out += ["", "replaced file groups"] + [f"  {r['partition'] or '(root)'}/{r['file_id']} by {r['by']}"
                                               for r in d["replaced_file_groups"]]

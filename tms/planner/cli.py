@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from tms.db.policy import TablePolicy
 from tms.hudi.errors import HudiError
+from tms.hudi.inspect import human_size
 from tms.hudi.serde import MetadataFormatError
 
 from .errors import PlannerError
@@ -40,18 +41,10 @@ def _policy(options: list[str]) -> TablePolicy:
         _fail(f"--option {'.'.join(str(p) for p in error['loc'])}: {error['msg']}")
 
 
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _describe(planned: Planned) -> str:
     s = planned.stats
-    return (f"{planned.instant} {planned.action} planned: {s.operations} operation(s), {_size(s.total_bytes)}, "
-            f"largest file group {_size(s.largest_file_group_bytes)}")
+    return (f"{planned.instant} {planned.action} planned: {s.operations} operation(s), {human_size(s.total_bytes)}, "
+            f"largest file group {human_size(s.largest_file_group_bytes)}")
 
 
 def register(app: typer.Typer) -> None:
