@@ -12,10 +12,11 @@ from fastapi import FastAPI
 from tms.config import Settings, load_settings
 from tms.db import Database, open_database
 from tms.db.intake import IntakeStore
+from tms.instance import tms_version
 
 from . import errors
 from .auth import Authenticator
-from .heartbeat import Heartbeat, tms_version
+from .heartbeat import Heartbeat
 from .intake import Intake
 from .metrics import LatencyMiddleware, Metrics
 from .routers import admin, events, health, tables, tasks

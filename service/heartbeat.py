@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import socket
-import uuid
-from importlib import metadata
 
 from starlette.concurrency import run_in_threadpool
 
 from tms.db import Database, InstanceRepo
+from tms.instance import new_instance_id, record_heartbeat
 
 log = logging.getLogger(__name__)
 
-
-def tms_version() -> str:
-    try:
-        return metadata.version("tms")
-    except metadata.PackageNotFoundError:  # running from a checkout
-        return "dev"
 
 
 class Heartbeat:
@@ -29,13 +20,12 @@ class Heartbeat:
         self.roles = roles
         self.interval = interval_seconds
         self.info = info
-        self.instance_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.instance_id = new_instance_id()
         self._task: asyncio.Task | None = None
 
     def beat(self) -> None:
         with self.database.transaction() as session:
-            InstanceRepo(session).heartbeat(self.instance_id, roles=self.roles, host=socket.gethostname(),
-                                            pid=os.getpid(), version=tms_version(), info=self.info)
+            record_heartbeat(session, self.instance_id, self.roles, self.info)
 
     async def _loop(self) -> None:
         while True:

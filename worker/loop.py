@@ -4,19 +4,16 @@ under a JobSupervisor in a thread of its own."""
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import socket
 import tempfile
 import threading
 import time
-import uuid
-from importlib import metadata
 from pathlib import Path
 
 from tms.config import Settings
 from tms.db import Database, InstanceRepo, QueueRepo
 from tms.execute.spark_submit import build_py_files
+from tms.instance import new_instance_id, record_heartbeat
 
 from .claim import ClaimLimits, claim_next, restore_expired_leases
 from .supervisor import JobSettings, JobSupervisor
@@ -24,12 +21,6 @@ from .supervisor import JobSettings, JobSupervisor
 log = logging.getLogger(__name__)
 DEFAULT_QUEUE = "local"
 
-
-def _version() -> str:
-    try:
-        return metadata.version("tms")
-    except metadata.PackageNotFoundError:  # running from a checkout
-        return "dev"
 
 
 def service_url(settings: Settings) -> str:
@@ -44,7 +35,7 @@ class Worker:
     def __init__(self, database: Database, settings: Settings, *, worker_id: str | None = None):
         self.database = database
         self.settings = settings
-        self.id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.id = worker_id or new_instance_id()
         self.limits = ClaimLimits(lease_seconds=settings.worker_lease_seconds,
                                   driver_memory_mb=settings.worker_driver_memory_mb,
                                   driver_cores=settings.worker_driver_cores,
@@ -135,9 +126,8 @@ class Worker:
             return
         self._last_beat = time.monotonic()
         with self.database.transaction() as session:
-            InstanceRepo(session).heartbeat(self.id, roles=["worker"], host=socket.gethostname(), pid=os.getpid(),
-                                            version=_version(), info={"slots": self.settings.worker_slots,
-                                                                      "running": self.running})
+            record_heartbeat(session, self.id, ["worker"], {"slots": self.settings.worker_slots,
+                                                            "running": self.running})
 
     def _stop_jobs(self) -> None:
         with self._lock:

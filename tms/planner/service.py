@@ -5,20 +5,17 @@ run them is the manager's job)."""
 from __future__ import annotations
 
 import logging
-import os
 import random
-import socket
 import threading
 import time
-import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
-from importlib import metadata
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
 from tms.db import Database, InstanceRepo
+from tms.instance import new_instance_id, record_heartbeat
 
 from .runner import Planner
 
@@ -29,19 +26,13 @@ ROLE = "planner"
 FRESH_SHARE = 0.9
 
 
-def _version() -> str:
-    try:
-        return metadata.version("tms")
-    except metadata.PackageNotFoundError:  # running from a checkout
-        return "dev"
-
 
 class PlannerService:
     def __init__(self, database: Database, settings: Settings, planner: Planner | None = None):
         self.database = database
         self.settings = settings
         self.planner = planner or Planner.from_settings(database, settings)
-        self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.id = new_instance_id()
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._in_flight: set[int] = set()
@@ -140,8 +131,7 @@ class PlannerService:
         self._last_beat = time.monotonic()
         try:
             with self.database.transaction() as session:
-                InstanceRepo(session).heartbeat(self.id, roles=[ROLE], host=socket.gethostname(), pid=os.getpid(),
-                                                version=_version(), info={"threads": self.settings.planner_threads})
+                record_heartbeat(session, self.id, [ROLE], {"threads": self.settings.planner_threads})
         except Exception as exc:  # keep planning through a heartbeat failure
             log.warning("planner %s: heartbeat failed: %s", self.id, exc)
 
