@@ -18,17 +18,14 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tms.execute.spark_submit import build_py_files, find_spark_submit, spark_submit_command, spark_submit_env
 from tms.hudi.instant import COMPACTION
 from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from trips_table import build_trips_table
 
-CITIES = np.array(["san_francisco", "sao_paulo", "chennai", "berlin"])
 
 STARTUP_SCRIPT = textwrap.dedent("""
     from pyspark.sql import SparkSession
@@ -41,28 +38,6 @@ STARTUP_SCRIPT = textwrap.dedent("""
     spark.sparkContext.parallelize([0], 1).map(first_task).collect()
     spark.stop()
 """)
-
-
-def build_table(path: Path, rows: int, update_fraction: float, file_rows: int, version: int,
-                log_blocks: str) -> None:
-    rng = np.random.default_rng(7)
-    ids = np.arange(rows)
-    records = pa.table({
-        "uuid": pa.array([f"trip-{i:09d}" for i in ids]),
-        "ts": pa.array(rng.integers(1_000, 2_000, rows), pa.int64()),
-        "rider": pa.array([f"rider-{i % 997}" for i in ids]),
-        "driver": pa.array([f"driver-{i % 991}" for i in ids]),
-        "fare": pa.array(rng.uniform(5, 90, rows)),
-        "city": pa.array(CITIES[ids % len(CITIES)]),
-    })
-    writer = HudiWriter.create_table(str(path), table_type="MERGE_ON_READ", version=version, key=["uuid"],
-                                     ordering=["ts"], partition=["city"], schema=records.schema,
-                                     log_block_format=log_blocks, max_file_records=file_rows)
-    writer.write(records, "insert")
-    updated = np.sort(rng.choice(rows, int(rows * update_fraction), replace=False))
-    updates = records.take(pa.array(updated)).set_column(
-        1, "ts", pa.array(rng.integers(2_000, 3_000, len(updated)), pa.int64()))
-    HudiWriter(HudiTable.load(str(path)), log_block_format=log_blocks).write(updates, "upsert")
 
 
 def plan_compaction(path: Path) -> tuple[str, int, int]:
@@ -127,7 +102,8 @@ def main() -> None:
         tmp = Path(tmp)
         path = tmp / "trips"
         started = time.perf_counter()
-        build_table(path, args.rows, args.update_fraction, args.file_rows, args.table_version, args.log_blocks)
+        build_trips_table(path, args.rows, args.update_fraction, file_rows=args.file_rows,
+                          version=args.table_version, log_blocks=args.log_blocks)
         instant, base_bytes, log_bytes = plan_compaction(path)
         mb = (base_bytes + log_bytes) / 1e6
         print(f"MOR v{args.table_version} table: {args.rows:,} rows, {args.update_fraction:.0%} updated in "

@@ -11,35 +11,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 
 from tms.hudi.reader import read_snapshot
+from trips_table import build_trips_table
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
-
-CITIES = np.array(["san_francisco", "sao_paulo", "chennai", "berlin"])
-
-
-def build_table(path: Path, n: int, update_fraction: float, log_blocks: str) -> None:
-    rng = np.random.default_rng(7)
-    ids = np.arange(n)
-    records = pa.table({
-        "uuid": pa.array([f"trip-{i:09d}" for i in ids]),
-        "ts": pa.array(rng.integers(1_000, 2_000, n), pa.int64()),
-        "rider": pa.array([f"rider-{i % 997}" for i in ids]),
-        "driver": pa.array([f"driver-{i % 991}" for i in ids]),
-        "fare": pa.array(rng.uniform(5, 90, n)),
-        "city": pa.array(CITIES[ids % len(CITIES)]),
-    })
-    writer = HudiWriter.create_table(str(path), table_type="MERGE_ON_READ", version=8, key=["uuid"],
-                                     ordering=["ts"], partition=["city"], schema=records.schema,
-                                     log_block_format=log_blocks, max_file_records=100_000)
-    writer.write(records, "insert")
-    upd = np.sort(rng.choice(n, int(n * update_fraction), replace=False))
-    updates = records.take(pa.array(upd)).set_column(1, "ts", pa.array(rng.integers(2_000, 3_000, len(upd)), pa.int64()))
-    HudiWriter(HudiTable.load(str(path)), log_block_format=log_blocks).write(updates, "upsert")
-
 
 def read_ours(path: Path) -> int:
     return read_snapshot(HudiTable.load(str(path))).num_rows
@@ -60,7 +35,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench_mor"
         t0 = time.perf_counter()
-        build_table(path, args.rows, args.update_fraction, args.log_blocks)
+        build_trips_table(path, args.rows, args.update_fraction, log_blocks=args.log_blocks)
         print(f"built MOR v8 table: {args.rows} rows, {args.update_fraction:.0%} updated in {args.log_blocks} "
               f"log blocks, in {time.perf_counter() - t0:.1f} s")
         times = {"tms": [], "hudi-rs": []}
