@@ -1,34 +1,9 @@
-"""Fixtures for the database layer: one scratch PostgreSQL database per test session (see
-tms.db.testing), emptied before each test."""
+"""Fixtures for the database layer (the scratch database and `db` come from tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import text
 
-from tms.db import Base, Database, RegisteredTable
-from tms.db.testing import scratch_database
-
-
-@pytest.fixture(scope="session")
-def database_url():
-    with scratch_database() as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def database(database_url):
-    db = Database(database_url, pool_size=20)
-    yield db
-    db.dispose()
-
-
-@pytest.fixture
-def db(database):
-    """The session's database, with every table emptied."""
-    names = ", ".join(t.name for t in Base.metadata.sorted_tables)
-    with database.transaction() as session:
-        session.execute(text(f"TRUNCATE {names} CASCADE"))
-    return database
+from tms.db import RegisteredTable
 
 
 @pytest.fixture
