@@ -77,24 +77,26 @@ def test_rollback_of_a_crashed_write(tmp_path, spark_runner, table_type, version
     t = ModelledTable(tmp_path / "t", table_type, version)
     write_history(t)
     crashed = t.write([rec(i, 99, "crashed") for i in range(0, 40, 3)], leave_inflight=True)  # updates and inserts
-    assert (t.path / ".hoodie" / ".heartbeat" / crashed.instant).exists()
-    assert (t.path / ".hoodie" / ".temp" / crashed.instant).exists()
+    assert (t.path / ".hoodie" / ".heartbeat" / crashed).exists()
+    assert (t.path / ".hoodie" / ".temp" / crashed).exists()
+    before = t.table().timeline
+    written = [s.path for s in before.commit_metadata(before.get(crashed)).write_stats()]  # its inflight workload
     t.check()
-    ts = _plan_rollback_of_write(t.table(), crashed.instant)
+    ts = _plan_rollback_of_write(t.table(), crashed)
 
     result = execute_instant(t.table(), ts, spark_runner)
 
     t.check()
     table = t.table()
-    assert not table.timeline.states_of(crashed.instant), "the failed instant leaves the timeline"
-    assert not (t.path / ".hoodie" / ".heartbeat" / crashed.instant).exists()
-    assert not (t.path / ".hoodie" / ".temp" / crashed.instant).exists()
+    assert not table.timeline.states_of(crashed), "the failed instant leaves the timeline"
+    assert not (t.path / ".hoodie" / ".heartbeat" / crashed).exists()
+    assert not (t.path / ".hoodie" / ".temp" / crashed).exists()
     done = table.timeline.get(ts)
     assert done.is_completed and done.action == "rollback" and result.instant == done
     meta = parse_rollback_metadata(table.timeline.read(done))
-    assert meta.commits_rollback == [crashed.instant]
-    assert [(i.commit_time, i.action) for i in meta.instants_rollback] == [(crashed.instant, crashed.action)]
-    written = [s.path for s in crashed.stats]
+    assert meta.commits_rollback == [crashed]
+    action = "deltacommit" if table_type == "MERGE_ON_READ" else "commit"
+    assert [(i.commit_time, i.action) for i in meta.instants_rollback] == [(crashed, action)]
     marked = {LogFileName.parse(p) for pm in meta.partition_metadata.values() for p in pm.log_files_from_failed_commit}
     command_files = [p for pm in meta.partition_metadata.values() for p in pm.rollback_log_files]
     assert meta.total_files_deleted == len(written) - len(marked)

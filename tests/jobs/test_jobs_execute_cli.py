@@ -105,18 +105,18 @@ def test_refusals_change_nothing(tmp_path, tms):
     tc = plan_compaction(t.table())
 
     result = tms("execute", t.path, "--instant", tc)
-    assert result.exit_code == 1 and f"held by writes still pending before it: {pending.instant}" in result.output
+    assert result.exit_code == 1 and f"held by writes still pending before it: {pending}" in result.output
     result = tms("execute", t.path, "--instant", "20990101000000000", "--local")
     assert result.exit_code == 1 and "no instant 20990101000000000" in result.output
     result = tms("execute", t.path, "--instant", "yesterday")
     assert result.exit_code == 1 and "not an instant time" in result.output
-    result = tms("execute", t.path, "--instant", pending.instant, "--local")
+    result = tms("execute", t.path, "--instant", pending, "--local")
     assert result.exit_code == 1 and "not a plan TMS executes" in result.output
     result = tms("execute", t.path, "--instant", tc, "--conf", "novalue")
     assert result.exit_code == 1 and "key=value" in result.output
     assert set(t.table().timeline.states_of(tc)) == {State.REQUESTED}
 
-    t.writer.complete(pending.instant)
+    t.writer.complete(pending)
     t.model.upsert([rec(1, 30)])
     result = tms("execute", t.path, "--instant", tc, "--local")
     assert result.exit_code == 0 and "completed as commit" in result.output

@@ -7,36 +7,25 @@ import posixpath
 import time
 from collections import defaultdict
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from support import hudi_rs_table, rows
-from table_model import TableModel
+from table_model import CITIES, COLUMNS, ModelledTable, rec  # noqa: F401 (re-exported to the tests)
 from tms.db.policy import TablePolicy
 from tms.hudi.file_names import BaseFileName, LogFileName
 from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.instant import ROLLBACK, State
 from tms.hudi.log_format import rollback_command_block
 from tms.hudi.merge import merge_slice
-from tms.hudi.reader import read_snapshot
 from tms.hudi.serde import (CommitMetadata, InstantInfo, RollbackMetadata, RollbackPartitionMetadata, WriteStat,
                             parse_cleaner_plan, parse_compaction_plan, parse_rollback_plan,
                             serialize_commit_metadata, serialize_rollback_metadata)
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter, create_table_for_records
+from tms.hudi.writer import HudiWriter
 from tms.planner.footprint import marker_dir
 from tms.planner.paths import relative_path
 from tms.planner.triggers import is_clustering
-
-CITIES = ["sf", "nyc", "sp"]
-COLUMNS = ["_hoodie_record_key", "id", "name", "ts", "city"]
-
-
-def rec(i: int, ts: int, name: str | None = None) -> dict:
-    return {"id": i, "name": name or f"n{i}-{ts}", "ts": ts, "city": CITIES[i % 3]}
-
 
 def now() -> datetime:
     return datetime.now(timezone.utc)
@@ -45,40 +34,6 @@ def now() -> datetime:
 def policy(**options) -> TablePolicy:
     """A policy from Hudi option names (dots written as `__`): policy(hoodie__cleaner__policy=...)."""
     return TablePolicy().merged({k.replace("__", "."): v for k, v in options.items()})
-
-
-class ModelledTable:
-    """A table written by the writer, with the model of its rows."""
-
-    def __init__(self, path: Path, table_type: str = "MERGE_ON_READ", version: int = 6, partitioned: bool = True,
-                 **writer_options):
-        self.path = path
-        self.writer = create_table_for_records(str(path), [rec(0, 0)], table_type=table_type, version=version,
-                                               key=["id"], ordering=["ts"],
-                                               partition=["city"] if partitioned else [], **writer_options)
-        self.model = TableModel("id", "city" if partitioned else None, "ts", event_time=True)
-        self.pending: dict[str, list[dict]] = {}
-
-    def write(self, records: list[dict], op: str = "upsert", *, leave_inflight: bool = False) -> str:
-        result = self.writer.write(records, op, leave_inflight=leave_inflight)
-        if leave_inflight:
-            self.pending[result.instant] = records
-        else:
-            self.model.upsert(records) if op != "delete" else self.model.delete(records)
-        return result.instant
-
-    def complete(self, instant: str) -> None:
-        self.writer.complete(instant)
-        self.model.upsert(self.pending.pop(instant))
-
-    def table(self) -> HudiTable:
-        return HudiTable.load(str(self.path))
-
-    def check(self, *, hudi_rs: bool = True) -> None:
-        expected = self.model.expected()
-        assert rows(read_snapshot(self.table()), COLUMNS) == expected
-        if hudi_rs:
-            assert rows(hudi_rs_table(self.path), COLUMNS) == expected
 
 
 def _rel(partition: str, name: str) -> str:

@@ -7,67 +7,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-from support import hudi_rs_table, rows
-from table_model import TableModel
+import table_model
+from table_model import CITIES, COLUMNS, key, rec  # noqa: F401 (re-exported to the tests)
 
 from tms.db import Database, RegisteredTable, TablePolicy, Task, TaskRepo, TaskState
-from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
 from tms.planner import schedule
 
-CITIES = ["sf", "nyc", "sp"]
-COLUMNS = ["_hoodie_record_key", "id", "name", "ts", "city"]
 FINAL = {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED}
 
 
-def rec(i: int, ts: int, name: str | None = None) -> dict:
-    return {"id": i, "name": name or f"n{i}-{ts}", "ts": ts, "city": CITIES[i % 3]}
-
-
-def key(i: int) -> dict:
-    return {"id": i, "city": CITIES[i % 3]}
-
-
-class ModelledTable:
-    """A table written by the writer, with the model of its rows; commits post callbacks to `service`."""
+class ModelledTable(table_model.ModelledTable):
+    """A modelled table whose commits post Hudi's callbacks to `service`."""
 
     def __init__(self, path: Path, table_type: str, version: int, service=None, **writer_options):
-        self.path = path
         callbacks = {"callback_url": service.callback_url, "callback_key": service.callback_key} if service else {}
-        self.writer = create_table_for_records(str(path), [rec(0, 0)], table_type=table_type, version=version,
-                                               key=["id"], ordering=["ts"], partition=["city"],
-                                               **callbacks, **writer_options)
-        self.model = TableModel("id", "city", "ts", event_time=True)
-        self.pending: dict[str, tuple[list[dict], str]] = {}
-
-    def write(self, records: list[dict], op: str = "upsert", *, leave_inflight: bool = False) -> str:
-        result = self.writer.write(records, op, leave_inflight=leave_inflight)
-        if leave_inflight:
-            self.pending[result.instant] = (records, op)
-        else:
-            self._apply(records, op)
-        return result.instant
-
-    def complete(self, instant: str) -> None:
-        self.writer.complete(instant)
-        self._apply(*self.pending.pop(instant))
-
-    def forget(self, instant: str) -> None:
-        """A pending write that is rolled back: its rows never show."""
-        self.pending.pop(instant)
-
-    def _apply(self, records: list[dict], op: str) -> None:
-        (self.model.delete if op == "delete" else self.model.upsert)(records)
-
-    def table(self) -> HudiTable:
-        return HudiTable.load(str(self.path))
-
-    def check(self) -> None:
-        """hudi-rs and the library's reader both read exactly the model's rows."""
-        expected = self.model.expected()
-        assert rows(hudi_rs_table(self.path), COLUMNS) == expected
-        assert rows(read_snapshot(self.table()), COLUMNS) == expected
+        super().__init__(path, table_type, version, **callbacks, **writer_options)
 
 
 def write_history(t: ModelledTable, commits: int = 3) -> None:
