@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .file_names import BaseFileName, LogFileName
-from .instant import State
+from .instant import REPLACE_COMMIT, State
 from .storage import FileInfo
 
 
@@ -131,8 +131,8 @@ class FileSystemView:
     def _build(self) -> None:
         tl, v8 = self.timeline, self.config.version >= 8
         self.replaced: dict[tuple[str, str], str] = {}
-        for inst in tl.completed_writes():
-            if inst.action == "replacecommit" and self._visible(inst.timestamp):
+        for inst in tl.completed((REPLACE_COMMIT,)):
+            if self._visible(inst.timestamp):
                 meta = tl.commit_metadata(inst)
                 for part, fids in (meta.partition_to_replace_file_ids or {}).items():
                     for fid in fids:

@@ -82,10 +82,11 @@ class Storage:
         return out
 
     def names(self, rel: str) -> list[str]:
-        """Just the names in a folder: the cheap listing the timeline reload uses."""
+        """Just the names in a folder, as the store lists them (temp files of unfinished writes included:
+        the caller skips names it cannot parse): the cheap listing the timeline reload uses."""
         if self.is_local:
             try:
-                return [n for n in os.listdir(self.full(rel)) if not n.startswith(TEMP_PREFIX)]
+                return os.listdir(self.full(rel))
             except FileNotFoundError:
                 return []
         return [i.name for i in self.listdir(rel)]

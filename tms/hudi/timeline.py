@@ -1,13 +1,16 @@
 """The active timeline of a table: its instants, their contents, and safe state transitions.
 
 `reload()` is incremental: it lists the timeline folder's names and parses only names it has not
-seen, so the planner can call it on every commit event of a table with a long timeline."""
+seen. The instants are indexed by action and by pending state, and the queries the planner makes
+(`iter_instants` with bounds, `pending`, `last_of`) cost what they return, not the timeline's length."""
 from __future__ import annotations
 
 import bisect
+import heapq
 from contextlib import contextmanager
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
+from itertools import filterfalse
 
 from .errors import HudiError, InstantConflictError
 from .instant import (CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State,
@@ -26,6 +29,9 @@ class Timeline:
         # be renamed at completion: compaction -> commit, clustering -> replacecommit).
         self._states: dict[str, dict[State, Instant]] = {}
         self._sorted: list[str] = []          # instant times, ascending
+        # Indexes over each instant's latest state (its action may change at completion):
+        self._by_action: dict[str, list[str]] = {}  # action -> instant times, ascending
+        self._pending: list[str] = []               # instant times without a completed file, ascending
         self._content: dict[str, bytes] = {}  # file name -> bytes (immutable once completed)
         self._max_time = ""                   # latest instant or completion time ever seen
         self._latest: list[Instant] | None = None  # instants() cache, dropped on any change
@@ -38,39 +44,62 @@ class Timeline:
         Returns the newly seen instants. Inside `pinned()` only a forced reload lists the folder."""
         if self._pinned and not force:
             return []
-        names = set(self.storage.names(self.dir))
-        added, removed = names - self._names, self._names - names
-        self._names = names
+        listing = self.storage.names(self.dir)
+        known = self._names
+        added = list(filterfalse(known.__contains__, listing))  # a C loop: the listing may be long
+        # A name can only be gone if the listing is shorter than the known names plus the new ones.
+        removed = known.difference(listing) if len(known) + len(added) != len(listing) else ()
         if added or removed:
             self._latest = None
         for name in removed:
-            inst = parse_instant_file_name(name)
+            known.discard(name)
             self._content.pop(name, None)
-            if inst is None:
-                continue
-            states = self._states.get(inst.timestamp)
-            if states is not None:
-                states.pop(inst.state, None)
-                if not states:
-                    del self._states[inst.timestamp]
-                    self._sorted.pop(bisect.bisect_left(self._sorted, inst.timestamp))
+            inst = parse_instant_file_name(name)
+            if inst is not None:
+                self._drop_state(inst.timestamp, inst.state)
         new = []
         for name in added:
+            known.add(name)
             inst = parse_instant_file_name(name)
             if inst is None:
                 continue
-            states = self._states.get(inst.timestamp)
-            if states is None:
-                states = self._states[inst.timestamp] = {}
-                if not self._sorted or inst.timestamp > self._sorted[-1]:
-                    self._sorted.append(inst.timestamp)
-                else:
-                    bisect.insort(self._sorted, inst.timestamp)
-            states[inst.state] = inst
-            self._max_time = max(self._max_time, inst.timestamp, inst.completion_time or "")
+            self._put_state(inst)
             new.append(inst)
         new.sort()
         return new
+
+    # --- the indexes ---------------------------------------------------------------------------------
+    def _put_state(self, inst: Instant) -> None:
+        ts = inst.timestamp
+        states = self._states.get(ts)
+        if states is None:
+            states = self._states[ts] = {}
+            _insert(self._sorted, ts)
+        before = states[max(states)] if states else None
+        states[inst.state] = inst
+        self._max_time = max(self._max_time, ts, inst.completion_time or "")
+        self._reindex(ts, before, states[max(states)])
+
+    def _drop_state(self, ts: str, state: State) -> None:
+        states = self._states.get(ts)
+        if not states or state not in states:
+            return
+        before = states[max(states)]
+        del states[state]
+        if not states:
+            del self._states[ts]
+            _remove(self._sorted, ts)
+        self._reindex(ts, before, states[max(states)] if states else None)
+
+    def _reindex(self, ts: str, before: Instant | None, after: Instant | None) -> None:
+        if before is not None:
+            _remove(self._by_action[before.action], ts)
+            if not before.is_completed:
+                _remove(self._pending, ts)
+        if after is not None:
+            _insert(self._by_action.setdefault(after.action, []), ts)
+            if not after.is_completed:
+                _insert(self._pending, ts)
 
     # --- queries ---------------------------------------------------------------------------------
     def get(self, timestamp: str) -> Instant | None:
@@ -88,26 +117,56 @@ class Timeline:
         return len(self._sorted)
 
     def instants(self) -> list[Instant]:
-        """Every instant in its latest state, ordered by instant time."""
+        """Every instant in its latest state, ordered by instant time (O(timeline): not for the planner)."""
         if self._latest is None:
             self._latest = [self.get(ts) for ts in self._sorted]
         return list(self._latest)
+
+    def iter_instants(self, actions: Iterable[str] | None = None, *, after: str | None = None,
+                      since: str | None = None, before: str | None = None, reverse: bool = False) -> Iterator[Instant]:
+        """Instants in their latest state, of `actions` (all if None), with instant times after `after`
+        (exclusive), from `since` (inclusive) and before `before` (exclusive), ascending or `reverse`d.
+        Lazy: a caller that stops early pays for what it took."""
+        lists = [self._sorted] if actions is None else [self._by_action.get(a, ()) for a in set(actions)]
+        runs = []
+        for times in lists:
+            lo = 0
+            if after is not None:
+                lo = bisect.bisect_right(times, after)
+            if since is not None:
+                lo = max(lo, bisect.bisect_left(times, since))
+            hi = len(times) if before is None else bisect.bisect_left(times, before)
+            if lo < hi:
+                runs.append(map(times.__getitem__, range(hi - 1, lo - 1, -1) if reverse else range(lo, hi)))
+        if not runs:
+            return iter(())
+        merged = runs[0] if len(runs) == 1 else heapq.merge(*runs, reverse=reverse)
+        return (self.get(ts) for ts in merged)
+
+    def last_of(self, actions: Iterable[str], *, completed: bool = False) -> Instant | None:
+        """The latest instant of `actions` (the latest completed one if `completed`)."""
+        return next((i for i in self.iter_instants(actions, reverse=True) if i.is_completed or not completed), None)
+
+    def latest(self) -> Instant | None:
+        return self.get(self._sorted[-1]) if self._sorted else None
 
     def all_files(self) -> list[Instant]:
         """Every instant file (all states), ordered by instant time then state."""
         return sorted(i for states in self._states.values() for i in states.values())
 
-    def completed(self, actions: Iterable[str] | None = None) -> list[Instant]:
-        acts = set(actions) if actions else None
-        return [i for i in self.instants() if i.is_completed and (acts is None or i.action in acts)]
+    def completed(self, actions: Iterable[str] | None = None, *, after: str | None = None) -> list[Instant]:
+        """Completed instants of `actions` (all if None), after `after` if given, ascending."""
+        return [i for i in self.iter_instants(actions, after=after) if i.is_completed]
 
     def pending(self, actions: Iterable[str] | None = None) -> list[Instant]:
+        """Requested or inflight instants of `actions` (all if None), ascending. Costs the number of pending
+        instants, not the timeline's length."""
         acts = set(actions) if actions else None
-        return [i for i in self.instants() if not i.is_completed and (acts is None or i.action in acts)]
+        return [i for i in map(self.get, self._pending) if acts is None or i.action in acts]
 
     def completed_writes(self) -> list[Instant]:
         """Completed commits, delta commits and replace commits (compactions complete as commits)."""
-        return self.completed((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
+        return self.completed(WRITE_ACTIONS)
 
     def pending_compactions(self) -> list[Instant]:
         return self.pending((COMPACTION,))
@@ -125,10 +184,7 @@ class Timeline:
         return bool(states) and State.COMPLETED in states
 
     def last_completed(self) -> Instant | None:
-        for ts in reversed(self._sorted):
-            if self.is_completed(ts):
-                return self.get(ts)
-        return None
+        return next((i for i in self.iter_instants(reverse=True) if i.is_completed), None)
 
     def completion_time(self, instant: Instant) -> str | None:
         """Completion time: from the file name on v8+; on v6, the completed file's modification time
@@ -187,11 +243,7 @@ class Timeline:
         name = instant_file_name(instant, self.config.version)
         self.storage.write_atomic(f"{self.dir}/{name}", content)
         self._names.add(name)
-        states = self._states.setdefault(instant.timestamp, {})
-        if len(states) == 0:
-            bisect.insort(self._sorted, instant.timestamp)
-        states[instant.state] = instant
-        self._max_time = max(self._max_time, instant.timestamp, instant.completion_time or "")
+        self._put_state(instant)
         self._latest = None
         return instant
 
@@ -271,3 +323,19 @@ class Timeline:
             ts = str(int(self._max_time) + 1)
         self._max_time = ts
         return ts
+
+
+WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+
+
+def _insert(times: list[str], ts: str) -> None:
+    if not times or ts > times[-1]:
+        times.append(ts)  # the usual case: a new instant is the latest
+    else:
+        bisect.insort(times, ts)
+
+
+def _remove(times: list[str], ts: str) -> None:
+    i = bisect.bisect_left(times, ts)
+    if i < len(times) and times[i] == ts:
+        del times[i]

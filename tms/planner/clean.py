@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timedelta
+from itertools import islice
 
 from tms.db.policy import CleanerPolicy, TablePolicy
 from tms.hudi.instant import (CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT,
                               SAVEPOINT, Instant, new_instant_time)
 from tms.hudi.serde import ActionInstant, CleanerPlan, CleanFileInfo, parse_compaction_plan, serialize_cleaner_plan
+from tms.hudi.timeline import WRITE_ACTIONS
 
 from .paths import full_path
 from .planned import CLEAN as CLEAN_SERVICE
@@ -32,22 +34,27 @@ _RETAINED_ACTIONS = {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPA
 
 
 def earliest_instant_to_retain(table, policy: TablePolicy, now: datetime) -> Instant | None:
-    writes = [i for i in table.timeline.instants() if i.action in _RETAINED_ACTIONS]
-    completed = [i for i in writes if i.is_completed]
+    """Hudi's earliest commit to retain, found from the timeline's end: it costs the commits retained,
+    not the timeline's length."""
+    tl = table.timeline
     if policy.cleaner_policy is CleanerPolicy.KEEP_LATEST_COMMITS:
         retained = policy.cleaner_commits_retained
-        if len(completed) <= retained:
+        newest = list(islice(_completed(tl, reverse=True), retained + 1))
+        if len(newest) <= retained:
             return None
-        nth = completed[len(completed) - retained]
-        pending = [i for i in writes if not i.is_completed]
-        if pending and nth.timestamp > pending[0].timestamp:
-            before = [i for i in completed if i.timestamp < pending[0].timestamp]
-            return before[-1] if before else None
+        nth = newest[retained - 1]
+        pending = tl.pending(_RETAINED_ACTIONS)
+        if pending and nth.timestamp > pending[0].timestamp:  # never past the earliest pending write
+            return next(_completed(tl, before=pending[0].timestamp, reverse=True), None)
         return nth
     if policy.cleaner_policy is CleanerPolicy.KEEP_LATEST_BY_HOURS:
         cutoff = new_instant_time(now - timedelta(hours=policy.cleaner_hours_retained))
-        return next((i for i in completed if i.timestamp >= cutoff), None)
+        return next(_completed(tl, since=cutoff), None)
     return None
+
+
+def _completed(tl, **bounds):
+    return (i for i in tl.iter_instants(_RETAINED_ACTIONS, **bounds) if i.is_completed)
 
 
 def _slice_needed_by(group, timestamp: str, inclusive: bool):
@@ -130,11 +137,11 @@ def plan_clean(table, policy: TablePolicy, now: datetime) -> Planned | None:
                     doomed[group.partition] += _files_of(fs)
     if not doomed:
         return None
-    last_write = tl.completed_writes()
+    last_write = tl.last_of(WRITE_ACTIONS, completed=True)
     plan = CleanerPlan(
         earliest_instant_to_retain=ActionInstant(timestamp=earliest.timestamp, action=earliest.action,
                                                  state=earliest.state.name) if earliest else None,
-        last_completed_commit_timestamp=last_write[-1].timestamp if last_write else "",
+        last_completed_commit_timestamp=last_write.timestamp if last_write else "",
         policy=rule.value,
         file_paths_to_be_deleted_per_partition={
             partition: [CleanFileInfo(file_path=full_path(table, p), is_bootstrap_base_file=False) for p in paths]

@@ -14,19 +14,19 @@ from that attempt, so such a table is not planned again on every event."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from datetime import datetime
 from typing import Any
 
 from tms.db.policy import TablePolicy, TriggerStrategy
-from tms.hudi.instant import (CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK,
-                              instant_to_datetime)
+from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
 
 from .compensation import held_compactions
 from .planned import CLEAN as CLEAN_SERVICE
 from .planned import CLUSTERING as CLUSTERING_SERVICE
 from .planned import COMPACTION as COMPACTION_SERVICE
 from .rollback_targets import rollback_targets
-from .triggers import is_clustering
+from .triggers import last_clustering
 
 FORMAT = 2
 # Instants remembered per trigger: a count past this is "many" (no trigger needs more), and the
@@ -75,35 +75,25 @@ class TimelineDigest:
     @classmethod
     def of(cls, table, previous: TimelineDigest | None, now: datetime, services: frozenset[str]) -> TimelineDigest:
         """The digest of the table's (freshly reloaded) timeline, counting for `services`; attempts, first
-        sightings of pending writes and the last scan carry over from `previous`. One walk over the
-        instants; rollback and compaction plans are read only when there are some."""
-        instants = table.timeline.instants()
+        sightings of pending writes and the last scan carry over from `previous`. Built from the
+        timeline's indexes: it costs the instants it counts (at most MAX_LISTED per service) and the
+        pending ones, not the timeline's length."""
+        tl = table.timeline
         out = cls(attempts=dict(previous.attempts) if previous else {},
                   scanned_at=previous.scanned_at if previous else None)
-        completed_writes, delta_commits, pending_writes, actions = [], [], [], set()
-        for inst in instants:
-            actions.add(inst.action)
-            if inst.action in _WRITES:
-                if inst.is_completed:
-                    completed_writes.append(inst.timestamp)
-                    if inst.action != DELTA_COMMIT:
-                        out.compacted = inst.timestamp
-                elif inst.action != REPLACE_COMMIT:
-                    pending_writes.append(inst.timestamp)
-                if inst.action == DELTA_COMMIT:
-                    delta_commits.append(inst.timestamp)
-            elif inst.action == CLEAN:
-                out.cleaned = inst.timestamp
-        out.clustered = next((i.timestamp for i in reversed(instants)
-                              if i.action in (CLUSTERING, REPLACE_COMMIT) and is_clustering(table, i)), None)
-        counts = {COMPACTION_SERVICE: delta_commits, CLUSTERING_SERVICE: completed_writes,
-                  CLEAN_SERVICE: completed_writes}
-        out.counted = {service: list(counts[service]) for service in _counted(services)}
-        condemned = rollback_targets(table) if pending_writes and ROLLBACK in actions else set()
+        out.compacted = _timestamp(tl.last_of((COMMIT, REPLACE_COMMIT), completed=True))
+        out.cleaned = _timestamp(tl.last_of((CLEAN,)))
+        counted = _counted(services)
+        out.clustered = last_clustering(table) if CLUSTERING_SERVICE in counted else None
+        for service in counted:
+            completed_only = service != COMPACTION_SERVICE  # compaction counts delta commits in any state
+            actions = (DELTA_COMMIT,) if service == COMPACTION_SERVICE else _WRITES
+            out.counted[service] = _listed_after(tl, actions, out._base(service), completed_only)
+        pending_writes = [i.timestamp for i in tl.pending((COMMIT, DELTA_COMMIT))]
+        condemned = rollback_targets(table, after=pending_writes[0]) if pending_writes else set()
         seen = previous.pending_writes if previous else {}
         out.pending_writes = {ts: seen.get(ts, now.timestamp()) for ts in pending_writes if ts not in condemned}
-        out.held = held_compactions(table) if COMPACTION in actions else {}
-        out._trim()
+        out.held = held_compactions(table)
         return out
 
     # --- following events ---------------------------------------------------------------------------
@@ -180,3 +170,19 @@ class TimelineDigest:
 
 def _counted(services: frozenset[str]) -> set[str]:
     return set(services) & set(COUNTED)
+
+
+def _timestamp(instant) -> str | None:
+    return instant.timestamp if instant is not None else None
+
+
+def _listed_after(tl, actions, base: str, completed_only: bool) -> list[str]:
+    """The instants of `actions` after `base` (completed ones only if asked), as `_capped` lists them:
+    the newest ones are walked back from the end, and the oldest is looked up only when there are more."""
+    def matching(reverse: bool):
+        return (i.timestamp for i in tl.iter_instants(actions, after=base or None, reverse=reverse)
+                if i.is_completed or not completed_only)
+    newest = list(islice(matching(True), MAX_LISTED))
+    if len(newest) == MAX_LISTED:
+        newest[-1] = next(matching(False))  # the oldest (itself if there are exactly MAX_LISTED)
+    return newest[::-1]

@@ -40,11 +40,14 @@ def find_failed_writes(table, policy: TablePolicy, now: datetime) -> list[Failed
     """Pending writes presumed failed, oldest first; writes a rollback already names are left out."""
     tl = table.timeline
     tl.reload()
-    condemned = rollback_targets(table)
+    writes = tl.inflight_writes()
+    if not writes:
+        return []
+    condemned = rollback_targets(table, after=writes[0].timestamp)
     now_s = now.timestamp()
     tolerance_s = heartbeat_tolerance_seconds(policy)
     out = []
-    for inst in tl.inflight_writes():
+    for inst in writes:
         if inst.timestamp in condemned:
             continue
         beat = _mtime(table.storage, f"{HEARTBEAT_DIR}/{inst.timestamp}")

@@ -83,8 +83,8 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
 
 
 def _newest_instant(table) -> str:
-    instants = table.timeline.instants()
-    return instants[-1].timestamp if instants else ""
+    latest = table.timeline.latest()
+    return latest.timestamp if latest else ""
 
 
 def _guarded(recorder: TaskRecorder, step: str, run):

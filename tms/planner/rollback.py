@@ -80,7 +80,7 @@ def plan_rollback(table, timestamp: str) -> Planned | None:
                            "clusterings")
     if inst.action in _SERVICES and inst.is_requested:
         raise PlannerError(f"{inst.action} {timestamp} is requested: no attempt ran, nothing to roll back")
-    if timestamp in rollback_targets(table):
+    if timestamp in rollback_targets(table, after=timestamp):
         return None
     files = sorted(_files_to_undo(table, inst), key=lambda f: f.path)
     requests = [r for r in (_request(table, inst, f) for f in files) if r is not None]

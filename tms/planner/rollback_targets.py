@@ -5,14 +5,13 @@ from tms.hudi.instant import ROLLBACK
 from tms.hudi.serde import parse_rollback_metadata, parse_rollback_plan
 
 
-def rollback_targets(table) -> set[str]:
+def rollback_targets(table, after: str | None = None) -> set[str]:
     """Instant times named by a rollback in any state: from its plan while pending, from its metadata
-    (completed files are cached by the timeline) once completed."""
+    (completed files are cached by the timeline) once completed. A rollback is later than its target,
+    so for the targets after `after` only the rollbacks after it are read."""
     tl = table.timeline
     out: set[str] = set()
-    for inst in tl.instants():
-        if inst.action != ROLLBACK:
-            continue
+    for inst in tl.iter_instants((ROLLBACK,), after=after):
         if inst.is_completed:
             out.update(parse_rollback_metadata(tl.read(inst)).commits_rollback)
         else:

@@ -16,6 +16,7 @@ from tms.db.policy import TablePolicy, TriggerStrategy
 from tms.hudi.errors import HudiError
 from tms.hudi.instant import CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
 from tms.hudi.serde import MetadataFormatError, parse_requested_replace_metadata
+from tms.hudi.timeline import WRITE_ACTIONS
 
 CLUSTER_OPERATION = "CLUSTER"
 
@@ -30,22 +31,23 @@ class TriggerDecision:
 
 def compaction_trigger(table, policy: TablePolicy, now: datetime) -> TriggerDecision:
     tl = table.timeline
-    done = tl.completed((COMMIT, REPLACE_COMMIT))
-    deltas = [i for i in tl.instants() if i.action == DELTA_COMMIT]
-    if done:
-        since = done[-1].timestamp
-        deltas = [i for i in deltas if i.timestamp > since]
-    elif deltas:
-        since = deltas[0].timestamp
+    done = tl.last_of((COMMIT, REPLACE_COMMIT), completed=True)
+    if done is not None:
+        since = done.timestamp
+        deltas = sum(1 for _ in tl.iter_instants((DELTA_COMMIT,), after=since))
     else:
-        return TriggerDecision(False, 0, None)
+        first = next(tl.iter_instants((DELTA_COMMIT,)), None)
+        if first is None:
+            return TriggerDecision(False, 0, None)
+        since = first.timestamp
+        deltas = sum(1 for _ in tl.iter_instants((DELTA_COMMIT,), since=since))
     elapsed = (now - instant_to_datetime(since)).total_seconds()
-    by_count = len(deltas) >= policy.max_delta_commits
+    by_count = deltas >= policy.max_delta_commits
     by_time = elapsed >= policy.max_delta_seconds
     due = {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.TIME_ELAPSED: by_time,
            TriggerStrategy.NUM_AND_TIME: by_count and by_time,
            TriggerStrategy.NUM_OR_TIME: by_count or by_time}[policy.trigger_strategy]
-    return TriggerDecision(due, len(deltas), since, elapsed)
+    return TriggerDecision(due, deltas, since, elapsed)
 
 
 def is_clustering(table, instant) -> bool:
@@ -63,8 +65,13 @@ def is_clustering(table, instant) -> bool:
         return False  # a v6 insert_overwrite may leave its requested file empty, or none
 
 
+def last_clustering(table) -> str | None:
+    """The latest clustering instant, pending or completed."""
+    candidates = table.timeline.iter_instants((CLUSTERING, REPLACE_COMMIT), reverse=True)
+    return next((i.timestamp for i in candidates if is_clustering(table, i)), None)
+
+
 def clustering_trigger(table, policy: TablePolicy) -> TriggerDecision:
-    tl = table.timeline
-    last = next((i.timestamp for i in reversed(tl.instants()) if is_clustering(table, i)), None)
-    commits = [i for i in tl.completed((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if last is None or i.timestamp > last]
-    return TriggerDecision(len(commits) >= policy.clustering_max_commits, len(commits), last)
+    last = last_clustering(table)
+    commits = len(table.timeline.completed(WRITE_ACTIONS, after=last))
+    return TriggerDecision(commits >= policy.clustering_max_commits, commits, last)
