@@ -86,6 +86,10 @@ class Settings(BaseSettings):
                              "attempts the next one")
     planner_cached_tables: int = Field(
         10_000, ge=1, description="Tables whose loaded timeline a planner process keeps between passes")
+    planner_watch_timelines: bool = Field(
+        True, description="Have the kernel (Linux inotify) feed the planner the changes of cached timelines on "
+                          "local filesystems, so a planning pass does not list the timeline folder; network "
+                          "filesystems and object stores are always listed")
 
     @field_validator("storage_roots", "planner_services", mode="before")
     @classmethod

@@ -62,6 +62,33 @@ def test_an_event_that_makes_nothing_due_does_not_read_the_timeline(db, tmp_path
     assert len(state["counted"]["compaction"]) == 1 + 10 and len(state["pending_writes"]) == 5
 
 
+def test_planning_passes_take_a_watched_timeline_s_changes_and_only_the_scan_lists_it(db, tmp_path, monkeypatch):
+    t = TrackedTable(db, tmp_path / "t", policies=EVERY_3)
+    p = planner(db)
+    t.write([rec(i, 10) for i in range(6)], "insert")
+    p.handle_events(t.id)  # first sight: loaded (listed once) and watched
+    with db.transaction() as session:
+        cached = p.cache.get(TableRepo(session).get(t.id))
+    assert cached.timeline.changes is not None
+    listings = []
+    real = cached.storage.names
+    monkeypatch.setattr(cached.storage, "names", lambda rel: listings.append(rel) or real(rel))
+
+    t.write([rec(i, 20) for i in range(3)])
+    t.write([rec(i, 30) for i in range(3)])
+    assert p.handle_events(t.id)  # the third delta commit: a planning pass
+    [task] = t.tasks()
+    assert task.action == "compaction" and pending_plans(t.table()) == [(task.instant, "compaction")]
+    t.write([rec(i, 40) for i in range(3)], leave_inflight=True, report=False)  # no event: the scan's business
+    assert listings == [], "the passes took the timeline's changes from the feed"
+
+    assert p.reconcile(t.id)
+    assert listings == [cached.config.timeline_dir], "the reconciliation scan lists the timeline"
+    with db.transaction() as session:
+        state = TableRepo(session).get(t.id).planner_state
+    assert len(state["pending_writes"]) == 1
+
+
 def test_a_table_locked_by_another_planner_is_skipped(db, tmp_path):
     t = TrackedTable(db, tmp_path / "t", policies=EVERY_3)
     for ts in (10, 20, 30):

@@ -5,18 +5,23 @@ from .errors import HudiError, TableNotFoundError
 from .properties import TableConfig, format_properties
 from .storage import Storage
 from .timeline import Timeline
+from .timeline_watch import TimelineWatcher
 
 PROPERTIES = ".hoodie/hoodie.properties"
 
 
 class HudiTable:
-    def __init__(self, storage: Storage, config: TableConfig):
+    def __init__(self, storage: Storage, config: TableConfig, watcher: TimelineWatcher | None = None):
+        """`watcher`: feed the timeline the changes of its folder rather than list it on every reload
+        (used where a table stays loaded: the planner's cache)."""
         self.storage = storage
         self.config = config
-        self.timeline = Timeline(storage, config)
+        changes = watcher.watch(storage.full(config.timeline_dir)) if watcher and storage.is_local else None
+        self.timeline = Timeline(storage, config, changes)
 
     @classmethod
-    def load(cls, base_path: str, storage_options: dict | None = None) -> "HudiTable":
+    def load(cls, base_path: str, storage_options: dict | None = None, *,
+             watcher: TimelineWatcher | None = None) -> "HudiTable":
         storage = Storage(base_path, storage_options)
         try:
             text = storage.read_bytes(PROPERTIES).decode("utf-8")
@@ -24,7 +29,7 @@ class HudiTable:
             raise TableNotFoundError(f"no Hudi table at {base_path}: {PROPERTIES} not found") from None
         except UnicodeDecodeError:
             raise HudiError(f"{base_path}/{PROPERTIES} is not text") from None
-        return cls(storage, TableConfig.from_text(text))
+        return cls(storage, TableConfig.from_text(text), watcher)
 
     @classmethod
     def create(cls, base_path: str, props: dict[str, str], storage_options: dict | None = None) -> "HudiTable":

@@ -1,8 +1,10 @@
 """The active timeline of a table: its instants, their contents, and safe state transitions.
 
 `reload()` is incremental: it lists the timeline folder's names and parses only names it has not
-seen. The instants are indexed by action and by pending state, and the queries the planner makes
-(`iter_instants` with bounds, `pending`, `last_of`) cost what they return, not the timeline's length."""
+seen. Given a change feed of the folder (timeline_watch, on local filesystems), it takes the folder's
+changes instead of listing it. The instants are indexed by action and by pending state, and the queries
+the planner makes (`iter_instants` with bounds, `pending`, `last_of`) cost what they return, not the
+timeline's length."""
 from __future__ import annotations
 
 import bisect
@@ -17,13 +19,15 @@ from .instant import (CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMM
                       instant_file_name, new_instant_time, parse_instant_file_name)
 from .properties import TableConfig
 from .storage import Storage
+from .timeline_watch import FolderChanges
 
 
 class Timeline:
-    def __init__(self, storage: Storage, config: TableConfig):
+    def __init__(self, storage: Storage, config: TableConfig, changes: FolderChanges | None = None):
         self.storage = storage
         self.config = config
         self.dir = config.timeline_dir
+        self.changes = changes  # the folder's change feed, if it is watched
         self._names: set[str] = set()
         # instant time -> {state: Instant}; each instant time has one action (the pending one may
         # be renamed at completion: compaction -> commit, clustering -> replacecommit).
@@ -39,16 +43,25 @@ class Timeline:
         self.reload()
 
     # --- loading ---------------------------------------------------------------------------------
-    def reload(self, *, force: bool = False) -> list[Instant]:
-        """Pick up instant files written since the last load (and forget removed ones).
-        Returns the newly seen instants. Inside `pinned()` only a forced reload lists the folder."""
+    def reload(self, *, force: bool = False, full: bool = False) -> list[Instant]:
+        """Pick up instant files written since the last load (and forget removed ones): from the change feed
+        if there is one that knows every change, else (or if `full`) by listing the folder. Returns the
+        newly seen instants. Inside `pinned()` only a forced reload looks at storage."""
         if self._pinned and not force:
             return []
-        listing = self.storage.names(self.dir)
         known = self._names
-        added = list(filterfalse(known.__contains__, listing))  # a C loop: the listing may be long
-        # A name can only be gone if the listing is shorter than the known names plus the new ones.
-        removed = known.difference(listing) if len(known) + len(added) != len(listing) else ()
+        feed = None if full or self.changes is None else self.changes.take()
+        if feed is None:
+            if self.changes is not None:
+                self.changes.restart()  # before listing: changes from now on are fed again
+            listing = self.storage.names(self.dir)
+            added = list(filterfalse(known.__contains__, listing))  # a C loop: the listing may be long
+            # A name can only be gone if the listing is shorter than the known names plus the new ones.
+            removed = known.difference(listing) if len(known) + len(added) != len(listing) else ()
+        else:
+            now_present = dict(feed)  # a name's last change says whether it is there now
+            added = [n for n, present in now_present.items() if present and n not in known]
+            removed = [n for n, present in now_present.items() if not present and n in known]
         if added or removed:
             self._latest = None
         for name in removed:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo
+from tms.hudi.timeline_watch import TimelineWatcher
 
 from . import decisions
 from .decisions import PlannerOptions, Work
@@ -36,10 +37,10 @@ def utc_now() -> datetime:
 
 class Planner:
     def __init__(self, database: Database, options: PlannerOptions, *, cached_tables: int = 10_000,
-                 clock: Callable[[], datetime] = utc_now):
+                 watch_timelines: bool = True, clock: Callable[[], datetime] = utc_now):
         self.database = database
         self.options = options
-        self.cache = TableCache(cached_tables)
+        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None)
         self.clock = clock
         self._stopping = threading.Event()
 
@@ -47,11 +48,17 @@ class Planner:
     def from_settings(cls, database: Database, settings: Settings, **kwargs) -> Planner:
         options = PlannerOptions(services=frozenset(settings.planner_services),
                                  clean_commits=settings.planner_clean_commits)
-        return cls(database, options, cached_tables=settings.planner_cached_tables, **kwargs)
+        return cls(database, options, cached_tables=settings.planner_cached_tables,
+                   watch_timelines=settings.planner_watch_timelines, **kwargs)
 
     def stop(self) -> None:
         """Make a running periodic trigger or scan stop after the table at hand."""
         self._stopping.set()
+
+    def close(self) -> None:
+        """Stop watching the cached timelines (after the last pass)."""
+        if self.cache.watcher is not None:
+            self.cache.watcher.close()
 
     # --- the event-driven path ----------------------------------------------------------------------
     def tables_with_events(self, limit: int = 1000) -> list[int]:
@@ -135,7 +142,7 @@ class Planner:
             return True
 
     def _reconcile(self, ctx: PassContext) -> None:
-        ctx.table.timeline.reload()
+        ctx.table.timeline.reload(full=True)  # listed, whatever the change feed says: the safety net
         AlertRepo(ctx.session).resolve(_unreadable(ctx.row.id))  # it was read now
         digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, self.options.services)
         digest.scanned_at = ctx.now.timestamp()

@@ -62,6 +62,7 @@ class PlannerService:
         finally:
             scheduler.shutdown(wait=True)
             pool.shutdown(wait=True)
+            self.planner.close()
             self._deregister()
 
     def stop(self) -> None:

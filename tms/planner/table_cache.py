@@ -1,5 +1,7 @@
 """The tables a planner process has loaded, kept between passes: a timeline loaded once is afterwards
 reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants.
+With a watcher, each cached timeline on a local filesystem is fed its folder's changes by the kernel, so
+a reload does not list the folder (timeline_watch).
 
 A table's object is only used under the table's planning lock, so threads never share one at a time;
 the cache itself is guarded for the threads that look up different tables at once."""
@@ -10,11 +12,13 @@ from collections import OrderedDict
 
 from tms.db import RegisteredTable
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline_watch import TimelineWatcher
 
 
 class TableCache:
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, watcher: TimelineWatcher | None = None):
         self.capacity = capacity
+        self.watcher = watcher
         self._tables: OrderedDict[int, HudiTable] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -25,14 +29,20 @@ class TableCache:
             if table is not None and table.base_path == row.base_path.rstrip("/"):
                 self._tables.move_to_end(row.id)
                 return table
-        table = HudiTable.load(row.base_path)  # outside the lock: loading reads the whole timeline
+        # Outside the lock: loading reads the whole timeline.
+        table = HudiTable.load(row.base_path, watcher=self.watcher)
         with self._lock:
+            self._drop(self._tables.pop(row.id, None))
             self._tables[row.id] = table
             while len(self._tables) > self.capacity:
-                self._tables.popitem(last=False)
+                self._drop(self._tables.popitem(last=False)[1])
         return table
 
     def forget(self, table_id: int) -> None:
         """Drop a table whose files could not be read: the next pass loads it afresh."""
         with self._lock:
-            self._tables.pop(table_id, None)
+            self._drop(self._tables.pop(table_id, None))
+
+    def _drop(self, table: HudiTable | None) -> None:
+        if table is not None and self.watcher is not None:
+            self.watcher.forget(table.timeline.changes)
