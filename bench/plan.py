@@ -2,10 +2,10 @@
 10,000 instants, and (2) the time `tms planner` processes take to absorb a burst of 10,000 events over
 1,000 registered tables.
 
-    python bench/plan.py [--events 200] [--tables 1000] [--events-per-table 10] [--planners 2]
+    python bench/plan.py [--events 200] [--tables 1000] [--events-per-table 10] [--planners 2] [--version 8]
 
 (1) The long timelines are written directly as instant files (delta commits with small commit metadata and
-a compaction every five, as a MERGE_ON_READ v8 writer leaves them; no data files). After the planner first
+a compaction every five, as a MERGE_ON_READ writer leaves them; no data files). After the planner first
 sees the table, each new delta commit's files are written and its callback event stored, and the
 planner's `handle_events` is timed. With Hudi's default trigger (5 delta commits) every fifth event finds a
 compaction (and a clean) due and runs a planning pass, which reloads the timeline and builds the
@@ -59,7 +59,7 @@ VERSION = 8
 
 # --- (1) latency per event ------------------------------------------------------------------------
 class TimelineWriter:
-    """Writes instant files straight into a v8 timeline, one millisecond-spaced instant after another."""
+    """Writes instant files straight into a timeline, one millisecond-spaced instant after another."""
 
     def __init__(self, table: HudiTable, start: datetime):
         self.dir = Path(table.storage.full(table.config.timeline_dir))
@@ -253,7 +253,10 @@ def main() -> None:
     ap.add_argument("--tables", type=int, default=1000)
     ap.add_argument("--events-per-table", type=int, default=10)
     ap.add_argument("--planners", type=int, default=2, help="planner processes absorbing the burst")
+    ap.add_argument("--version", type=int, choices=(6, 8), default=8, help="table version of every table")
     args = ap.parse_args()
+    global VERSION
+    VERSION = args.version
 
     with tempfile.TemporaryDirectory(prefix="tms-bench-plan-") as tmp, scratch_database() as url:
         root = Path(tmp)

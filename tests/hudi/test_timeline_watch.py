@@ -99,6 +99,34 @@ def test_a_kernel_queue_overflow_makes_the_next_reload_list(tmp_path, watcher):
     assert w.in_step() and w.listings == listed + 1, "after the listing the feed is complete again"
 
 
+def test_draining_between_passes_keeps_the_kernel_queue_from_overflowing(tmp_path, watcher, monkeypatch):
+    monkeypatch.setattr(timeline_watch, "MAX_UNTAKEN", 10**6)
+    monkeypatch.setattr(timeline_watch, "MAX_UNTAKEN_IN_ALL", 10**6)
+    w = Watched(tmp_path / "t", 8, watcher)
+    listed = w.listings
+    folder = Path(w.writer.storage.full(w.writer.config.timeline_dir))
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    for n in range(limit + 100):
+        (folder / f"junk-{n}").touch()
+        if n % 1000 == 0:
+            watcher.drain_now()  # as the planner's loop does
+    tl = w.writer.timeline
+    tl.complete(tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT)), b"{}")
+    assert w.in_step() and w.listings == listed
+
+
+def test_untaken_changes_are_bounded_in_all_folders(tmp_path, watcher, monkeypatch):
+    monkeypatch.setattr(timeline_watch, "MAX_UNTAKEN_IN_ALL", 8)
+    quiet, busy = Watched(tmp_path / "quiet", 8, watcher), Watched(tmp_path / "busy", 8, watcher)
+    listed = quiet.listings, busy.listings
+    quiet.writer.timeline.create_requested(DELTA_COMMIT)
+    tl = busy.writer.timeline
+    for _ in range(3):  # nine more files: the folder whose change passes the bound is listed next time
+        tl.complete(tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT)), b"{}")
+    assert quiet.in_step() and busy.in_step()
+    assert (quiet.listings, busy.listings) == (listed[0], listed[1] + 1)
+
+
 def test_too_many_untaken_changes_make_the_next_reload_list(tmp_path, watcher, monkeypatch):
     monkeypatch.setattr(timeline_watch, "MAX_UNTAKEN", 5)
     w = Watched(tmp_path / "t", 8, watcher)

@@ -33,7 +33,10 @@ if INotify is not None:
     _REMOVED = F.DELETE | F.MOVED_FROM
     _LOST = F.DELETE_SELF | F.MOVE_SELF | F.UNMOUNT | F.IGNORED  # the folder itself went away: no more events
     _MASK = F.CREATE | F.MOVED_TO | _REMOVED | F.DELETE_SELF | F.MOVE_SELF | F.ONLYDIR
-MAX_UNTAKEN = 20_000  # changes kept for a folder nobody takes; beyond, its next reload lists it
+# Changes kept untaken, per folder and in all: beyond, the folder's next reload lists it (no worse than
+# without a feed), so a process watching thousands of timelines that are seldom planned stays small.
+MAX_UNTAKEN = 1_000
+MAX_UNTAKEN_IN_ALL = 200_000
 
 
 @dataclass(eq=False)
@@ -57,7 +60,7 @@ class FolderChanges:
             watcher.drain()
             if not self.complete:
                 return None
-            out, self.changes = self.changes, []
+            out = watcher.clear(self)
             return out
 
     def restart(self) -> None:
@@ -69,7 +72,7 @@ class FolderChanges:
                 watcher.drain()
                 if self.wd is None:
                     watcher.rewatch(self)
-                self.changes = []
+                watcher.clear(self)
                 self.complete = self.wd is not None
 
 
@@ -80,6 +83,7 @@ class TimelineWatcher:
         self.lock = threading.Lock()
         self._inotify: INotify | None = None
         self._by_wd: dict[int, list[FolderChanges]] = {}
+        self._untaken = 0  # changes held in all folders
 
     def watch(self, path: str) -> FolderChanges | None:
         """Start watching a folder; None if it is not on a local filesystem or cannot be watched."""
@@ -112,7 +116,14 @@ class TimelineWatcher:
             changes.watcher_ref = _gone
             self._unlink(changes)
 
+    def clear(self, changes: FolderChanges) -> list[tuple[str, bool]]:
+        """Empty a folder's change list (under the lock); returns what it held."""
+        out, changes.changes = changes.changes, []
+        self._untaken -= len(out)
+        return out
+
     def _unlink(self, changes: FolderChanges) -> None:
+        self.clear(changes)
         wd, changes.wd, changes.complete = changes.wd, None, False
         consumers = self._by_wd.get(wd, [])
         if changes in consumers:
@@ -123,6 +134,13 @@ class TimelineWatcher:
                 self._inotify.rm_watch(wd)
             except OSError:
                 pass  # the kernel dropped it already (the folder is gone)
+
+    def drain_now(self) -> None:
+        """Empty the kernel's queue, which holds at most fs.inotify.max_queued_events events for all the
+        folders (beyond, it overflows and every folder is listed again): the planner calls this between
+        passes."""
+        with self.lock:
+            self.drain()
 
     def drain(self) -> None:
         """Move the kernel's queued events to the folders' change lists (under the lock)."""
@@ -136,15 +154,18 @@ class TimelineWatcher:
                 if event.mask & F.Q_OVERFLOW:  # events were lost: every folder must be listed again
                     for consumers in self._by_wd.values():
                         for changes in consumers:
-                            changes.complete, changes.changes = False, []
+                            self.clear(changes)
+                            changes.complete = False
                     continue
                 for changes in list(self._by_wd.get(event.wd, ())):
                     if event.mask & _LOST:
                         self._unlink(changes)
                     elif changes.complete:
                         changes.changes.append((event.name, not event.mask & _REMOVED))
-                        if len(changes.changes) > MAX_UNTAKEN:
-                            changes.complete, changes.changes = False, []
+                        self._untaken += 1
+                        if len(changes.changes) > MAX_UNTAKEN or self._untaken > MAX_UNTAKEN_IN_ALL:
+                            self.clear(changes)
+                            changes.complete = False
 
     def close(self) -> None:
         with self.lock:

@@ -55,6 +55,12 @@ class Planner:
         """Make a running periodic trigger or scan stop after the table at hand."""
         self._stopping.set()
 
+    def drain_timeline_changes(self) -> None:
+        """Take the kernel's queued changes of the watched timelines, so its queue does not overflow while
+        no pass takes them (called from the planner's loop)."""
+        if self.cache.watcher is not None:
+            self.cache.watcher.drain_now()
+
     def close(self) -> None:
         """Stop watching the cached timelines (after the last pass)."""
         if self.cache.watcher is not None:

@@ -56,6 +56,7 @@ class PlannerService:
         try:
             while not self._stopping.is_set():
                 self._beat()
+                self.planner.drain_timeline_changes()
                 if not self._dispatch(pool):
                     self._wake.wait(s.planner_poll_seconds)
                     self._wake.clear()
