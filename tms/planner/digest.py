@@ -14,12 +14,13 @@ from that attempt, so such a table is not planned again on every event."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import islice
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 from tms.db.policy import TablePolicy, TriggerStrategy
 from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
+from tms.hudi.timeline import WRITE_ACTIONS
 
 from .compensation import held_compactions
 from .planned import CLEAN as CLEAN_SERVICE
@@ -34,7 +35,6 @@ FORMAT = 2
 MAX_LISTED = 1000
 COMPLETED = "completed"
 COUNTED = (COMPACTION_SERVICE, CLUSTERING_SERVICE, CLEAN_SERVICE)  # the services with a counting trigger
-_WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
 
 def _capped(instants: list[str]) -> list[str]:
@@ -87,7 +87,7 @@ class TimelineDigest:
         out.clustered = last_clustering(table) if CLUSTERING_SERVICE in counted else None
         for service in counted:
             completed_only = service != COMPACTION_SERVICE  # compaction counts delta commits in any state
-            actions = (DELTA_COMMIT,) if service == COMPACTION_SERVICE else _WRITES
+            actions = (DELTA_COMMIT,) if service == COMPACTION_SERVICE else WRITE_ACTIONS
             out.counted[service] = _listed_after(tl, actions, out._base(service), completed_only)
         pending_writes = [i.timestamp for i in tl.pending((COMMIT, DELTA_COMMIT))]
         condemned = rollback_targets(table, after=pending_writes[0]) if pending_writes else set()
@@ -99,7 +99,7 @@ class TimelineDigest:
     # --- following events ---------------------------------------------------------------------------
     def observe(self, instant: str, action: str, state: str, now: datetime) -> None:
         """Take one event (an instant of `action` reached `state`) into account."""
-        if action in _WRITES:
+        if action in WRITE_ACTIONS:
             if state == COMPLETED:
                 self.pending_writes.pop(instant, None)
                 self._count(CLUSTERING_SERVICE, instant)
