@@ -174,7 +174,7 @@ _OPS = st.lists(st.sampled_from(["write", "fail", "compact", "finish", "clean", 
                 min_size=1, max_size=25)
 
 
-@settings(max_examples=40 if os.environ.get("CI") else 15, deadline=None)
+@settings(max_examples=int(os.environ.get("TMS_PROPERTY_EXAMPLES", "30")), deadline=None)
 @given(ops=_OPS, version=st.sampled_from([6, 8]))
 def test_indexed_queries_match_plain_filters_and_the_feed_matches_a_listing(ops, version):
     with tempfile.TemporaryDirectory() as tmp:
