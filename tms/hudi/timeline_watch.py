@@ -58,10 +58,7 @@ class FolderChanges:
             return None
         with watcher.lock:
             watcher.drain()
-            if not self.complete:
-                return None
-            out = watcher.clear(self)
-            return out
+            return watcher.clear(self) if self.complete else None
 
     def restart(self) -> None:
         """About to list the folder: from now on the changes are complete again (events queued before
