@@ -17,6 +17,7 @@ from itertools import filterfalse
 from .errors import HudiError, InstantConflictError
 from .instant import (CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State,
                       instant_file_name, new_instant_time, parse_instant_file_name)
+from .instant_time import TimeGenerator
 from .properties import TableConfig
 from .storage import Storage
 from .timeline_watch import FolderChanges
@@ -40,6 +41,7 @@ class Timeline:
         self._max_time = ""                   # latest instant or completion time ever seen
         self._latest: list[Instant] | None = None  # instants() cache, dropped on any change
         self._pinned = 0                      # > 0 inside pinned(): reads reuse one listing
+        self.time_generator = TimeGenerator()  # instant and completion times (see instant_time)
         self.reload()
 
     # --- loading ---------------------------------------------------------------------------------
@@ -330,10 +332,9 @@ class Timeline:
         self.reload(force=True)
 
     def new_instant_time(self) -> str:
-        """A fresh instant time later than every instant on the timeline (and than its completions)."""
-        ts = new_instant_time()
-        if ts <= self._max_time:
-            ts = str(int(self._max_time) + 1)
+        """A fresh instant time later than every instant on the timeline (and than its completions), from
+        `time_generator` (a transaction installs the table's skew-waiting generator while it holds the lock)."""
+        ts = self.time_generator.next_time(self._max_time)
         self._max_time = ts
         return ts
 

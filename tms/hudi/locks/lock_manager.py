@@ -1,0 +1,49 @@
+"""Hudi's LockManager: the table's lock provider, opened from the table's concurrency options, and taken with
+Hudi's retries: up to `client.num_retries` more attempts of `wait_time_ms` each, `client.wait_time_ms_between_retry`
+apart. A lock that cannot be taken is an error naming the lock and its holder."""
+from __future__ import annotations
+
+import logging
+import time
+
+from .config import FILESYSTEM, STORAGE, ZOOKEEPER, ConcurrencyConfig
+from .filesystem import FileSystemLockProvider
+from .provider import LockError, LockProvider
+from .storage_based import StorageLockProvider
+from .zookeeper import ZookeeperLockProvider
+
+log = logging.getLogger(__name__)
+
+
+def open_lock_provider(config: ConcurrencyConfig) -> LockProvider:
+    """The provider the table's writers use (config.provider must be set)."""
+    if config.provider == ZOOKEEPER:
+        return ZookeeperLockProvider(config.zookeeper, config.retries)
+    if config.provider == FILESYSTEM:
+        return FileSystemLockProvider(config.filesystem)
+    if config.provider == STORAGE:
+        return StorageLockProvider(config.storage)
+    raise LockError(f"no lock provider configured ({config.provider!r})")
+
+
+class LockManager:
+    def __init__(self, config: ConcurrencyConfig, provider: LockProvider | None = None):
+        self.config = config
+        self.provider = provider or open_lock_provider(config)
+
+    def lock(self) -> None:
+        r = self.config.retries
+        for attempt in range(r.client_num_retries + 1):
+            if self.provider.try_lock(r.wait_time_ms / 1000):
+                return
+            if attempt < r.client_num_retries:
+                log.info("waiting for the table lock (%s), attempt %d", self.provider.describe(), attempt + 1)
+                time.sleep(r.client_wait_time_ms_between_retry / 1000)
+        raise LockError(f"unable to acquire the table lock after {r.client_num_retries + 1} attempt(s): "
+                        f"{self.provider.describe()}")
+
+    def unlock(self) -> None:
+        self.provider.unlock()
+
+    def close(self) -> None:
+        self.provider.close()
