@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from tms.hudi.conflicts import WriteConflictError, find_conflicts
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
@@ -90,8 +91,8 @@ class ClusteringExecutor(ActionExecutor):
     action_name = "clustering"
     task_function = staticmethod(cluster_group)
 
-    def __init__(self, table: HudiTable, instant):
-        super().__init__(table, instant)
+    def __init__(self, table: HudiTable, instant, transactions=None):
+        super().__init__(table, instant, transactions)
         plan = parse_requested_replace_metadata(self.timeline.read_plan(self.timestamp)).clustering_plan
         if plan is None:
             raise HudiError(f"replacecommit {self.timestamp} holds no clustering plan")
@@ -148,8 +149,16 @@ class ClusteringExecutor(ActionExecutor):
                 replaced[s.partition_path or ""].append(s.file_id)
         meta = CommitMetadata(partition_to_write_stats=dict(written), extra_metadata={"schema": json.dumps(self.data_schema)},
                               operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))
-        fence()
-        done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
+        with self.transactions.transaction():
+            # The writer wins: a write that completed after the plan into a file group it rewrites (Hudi's
+            # SparkAllowUpdateStrategy) refuses the commit; dispatch rolls the attempt back.
+            conflicts = find_conflicts(self.timeline, self.timestamp, {
+                (s.partition_path or "", s.file_id) for g in self.plan.input_groups for s in g.slices})
+            if conflicts:
+                raise WriteConflictError(self.action_name, self.timestamp, conflicts,
+                                         "the writer wins: this clustering is rolled back and its plan dropped")
+            fence()
+            done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),
                                sum(s.file_size_in_bytes for s in stats))

@@ -109,8 +109,8 @@ class CompactionExecutor(ActionExecutor):
     action_name = "compaction"
     task_function = staticmethod(compact_file_group)
 
-    def __init__(self, table: HudiTable, instant):
-        super().__init__(table, instant)
+    def __init__(self, table: HudiTable, instant, transactions=None):
+        super().__init__(table, instant, transactions)
         self.plan: CompactionPlan = parse_compaction_plan(self.timeline.read_plan(self.timestamp))
 
     def validate(self) -> None:
@@ -149,8 +149,9 @@ class CompactionExecutor(ActionExecutor):
             by_partition[s.partition_path].append(s)
         meta = CommitMetadata(partition_to_write_stats=dict(by_partition), compacted=True,
                               extra_metadata={"schema": json.dumps(self.data_schema)}, operation_type="COMPACT")
-        fence()
-        done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
+        with self.transactions.transaction():  # compaction never conflicts: later writes go to the next slice
+            fence()
+            done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),
                                sum(s.file_size_in_bytes for s in stats))

@@ -27,13 +27,7 @@ def _fail(message: str) -> None:
     raise typer.Exit(1)
 
 
-def _policy(options: list[str]) -> TablePolicy:
-    changes = {}
-    for option in options:
-        key, sep, value = option.partition("=")
-        if not sep or not key.strip():
-            _fail(f"--option {option!r} is not hoodie.key=value")
-        changes[key.strip()] = value.strip()
+def _policy(changes: dict[str, str]) -> TablePolicy:
     try:
         return TablePolicy().merged(changes)
     except ValidationError as e:
@@ -52,18 +46,28 @@ def register(app: typer.Typer) -> None:
     def schedule_command(
             path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
             action: str = typer.Option(..., "--action", help="compaction | clustering | clean | rollback"),
-            option: Optional[list[str]] = typer.Option(None, "--option",
-                                                       help="A policy option, hoodie.key=value (repeatable).")):
+            option: Optional[list[str]] = typer.Option(
+                None, "--option", help="A policy option, hoodie.key=value (repeatable); the table's lock options "
+                                       "(hoodie.write.lock.*, hoodie.write.concurrency.mode) plan under its lock.")):
         """Plan one table service now: sync held compaction plans, then write the new plan's requested
         instant and print it (or say there is nothing to do)."""
+        from tms.hudi.locks import TransactionManager, parse_concurrency_options
         from tms.hudi.table import HudiTable
+        from tms.hudi.write_options import parse_option_pairs, split_concurrency_options
 
         from .schedule import schedule
         if action not in ACTIONS:
             _fail(f"--action must be one of {', '.join(ACTIONS)}, not {action!r}")
-        policy = _policy(option or [])
         try:
-            result = schedule(HudiTable.load(path), action, policy, datetime.now(timezone.utc))
+            concurrency_options, policy_options = split_concurrency_options(parse_option_pairs(option or []))
+        except HudiError as e:
+            _fail(str(e))
+        policy = _policy(policy_options)
+        try:
+            table = HudiTable.load(path)
+            concurrency = parse_concurrency_options(concurrency_options, base_path=path, table_name=table.name)
+            with TransactionManager(table, concurrency) as transactions:
+                result = schedule(table, action, policy, datetime.now(timezone.utc), transactions)
         except (HudiError, PlannerError, MetadataFormatError) as e:
             _fail(str(e))
         for tc, blockers in result.synced.items():

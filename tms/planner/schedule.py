@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tms.db.policy import TablePolicy
+from tms.hudi.locks.transaction import TransactionManager
 
 from .clean import plan_clean
 from .clustering import plan_clustering
@@ -23,9 +24,17 @@ class ScheduleResult:
     planned: list[Planned] = field(default_factory=list)
 
 
-def schedule(table, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
+def schedule(table, action: str, policy: TablePolicy, now: datetime,
+             transactions: TransactionManager | None = None) -> ScheduleResult:
+    """Plan under `transactions` (the table's lock, as Hudi schedules table services): plan instant times are
+    generated, and plans written, while the lock is held."""
     if action not in ACTIONS:
         raise PlannerError(f"unknown action {action!r} (one of {', '.join(ACTIONS)})")
+    with (transactions or TransactionManager.single_writer(table)).transaction():
+        return _schedule(table, action, policy, now)
+
+
+def _schedule(table, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
     result = ScheduleResult(synced=sync_held_plans(table))
     if action == ROLLBACK:
         result.planned = plan_failed_write_rollbacks(table, policy, now)
