@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from kazoo.exceptions import LockTimeout
 
+from concurrency_support import zk_options
 from tms.hudi.locks.config import FILESYSTEM, STORAGE, ZOOKEEPER, LockConfigError, parse_concurrency_options
 from tms.hudi.locks.lock_manager import LockManager, open_lock_provider
 from tms.hudi.locks.provider import LockError
@@ -24,13 +25,6 @@ from tms.hudi.locks.storage_based import StorageLockData
 CONTENDER = Path(__file__).with_name("lock_contender.py")
 CURATOR_NODE = re.compile(r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$")
 FAST = {"hoodie.write.lock.client.wait_time_ms_between_retry": "20", "hoodie.write.lock.wait_time_ms": "2000"}
-
-
-def zk_options(zookeeper, key: str, **extra) -> dict[str, str]:
-    host, port = zookeeper.connect_string.split(":")
-    return {"hoodie.write.lock.provider": ZOOKEEPER, "hoodie.write.lock.zookeeper.url": host,
-            "hoodie.write.lock.zookeeper.port": port, "hoodie.write.lock.zookeeper.base_path": "/hudi/locks",
-            "hoodie.write.lock.zookeeper.lock_key": key, **extra}
 
 
 def provider_options(kind: str, zookeeper, tmp_path: Path) -> dict[str, str]:

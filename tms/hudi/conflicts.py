@@ -10,7 +10,7 @@ writers' log files never conflict and are merged by completion time. A compactio
 after its plan go to the next file slice."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import HudiError
@@ -73,13 +73,13 @@ def clustering_file_groups(timeline: Timeline, timestamp: str) -> set[FileGroupI
 def find_conflicts(timeline: Timeline, started: str, file_groups: Iterable[FileGroupId], *,
                    pending_at_start: Iterable[str] = (),
                    counts: Callable[[Instant, CommitMetadata], bool] = lambda i, m: True) -> list[Conflict]:
-    """Completed writes (commit, deltacommit, replacecommit) that started after `started`, or were pending at
-    that time (`pending_at_start`) and have completed since, whose file groups overlap `file_groups`;
+    """Completed writes (commit, deltacommit, replacecommit) that started or completed after `started`, or were
+    pending at that time (`pending_at_start`) and have completed since, whose file groups overlap `file_groups`;
     `counts` says which of them matter to the caller. Compaction commits never count."""
     mine = set(file_groups)
     if not mine:
         return []
-    candidates = {i.timestamp: i for i in timeline.iter_instants(_WRITES, after=started) if i.is_completed}
+    candidates = {i.timestamp: i for i in completed_after(timeline, started)}
     for ts in pending_at_start:
         inst = timeline.get(ts)
         if inst is not None and inst.is_completed and inst.action in _WRITES:
@@ -94,6 +94,20 @@ def find_conflicts(timeline: Timeline, started: str, file_groups: Iterable[FileG
         if overlap:
             conflicts.append(Conflict(inst, frozenset(overlap)))
     return conflicts
+
+
+def completed_after(timeline: Timeline, started: str) -> Iterator[Instant]:
+    """Completed writes that started after `started`, or completed after it (v8+: the completion time in the
+    file name; v6: the completed file's modification time)."""
+    for inst in timeline.iter_instants(_WRITES):
+        if not inst.is_completed:
+            continue
+        if inst.timestamp > started:
+            yield inst
+            continue
+        done = inst.completion_time or timeline.completion_time(inst)
+        if done is not None and done > started:
+            yield inst
 
 
 def clusterings_planned_over(timeline: Timeline, started: str, file_groups: Iterable[FileGroupId]) -> list[Conflict]:
