@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import HudiError
-from .instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant
-from .serde import CommitMetadata, parse_requested_replace_metadata
+from .instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, State
+from .serde import CommitMetadata, parse_requested_replace_metadata, parse_rollback_plan
 from .timeline import Timeline
 
 FileGroupId = tuple[str, str]   # (partition path, file id)
@@ -108,6 +108,19 @@ def completed_after(timeline: Timeline, started: str) -> Iterator[Instant]:
         done = inst.completion_time or timeline.completion_time(inst)
         if done is not None and done > started:
             yield inst
+
+
+def rollbacks_of(timeline: Timeline, timestamp: str) -> list[Instant]:
+    """Pending rollbacks whose plan names the instant at `timestamp`: a write presumed failed (its heartbeat
+    expired) must not complete once its rollback is planned, or the rollback would delete committed files."""
+    out = []
+    for inst in timeline.pending([ROLLBACK]):
+        if State.REQUESTED not in timeline.states_of(inst.timestamp):
+            continue
+        target = parse_rollback_plan(timeline.read_plan(inst.timestamp)).instant_to_rollback
+        if target is not None and target.commit_time == timestamp:
+            out.append(inst)
+    return out
 
 
 def clusterings_planned_over(timeline: Timeline, started: str, file_groups: Iterable[FileGroupId]) -> list[Conflict]:

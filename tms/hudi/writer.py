@@ -18,8 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .conflicts import WriteConflictError, clusterings_planned_over, find_conflicts, touched_file_groups
-from .errors import HudiError
+from .conflicts import (WriteConflictError, clusterings_planned_over, find_conflicts, rollbacks_of,
+                        touched_file_groups)
+from .errors import HudiError, InstantConflictError
 from .file_names import BaseFileName, LogFileName, new_file_id, write_token
 from .fs_view import FileSlice
 from .instant import COMMIT, DELTA_COMMIT, Instant, State
@@ -223,10 +224,15 @@ class HudiWriter:
             self._post_callback(inflight.timestamp, inflight.action, meta)
 
     def _check_conflicts(self, tl, inflight: Instant, meta: CommitMetadata, pending_at_start) -> None:
-        """Under multi-writer concurrency control (OCC, NBCC): fail this write if an operation that completed
-        after it started touched its file groups (under NBCC, other writers' delta commits never conflict),
-        or, rejecting updates to clustered file groups, if a clustering was planned over them meanwhile.
-        The failed write stays inflight (its heartbeat stops) until it is rolled back, as in Hudi."""
+        """A write whose rollback is planned never completes. Under multi-writer concurrency control (OCC, NBCC),
+        this write fails if an operation that completed after it started touched its file groups (under NBCC,
+        other writers' delta commits never conflict), or, rejecting updates to clustered file groups, if a
+        clustering was planned over them meanwhile. A failed write stays inflight (its heartbeat stops) until
+        it is rolled back, as in Hudi."""
+        rollbacks = rollbacks_of(tl, inflight.timestamp)
+        if rollbacks:
+            raise InstantConflictError(f"{inflight.action} {inflight.timestamp} is being rolled back (rollback "
+                                       f"{rollbacks[0].timestamp}: its heartbeat expired); it cannot complete")
         concurrency = self.transactions.config
         if not concurrency.multi_writer:
             return
