@@ -15,6 +15,7 @@ import sys
 
 from tms.execute.dispatch import EXECUTORS, execute_instant
 from tms.execute.fencing import http_fence, no_fence
+from tms.execute.runner import Runner
 from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.errors import HudiError
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
@@ -34,6 +35,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def run_plan(args: argparse.Namespace, runner: Runner) -> int:
+    """Run the plan the arguments name on `runner`, under the table's lock; print the outcome; the exit status."""
+    try:
+        table = HudiTable.load(args.table)
+        concurrency = parse_concurrency_options(parse_option_pairs(args.option), base_path=args.table,
+                                                table_name=table.name)
+        with TransactionManager(table, concurrency) as transactions:
+            result = execute_instant(table, args.instant, runner,
+                                     http_fence(args.fence_url) if args.fence_url else no_fence, args.action,
+                                     transactions)
+    except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
+        print(f"error: {e}", file=sys.stderr)
+        return CONFLICT_EXIT_STATUS
+    except HudiError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(result.summary())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from pyspark.sql import SparkSession
@@ -43,23 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     spark = SparkSession.builder.appName(f"tms {args.action or 'plan'} {args.instant} {args.table}").getOrCreate()
     print(f"spark application id: {spark.sparkContext.applicationId}", flush=True)  # the worker records it
     try:
-        table = HudiTable.load(args.table)
-        concurrency = parse_concurrency_options(parse_option_pairs(args.option), base_path=args.table,
-                                                table_name=table.name)
-        with TransactionManager(table, concurrency) as transactions:
-            result = execute_instant(table, args.instant, SparkRunner(spark.sparkContext),
-                                     http_fence(args.fence_url) if args.fence_url else no_fence, args.action,
-                                     transactions)
-    except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
-        print(f"error: {e}", file=sys.stderr)
-        return CONFLICT_EXIT_STATUS
-    except HudiError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return run_plan(args, SparkRunner(spark.sparkContext))
     finally:
         spark.stop()
-    print(result.summary())
-    return 0
 
 
 if __name__ == "__main__":
