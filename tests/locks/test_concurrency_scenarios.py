@@ -179,3 +179,11 @@ def test_nbcc_writers_append_to_one_file_group_and_a_compaction_merges_them(tmp_
     plan = parse_compaction_plan(_timeline(path).read_plan(planned))
     logs = [p for op in plan.operations for p in op.delta_file_paths]
     assert any(f"_{second.instant}.log." in p for p in logs) and not any(f"_{late.instant}.log." in p for p in logs)
+
+
+@pytest.mark.parametrize("table_type, version", [("COPY_ON_WRITE", 8), ("MERGE_ON_READ", 6)])
+def test_nbcc_is_refused_where_hudi_does_not_allow_it(tmp_path, table_type, version):
+    path = tmp_path / "t"
+    create_table(path, table_type, version)
+    with pytest.raises(HudiError, match="NON_BLOCKING_CONCURRENCY_CONTROL needs a MERGE_ON_READ table of version 8"):
+        Party(path, fs_lock_options(tmp_path, NBCC))

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from .conflicts import (WriteConflictError, clusterings_planned_over, find_conflicts, rollbacks_of,
                         touched_file_groups)
-from .errors import HudiError, InstantConflictError
+from .errors import HudiError, InstantConflictError, UnsupportedTableError
 from .file_names import BaseFileName, LogFileName, new_file_id, write_token
 from .fs_view import FileSlice
 from .instant import COMMIT, DELTA_COMMIT, Instant, State
@@ -68,6 +68,10 @@ class HudiWriter:
         self.new_log_file_per_commit = new_log_file_per_commit
         self.transactions = transactions or TransactionManager.single_writer(table)
         self.allow_updates_to_clustering = allow_updates_to_clustering
+        if self.transactions.config.non_blocking and not (self.config.is_mor and self.config.version >= 8):
+            raise UnsupportedTableError(f"NON_BLOCKING_CONCURRENCY_CONTROL needs a MERGE_ON_READ table of version 8 "
+                                        f"or later; {self.config.name} is {self.config.table_type.value} "
+                                        f"v{self.config.version}")
 
     # --- table creation --------------------------------------------------------------------------
     @classmethod
