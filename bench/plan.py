@@ -49,8 +49,8 @@ from tms.hudi.instant import (COMMIT, COMPACTION, DELTA_COMMIT, Instant, State, 
 from tms.hudi.serde import CommitMetadata, serialize_commit_metadata  # noqa: E402
 from tms.hudi.table import HudiTable  # noqa: E402
 from tms.hudi.writer import HudiWriter  # noqa: E402
-from tms.planner.decisions import PlannerOptions  # noqa: E402
-from tms.planner.runner import Planner  # noqa: E402
+from tms.planning.decisions import PlannerOptions  # noqa: E402
+from planner.runner import Planner  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
 OPTIONS = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=5)

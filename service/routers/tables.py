@@ -11,7 +11,7 @@ from tms.hudi.table import HudiTable
 
 from ..auth import Admin, Viewer
 from ..errors import validation_error
-from ..paths import is_under_roots
+from tms.table_path import is_under_roots
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.tables import TableChanges, TableDetail, TableOut, TablePage, TableRegistration
 from ..table_view import live_view, registration_facts

@@ -9,7 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from tms.hudi.instant import ACTIONS
 
-from ..paths import normalize_base_path
+from tms.table_path import normalize_base_path
 
 MAX_ID = 2**63 - 1  # bigint
 

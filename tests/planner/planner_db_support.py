@@ -7,10 +7,10 @@ from pathlib import Path
 
 from service.table_view import registration_facts
 from tms.db import Database, Event, EventRepo, NewEvent, TableRepo, Task, TaskRepo
-from tms.planner.decisions import PlannerOptions
-from tms.planner.runner import Planner
+from tms.planning.decisions import PlannerOptions
+from planner.runner import Planner
 
-from planner_support import ModelledTable
+from planning_support import ModelledTable
 
 ALL_SERVICES = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=1000)
 

@@ -3,9 +3,9 @@ the plan and recording its task, or scheduled by a writer — becomes one task; 
 import pytest
 
 from tms.db import TaskRepo, TaskState
-from tms.planner import plan_compaction
+from tms.planning import plan_compaction
 
-from planner_support import now, policy, rec
+from planning_support import now, policy, rec
 from planner_db_support import TrackedTable, pending_plans, planner
 
 EVERY_3 = {"hoodie.compact.inline.max.delta.commits": 3}

@@ -7,9 +7,9 @@ from tms.hudi.instant import State
 from tms.hudi.serde import parse_compaction_plan
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.planner.compensation import BLOCKERS_KEY
+from tms.planning.compensation import BLOCKERS_KEY
 
-from planner_support import rec, run_compaction
+from planning_support import rec, run_compaction
 from planner_db_support import Clock, TrackedTable, planner
 
 EVERY_COMMIT = {"hoodie.compact.inline.max.delta.commits": 1,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tms.db import EventRepo, InstanceRepo
 
-from planner_support import rec
+from planning_support import rec
 from planner_db_support import TrackedTable, pending_plans
 
 REPO = Path(__file__).resolve().parents[2]

@@ -4,7 +4,7 @@ due does not read the timeline."""
 from tms.db import AlertRepo, EventRepo, TableRepo, TaskState
 from tms.hudi.serde import parse_compaction_plan
 
-from planner_support import rec
+from planning_support import rec
 from planner_db_support import TrackedTable, pending_plans, planner
 
 EVERY_3 = {"hoodie.compact.inline.max.delta.commits": 3}

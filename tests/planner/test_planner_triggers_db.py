@@ -6,9 +6,9 @@ import time
 
 from tms.config import Settings
 from tms.db import InstanceRepo, TableRepo, TaskState
-from tms.planner.service import PlannerService
+from planner.process import PlannerService
 
-from planner_support import rec
+from planning_support import rec
 from planner_db_support import Clock, TrackedTable, pending_plans, planner
 
 HOURLY = {"hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED", "hoodie.compact.inline.max.delta.seconds": 3600}

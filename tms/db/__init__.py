@@ -21,7 +21,7 @@ from .models import (
                      TaskAttempt,
                      Webhook,
 )
-from .policy import CleanerPolicy, CompactionStrategy, TablePolicy, TriggerStrategy
+from tms.planning.policy import CleanerPolicy, CompactionStrategy, TablePolicy, TriggerStrategy
 from .repos.alerts import AlertRepo
 from .repos.events import EventRepo, NewEvent
 from .repos.instances import InstanceRepo, LeaseRepo

@@ -19,12 +19,12 @@ from tms.hudi.serde import (ClusteringPlan, CommitMetadata, WriteStat, parse_req
                             serialize_commit_metadata)
 from tms.hudi.table import HudiTable
 
+from tms.table_path import table_relative
 from .action import ActionExecutor, ExecutionResult
 from .base_files import (base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name,
                          write_base_file)
 from .fencing import Fence
 from .markers import CREATE, create_marker, delete_markers, delete_unreferenced
-from .paths import table_relative
 from .table_ref import TableRef, ValidInstants
 
 SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
@@ -129,8 +129,8 @@ class ClusteringExecutor(ActionExecutor):
             partition = group.slices[0].partition_path or ""
             slices = tuple(InputSlice(
                 s.file_id,
-                table_relative(self.storage, s.data_file_path, partition) if s.data_file_path else None,
-                tuple(table_relative(self.storage, p, partition) for p in s.delta_file_paths)) for s in group.slices)
+                table_relative(self.storage.base_uri, s.data_file_path, partition) if s.data_file_path else None,
+                tuple(table_relative(self.storage.base_uri, p, partition) for p in s.delta_file_paths)) for s in group.slices)
             tasks.append(ClusteringTask(self.ref, self.timestamp, partition, slices, self.sort_columns,
                                         max(1, group.num_output_file_groups or 1), self.target_file_bytes,
                                         schema, valid))

@@ -15,7 +15,6 @@ from .action import ExecutionResult
 from .dispatch import execute_instant
 from .fencing import Fence, no_fence
 from .markers import marked_files
-from .paths import absolute
 from .rollback import keeps_plan
 from .runner import LocalRunner, Runner
 
@@ -64,7 +63,7 @@ def _requests(table: HudiTable, timestamp: str) -> list[RollbackRequest]:
         partition, _, file_name = rel.rpartition("/")
         name = BaseFileName.parse(file_name)
         requests.append(RollbackRequest(partition_path=partition, file_id=name.file_id if name else "",
-                                        latest_base_instant="", files_to_be_deleted=[absolute(storage, rel)]))
+                                        latest_base_instant="", files_to_be_deleted=[storage.uri(rel)]))
     return requests
 
 

@@ -21,10 +21,10 @@ from tms.hudi.serde import (RollbackMetadata, RollbackPartitionMetadata, Rollbac
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 
+from tms.table_path import table_relative
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence
 from .markers import delete_markers
-from .paths import absolute, table_relative
 from .table_ref import TableRef
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
@@ -53,11 +53,11 @@ def roll_back_file_group(task: RollbackTask, token: str) -> RollbackResult:
     storage = task.table.storage()
     deleted, failed = [], []
     for path in task.files:
-        (deleted if storage.delete(table_relative(storage, path, task.partition)) else failed).append(path)
+        (deleted if storage.delete(table_relative(storage.base_uri, path, task.partition)) else failed).append(path)
     command_files = []
     for path, _ in task.log_files:
-        rel = _write_command_block(storage, table_relative(storage, path, task.partition), task, token)
-        command_files.append((absolute(storage, rel), storage.info(rel).size))
+        rel = _write_command_block(storage, table_relative(storage.base_uri, path, task.partition), task, token)
+        command_files.append((storage.uri(rel), storage.info(rel).size))
     return RollbackResult(task.partition, tuple(deleted), tuple(failed), tuple(command_files), task.log_files)
 
 

@@ -86,7 +86,7 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
 
 
 def _arrow_fs(storage: Storage):
-    return None if storage.is_local else storage.fs
+    return storage.arrow_filesystem()
 
 
 def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
