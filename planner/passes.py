@@ -11,12 +11,10 @@ from functools import partial
 
 from sqlalchemy.orm import Session
 
-from tms.table_service import TableService
 from tms.db import AlertRepo, RegisteredTable, TablePolicy
 from tms.hudi.errors import HudiError
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
-
 from tms.planning.clean import plan_clean
 from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction
@@ -24,9 +22,11 @@ from tms.planning.decisions import Work
 from tms.planning.digest import TimelineDigest
 from tms.planning.errors import PlanningError
 from tms.planning.planned import Planned
-from .records import TaskRecorder
 from tms.planning.rollback import plan_failed_write_rollbacks
 from tms.planning.triggers import clustering_trigger, compaction_trigger
+from tms.table_service import TableService
+
+from .records import TaskRecorder
 
 # What a table's data or plans can make fail; anything else (the database) aborts the pass.
 PLANNING_ERRORS = (HudiError, PlanningError, MetadataFormatError, OSError)

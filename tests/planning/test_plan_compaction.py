@@ -3,15 +3,14 @@ strategies and per-operation metrics, and plans that read back as Hudi writes th
 from datetime import timedelta
 
 import pytest
+from planning_support import ModelledTable, now, policy, rec, run_compaction
 
-from tms.planning.policy import CompactionStrategy, TriggerStrategy
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.instant import instant_to_datetime
 from tms.hudi.serde import CompactionOperation, parse_compaction_plan
 from tms.planning import PlanningError, compaction_trigger, plan_compaction, plan_stats
 from tms.planning.compaction_strategy import capture_metrics, order_and_filter
-
-from planning_support import ModelledTable, now, policy, rec, run_compaction
+from tms.planning.policy import CompactionStrategy, TriggerStrategy
 
 MB = 1024 * 1024
 

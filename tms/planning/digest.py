@@ -18,12 +18,12 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from .policy import TablePolicy, TriggerStrategy
-from tms.table_service import TableService
 from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
 from tms.hudi.timeline import WRITE_ACTIONS
+from tms.table_service import TableService
 
 from .compensation import held_compactions
+from .policy import TablePolicy, TriggerStrategy
 from .rollback_targets import rollback_targets
 from .triggers import last_clustering
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .policy import TablePolicy, TriggerStrategy
 from tms.hudi.errors import HudiError
 from tms.hudi.instant import CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
 from tms.hudi.serde import MetadataFormatError, parse_requested_replace_metadata
 from tms.hudi.timeline import WRITE_ACTIONS
+
+from .policy import TablePolicy, TriggerStrategy
 
 CLUSTER_OPERATION = "CLUSTER"
 
