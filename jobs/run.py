@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tms.errors import TMSError
 from tms.execute.dispatch import EXECUTORS, execute_instant
 from tms.execute.fencing import http_fence, no_fence
 from tms.execute.runner import Runner
 from tms.hudi.conflicts import WriteConflictError
-from tms.hudi.errors import HudiError
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs
@@ -48,7 +48,7 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
     except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
         print(f"error: {e}", file=sys.stderr)
         return CONFLICT_EXIT_STATUS
-    except HudiError as e:
+    except TMSError as e:  # one line, as every TMS command ends
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(result.summary())

@@ -9,7 +9,6 @@ from tms.hudi.serde import RollbackRequest, parse_compaction_plan, parse_request
 from tms.hudi.table import HudiTable
 
 from .markers import marked_files
-from .paths import absolute
 
 
 def attempt_rollback_requests(table: HudiTable, timestamp: str) -> list[RollbackRequest]:
@@ -26,7 +25,7 @@ def attempt_rollback_requests(table: HudiTable, timestamp: str) -> list[Rollback
         partition, _, file_name = rel.rpartition("/")
         name = BaseFileName.parse(file_name)
         requests.append(RollbackRequest(partition_path=partition, file_id=name.file_id if name else "",
-                                        latest_base_instant="", files_to_be_deleted=[absolute(storage, rel)]))
+                                        latest_base_instant="", files_to_be_deleted=[storage.uri(rel)]))
     return requests
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from tms.hudi.errors import HudiError
 from tms.hudi.instant import ROLLBACK, State
-from tms.hudi.serde import InstantInfo, RollbackPlan, parse_rollback_plan, serialize_rollback_plan
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.serde import InstantInfo, RollbackPlan, parse_rollback_plan, serialize_rollback_plan
 from tms.hudi.table import HudiTable
 
 from .action import ExecutionResult

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from .errors import HudiError
 from .instant import instant_to_datetime, new_instant_time
@@ -21,7 +21,7 @@ class TimeGenerator:
 
     def next_time(self, after: str = "") -> str:
         """A new instant time (yyyyMMddHHmmssSSS) later than `after` (the latest time on the timeline)."""
-        now = datetime.fromtimestamp(self._clock(), timezone.utc)
+        now = datetime.fromtimestamp(self._clock(), UTC)
         if self.max_clock_skew_ms:
             self._sleep(self.max_clock_skew_ms / 1000)
         ts = new_instant_time(now)

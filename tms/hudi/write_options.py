@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .errors import HudiError
+from tms.errors import ConfigError
+
 from .locks.config import ConcurrencyConfig, is_concurrency_option, parse_concurrency_options
 
 UPDATES_STRATEGY = "hoodie.clustering.updates.strategy"
@@ -15,7 +16,7 @@ ALLOW_UPDATES = _UPDATE_STRATEGY_PACKAGE + "SparkAllowUpdateStrategy"
 REJECT_UPDATES = _UPDATE_STRATEGY_PACKAGE + "SparkRejectUpdateStrategy"
 
 
-class OptionError(HudiError):
+class OptionError(ConfigError):
     """A malformed or unknown `--option`."""
 
 

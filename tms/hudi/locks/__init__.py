@@ -1,8 +1,13 @@
 """Taking part in a table's concurrency control: the lock providers Java writers use (ZooKeeper, file
 system, storage-based), Hudi's lock manager and transaction manager, and the parser of the table's
 `hoodie.write.lock.*` options."""
-from .config import (ConcurrencyConfig, ConcurrencyMode, LockConfigError, is_concurrency_option,
-                     parse_concurrency_options)
+from .config import (
+    ConcurrencyConfig,
+    ConcurrencyMode,
+    LockConfigError,
+    is_concurrency_option,
+    parse_concurrency_options,
+)
 from .provider import LockError
 from .transaction import TransactionManager
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..errors import HudiError
+from tms.errors import ConfigError
 
 LOCK_PREFIX = "hoodie.write.lock."
 PROVIDER = "hoodie.write.lock.provider"
@@ -44,7 +44,7 @@ class ConcurrencyMode(StrEnum):
     NON_BLOCKING_CONCURRENCY_CONTROL = "NON_BLOCKING_CONCURRENCY_CONTROL"
 
 
-class LockConfigError(HudiError):
+class LockConfigError(ConfigError):
     """Lock options TMS cannot honour: an unknown or refused provider, a missing or malformed option."""
 
 

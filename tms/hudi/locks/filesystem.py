@@ -17,7 +17,7 @@ import uuid
 from datetime import datetime
 
 from ..errors import InstantConflictError
-from ..storage import Storage
+from ..storage import open_storage
 from .config import FileSystemLockOptions
 from .provider import LockError
 
@@ -35,7 +35,7 @@ class FileSystemLockProvider:
             raise LockError(f"hoodie.write.lock.filesystem.path={options.lock_dir}: TMS takes the file-system lock "
                             "only on local filesystems (atomic create); use the ZooKeeper lock on object stores")
         self.options = options
-        self.storage = Storage(options.lock_dir)
+        self.storage = open_storage(options.lock_dir)
         self.owner = f"tms-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self._held = False
         self._guard = threading.Lock()
