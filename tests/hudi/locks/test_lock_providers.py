@@ -190,6 +190,39 @@ def test_lock_manager_honours_wait_time_and_retries_then_names_the_holder(tmp_pa
     manager.unlock()
 
 
+class FlakyProvider:
+    """A provider whose first attempts fail with an error (a lost connection), then take the lock."""
+
+    def __init__(self, failures: int):
+        self.failures = failures
+        self.attempts = 0
+
+    def try_lock(self, timeout_s: float) -> bool:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise LockError("connection to ZooKeeper lost")
+        return True
+
+    def unlock(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "flaky lock"
+
+
+def test_lock_manager_retries_attempts_that_fail_with_an_error(tmp_path):
+    options = {**provider_options("filesystem", None, tmp_path), "hoodie.write.lock.client.num_retries": "2",
+               "hoodie.write.lock.client.wait_time_ms_between_retry": "10"}
+    flaky = FlakyProvider(failures=2)
+    LockManager(config_of(options, tmp_path), flaky).lock()
+    assert flaky.attempts == 3
+    with pytest.raises(LockError, match=r"after 3 attempt\(s\): connection to ZooKeeper lost"):
+        LockManager(config_of(options, tmp_path), FlakyProvider(failures=5)).lock()
+
+
 # --- the options -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("provider, why", [

@@ -32,13 +32,24 @@ class LockManager:
         self.provider = provider or open_lock_provider(config)
 
     def lock(self) -> None:
+        """Take the lock; an attempt that fails with an error (a lost connection) is retried like one that
+        found the lock held, as Hudi's LockManager retries a HoodieLockException."""
         r = self.config.retries
+        last_error: LockError | None = None
         for attempt in range(r.client_num_retries + 1):
-            if self.provider.try_lock(r.wait_time_ms / 1000):
-                return
+            try:
+                if self.provider.try_lock(r.wait_time_ms / 1000):
+                    return
+                last_error = None
+            except LockError as e:
+                last_error = e
             if attempt < r.client_num_retries:
-                log.info("waiting for the table lock (%s), attempt %d", self.provider.describe(), attempt + 1)
+                log.info("waiting for the table lock (%s), attempt %d", last_error or self.provider.describe(),
+                         attempt + 1)
                 time.sleep(r.client_wait_time_ms_between_retry / 1000)
+        if last_error is not None:
+            raise LockError(f"unable to acquire the table lock after {r.client_num_retries + 1} attempt(s): "
+                            f"{last_error}")
         raise LockError(f"unable to acquire the table lock after {r.client_num_retries + 1} attempt(s): "
                         f"{self.provider.describe()}")
 
