@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from tms.hudi.conflicts import WriteConflictError, find_conflicts
+from tms.hudi.conflicts import WriteConflictError, find_conflicts, pending_writes_over
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
@@ -28,7 +28,7 @@ from tms.hudi.table import HudiTable
 from .action import ActionExecutor, ExecutionResult
 from .base_files import base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name, write_base_file
 from .fencing import Fence
-from .markers import CREATE, create_marker, delete_markers, delete_unreferenced
+from .markers import CREATE, create_marker, delete_markers, delete_unreferenced, marked_files
 from .table_ref import TableRef, ValidInstants
 
 SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
@@ -155,10 +155,11 @@ class ClusteringExecutor(ActionExecutor):
                               extra_metadata={"schema": json.dumps(self.data_schema)},
                               operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))
         with self.transactions.transaction():
-            # The writer wins: a write that completed after the plan into a file group it rewrites (Hudi's
-            # SparkAllowUpdateStrategy) refuses the commit; dispatch rolls the attempt back.
-            conflicts = find_conflicts(self.timeline, self.timestamp, {
-                (s.partition_path or "", s.file_id) for g in self.plan.input_groups for s in g.slices})
+            # The writer wins: a write into a file group it rewrites (Hudi's SparkAllowUpdateStrategy), completed
+            # after the plan or known to be in flight, refuses the commit; dispatch rolls the attempt back.
+            groups = {(s.partition_path or "", s.file_id) for g in self.plan.input_groups for s in g.slices}
+            conflicts = find_conflicts(self.timeline, self.timestamp, groups) + pending_writes_over(
+                self.timeline, self.timestamp, groups, lambda ts: marked_files(self.storage, ts))
             if conflicts:
                 raise WriteConflictError(self.action_name, self.timestamp, conflicts,
                                          "the writer wins: this clustering is rolled back and its plan dropped")

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from .errors import HudiError
+from .file_names import BaseFileName, LogFileName
 from .instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, State
-from .serde import CommitMetadata, parse_requested_replace_metadata, parse_rollback_plan
+from .serde import CommitMetadata, parse_commit_metadata, parse_requested_replace_metadata, parse_rollback_plan
 from .timeline import Timeline
 
 FileGroupId = tuple[str, str]   # (partition path, file id)
@@ -108,6 +109,33 @@ def completed_after(timeline: Timeline, started: str) -> Iterator[Instant]:
         done = inst.completion_time or timeline.completion_time(inst)
         if done is not None and done > started:
             yield inst
+
+
+def pending_writes_over(timeline: Timeline, started: str, file_groups: Iterable[FileGroupId],
+                        files_written: Callable[[str], Iterable[str]]) -> list[Conflict]:
+    """Writes still in flight that started after `started` and are known to touch some of `file_groups`: by the
+    workload in their inflight file, or by the files their markers name (`files_written(instant)`, paths
+    relative to the table). A table service that gives way to them never makes a writer fail (MVCC); a write
+    not yet known to touch them is failed by its own check if the table service completes first, as in Hudi."""
+    mine = set(file_groups)
+    out = []
+    for inst in timeline.inflight_writes():
+        if inst.timestamp <= started:
+            continue
+        touched: set[FileGroupId] = set()
+        if inst.is_inflight:
+            content = timeline.read(inst)
+            if content:
+                touched |= touched_file_groups(parse_commit_metadata(content))
+        for rel in files_written(inst.timestamp):
+            partition, _, name = rel.rpartition("/")
+            parsed = BaseFileName.parse(name) or LogFileName.parse(name)
+            if parsed is not None:
+                touched.add((partition, parsed.file_id))
+        overlap = touched & mine
+        if overlap:
+            out.append(Conflict(inst, frozenset(overlap)))
+    return out
 
 
 def rollbacks_of(timeline: Timeline, timestamp: str) -> list[Instant]:

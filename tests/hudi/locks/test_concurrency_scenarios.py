@@ -126,13 +126,38 @@ def test_writer_rejects_updates_to_file_groups_being_clustered_by_default(tmp_pa
     check(path, model)
 
 
-def test_a_writer_still_running_when_the_clustering_commits_fails_and_nothing_is_lost(tmp_path):
-    """MVCC the other way: the clustering completed first, so the update it did not see must not commit."""
+def test_a_clustering_gives_way_to_a_write_still_in_flight_over_its_file_groups(tmp_path):
+    """MVCC: a writer is never failed because of a table service. A write still running into a clustered
+    file group (known by its markers) makes the clustering give way; the write then commits."""
+    path = tmp_path / "t"
+    model, tms, writer = _small_file_groups(path, tmp_path)
+    planned = tms.schedule("clustering", **CLUSTER_NOW)
+    running = writer.writer.write([rec(20, 9, "still running")], leave_inflight=True)
+    with pytest.raises(WriteConflictError, match=rf"overlaps deltacommit {running.instant} on "):
+        execute_instant(tms.table, planned, LocalRunner(), transactions=tms.transactions)
+    assert _timeline(path).get(planned) is None
+    writer.writer.complete(running.instant)
+    model.upsert([rec(20, 9, "still running")])
+    check(path, model)
+
+
+def test_a_write_not_yet_known_to_the_clustering_fails_if_the_clustering_commits_first(tmp_path):
+    """The race Hudi resolves against the writer: its files were not yet known (no markers, no workload in
+    its inflight file) when the clustering checked, so the clustering completed; the writer's own check then
+    fails it, and its update, never acknowledged, is not read."""
     path = tmp_path / "t"
     model, tms, writer = _small_file_groups(path, tmp_path)
     planned = tms.schedule("clustering", **CLUSTER_NOW)
     late = writer.writer.write([rec(20, 9, "lost?")], leave_inflight=True)
+    markers = path / ".hoodie" / ".temp" / late.instant
+    hidden = tmp_path / "markers-not-yet-written"
+    markers.rename(hidden)
+    inflight = next((path / ".hoodie" / "timeline").glob(f"{late.instant}.deltacommit.inflight"))
+    workload = inflight.read_bytes()
+    inflight.write_bytes(b"")  # as right after the transition to inflight
     execute_instant(tms.table, planned, LocalRunner(), transactions=tms.transactions)
+    hidden.rename(markers)
+    inflight.write_bytes(workload)
     with pytest.raises(WriteConflictError, match=f"replacecommit {planned}"):
         writer.writer.complete(late.instant)
     check(path, model)  # the clustered rows, without the unacknowledged update
