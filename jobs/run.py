@@ -24,6 +24,7 @@ from tms.hudi.write_options import parse_option_pairs
 
 CONFLICT_EXIT_STATUS = 3  # the task ends with reason `conflict`, not as a failure to retry
 
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="jobs/run.py", description="Run one table-service plan of a Hudi table.")
     ap.add_argument("--table", required=True, help="base path (or URL) of the Hudi table")
