@@ -43,7 +43,8 @@ def _options(kind: str, zookeeper, tmp_path: Path) -> dict[str, str]:
                 "hoodie.write.lock.filesystem.path": str(tmp_path / "lock"), **FAST_RETRY}
     return {"hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.StorageBasedLockProvider",
             "hoodie.write.lock.storage.validity.timeout.secs": "20",
-            "hoodie.write.lock.storage.heartbeat.poll.secs": "2", **FAST_RETRY}
+            "hoodie.write.lock.storage.heartbeat.poll.secs": "2",
+            "hoodie.write.lock.wait_time_ms_between_retry": "50", **FAST_RETRY}
 
 
 def _finish_pending_work(path: Path, options: dict[str, str]) -> None:

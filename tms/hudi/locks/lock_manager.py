@@ -22,7 +22,7 @@ def open_lock_provider(config: ConcurrencyConfig) -> LockProvider:
     if config.provider == FILESYSTEM:
         return FileSystemLockProvider(config.filesystem)
     if config.provider == STORAGE:
-        return StorageLockProvider(config.storage)
+        return StorageLockProvider(config.storage, poll_seconds=config.retries.wait_time_ms_between_retry / 1000)
     raise LockError(f"no lock provider configured ({config.provider!r})")
 
 

@@ -122,7 +122,9 @@ class LocalLockFileStore:
 
 
 class StorageLockProvider:
-    def __init__(self, options: StorageLockOptions, store: LockFileStore | None = None):
+    def __init__(self, options: StorageLockOptions, store: LockFileStore | None = None,
+                 poll_seconds: float = ACQUIRE_POLL_SECONDS):
+        """`poll_seconds`: between attempts while the lock is held by another owner (Hudi waits 1 s)."""
         if store is None:
             if not is_local_uri(options.lock_file):
                 raise LockError(f"StorageBasedLockProvider on {options.lock_file}: TMS has conditional writes for "
@@ -130,6 +132,7 @@ class StorageLockProvider:
             store = LocalLockFileStore(options.lock_file)
         self.options = options
         self.store = store
+        self.poll_seconds = poll_seconds
         self.owner = str(uuid.uuid4())
         self._current: LockFileVersion | None = None
         self._guard = threading.RLock()
@@ -144,7 +147,7 @@ class StorageLockProvider:
                 return True
             if time.monotonic() >= deadline:
                 return False
-            time.sleep(min(ACQUIRE_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+            time.sleep(min(self.poll_seconds, max(0.0, deadline - time.monotonic())))
 
     def _try_once(self) -> bool:
         with self._guard:
