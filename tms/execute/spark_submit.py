@@ -38,7 +38,7 @@ def spark_home() -> Path:
     """$SPARK_HOME, else the Spark distribution inside the installed pyspark package."""
     if os.environ.get("SPARK_HOME"):
         return Path(os.environ["SPARK_HOME"])
-    try:
+    try:  # optional here and heavy: only where no SPARK_HOME is set
         import pyspark
     except ImportError:
         raise HudiError("no Spark found: set SPARK_HOME or install pyspark") from None
