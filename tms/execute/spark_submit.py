@@ -15,6 +15,8 @@ _PACKAGES = ("tms", "jobs")
 
 def _package_dir(name: str) -> Path:
     module = __import__(name)
+    if module.__file__ is None:  # a namespace package: not one of ours
+        raise HudiError(f"package {name} has no folder to ship")
     return Path(module.__file__).resolve().parent
 
 
