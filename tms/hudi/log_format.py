@@ -26,7 +26,7 @@ import io
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, BinaryIO, cast
+from typing import IO, Any, cast
 
 import fastavro
 import polars
@@ -211,7 +211,7 @@ class LogBlock:
     footer: dict[HeaderKey | int, str]
     offset: int  # where the block (its magic) starts in the file
     size: int  # bytes the block takes in the file
-    source: BinaryIO = field(repr=False, compare=False)
+    source: IO[bytes] = field(repr=False, compare=False)
     content_offset: int = field(repr=False)
     content_length: int = field(repr=False)
 
@@ -341,7 +341,7 @@ def _avro_long(n: int) -> bytes:
     return bytes(out)
 
 
-def read_log_file(data: bytes | bytearray | memoryview | BinaryIO) -> list[LogBlock]:
+def read_log_file(data: bytes | bytearray | memoryview | IO[bytes]) -> list[LogBlock]:
     """The blocks of a log file, in file order. A file-like source must stay open while
     block content is read. Bytes that do not form a complete block (a crashed append, or
     garbage) become one CORRUPT block reaching to the next magic or the end of the file.
@@ -360,7 +360,7 @@ def read_log_file(data: bytes | bytearray | memoryview | BinaryIO) -> list[LogBl
     return blocks
 
 
-def _read_at(source: BinaryIO, offset: int, size: int) -> bytes:
+def _read_at(source: IO[bytes], offset: int, size: int) -> bytes:
     source.seek(offset)
     data = source.read(size)
     if len(data) != size:
@@ -371,7 +371,7 @@ def _read_at(source: BinaryIO, offset: int, size: int) -> bytes:
 class _Cursor:
     """Sequential reads within [position, end) of a block; anything past `end` is corrupt."""
 
-    def __init__(self, source: BinaryIO, position: int, end: int):
+    def __init__(self, source: IO[bytes], position: int, end: int):
         self.source, self.position, self.end = source, position, end
 
     def take(self, size: int) -> bytes:
@@ -403,7 +403,7 @@ class _Cursor:
         return entries
 
 
-def _read_block(source: BinaryIO, start: int, file_size: int) -> LogBlock:
+def _read_block(source: IO[bytes], start: int, file_size: int) -> LogBlock:
     if _read_at(source, start, len(MAGIC)) != MAGIC:
         raise _Corrupt
     (length,) = _LONG.unpack(_read_at(source, start + len(MAGIC), _LONG.size))
@@ -438,12 +438,12 @@ def _read_block(source: BinaryIO, start: int, file_size: int) -> LogBlock:
     )
 
 
-def _corrupt_block(source: BinaryIO, start: int, file_size: int) -> LogBlock:
+def _corrupt_block(source: IO[bytes], start: int, file_size: int) -> LogBlock:
     end = _find_magic(source, start + 1, file_size)
     return LogBlock(BlockType.CORRUPT, {}, {}, start, end - start, source, start, end - start)
 
 
-def _find_magic(source: BinaryIO, start: int, file_size: int) -> int:
+def _find_magic(source: IO[bytes], start: int, file_size: int) -> int:
     """Offset of the next magic at or after `start`, or the file size if there is none."""
     position = start
     while position < file_size:
