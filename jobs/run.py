@@ -58,6 +58,7 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # PySpark (heavy: it starts a JVM gateway) loads once the arguments are known good.
     from pyspark.sql import SparkSession
 
     from jobs.spark_runner import SparkRunner

@@ -3,6 +3,7 @@ base file of the instant found in the plan's partitions (a marker is written bef
 is only a safety net). Compaction and clustering only ever write new base files named with their instant."""
 from __future__ import annotations
 
+from tms.hudi.errors import HudiError
 from tms.hudi.file_names import BaseFileName
 from tms.hudi.instant import COMPACTION
 from tms.hudi.serde import RollbackRequest, parse_compaction_plan, parse_requested_replace_metadata
@@ -31,7 +32,10 @@ def attempt_rollback_requests(table: HudiTable, timestamp: str) -> list[Rollback
 
 def _plan_partitions(table: HudiTable, timestamp: str) -> set[str]:
     data = table.timeline.read_plan(timestamp)
-    if table.timeline.get(timestamp).action == COMPACTION:
+    instant = table.timeline.get(timestamp)
+    if instant is not None and instant.action == COMPACTION:
         return {op.partition_path or "" for op in parse_compaction_plan(data).operations}
     plan = parse_requested_replace_metadata(data).clustering_plan
+    if plan is None:
+        raise HudiError(f"replacecommit {timestamp} holds no clustering plan")
     return {s.partition_path or "" for g in plan.input_groups for s in g.slices}

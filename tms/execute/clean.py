@@ -6,6 +6,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tms.hudi.instant import Instant
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.serde import (
     CleanerPlan,
     CleanMetadata,
@@ -39,7 +41,8 @@ class CleanResult:
 
 def clean_partition(task: CleanTask, token: str) -> CleanResult:
     storage = task.table.storage()
-    deleted, failed = [], []
+    deleted: list[str] = []
+    failed: list[str] = []
     for path in task.files:
         rel = table_relative(storage.base_uri, path, task.partition)
         (deleted if storage.delete(rel) else failed).append(rel.rsplit("/", 1)[-1])
@@ -53,7 +56,7 @@ class CleanExecutor(ActionExecutor):
     task_function = staticmethod(clean_partition)
     resumable_inflight = True
 
-    def __init__(self, table: HudiTable, instant, transactions=None):
+    def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
         super().__init__(table, instant, transactions)
         self.plan_bytes = self.timeline.read_plan(self.timestamp)
         self.plan: CleanerPlan = parse_cleaner_plan(self.plan_bytes)

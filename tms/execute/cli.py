@@ -39,7 +39,7 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
             retry: bool = typer.Option(False, "--retry", help="First roll back a failed attempt left inflight."),
             option: list[str] | None = typer.Option(
                 None, "--option", help="The table's lock option key=value (repeatable): hoodie.write.lock.provider, "
-                                       "hoodie.write.lock.*, hoodie.write.concurrency.mode.")):
+                                       "hoodie.write.lock.*, hoodie.write.concurrency.mode.")) -> None:
     """Run one compaction, clustering, clean or rollback plan of a table, through spark-submit."""
     if not is_valid_instant_time(instant):
         raise TMSError(f"--instant {instant!r} is not an instant time (yyyyMMddHHmmssSSS)")
@@ -56,7 +56,9 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
     with TransactionManager(table, concurrency) as transactions:
         executor = executor_for(table, instant, transactions)
         if retry and not executor.resumable_inflight and State.INFLIGHT in table.timeline.states_of(instant):
-            typer.echo(prepare_retry(table, instant, transactions=transactions).summary())
+            rolled_back = prepare_retry(table, instant, transactions=transactions)
+            if rolled_back is not None:  # None: the attempt completed or was rolled back meanwhile
+                typer.echo(rolled_back.summary())
             executor = executor_for(table, instant, transactions)
         executor.validate()
         if local:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.table import HudiTable
 from tms.table_service import SERVICES, TableService
 
 from .clean import plan_clean
@@ -25,7 +26,7 @@ class ScheduleResult:
     planned: list[Planned] = field(default_factory=list)
 
 
-def schedule(table, action: str, policy: TablePolicy, now: datetime,
+def schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime,
              transactions: TransactionManager | None = None) -> ScheduleResult:
     """Plan under `transactions` (the table's lock, as Hudi schedules table services): plan instant times are
     generated, and plans written, while the lock is held."""
@@ -35,13 +36,13 @@ def schedule(table, action: str, policy: TablePolicy, now: datetime,
         return _schedule(table, action, policy, now)
 
 
-def _schedule(table, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
+def _schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
     result = ScheduleResult(synced=sync_held_plans(table))
     if action == TableService.ROLLBACK:
         result.planned = plan_failed_write_rollbacks(table, policy, now)
         return result
     planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering,
-               TableService.CLEAN: plan_clean}[action]
+               TableService.CLEAN: plan_clean}[TableService(action)]
     planned = planner(table, policy, now)
     result.planned = [planned] if planned else []
     return result

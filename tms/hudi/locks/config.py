@@ -171,13 +171,12 @@ def parse_concurrency_options(options: Mapping[str, str], *, base_path: str, tab
         wait_time_ms_between_retry=_int(opts, "hoodie.write.lock.wait_time_ms_between_retry", 1_000, minimum=0),
         max_wait_time_ms_between_retry=_int(opts, "hoodie.write.lock.max_wait_time_ms_between_retry", 16_000,
                                             minimum=0))
-    config = dict(mode=mode, provider=provider, retries=retries, options=tuple(sorted(opts.items())),
-                  max_clock_skew_ms=_int(opts, CLOCK_SKEW_MS, 200, minimum=0))
     base = base_path.rstrip("/")
+    zookeeper = filesystem = storage = None
     if provider == ZOOKEEPER:
-        config["zookeeper"] = _zookeeper(opts, table_name)
+        zookeeper = _zookeeper(opts, table_name)
     elif provider == FILESYSTEM:
-        config["filesystem"] = FileSystemLockOptions(
+        filesystem = FileSystemLockOptions(
             lock_dir=(opts.get("hoodie.write.lock.filesystem.path") or f"{base}/.hoodie").rstrip("/"),
             expire_minutes=_int(opts, "hoodie.write.lock.filesystem.expire", 0, minimum=0))
     else:
@@ -186,17 +185,20 @@ def parse_concurrency_options(options: Mapping[str, str], *, base_path: str, tab
         if validity < 10 * poll:
             raise LockConfigError("hoodie.write.lock.storage.validity.timeout.secs must be at least 10x "
                                   "hoodie.write.lock.storage.heartbeat.poll.secs (as Hudi requires)")
-        config["storage"] = StorageLockOptions(lock_file=f"{base}/.hoodie/.locks/table_lock.json",
-                                               validity_timeout_secs=validity, heartbeat_poll_secs=poll)
-    return ConcurrencyConfig(**config)
+        storage = StorageLockOptions(lock_file=f"{base}/.hoodie/.locks/table_lock.json",
+                                     validity_timeout_secs=validity, heartbeat_poll_secs=poll)
+    return ConcurrencyConfig(mode=mode, provider=provider, zookeeper=zookeeper, filesystem=filesystem,
+                             storage=storage, retries=retries, options=tuple(sorted(opts.items())),
+                             max_clock_skew_ms=_int(opts, CLOCK_SKEW_MS, 200, minimum=0))
 
 
 def _zookeeper(opts: dict[str, str], table_name: str) -> ZookeeperLockOptions:
     url = opts.get("hoodie.write.lock.zookeeper.url")
     base_path = opts.get("hoodie.write.lock.zookeeper.base_path")
-    for key, value in (("hoodie.write.lock.zookeeper.url", url), ("hoodie.write.lock.zookeeper.base_path", base_path)):
-        if not value:
-            raise LockConfigError(f"{PROVIDER}=ZookeeperBasedLockProvider needs {key}")
+    if not url:
+        raise LockConfigError(f"{PROVIDER}=ZookeeperBasedLockProvider needs hoodie.write.lock.zookeeper.url")
+    if not base_path:
+        raise LockConfigError(f"{PROVIDER}=ZookeeperBasedLockProvider needs hoodie.write.lock.zookeeper.base_path")
     if not base_path.startswith("/"):
         raise LockConfigError(f"hoodie.write.lock.zookeeper.base_path={base_path} must be an absolute znode path")
     port = opts.get("hoodie.write.lock.zookeeper.port")

@@ -17,11 +17,11 @@ log = logging.getLogger(__name__)
 
 def open_lock_provider(config: ConcurrencyConfig) -> LockProvider:
     """The provider the table's writers use (config.provider must be set)."""
-    if config.provider == ZOOKEEPER:
+    if config.provider == ZOOKEEPER and config.zookeeper is not None:
         return ZookeeperLockProvider(config.zookeeper, config.retries)
-    if config.provider == FILESYSTEM:
+    if config.provider == FILESYSTEM and config.filesystem is not None:
         return FileSystemLockProvider(config.filesystem)
-    if config.provider == STORAGE:
+    if config.provider == STORAGE and config.storage is not None:
         return StorageLockProvider(config.storage, poll_seconds=config.retries.wait_time_ms_between_retry / 1000)
     raise LockError(f"no lock provider configured ({config.provider!r})")
 

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from .config import StorageLockOptions
 from .filesystem import is_local_uri
@@ -74,7 +74,7 @@ class LocalLockFileStore:
             return None
 
     @staticmethod
-    def _version(fh) -> LockFileVersion | None:
+    def _version(fh: BinaryIO) -> LockFileVersion | None:
         raw = fh.read()
         try:
             data = StorageLockData.from_json(raw)

@@ -76,5 +76,5 @@ class TransactionManager:
     def __enter__(self) -> TransactionManager:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

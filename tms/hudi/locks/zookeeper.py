@@ -25,7 +25,7 @@ from .provider import LockError
 CURATOR_LOCK_NAME = "-lock-"
 
 
-class CuratorMutex(Lock):
+class CuratorMutex(Lock):  # type: ignore[misc]  # kazoo is untyped
     """kazoo's lock recipe with Curator InterProcessMutex node names: `_c_<uuid>-lock-<seq>`."""
 
     _NODE_NAME = CURATOR_LOCK_NAME
@@ -72,7 +72,7 @@ class ZookeeperLockProvider:
                 raise LockError(f"ZooKeeper lock {self.options.lock_path}: {e or type(e).__name__}") from None
             if acquired:
                 self._mutex = mutex
-            return acquired
+            return bool(acquired)
 
     def unlock(self) -> None:
         with self._guard:
