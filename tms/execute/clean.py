@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from tms.hudi.serde import (CleanerPlan, CleanMetadata, CleanPartitionMetadata, parse_cleaner_plan,
                             serialize_clean_metadata)
+from tms.hudi.instant import CLEAN
+from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.table import HudiTable
 
 from .action import ActionExecutor, ExecutionResult
@@ -80,5 +82,6 @@ class CleanExecutor(ActionExecutor):
                 failed_delete_files=list(r.failed), is_partition_deleted=r.partition_deleted) for r in results},
             extra_metadata=self.plan.extra_metadata)
         fence()
+        write_metadata_commit(self.table, self.timestamp, CLEAN, meta)  # the MDT first, then the data instant
         done = self.timeline.complete(self.inflight, serialize_clean_metadata(meta))
         return ExecutionResult(done, self.action_name, len(results), files_deleted=meta.total_files_deleted)

@@ -14,6 +14,8 @@ import pyarrow as pa
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
+from tms.hudi.instant import REPLACE_COMMIT
+from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (ClusteringPlan, CommitMetadata, WriteStat, parse_requested_replace_metadata,
                             serialize_commit_metadata)
@@ -149,6 +151,7 @@ class ClusteringExecutor(ActionExecutor):
         meta = CommitMetadata(partition_to_write_stats=dict(written), extra_metadata={"schema": json.dumps(self.data_schema)},
                               operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))
         fence()
+        write_metadata_commit(self.table, self.timestamp, REPLACE_COMMIT, meta)  # the MDT first, then the data
         done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),

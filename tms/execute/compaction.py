@@ -18,6 +18,8 @@ import pyarrow.compute as pc
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
+from tms.hudi.instant import COMMIT
+from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (CommitMetadata, CompactionPlan, RuntimeStats, WriteStat, parse_compaction_plan,
                             serialize_commit_metadata)
@@ -150,6 +152,7 @@ class CompactionExecutor(ActionExecutor):
         meta = CommitMetadata(partition_to_write_stats=dict(by_partition), compacted=True,
                               extra_metadata={"schema": json.dumps(self.data_schema)}, operation_type="COMPACT")
         fence()
+        write_metadata_commit(self.table, self.timestamp, COMMIT, meta)  # the MDT first, then the data instant
         done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),
