@@ -101,7 +101,10 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
           op: str = typer.Option("upsert", "--op", help="upsert | insert | delete"),
           create: bool = typer.Option(False, "--create", help="Create the table first (schema from the records)."),
           table_type: str = typer.Option("MERGE_ON_READ", "--table-type", help="MERGE_ON_READ | COPY_ON_WRITE"),
-          table_version: int = typer.Option(8, "--table-version", help="6 or 8"),
+          table_version: int = typer.Option(8, "--table-version", help="6, 8 or 9"),
+          metadata: Optional[str] = typer.Option(None, "--metadata",
+                                                 help="With --create: metadata table partitions, e.g. "
+                                                      "files,column_stats,record_index"),
           key: Optional[str] = typer.Option(None, "--key", help="Record key field(s), comma-separated."),
           ordering: Optional[str] = typer.Option(None, "--ordering", help="Ordering (precombine) field."),
           partition: Optional[str] = typer.Option(None, "--partition", help="Partition field(s), comma-separated."),
@@ -133,17 +136,42 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
                 _fail("--create needs --key")
             if table_type not in ("MERGE_ON_READ", "COPY_ON_WRITE"):
                 _fail(f"--table-type must be MERGE_ON_READ or COPY_ON_WRITE, not {table_type!r}")
-            if table_version not in (6, 8):
-                _fail(f"--table-version must be 6 or 8, not {table_version}")
+            if table_version not in (6, 8, 9):
+                _fail(f"--table-version must be 6, 8 or 9, not {table_version}")
             writer = create_table_for_records(path, rows, table_type=table_type, version=table_version,
                                               key=_fields(key), ordering=_fields(ordering),
                                               partition=_fields(partition), **opts)
+            if metadata:
+                from tms.hudi.metadata.init import create_metadata_table
+                create_metadata_table(writer.table, _fields(metadata))
         else:
+            if metadata:
+                _fail("--metadata goes with --create")
             writer = HudiWriter(_load(path), **opts)
         result = writer.write(rows, op, leave_inflight=leave_inflight)
     except HudiError as e:
         _fail(str(e))
     typer.echo(result.instant)
+
+
+@app.command()
+def verify(path: str = typer.Argument(..., help="Base path of a Hudi table."),
+           as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
+    """Check the table's consistency (metadata table vs storage and footers, record index vs records, pending
+    instants without a heartbeat, files no instant references); exit 1 if anything differs."""
+    from tms.hudi.verify import verify_table
+    try:
+        problems = verify_table(_load(path))
+    except HudiError as e:
+        _fail(str(e))
+    if as_json:
+        typer.echo(json.dumps({"problems": [p.to_dict() for p in problems], "ok": not problems}, indent=2))
+    else:
+        for p in problems:
+            typer.echo(p.line())
+        typer.echo(f"{len(problems)} problem(s)" if problems else "ok: no differences")
+    if problems:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -27,6 +27,7 @@ from .merge import KEY, LogScan, merge_records, merge_slice
 from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
+from .metadata.writer import write_metadata_commit
 from .table import HudiTable
 
 log = logging.getLogger(__name__)
@@ -179,6 +180,8 @@ class HudiWriter:
         self.table.storage.write_atomic(tl.path_of(inflight), serialize_commit_metadata(meta, self.config.version),
                                         overwrite=True)
         if leave_inflight:
+            # A writer that crashes here has already synced its metadata table, as Java's does before it completes.
+            write_metadata_commit(self.table, ts, action, meta)
             return WriteResult(ts, action, False, stats)
         self._finish(inflight, meta)
         return WriteResult(ts, action, True, stats)
@@ -202,6 +205,7 @@ class HudiWriter:
 
     def _finish(self, inflight, meta: CommitMetadata) -> None:
         tl = self.table.timeline
+        write_metadata_commit(self.table, inflight.timestamp, inflight.action, meta)  # the MDT first, as Java
         tl.complete(inflight, serialize_commit_metadata(meta, self.config.version))
         self.table.storage.delete_tree(f".hoodie/.temp/{inflight.timestamp}")
         self.table.storage.delete(f".hoodie/.heartbeat/{inflight.timestamp}")
