@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 
 from ..file_names import LogFileName
+from ..log_format import read_log_file
 from ..table import HudiTable
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
@@ -37,10 +38,10 @@ def file_instant(name: str) -> str | None:
 
 
 def committed_files(table: HudiTable, partitions: list[str] | None = None) -> dict[str, dict[str, int]]:
-    """Partition path -> {file name: size} of the base and log files written by completed instants
-    (a v6 log file counts when its slice's base instant is completed or is a pending compaction's)."""
+    """Partition path -> {file name: size} of the base and log files written by completed instants. A v6
+    log file is named after its slice, not its writer: it counts when one of its blocks was written by a
+    completed instant."""
     tl = table.timeline
-    pending_compaction = {i.timestamp for i in tl.pending_compactions()} if table.config.version < 8 else set()
     out: dict[str, dict[str, int]] = {}
     for part in data_partitions(table) if partitions is None else partitions:
         files = {}
@@ -48,7 +49,12 @@ def committed_files(table: HudiTable, partitions: list[str] | None = None) -> di
             if e.is_dir:
                 continue
             ts = file_instant(e.name)
-            if ts is not None and (tl.is_completed(ts) or ts in pending_compaction):
+            if ts is None:
+                continue
+            if table.config.version < 8 and LogFileName.parse(e.name):
+                if any(tl.is_completed(b.instant_time or "") for b in read_log_file(table.storage.read_bytes(e.path))):
+                    files[e.name] = e.size
+            elif tl.is_completed(ts):
                 files[e.name] = e.size
         out[part] = files
     return out
