@@ -194,6 +194,12 @@ def _deleted_column_stats(file_name: str, column: str, v2: bool) -> dict:
 
 # --- the writer -----------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class _Footer:
+    metadata: pq.FileMetaData
+    schema_arrow: pa.Schema
+
+
 @dataclass
 class _FileChange:
     partition: str
@@ -213,6 +219,7 @@ class MetadataWriter:
                             f"({', '.join(self.partitions)}) but has no metadata table")
         self.v2 = table.config.version >= 9
         self.schema = schema_text(table.config.version)
+        self._columns: list[str] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -288,8 +295,7 @@ class MetadataWriter:
         footers = {}
         if K.COLUMN_STATS in self.partitions or K.BLOOM_FILTERS in self.partitions:
             for part, name in written:
-                raw = self.table.storage.read_bytes(posixpath.join(part, name) if part else name)
-                footers[(part, name)] = pq.ParquetFile(pa.BufferReader(raw))
+                footers[(part, name)] = self._footer(posixpath.join(part, name) if part else name)
         if K.COLUMN_STATS in self.partitions:
             columns = self._indexed_columns()
             existing = self.mdt.records(K.COLUMN_STATS)
@@ -356,7 +362,18 @@ class MetadataWriter:
                     located += [record_index_record(k, part, fid, instant) for k in keys if k not in here]
         return located, gone
 
+    def _footer(self, rel: str):
+        """The parquet footer only (its metadata and schema), not the file's data."""
+        with self.table.storage.open(rel) as fh:
+            pf = pq.ParquetFile(fh)
+            return _Footer(pf.metadata, pf.schema_arrow)
+
     def _indexed_columns(self) -> list[str]:
+        if self._columns is None:
+            self._columns = self._find_indexed_columns()
+        return self._columns
+
+    def _find_indexed_columns(self) -> list[str]:
         """The columns column_stats indexes: its index definition's source fields, else those indexed so
         far, else the table's first 32 columns (meta fields first), as Hudi picks them."""
         st = self.table.storage
