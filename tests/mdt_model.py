@@ -1,4 +1,4 @@
-"""Tables with a metadata table, written by the writer with their model, and the checks every test of a
+"""The shared fixtures that carry a metadata table; tables with a metadata table, written by the writer with their model, and the checks every test of a
 service on them makes: hudi-rs reads the model's rows, `tms verify` finds nothing, and the table without its
 metadata table reads the same."""
 from __future__ import annotations
@@ -6,7 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from support import hudi_rs_table, rows
+import zipfile
+
+from support import FIXTURES, hudi_rs_table, rows
 from table_model import COLUMNS, ModelledTable
 from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.metadata.listing import committed_files
@@ -15,6 +17,27 @@ from tms.hudi.properties import format_properties
 from tms.hudi.table import HudiTable
 
 MDT_PARTITIONS = ["files", "column_stats", "record_index"]
+
+# zip name -> table folder inside it
+MDT_FIXTURES = {
+    "mor_v8_trips_8i3u1d": "v8_trips_8i3u1d",
+    "cow_v9_txns_simple_meta": "v9_txns_simple_meta",
+    "mor_v9_txns_simple_meta": "v9_txns_simple_meta",
+    "cow_v9_lance_nonpartitioned": "v9_lance_nonpartitioned",
+}
+
+
+def unzip_mdt_fixture(name: str, dest: Path) -> Path:
+    """Unzip fixture `name` under `dest / name`; returns the table's base path."""
+    archive = FIXTURES / f"{name}.zip"
+    if not archive.exists():
+        raise FileNotFoundError(f"fixture {archive} not found (set TMS_HUDI_FIXTURES to the fixtures folder)")
+    out = dest / name
+    with zipfile.ZipFile(archive) as zf:
+        for member in zf.namelist():
+            if not member.startswith("__MACOSX"):
+                zf.extract(member, out)
+    return out / MDT_FIXTURES[name]
 
 
 class MdtModelledTable(ModelledTable):

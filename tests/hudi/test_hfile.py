@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from mdt_support import MDT_FIXTURES, unzip_mdt_fixture
+from mdt_model import MDT_FIXTURES, unzip_mdt_fixture
 from tms.hudi.hfile import HFileError, read_hfile, write_hfile
 from tms.hudi.log_format import BlockType, read_log_file
 

@@ -3,7 +3,7 @@ files storage holds for completed instants, its record index locates every row h
 record lies in the file group Hudi routes its key to."""
 import pytest
 
-from mdt_support import MDT_FIXTURES, unzip_mdt_fixture
+from mdt_model import MDT_FIXTURES, unzip_mdt_fixture
 from support import hudi_rs_table
 from tms.hudi.metadata import keys as K
 from tms.hudi.metadata.listing import committed_files, data_partitions

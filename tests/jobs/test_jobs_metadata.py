@@ -1,14 +1,18 @@
 """Table services on tables with a metadata table (MDT), run in-process: TMS writes the MDT delta commit of
 every instant it completes, so hudi-rs (which lists a v8+ table's files through the MDT) reads the same rows
 as before and as the model says, `tms verify` finds nothing, and the table without its MDT reads the same."""
+import os
+import random
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from jobs_support import plan_clean_of_old_versions, plan_clustering, plan_compaction, rec, write_history
-from mdt_model import MdtModelledTable, check_metadata_table, without_metadata_table
-from support import FIXTURES, hudi_rs_table, rows
+from jobs_support import key, plan_clean_of_old_versions, plan_clustering, plan_compaction, rec, write_history
+from mdt_model import MDT_FIXTURES, MdtModelledTable, unzip_mdt_fixture, without_metadata_table
+from support import hudi_rs_table, rows
 from tms.execute.dispatch import execute_instant, executor_for
 from tms.execute.fencing import no_fence
 from tms.execute.retry import prepare_retry
@@ -20,9 +24,6 @@ from tms.hudi.metadata.writer import unmaintainable_partitions
 from tms.hudi.table import HudiTable
 from tms.hudi.verify import verify_table
 
-import sys
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hudi"))
-from mdt_support import MDT_FIXTURES, unzip_mdt_fixture  # noqa: E402
 
 RUNNER = LocalRunner(1)
 # Lance base files are read by another part of TMS (or refused): not served here.
@@ -187,3 +188,36 @@ def test_partitions_tms_cannot_maintain_are_named_and_refused(tmp_path):
     with pytest.raises(UnsupportedTableError, match="expr_index_fare_bucket"):
         execute_instant(t.table(), ts, RUNNER)
     assert t.table().timeline.get(ts).state is State.REQUESTED, "refused before anything is written"
+
+
+_STEPS = st.lists(st.sampled_from(["upsert", "insert", "delete", "compaction", "clustering", "clean", "crash"]),
+                  min_size=3, max_size=7)
+
+
+@pytest.mark.slow
+@settings(max_examples=int(os.environ.get("TMS_PROPERTY_EXAMPLES", "6")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=_STEPS, version=st.sampled_from([6, 8, 9]), table_type=st.sampled_from(["COPY_ON_WRITE", "MERGE_ON_READ"]),
+       seed=st.integers(0, 10_000))
+def test_random_writes_and_services_keep_verify_clean(tmp_path_factory, steps, version, table_type, seed):
+    rnd = random.Random(seed)
+    t = MdtModelledTable(tmp_path_factory.mktemp("h") / "t", table_type, version)
+    t.write([rec(i, 1) for i in range(12)], "insert")
+    runner = LocalRunner(1)
+    for n, step in enumerate(steps, start=2):
+        table = t.table()
+        if step in ("upsert", "insert"):
+            t.write([rec(rnd.randrange(20), n) for _ in range(rnd.randrange(1, 8))], step)
+        elif step == "delete":
+            t.write([key(rnd.randrange(20)) for _ in range(rnd.randrange(1, 4))], "delete")
+        elif step == "crash":
+            crashed = t.write([rec(rnd.randrange(20), n)], leave_inflight=True)
+            execute_instant(t.table(), _plan_rollback(t.table(), crashed), runner)
+            t.forget(crashed)
+        elif step == "compaction" and any(fs.log_files for fs in table.file_system_view().latest_slices()):
+            execute_instant(table, plan_compaction(table), runner)
+        elif step == "clustering":
+            execute_instant(table, plan_clustering(table), runner)
+        elif step == "clean":
+            execute_instant(table, plan_clean_of_old_versions(table)[0], runner)
+    t.check()
