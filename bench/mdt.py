@@ -13,12 +13,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from compaction import plan_compaction, undo_compaction
+from trips_table import build_trips_table
+
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
 from tms.hudi.metadata.writer import MetadataWriter
 from tms.hudi.table import HudiTable
-from compaction import plan_compaction, undo_compaction
-from trips_table import build_trips_table
 
 PARTITIONS = ["files", "column_stats", "record_index"]
 

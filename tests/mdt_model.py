@@ -1,15 +1,16 @@
-"""The shared fixtures that carry a metadata table; tables with a metadata table, written by the writer with their model, and the checks every test of a
+"""The shared fixtures that carry a metadata table; tables with a metadata table
+(MDT), written by the writer with their model, and the checks every test of a
 service on them makes: hudi-rs reads the model's rows, `tms verify` finds nothing, and the table without its
 metadata table reads the same."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
-
 import zipfile
+from pathlib import Path
 
 from support import FIXTURES, hudi_rs_table, rows
 from table_model import COLUMNS, ModelledTable
+
 from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.metadata.listing import committed_files
 from tms.hudi.metadata.reader import MetadataTable

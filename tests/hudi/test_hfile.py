@@ -3,8 +3,8 @@ contents of log blocks); the writer writes what Hudi 1.1's own writer writes, by
 import struct
 
 import pytest
-
 from mdt_model import MDT_FIXTURES, unzip_mdt_fixture
+
 from tms.hudi.hfile import HFileError, read_hfile, write_hfile
 from tms.hudi.log_format import BlockType, read_log_file
 

@@ -2,9 +2,9 @@
 files storage holds for completed instants, its record index locates every row hudi-rs reads, and every
 record lies in the file group Hudi routes its key to."""
 import pytest
-
 from mdt_model import MDT_FIXTURES, unzip_mdt_fixture
 from support import hudi_rs_table
+
 from tms.hudi.metadata import keys as K
 from tms.hudi.metadata.listing import committed_files, data_partitions
 from tms.hudi.metadata.reader import MetadataTable, metadata_partitions

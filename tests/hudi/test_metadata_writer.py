@@ -7,13 +7,11 @@ import os
 import time
 
 import pytest
-from typer.testing import CliRunner
-
 from mdt_model import MdtModelledTable, check_metadata_table
 from table_model import key, rec
+from typer.testing import CliRunner
+
 from tms.cli import app
-from tms.execute.dispatch import execute_instant
-from tms.execute.runner import LocalRunner
 from tms.hudi.file_names import LogFileName
 from tms.hudi.hfile import read_hfile
 from tms.hudi.instant import State
@@ -107,7 +105,7 @@ def test_each_data_instant_has_its_mdt_delta_commit_of_sorted_hfile_blocks(tmp_p
         for stat in mtl.commit_metadata(done).write_stats():
             name = LogFileName.parse(stat.path)
             assert name is not None and name.instant == (ts if version >= 8 else "0" * 14)
-            for block in read_log_file((mdt.table.storage.read_bytes(stat.path))):
+            for block in read_log_file(mdt.table.storage.read_bytes(stat.path)):
                 assert block.instant_time == ts
                 if block.block_type is BlockType.HFILE_DATA:
                     h = read_hfile(block.content())

@@ -44,7 +44,7 @@ def base_file_path(partition: str, file_id: str, token: str, instant: str) -> st
 
 
 def read_base_file(storage: Storage, rel: str) -> pa.Table:
-    return pq.read_table(storage.full(rel), filesystem=None if storage.is_local else storage.fs)
+    return pq.read_table(storage.full(rel), filesystem=storage.arrow_filesystem())
 
 
 def with_file_name(rows: pa.Table, name: str) -> pa.Table:

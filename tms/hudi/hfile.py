@@ -146,7 +146,7 @@ class Trailer:
     major_version: int = 3
 
     @classmethod
-    def parse(cls, raw: bytes) -> "Trailer":
+    def parse(cls, raw: bytes) -> Trailer:
         if raw[:8] != MAGIC_TRAILER:
             raise HFileError("no HFile trailer magic at the end of the file")
         version = struct.unpack_from(">I", raw, TRAILER_SIZE - 4)[0]

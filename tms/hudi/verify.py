@@ -12,7 +12,6 @@ import posixpath
 import time
 from dataclasses import asdict, dataclass
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import UnsupportedTableError
@@ -133,14 +132,17 @@ def _mdt_listing(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
     stored = committed_files(table)
     for part in sorted(set(listed) | set(stored)):
         if part not in stored:
-            out.append(Problem("mdt_listing", part or "(root)", "partition listed by the metadata table is not on storage"))
+            out.append(Problem("mdt_listing", part or "(root)",
+                               "partition listed by the metadata table is not on storage"))
             continue
         if part not in listed:
-            out.append(Problem("mdt_listing", part or "(root)", "partition on storage is not listed by the metadata table"))
+            out.append(Problem("mdt_listing", part or "(root)",
+                               "partition on storage is not listed by the metadata table"))
             continue
         a, b = listed[part], stored[part]
         for name in sorted(set(a) - set(b)):
-            out.append(Problem("mdt_listing", posixpath.join(part, name), "listed by the metadata table, not on storage"))
+            out.append(Problem("mdt_listing", posixpath.join(part, name),
+                               "listed by the metadata table, not on storage"))
         for name in sorted(set(b) - set(a)):
             out.append(Problem("mdt_listing", posixpath.join(part, name),
                                "on storage (written by a completed instant), not listed by the metadata table"))
@@ -185,7 +187,8 @@ def _column_stats(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
                 got = rec.column_stats
                 for f in ("valueCount", "nullCount"):
                     if got.get(f) != want[f]:
-                        out.append(Problem("column_stats", f"{rel}:{col}", f"{f} is {got.get(f)}, the footer says {want[f]}"))
+                        out.append(Problem("column_stats", f"{rel}:{col}",
+                                           f"{f} is {got.get(f)}, the footer says {want[f]}"))
                 for f in ("minValue", "maxValue"):
                     if _unwrap(got.get(f)) != _unwrap(want[f]):
                         out.append(Problem("column_stats", f"{rel}:{col}",

@@ -35,7 +35,8 @@ def inflight_metadata_partitions(data: HudiTable) -> list[str]:
 
 
 def has_metadata_table(data: HudiTable) -> bool:
-    return bool(metadata_partitions(data)) or data.storage.exists(posixpath.join(METADATA_DIR, ".hoodie/hoodie.properties"))
+    return bool(metadata_partitions(data)) or data.storage.exists(
+        posixpath.join(METADATA_DIR, ".hoodie/hoodie.properties"))
 
 
 class _MetadataFileSystemView(FileSystemView):
@@ -61,7 +62,7 @@ class MetadataTable:
         self._records: dict[str, dict[str, MetadataRecord]] = {}
 
     @classmethod
-    def open(cls, data: HudiTable) -> "MetadataTable | None":
+    def open(cls, data: HudiTable) -> MetadataTable | None:
         """The table's MDT, or None if it has none."""
         if not data.storage.exists(posixpath.join(METADATA_DIR, ".hoodie/hoodie.properties")):
             return None

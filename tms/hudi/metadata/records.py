@@ -6,14 +6,12 @@ import io
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import IntEnum
 from functools import lru_cache
 from typing import Any
 
 import fastavro
-
-from .avro_schema import schema_text
 
 NAMESPACE = "org.apache.hudi.avro.model"
 
@@ -44,7 +42,7 @@ class MetadataRecord:
 
     # --- typed views -------------------------------------------------------------------------------
     @property
-    def files(self) -> dict[str, "FileEntry"]:
+    def files(self) -> dict[str, FileEntry]:
         return {name: FileEntry(int(info["size"]), bool(info["isDeleted"]))
                 for name, info in (self.fields.get("filesystemMetadata") or {}).items()}
 
@@ -73,7 +71,7 @@ class MetadataRecord:
         return False
 
     @property
-    def location(self) -> "RecordLocation | None":
+    def location(self) -> RecordLocation | None:
         info = self.record_index
         return None if info is None else RecordLocation.from_avro(info)
 
@@ -93,7 +91,7 @@ class RecordLocation:
     position: int | None
 
     @classmethod
-    def from_avro(cls, info: dict) -> "RecordLocation":
+    def from_avro(cls, info: dict) -> RecordLocation:
         if int(info.get("fileIdEncoding") or 0) == 0:
             hi, lo = info["fileIdHighBits"], info["fileIdLowBits"]
             u = uuid.UUID(int=((hi & 0xFFFFFFFFFFFFFFFF) << 64) | (lo & 0xFFFFFFFFFFFFFFFF))
@@ -116,11 +114,11 @@ def _branch(value: Any) -> dict | None:
 def instant_from_millis(ms: int) -> str:
     """Hudi formats an instant in the JVM's time zone; TMS's writers (and these tables') use UTC
     unless told otherwise (hoodie.table.timeline.timezone)."""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y%m%d%H%M%S%f")[:17]
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y%m%d%H%M%S%f")[:17]
 
 
 def millis_from_instant(instant: str) -> int:
-    dt = datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+    dt = datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     return int(dt.timestamp()) * 1000 + int(instant[14:17] or 0)
 
 

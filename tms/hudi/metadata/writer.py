@@ -22,13 +22,12 @@ F's MDT delta commit, if F got one, the same way.
 """
 from __future__ import annotations
 
-import io
 import json
 import posixpath
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 
 import pyarrow as pa
@@ -39,15 +38,24 @@ from ..file_names import LogFileName, write_token
 from ..hfile import write_hfile
 from ..instant import DELTA_COMMIT, State
 from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
-from ..serde import CleanMetadata, CommitMetadata, RollbackMetadata, WriteStat, serialize_commit_metadata
 from ..schema import with_meta_fields
+from ..serde import CleanMetadata, CommitMetadata, RollbackMetadata, WriteStat, serialize_commit_metadata
 from ..table import HudiTable
 from . import keys as K
 from .avro_schema import schema_text
 from .listing import file_instant
 from .reader import MetadataTable, metadata_partitions
-from .records import (NAMESPACE, MetadataRecord, RecordType, bloom_filter_record, column_stats_record,
-                      encode_record, files_record, merge, merge_column_stats, record_index_record)
+from .records import (
+    NAMESPACE,
+    MetadataRecord,
+    bloom_filter_record,
+    column_stats_record,
+    encode_record,
+    files_record,
+    merge,
+    merge_column_stats,
+    record_index_record,
+)
 
 BLOOM_FOOTER_KEY = b"org.apache.hudi.bloomfilter"
 BLOOM_TYPE_CODE_KEY = b"hoodie_bloom_filter_type_code"
@@ -116,7 +124,7 @@ def _wrap(value, arrow_type: pa.DataType, v2: bool) -> tuple[str, dict] | None:
         name, out = ("IntWrapper" if v2 else "DateWrapper"), days
     elif pa.types.is_timestamp(arrow_type):
         if isinstance(value, datetime):
-            v = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+            v = value if value.tzinfo else value.replace(tzinfo=UTC)
             micros = int(v.timestamp()) * 1_000_000 + v.microsecond
         else:
             micros = int(value)
@@ -278,10 +286,8 @@ class MetadataWriter:
         out: dict[str, list[MetadataRecord]] = defaultdict(list)
         deletes: dict[str, list[str]] = defaultdict(list)
         listing = self.mdt.file_listing()
-        known = set(self.mdt.all_partitions())
         dropped = set(dropped)
         touched = sorted({c.partition for c in changes} - dropped)
-        new_parts = [p for p in touched if p not in known]
         if K.FILES in self.partitions:
             if touched or dropped:
                 out[K.FILES].append(files_record(
@@ -419,7 +425,6 @@ class MetadataWriter:
     def _write_delta_commit(self, instant: str, records: dict[str, list[MetadataRecord]],
                             deletes: dict[str, list[str]] | None = None) -> None:
         tl = self.mdt.table.timeline
-        st = self.mdt.table.storage
         requested = tl.create_requested(DELTA_COMMIT, b"", timestamp=instant)
         inflight = tl.transition_to_inflight(requested, b"")
         by_partition: dict[str, list[WriteStat]] = defaultdict(list)
@@ -499,7 +504,8 @@ class MetadataWriter:
                 name = LogFileName.parse(info.name)
                 if name is None:
                     continue
-                if name.instant == instant or (self.mdt.table.config.version < 8 and _only_blocks_of(st, info.path, instant)):
+                v6 = self.mdt.table.config.version < 8
+                if name.instant == instant or (v6 and _only_blocks_of(st, info.path, instant)):
                     st.delete(info.path)
         tl.reload(force=True, full=True)
         self.mdt = MetadataTable(self.table)

@@ -1,0 +1,110 @@
+"""A table's policy: when and how TMS runs its table services, in Hudi's own option names and
+defaults. Stored as JSON on the table row (only the options an admin set); read with defaults."""
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+COMPACTION_STRATEGY_PACKAGE = "org.apache.hudi.table.action.compact.strategy."
+
+
+class TriggerStrategy(StrEnum):
+    NUM_COMMITS = "NUM_COMMITS"
+    NUM_COMMITS_AFTER_LAST_REQUEST = "NUM_COMMITS_AFTER_LAST_REQUEST"
+    TIME_ELAPSED = "TIME_ELAPSED"
+    NUM_AND_TIME = "NUM_AND_TIME"
+    NUM_OR_TIME = "NUM_OR_TIME"
+
+
+class CompactionStrategy(StrEnum):
+    LOG_FILE_SIZE = COMPACTION_STRATEGY_PACKAGE + "LogFileSizeBasedCompactionStrategy"
+    BOUNDED_IO = COMPACTION_STRATEGY_PACKAGE + "BoundedIOCompactionStrategy"
+    UNBOUNDED = COMPACTION_STRATEGY_PACKAGE + "UnBoundedCompactionStrategy"
+    LOG_FILE_NUM = COMPACTION_STRATEGY_PACKAGE + "LogFileNumBasedCompactionStrategy"
+    DAY_BASED = COMPACTION_STRATEGY_PACKAGE + "DayBasedCompactionStrategy"
+
+
+class CleanerPolicy(StrEnum):
+    KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+    KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+    KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
+
+
+MB = 1024 * 1024
+
+
+class TablePolicy(BaseModel):
+    """Set and stored by Hudi option name; read in code by attribute (`policy.max_delta_commits`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    trigger_strategy: TriggerStrategy = Field(
+        TriggerStrategy.NUM_COMMITS, alias="hoodie.compact.inline.trigger.strategy")
+    max_delta_commits: int = Field(5, ge=1, alias="hoodie.compact.inline.max.delta.commits")
+    max_delta_seconds: int = Field(3600, ge=1, alias="hoodie.compact.inline.max.delta.seconds")
+    # A compaction plan still waiting for a worker (requested, not started) holds back the next one, so a
+    # backlog of plans cannot grow faster than workers serve it; true plans the next one anyway (its file
+    # groups are those the waiting plan does not hold), as Hudi's own scheduler does.
+    compaction_plan_while_pending: bool = Field(False, alias="tms.compaction.plan.while.pending")
+    compaction_strategy: CompactionStrategy = Field(
+        CompactionStrategy.LOG_FILE_SIZE, alias="hoodie.compaction.strategy")
+    compaction_target_io_mb: int = Field(500 * 1024, ge=1, alias="hoodie.compaction.target.io")
+    compaction_day_based_partitions: int = Field(
+        10, ge=1, alias="hoodie.compaction.daybased.target.partitions")
+    compaction_log_file_size_threshold: int = Field(
+        0, ge=0, alias="hoodie.compaction.logfile.size.threshold")
+    compaction_log_file_num_threshold: int = Field(0, ge=0, alias="hoodie.compaction.logfile.num.threshold")
+    # Hudi sizes a slice without a base file (and its compaction output) as one full parquet file.
+    parquet_max_file_size: int = Field(120 * MB, ge=1, alias="hoodie.parquet.max.file.size")
+    clustering_small_file_limit: int = Field(
+        300 * MB, ge=0, alias="hoodie.clustering.plan.strategy.small.file.limit")
+    clustering_max_bytes_per_group: int = Field(
+        2048 * MB, ge=1, alias="hoodie.clustering.plan.strategy.max.bytes.per.group")
+    clustering_target_file_max_bytes: int = Field(
+        1024 * MB, ge=1, alias="hoodie.clustering.plan.strategy.target.file.max.bytes")
+    clustering_max_num_groups: int = Field(30, ge=1, alias="hoodie.clustering.plan.strategy.max.num.groups")
+    clustering_sort_columns: str = Field(
+        "", pattern=r"^[^\x00]*$", alias="hoodie.clustering.plan.strategy.sort.columns")
+    clustering_single_group: bool = Field(
+        True, alias="hoodie.clustering.plan.strategy.single.group.clustering.enabled")
+    clustering_max_commits: int = Field(4, ge=1, alias="hoodie.clustering.async.max.commits")
+    cleaner_policy: CleanerPolicy = Field(CleanerPolicy.KEEP_LATEST_COMMITS, alias="hoodie.cleaner.policy")
+    cleaner_commits_retained: int = Field(10, ge=1, alias="hoodie.cleaner.commits.retained")
+    cleaner_file_versions_retained: int = Field(3, ge=1, alias="hoodie.cleaner.fileversions.retained")
+    cleaner_hours_retained: int = Field(24, ge=1, alias="hoodie.cleaner.hours.retained")
+    heartbeat_interval_ms: int = Field(60_000, ge=1, alias="hoodie.client.heartbeat.interval_in_ms")
+    heartbeat_tolerable_misses: int = Field(2, ge=0, alias="hoodie.client.heartbeat.tolerable.misses")
+    # Writers with Hudi's EAGER failed-writes policy keep no heartbeat: TMS presumes such a pending
+    # write failed once its instant files have not changed for this long.
+    rollback_no_heartbeat_age_seconds: int = Field(3600, ge=1, alias="tms.rollback.no.heartbeat.age.seconds")
+
+    @field_validator("compaction_strategy", mode="before")
+    @classmethod
+    def _qualify_strategy(cls, value: Any):
+        # Accept the simple class name users often write, as Hudi's docs do.
+        if isinstance(value, str) and "." not in value:
+            return COMPACTION_STRATEGY_PACKAGE + value
+        return value
+
+    @property
+    def sort_columns(self) -> list[str]:
+        return [c.strip() for c in self.clustering_sort_columns.split(",") if c.strip()]
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any] | None) -> TablePolicy:
+        return cls.model_validate(stored or {})
+
+    def options(self) -> dict[str, Any]:
+        """Every option with its effective value, keyed by Hudi name."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    def merged(self, changes: dict[str, Any]) -> TablePolicy:
+        """This policy with `changes` (Hudi names) applied, a None value restoring the default."""
+        combined = {**self.explicit(), **changes}
+        return TablePolicy.model_validate({k: v for k, v in combined.items() if v is not None})
+
+    def explicit(self) -> dict[str, Any]:
+        """Only the options that were set explicitly: what is stored, so defaults can evolve."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
