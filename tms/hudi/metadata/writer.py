@@ -304,7 +304,7 @@ class MetadataWriter:
                 footers[(part, name)] = self._footer(posixpath.join(part, name) if part else name)
         if K.COLUMN_STATS in self.partitions:
             columns = self._indexed_columns()
-            existing = self.mdt.records(K.COLUMN_STATS)
+            existing = self.mdt.records(K.COLUMN_STATS) if deleted else {}
             for (part, name), pf in footers.items():
                 for col, stats in _footer_column_stats(pf.metadata, pf.schema_arrow, name, columns, self.v2).items():
                     out[K.COLUMN_STATS].append(column_stats_record(K.column_stats_key(part, name, col), stats))
@@ -370,6 +370,10 @@ class MetadataWriter:
 
     def _footer(self, rel: str):
         """The parquet footer only (its metadata and schema), not the file's data."""
+        local = self.table.storage.local_path(rel)
+        if local is not None:
+            pf = pq.ParquetFile(local)
+            return _Footer(pf.metadata, pf.schema_arrow)
         with self.table.storage.open(rel) as fh:
             pf = pq.ParquetFile(fh)
             return _Footer(pf.metadata, pf.schema_arrow)
@@ -388,9 +392,11 @@ class MetadataWriter:
             fields = (defs.get(K.COLUMN_STATS) or {}).get("sourceFields")
             if fields:
                 return list(fields)
-        seen = sorted({r.column_stats["columnName"] for r in self.mdt.records(K.COLUMN_STATS).values()})
-        if seen:
-            return seen
+        if self.table.config.version < 8:
+            # Hudi 0.x keeps the column list in the writers' config, not the table: take the indexed ones.
+            seen = sorted({r.column_stats["columnName"] for r in self.mdt.records(K.COLUMN_STATS).values()})
+            if seen:
+                return seen
         return [f["name"] for f in with_meta_fields(_latest_schema(self.table))["fields"]][:MAX_INDEXED_COLUMNS]
 
     def _partition_stats(self, touched: list[str], listing: dict[str, dict[str, int]], changes: list[_FileChange],
