@@ -33,6 +33,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ...table_service import TableService
 from ..errors import HudiError, UnsupportedTableError
 from ..file_names import LogFileName, write_token
 from ..hfile import write_hfile
@@ -62,22 +63,20 @@ BLOOM_TYPE_CODE_KEY = b"hoodie_bloom_filter_type_code"
 INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
 MAX_INDEXED_COLUMNS = 32          # hoodie.metadata.index.column.stats.max.columns.to.index
 
-# The services TMS runs, and the MDT partitions each one needs no change of, or changes itself.
-SERVICES = ("compaction", "clustering", "clean", "rollback")
+# The MDT partitions TMS keeps valid through every service it runs (changing them or needing no change).
 _MAINTAINED = {K.FILES, K.COLUMN_STATS, K.PARTITION_STATS, K.BLOOM_FILTERS, K.RECORD_INDEX}
 
 
-def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
+def unmaintainable_partitions(table: HudiTable, service: TableService | str) -> list[str]:
     """The MDT partitions of `table` that TMS cannot keep valid through `service` (compaction, clustering,
     clean, rollback): planning must refuse the service for the table, naming them. Empty for a table
     without an MDT."""
-    if service not in SERVICES:
-        raise ValueError(f"unknown service {service!r}: one of {', '.join(SERVICES)}")
+    service = TableService(service)
     out = []
     for p in metadata_partitions(table):
         if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
             continue
-        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service == "rollback":
+        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service is TableService.ROLLBACK:
             continue   # the rollback of a failed write changes no committed file
         out.append(p)
     if table.config.version not in (6, 8, 9) and metadata_partitions(table):
@@ -85,7 +84,7 @@ def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
     return sorted(out)
 
 
-def require_maintainable(table: HudiTable, service: str) -> None:
+def require_maintainable(table: HudiTable, service: TableService | str) -> None:
     """Raise UnsupportedTableError naming the MDT partitions TMS cannot keep valid through `service`."""
     bad = unmaintainable_partitions(table, service)
     if bad:
