@@ -117,6 +117,25 @@ def test_writer_made_mdt_table_through_every_service(tmp_path, table_type, versi
     t.check()
 
 
+@pytest.mark.parametrize("table_type,version", [("MERGE_ON_READ", 6), ("COPY_ON_WRITE", 8), ("MERGE_ON_READ", 9)])
+def test_all_creatable_partitions_through_every_service(tmp_path, table_type, version):
+    t = MdtModelledTable(tmp_path / "t", table_type, version,
+                         partitions=["files", "column_stats", "record_index", "partition_stats", "bloom_filters"])
+    write_history(t)
+    t.check()
+    if table_type == "MERGE_ON_READ":
+        execute_instant(t.table(), plan_compaction(t.table()), RUNNER)
+        t.check()
+    execute_instant(t.table(), plan_clustering(t.table()), RUNNER)
+    execute_instant(t.table(), plan_clean_of_old_versions(t.table())[0], RUNNER)
+    t.check()
+    mdt = MetadataTable(t.table())
+    listed = {(p, n) for p, files in mdt.file_listing().items() for n in files if n.endswith(".parquet")}
+    assert len(mdt.records("bloom_filters")) == len(listed) > 0
+    stats = mdt.records("partition_stats")
+    assert stats and all(r.column_stats["isTightBound"] for r in stats.values())
+
+
 def _plan_rollback(table: HudiTable, instant: str) -> str:
     from test_execute_clean_rollback import _plan_rollback_of_write
     return _plan_rollback_of_write(table, instant)

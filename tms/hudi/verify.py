@@ -59,6 +59,8 @@ def verify_table(table: HudiTable, *, now: float | None = None) -> list[Problem]
             problems += _column_stats(table, mdt)
         if K.RECORD_INDEX in mdt.partitions:
             problems += _record_index(table, mdt)
+        if K.BLOOM_FILTERS in mdt.partitions:
+            problems += _bloom_filters(mdt)
     return problems
 
 
@@ -223,4 +225,21 @@ def _record_index(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
                                                     f"{row['_hoodie_partition_path']}/{row['_hoodie_file_name']}"))
     for key in sorted(set(index) - seen):
         out.append(Problem("record_index", key, "indexed, but no such record"))
+    return out
+
+
+def _bloom_filters(mdt: MetadataTable) -> list[Problem]:
+    """Every base file the MDT lists has its bloom filter entry, and no entry outlives its file."""
+    out = []
+    blooms = mdt.records(K.BLOOM_FILTERS)
+    wanted = {}
+    for part, files in mdt.file_listing().items():
+        for name in files:
+            if name.endswith(".parquet"):
+                wanted[K.bloom_filter_key(part, name)] = posixpath.join(part, name) if part else name
+    for key, rel in sorted(wanted.items(), key=lambda kv: kv[1]):
+        if key not in blooms:
+            out.append(Problem("bloom_filters", rel, "no bloom filter entry in the metadata table"))
+    for key in sorted(set(blooms) - set(wanted)):
+        out.append(Problem("bloom_filters", key, "bloom filter entry of a file the table no longer lists"))
     return out

@@ -34,6 +34,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...table_service import TableService
+from ..bloom import DYNAMIC_V0, dynamic_bloom_filter
+from ..bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
+from ..bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
 from ..errors import HudiError, UnsupportedTableError
 from ..file_names import LogFileName, write_token
 from ..hfile import write_hfile
@@ -58,8 +61,6 @@ from .records import (
     record_index_record,
 )
 
-BLOOM_FOOTER_KEY = b"org.apache.hudi.bloomfilter"
-BLOOM_TYPE_CODE_KEY = b"hoodie_bloom_filter_type_code"
 INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
 MAX_INDEXED_COLUMNS = 32          # hoodie.metadata.index.column.stats.max.columns.to.index
 
@@ -318,12 +319,14 @@ class MetadataWriter:
             existing = self.mdt.records(K.BLOOM_FILTERS)
             for (part, name), pf in footers.items():
                 kv = pf.metadata.metadata or {}
-                if BLOOM_FOOTER_KEY not in kv:
-                    raise HudiError(f"{part}/{name} has no bloom filter in its footer; the bloom_filters "
-                                    "partition needs one")
-                out[K.BLOOM_FILTERS].append(bloom_filter_record(
-                    K.bloom_filter_key(part, name), kv.get(BLOOM_TYPE_CODE_KEY, b"DYNAMIC_V0").decode(), instant,
-                    kv[BLOOM_FOOTER_KEY], False))
+                bloom, code = kv.get(BLOOM_FOOTER_KEY), kv.get(BLOOM_TYPE_CODE_KEY, DYNAMIC_V0).decode()
+                if bloom is None:   # a file written without one: the filter of its keys, as Java builds it
+                    rel = posixpath.join(part, name) if part else name
+                    keys = pq.read_table(pa.BufferReader(self.table.storage.read_bytes(rel)),
+                                         columns=["_hoodie_record_key"]).column(0).combine_chunks()
+                    bloom, code = dynamic_bloom_filter(keys), DYNAMIC_V0.decode()
+                out[K.BLOOM_FILTERS].append(bloom_filter_record(K.bloom_filter_key(part, name), code, instant,
+                                                                bloom, False))
             for part, name in deleted:
                 key = K.bloom_filter_key(part, name)
                 if key in existing:
