@@ -16,6 +16,7 @@ from tms.hudi.file_names import LogFileName
 from tms.hudi.hfile import read_hfile
 from tms.hudi.instant import State
 from tms.hudi.log_format import BlockType, HeaderKey, read_log_file
+from tms.hudi.metadata.init import init_instant
 from tms.hudi.metadata.reader import MetadataTable
 from tms.hudi.metadata.records import decode_value
 from tms.hudi.table import HudiTable
@@ -104,7 +105,7 @@ def test_each_data_instant_has_its_mdt_delta_commit_of_sorted_hfile_blocks(tmp_p
             assert done.completion_time <= data_done.completion_time
         for stat in mtl.commit_metadata(done).write_stats():
             name = LogFileName.parse(stat.path)
-            assert name is not None and name.instant == (ts if version >= 8 else "0" * 14)
+            assert name is not None and name.instant == (ts if version >= 8 else init_instant(6))
             for block in read_log_file(mdt.table.storage.read_bytes(stat.path)):
                 assert block.instant_time == ts
                 if block.block_type is BlockType.HFILE_DATA:

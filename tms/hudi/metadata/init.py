@@ -24,9 +24,10 @@ FILE_GROUPS = {K.FILES: 1, K.COLUMN_STATS: 2, K.PARTITION_STATS: 1, K.RECORD_IND
 CREATABLE = tuple(FILE_GROUPS)
 
 
-def _init_instant(version: int) -> str:
-    """Hudi's initialising instant of the MDT (SOLO_COMMIT_TIMESTAMP: 14 digits before table version 8)."""
-    return "0" * (17 if version >= 8 else 14)
+def init_instant(version: int) -> str:
+    """Hudi's instant initialising the MDT: SOLO_COMMIT_TIMESTAMP with the partition-initialisation suffix
+    010 in Hudi 0.14/0.15 (table version 6), 00000000000000000 in Hudi 1.x."""
+    return "00000000000000000" if version >= 8 else "00000000000000" + "010"
 
 
 def metadata_table_properties(data: HudiTable) -> dict[str, str]:
@@ -79,7 +80,7 @@ def create_metadata_table(data: HudiTable, partitions: list[str]) -> None:
     mdt = HudiTable.create(base, metadata_table_properties(data))
     version = data.config.version
     schema = schema_text(version)
-    instant = _init_instant(version)
+    instant = init_instant(version)
     tl = mdt.timeline
     inflight = tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT, b"", timestamp=instant), b"")
     stats: dict[str, list[WriteStat]] = {}
