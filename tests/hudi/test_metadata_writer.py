@@ -117,3 +117,18 @@ def test_each_data_instant_has_its_mdt_delta_commit_of_sorted_hfile_blocks(tmp_p
                     blocks += 1
     assert blocks >= 6
     t.check()
+
+
+def test_writer_refuses_tables_whose_indexes_it_would_leave_stale(tmp_path):
+    from tms.hudi.errors import UnsupportedTableError
+    from tms.hudi.properties import format_properties
+    t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 8)
+    t.write([rec(i, 10) for i in range(4)], "insert")
+    props = t.table().config.props
+    props["hoodie.table.metadata.partitions"] += ",secondary_index_name_idx"
+    (t.path / ".hoodie" / "hoodie.properties").write_text(format_properties(props))
+    before = sorted(p.name for p in (t.path / ".hoodie" / "timeline").iterdir())
+    from tms.hudi.writer import HudiWriter
+    with pytest.raises(UnsupportedTableError, match="secondary_index_name_idx"):
+        HudiWriter(t.table()).write([rec(1, 20)])
+    assert sorted(p.name for p in (t.path / ".hoodie" / "timeline").iterdir()) == before

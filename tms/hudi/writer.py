@@ -18,13 +18,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import HudiError
+from .errors import HudiError, UnsupportedTableError
 from .file_names import BaseFileName, LogFileName, new_file_id, write_token
 from .fs_view import FileSlice
 from .instant import COMMIT, DELTA_COMMIT, State
 from .log_format import avro_data_block, delete_block, parquet_data_block
 from .merge import KEY, LogScan, merge_records, merge_slice
-from .metadata.writer import write_metadata_commit
+from .metadata.writer import unmaintainable_partitions_for_writes, write_metadata_commit
 from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
@@ -120,6 +120,10 @@ class HudiWriter:
         ordering value if an event-time delete should lose to newer writes."""
         if op not in OPERATIONS:
             raise HudiError(f"unknown operation {op!r} (one of {', '.join(OPERATIONS)})")
+        stale = unmaintainable_partitions_for_writes(self.table)
+        if stale:
+            raise UnsupportedTableError(f"table {self.config.name}: the writer cannot keep the metadata table "
+                                        f"partition(s) {', '.join(stale)} valid")
         mode = self.config.require_builtin_merge()
         tl = self.table.timeline
         tl.reload()

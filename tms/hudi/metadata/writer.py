@@ -48,7 +48,7 @@ from ..table import HudiTable
 from . import keys as K
 from .avro_schema import schema_text
 from .listing import file_instant
-from .reader import MetadataTable, metadata_partitions
+from .reader import MetadataTable, inflight_metadata_partitions, metadata_partitions
 from .records import (
     NAMESPACE,
     MetadataRecord,
@@ -73,7 +73,8 @@ def unmaintainable_partitions(table: HudiTable, service: TableService | str) -> 
     clean, rollback): planning must refuse the service for the table, naming them. Empty for a table
     without an MDT."""
     service = TableService(service)
-    out = []
+    # A partition an indexer is still building would miss what TMS writes meanwhile.
+    out = list(inflight_metadata_partitions(table))
     for p in metadata_partitions(table):
         if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
             continue
@@ -83,6 +84,13 @@ def unmaintainable_partitions(table: HudiTable, service: TableService | str) -> 
     if table.config.version not in (6, 8, 9) and metadata_partitions(table):
         out = metadata_partitions(table)
     return sorted(out)
+
+
+def unmaintainable_partitions_for_writes(table: HudiTable) -> list[str]:
+    """The MDT partitions `tms write` cannot keep valid (it maintains files, column_stats, partition_stats,
+    bloom_filters and record_index; a secondary or expression index would go stale)."""
+    return sorted(set(inflight_metadata_partitions(table))
+                  | {p for p in metadata_partitions(table) if p not in _MAINTAINED})
 
 
 def require_maintainable(table: HudiTable, service: TableService | str) -> None:
