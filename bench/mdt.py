@@ -2,7 +2,8 @@
 column_stats, record_index) beside the same compaction of the same table without one, in one run, both
 in-process (LocalRunner). Prints the overhead ratio (goal <= 1.15), the time of the MDT delta commit
 itself (measured inside the compaction: the overhead free of the noise between two runs) and the MDT bytes
-written per data file the compaction changed; each time is the fastest of --repeat interleaved rounds (a shared machine is noisy).
+written per data file the compaction changed; each time is the fastest of --repeat interleaved rounds (a
+shared machine is noisy).
 
     .venv/bin/python bench/mdt.py                                   # 2M rows, 16 file groups
     .venv/bin/python bench/mdt.py --rows 200000 --file-rows 25000   # a quick run
