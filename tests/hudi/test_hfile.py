@@ -78,6 +78,14 @@ def test_round_trip_many_blocks_and_meta():
     assert h.file_info["schema"] == b"{}"
 
 
+def test_long_keys_round_trip():
+    # Index entries of keys of 126 bytes and more need a multi-byte length: Hadoop's var-long, as readers read.
+    entries = {("k" * n) + str(n): str(n).encode() for n in (1, 125, 126, 127, 300, 5000)}
+    h = read_hfile(write_hfile(list(entries.items()), block_size=64))
+    assert h.items() == sorted(entries.items())
+    assert h.trailer.data_index_count == len(entries)
+
+
 def test_empty_hfile_round_trips():
     h = read_hfile(write_hfile([]))
     assert h.entries == [] and h.trailer.entry_count == 0

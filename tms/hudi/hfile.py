@@ -77,6 +77,16 @@ def _read_pb_varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+def _hadoop_vlong(value: int) -> bytes:
+    """Hadoop `WritableUtils.writeVLong` (non-negative values). Hudi 1.1's writer puts a protobuf var-int
+    in the index blocks, which is the same bytes below 128 but unreadable by every HFile reader (Hudi's
+    own included) above: TMS writes what the readers read."""
+    if value < 128:
+        return bytes([value])
+    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return struct.pack(">b", -112 - len(raw)) + raw
+
+
 def _read_hadoop_vlong(buf: bytes, pos: int) -> tuple[int, int]:
     """Hadoop `WritableUtils.readVLong` (what HBase's index blocks and Hudi's reader use)."""
     first = struct.unpack_from(">b", buf, pos)[0]
@@ -416,10 +426,10 @@ def write_hfile(entries: list[tuple[str, bytes]] | dict[str, bytes], *, file_inf
         meta_index.append((offset, len(raw), name.encode()))
 
     load_on_open = len(out)
-    root_payload = b"".join(struct.pack(">qi", o, s) + _pb_varint(len(k) + 2) + struct.pack(">H", len(k)) + k
+    root_payload = b"".join(struct.pack(">qi", o, s) + _hadoop_vlong(len(k) + 2) + struct.pack(">H", len(k)) + k
                             for o, s, k in index)
     out.extend(_block_bytes(MAGIC_ROOT_INDEX, root_payload, codec))
-    meta_payload = b"".join(struct.pack(">qi", o, s) + _pb_varint(len(k)) + k for o, s, k in meta_index)
+    meta_payload = b"".join(struct.pack(">qi", o, s) + _hadoop_vlong(len(k)) + k for o, s, k in meta_index)
     out.extend(_block_bytes(MAGIC_ROOT_INDEX, meta_payload, codec))
 
     n = len(items)
