@@ -14,7 +14,8 @@ CITIES = np.array(["san_francisco", "sao_paulo", "chennai", "berlin"])
 
 
 def build_trips_table(path: Path, rows: int, update_fraction: float, *, file_rows: int = 100_000,
-                      version: int = 8, log_blocks: str = "avro") -> None:
+                      version: int = 8, log_blocks: str = "avro", metadata: list[str] | None = None) -> None:
+    """`metadata`: the metadata table partitions to create the table with (none: no metadata table)."""
     rng = np.random.default_rng(7)
     ids = np.arange(rows)
     records = pa.table({
@@ -28,6 +29,9 @@ def build_trips_table(path: Path, rows: int, update_fraction: float, *, file_row
     writer = HudiWriter.create_table(str(path), table_type="MERGE_ON_READ", version=version, key=["uuid"],
                                      ordering=["ts"], partition=["city"], schema=records.schema,
                                      log_block_format=log_blocks, max_file_records=file_rows)
+    if metadata:
+        from tms.hudi.metadata.init import create_metadata_table
+        create_metadata_table(writer.table, metadata)
     writer.write(records, "insert")
     updated = np.sort(rng.choice(rows, int(rows * update_fraction), replace=False))
     updates = records.take(pa.array(updated)).set_column(

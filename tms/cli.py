@@ -21,6 +21,7 @@ from tms.execute import cli as execute_cli
 from tms.hudi.inspect import describe_table, format_description
 from tms.hudi.instant import is_valid_instant_time
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.reader import iter_snapshot
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs, parse_write_options
@@ -115,7 +116,10 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
           op: str = typer.Option("upsert", "--op", help="upsert | insert | delete"),
           create: bool = typer.Option(False, "--create", help="Create the table first (schema from the records)."),
           table_type: str = typer.Option("MERGE_ON_READ", "--table-type", help="MERGE_ON_READ | COPY_ON_WRITE"),
-          table_version: int = typer.Option(8, "--table-version", help="6 or 8"),
+          table_version: int = typer.Option(8, "--table-version", help="6, 8 or 9"),
+          metadata: str | None = typer.Option(None, "--metadata",
+                                              help="With --create: metadata table partitions, e.g. "
+                                                   "files,column_stats,record_index"),
           key: str | None = typer.Option(None, "--key", help="Record key field(s), comma-separated."),
           ordering: str | None = typer.Option(None, "--ordering", help="Ordering (precombine) field."),
           partition: str | None = typer.Option(None, "--partition", help="Partition field(s), comma-separated."),
@@ -133,6 +137,8 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
                                      "hoodie.clustering.updates.strategy.")):
     """One commit from JSON-lines records; prints the instant."""
     opts: dict[str, Any] = dict(callback_url=callback_url, callback_key=callback_key, log_block_format=log_blocks)
+    if metadata and not create:
+        raise TMSError("--metadata goes with --create")
     table = None if create else _load(path)
     write_options = parse_write_options(parse_option_pairs(option or []), base_path=path,
                                         table_name=table.name if table else Path(path.rstrip("/")).name)
@@ -155,11 +161,14 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
             raise TMSError("--create needs --key")
         if table_type not in ("MERGE_ON_READ", "COPY_ON_WRITE"):
             raise TMSError(f"--table-type must be MERGE_ON_READ or COPY_ON_WRITE, not {table_type!r}")
-        if table_version not in (6, 8):
-            raise TMSError(f"--table-version must be 6 or 8, not {table_version}")
+        if table_version not in (6, 8, 9):
+            raise TMSError(f"--table-version must be 6, 8 or 9, not {table_version}")
         table = create_table_for_records(path, rows, table_type=table_type, version=table_version,
                                          key=_fields(key), ordering=_fields(ordering),
                                          partition=_fields(partition)).table
+        if metadata:
+            create_metadata_table(table, _fields(metadata))
+            table = _load(path)  # its properties now list the metadata table's partitions
     if table is None:
         raise TMSError(f"no table at {path}")  # _load raised already; for the type checker
     with TransactionManager(table, write_options.concurrency) as transactions:
@@ -167,6 +176,23 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
                             allow_updates_to_clustering=write_options.allow_updates_to_clustering)
         result = writer.write(rows, op, leave_inflight=leave_inflight)
     typer.echo(result.instant)
+
+
+@app.command()
+def verify(path: str = typer.Argument(..., help="Base path of a Hudi table."),
+           as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
+    """Check the table's consistency (metadata table vs storage and footers, record index vs records, pending
+    instants without a heartbeat, files no instant references); exit 1 if anything differs."""
+    from tms.hudi.verify import verify_table
+    problems = verify_table(_load(path))
+    if as_json:
+        typer.echo(json.dumps({"problems": [p.to_dict() for p in problems], "ok": not problems}, indent=2))
+    else:
+        for p in problems:
+            typer.echo(p.line())
+        typer.echo(f"{len(problems)} problem(s)" if problems else "ok: no differences")
+    if problems:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -1,6 +1,6 @@
 """Compaction on Spark of MOR tables written by the writer: hudi-rs reads the model's rows before and after,
-the completed commit carries full write stats; refusals (a metadata table, CUSTOM merge mode, a v6 plan held
-by earlier writes) change nothing. The fixture tables are in test_jobs_fixtures."""
+the completed commit carries full write stats; refusals (a metadata table partition TMS cannot maintain, CUSTOM
+merge mode, a v6 plan held by earlier writes) change nothing. The fixture tables are in test_jobs_fixtures."""
 import pyarrow.parquet as pq
 import pytest
 from execute_support import ModelledTable, copy_fixture, plan_compaction, rec, set_properties, write_history
@@ -68,12 +68,17 @@ def test_compaction_of_a_written_mor_table(tmp_path, spark_runner, version):
     t.check()
 
 
-def test_table_with_a_metadata_table_is_refused(tmp_path, fixture_tables, spark_runner):
+def test_table_with_a_metadata_partition_tms_cannot_maintain_is_refused(tmp_path, fixture_tables, spark_runner):
+    # The metadata table itself is kept in sync (test_jobs_metadata); an expression index is not.
     path = copy_fixture(fixture_tables, "mor_v8_trips_8i3u1d", tmp_path)
+    parts = HudiTable.load(str(path)).config.get("hoodie.table.metadata.partitions")
+    set_properties(path, {"hoodie.table.metadata.partitions": parts + ",expr_index_fare"})
     tc = plan_compaction(HudiTable.load(str(path)))
-    with pytest.raises(UnsupportedTableError, match="metadata table"):
+    files_before = sorted(p for p in path.rglob("*") if p.is_file())
+    with pytest.raises(UnsupportedTableError, match="metadata table partition.*expr_index_fare"):
         execute_instant(HudiTable.load(str(path)), tc, spark_runner)
     assert set(HudiTable.load(str(path)).timeline.states_of(tc)) == {State.REQUESTED}
+    assert sorted(p for p in path.rglob("*") if p.is_file()) == files_before
 
 
 @pytest.mark.parametrize("name,custom", [

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
 from tms.hudi.instant import Instant, State
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.metadata.writer import require_maintainable
 from tms.hudi.table import HudiTable
 from tms.table_path import table_relative
 
@@ -84,12 +85,8 @@ class ActionExecutor(ABC):
 
     # --- shared checks ---------------------------------------------------------------------------
     def _require_serviceable_table(self) -> None:
-        mdt = self.config.get("hoodie.table.metadata.partitions")
-        if mdt:
-            raise UnsupportedTableError(
-                f"table {self.config.name} has a metadata table (hoodie.table.metadata.partitions={mdt}) that TMS "
-                "cannot keep in sync: its readers would miss the files TMS writes and list the files it deletes. "
-                "Disable it (hoodie.metadata.enable=false on the writers) before TMS serves the table")
+        # A metadata table is kept in sync (tms.hudi.metadata.writer), except partitions TMS cannot maintain.
+        require_maintainable(self.table, self.action_name)
 
     def _require_meta_fields(self) -> None:
         if not self.config.populate_meta_fields:

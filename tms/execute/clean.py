@@ -6,8 +6,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tms.hudi.instant import Instant
+from tms.hudi.instant import CLEAN, Instant
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.serde import (
     CleanerPlan,
     CleanMetadata,
@@ -89,5 +90,6 @@ class CleanExecutor(ActionExecutor):
             extra_metadata=self.plan.extra_metadata)
         with self.transactions.transaction():
             fence()
+            write_metadata_commit(self.table, self.timestamp, CLEAN, meta)  # the MDT first, then the data instant
             done = self.timeline.complete(self.inflight, serialize_clean_metadata(meta))
         return ExecutionResult(done, self.action_name, len(results), files_deleted=meta.total_files_deleted)

@@ -14,9 +14,10 @@ import pyarrow as pa
 from tms.hudi.conflicts import WriteConflictError, find_conflicts, pending_writes_over
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
-from tms.hudi.instant import Instant
+from tms.hudi.instant import REPLACE_COMMIT, Instant
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
+from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (
     ClusteringPlan,
@@ -169,6 +170,7 @@ class ClusteringExecutor(ActionExecutor):
                 raise WriteConflictError(self.action_name, self.timestamp, conflicts,
                                          "the writer wins: this clustering is rolled back and its plan dropped")
             fence()
+            write_metadata_commit(self.table, self.timestamp, REPLACE_COMMIT, meta)  # the MDT first, then the data
             done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),

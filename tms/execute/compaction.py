@@ -17,9 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tms.hudi.errors import HudiError, UnsupportedTableError
-from tms.hudi.instant import Instant
+from tms.hudi.instant import COMMIT, Instant
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
+from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (
     CommitMetadata,
@@ -159,6 +160,7 @@ class CompactionExecutor(ActionExecutor):
                               extra_metadata={"schema": json.dumps(self.data_schema)}, operation_type="COMPACT")
         with self.transactions.transaction():  # compaction never conflicts: later writes go to the next slice
             fence()
+            write_metadata_commit(self.table, self.timestamp, COMMIT, meta)  # the MDT first, then the data instant
             done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),

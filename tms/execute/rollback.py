@@ -17,6 +17,7 @@ from tms.hudi.file_names import LogFileName
 from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, Instant, State
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.log_format import rollback_command_block
+from tms.hudi.metadata.writer import write_metadata_rollback
 from tms.hudi.serde import (
     RollbackMetadata,
     RollbackPartitionMetadata,
@@ -151,6 +152,7 @@ class RollbackExecutor(ActionExecutor):
                 start_rollback_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
                 total_files_deleted=deleted, commits_rollback=[failed_ts], partition_metadata=by_partition,
                 instants_rollback=[self.failed])
+            write_metadata_rollback(self.table, self.timestamp, failed_ts, metadata)  # the MDT first, then the data
             done = self.timeline.complete(self.inflight, serialize_rollback_metadata(metadata))
         return ExecutionResult(done, self.action_name, len(results),
                                files_written=sum(len(m.rollback_log_files) for m in by_partition.values()),

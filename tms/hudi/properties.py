@@ -252,8 +252,8 @@ def new_table_properties(*, name: str, table_type: TableType | str, version: int
                          merge_mode: MergeMode | str | None = None, database: str = "default",
                          hive_style: bool = True) -> dict[str, str]:
     """The properties a Java writer of the given table version puts into a new table."""
-    if version not in (6, 8):
-        raise UnsupportedTableError(f"cannot create tables of version {version} (6 or 8)")
+    if version not in (6, 8, 9):
+        raise UnsupportedTableError(f"cannot create tables of version {version} (6, 8 or 9)")
     table_type = TableType(table_type)
     mode = MergeMode(merge_mode) if merge_mode else (
         MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING)

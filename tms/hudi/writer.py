@@ -29,6 +29,7 @@ from .instant import COMMIT, DELTA_COMMIT, Instant, State
 from .locks.transaction import TransactionManager
 from .log_format import avro_data_block, delete_block, parquet_data_block
 from .merge import KEY, LogScan, merge_records, merge_slice
+from .metadata.writer import unmaintainable_partitions_for_writes, write_metadata_commit
 from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
@@ -139,6 +140,10 @@ class HudiWriter:
         ordering value if an event-time delete should lose to newer writes."""
         if op not in OPERATIONS:
             raise HudiError(f"unknown operation {op!r} (one of {', '.join(OPERATIONS)})")
+        stale = unmaintainable_partitions_for_writes(self.table)
+        if stale:
+            raise UnsupportedTableError(f"table {self.config.name}: the writer cannot keep the metadata table "
+                                        f"partition(s) {', '.join(stale)} valid")
         mode = self.config.require_builtin_merge()
         tl = self.table.timeline
         tl.reload()
@@ -204,6 +209,8 @@ class HudiWriter:
         self.table.storage.write_atomic(tl.path_of(inflight), serialize_commit_metadata(meta, self.config.version),
                                         overwrite=True)
         if leave_inflight:
+            # A writer that crashes here has already synced its metadata table, as Java's does before it completes.
+            write_metadata_commit(self.table, ts, action, meta)
             return WriteResult(ts, action, False, stats)
         self._finish(inflight, meta, pending_at_start)
         return WriteResult(ts, action, True, stats)
@@ -228,6 +235,7 @@ class HudiWriter:
     def _finish(self, inflight: Instant, meta: CommitMetadata, pending_at_start: Sequence[str] = ()) -> None:
         with self.transactions.transaction() as tl:
             self._check_conflicts(tl, inflight, meta, pending_at_start)
+            write_metadata_commit(self.table, inflight.timestamp, inflight.action, meta)  # the MDT first, as Java
             tl.complete(inflight, serialize_commit_metadata(meta, self.config.version))
         self.table.storage.delete_tree(f".hoodie/.temp/{inflight.timestamp}")
         self.table.storage.delete(f".hoodie/.heartbeat/{inflight.timestamp}")

@@ -1,0 +1,1 @@
+"""The metadata table (MDT) of a Hudi table: its records, keys, state and writer."""

@@ -1,0 +1,152 @@
+"""The state of a table's metadata table (MDT): each MDT partition's latest file slices (base HFile +
+log files), their records merged as Hudi merges them, and the data table's file listing it gives."""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import replace
+from functools import cached_property
+
+from ..errors import HudiError
+from ..fs_view import FileSlice, FileSystemView
+from ..hfile import read_hfile
+from ..log_format import BlockType, HeaderKey, read_log_file
+from ..storage import FileInfo
+from ..table import HudiTable
+from .keys import ALL_PARTITIONS_KEY, METADATA_DIR, data_partition_path
+from .records import MetadataRecord, RecordType, decode_value, merge
+
+PARTITIONS_PROP = "hoodie.table.metadata.partitions"
+PARTITIONS_INFLIGHT_PROP = "hoodie.table.metadata.partitions.inflight"
+# MDT instants that belong to the MDT itself, not to a data-table instant: the initialisation of each
+# partition (`00000000000000000`, `...0001`, ...: SOLO_COMMIT_TIMESTAMP and its successors).
+_MDT_OWN_PREFIX = "0000000000000"
+HFILE_EXT = ".hfile"
+
+
+def metadata_partitions(data: HudiTable) -> list[str]:
+    """The MDT partitions the data table says are built (`hoodie.table.metadata.partitions`)."""
+    value = data.config.get(PARTITIONS_PROP) or ""
+    return [p for p in (s.strip() for s in value.split(",")) if p]
+
+
+def inflight_metadata_partitions(data: HudiTable) -> list[str]:
+    value = data.config.get(PARTITIONS_INFLIGHT_PROP) or ""
+    return [p for p in (s.strip() for s in value.split(",")) if p]
+
+
+def has_metadata_table(data: HudiTable) -> bool:
+    return bool(metadata_partitions(data)) or data.storage.exists(
+        posixpath.join(METADATA_DIR, ".hoodie/hoodie.properties"))
+
+
+class _MetadataFileSystemView(FileSystemView):
+    """The MDT's file groups: its partitions are the folders under .hoodie/metadata, not key-generator
+    levels, and its base files are HFiles."""
+
+    @cached_property
+    def partitions(self) -> list[str]:
+        return sorted(i.name for i in self.table.storage.listdir("")
+                      if i.is_dir and not i.name.startswith("."))
+
+    def _list_partition(self, partition: str) -> list[FileInfo]:
+        # The view parses base file names as `.parquet`; an HFile base file is named alike otherwise.
+        # Only the name is rewritten: the slice keeps the file's real path.
+        return [replace(i, name=i.name[:-len(HFILE_EXT)] + ".parquet") if i.name.endswith(HFILE_EXT) else i
+                for i in super()._list_partition(partition)]
+
+
+class MetadataTable:
+    def __init__(self, data: HudiTable):
+        self.data = data
+        self.table = HudiTable.load(posixpath.join(data.base_path, METADATA_DIR))
+        self._records: dict[str, dict[str, MetadataRecord]] = {}
+
+    @classmethod
+    def open(cls, data: HudiTable) -> MetadataTable | None:
+        """The table's MDT, or None if it has none."""
+        if not data.storage.exists(posixpath.join(METADATA_DIR, ".hoodie/hoodie.properties")):
+            return None
+        return cls(data)
+
+    @cached_property
+    def view(self) -> FileSystemView:
+        return _MetadataFileSystemView(self.table)
+
+    @property
+    def partitions(self) -> list[str]:
+        return self.view.partitions
+
+    def file_slices(self, partition: str) -> list[FileSlice]:
+        return sorted((fs for fs in self.view.merged_latest_slices() if fs.partition == partition),
+                      key=lambda fs: fs.file_id)
+
+    # --- which MDT instants count -------------------------------------------------------------------
+    def is_valid_instant(self, ts: str) -> bool:
+        """An MDT delta commit counts once it is completed on the MDT and its data-table instant is
+        completed too (a data instant that failed after its MDT commit must not show), as Hudi's
+        `getValidInstantTimestamps` says; the MDT's own initialisation instants and instants older than
+        the data table's active timeline count as they are."""
+        if not self.table.timeline.is_completed(ts):
+            return False
+        if ts.startswith(_MDT_OWN_PREFIX) or self.data.timeline.is_completed(ts):
+            return True
+        first = next(iter(self.data.timeline), None)
+        return first is not None and ts < first.timestamp
+
+    # --- records ------------------------------------------------------------------------------------
+    def records(self, partition: str) -> dict[str, MetadataRecord]:
+        """Every live record of an MDT partition, merged: key -> record (tombstones of whole records
+        and deleted keys left out; file-listing tombstones are kept inside their record)."""
+        if partition not in self._records:
+            merged: dict[str, MetadataRecord] = {}
+            for fs in self.file_slices(partition):
+                merged.update(self._slice_records(fs))
+            self._records[partition] = {k: r for k, r in merged.items() if not r.is_deleted}
+        return self._records[partition]
+
+    def _slice_records(self, fs: FileSlice) -> dict[str, MetadataRecord]:
+        st = self.table.storage
+        out: dict[str, MetadataRecord] = {}
+        if fs.base_file is not None:
+            h = read_hfile(st.read_bytes(fs.base_file.path))
+            schema = h.file_info["schema"].decode()
+            for key, value in h.items():
+                out[key] = decode_value(value, key, schema)
+        blocks = []
+        for lf in fs.log_files:
+            blocks.extend(read_log_file(st.read_bytes(lf.path)))
+        rolled_back = {b.target_instant_time for b in blocks
+                       if b.block_type is BlockType.COMMAND and b.is_rollback}
+        for b in blocks:
+            if b.block_type not in (BlockType.HFILE_DATA, BlockType.DELETE):
+                continue
+            if b.instant_time in rolled_back or not self.is_valid_instant(b.instant_time):
+                continue
+            if b.block_type is BlockType.DELETE:
+                for key, _partition, _ord in b.deleted_keys():
+                    out.pop(key, None)
+                continue
+            schema = b.header[HeaderKey.SCHEMA]
+            for key, value in read_hfile(b.content()).items():
+                rec = decode_value(value, key, schema)
+                out[key] = merge(out[key], rec) if key in out else rec
+        return out
+
+    # --- the files partition ------------------------------------------------------------------------
+    def all_partitions(self) -> list[str]:
+        """The data table's partition paths the MDT lists ('' for a non-partitioned table)."""
+        rec = self.records("files").get(ALL_PARTITIONS_KEY)
+        if rec is None:
+            return []
+        return sorted(data_partition_path(name) for name, e in rec.files.items() if not e.is_deleted)
+
+    def file_listing(self) -> dict[str, dict[str, int]]:
+        """Data partition path -> {file name: size} of the files the MDT lists."""
+        recs = self.records("files")
+        out = {}
+        for part in self.all_partitions():
+            rec = recs.get(part or ".")
+            if rec is not None and rec.type != RecordType.FILE_LIST:
+                raise HudiError(f"MDT files record {part!r} has type {rec.type}, not a file list")
+            out[part] = {name: e.size for name, e in (rec.files.items() if rec else ()) if not e.is_deleted}
+        return out

@@ -1,0 +1,255 @@
+"""`HoodieMetadataRecord`: the records of the metadata table, decoded from and encoded to the Avro
+binary Hudi stores as HFile values, and merged as `HoodieMetadataPayload` merges them."""
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import IntEnum
+from functools import lru_cache
+from typing import Any
+
+import fastavro
+
+NAMESPACE = "org.apache.hudi.avro.model"
+
+
+class RecordType(IntEnum):
+    """`MetadataPartitionType.getRecordType()`."""
+    ALL_PARTITIONS = 1
+    FILE_LIST = 2
+    COLUMN_STATS = 3
+    BLOOM_FILTER = 4
+    RECORD_INDEX = 5
+    PARTITION_STATS = 6
+    SECONDARY_INDEX = 7
+
+
+@lru_cache(maxsize=8)
+def parsed_schema(text: str) -> dict:
+    return fastavro.parse_schema(json.loads(text))
+
+
+@dataclass
+class MetadataRecord:
+    """One record: its key, type and the Avro fields of its payload (as fastavro gives them, with
+    union branches of records as (name, value) tuples)."""
+    key: str
+    type: RecordType
+    fields: dict[str, Any]
+
+    # --- typed views -------------------------------------------------------------------------------
+    @property
+    def files(self) -> dict[str, FileEntry]:
+        return {name: FileEntry(int(info["size"]), bool(info["isDeleted"]))
+                for name, info in (self.fields.get("filesystemMetadata") or {}).items()}
+
+    @property
+    def column_stats(self) -> dict | None:
+        return _branch(self.fields.get("ColumnStatsMetadata"))
+
+    @property
+    def bloom_filter(self) -> dict | None:
+        return _branch(self.fields.get("BloomFilterMetadata"))
+
+    @property
+    def record_index(self) -> dict | None:
+        return _branch(self.fields.get("recordIndexMetadata"))
+
+    @property
+    def secondary_index(self) -> dict | None:
+        return _branch(self.fields.get("SecondaryIndexMetadata"))
+
+    @property
+    def is_deleted(self) -> bool:
+        """A tombstone of a whole record (column stats, bloom filter, secondary index)."""
+        for payload in (self.column_stats, self.bloom_filter, self.secondary_index):
+            if payload is not None:
+                return bool(payload.get("isDeleted"))
+        return False
+
+    @property
+    def location(self) -> RecordLocation | None:
+        info = self.record_index
+        return None if info is None else RecordLocation.from_avro(info)
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    size: int
+    is_deleted: bool
+
+
+@dataclass(frozen=True)
+class RecordLocation:
+    """Where the record index says a record is."""
+    partition: str
+    file_id: str
+    instant_time: str | None   # the commit time (yyyyMMddHHmmssSSS), from epoch milliseconds
+    position: int | None
+
+    @classmethod
+    def from_avro(cls, info: dict) -> RecordLocation:
+        if int(info.get("fileIdEncoding") or 0) == 0:
+            hi, lo = info["fileIdHighBits"], info["fileIdLowBits"]
+            u = uuid.UUID(int=((hi & 0xFFFFFFFFFFFFFFFF) << 64) | (lo & 0xFFFFFFFFFFFFFFFF))
+            file_id = f"{u}-{info['fileIndex']}"
+        else:
+            file_id = info["fileId"]
+        ms = info.get("instantTime")
+        return cls(info.get("partitionName") or "", file_id,
+                   None if ms is None or ms < 0 else instant_from_millis(ms), info.get("position"))
+
+
+def _branch(value: Any) -> dict | None:
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        return value[1]
+    return value
+
+
+def instant_from_millis(ms: int) -> str:
+    """Hudi formats an instant in the JVM's time zone; TMS's writers (and these tables') use UTC
+    unless told otherwise (hoodie.table.timeline.timezone)."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+
+
+def millis_from_instant(instant: str) -> int:
+    dt = datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    return int(dt.timestamp()) * 1000 + int(instant[14:17] or 0)
+
+
+# --- Avro ------------------------------------------------------------------------------------------
+
+def decode_value(value: bytes, key: str, schema_json: str) -> MetadataRecord:
+    """A record from an HFile value. Log blocks leave the payload's `key` empty: the HFile key is it."""
+    fields = fastavro.schemaless_reader(io.BytesIO(value), parsed_schema(schema_json),
+                                        return_record_name=True, return_record_name_override=True)
+    return MetadataRecord(key, RecordType(fields["type"]), fields)
+
+
+def encode_record(record: MetadataRecord, schema_json: str, *, blank_key: bool) -> bytes:
+    """The Avro binary of a record. `blank_key`: as `HoodieHFileDataBlock` writes it (key field
+    empty, the HFile key carries it); base files keep it."""
+    fields = dict(record.fields)
+    fields["key"] = "" if blank_key else record.key
+    fields["type"] = int(record.type)
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, parsed_schema(schema_json), fields)
+    return out.getvalue()
+
+
+def _empty_fields(key: str, rtype: RecordType) -> dict[str, Any]:
+    return {"_hoodie_commit_time": None, "_hoodie_commit_seqno": None, "_hoodie_record_key": None,
+            "_hoodie_partition_path": None, "_hoodie_file_name": None, "key": key, "type": int(rtype),
+            "filesystemMetadata": None, "BloomFilterMetadata": None, "ColumnStatsMetadata": None,
+            "recordIndexMetadata": None, "SecondaryIndexMetadata": None}
+
+
+# --- constructors ----------------------------------------------------------------------------------
+
+def files_record(key: str, added: dict[str, int] | None = None, deleted: list[str] | tuple = (),
+                 *, all_partitions: bool = False) -> MetadataRecord:
+    """A files-partition record: `added` file names with sizes, `deleted` file names marked."""
+    rtype = RecordType.ALL_PARTITIONS if all_partitions else RecordType.FILE_LIST
+    fields = _empty_fields(key, rtype)
+    fs = {name: {"size": int(size), "isDeleted": False} for name, size in (added or {}).items()}
+    for name in deleted:
+        fs[name] = {"size": 0, "isDeleted": True}
+    fields["filesystemMetadata"] = fs
+    return MetadataRecord(key, rtype, fields)
+
+
+def column_stats_record(key: str, stats: dict, *, partition_stats: bool = False) -> MetadataRecord:
+    rtype = RecordType.PARTITION_STATS if partition_stats else RecordType.COLUMN_STATS
+    fields = _empty_fields(key, rtype)
+    fields["ColumnStatsMetadata"] = (f"{NAMESPACE}.HoodieMetadataColumnStats", stats)
+    return MetadataRecord(key, rtype, fields)
+
+
+def bloom_filter_record(key: str, type_code: str, instant: str, bloom: bytes, deleted: bool) -> MetadataRecord:
+    fields = _empty_fields(key, RecordType.BLOOM_FILTER)
+    fields["BloomFilterMetadata"] = (f"{NAMESPACE}.HoodieMetadataBloomFilter",
+                                     {"type": type_code, "timestamp": instant, "bloomFilter": bloom,
+                                      "isDeleted": deleted})
+    return MetadataRecord(key, RecordType.BLOOM_FILTER, fields)
+
+
+def record_index_record(record_key: str, partition: str, file_id: str, instant: str,
+                        position: int | None = None) -> MetadataRecord:
+    """`HoodieMetadataPayload.createRecordIndexUpdate`: a UUID-based file id (`<uuid>-<n>`) is stored
+    as its two 64-bit halves and index (encoding 0), any other as a string (encoding 1)."""
+    fields = _empty_fields(record_key, RecordType.RECORD_INDEX)
+    info: dict[str, Any] = {"partitionName": partition, "fileIdHighBits": None, "fileIdLowBits": None,
+                            "fileIndex": None, "fileId": None, "instantTime": millis_from_instant(instant),
+                            "fileIdEncoding": 1, "position": position}
+    try:
+        u = uuid.UUID(file_id[:36])
+        index = int(file_id[37:]) if file_id[36:37] == "-" else None
+    except ValueError:
+        u = index = None
+    if u is not None and index is not None and len(file_id) > 36:
+        as_signed = lambda v: v - (1 << 64) if v >= 1 << 63 else v  # noqa: E731
+        info.update(fileIdHighBits=as_signed(u.int >> 64), fileIdLowBits=as_signed(u.int & ((1 << 64) - 1)),
+                    fileIndex=index, fileIdEncoding=0)
+    else:
+        info["fileId"] = file_id
+    fields["recordIndexMetadata"] = (f"{NAMESPACE}.HoodieRecordIndexInfo", info)
+    return MetadataRecord(record_key, RecordType.RECORD_INDEX, fields)
+
+
+def secondary_index_record(key: str, deleted: bool) -> MetadataRecord:
+    fields = _empty_fields(key, RecordType.SECONDARY_INDEX)
+    fields["SecondaryIndexMetadata"] = (f"{NAMESPACE}.HoodieSecondaryIndexInfo", {"isDeleted": deleted})
+    return MetadataRecord(key, RecordType.SECONDARY_INDEX, fields)
+
+
+# --- merging (HoodieMetadataPayload.preCombine) ----------------------------------------------------
+
+def merge(older: MetadataRecord, newer: MetadataRecord) -> MetadataRecord:
+    """`newer` folded onto `older` (same key)."""
+    if newer.type in (RecordType.ALL_PARTITIONS, RecordType.FILE_LIST):
+        combined = dict(older.fields.get("filesystemMetadata") or {})
+        for name, info in (newer.fields.get("filesystemMetadata") or {}).items():
+            old = combined.get(name)
+            if old is None:
+                combined[name] = info
+            elif info["isDeleted"]:
+                if old["isDeleted"]:
+                    combined[name] = info
+                else:
+                    del combined[name]     # a tombstone cancels the entry, and itself
+            else:
+                combined[name] = {"size": max(int(info["size"]), int(old["size"])), "isDeleted": False}
+        fields = dict(newer.fields)
+        fields["filesystemMetadata"] = combined
+        return MetadataRecord(newer.key, newer.type, fields)
+    if newer.type in (RecordType.COLUMN_STATS, RecordType.PARTITION_STATS):
+        prev, new = older.column_stats, newer.column_stats
+        if prev is None or new is None or new.get("isDeleted") or prev.get("isDeleted") \
+                or new.get("isTightBound"):
+            return newer
+        return column_stats_record(newer.key, merge_column_stats(prev, new),
+                                   partition_stats=newer.type == RecordType.PARTITION_STATS)
+    return newer   # bloom filters, record index, secondary index: the newer record wins
+
+
+def _unwrap(v: Any) -> Any:
+    v = _branch(v)
+    return None if v is None else v.get("value")
+
+
+def merge_column_stats(prev: dict, new: dict) -> dict:
+    """`HoodieTableMetadataUtil.mergeColumnStatsRecords` (both live, newer not tight-bound)."""
+    def pick(a, b, fn):
+        vals = [x for x in (a, b) if _unwrap(x) is not None]
+        return fn(vals, key=_unwrap) if vals else None
+    out = dict(new)
+    out["minValue"] = pick(prev.get("minValue"), new.get("minValue"), min)
+    out["maxValue"] = pick(prev.get("maxValue"), new.get("maxValue"), max)
+    for f in ("valueCount", "nullCount", "totalSize", "totalUncompressedSize"):
+        out[f] = (prev.get(f) or 0) + (new.get(f) or 0)
+    return out

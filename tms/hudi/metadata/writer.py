@@ -1,0 +1,556 @@
+"""Keeping a table's metadata table (MDT) in sync with the instants TMS completes, as Hudi's
+`HoodieBackedTableMetadataWriter` does: for a data instant T, an MDT delta commit with the same instant
+time T whose log files (one per MDT file group touched, each holding one HFile data block, keys sorted)
+carry the records `HoodieTableMetadataUtil` derives from T's metadata. It is written, and completed on the
+MDT's timeline, before T completes on the data table.
+
+What each action changes (and what stays valid without a change):
+- `files`: the files written (with sizes) and deleted (marked), partitions added or dropped.
+- `column_stats`: entries for each base file written (from its footer), tombstones for files deleted.
+- `partition_stats`: recomputed (tight bounds) for each partition whose files changed.
+- `bloom_filters`: an entry for each base file written (the footer's bloom filter), tombstones for deleted.
+- `record_index`: clustering moves records to new file groups: their new locations. Compaction keeps each
+  record in its file group; clean and the rollback of a failed write change no live record.
+- `secondary_index_*`: keyed by (secondary key, record key): none of TMS's actions changes a live record's
+  key or values, so they stay valid untouched.
+- `expr_index_*` and partitions TMS does not know: not maintained; `unmaintainable_partitions` names them
+  so that planning refuses the action.
+
+A retry of T first undoes what an earlier attempt wrote on the MDT (its log files and instant files), so no
+MDT instant is left inflight and no block is written twice. The rollback of a failed data instant F undoes
+F's MDT delta commit, if F got one, the same way.
+"""
+from __future__ import annotations
+
+import json
+import posixpath
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ...table_service import TableService
+from ..bloom import DYNAMIC_V0, dynamic_bloom_filter
+from ..bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
+from ..bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
+from ..errors import HudiError, UnsupportedTableError
+from ..file_names import LogFileName, write_token
+from ..hfile import write_hfile
+from ..instant import DELTA_COMMIT, State
+from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
+from ..schema import with_meta_fields
+from ..serde import CleanMetadata, CommitMetadata, RollbackMetadata, WriteStat, serialize_commit_metadata
+from ..table import HudiTable
+from . import keys as K
+from .avro_schema import schema_text
+from .listing import file_instant
+from .reader import MetadataTable, inflight_metadata_partitions, metadata_partitions
+from .records import (
+    NAMESPACE,
+    MetadataRecord,
+    bloom_filter_record,
+    column_stats_record,
+    encode_record,
+    files_record,
+    merge,
+    merge_column_stats,
+    record_index_record,
+)
+
+INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
+MAX_INDEXED_COLUMNS = 32          # hoodie.metadata.index.column.stats.max.columns.to.index
+
+# The MDT partitions TMS keeps valid through every service it runs (changing them or needing no change).
+_MAINTAINED = {K.FILES, K.COLUMN_STATS, K.PARTITION_STATS, K.BLOOM_FILTERS, K.RECORD_INDEX}
+
+
+def unmaintainable_partitions(table: HudiTable, service: TableService | str) -> list[str]:
+    """The MDT partitions of `table` that TMS cannot keep valid through `service` (compaction, clustering,
+    clean, rollback): planning must refuse the service for the table, naming them. Empty for a table
+    without an MDT."""
+    service = TableService(service)
+    # A partition an indexer is still building would miss what TMS writes meanwhile.
+    out = list(inflight_metadata_partitions(table))
+    for p in metadata_partitions(table):
+        if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
+            continue
+        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service is TableService.ROLLBACK:
+            continue   # the rollback of a failed write changes no committed file
+        out.append(p)
+    if table.config.version not in (6, 8, 9) and metadata_partitions(table):
+        out = metadata_partitions(table)
+    return sorted(out)
+
+
+def unmaintainable_partitions_for_writes(table: HudiTable) -> list[str]:
+    """The MDT partitions `tms write` cannot keep valid (it maintains files, column_stats, partition_stats,
+    bloom_filters and record_index; a secondary or expression index would go stale)."""
+    return sorted(set(inflight_metadata_partitions(table))
+                  | {p for p in metadata_partitions(table) if p not in _MAINTAINED})
+
+
+def require_maintainable(table: HudiTable, service: TableService | str) -> None:
+    """Raise UnsupportedTableError naming the MDT partitions TMS cannot keep valid through `service`."""
+    bad = unmaintainable_partitions(table, service)
+    if bad:
+        raise UnsupportedTableError(
+            f"table {table.config.name}: TMS cannot keep the metadata table partition(s) {', '.join(bad)} valid "
+            f"through a {service}; the {service} is left to the table's writers")
+
+
+# --- values of column statistics ------------------------------------------------------------------
+
+# HoodieValueTypeInfo.typeOrdinal (index version 2, Hudi 1.1), by Arrow type.
+_VALUE_TYPE = {"bool": 2, "int32": 3, "int64": 4, "float": 5, "double": 6, "string": 7, "binary": 8,
+               "decimal": 10, "date32": 12, "timestamp[us]": 16, "timestamp[ms]": 15, "large_string": 7}
+
+
+def _wrap(value, arrow_type: pa.DataType, v2: bool) -> tuple[str, dict] | None:
+    """A statistic as Hudi wraps it (`wrapValueIntoAvro`, index v1 for tables v6/v8, v2 for v9)."""
+    if value is None:
+        return None
+    name, out = None, value
+    if pa.types.is_boolean(arrow_type):
+        name = "BooleanWrapper"
+    elif pa.types.is_integer(arrow_type):
+        name = "LongWrapper" if arrow_type.bit_width == 64 else "IntWrapper"
+        out = int(value)
+    elif pa.types.is_float32(arrow_type):
+        name = "FloatWrapper"
+    elif pa.types.is_floating(arrow_type):
+        name = "DoubleWrapper"
+    elif pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        name = "StringWrapper"
+    elif pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        name = "BytesWrapper"
+    elif pa.types.is_date(arrow_type):
+        days = (value - date(1970, 1, 1)).days if isinstance(value, date) else int(value)
+        name, out = ("IntWrapper" if v2 else "DateWrapper"), days
+    elif pa.types.is_timestamp(arrow_type):
+        if isinstance(value, datetime):
+            v = value if value.tzinfo else value.replace(tzinfo=UTC)
+            micros = int(v.timestamp()) * 1_000_000 + v.microsecond
+        else:
+            micros = int(value)
+        name, out = ("LongWrapper" if v2 else "TimestampMicrosWrapper"), micros
+    elif pa.types.is_decimal(arrow_type):
+        d = Decimal(value)
+        unscaled = int(d.scaleb(arrow_type.scale))
+        raw = unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+        name, out = ("BytesWrapper" if v2 else "DecimalWrapper"), raw
+    elif isinstance(value, time):
+        return None
+    if name is None:
+        return None
+    return (f"{NAMESPACE}.{name}", {"value": out})
+
+
+def _value_type(arrow_type: pa.DataType) -> dict | None:
+    key = "decimal" if pa.types.is_decimal(arrow_type) else str(arrow_type)
+    ordinal = _VALUE_TYPE.get(key)
+    if ordinal is None:
+        return None
+    info = f"{arrow_type.precision},{arrow_type.scale}" if pa.types.is_decimal(arrow_type) else None
+    return {"typeOrdinal": ordinal, "additionalInfo": info}
+
+
+def _footer_column_stats(meta: pq.FileMetaData, arrow_schema: pa.Schema, file_name: str, columns: list[str],
+                         v2: bool) -> dict[str, dict]:
+    """Column name -> HoodieMetadataColumnStats of a parquet file, from its footer (all row groups), as
+    `ParquetUtils.readColumnStatsFromMetadata` + `HoodieColumnRangeMetadata.merge` give them."""
+    acc: dict[str, dict] = {}
+    for rg in range(meta.num_row_groups):
+        group = meta.row_group(rg)
+        for ci in range(group.num_columns):
+            col = group.column(ci)
+            name = col.path_in_schema
+            if name not in columns or name not in arrow_schema.names:
+                continue
+            a_type = arrow_schema.field(name).type
+            st = col.statistics
+            has = st is not None and st.has_min_max
+            cur = {"min": st.min if has else None, "max": st.max if has else None,
+                   "nulls": (st.null_count if st is not None and st.has_null_count else 0),
+                   "values": col.num_values, "size": col.total_compressed_size,
+                   "usize": col.total_uncompressed_size}
+            prev = acc.get(name)
+            if prev is None:
+                acc[name] = cur
+            else:
+                for bound, fn in (("min", min), ("max", max)):
+                    vals = [v for v in (prev[bound], cur[bound]) if v is not None]
+                    prev[bound] = fn(vals) if vals else None
+                for f in ("nulls", "values", "size", "usize"):
+                    prev[f] += cur[f]
+    out = {}
+    for name, s in acc.items():
+        a_type = arrow_schema.field(name).type
+        stats = {"fileName": file_name, "columnName": name,
+                 "minValue": _wrap(s["min"], a_type, v2), "maxValue": _wrap(s["max"], a_type, v2),
+                 "valueCount": s["values"], "nullCount": s["nulls"], "totalSize": s["size"],
+                 "totalUncompressedSize": s["usize"], "isDeleted": False, "isTightBound": False}
+        if v2:
+            stats["valueType"] = _value_type(a_type)
+        out[name] = stats
+    return out
+
+
+def _deleted_column_stats(file_name: str, column: str, v2: bool) -> dict:
+    stats = {"fileName": file_name, "columnName": column, "minValue": None, "maxValue": None,
+             "valueCount": None, "nullCount": None, "totalSize": None, "totalUncompressedSize": None,
+             "isDeleted": True, "isTightBound": False}
+    if v2:
+        stats["valueType"] = None
+    return stats
+
+
+# --- the writer -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Footer:
+    metadata: pq.FileMetaData
+    schema_arrow: pa.Schema
+
+
+@dataclass
+class _FileChange:
+    partition: str
+    added: dict[str, int]
+    deleted: list[str]
+
+
+class MetadataWriter:
+    """Writes the MDT side of the instants TMS completes on `table`."""
+
+    def __init__(self, table: HudiTable):
+        self.table = table
+        self.partitions = metadata_partitions(table)
+        self.mdt = MetadataTable.open(table) if self.partitions else None
+        if self.partitions and self.mdt is None:
+            raise HudiError(f"table {table.config.name} lists metadata partitions "
+                            f"({', '.join(self.partitions)}) but has no metadata table")
+        self.v2 = table.config.version >= 9
+        self.schema = schema_text(table.config.version)
+        self._columns: list[str] | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.mdt is not None
+
+    # --- public API -------------------------------------------------------------------------------
+    def commit(self, instant: str, action: str, metadata: CommitMetadata | CleanMetadata) -> None:
+        """The MDT delta commit of a data instant (`action`: commit / deltacommit / replacecommit with
+        its CommitMetadata, or clean with its CleanMetadata), completed on the MDT."""
+        if not self.enabled:
+            return
+        self._undo(instant)
+        if isinstance(metadata, CleanMetadata):
+            changes = [_FileChange(p.partition_path or "", {}, [posixpath.basename(f) for f in p.success_delete_files])
+                       for p in metadata.partition_metadata.values()]
+            dropped = [p.partition_path or "" for p in metadata.partition_metadata.values() if p.is_partition_deleted]
+            records, deletes = self._records(instant, changes, dropped=dropped)
+        else:
+            changes, written = [], []
+            for part, stats in (metadata.partition_to_write_stats or {}).items():
+                changes.append(_FileChange(part or "", {posixpath.basename(s.path): int(s.file_size_in_bytes)
+                                                        for s in stats if s.path}, []))
+                written += [s.path for s in stats if s.path]
+            # Compaction keeps every record in its file group: the record index needs no change.
+            compaction = metadata.compacted or (metadata.operation_type or "").upper() == "COMPACT"
+            records, deletes = self._records(instant, changes, index_records_of=[] if compaction else written)
+        self._write_delta_commit(instant, records, deletes)
+
+    def rollback(self, instant: str, failed_instant: str, metadata: RollbackMetadata) -> None:
+        """The MDT side of the rollback `instant` of the failed data instant `failed_instant`: undo the
+        failed instant's MDT delta commit (if it got one), then record the rollback's file changes."""
+        if not self.enabled:
+            return
+        self._undo(failed_instant)
+        self._undo(instant)
+        listed = self.mdt.file_listing()
+        changes = []
+        for p in metadata.partition_metadata.values():
+            part = p.partition_path or ""
+            deleted = [n for n in (posixpath.basename(f) for f in p.success_delete_files) if n in listed.get(part, {})]
+            added = {posixpath.basename(f): int(size) for f, size in (p.rollback_log_files or {}).items()}
+            if added or deleted:
+                changes.append(_FileChange(part, added, deleted))
+        records, deletes = self._records(instant, changes)
+        self._write_delta_commit(instant, records, deletes)
+
+    def abandon(self, instant: str) -> None:
+        """Undo what an attempt of `instant` wrote on the MDT (for a failed attempt not retried)."""
+        if self.enabled:
+            self._undo(instant)
+
+    # --- records ----------------------------------------------------------------------------------
+    def _records(self, instant: str, changes: list[_FileChange], *, dropped: Iterable[str] = (),
+                 index_records_of: list[str] = ()) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
+        """The records of the action's changes per MDT partition, and the keys it deletes per MDT partition."""
+        out: dict[str, list[MetadataRecord]] = defaultdict(list)
+        deletes: dict[str, list[str]] = defaultdict(list)
+        listing = self.mdt.file_listing()
+        dropped = set(dropped)
+        touched = sorted({c.partition for c in changes} - dropped)
+        if K.FILES in self.partitions:
+            if touched or dropped:
+                out[K.FILES].append(files_record(
+                    K.ALL_PARTITIONS_KEY, {K.partition_identifier(p): 0 for p in touched},
+                    [K.partition_identifier(p) for p in sorted(dropped)], all_partitions=True))
+            for c in changes:
+                if c.added or c.deleted:
+                    out[K.FILES].append(files_record(K.partition_identifier(c.partition), c.added, c.deleted))
+        written = [(c.partition, name) for c in changes for name in c.added if name.endswith(".parquet")]
+        deleted = [(c.partition, name) for c in changes for name in c.deleted]
+        footers = {}
+        if K.COLUMN_STATS in self.partitions or K.BLOOM_FILTERS in self.partitions:
+            for part, name in written:
+                footers[(part, name)] = self._footer(posixpath.join(part, name) if part else name)
+        if K.COLUMN_STATS in self.partitions:
+            columns = self._indexed_columns()
+            existing = self.mdt.records(K.COLUMN_STATS) if deleted else {}
+            for (part, name), pf in footers.items():
+                for col, stats in _footer_column_stats(pf.metadata, pf.schema_arrow, name, columns, self.v2).items():
+                    out[K.COLUMN_STATS].append(column_stats_record(K.column_stats_key(part, name, col), stats))
+            for part, name in deleted:
+                for col in columns:
+                    key = K.column_stats_key(part, name, col)
+                    if key in existing:
+                        out[K.COLUMN_STATS].append(column_stats_record(key, _deleted_column_stats(name, col, self.v2)))
+        if K.PARTITION_STATS in self.partitions:
+            out[K.PARTITION_STATS].extend(self._partition_stats(touched, listing, changes, out.get(K.COLUMN_STATS, [])))
+        if K.BLOOM_FILTERS in self.partitions:
+            existing = self.mdt.records(K.BLOOM_FILTERS)
+            for (part, name), pf in footers.items():
+                kv = pf.metadata.metadata or {}
+                bloom, code = kv.get(BLOOM_FOOTER_KEY), kv.get(BLOOM_TYPE_CODE_KEY, DYNAMIC_V0).decode()
+                if bloom is None:   # a file written without one: the filter of its keys, as Java builds it
+                    rel = posixpath.join(part, name) if part else name
+                    keys = pq.read_table(pa.BufferReader(self.table.storage.read_bytes(rel)),
+                                         columns=["_hoodie_record_key"]).column(0).combine_chunks()
+                    bloom, code = dynamic_bloom_filter(keys), DYNAMIC_V0.decode()
+                out[K.BLOOM_FILTERS].append(bloom_filter_record(K.bloom_filter_key(part, name), code, instant,
+                                                                bloom, False))
+            for part, name in deleted:
+                key = K.bloom_filter_key(part, name)
+                if key in existing:
+                    old = existing[key].bloom_filter
+                    out[K.BLOOM_FILTERS].append(bloom_filter_record(key, old["type"], instant, b"", True))
+        if K.RECORD_INDEX in self.partitions and index_records_of:
+            located, gone = self._record_index_changes(instant, index_records_of)
+            out[K.RECORD_INDEX].extend(located)
+            deletes[K.RECORD_INDEX].extend(gone)
+        return out, deletes
+
+    def _record_index_changes(self, instant: str, written: list[str]) -> tuple[list[MetadataRecord], list[str]]:
+        """New locations and deleted keys from the files an instant wrote: a base file's keys are where it
+        is (a rewritten base file no longer holds the keys it dropped); a log file's blocks of this instant
+        add keys (data blocks) or delete them (delete blocks)."""
+        index = self.mdt.records(K.RECORD_INDEX)
+        at: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for key, rec in index.items():
+            loc = rec.location
+            at[(loc.partition, loc.file_id)].add(key)
+        located, gone = [], []
+        for rel in written:
+            part, name = posixpath.dirname(rel), posixpath.basename(rel)
+            log = LogFileName.parse(name)
+            fid = log.file_id if log else name.split("_", 1)[0]
+            here = at.get((part, fid), set())
+            if log is None:
+                keys = pq.read_table(pa.BufferReader(self.table.storage.read_bytes(rel)),
+                                     columns=["_hoodie_record_key"]).column(0).to_pylist()
+                ts = file_instant(name)
+                located += [record_index_record(k, part, fid, ts) for k in keys if k not in here]
+                gone += sorted(here - set(keys))
+                continue
+            for block in read_log_file(self.table.storage.read_bytes(rel)):
+                if block.instant_time != instant:
+                    continue
+                if block.block_type is BlockType.DELETE:
+                    gone += [k for k, _p, _o in block.deleted_keys() if k in here]
+                elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+                    keys = block.records().column("_hoodie_record_key").to_pylist()
+                    located += [record_index_record(k, part, fid, instant) for k in keys if k not in here]
+        return located, gone
+
+    def _footer(self, rel: str):
+        """The parquet footer only (its metadata and schema), not the file's data."""
+        local = self.table.storage.local_path(rel)
+        if local is not None:
+            pf = pq.ParquetFile(local)
+            return _Footer(pf.metadata, pf.schema_arrow)
+        with self.table.storage.open(rel) as fh:
+            pf = pq.ParquetFile(fh)
+            return _Footer(pf.metadata, pf.schema_arrow)
+
+    def _indexed_columns(self) -> list[str]:
+        if self._columns is None:
+            self._columns = self._find_indexed_columns()
+        return self._columns
+
+    def _find_indexed_columns(self) -> list[str]:
+        """The columns column_stats indexes: its index definition's source fields, else those indexed so
+        far, else the table's first 32 columns (meta fields first), as Hudi picks them."""
+        st = self.table.storage
+        if st.exists(INDEX_DEFINITIONS):
+            defs = json.loads(st.read_bytes(INDEX_DEFINITIONS)).get("indexDefinitions", {})
+            fields = (defs.get(K.COLUMN_STATS) or {}).get("sourceFields")
+            if fields:
+                return list(fields)
+        if self.table.config.version < 8:
+            # Hudi 0.x keeps the column list in the writers' config, not the table: take the indexed ones.
+            seen = sorted({r.column_stats["columnName"] for r in self.mdt.records(K.COLUMN_STATS).values()})
+            if seen:
+                return seen
+        return [f["name"] for f in with_meta_fields(_latest_schema(self.table))["fields"]][:MAX_INDEXED_COLUMNS]
+
+    def _partition_stats(self, touched: list[str], listing: dict[str, dict[str, int]], changes: list[_FileChange],
+                         new_stats: list[MetadataRecord]) -> list[MetadataRecord]:
+        """Tight partition statistics of each touched partition over the files it holds after the action."""
+        existing = self.mdt.records(K.COLUMN_STATS)
+        by_key = {r.key: r for r in new_stats}
+        out = []
+        for part in touched:
+            files = dict(listing.get(part, {}))
+            for c in changes:
+                if c.partition == part:
+                    files.update(c.added)
+                    for n in c.deleted:
+                        files.pop(n, None)
+            per_column: dict[str, dict] = {}
+            for name in files:
+                for col in self._indexed_columns():
+                    key = K.column_stats_key(part, name, col)
+                    rec = by_key.get(key) or existing.get(key)
+                    cs = rec.column_stats if rec is not None else None
+                    if cs is None or cs.get("isDeleted"):
+                        continue
+                    prev = per_column.get(col)
+                    per_column[col] = dict(cs) if prev is None else merge_column_stats(prev, cs)
+            for col, cs in sorted(per_column.items()):
+                cs = dict(cs, fileName=K.partition_identifier(part), isTightBound=True, isDeleted=False)
+                out.append(column_stats_record(K.partition_stats_key(part, col), cs, partition_stats=True))
+        return out
+
+    # --- writing ----------------------------------------------------------------------------------
+    def _write_delta_commit(self, instant: str, records: dict[str, list[MetadataRecord]],
+                            deletes: dict[str, list[str]] | None = None) -> None:
+        tl = self.mdt.table.timeline
+        requested = tl.create_requested(DELTA_COMMIT, b"", timestamp=instant)
+        inflight = tl.transition_to_inflight(requested, b"")
+        by_partition: dict[str, list[WriteStat]] = defaultdict(list)
+        deletes = deletes or {}
+        for mdt_partition in sorted(set(records) | set(deletes)):
+            recs, gone = records.get(mdt_partition, []), deletes.get(mdt_partition, [])
+            if not recs and not gone:
+                continue
+            slices = self.mdt.file_slices(mdt_partition)
+            if not slices:
+                raise HudiError(f"metadata table partition {mdt_partition} has no file groups")
+            groups: dict[int, dict[str, MetadataRecord]] = defaultdict(dict)
+            for rec in recs:
+                bucket = groups[K.file_group_index(rec.key, len(slices))]
+                # Two records of one key in one commit fold as a reader would fold them.
+                bucket[rec.key] = rec if rec.key not in bucket else _fold(bucket[rec.key], rec)
+            deleted: dict[int, list[str]] = defaultdict(list)
+            for key in gone:
+                deleted[K.file_group_index(key, len(slices))].append(key)
+            for index in sorted(set(groups) | set(deleted)):
+                fs, bucket = slices[index], groups.get(index, {})
+                blocks = []
+                if bucket:
+                    entries = [(k, encode_record(r, self.schema, blank_key=True)) for k, r in bucket.items()]
+                    hfile = write_hfile(entries, file_info={"schema": self.schema.encode()})
+                    blocks.append(_block_bytes(BlockType.HFILE_DATA,
+                                               {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: self.schema}, hfile))
+                if deleted.get(index):
+                    blocks.append(delete_block([(k, "", None) for k in sorted(deleted[index])], instant, "int"))
+                data = b"".join(blocks)
+                rel = self._new_log_file(mdt_partition, fs, instant, index, data)
+                by_partition[mdt_partition].append(WriteStat(
+                    file_id=fs.file_id, path=rel, prev_commit=fs.base_instant, num_writes=len(bucket),
+                    num_update_writes=len(bucket), num_deletes=len(deleted.get(index, ())),
+                    total_write_bytes=len(data), partition_path=mdt_partition,
+                    total_log_blocks=len(blocks), file_size_in_bytes=len(data),
+                    log_version=LogFileName.parse(rel).version, log_offset=0,
+                    base_file=fs.base_file.path.rsplit("/", 1)[-1] if fs.base_file else "",
+                    log_files=[posixpath.basename(rel)]))
+        meta = CommitMetadata(partition_to_write_stats=dict(by_partition), extra_metadata={"schema": self.schema},
+                              operation_type="UPSERT_PREPPED")
+        tl.complete(inflight, serialize_commit_metadata(meta, self.mdt.table.config.version))
+        self.mdt = MetadataTable(self.table)   # the state changed: read it afresh next time
+
+    def _new_log_file(self, mdt_partition: str, fs, instant: str, index: int, block: bytes) -> str:
+        """A new log file of the file group holding one block: named by the delta commit (v8+) or the
+        slice's base instant with the next version (v6)."""
+        st = self.mdt.table.storage
+        token = write_token(index)
+        if self.mdt.table.config.version >= 8:
+            name = LogFileName(fs.file_id, instant, 1, token)
+        else:
+            versions = [n.version for n in (LogFileName.parse(i.name) for i in st.listdir(mdt_partition))
+                        if n and n.file_id == fs.file_id and n.instant == fs.base_instant]
+            name = LogFileName(fs.file_id, fs.base_instant, max(versions, default=0) + 1, token)
+        rel = posixpath.join(mdt_partition, str(name))
+        st.write_new(rel, block)
+        return rel
+
+    def _undo(self, instant: str) -> None:
+        """Remove every trace of an MDT delta commit at `instant` (an earlier attempt's, or a failed data
+        instant's): the log files holding its blocks, then its instant files (completed first, so it never
+        looks completed without its files... it is gone before its files are)."""
+        tl = self.mdt.table.timeline
+        tl.reload(force=True)
+        states = tl.states_of(instant)
+        if not states:
+            return
+        st = self.mdt.table.storage
+        # Instant files first, newest state first: a reader never sees a completed instant without its blocks.
+        for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+            inst = states.get(state)
+            if inst is not None:
+                st.delete(tl.path_of(inst))
+        for part in self.mdt.partitions:
+            for info in st.listdir(part):
+                name = LogFileName.parse(info.name)
+                if name is None:
+                    continue
+                v6 = self.mdt.table.config.version < 8
+                if name.instant == instant or (v6 and _only_blocks_of(st, info.path, instant)):
+                    st.delete(info.path)
+        tl.reload(force=True, full=True)
+        self.mdt = MetadataTable(self.table)
+
+
+def _latest_schema(table: HudiTable) -> dict:
+    tl = table.timeline
+    for inst in reversed(tl.completed_writes()):
+        schema = tl.commit_metadata(inst).schema()
+        if schema:
+            return schema
+    if table.config.create_schema:
+        return json.loads(table.config.create_schema)
+    raise HudiError(f"table {table.config.name} records no schema")
+
+
+def _only_blocks_of(st, rel: str, instant: str) -> bool:
+    blocks = read_log_file(st.read_bytes(rel))
+    return bool(blocks) and all(b.instant_time == instant for b in blocks)
+
+
+def _fold(older: MetadataRecord, newer: MetadataRecord) -> MetadataRecord:
+    return merge(older, newer)
+
+
+def write_metadata_commit(table: HudiTable, instant: str, action: str, metadata) -> None:
+    """The executors' hook: the MDT delta commit of `instant`, if the table has an MDT (else nothing)."""
+    MetadataWriter(table).commit(instant, action, metadata)
+
+
+def write_metadata_rollback(table: HudiTable, instant: str, failed_instant: str, metadata: RollbackMetadata) -> None:
+    MetadataWriter(table).rollback(instant, failed_instant, metadata)
