@@ -15,6 +15,12 @@ EXPECTED_ROWS = {
     "mor_v6_nonpartitioned_rollback": 3,
     "mor_v6_trips_8i1u": 8,
     "mor_v8_trips_8i3u1d": 6,
+    "cow_v9_txns_simple_meta": 12,
+    "mor_v9_txns_simple_meta": 12,
+    "mor_v9_txns_simple_nometa": 12,
+    "cow_v6_timebasedkeygen_nonhivestyle": 4,
+    "cow_v9_lance_nonpartitioned": 9,
+    "cow_v6_simplekeygen_hivestyle_no_metafields": 4,
 }
 
 

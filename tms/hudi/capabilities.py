@@ -1,0 +1,99 @@
+"""What TMS can do for a table, decided from its `hoodie.properties` alone (no listing): read it exactly,
+and run each table service on it, or why not, in one line a user can act on.
+
+One decision serves every caller: the reader refuses before it reads a row, `tms schedule` and the planner
+before they write a plan, the executors before they start, registration and the table's health report it.
+Nothing is planned that cannot run, and a table that cannot be read exactly is never read."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from .base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
+from .errors import HudiError, UnsupportedTableError
+from .properties import MergeMode
+
+READING, COMPACTION, CLUSTERING, CLEAN, ROLLBACK = "reading", "compaction", "clustering", "clean", "rollback"
+SERVICES = (READING, COMPACTION, CLUSTERING, CLEAN, ROLLBACK)
+# Services that merge records (they read base and log files and write new base files).
+_MERGING = (READING, COMPACTION, CLUSTERING)
+# Services that write files TMS produces in the table's base file format.
+_WRITING_BASE_FILES = (COMPACTION, CLUSTERING)
+WRITABLE_FORMATS = (PARQUET, LANCE)
+
+METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
+BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
+DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+
+
+class Capability(NamedTuple):
+    can_run: bool
+    reason: str = ""  # why not (empty when it can run)
+
+
+def _metadata_partitions(table) -> list[str]:
+    value = table.config.get(METADATA_PARTITIONS) or ""
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def _unmaintained_until_mdt_writer(table, service: str) -> list[str]:
+    """Until TMS keeps the metadata table in sync, every partition of it is one TMS cannot maintain."""
+    return _metadata_partitions(table)
+
+
+# The metadata-table writer replaces this with its own answer: the partitions of the table's metadata
+# table that TMS cannot keep valid for `service` (a function `unmaintainable_partitions(table, service)`).
+unmaintainable_partitions: Callable[[object, str], list[str]] = _unmaintained_until_mdt_writer
+
+
+def _refusals(table, service: str) -> list[str]:
+    """Every reason TMS cannot run `service` (reading included) on the table; empty when it can."""
+    config = table.config
+    reasons = []
+    if service in _MERGING:
+        try:
+            if config.merge_mode is MergeMode.CUSTOM:
+                reasons.append("it uses merge mode CUSTOM, which needs a Java merger "
+                               f"(payload {config.get('hoodie.compaction.payload.class') or config.get('hoodie.record.merge.strategy.id')})")
+        except HudiError as e:
+            reasons.append(str(e))
+    if config.get(BOOTSTRAP_BASE_PATH) and service != ROLLBACK:
+        reasons.append(f"it is a bootstrap table ({BOOTSTRAP_BASE_PATH}={config.get(BOOTSTRAP_BASE_PATH)}): "
+                       "its skeleton base files need the source files stitched in, which TMS does not do")
+    fmt = table_base_format(config)
+    if service in _MERGING:
+        unreadable = unreadable_format_reason(fmt)
+        if unreadable:
+            reasons.append(unreadable)
+    if service in _WRITING_BASE_FILES and fmt not in WRITABLE_FORMATS and not unreadable_format_reason(fmt):
+        reasons.append(f"TMS cannot write {fmt} base files")
+    if not config.populate_meta_fields and config.is_mor and service in _MERGING:
+        reasons.append("it does not populate meta fields (virtual keys) and is MERGE_ON_READ: TMS cannot derive "
+                       "the record keys its log records are merged by exactly")
+    if service == READING and config.get(DROP_PARTITION_COLUMNS, "false") == "true":
+        reasons.append(f"its partition columns are dropped from the data files ({DROP_PARTITION_COLUMNS}=true): "
+                       "TMS cannot rebuild their values from partition paths exactly")
+    if service != READING:
+        partitions = unmaintainable_partitions(table, service)
+        if partitions:
+            reasons.append(f"its metadata table has partitions TMS cannot keep in sync for {service} "
+                           f"({', '.join(partitions)}): readers would miss the files TMS writes and list the "
+                           "files it deletes (disable the metadata table on the writers, hoodie.metadata.enable=false)")
+    return reasons
+
+
+def capabilities(table) -> dict[str, Capability]:
+    """For reading and each table service: whether TMS can run it on `table`, and why not."""
+    out = {}
+    for service in SERVICES:
+        reasons = _refusals(table, service)
+        out[service] = Capability(not reasons, "; ".join(reasons))
+    return out
+
+
+def require_capability(table, service: str) -> None:
+    """Raise UnsupportedTableError (one line) unless TMS can run `service` on `table`."""
+    reasons = _refusals(table, service)
+    if reasons:
+        verb = "read" if service == READING else f"run {service} on"
+        raise UnsupportedTableError(f"TMS cannot {verb} table {table.config.name}: {'; '.join(reasons)}")
