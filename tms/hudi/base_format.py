@@ -13,7 +13,6 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from lance.file import LanceFileReader, LanceFileWriter
 
 from .errors import UnsupportedTableError
 from .storage import Storage
@@ -89,7 +88,7 @@ def read_base_file(storage: Storage, rel: str, columns: list[str] | None = None)
             return pq.read_table(fh, columns=columns)
     if fmt == LANCE:
         with _readable_copy(storage, rel) as path:
-            reader = LanceFileReader(path, columns=columns)
+            reader = _lance_file().LanceFileReader(path, columns=columns)
             return reader.read_all().to_table()
     require_readable_format(fmt, f"base file {rel}")
     raise AssertionError("unreachable")
@@ -114,8 +113,15 @@ def write_lance_file(storage: Storage, rel: str, rows: pa.Table, metadata: dict[
                 dst.write(chunk)
 
 
+def _lance_file():
+    """pylance, imported on first use: it is not fork-safe (it warns once imported in a process that forks,
+    as Spark's Python workers and the worker's job processes do), and Parquet tables never need it."""
+    import lance.file
+    return lance.file
+
+
 def _write_lance(path: str, rows: pa.Table, schema: pa.Schema) -> None:
-    writer = LanceFileWriter(path, schema, version=LANCE_FILE_VERSION)
+    writer = _lance_file().LanceFileWriter(path, schema, version=LANCE_FILE_VERSION)
     try:
         for batch in rows.cast(schema).to_batches():
             writer.write_batch(batch)
