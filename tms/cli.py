@@ -101,10 +101,18 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
           op: str = typer.Option("upsert", "--op", help="upsert | insert | delete"),
           create: bool = typer.Option(False, "--create", help="Create the table first (schema from the records)."),
           table_type: str = typer.Option("MERGE_ON_READ", "--table-type", help="MERGE_ON_READ | COPY_ON_WRITE"),
-          table_version: int = typer.Option(8, "--table-version", help="6 or 8"),
+          table_version: int = typer.Option(8, "--table-version", help="6, 8 or 9"),
           key: Optional[str] = typer.Option(None, "--key", help="Record key field(s), comma-separated."),
           ordering: Optional[str] = typer.Option(None, "--ordering", help="Ordering (precombine) field."),
           partition: Optional[str] = typer.Option(None, "--partition", help="Partition field(s), comma-separated."),
+          hive_style: bool = typer.Option(True, "--hive-style/--no-hive-style",
+                                          help="Partition folders named field=value (hive style) or value."),
+          urlencode: bool = typer.Option(False, "--urlencode", help="URL-encode partition values (Hive's escaping)."),
+          partition_time_format: Optional[str] = typer.Option(
+              None, "--partition-time-format",
+              help="Time-based key generator: the one partition field (epoch milliseconds) as a date pattern, "
+                   "e.g. yyyy/MM/dd/HH (several folder levels)."),
+          base_file_format: str = typer.Option("PARQUET", "--base-file-format", help="PARQUET | LANCE (version 9)"),
           leave_inflight: bool = typer.Option(False, "--leave-inflight",
                                               help="Write the files but do not complete the instant."),
           complete: Optional[str] = typer.Option(None, "--complete", help="Complete a write left inflight."),
@@ -133,11 +141,13 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
                 _fail("--create needs --key")
             if table_type not in ("MERGE_ON_READ", "COPY_ON_WRITE"):
                 _fail(f"--table-type must be MERGE_ON_READ or COPY_ON_WRITE, not {table_type!r}")
-            if table_version not in (6, 8):
-                _fail(f"--table-version must be 6 or 8, not {table_version}")
+            if table_version not in (6, 8, 9):
+                _fail(f"--table-version must be 6, 8 or 9, not {table_version}")
             writer = create_table_for_records(path, rows, table_type=table_type, version=table_version,
                                               key=_fields(key), ordering=_fields(ordering),
-                                              partition=_fields(partition), **opts)
+                                              partition=_fields(partition), hive_style=hive_style,
+                                              urlencode=urlencode, partition_time_format=partition_time_format,
+                                              base_file_format=base_file_format, **opts)
         else:
             writer = HudiWriter(_load(path), **opts)
         result = writer.write(rows, op, leave_inflight=leave_inflight)

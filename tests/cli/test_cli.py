@@ -103,7 +103,7 @@ def test_bad_input_exits_non_zero_with_one_line(tmp_path, fixture_tables):
         (["write", path], "--records FILE is required"),
         (["write", tmp_path / "new", "--records", wrong_type, "--create"], "--create needs --key"),
         (["write", tmp_path / "new", "--records", wrong_type, "--create", "--key", "id", "--table-version", "7"],
-         "--table-version must be 6 or 8"),
+         "--table-version must be 6, 8 or 9"),
         (["write", path, "--complete", "20990101000000000"], "no instant"),
     ]
     for args, message in cases:

@@ -23,7 +23,9 @@ from .file_names import BaseFileName, LogFileName, new_file_id, write_token
 from .fs_view import FileSlice
 from .instant import COMMIT, DELTA_COMMIT, State
 from .log_format import avro_data_block, delete_block, parquet_data_block
+from .base_format import LANCE, extension_of, table_base_format, write_lance_file
 from .merge import KEY, LogScan, merge_records, merge_slice
+from .partition_paths import record_partition_paths
 from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
@@ -63,7 +65,11 @@ class HudiWriter:
     @classmethod
     def create_table(cls, base_path: str, *, table_type: str, version: int, key: list[str],
                      ordering: list[str], partition: list[str], schema: pa.Schema, name: str | None = None,
-                     merge_mode: str | None = None, **kwargs) -> "HudiWriter":
+                     merge_mode: str | None = None, hive_style: bool = True, urlencode: bool = False,
+                     partition_time_format: str | None = None, base_file_format: str = "PARQUET",
+                     **kwargs) -> "HudiWriter":
+        """A new table; `hive_style`, `urlencode` and `partition_time_format` shape its partition paths (see
+        `partition_paths`), `base_file_format` is PARQUET or LANCE (version 9)."""
         name = name or posixpath.basename(base_path.rstrip("/")) or "table"
         for f in key + ordering + partition:
             if f not in schema.names:
@@ -71,7 +77,9 @@ class HudiWriter:
         avro = arrow_to_avro(schema, name)
         props = new_table_properties(name=name, table_type=table_type, version=version, record_key=key,
                                      ordering=ordering, partition=partition, schema_json=json.dumps(avro),
-                                     merge_mode=merge_mode)
+                                     merge_mode=merge_mode, hive_style=hive_style, urlencode=urlencode,
+                                     partition_time_format=partition_time_format,
+                                     base_file_format=base_file_format)
         return cls(HudiTable.create(base_path, props), **kwargs)
 
     # --- schema and keys -------------------------------------------------------------------------
@@ -99,17 +107,7 @@ class HudiWriter:
         return pa.array([",".join(f"{f}:{v}" for f, v in zip(fields, vals)) for vals in zip(*cols)], pa.string())
 
     def _partition_paths(self, t: pa.Table) -> pa.Array:
-        fields = self.config.partition_fields
-        if not fields:
-            return pa.array([""] * t.num_rows, pa.string())
-        cols = []
-        for f in fields:
-            if f not in t.column_names:
-                raise HudiError(f"records lack the partition field {f!r}")
-            vals = pc.fill_null(t.column(f).cast(pa.string()), "__HIVE_DEFAULT_PARTITION__")
-            cols.append(pc.binary_join_element_wise(f + "=", vals, "") if self.config.hive_style_partitioning
-                        else vals)
-        return (cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, "/")).combine_chunks()
+        return record_partition_paths(self.config, t)
 
     # --- writing ---------------------------------------------------------------------------------
     def write(self, records: list[dict] | pa.Table, op: str = "upsert", *, leave_inflight: bool = False) -> WriteResult:
@@ -278,19 +276,26 @@ class HudiWriter:
     def _ensure_partition(self, partition: str, ts: str) -> None:
         rel = posixpath.join(partition, ".hoodie_partition_metadata") if partition else ".hoodie_partition_metadata"
         if not self.table.storage.exists(rel):
-            depth = len(self.config.partition_fields)
+            depth = partition.count("/") + 1 if partition else 0  # folder levels, as Java counts them
             text = f"#partition metadata\ncommitTime={ts}\npartitionDepth={depth}\n"
             try:
                 self.table.storage.write_atomic(rel, text.encode())
             except HudiError:
                 pass  # written by a concurrent writer
 
+    def _base_file_name(self, fid: str, task: int, ts: str) -> str:
+        return str(BaseFileName(fid, write_token(task), ts, extension_of(table_base_format(self.config))))
+
     def _write_parquet(self, rel: str, t: pa.Table, full_schema: dict) -> int:
+        """A base file in the table's format (Parquet, or Lance on a Lance table)."""
         keys = t.column(KEY)
         md = {b"parquet.avro.schema": json.dumps(full_schema).encode(), b"writer.model.name": b"avro"}
         if t.num_rows:
             md[b"hoodie_min_record_key"] = pc.min(keys).as_py().encode()
             md[b"hoodie_max_record_key"] = pc.max(keys).as_py().encode()
+        if table_base_format(self.config) == LANCE:
+            write_lance_file(self.table.storage, rel, t, {k: v for k, v in md.items() if k.startswith(b"hoodie_")})
+            return self.table.storage.info(rel).size
         t = t.replace_schema_metadata(md)
         with self.table.storage.open(rel, "wb") as fh:
             pq.write_table(t, fh, compression="snappy")
@@ -298,7 +303,7 @@ class HudiWriter:
 
     def _new_file_group(self, ts: str, partition: str, rows: pa.Table, full_schema: dict, task: int) -> WriteStat:
         fid = new_file_id()
-        name = str(BaseFileName(fid, write_token(task), ts))
+        name = self._base_file_name(fid, task, ts)
         rel = posixpath.join(partition, name) if partition else name
         self._marker(ts, rel, "CREATE")
         size = self._write_parquet(rel, self._with_meta(rows, ts, partition, name, task), full_schema)
@@ -308,7 +313,7 @@ class HudiWriter:
     def _rewrite_base(self, ts, view, fs: FileSlice, rows, op, ordering, full_schema, task) -> WriteStat:
         """COW update: merge the incoming rows into the file group's rows and write a new base file."""
         current = merge_slice(self.table.storage, self.config, fs, view.is_completed)
-        name = str(BaseFileName(fs.file_id, write_token(task), ts))
+        name = self._base_file_name(fs.file_id, task, ts)
         rel = posixpath.join(fs.partition, name) if fs.partition else name
         scan = self._as_log_scan(rows, op, ordering, ts, fs.partition, name, task)
         merged = merge_records(current, scan, ordering)
