@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tms.db.policy import TablePolicy
+from tms.hudi.capabilities import require_capability
 
 from .clean import plan_clean
 from .clustering import plan_clustering
@@ -26,6 +27,7 @@ class ScheduleResult:
 def schedule(table, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
     if action not in ACTIONS:
         raise PlannerError(f"unknown action {action!r} (one of {', '.join(ACTIONS)})")
+    require_capability(table, action)  # nothing planned that cannot run: refused before anything is written
     result = ScheduleResult(synced=sync_held_plans(table))
     if action == ROLLBACK:
         result.planned = plan_failed_write_rollbacks(table, policy, now)
