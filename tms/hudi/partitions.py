@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
 
 from .storage import FileInfo, Storage
 
@@ -44,13 +45,24 @@ def find_partition_folders(storage: Storage) -> PartitionListing:
     return PartitionListing(sorted(found), found)
 
 
+# timeline -> {(instant time, action): partitions its commit metadata names}. A completed instant's file never
+# changes, so each is parsed once per loaded timeline (the planner keeps timelines loaded between passes).
+_PARTITIONS_OF_COMMIT: WeakKeyDictionary = WeakKeyDictionary()
+
+
 def committed_partitions(timeline) -> set[str]:
     """The partition paths the completed writes and table services name in their commit metadata."""
+    known = _PARTITIONS_OF_COMMIT.setdefault(timeline, {})
     out: set[str] = set()
     for inst in timeline.completed_writes():
-        meta = timeline.commit_metadata(inst)
-        out.update(p or "" for p in meta.partition_to_write_stats)
-        out.update(p or "" for p in (meta.partition_to_replace_file_ids or {}))
+        key = (inst.timestamp, inst.action)
+        partitions = known.get(key)
+        if partitions is None:
+            meta = timeline.commit_metadata(inst)
+            partitions = known[key] = frozenset(
+                [p or "" for p in meta.partition_to_write_stats]
+                + [p or "" for p in (meta.partition_to_replace_file_ids or {})])
+        out |= partitions
     return out
 
 
