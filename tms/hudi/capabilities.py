@@ -50,6 +50,8 @@ def _refusals(table, service: str) -> list[str]:
     """Every reason TMS cannot run `service` (reading included) on the table; empty when it can."""
     config = table.config
     reasons = []
+    if service == COMPACTION and not config.is_mor:
+        reasons.append(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
     if service in _MERGING:
         try:
             if config.merge_mode is MergeMode.CUSTOM:
