@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from support import FIXTURE_TABLES
 from tms.cli import app
-from tms.hudi.capabilities import SERVICES, capabilities
+from tms.hudi.capabilities import SERVICES, capabilities, unrunnable_plans
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.properties import format_properties
 from tms.hudi.reader import read_snapshot
@@ -128,3 +128,24 @@ def test_the_metadata_table_writer_decides_which_partitions_block_a_service(fixt
     caps = capabilities(table)
     assert caps["compaction"] == (True, "") and caps["clean"].can_run
     assert not caps["clustering"].can_run and "secondary_index_idx_rider" in caps["clustering"].reason
+
+
+def test_plans_that_can_no_longer_run_are_named(fixture_tables, tmp_path):
+    """A compaction planned while the table was serviceable, then the writers turned the metadata table on:
+    the plan is one TMS can no longer run (the planner rolls such plans back, with an alert)."""
+    path = _copy(fixture_tables, "mor_v6_trips_8i1u", tmp_path)
+    result = runner.invoke(app, ["schedule", str(path), "--action", "compaction", "--option",
+                                 "hoodie.compact.inline.max.delta.commits=1"])
+    assert result.exit_code == 0, result.output
+    planned = result.stdout.split()[0]
+    assert unrunnable_plans(HudiTable.load(str(path))) == []
+    _set(path, {"hoodie.table.metadata.partitions": "files,record_index"})
+    [(instant, reason)] = unrunnable_plans(HudiTable.load(str(path)))
+    assert (instant.timestamp, instant.action) == (planned, "compaction")
+    assert "files, record_index" in reason
+    # and its executor refuses it before it starts
+    from tms.execute.dispatch import execute_instant
+    from tms.execute.runner import LocalRunner
+    with pytest.raises(UnsupportedTableError):
+        execute_instant(HudiTable.load(str(path)), planned, LocalRunner(1))
+    assert HudiTable.load(str(path)).timeline.get(planned).state.name == "REQUESTED"

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from tms.hudi.capabilities import CLUSTERING, require_capability
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
@@ -104,7 +103,6 @@ class ClusteringExecutor(ActionExecutor):
 
     def validate(self) -> None:
         super().validate()
-        require_capability(self.table, CLUSTERING)  # merge mode, virtual keys, base format, bootstrap, ...
         for group in self.plan.input_groups:
             if len({s.partition_path or "" for s in group.slices}) > 1:
                 raise HudiError(f"clustering {self.timestamp} has a group spanning partitions; groups are per partition")

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi.capabilities import COMPACTION, require_capability
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
@@ -117,7 +116,6 @@ class CompactionExecutor(ActionExecutor):
 
     def validate(self) -> None:
         super().validate()
-        require_capability(self.table, COMPACTION)  # merge mode, virtual keys, base format, bootstrap, ...
         if any(op.bootstrap_file_path for op in self.plan.operations):
             raise UnsupportedTableError(f"compaction {self.timestamp} reads bootstrap files; TMS does not")
         if self.config.version < 8:

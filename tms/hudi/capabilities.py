@@ -11,6 +11,8 @@ from typing import NamedTuple
 
 from .base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
 from .errors import HudiError, UnsupportedTableError
+from .instant import REPLACE_COMMIT, Instant, State
+from .serde import parse_requested_replace_metadata
 from .properties import MergeMode
 
 READING, COMPACTION, CLUSTERING, CLEAN, ROLLBACK = "reading", "compaction", "clustering", "clean", "rollback"
@@ -99,3 +101,34 @@ def require_capability(table, service: str) -> None:
     if reasons:
         verb = "read" if service == READING else f"run {service} on"
         raise UnsupportedTableError(f"TMS cannot {verb} table {table.config.name}: {'; '.join(reasons)}")
+
+
+def _service_of_plan(table, instant: Instant) -> str | None:
+    """The table service a pending instant plans (None: a writer's instant)."""
+    action = instant.action
+    if action in (COMPACTION, CLUSTERING, CLEAN, ROLLBACK):  # the services are named as their actions
+        return action
+    if action == REPLACE_COMMIT:  # v6: clustering only if its requested file holds a clustering plan
+        try:
+            data = table.timeline.read_plan(instant.timestamp)
+        except (OSError, HudiError):
+            return None
+        if data and parse_requested_replace_metadata(data).clustering_plan is not None:
+            return CLUSTERING
+    return None
+
+
+def unrunnable_plans(table) -> list[tuple[Instant, str]]:
+    """The requested table-service plans on the timeline that TMS cannot run now, with why: the planner
+    rolls back those it wrote (with an alert saying why) instead of leaving them requested for ever."""
+    out = []
+    for inst in table.timeline.pending():
+        if inst.state is not State.REQUESTED:
+            continue
+        service = _service_of_plan(table, inst)
+        if service is None:
+            continue
+        reasons = _refusals(table, service)
+        if reasons:
+            out.append((inst, "; ".join(reasons)))
+    return out
