@@ -1,6 +1,7 @@
 """Event-intake benchmark: single-event POSTs and batch POSTs from concurrent clients on loopback
 against one service process (uvicorn) with PostgreSQL, beside the same app's no-op endpoint
-(`POST /api/v1/noop`: same middleware and authentication, no parsing, no database), in one run.
+(`POST /bench/noop`, mounted by this benchmark on its own app instance: same middleware and authentication,
+no parsing, no database), in one run.
 
     python bench/ingest.py [--seconds 5] [--rounds 3] [--concurrency 32] [--batch-size 500]
 
@@ -32,6 +33,10 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from fastapi import FastAPI, status  # noqa: E402
+
+from service.app import create_app  # noqa: E402
+from service.routers.events import Writer  # noqa: E402
 from tms.db import Database, TableRepo  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
 
@@ -134,12 +139,24 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def bench_app() -> FastAPI:
+    """The service's app with the baseline route: same app, same authentication, no parsing, no database."""
+    app = create_app()
+
+    @app.post("/bench/noop", status_code=status.HTTP_202_ACCEPTED)
+    async def noop(credential: Writer) -> None:
+        pass
+
+    return app
+
+
 def _start_service(database_url: str) -> tuple[subprocess.Popen, int]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TMS_")}
     env.update(TMS_DATABASE_URL=database_url, TMS_CALLBACK_KEY=KEY, TMS_LOG_LEVEL="WARNING")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "service.app:create_app",
-                             "--port", str(port), "--no-access-log", "--log-level", "warning"], cwd=REPO, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "ingest:bench_app",
+                             "--app-dir", str(REPO / "bench"), "--port", str(port), "--no-access-log",
+                             "--log-level", "warning"], cwd=REPO, env=env)
     for _ in range(300):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
@@ -166,7 +183,7 @@ def main() -> None:
         single = partial(_single_body, table_id)
         batch = partial(_batch_body, table_id, args.batch_size)
         endpoints = [
-            Endpoint("no-op", "/api/v1/noop", 0, single, args.concurrency),
+            Endpoint("no-op", "/bench/noop", 0, single, args.concurrency),
             Endpoint("single event", "/api/v1/events", 1, single, args.concurrency),
             Endpoint(f"batch of {args.batch_size}", "/api/v1/events:batch", args.batch_size, batch,
                      max(1, args.concurrency // 4)),

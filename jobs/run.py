@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tms.errors import TMSError
 from tms.execute.dispatch import EXECUTORS, execute_instant
 from tms.execute.fencing import http_fence, no_fence
-from tms.hudi.errors import HudiError
 from tms.hudi.table import HudiTable
 
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = execute_instant(HudiTable.load(args.table), args.instant, SparkRunner(spark.sparkContext),
                                  http_fence(args.fence_url) if args.fence_url else no_fence, args.action)
-    except HudiError as e:
+    except TMSError as e:  # one line, as every TMS command ends
         print(f"error: {e}", file=sys.stderr)
         return 1
     finally:

@@ -12,6 +12,9 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, OperationalError
 
 from tms.db import ConflictError, NotFoundError
+from tms.db.embedded import EmbeddedDatabaseError
+from tms.errors import TMSError
+from tms.execute.errors import FencingError
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +39,22 @@ async def _on_validation(request: Request, exc: RequestValidationError) -> JSONR
         {"detail": validation_detail(errors), "errors": errors}))
 
 
-async def _on_not_found(request: Request, exc: NotFoundError) -> JSONResponse:
-    return JSONResponse(status_code=404, content={"detail": str(exc)})
+# The status of each kind of TMSError, most specific first; any other TMSError is a request TMS refuses (422).
+STATUS_OF: tuple[tuple[type[TMSError], int], ...] = (
+    (NotFoundError, status.HTTP_404_NOT_FOUND),
+    (ConflictError, status.HTTP_409_CONFLICT),
+    (FencingError, status.HTTP_409_CONFLICT),
+    (EmbeddedDatabaseError, status.HTTP_503_SERVICE_UNAVAILABLE),
+    (TMSError, status.HTTP_422_UNPROCESSABLE_CONTENT),
+)
 
 
-async def _on_conflict(request: Request, exc: ConflictError) -> JSONResponse:
-    return JSONResponse(status_code=409, content={"detail": str(exc)})
+def status_of(exc: TMSError) -> int:
+    return next(code for kind, code in STATUS_OF if isinstance(exc, kind))
+
+
+async def _on_tms_error(request: Request, exc: TMSError) -> JSONResponse:
+    return JSONResponse(status_code=status_of(exc), content={"detail": str(exc)})
 
 
 async def _on_data_error(request: Request, exc: DataError) -> JSONResponse:
@@ -59,8 +72,7 @@ async def _on_database_down(request: Request, exc: Exception) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _on_validation)
-    app.add_exception_handler(NotFoundError, _on_not_found)
-    app.add_exception_handler(ConflictError, _on_conflict)
+    app.add_exception_handler(TMSError, _on_tms_error)
     app.add_exception_handler(DataError, _on_data_error)
     for unavailable in (OperationalError, psycopg.OperationalError):
         app.add_exception_handler(unavailable, _on_database_down)

@@ -23,6 +23,8 @@ from .schemas.events import IngestResult
 DEFAULT_ACTION = {"COPY_ON_WRITE": "commit", "MERGE_ON_READ": "deltacommit"}
 _NAMED_IN_ERRORS = 5
 _RESULTS = {401: "unauthorized", 404: "unknown_table"}
+# One answer for a wrong key and for a table that is not registered: an unverified sender learns nothing.
+KEY_MISMATCH = "HUDI-CALLBACK-KEY does not match"
 
 
 @dataclass(frozen=True)
@@ -101,14 +103,14 @@ class Intake:
         unknown = sorted({str(e.table_key) for e in events if e.table_key not in tables})
         if unknown:
             if not credential.trusted:  # do not tell an unverified sender which tables exist
-                raise unauthorized("HUDI-CALLBACK-KEY does not match")
+                raise unauthorized(KEY_MISMATCH)
             named = ", ".join(unknown[:_NAMED_IN_ERRORS])
             more = f" (and {len(unknown) - _NAMED_IN_ERRORS} more)" if len(unknown) > _NAMED_IN_ERRORS else ""
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no registered table {named}{more}; nothing was stored")
         for event in events:
             table = tables[event.table_key]
             if not credential.admits(table.callback_key_hash):
-                raise unauthorized(f"HUDI-CALLBACK-KEY does not match for table {table.id}")
+                raise unauthorized(KEY_MISMATCH)
 
     @staticmethod
     def _row(event: IncomingEvent, table: TableIdentity, kind: str) -> NewEvent:

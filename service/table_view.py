@@ -10,7 +10,7 @@ from tms.db import TablePolicy
 from tms.hudi.errors import HudiError
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
-from tms.planner import find_failed_writes
+from tms.planning import find_failed_writes
 
 from .schemas.tables import FileGroupOut, FileGroupSummary, Health, InstantOut, TimelineSummary
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -16,11 +16,9 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from tms.errors import ConfigError
+
 CONFIG_FILE_ENV = "TMS_CONFIG_FILE"
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be used (missing or unreadable config file)."""
 
 
 class Settings(BaseSettings):
@@ -68,7 +66,7 @@ class Settings(BaseSettings):
     worker_default_master: str = Field(
         "local[*]", description="Master of the `local` queue the worker creates when no queue exists")
 
-    # The planner (`tms planner`): see tms/planner/ and the README's "Planner".
+    # The planner (`tms planner`): see tms/planning/ and the README's "Planner".
     planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback"]], NoDecode] = Field(
         ["compaction", "clean", "rollback"],
         description="Comma-separated table services the planner schedules on its own; clustering is opt-in, "
@@ -128,5 +126,11 @@ def _file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSe
 
 
 def load_settings(**overrides) -> Settings:
-    """Settings from the environment and config file; keyword arguments take precedence."""
-    return Settings(**overrides)
+    """Settings from the environment and config file; keyword arguments take precedence. ConfigError (one
+    line naming the setting) for a value that cannot be used."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as e:
+        error = e.errors()[0]
+        name = "TMS_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
+        raise ConfigError(f"{name}: {error['msg']}") from None

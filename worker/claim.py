@@ -13,7 +13,7 @@ from typing import Any
 from tms.db import Database, QueueRepo, RegisteredTable, TaskRepo, hash_secret
 from tms.hudi.instant import ROLLBACK
 from tms.hudi.table import HudiTable
-from tms.planner import plan_stats
+from tms.planning import plan_stats
 
 from .fence import new_fence_key
 from .queues import choose_queue

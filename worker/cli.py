@@ -6,9 +6,8 @@ import signal
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
-from tms.config import ConfigError, load_settings
+from tms.config import load_settings
 
 
 def worker(slots: Annotated[int | None, typer.Option(help="Jobs run at once [TMS_WORKER_SLOTS]")] = None,
@@ -23,11 +22,7 @@ def worker(slots: Annotated[int | None, typer.Option(help="Jobs run at once [TMS
 
     overrides = {k: v for k, v in (("worker_slots", slots), ("worker_runner", runner),
                                    ("worker_service_url", service_url)) if v is not None}
-    try:
-        settings = load_settings(**overrides)
-    except (ValidationError, ConfigError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+    settings = load_settings(**overrides)
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     database = open_database(settings)
     w = Worker(database, settings)

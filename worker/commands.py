@@ -1,5 +1,5 @@
 """The command line and environment of a claimed task's job: spark-submit of `jobs/run.py` to the queue's
-master with the job's sizing, or the plain Python job (worker.python_job)."""
+master with the job's sizing, or the plain Python job (jobs.python_job)."""
 from __future__ import annotations
 
 import os
@@ -20,6 +20,6 @@ def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str) -> tuple[
 
 
 def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
-    command = [sys.executable, "-m", "worker.python_job", "--table", claimed.base_path, "--instant", claimed.instant,
+    command = [sys.executable, "-m", "jobs.python_job", "--table", claimed.base_path, "--instant", claimed.instant,
                "--action", claimed.action, "--fence-url", fence_url]
     return command, dict(os.environ)

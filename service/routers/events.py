@@ -45,7 +45,3 @@ async def post_events(body: EventBatch, credential: Writer, request: Request) ->
     """All or nothing: an unknown table or a wrong key rejects the whole batch."""
     return await _intake(request).accept([_incoming(e) for e in body.events], credential, kind="api")
 
-
-@router.post("/noop", status_code=status.HTTP_202_ACCEPTED, summary="Authenticate and do nothing")
-async def noop(credential: Writer) -> None:
-    """The intake's baseline: same app, same authentication, no parsing and no database."""

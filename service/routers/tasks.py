@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Query, Request, status
 
 from tms.db import ConflictError, OperatorAction, TaskRepo, TaskState, hash_secret
+from tms.table_service import TableService
 
 from ..auth import Operator, Viewer
-from ..schemas.common import Action, Id, Limit, Offset
+from ..schemas.common import Id, Limit, Offset
 from ..schemas.tasks import FenceOut, TaskDetail, TaskOut, TaskPage
 
 router = APIRouter(prefix="/api/v1/tasks", tags=["tasks"])
@@ -18,12 +19,14 @@ TaskId = Annotated[Id, Path(description="The task's id")]
 
 @router.get("", response_model=TaskPage, dependencies=[Viewer], summary="List tasks, newest first")
 def list_tasks(request: Request, table_id: Annotated[Id | None, Query()] = None,
-               action: Annotated[Action | None, Query()] = None, state: TaskState | None = None,
+               service: Annotated[TableService | None, Query(description="The table service")] = None,
+               action: Annotated[TableService | None, Query(deprecated=True, description="Same as `service`")] = None,
+               state: TaskState | None = None,
                since: Annotated[datetime | None, Query(description="Created at or after")] = None,
                until: Annotated[datetime | None, Query(description="Created before")] = None,
                limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
-        tasks, total = TaskRepo(session).find(table_id=table_id, action=action, state=state, since=since,
+        tasks, total = TaskRepo(session).find(table_id=table_id, service=service or action, state=state, since=since,
                                               until=until, limit=limit, offset=offset)
         return {"items": tasks, "total": total, "limit": limit, "offset": offset}
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, computed_field
+
+from tms.table_service import TableService
 
 from .common import Record
 
@@ -26,7 +28,7 @@ class AttemptOut(Record):
 class TaskOut(Record):
     id: int
     table_id: int
-    action: str
+    action: TableService = Field(description="The table service (also named `service`)")
     instant: str
     target_instant: str | None
     state: str
@@ -47,6 +49,12 @@ class TaskOut(Record):
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def service(self) -> TableService:
+        """The table service this task runs (the same as `action`, its older name)."""
+        return self.action
 
 
 class TaskDetail(TaskOut):

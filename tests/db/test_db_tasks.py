@@ -218,7 +218,7 @@ def test_find_filters_and_counts(db, table_id):
         repo = TaskRepo(session)
         tasks, total = repo.find(table_id=table_id, state=S.FAILED)
         assert total == 1 and tasks[0].instant == "20250101000000002"
-        assert repo.find(action="clean")[1] == 0
+        assert repo.find(service="clean")[1] == 0
         assert repo.counts_by_state() == {"RUNNABLE": 1, "FAILED": 1}
         assert repo.counts_by_state(table_id=table_id + 1) == {}
 

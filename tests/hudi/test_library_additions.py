@@ -7,7 +7,7 @@ from tms.hudi.errors import InstantConflictError, UnsupportedTableError
 from tms.hudi.instant import COMPACTION, DELTA_COMMIT, State
 from tms.hudi.merge import LogScan, merge_ordering_field, merge_records
 from tms.hudi.properties import TableConfig
-from tms.hudi.storage import Storage
+from tms.hudi.storage import open_storage
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import create_table_for_records
 
@@ -41,7 +41,7 @@ def test_revert_to_requested_refuses_completed_and_unknown(tmp_path):
 
 
 def test_open_new_never_overwrites(tmp_path):
-    storage = Storage(str(tmp_path))
+    storage = open_storage(str(tmp_path))
     with storage.open_new("p/f.parquet") as fh:
         fh.write(b"first")
     with pytest.raises((FileExistsError, InstantConflictError)):

@@ -31,7 +31,6 @@ ENDPOINTS = [
     ("POST", "/api/v1/events", "operator"),
     ("POST", "/api/v1/events:batch", "operator"),
     ("POST", "/api/v1/hudi/callback", "operator"),
-    ("POST", "/api/v1/noop", "operator"),
 ]
 RANK = {"viewer": 1, "operator": 2, "admin": 3}
 # Routes authenticated by their own secret instead of a role: a job's fence check shows its attempt's key.

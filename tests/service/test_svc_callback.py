@@ -100,3 +100,26 @@ def test_callback_rejections(client, register, hudi_tables, callback_headers):
     assert action.status_code == 422 and "commitActionType" in action.json()["detail"]
     not_json = client.post(URL, content=b"{not json", headers={**callback_headers, "Content-Type": "application/json"})
     assert not_json.status_code == 422
+
+
+def test_an_unknown_table_and_a_wrong_key_get_the_same_401(client, register, hudi_tables):
+    """An unauthenticated sender learns nothing about which tables are registered."""
+    table = register("cow_v8_nonpartitioned", callback_key="the-tables-own-key")
+    wrong = {"HUDI-CALLBACK-KEY": "a-guess"}
+    known = hudi_message(str(hudi_tables["cow_v8_nonpartitioned"]), "20250713010600000")
+    answers = [client.post(URL, json=known, headers=wrong),
+               client.post(URL, json={**known, "basePath": "/nowhere/t"}, headers=wrong)]
+    event = {"instant": "20250713010600000", "action": "commit", "state": "completed"}
+    answers += [client.post("/api/v1/events", json={**event, "table_id": table["id"]}, headers=wrong),
+                client.post("/api/v1/events", json={**event, "table_id": 987654}, headers=wrong),
+                client.post("/api/v1/events:batch", json={"events": [{**event, "table_id": table["id"]}]},
+                            headers=wrong),
+                client.post("/api/v1/events:batch", json={"events": [{**event, "table_id": 987654}]},
+                            headers=wrong)]
+    assert [a.status_code for a in answers] == [401] * 6
+    assert len({a.content for a in answers}) == 1, [a.content for a in answers]
+    assert client.post(URL, json=known, headers={"HUDI-CALLBACK-KEY": "the-tables-own-key"}).status_code == 202
+
+
+def test_the_production_api_has_no_test_hook(client, callback_headers):
+    assert client.post("/api/v1/noop", headers=callback_headers).status_code == 404

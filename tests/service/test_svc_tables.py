@@ -156,3 +156,45 @@ def test_unreadable_table_reports_error_health(client, register, tokens, hudi_ta
     shutil.rmtree(copy)
     detail = client.get(f"/api/v1/tables/{response.json()['id']}", headers=tokens["viewer"]).json()
     assert detail["health"]["status"] == "error" and "cannot read the table" in detail["health"]["reasons"][0]
+
+
+@pytest.fixture
+def links(hudi_tables):
+    """A scratch folder inside the storage roots (the fixtures' folder), removed after the test."""
+    folder = hudi_tables["cow_v6_nonpartitioned"].parent / f"links-{os.getpid()}"
+    folder.mkdir()
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_a_table_registered_through_a_symlink_is_the_same_table(client, tokens, register, hudi_tables, links):
+    first = register("cow_v6_nonpartitioned")
+    os.symlink(hudi_tables["cow_v6_nonpartitioned"], links / "alias")
+    again = client.post("/api/v1/tables", json={"base_path": str(links / "alias")}, headers=tokens["admin"])
+    assert again.status_code == 409, again.text
+    assert f"already registered as table {first['id']}" in again.json()["detail"]
+    # A writer's callback through the symlink reaches the same table.
+    assert client.get(f"/api/v1/tables/{first['id']}", headers=tokens["admin"]).json()["base_path"] == \
+        str(hudi_tables["cow_v6_nonpartitioned"].resolve())
+
+
+def test_a_symlink_leaving_the_storage_roots_is_refused(client, tokens, hudi_tables, links, tmp_path):
+    outside = shutil.copytree(hudi_tables["cow_v8_nonpartitioned"], tmp_path / "t")
+    os.symlink(outside, links / "escape")
+    response = client.post("/api/v1/tables", json={"base_path": str(links / "escape")}, headers=tokens["admin"])
+    assert response.status_code == 422 and "outside the storage roots" in response.json()["detail"]
+
+
+def test_two_tables_under_symlinked_folders_stay_two_tables(client, tokens, hudi_tables, links):
+    ids = set()
+    for name in ("a", "b"):
+        shutil.copytree(hudi_tables["cow_v8_nonpartitioned"], links / f"real-{name}" / "t")
+        os.symlink(links / f"real-{name}", links / f"folder-{name}")
+        response = client.post("/api/v1/tables", json={"base_path": str(links / f"folder-{name}" / "t")},
+                               headers=tokens["admin"])
+        assert response.status_code == 201, response.text
+        assert response.json()["base_path"] == str((links / f"real-{name}" / "t").resolve())
+        ids.add(response.json()["id"])
+    assert len(ids) == 2
+    for table_id in ids:
+        assert client.delete(f"/api/v1/tables/{table_id}", headers=tokens["admin"]).status_code == 204

@@ -77,3 +77,18 @@ def test_actions_appear_in_openapi(client):
     for action in ("rerun", "suspend", "resume", "cancel"):
         operation = paths[f"/api/v1/tasks/{{task_id}}:{action}"]["post"]
         assert operation["operationId"] == f"{action}_task"
+
+
+def test_tasks_filter_by_table_service_not_timeline_action(client, app, register, tokens):
+    table = register("mor_v6_trips_8i1u")
+    with app.state.database.transaction() as session:
+        for n, service in enumerate(("compaction", "clustering", "clean")):
+            TaskRepo(session).create(table_id=table["id"], action=service, instant=f"2025033104000000{n}",
+                                     state=S.RUNNABLE)
+    viewer = tokens["viewer"]
+    page = client.get("/api/v1/tasks", params={"service": "clustering"}, headers=viewer).json()
+    assert [t["service"] for t in page["items"]] == ["clustering"] and page["total"] == 1
+    # A timeline action is not a table service: a clustering completes as a replacecommit.
+    refused = client.get("/api/v1/tasks", params={"service": "replacecommit"}, headers=viewer)
+    assert refused.status_code == 422 and "query.service" in refused.json()["detail"]
+    assert client.get("/api/v1/tasks", params={"action": "clean"}, headers=viewer).json()["total"] == 1

@@ -15,7 +15,7 @@ from tms.db import (
     TaskRepo,
     TaskState,
 )
-from tms.planner import plan_stats
+from tms.planning import plan_stats
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import spark_job
 from worker.queues import admits, choose_queue

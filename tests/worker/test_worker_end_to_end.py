@@ -5,8 +5,8 @@ MOR, v6 and v8, in plain Python jobs; the compensation scenario of invariant 3 r
 import sys
 import threading
 
-from spark_cluster import standalone_cluster
 import pytest
+from spark_cluster import standalone_cluster
 from sqlalchemy import select
 from worker_support import (
     ModelledTable,
@@ -35,7 +35,7 @@ def _run(db, task_ids: list[int], timeout: float = 120) -> None:
 
 def _tasks(db, table_id: int, action: str) -> list[int]:
     with db.transaction() as session:
-        return [t.id for t in TaskRepo(session).find(table_id=table_id, action=action)[0]]
+        return [t.id for t in TaskRepo(session).find(table_id=table_id, service=action)[0]]
 
 
 def _events(db, table_id: int) -> list[tuple[str, str, str]]:

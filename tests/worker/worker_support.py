@@ -12,7 +12,7 @@ from table_model import CITIES, COLUMNS, key, rec  # noqa: F401 (re-exported to 
 
 from tms.db import Database, RegisteredTable, TablePolicy, Task, TaskRepo, TaskState
 from tms.hudi.table import HudiTable
-from tms.planner import schedule
+from tms.planning import schedule
 
 FINAL = {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED}
 

@@ -21,6 +21,7 @@ from psycopg import sql
 from sqlalchemy import make_url
 
 from .engine import libpq_url
+from .errors import DatabaseError
 
 DATABASE_NAME = "tms"
 SUPERUSER = "postgres"
@@ -28,7 +29,7 @@ _MAX_SOCKET_PATH = 100  # Unix socket paths are limited to ~107 bytes
 _servers: dict[Path, object] = {}  # pgserver handles, kept alive for the life of the process
 
 
-class EmbeddedDatabaseError(RuntimeError):
+class EmbeddedDatabaseError(DatabaseError, RuntimeError):
     """The embedded PostgreSQL could not be started."""
 
 

@@ -1,11 +1,16 @@
 """Errors of the metadata database layer, each with one clear line for users."""
+from tms.errors import TMSError
 
 
-class NotFoundError(LookupError):
+class DatabaseError(TMSError):
+    """A request the metadata database cannot carry out as asked."""
+
+
+class NotFoundError(DatabaseError, LookupError):
     """No such row (table, task, queue, ...)."""
 
 
-class ConflictError(Exception):
+class ConflictError(DatabaseError):
     """The request contradicts what is recorded (already registered, illegal transition, ...)."""
 
 

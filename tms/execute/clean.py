@@ -6,13 +6,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tms.hudi.serde import (CleanerPlan, CleanMetadata, CleanPartitionMetadata, parse_cleaner_plan,
-                            serialize_clean_metadata)
+from tms.hudi.serde import (
+    CleanerPlan,
+    CleanMetadata,
+    CleanPartitionMetadata,
+    parse_cleaner_plan,
+    serialize_clean_metadata,
+)
 from tms.hudi.table import HudiTable
+from tms.table_path import table_relative
 
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence
-from .paths import table_relative
 from .table_ref import TableRef
 
 
@@ -36,7 +41,7 @@ def clean_partition(task: CleanTask, token: str) -> CleanResult:
     storage = task.table.storage()
     deleted, failed = [], []
     for path in task.files:
-        rel = table_relative(storage, path, task.partition)
+        rel = table_relative(storage.base_uri, path, task.partition)
         (deleted if storage.delete(rel) else failed).append(rel.rsplit("/", 1)[-1])
     if task.delete_partition:
         storage.delete_tree(task.partition)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from tms.hudi.errors import HudiError
+from tms.errors import TMSError
 from tms.hudi.instant import State, is_valid_instant_time
 from tms.hudi.table import HudiTable
 
@@ -17,51 +17,45 @@ from .runner import LocalRunner
 from .spark_submit import build_py_files, spark_submit_command, spark_submit_env
 
 
-def _fail(message: str) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(1)
-
-
 def _parse_conf(pairs: list[str]) -> dict[str, str]:
     conf = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            _fail(f"--conf {pair!r} is not key=value")
+            raise TMSError(f"--conf {pair!r} is not key=value")
         conf[key] = value
     return conf
 
 
 def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi table."),
             instant: str = typer.Option(..., "--instant", help="Instant time of the pending plan to run."),
-            master: str = typer.Option("local[*]", "--master", help="Spark master: local[*], spark://..., yarn, k8s://..."),
+            master: str = typer.Option("local[*]", "--master",
+                                       help="Spark master: local[*], spark://..., yarn, k8s://..."),
             conf: list[str] | None = typer.Option(None, "--conf", help="Spark configuration key=value (repeatable)."),
-            local: bool = typer.Option(False, "--local", help="Run in this process, without Spark (small tables, tests)."),
+            local: bool = typer.Option(False, "--local",
+                                       help="Run in this process, without Spark (small tables, tests)."),
             retry: bool = typer.Option(False, "--retry", help="First roll back a failed attempt left inflight.")):
     """Run one compaction, clustering, clean or rollback plan of a table, through spark-submit."""
     if not is_valid_instant_time(instant):
-        _fail(f"--instant {instant!r} is not an instant time (yyyyMMddHHmmssSSS)")
+        raise TMSError(f"--instant {instant!r} is not an instant time (yyyyMMddHHmmssSSS)")
     confs = _parse_conf(conf or [])
     if "://" not in path:
         path = str(Path(path).resolve())  # executors and a cluster driver do not share our working directory
-    try:
-        table = HudiTable.load(path)
+    table = HudiTable.load(path)
+    executor = executor_for(table, instant)
+    if retry and not executor.resumable_inflight and State.INFLIGHT in table.timeline.states_of(instant):
+        typer.echo(prepare_retry(table, instant).summary())
         executor = executor_for(table, instant)
-        if retry and not executor.resumable_inflight and State.INFLIGHT in table.timeline.states_of(instant):
-            typer.echo(prepare_retry(table, instant).summary())
-            executor = executor_for(table, instant)
-        executor.validate()
-        if local:
-            typer.echo(execute_instant(table, instant, LocalRunner()).summary())
-            return
-        with tempfile.TemporaryDirectory(prefix="tms-execute-") as tmp:
-            cmd = spark_submit_command(table.base_path, instant, py_files=build_py_files(Path(tmp)), master=master,
-                                       conf=confs, action=executor.action_name)
-            code = subprocess.call(cmd, env=spark_submit_env(master))
-    except HudiError as e:
-        _fail(str(e))
+    executor.validate()
+    if local:
+        typer.echo(execute_instant(table, instant, LocalRunner()).summary())
+        return
+    with tempfile.TemporaryDirectory(prefix="tms-execute-") as tmp:
+        cmd = spark_submit_command(table.base_path, instant, py_files=build_py_files(Path(tmp)), master=master,
+                                   conf=confs, action=executor.action_name)
+        code = subprocess.call(cmd, env=spark_submit_env(master))
     if code != 0:
-        _fail(f"the Spark job of {executor.action_name} {instant} failed (spark-submit exit status {code})")
+        raise TMSError(f"the Spark job of {executor.action_name} {instant} failed (spark-submit exit status {code})")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,11 +1,15 @@
 """Errors of plan execution, each one clear line for users."""
 from __future__ import annotations
 
-from tms.hudi.errors import HudiError
+from tms.errors import TMSError
 from tms.hudi.instant import Instant
 
 
-class PlanHeldError(HudiError):
+class ExecutionError(TMSError):
+    """A plan that cannot be run, or an attempt that must stop."""
+
+
+class PlanHeldError(ExecutionError):
     """A plan that must not run yet: writes that started before it are still pending."""
 
     def __init__(self, instant: str, action: str, blockers: list[Instant]):
@@ -16,5 +20,5 @@ class PlanHeldError(HudiError):
                          "it runs once they complete or are rolled back")
 
 
-class FencingError(HudiError):
+class FencingError(ExecutionError):
     """This attempt lost its lease: another attempt owns the plan, so this one must not touch the timeline."""

@@ -16,15 +16,21 @@ from tms.hudi.errors import HudiError, InstantConflictError
 from tms.hudi.file_names import LogFileName
 from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, State
 from tms.hudi.log_format import rollback_command_block
-from tms.hudi.serde import (RollbackMetadata, RollbackPartitionMetadata, RollbackPlan,
-                            parse_requested_replace_metadata, parse_rollback_plan, serialize_rollback_metadata)
+from tms.hudi.serde import (
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    parse_requested_replace_metadata,
+    parse_rollback_plan,
+    serialize_rollback_metadata,
+)
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.table_path import table_relative
 
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence
 from .markers import delete_markers
-from .paths import absolute, table_relative
 from .table_ref import TableRef
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
@@ -53,11 +59,11 @@ def roll_back_file_group(task: RollbackTask, token: str) -> RollbackResult:
     storage = task.table.storage()
     deleted, failed = [], []
     for path in task.files:
-        (deleted if storage.delete(table_relative(storage, path, task.partition)) else failed).append(path)
+        (deleted if storage.delete(table_relative(storage.base_uri, path, task.partition)) else failed).append(path)
     command_files = []
     for path, _ in task.log_files:
-        rel = _write_command_block(storage, table_relative(storage, path, task.partition), task, token)
-        command_files.append((absolute(storage, rel), storage.info(rel).size))
+        rel = _write_command_block(storage, table_relative(storage.base_uri, path, task.partition), task, token)
+        command_files.append((storage.uri(rel), storage.info(rel).size))
     return RollbackResult(task.partition, tuple(deleted), tuple(failed), tuple(command_files), task.log_files)
 
 
@@ -106,8 +112,9 @@ class RollbackExecutor(ActionExecutor):
     def validate(self) -> None:
         super().validate()
         if self.timeline.is_completed(self.failed.commit_time):
-            raise InstantConflictError(f"rollback {self.timestamp} targets {self.failed.action} {self.failed.commit_time}, "
-                                       "which is completed: TMS rolls back failed instants only (no restore)")
+            raise InstantConflictError(
+                f"rollback {self.timestamp} targets {self.failed.action} {self.failed.commit_time}, "
+                "which is completed: TMS rolls back failed instants only (no restore)")
 
     def start(self, fence: Fence) -> list[RollbackTask]:
         self.validate()

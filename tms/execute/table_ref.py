@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tms.hudi.properties import TableConfig
-from tms.hudi.storage import Storage
+from tms.hudi.storage import Storage, open_storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import Timeline
 
@@ -21,7 +21,7 @@ class TableRef:
         return cls(table.base_path, tuple(sorted(table.config.props.items())))
 
     def storage(self) -> Storage:
-        return Storage(self.base_uri)
+        return open_storage(self.base_uri)
 
     def config(self) -> TableConfig:
         return TableConfig(dict(self.props))

@@ -9,7 +9,6 @@ import posixpath
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -55,18 +54,10 @@ def require_readable_format(fmt: str, what: str) -> None:
 
 # --- reading -----------------------------------------------------------------------------------
 
-def _local_path(storage: Storage, rel: str) -> str | None:
-    """A path on the local file system for `rel`, when the table is on it (Lance opens files itself)."""
-    scheme = urlparse(storage.base_uri).scheme
-    if scheme in ("", "file", "local"):
-        return storage.full(rel)
-    return None
-
-
 @contextmanager
 def _readable_copy(storage: Storage, rel: str) -> Iterator[str]:
     """A local path holding the file's bytes: the file itself, or a temporary copy of a remote one."""
-    local = _local_path(storage, rel)
+    local = storage.local_path(rel)
     if local is not None:
         yield local
         return
@@ -81,11 +72,7 @@ def read_base_file(storage: Storage, rel: str, columns: list[str] | None = None)
     """The rows of one base file, whatever its format; refuses formats TMS cannot read exactly."""
     fmt = format_of_extension(posixpath.splitext(rel)[1].lstrip("."))
     if fmt == PARQUET:
-        local = _local_path(storage, rel)
-        if local is not None:
-            return pq.read_table(local, columns=columns)
-        with storage.open(rel) as fh:
-            return pq.read_table(fh, columns=columns)
+        return pq.read_table(storage.full(rel), filesystem=storage.arrow_filesystem(), columns=columns)
     if fmt == LANCE:
         with _readable_copy(storage, rel) as path:
             reader = _lance_file().LanceFileReader(path, columns=columns)
@@ -100,7 +87,7 @@ def write_lance_file(storage: Storage, rel: str, rows: pa.Table, metadata: dict[
     """Write `rows` as a new Lance file (never over an existing one), schema metadata included, as Hudi's
     Lance writer does (it keeps the record-key bloom filter and min/max keys there)."""
     schema = rows.schema.remove_metadata().with_metadata(metadata)
-    local = _local_path(storage, rel)
+    local = storage.local_path(rel)
     if local is not None:
         storage.open_new(rel).close()  # exclusive create: an attempt never overwrites another's file
         _write_lance(local, rows, schema)

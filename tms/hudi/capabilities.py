@@ -9,14 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+from tms.table_service import SERVICES as TABLE_SERVICES
+from tms.table_service import TableService
+
 from .base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
 from .errors import HudiError, UnsupportedTableError
 from .instant import REPLACE_COMMIT, Instant, State
-from .serde import parse_requested_replace_metadata
 from .properties import MergeMode
+from .serde import parse_requested_replace_metadata
 
-READING, COMPACTION, CLUSTERING, CLEAN, ROLLBACK = "reading", "compaction", "clustering", "clean", "rollback"
-SERVICES = (READING, COMPACTION, CLUSTERING, CLEAN, ROLLBACK)
+READING = "reading"
+COMPACTION, CLUSTERING, CLEAN, ROLLBACK = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN,
+                                           TableService.ROLLBACK)
+SERVICES = (READING, *TABLE_SERVICES)
 # Services that merge records (they read base and log files and write new base files).
 _MERGING = (READING, COMPACTION, CLUSTERING)
 # Services that write files TMS produces in the table's base file format.

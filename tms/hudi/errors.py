@@ -1,7 +1,8 @@
 """Errors of the table-format library: each carries one clear line for users."""
+from tms.errors import TMSError
 
 
-class HudiError(Exception):
+class HudiError(TMSError):
     """A table, file or instant that cannot be read or written as asked."""
 
 

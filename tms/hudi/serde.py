@@ -22,13 +22,14 @@ import fastavro
 from fastavro.validation import ValidationError
 
 from tms.hudi import avro_schemas
+from tms.hudi.errors import HudiError
 
 AVRO_MAGIC = b"Obj\x01"
 
 _SCHEMAS = {schema["name"]: fastavro.parse_schema(schema) for schema in avro_schemas.ALL}
 
 
-class MetadataFormatError(ValueError):
+class MetadataFormatError(HudiError, ValueError):
     """Bytes that are not the expected Hudi metadata, or a model that cannot be written as such."""
 
 

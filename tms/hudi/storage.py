@@ -1,14 +1,21 @@
-"""Storage access for one table, through fsspec, with the two guarantees the timeline needs:
-a written file appears whole or not at all, and a create never replaces an existing file."""
+"""Storage access for one table, addressed by paths relative to its base path, with the two guarantees the
+timeline needs: a written file appears whole or not at all, and a create never replaces an existing file.
+
+`Storage` is the protocol every caller uses; `open_storage` picks the backend by the base path's URL scheme:
+`LocalStorage` for local paths (and `file:` URLs) works on the operating system's files directly (atomic
+exclusive create by hard link, and a local folder's changes can be watched by the kernel); `FsspecStorage`
+reaches object stores and HDFS through fsspec (`s3://`, `gs://`, `abfs://`, `hdfs://`, `memory://`, ...)."""
 from __future__ import annotations
 
 import os
 import posixpath
+import shutil
 import uuid
 from dataclasses import dataclass
+from typing import IO, Any, Protocol, runtime_checkable
 
 import fsspec
-from fsspec.implementations.local import LocalFileSystem
+import pyarrow.fs as pafs
 
 from .errors import InstantConflictError
 
@@ -24,97 +31,143 @@ class FileInfo:
     is_dir: bool
 
 
-class Storage:
+@runtime_checkable
+class Storage(Protocol):
     """Files of one table, addressed by paths relative to its base path."""
 
-    def __init__(self, base_path: str, storage_options: dict | None = None):
-        self.base_uri = base_path.rstrip("/")
-        self.fs, root = fsspec.core.url_to_fs(self.base_uri, **(storage_options or {}))
-        self.root = root.rstrip("/") or "/"
-        self.is_local = isinstance(self.fs, LocalFileSystem)
+    base_uri: str   # the base path as given (no trailing slash)
 
     def full(self, rel: str) -> str:
-        return posixpath.join(self.root, rel) if rel else self.root
+        """The backend's own path of `rel` (what `open` and the Arrow filesystem take)."""
+        ...
 
-    # --- reading ---------------------------------------------------------------------------------
-    def exists(self, rel: str) -> bool:
-        if self.is_local:
-            return os.path.exists(self.full(rel))
-        return self.fs.exists(self.full(rel))
+    def uri(self, rel: str) -> str:
+        """The absolute path or URL of `rel`, as Hudi records files in plans and metadata."""
+        ...
 
-    def read_bytes(self, rel: str) -> bytes:
-        if self.is_local:
-            with open(self.full(rel), "rb") as fh:
-                return fh.read()
-        return self.fs.cat_file(self.full(rel))
+    def local_path(self, rel: str) -> str | None:
+        """The operating system's path of `rel` on a local filesystem; None on remote storage."""
+        ...
 
-    def open(self, rel: str, mode: str = "rb"):
-        return self.fs.open(self.full(rel), mode)
+    def arrow_filesystem(self) -> pafs.FileSystem:
+        """The filesystem pyarrow reads `full()` paths with."""
+        ...
+
+    def exists(self, rel: str) -> bool: ...
+    def read_bytes(self, rel: str) -> bytes: ...
+    def open(self, rel: str, mode: str = "rb") -> IO[bytes]: ...
 
     def listdir(self, rel: str) -> list[FileInfo]:
         """Entries of a folder (none if it does not exist), temp files of unfinished writes excluded."""
-        out = []
-        if self.is_local:
-            try:
-                with os.scandir(self.full(rel)) as it:
-                    for e in it:
-                        if e.name.startswith(TEMP_PREFIX):
-                            continue
-                        is_dir = e.is_dir()
-                        st = None if is_dir else e.stat()
-                        out.append(FileInfo(e.name, posixpath.join(rel, e.name) if rel else e.name,
-                                            0 if is_dir else st.st_size, None if is_dir else st.st_mtime, is_dir))
-            except FileNotFoundError:
-                return []
-            return out
-        try:
-            entries = self.fs.ls(self.full(rel), detail=True)
-        except FileNotFoundError:
-            return []
-        for e in entries:
-            name = posixpath.basename(e["name"].rstrip("/"))
-            if name.startswith(TEMP_PREFIX):
-                continue
-            mtime = e.get("mtime") or e.get("LastModified")
-            mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else mtime
-            out.append(FileInfo(name, posixpath.join(rel, name) if rel else name, int(e.get("size") or 0),
-                                mtime, e.get("type") == "directory"))
-        return out
+        ...
 
     def names(self, rel: str) -> list[str]:
-        """Just the names in a folder, as the store lists them (temp files of unfinished writes included:
-        the caller skips names it cannot parse): the cheap listing the timeline reload uses."""
-        if self.is_local:
-            try:
-                return os.listdir(self.full(rel))
-            except FileNotFoundError:
-                return []
-        return [i.name for i in self.listdir(rel)]
+        """Just the names in a folder, as the store lists them (temp files of unfinished writes included: the
+        caller skips names it cannot parse): the cheap listing the timeline reload uses."""
+        ...
 
-    def info(self, rel: str) -> FileInfo:
-        if self.is_local:
-            st = os.stat(self.full(rel))
-            return FileInfo(posixpath.basename(rel), rel, st.st_size, st.st_mtime, os.path.isdir(self.full(rel)))
-        i = self.fs.info(self.full(rel))
-        return FileInfo(posixpath.basename(rel), rel, int(i.get("size") or 0), i.get("mtime"),
-                        i.get("type") == "directory")
-
-    # --- writing ---------------------------------------------------------------------------------
-    def makedirs(self, rel: str) -> None:
-        self.fs.makedirs(self.full(rel), exist_ok=True)
+    def info(self, rel: str) -> FileInfo: ...
+    def makedirs(self, rel: str) -> None: ...
 
     def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
         """Write `data` so readers see the whole file or nothing. Without `overwrite`, raise
         InstantConflictError if the file exists (and leave it untouched)."""
+        ...
+
+    def write_new(self, rel: str, data: bytes) -> None:
+        """A new data file (base or log file): exclusive create, not atomic (markers cover it)."""
+        ...
+
+    def open_new(self, rel: str) -> IO[bytes]:
+        """A new data file opened for a streamed write, refused if it exists."""
+        ...
+
+    def append(self, rel: str, data: bytes) -> None:
+        """Append to a log file (v6 appends blocks to the slice's current log file)."""
+        ...
+
+    def touch(self, rel: str) -> None: ...
+    def delete(self, rel: str, *, missing_ok: bool = True) -> bool: ...
+    def delete_tree(self, rel: str) -> None: ...
+
+
+def open_storage(base_path: str, storage_options: dict[str, Any] | None = None) -> Storage:
+    """The backend for a base path, chosen by its URL scheme."""
+    protocol = fsspec.utils.get_protocol(base_path)
+    if protocol in ("file", "local") and not storage_options:
+        return LocalStorage(base_path)
+    return FsspecStorage(base_path, storage_options)
+
+
+def _join(root: str, rel: str) -> str:
+    return posixpath.join(root, rel) if rel else root
+
+
+class LocalStorage:
+    """A table on a local (or locally mounted) filesystem."""
+
+    def __init__(self, base_path: str):
+        self.base_uri = base_path.rstrip("/")
+        path = self.base_uri
+        for prefix in ("file://", "file:"):
+            if path.startswith(prefix):
+                path = path[len(prefix):]
+                break
+        self.root = "/" + path.lstrip("/") if path else "/"
+
+    def full(self, rel: str) -> str:
+        return _join(self.root, rel)
+
+    def uri(self, rel: str) -> str:
+        return self.full(rel)
+
+    def local_path(self, rel: str) -> str | None:
+        return self.full(rel)
+
+    def arrow_filesystem(self) -> pafs.FileSystem:
+        return pafs.LocalFileSystem()
+
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self.full(rel))
+
+    def read_bytes(self, rel: str) -> bytes:
+        with open(self.full(rel), "rb") as fh:
+            return fh.read()
+
+    def open(self, rel: str, mode: str = "rb") -> IO[bytes]:
+        return open(self.full(rel), mode)  # noqa: SIM115 (the caller closes it)
+
+    def listdir(self, rel: str) -> list[FileInfo]:
+        out = []
+        try:
+            with os.scandir(self.full(rel)) as it:
+                for e in it:
+                    if e.name.startswith(TEMP_PREFIX):
+                        continue
+                    is_dir = e.is_dir()
+                    st = None if is_dir else e.stat()
+                    out.append(FileInfo(e.name, _join(rel, e.name), st.st_size if st else 0,
+                                        st.st_mtime if st else None, is_dir))
+        except FileNotFoundError:
+            return []
+        return out
+
+    def names(self, rel: str) -> list[str]:
+        try:
+            return os.listdir(self.full(rel))
+        except FileNotFoundError:
+            return []
+
+    def info(self, rel: str) -> FileInfo:
+        st = os.stat(self.full(rel))
+        return FileInfo(posixpath.basename(rel), rel, st.st_size, st.st_mtime, os.path.isdir(self.full(rel)))
+
+    def makedirs(self, rel: str) -> None:
+        os.makedirs(self.full(rel), exist_ok=True)
+
+    def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
         target = self.full(rel)
         parent = posixpath.dirname(target)
-        if not self.is_local:
-            # Object stores make a PUT visible atomically; exclusivity is checked first.
-            if not overwrite and self.fs.exists(target):
-                raise InstantConflictError(f"{rel} already exists")
-            self.fs.makedirs(parent, exist_ok=True)
-            self.fs.pipe_file(target, data)
-            return
         os.makedirs(parent, exist_ok=True)
         tmp = posixpath.join(parent, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
         with open(tmp, "wb") as fh:
@@ -134,53 +187,130 @@ class Storage:
                 os.unlink(tmp)
 
     def write_new(self, rel: str, data: bytes) -> None:
-        """A new data file (base or log file): exclusive create, not atomic (markers cover it)."""
-        target = self.full(rel)
-        if self.is_local:
-            os.makedirs(posixpath.dirname(target), exist_ok=True)
-            with open(target, "xb") as fh:
-                fh.write(data)
-            return
-        if self.fs.exists(target):
-            raise InstantConflictError(f"{rel} already exists")
-        self.fs.pipe_file(target, data)
+        with self.open_new(rel) as fh:
+            fh.write(data)
 
-    def open_new(self, rel: str):
-        """A new data file opened for a streamed write: exclusive create on local storage (object
-        stores cannot refuse an existing key; markers cover them)."""
-        if self.is_local:
-            target = self.full(rel)
-            os.makedirs(posixpath.dirname(target), exist_ok=True)
-            return open(target, "xb")
-        if self.fs.exists(self.full(rel)):
-            raise InstantConflictError(f"{rel} already exists")
-        return self.fs.open(self.full(rel), "wb")
+    def open_new(self, rel: str) -> IO[bytes]:
+        target = self.full(rel)
+        os.makedirs(posixpath.dirname(target), exist_ok=True)
+        try:
+            return open(target, "xb")  # noqa: SIM115 (the caller closes it)
+        except FileExistsError:
+            raise InstantConflictError(f"{rel} already exists") from None
 
     def append(self, rel: str, data: bytes) -> None:
-        """Append to a log file (v6 appends blocks to the slice's current log file)."""
-        if self.is_local:
-            with open(self.full(rel), "ab") as fh:
-                fh.write(data)
-            return
-        with self.fs.open(self.full(rel), "ab") as fh:
+        with open(self.full(rel), "ab") as fh:
             fh.write(data)
 
     def touch(self, rel: str) -> None:
-        if self.is_local:
-            target = self.full(rel)
-            os.makedirs(posixpath.dirname(target), exist_ok=True)
-            with open(target, "a"):
-                pass
-            os.utime(target, None)
-            return
-        self.fs.touch(self.full(rel), truncate=True)
+        target = self.full(rel)
+        os.makedirs(posixpath.dirname(target), exist_ok=True)
+        with open(target, "a"):
+            pass
+        os.utime(target, None)
 
     def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
         try:
-            if self.is_local:
-                os.unlink(self.full(rel))
-            else:
-                self.fs.rm_file(self.full(rel))
+            os.unlink(self.full(rel))
+            return True
+        except FileNotFoundError:
+            if missing_ok:
+                return False
+            raise
+
+    def delete_tree(self, rel: str) -> None:
+        path = self.full(rel)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.unlink(path)
+
+
+class FsspecStorage:
+    """A table on an object store or HDFS, through fsspec. Object stores make a PUT visible atomically;
+    exclusivity is checked before it (conditional writes are the lock providers' business)."""
+
+    def __init__(self, base_path: str, storage_options: dict[str, Any] | None = None):
+        self.base_uri = base_path.rstrip("/")
+        self._fs, root = fsspec.core.url_to_fs(self.base_uri, **(storage_options or {}))
+        self.root = root.rstrip("/") or "/"
+
+    def full(self, rel: str) -> str:
+        return _join(self.root, rel)
+
+    def uri(self, rel: str) -> str:
+        return f"{self.base_uri}/{rel}" if rel else self.base_uri
+
+    def local_path(self, rel: str) -> str | None:
+        return None
+
+    def arrow_filesystem(self) -> pafs.FileSystem:
+        return pafs.PyFileSystem(pafs.FSSpecHandler(self._fs))
+
+    def exists(self, rel: str) -> bool:
+        return bool(self._fs.exists(self.full(rel)))
+
+    def read_bytes(self, rel: str) -> bytes:
+        return bytes(self._fs.cat_file(self.full(rel)))
+
+    def open(self, rel: str, mode: str = "rb") -> IO[bytes]:
+        return self._fs.open(self.full(rel), mode)  # type: ignore[no-any-return]
+
+    def listdir(self, rel: str) -> list[FileInfo]:
+        try:
+            entries = self._fs.ls(self.full(rel), detail=True)
+        except FileNotFoundError:
+            return []
+        out = []
+        for e in entries:
+            name = posixpath.basename(e["name"].rstrip("/"))
+            if name.startswith(TEMP_PREFIX):
+                continue
+            mtime = e.get("mtime") or e.get("LastModified")
+            mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else mtime
+            out.append(FileInfo(name, _join(rel, name), int(e.get("size") or 0), mtime,
+                                e.get("type") == "directory"))
+        return out
+
+    def names(self, rel: str) -> list[str]:
+        return [i.name for i in self.listdir(rel)]
+
+    def info(self, rel: str) -> FileInfo:
+        i = self._fs.info(self.full(rel))
+        return FileInfo(posixpath.basename(rel), rel, int(i.get("size") or 0), i.get("mtime"),
+                        i.get("type") == "directory")
+
+    def makedirs(self, rel: str) -> None:
+        self._fs.makedirs(self.full(rel), exist_ok=True)
+
+    def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
+        target = self.full(rel)
+        if not overwrite and self._fs.exists(target):
+            raise InstantConflictError(f"{rel} already exists")
+        self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        self._fs.pipe_file(target, data)
+
+    def write_new(self, rel: str, data: bytes) -> None:
+        target = self.full(rel)
+        if self._fs.exists(target):
+            raise InstantConflictError(f"{rel} already exists")
+        self._fs.pipe_file(target, data)
+
+    def open_new(self, rel: str) -> IO[bytes]:
+        if self._fs.exists(self.full(rel)):
+            raise InstantConflictError(f"{rel} already exists")
+        return self._fs.open(self.full(rel), "wb")  # type: ignore[no-any-return]
+
+    def append(self, rel: str, data: bytes) -> None:
+        with self._fs.open(self.full(rel), "ab") as fh:
+            fh.write(data)
+
+    def touch(self, rel: str) -> None:
+        self._fs.touch(self.full(rel), truncate=True)
+
+    def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
+        try:
+            self._fs.rm_file(self.full(rel))
             return True
         except FileNotFoundError:
             if missing_ok:
@@ -189,4 +319,4 @@ class Storage:
 
     def delete_tree(self, rel: str) -> None:
         if self.exists(rel):
-            self.fs.rm(self.full(rel), recursive=True)
+            self._fs.rm(self.full(rel), recursive=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .errors import HudiError, TableNotFoundError
 from .properties import TableConfig, format_properties
-from .storage import Storage
+from .storage import Storage, open_storage
 from .timeline import Timeline
 from .timeline_watch import TimelineWatcher
 
@@ -16,13 +16,14 @@ class HudiTable:
         (used where a table stays loaded: the planner's cache)."""
         self.storage = storage
         self.config = config
-        changes = watcher.watch(storage.full(config.timeline_dir)) if watcher and storage.is_local else None
+        folder = storage.local_path(config.timeline_dir)
+        changes = watcher.watch(folder) if watcher and folder is not None else None
         self.timeline = Timeline(storage, config, changes)
 
     @classmethod
     def load(cls, base_path: str, storage_options: dict | None = None, *,
-             watcher: TimelineWatcher | None = None) -> "HudiTable":
-        storage = Storage(base_path, storage_options)
+             watcher: TimelineWatcher | None = None) -> HudiTable:
+        storage = open_storage(base_path, storage_options)
         try:
             text = storage.read_bytes(PROPERTIES).decode("utf-8")
         except (FileNotFoundError, NotADirectoryError):
@@ -32,9 +33,9 @@ class HudiTable:
         return cls(storage, TableConfig.from_text(text), watcher)
 
     @classmethod
-    def create(cls, base_path: str, props: dict[str, str], storage_options: dict | None = None) -> "HudiTable":
+    def create(cls, base_path: str, props: dict[str, str], storage_options: dict | None = None) -> HudiTable:
         """Initialise a new table (fails if one exists at the path)."""
-        storage = Storage(base_path, storage_options)
+        storage = open_storage(base_path, storage_options)
         if storage.exists(PROPERTIES):
             raise HudiError(f"a Hudi table already exists at {base_path}")
         config = TableConfig(dict(props))

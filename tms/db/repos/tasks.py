@@ -69,15 +69,15 @@ class TaskRepo:
         return list(self.session.scalars(select(Task).where(Task.table_id == table_id, Task.state == state.value)
                                          .order_by(Task.id), execution_options={"populate_existing": True}))
 
-    def find(self, *, table_id: int | None = None, action: str | None = None, state: TaskState | None = None,
+    def find(self, *, table_id: int | None = None, service: str | None = None, state: TaskState | None = None,
              since: datetime | None = None, until: datetime | None = None, limit: int = 50,
              offset: int = 0) -> tuple[list[Task], int]:
         """A page of tasks (newest first) matching every given filter on creation time, and the total."""
         conditions = []
         if table_id is not None:
             conditions.append(Task.table_id == table_id)
-        if action is not None:
-            conditions.append(Task.action == action)
+        if service is not None:
+            conditions.append(Task.action == service)
         if state is not None:
             conditions.append(Task.state == state.value)
         if since is not None:

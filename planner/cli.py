@@ -1,0 +1,88 @@
+"""The planner's commands, mounted on the `tms` app by `register(app)`:
+
+    tms schedule PATH --action A   plan one table service on one table without the service, as Hudi's
+                                   `HoodieCompactor --mode schedule` does
+    tms planner                    run the planner role process"""
+from __future__ import annotations
+
+import logging
+import signal
+from datetime import UTC, datetime
+
+import typer
+from pydantic import ValidationError
+
+from tms.errors import TMSError
+from tms.hudi.inspect import human_size
+from tms.planning.planned import Planned
+from tms.planning.policy import TablePolicy
+from tms.table_service import SERVICES
+
+
+def _policy(options: list[str]) -> TablePolicy:
+    changes = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            raise TMSError(f"--option {option!r} is not hoodie.key=value")
+        changes[key.strip()] = value.strip()
+    try:
+        return TablePolicy().merged(changes)
+    except ValidationError as e:
+        error = e.errors()[0]
+        raise TMSError(f"--option {'.'.join(str(p) for p in error['loc'])}: {error['msg']}") from None
+
+
+def _describe(planned: Planned) -> str:
+    s = planned.stats
+    return (f"{planned.instant} {planned.action} planned: {s.operations} operation(s), {human_size(s.total_bytes)}, "
+            f"largest file group {human_size(s.largest_file_group_bytes)}")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("schedule")
+    def schedule_command(
+            path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
+            action: str = typer.Option(..., "--action", help="compaction | clustering | clean | rollback"),
+            option: list[str] | None = typer.Option(None, "--option",
+                                                       help="A policy option, hoodie.key=value (repeatable).")):
+        """Plan one table service now: sync held compaction plans, then write the new plan's requested
+        instant and print it (or say there is nothing to do)."""
+        from tms.hudi.table import HudiTable
+        from tms.planning.schedule import schedule
+        if action not in SERVICES:
+            raise TMSError(f"--action must be one of {', '.join(SERVICES)}, not {action!r}")
+        policy = _policy(option or [])
+        result = schedule(HudiTable.load(path), action, policy, datetime.now(UTC))
+        for tc, blockers in result.synced.items():
+            typer.echo(f"{tc} compaction held by delta commits in flight: {', '.join(blockers)}" if blockers
+                       else f"{tc} compaction synced with its late commits: runnable")
+        for planned in result.planned:
+            typer.echo(_describe(planned))
+            if planned.blockers:
+                typer.echo(f"  held until these delta commits complete or roll back: {', '.join(planned.blockers)}")
+        if not result.planned:
+            typer.echo(f"nothing to do: no {action} is due")
+
+    @app.command("planner")
+    def planner_command(
+            threads: int | None = typer.Option(None, "--threads", min=1,
+                                                  help="Tables planned at the same time [TMS_PLANNER_THREADS]")):
+        """Run the planner role: plan on each table's events, on the periodic trigger and on the
+        reconciliation scan, and record a task per plan."""
+        from tms.config import load_settings
+        from tms.db import open_database
+
+        from .process import PlannerService
+
+        settings = load_settings(**({"planner_threads": threads} if threads is not None else {}))
+        logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("apscheduler").setLevel(max(logging.WARNING, logging.getLogger().level))  # a line per run
+        database = open_database(settings)
+        service = PlannerService(database, settings)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: service.stop())
+        try:
+            service.run()
+        finally:
+            database.dispose()

@@ -1,0 +1,97 @@
+"""One planning pass over one table, run under the table's planning lock: reload the timeline (only new
+instant files are parsed), adopt plans that have no task, plan the rollback of failed writes (if asked),
+sync held plans, plan what the caller found possibly due — the library decides exactly, on the reloaded
+timeline, and builds a file-system view only then — record a task per plan, and rebuild the table's
+digest from the timeline."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+
+from sqlalchemy.orm import Session
+
+from tms.db import AlertRepo, RegisteredTable, TablePolicy
+from tms.hudi.errors import HudiError
+from tms.hudi.serde import MetadataFormatError
+from tms.hudi.table import HudiTable
+from tms.planning.clean import plan_clean
+from tms.planning.clustering import plan_clustering
+from tms.planning.compaction import plan_compaction
+from tms.planning.decisions import Work
+from tms.planning.digest import TimelineDigest
+from tms.planning.errors import PlanningError
+from tms.planning.planned import Planned
+from tms.planning.rollback import plan_failed_write_rollbacks
+from tms.planning.triggers import clustering_trigger, compaction_trigger
+from tms.table_service import TableService
+
+from .records import TaskRecorder
+
+# What a table's data or plans can make fail; anything else (the database) aborts the pass.
+PLANNING_ERRORS = (HudiError, PlanningError, MetadataFormatError, OSError)
+
+
+@dataclass
+class PassContext:
+    session: Session
+    row: RegisteredTable
+    table: HudiTable  # from the planner's cache
+    policy: TablePolicy
+    now: datetime
+    services: frozenset[str]  # what the planner schedules
+
+
+def _plan(ctx: PassContext, service: str) -> Planned | None | bool:
+    """The library's plan for `service`; None when it was due and there was nothing to plan, False when
+    its trigger was not due after all (the digest was stale: the rebuilt one is right)."""
+    table, policy, now = ctx.table, ctx.policy, ctx.now
+    if service == TableService.COMPACTION:
+        planned = plan_compaction(table, policy, now)
+        return planned if planned or compaction_trigger(table, policy, now).due else False
+    if service == TableService.CLUSTERING:
+        planned = plan_clustering(table, policy, now)
+        return planned if planned or clustering_trigger(table, policy).due else False
+    return plan_clean(table, policy, now)
+
+
+def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list]:
+    """Run `work` on the locked table; returns its new digest and the tasks recorded. The timeline is
+    listed once for the whole pass (its library calls would each list it again)."""
+    with ctx.table.timeline.pinned():
+        return _run_pass(ctx, digest, work)
+
+
+def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list]:
+    recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
+    _guarded(recorder, "adoption", recorder.adopt_unknown_plans)
+    # Rollbacks first: a held plan synced after them, or a compaction planned after them, is not held by
+    # the writes they remove.
+    if work.rollbacks:
+        _guarded(recorder, TableService.ROLLBACK, lambda: [
+            recorder.record(p) for p in plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now)])
+    _guarded(recorder, "compensation", recorder.sync_held_plans)
+    for service in (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN):
+        if service not in work.services:
+            continue
+        planned = _guarded(recorder, service, partial(_plan, ctx, service))
+        if planned:
+            recorder.record(planned)
+            AlertRepo(ctx.session).resolve(recorder.planning_failed_fingerprint(service))
+        elif planned is None:  # due but nothing to plan, or it failed: re-arm the trigger
+            digest.attempted(service, _newest_instant(ctx.table))
+    return TimelineDigest.of(ctx.table, digest, ctx.now, ctx.services), recorder.recorded
+
+
+def _newest_instant(table) -> str:
+    latest = table.timeline.latest()
+    return latest.timestamp if latest else ""
+
+
+def _guarded(recorder: TaskRecorder, step: str, run):
+    """Run one step; a failure of the table's data raises an alert and the pass goes on."""
+    try:
+        return run()
+    except PLANNING_ERRORS as e:
+        recorder.alert_planning_failed(step, e)
+        return None

@@ -1,0 +1,145 @@
+"""The planner process (`tms planner`): a dispatcher hands the tables with new events to a pool of
+threads, and APScheduler runs the periodic trigger and the reconciliation scan. Every planner process
+runs both periodic jobs: the table lock and idempotent planning make that safe (choosing one leader to
+run them is the manager's job)."""
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import UTC, datetime
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from tms.config import Settings
+from tms.db import Database, InstanceRepo
+from tms.instance import new_instance_id, record_heartbeat
+
+from .runner import Planner
+
+log = logging.getLogger(__name__)
+
+ROLE = "planner"
+# A scan skips the tables another planner reconciled within this share of the scan interval.
+FRESH_SHARE = 0.9
+
+
+
+class PlannerService:
+    def __init__(self, database: Database, settings: Settings, planner: Planner | None = None):
+        self.database = database
+        self.settings = settings
+        self.planner = planner or Planner.from_settings(database, settings)
+        self.id = new_instance_id()
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._in_flight: set[int] = set()
+        self._backoff: dict[int, float] = {}  # table -> monotonic time before which it is not tried again
+        self._lock = threading.Lock()
+        self._last_beat = float("-inf")
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Plan until `stop()`."""
+        s = self.settings
+        scheduler = BackgroundScheduler(timezone=UTC)
+        scheduler.add_job(self._tick, "interval", seconds=s.planner_tick_seconds, max_instances=1, coalesce=True)
+        # The first scan at once: it catches up on whatever happened while no planner ran.
+        scheduler.add_job(self._scan, "interval", seconds=s.planner_scan_seconds, max_instances=1, coalesce=True,
+                          next_run_time=datetime.now(UTC))
+        pool = ThreadPoolExecutor(s.planner_threads, thread_name_prefix="plan")
+        scheduler.start()
+        log.info("planner %s: %s thread(s), services %s, tick %ss, scan %ss", self.id, s.planner_threads,
+                 ",".join(s.planner_services), s.planner_tick_seconds, s.planner_scan_seconds)
+        try:
+            while not self._stopping.is_set():
+                self._beat()
+                self.planner.drain_timeline_changes()
+                if not self._dispatch(pool):
+                    self._wake.wait(s.planner_poll_seconds)
+                    self._wake.clear()
+        finally:
+            scheduler.shutdown(wait=True)
+            pool.shutdown(wait=True)
+            self.planner.close()
+            self._deregister()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.planner.stop()
+        self._wake.set()
+
+    # --- the event-driven path ----------------------------------------------------------------------
+    def _dispatch(self, pool: ThreadPoolExecutor) -> int:
+        """Hand tables with new events to free threads; how many were handed."""
+        with self._lock:
+            free = self.settings.planner_threads - len(self._in_flight)
+            busy = set(self._in_flight)
+            now = time.monotonic()
+            busy |= {t for t, until in self._backoff.items() if until > now}
+        if free <= 0:
+            return 0
+        try:
+            waiting = self.planner.tables_with_events(limit=4 * self.settings.planner_threads + len(busy))
+        except Exception:  # a database outage: try again after the poll interval
+            log.exception("planner %s: cannot read the event queue", self.id)
+            return 0
+        candidates = [t for t in waiting if t not in busy]
+        random.shuffle(candidates)  # planners on other machines read the same queue: spread the collisions
+        for table_id in candidates[:free]:
+            with self._lock:
+                self._in_flight.add(table_id)
+            pool.submit(self.planner.handle_events, table_id).add_done_callback(
+                lambda future, t=table_id: self._done(t, future))
+        return min(free, len(candidates))
+
+    def _done(self, table_id: int, future: Future) -> None:
+        try:
+            handled = future.result()
+        except Exception:
+            log.exception("planner %s: table %s failed", self.id, table_id)
+            handled = False
+        with self._lock:
+            self._in_flight.discard(table_id)
+            if handled:
+                self._backoff.pop(table_id, None)
+            else:  # another planner holds it, or the database failed: not again before the next poll
+                self._backoff[table_id] = time.monotonic() + self.settings.planner_poll_seconds
+        self._wake.set()
+
+    # --- the periodic jobs --------------------------------------------------------------------------
+    def _tick(self) -> None:
+        try:
+            planned = self.planner.tick()
+            if planned:
+                log.info("planner %s: periodic trigger recorded %s task(s)", self.id, planned)
+        except Exception:
+            log.exception("planner %s: periodic trigger failed", self.id)
+
+    def _scan(self) -> None:
+        try:
+            started = time.monotonic()
+            count = self.planner.scan(fresh_seconds=FRESH_SHARE * self.settings.planner_scan_seconds)
+            log.info("planner %s: reconciled %s table(s) in %.1f s", self.id, count, time.monotonic() - started)
+        except Exception:
+            log.exception("planner %s: reconciliation scan failed", self.id)
+
+    # --- instance row -------------------------------------------------------------------------------
+    def _beat(self) -> None:
+        if time.monotonic() - self._last_beat < self.settings.heartbeat_seconds:
+            return
+        self._last_beat = time.monotonic()
+        try:
+            with self.database.transaction() as session:
+                record_heartbeat(session, self.id, [ROLE], {"threads": self.settings.planner_threads})
+        except Exception as exc:  # keep planning through a heartbeat failure
+            log.warning("planner %s: heartbeat failed: %s", self.id, exc)
+
+    def _deregister(self) -> None:
+        try:
+            with self.database.transaction() as session:
+                InstanceRepo(session).remove(self.id)
+        except Exception as exc:  # the row then simply goes stale
+            log.warning("could not deregister planner %s: %s", self.id, exc)

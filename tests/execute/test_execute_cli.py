@@ -1,0 +1,121 @@
+"""`tms execute`: through a real spark-submit, in process with --local, a job SIGKILLed mid-write and its
+retry, and the refusals that change nothing."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from execute_support import ModelledTable, plan_compaction, rec, write_history
+from spark_cluster import standalone_cluster
+from typer.testing import CliRunner
+
+from tms.cli import app
+from tms.execute.spark_submit import build_py_files, spark_submit_command, spark_submit_env
+from tms.hudi.file_names import BaseFileName
+from tms.hudi.instant import State
+
+
+@pytest.fixture(scope="module")
+def tms():
+    runner = CliRunner()
+    return lambda *args: runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.slow
+def test_execute_through_spark_submit(tmp_path, tms):
+    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 8)
+    write_history(t)
+    tc = plan_compaction(t.table())
+
+    result = tms("execute", t.path, "--instant", tc, "--master", "local[2]", "--conf", "spark.ui.enabled=false")
+
+    assert result.exit_code == 0, result.output
+    assert t.table().timeline.get(tc).is_completed
+    t.check()
+
+
+@pytest.fixture
+def standalone_master(tmp_path):
+    with standalone_cluster(tmp_path / "spark-work") as url:
+        yield url
+
+
+@pytest.mark.slow
+def test_compaction_on_a_standalone_cluster(tmp_path, tms, standalone_master):
+    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6)
+    write_history(t)
+    tc = plan_compaction(t.table())
+
+    result = tms("execute", t.path, "--instant", tc, "--master", standalone_master,
+                 "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=1g")
+
+    assert result.exit_code == 0, result.output
+    assert t.table().timeline.get(tc).is_completed
+    t.check()
+
+
+@pytest.mark.slow
+def test_job_killed_mid_write_leaves_the_table_readable_and_the_retry_completes(tmp_path, tms):
+    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6, max_file_records=20)
+    t.write([rec(i, 10) for i in range(1200)], "insert")  # 60 file groups
+    t.write([rec(i, 20) for i in range(0, 1200, 2)])
+    tc = plan_compaction(t.table())
+    markers = t.path / ".hoodie" / ".temp" / tc
+    cmd = spark_submit_command(str(t.path), tc, py_files=build_py_files(tmp_path), master="local[1]",
+                               conf={"spark.ui.enabled": "false"})
+    job = subprocess.Popen(cmd, env=spark_submit_env("local[1]"), start_new_session=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (markers.exists() and any(markers.rglob("*.marker.*"))):
+            assert job.poll() is None and time.monotonic() < deadline, "the job ended before writing"
+            time.sleep(0.01)
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)  # spark-submit, its JVM, the Python driver and workers
+        job.wait()
+
+    assert t.table().timeline.get(tc).state is State.INFLIGHT, "killed mid-write"
+    t.check()
+
+    result = tms("execute", t.path, "--instant", tc, "--local")
+    assert result.exit_code == 1 and "inflight" in result.output
+    result = tms("execute", t.path, "--instant", tc, "--local", "--retry")
+    assert result.exit_code == 0, result.output
+
+    table = t.table()
+    assert table.timeline.get(tc).is_completed
+    written = {s.path for s in table.timeline.commit_metadata(table.timeline.get(tc)).write_stats()}
+    on_disk = {p.relative_to(t.path).as_posix() for p in t.path.rglob("*.parquet")
+               if BaseFileName.parse(p.name).instant == tc}
+    assert on_disk == written, "no file of the killed attempt is left"
+    t.check()
+
+
+def test_refusals_change_nothing(tmp_path, tms):
+    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6)
+    t.write([rec(i, 10) for i in range(9)], "insert")
+    t.write([rec(i, 20) for i in range(3)])
+    pending = t.write([rec(1, 30)], leave_inflight=True)
+    tc = plan_compaction(t.table())
+
+    result = tms("execute", t.path, "--instant", tc)
+    assert result.exit_code == 1 and f"held by writes still pending before it: {pending}" in result.output
+    result = tms("execute", t.path, "--instant", "20990101000000000", "--local")
+    assert result.exit_code == 1 and "no instant 20990101000000000" in result.output
+    result = tms("execute", t.path, "--instant", "yesterday")
+    assert result.exit_code == 1 and "not an instant time" in result.output
+    result = tms("execute", t.path, "--instant", pending, "--local")
+    assert result.exit_code == 1 and "not a plan TMS executes" in result.output
+    result = tms("execute", t.path, "--instant", tc, "--conf", "novalue")
+    assert result.exit_code == 1 and "key=value" in result.output
+    assert set(t.table().timeline.states_of(tc)) == {State.REQUESTED}
+
+    t.writer.complete(pending)
+    t.model.upsert([rec(1, 30)])
+    result = tms("execute", t.path, "--instant", tc, "--local")
+    assert result.exit_code == 0 and "completed as commit" in result.output
+    result = tms("execute", t.path, "--instant", tc, "--local")
+    assert result.exit_code == 1 and "already completed" in result.output
+    t.check()

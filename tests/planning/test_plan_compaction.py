@@ -1,0 +1,165 @@
+"""Compaction: Hudi's trigger strategies (counted since the last completed compaction), its compaction
+strategies and per-operation metrics, and plans that read back as Hudi writes them."""
+from datetime import timedelta
+
+import pytest
+from planning_support import ModelledTable, now, policy, rec, run_compaction
+
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.instant import instant_to_datetime
+from tms.hudi.serde import CompactionOperation, parse_compaction_plan
+from tms.planning import PlanningError, compaction_trigger, plan_compaction, plan_stats
+from tms.planning.compaction_strategy import capture_metrics, order_and_filter
+from tms.planning.policy import CompactionStrategy, TriggerStrategy
+
+MB = 1024 * 1024
+
+
+def _table(tmp_path, version=6, **kw) -> ModelledTable:
+    t = ModelledTable(tmp_path / "t", version=version, **kw)
+    t.write([rec(i, 10) for i in range(9)], "insert")
+    return t
+
+
+def _trigger(strategy, commits=3, seconds=3600):
+    return policy(hoodie__compact__inline__trigger__strategy=strategy.value,
+                  hoodie__compact__inline__max__delta__commits=commits,
+                  hoodie__compact__inline__max__delta__seconds=seconds)
+
+
+@pytest.mark.parametrize("strategy,count_only,time_only,both", [
+    (TriggerStrategy.NUM_COMMITS, True, False, True),
+    (TriggerStrategy.TIME_ELAPSED, False, True, True),
+    (TriggerStrategy.NUM_AND_TIME, False, False, True),
+    (TriggerStrategy.NUM_OR_TIME, True, True, True),
+])
+def test_trigger_strategies(tmp_path, strategy, count_only, time_only, both):
+    t = _table(tmp_path)
+    table = t.table()
+    first = table.timeline.instants()[0].timestamp
+    later = instant_to_datetime(first) + timedelta(hours=2)
+    assert not compaction_trigger(table, _trigger(strategy), now()).due
+    assert compaction_trigger(table, _trigger(strategy), later).due is time_only
+    t.write([rec(0, 20)])
+    t.write([rec(1, 20)], leave_inflight=True)  # Hudi counts delta commits in any state
+    decision = compaction_trigger(t.table(), _trigger(strategy), now())
+    assert (decision.commits, decision.since) == (3, first)
+    assert decision.due is count_only
+    assert compaction_trigger(t.table(), _trigger(strategy), later).due is both
+
+
+def test_delta_commits_are_counted_since_the_last_completed_compaction(tmp_path):
+    t = _table(tmp_path)
+    t.write([rec(0, 20)])
+    every = policy(hoodie__compact__inline__max__delta__commits=2)
+    tc = plan_compaction(t.table(), every, now()).instant
+    assert compaction_trigger(t.table(), every, now()).commits == 2, "a pending compaction resets nothing"
+    run_compaction(t.table(), tc)
+    decision = compaction_trigger(t.table(), every, now())
+    assert (decision.commits, decision.since, decision.due) == (0, tc, False)
+    t.write([rec(1, 30)])
+    t.write([rec(2, 30)])
+    assert compaction_trigger(t.table(), every, now()).due
+    t.check()
+
+
+def test_plan_reads_back_as_hudi_writes_it(tmp_path):
+    t = _table(tmp_path)
+    t.write([rec(i, 20) for i in range(0, 9, 2)])
+    planned = plan_compaction(t.table(), policy(hoodie__compact__inline__max__delta__commits=1), now())
+    table = t.table()
+    requested = table.timeline.get(planned.instant)
+    assert (requested.action, requested.state.name) == ("compaction", "REQUESTED")
+    plan = parse_compaction_plan(table.timeline.read_plan(planned.instant))
+    assert plan.version == 2 and plan.strategy is None and plan.extra_metadata == {}
+    view_slices = {(fs.partition, fs.file_id): fs for fs in table.file_system_view().merged_latest_slices()}
+    assert len(plan.operations) == 3
+    for op in plan.operations:
+        fs = view_slices[(op.partition_path, op.file_id)]
+        assert op.base_instant_time == fs.base_instant and op.data_file_path == fs.base_file.file_name
+        assert op.delta_file_paths == [f.file_name for f in fs.log_files]
+        assert op.metrics == capture_metrics(fs.base_file.size, [f.size for f in fs.log_files], 120 * MB)
+    sizes = sorted((fs.total_bytes for fs in view_slices.values()), reverse=True)
+    assert planned.stats == plan_stats(table, planned.instant)
+    assert sorted(planned.stats.operation_bytes, reverse=True) == sizes
+    assert planned.stats.largest_file_group_bytes == sizes[0] and planned.stats.operations == 3
+
+
+def test_nothing_to_compact_and_file_groups_never_planned_twice(tmp_path):
+    t = _table(tmp_path)
+    every = policy(hoodie__compact__inline__max__delta__commits=1)
+    assert plan_compaction(t.table(), every, now()) is None, "no log files yet"
+    t.write([rec(0, 20)])
+    first = plan_compaction(t.table(), every, now())
+    assert first.stats.operations == 1
+    t.write([rec(1, 20)])
+    second = plan_compaction(t.table(), every, now())
+    ops = parse_compaction_plan(t.table().timeline.read_plan(second.instant)).operations
+    assert [op.partition_path for op in ops] == ["city=nyc"], "sf is in the first plan; only nyc is new"
+    assert plan_compaction(t.table(), every, now()) is None
+
+
+def test_v8_plan_and_refusals(tmp_path):
+    t = _table(tmp_path, version=8)
+    t.write([rec(0, 20)])
+    planned = plan_compaction(t.table(), policy(hoodie__compact__inline__max__delta__commits=1), now())
+    assert planned.runnable and planned.stats.operations == 1
+    cow = ModelledTable(tmp_path / "cow", table_type="COPY_ON_WRITE")
+    with pytest.raises(PlanningError, match="MERGE_ON_READ"):
+        plan_compaction(cow.table(), policy(), now())
+    props = t.path / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text().replace("EVENT_TIME_ORDERING", "CUSTOM"))
+    with pytest.raises(UnsupportedTableError):
+        plan_compaction(t.table(), policy(), now())
+
+
+def _op(partition, log_sizes, base=10 * MB):
+    return CompactionOperation(base_instant_time="1", file_id=f"{partition}-{len(log_sizes)}-{sum(log_sizes)}",
+                               partition_path=partition, data_file_path="b.parquet" if base is not None else None,
+                               delta_file_paths=[f".f_1.log.{n}_0-0-0" for n in range(1, len(log_sizes) + 1)],
+                               metrics=capture_metrics(base, log_sizes, 120 * MB))
+
+
+def test_metrics_are_hudis():
+    assert capture_metrics(10 * MB + 5, [MB, MB + 1], 120 * MB) == {
+        "TOTAL_IO_READ_MB": 12.0, "TOTAL_IO_WRITE_MB": 10.0, "TOTAL_IO_MB": 22.0,
+        "TOTAL_LOG_FILES_SIZE": 2 * MB + 1.0, "TOTAL_LOG_FILES": 2.0}
+    assert capture_metrics(None, [3 * MB], 120 * MB)["TOTAL_IO_WRITE_MB"] == 120.0  # no base: a full file
+
+
+def _strategy(strategy, **options):
+    return policy(hoodie__compaction__strategy=strategy.value, **options)
+
+
+def test_log_file_size_strategy_takes_largest_logs_first_within_target_io():
+    ops = [_op("a", [MB]), _op("b", [5 * MB]), _op("c", [3 * MB]), _op("d", [0])]
+    chosen = order_and_filter(ops, _strategy(CompactionStrategy.LOG_FILE_SIZE))
+    assert [o.partition_path for o in chosen] == ["b", "c", "a", "d"]
+    # IO = base + logs read, base written: b takes 25 MB of a 26 MB budget, c (23 MB) spends the rest.
+    bounded = order_and_filter(ops, _strategy(CompactionStrategy.LOG_FILE_SIZE, hoodie__compaction__target__io=26))
+    assert [o.partition_path for o in bounded] == ["b", "c"]
+    threshold = _strategy(CompactionStrategy.LOG_FILE_SIZE, hoodie__compaction__logfile__size__threshold=2 * MB)
+    assert [o.partition_path for o in order_and_filter(ops, threshold)] == ["b", "c"]
+
+
+def test_bounded_unbounded_log_count_and_day_based_strategies():
+    ops = [_op("2024/01/01", [MB]), _op("2024/01/03", [MB, MB, MB]), _op("2024/01/02", [MB, MB])]
+    assert order_and_filter(ops, _strategy(CompactionStrategy.UNBOUNDED)) == ops
+    bounded = order_and_filter(ops, _strategy(CompactionStrategy.BOUNDED_IO, hoodie__compaction__target__io=30))
+    assert bounded == ops[:2], "in plan order, until the budget is spent"
+    by_count = order_and_filter(ops, _strategy(CompactionStrategy.LOG_FILE_NUM,
+                                               hoodie__compaction__logfile__num__threshold=2))
+    assert [o.partition_path for o in by_count] == ["2024/01/03", "2024/01/02"]
+    newest = order_and_filter(ops, _strategy(CompactionStrategy.DAY_BASED,
+                                             hoodie__compaction__daybased__target__partitions=2))
+    assert [o.partition_path for o in newest] == ["2024/01/03", "2024/01/02"]
+
+
+def test_day_based_strategy_plans_the_newest_partitions(tmp_path):
+    t = _table(tmp_path)
+    t.write([rec(i, 20) for i in range(3)])
+    planned = plan_compaction(t.table(), _strategy(CompactionStrategy.DAY_BASED,
+                                                   hoodie__compact__inline__max__delta__commits=1,
+                                                   hoodie__compaction__daybased__target__partitions=2), now())
+    ops = parse_compaction_plan(t.table().timeline.read_plan(planned.instant)).operations
+    assert [op.partition_path for op in ops] == ["city=sp", "city=sf"]

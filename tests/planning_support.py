@@ -1,0 +1,52 @@
+"""Helpers of the planner tests: tables written by the writer with the model of their rows, policies, and
+plans run by the real executors (in this process) so a plan's effect can be read back with hudi-rs."""
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from table_model import CITIES, COLUMNS, ModelledTable, rec  # noqa: F401 (re-exported to the tests)
+
+from tms.execute.action import ExecutionResult
+from tms.execute.dispatch import execute_instant
+from tms.execute.fencing import no_fence
+from tms.execute.runner import LocalRunner
+from tms.hudi.instant import State
+from tms.hudi.serde import RollbackMetadata, parse_cleaner_plan, parse_rollback_metadata
+from tms.hudi.table import HudiTable
+from tms.planning.policy import TablePolicy
+from tms.table_path import table_relative
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def policy(**options) -> TablePolicy:
+    """A policy from Hudi option names (dots written as `__`): policy(hoodie__cleaner__policy=...)."""
+    return TablePolicy().merged({k.replace("__", "."): v for k, v in options.items()})
+
+
+def _execute(table: HudiTable, instant: str) -> ExecutionResult:
+    """Run a plan with the real executor, in this process (the planner tests use no stand-ins)."""
+    return execute_instant(HudiTable.load(table.base_path), instant, LocalRunner(), no_fence)
+
+
+def run_compaction(table: HudiTable, tc: str) -> ExecutionResult:
+    return _execute(table, tc)
+
+
+def run_clean(table: HudiTable, ts: str) -> list[str]:
+    """Run a cleaner plan; returns the table-relative paths it listed (all deleted)."""
+    table.timeline.reload()
+    plan = parse_cleaner_plan(table.timeline.read_plan(ts))
+    listed = [table_relative(table.base_path, info.file_path)
+              for infos in plan.file_paths_to_be_deleted_per_partition.values() for info in infos]
+    _execute(table, ts)
+    assert not [rel for rel in listed if table.storage.exists(rel)], "the clean left files it listed"
+    return listed
+
+
+def run_rollback(table: HudiTable, rollback_ts: str) -> RollbackMetadata:
+    _execute(table, rollback_ts)
+    table.timeline.reload()
+    return parse_rollback_metadata(table.timeline.read(table.timeline.states_of(rollback_ts)[State.COMPLETED]))

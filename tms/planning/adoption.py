@@ -1,0 +1,38 @@
+"""Adoption: requested plans on the timeline that the caller has no task for (scheduled by a writer that
+only schedules, or left by a crash between writing the plan and recording its task). The caller passes the
+instants it knows; nothing here writes, so a plan is never made twice."""
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.serde import parse_compaction_plan
+from tms.table_service import TableService
+
+from .compensation import recorded_blockers
+from .planned import Planned
+from .stats import plan_stats
+from .triggers import is_clustering
+
+_SERVICE_OF = {COMPACTION: TableService.COMPACTION, CLUSTERING: TableService.CLUSTERING,
+               REPLACE_COMMIT: TableService.CLUSTERING, CLEAN: TableService.CLEAN, ROLLBACK: TableService.ROLLBACK}
+
+
+def find_unknown_plans(table, known_instants: Collection[str]) -> list[Planned]:
+    """Requested compaction, clustering, clean and rollback plans whose instant is not in
+    `known_instants`, oldest first, with their statistics (and a compaction's recorded blockers).
+    A v6 `replacecommit` is adopted only when it holds a clustering plan."""
+    tl = table.timeline
+    tl.reload()
+    known = set(known_instants)
+    out = []
+    for inst in tl.pending(_SERVICE_OF):
+        if not inst.is_requested or inst.timestamp in known:
+            continue
+        if inst.action == REPLACE_COMMIT and not is_clustering(table, inst):
+            continue
+        blockers = ()
+        if inst.action == COMPACTION:
+            blockers = tuple(recorded_blockers(parse_compaction_plan(tl.read_plan(inst.timestamp))))
+        out.append(Planned(inst.timestamp, _SERVICE_OF[inst.action], plan_stats(table, inst.timestamp), blockers))
+    return out

@@ -1,0 +1,160 @@
+"""Cleaner plans, as Hudi's CleanPlanner makes them: `<T>.clean.requested` (HoodieCleanerPlan v2).
+
+- KEEP_LATEST_COMMITS: the earliest instant to retain is the `commits.retained`-th last completed write
+  (never later than the earliest pending one); per file group, slices older than it go, except the
+  latest slice and the last slice before it (a query of the retained window may still read it).
+- KEEP_LATEST_BY_HOURS: the earliest instant to retain is the first completed write of the last
+  `hours.retained` hours; slices older than it go, except the latest.
+- KEEP_LATEST_FILE_VERSIONS: per file group, the newest `fileversions.retained` slices stay.
+File groups replaced by a completed replace commit go whole (under the first two policies once the replace
+commit is older than the earliest instant to retain).
+
+Never deleted, whatever the policy: a latest slice; a slice a pending compaction needs (its base slice and
+newer); the slice each pending instant (write, compaction, clustering) works from (the newest one older than
+it); the slice each savepoint keeps; anything at or after the earliest instant to retain."""
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+from itertools import islice
+
+from tms.hudi.instant import (
+    CLEAN,
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    SAVEPOINT,
+    Instant,
+    new_instant_time,
+)
+from tms.hudi.serde import ActionInstant, CleanerPlan, CleanFileInfo, parse_compaction_plan, serialize_cleaner_plan
+from tms.hudi.timeline import WRITE_ACTIONS
+from tms.table_path import join
+from tms.table_service import TableService
+
+from .planned import Planned
+from .policy import CleanerPolicy, TablePolicy
+from .stats import plan_stats
+
+# CleanerUtils.getEarliestCommitToRetain looks at the commits-and-compaction timeline.
+_RETAINED_ACTIONS = {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING}
+
+
+def earliest_instant_to_retain(table, policy: TablePolicy, now: datetime) -> Instant | None:
+    """Hudi's earliest commit to retain, found from the timeline's end: it costs the commits retained,
+    not the timeline's length."""
+    tl = table.timeline
+    if policy.cleaner_policy is CleanerPolicy.KEEP_LATEST_COMMITS:
+        retained = policy.cleaner_commits_retained
+        newest = list(islice(_completed(tl, reverse=True), retained + 1))
+        if len(newest) <= retained:
+            return None
+        nth = newest[retained - 1]
+        pending = tl.pending(_RETAINED_ACTIONS)
+        if pending and nth.timestamp > pending[0].timestamp:  # never past the earliest pending write
+            return next(_completed(tl, before=pending[0].timestamp, reverse=True), None)
+        return nth
+    if policy.cleaner_policy is CleanerPolicy.KEEP_LATEST_BY_HOURS:
+        cutoff = new_instant_time(now - timedelta(hours=policy.cleaner_hours_retained))
+        return next(_completed(tl, since=cutoff), None)
+    return None
+
+
+def _completed(tl, **bounds):
+    return (i for i in tl.iter_instants(_RETAINED_ACTIONS, **bounds) if i.is_completed)
+
+
+def _slice_needed_by(group, timestamp: str, inclusive: bool):
+    """The slice a reader or writer at `timestamp` works from: the newest one older than it."""
+    older = [s for s in group.slices if (s.base_instant <= timestamp if inclusive else s.base_instant < timestamp)]
+    return older[-1].base_instant if older else None
+
+
+class _Guard:
+    """The slices no policy may delete, besides each group's latest."""
+
+    def __init__(self, table):
+        tl = table.timeline
+        self.compaction_bases = {}  # (partition, fileId) -> base instant of the pending operation
+        for inst in tl.pending((COMPACTION,)):
+            for op in parse_compaction_plan(tl.read_plan(inst.timestamp)).operations:
+                self.compaction_bases[(op.partition_path or "", op.file_id)] = op.base_instant_time
+        self.pending = [i.timestamp for i in tl.pending() if i.action in _RETAINED_ACTIONS]
+        self.savepoints = [i.timestamp for i in tl.completed((SAVEPOINT,))]
+
+    def needed_for_compaction(self, group, fs) -> bool:
+        base = self.compaction_bases.get((group.partition, group.file_id))
+        return base is not None and fs.base_instant >= base
+
+    def protected(self, group) -> set[str]:
+        keep = {_slice_needed_by(group, ts, inclusive=False) for ts in self.pending}
+        keep |= {_slice_needed_by(group, ts, inclusive=True) for ts in self.savepoints}
+        keep |= {fs.base_instant for fs in group.slices if self.needed_for_compaction(group, fs)}
+        return keep
+
+
+def _deletable_by_commits(group, earliest: str, policy: CleanerPolicy, protected: set[str]) -> list:
+    newest_first = list(reversed(group.slices))
+    latest = newest_first[0].base_instant
+    before_earliest = next((s.base_instant for s in newest_first if s.base_instant < earliest), None)
+    keep = {latest} | protected
+    if policy is CleanerPolicy.KEEP_LATEST_COMMITS:
+        keep.add(before_earliest)
+    return [s for s in newest_first if s.base_instant not in keep and s.base_instant < earliest]
+
+
+def _deletable_by_versions(group, retained: int, guard: _Guard, protected: set[str]) -> list:
+    candidates = [s for s in reversed(group.slices) if not guard.needed_for_compaction(group, s)]
+    if (group.partition, group.file_id) in guard.compaction_bases:
+        retained -= 1  # the pending compaction's slices count as one kept version
+    return [s for s in candidates[max(retained, 0):] if s.base_instant not in protected]
+
+
+def _files_of(fs) -> list[str]:
+    return ([fs.base_file.path] if fs.base_file else []) + [f.path for f in fs.log_files]
+
+
+def plan_clean(table, policy: TablePolicy, now: datetime) -> Planned | None:
+    """Plan a clean if the policy finds files to delete; None otherwise, or while a clean is pending."""
+    tl = table.timeline
+    tl.reload()
+    if tl.pending((CLEAN,)):
+        return None
+    rule = policy.cleaner_policy
+    earliest = earliest_instant_to_retain(table, policy, now)
+    if earliest is None and rule is not CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
+        return None
+    view = table.file_system_view()
+    guard = _Guard(table)
+    doomed: dict[str, list[str]] = defaultdict(list)
+    for group in view.file_groups():
+        protected = guard.protected(group)
+        if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
+            slices = _deletable_by_versions(group, policy.cleaner_file_versions_retained, guard, protected)
+        else:
+            slices = _deletable_by_commits(group, earliest.timestamp, rule, protected)
+        for fs in slices:
+            doomed[group.partition] += _files_of(fs)
+    for group in view.replaced_file_groups():
+        replaced_by = view.replaced[(group.partition, group.file_id)]
+        if earliest is None or replaced_by < earliest.timestamp:
+            protected = guard.protected(group)
+            for fs in group.slices:
+                if fs.base_instant not in protected:
+                    doomed[group.partition] += _files_of(fs)
+    if not doomed:
+        return None
+    last_write = tl.last_of(WRITE_ACTIONS, completed=True)
+    plan = CleanerPlan(
+        earliest_instant_to_retain=ActionInstant(timestamp=earliest.timestamp, action=earliest.action,
+                                                 state=earliest.state.name) if earliest else None,
+        last_completed_commit_timestamp=last_write.timestamp if last_write else "",
+        policy=rule.value,
+        file_paths_to_be_deleted_per_partition={
+            partition: [CleanFileInfo(file_path=join(table.base_path, p), is_bootstrap_base_file=False) for p in paths]
+            for partition, paths in sorted(doomed.items())})
+    inst = tl.create_requested(CLEAN, serialize_cleaner_plan(plan))
+    return Planned(inst.timestamp, TableService.CLEAN, plan_stats(table, inst.timestamp))

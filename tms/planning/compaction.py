@@ -1,0 +1,89 @@
+"""Compaction plans for MERGE_ON_READ tables: `<Tc>.compaction.requested` (HoodieCompactionPlan v2).
+
+Each latest file slice with log files is an operation, unless its file group is already in a pending
+compaction or clustering; the strategy orders and bounds them. Which log files a slice contributes:
+- v8+: those whose delta commit completed before Tc (slicing is by completion time; no hold);
+- v6: those present at plan time, except log files holding nothing but blocks of writes still in flight
+  (they join the plan when their write completes, see compensation). The delta commits before Tc still
+  in flight are the plan's blockers."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from tms.hudi.instant import COMPACTION
+from tms.hudi.log_format import BlockType, read_log_file
+from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+from tms.table_service import TableService
+
+from .compaction_strategy import capture_metrics, order_and_filter
+from .compensation import pending_delta_commits_before, sync_held_plan, with_blockers
+from .errors import PlanningError
+from .footprint import IOType, written_files
+from .planned import Planned
+from .policy import TablePolicy
+from .stats import plan_stats
+from .triggers import compaction_trigger
+
+_NOT_RECORDS = (BlockType.COMMAND, BlockType.CORRUPT)
+
+
+def _holds_completed_block(table, path: str) -> bool:
+    tl = table.timeline
+    with table.storage.open(path) as fh:
+        return any(b.block_type not in _NOT_RECORDS and b.instant_time and tl.is_completed(b.instant_time)
+                   for b in read_log_file(fh))
+
+
+def _pending_only_logs(table) -> set[str]:
+    """v6: log files (relative paths) that pending writes created and that hold none of a completed
+    write's blocks yet. Only files pending writes touch are read, and only their block headers."""
+    touched = {f.path for inst in table.timeline.inflight_writes() for f in written_files(table, inst)
+               if f.io_type is IOType.APPEND}
+    return {p for p in touched if table.storage.exists(p) and not _holds_completed_block(table, p)}
+
+
+def _operation(fs, logs, policy: TablePolicy) -> CompactionOperation:
+    return CompactionOperation(
+        base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=fs.partition,
+        data_file_path=fs.base_file.file_name if fs.base_file else None,
+        delta_file_paths=[f.file_name for f in logs],
+        metrics=capture_metrics(fs.base_file.size if fs.base_file else None, [f.size for f in logs],
+                                policy.parquet_max_file_size))
+
+
+def plan_compaction(table, policy: TablePolicy, now: datetime) -> Planned | None:
+    """Plan a compaction if the trigger strategy says one is due and some file slice has log files to
+    compact; None otherwise. On v6 the plan may come back held (`blockers`)."""
+    config = table.config
+    if not config.is_mor:
+        raise PlanningError(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
+    config.require_builtin_merge()  # a plan no executor can run is not worth writing
+    tl = table.timeline
+    tl.reload()
+    if not compaction_trigger(table, policy, now).due:
+        return None
+    v6 = config.version < 8
+    tc = tl.new_instant_time()
+    view = table.file_system_view()
+    busy = set(view.pending_compaction) | set(view.pending_clustering)
+    deferred = _pending_only_logs(table) if v6 else set()
+
+    def compactable(log) -> bool:
+        return log.path not in deferred if v6 else (log.completion_time or log.name.instant) < tc
+
+    candidates = []
+    for fs in view.latest_slices():
+        if (fs.partition, fs.file_id) in busy:
+            continue
+        logs = [f for f in fs.log_files if compactable(f)]
+        if logs:
+            candidates.append(_operation(fs, logs, policy))
+    operations = order_and_filter(candidates, policy)
+    if not operations:
+        return None
+    blockers = pending_delta_commits_before(table, tc) if v6 else []
+    plan = CompactionPlan(operations=operations, extra_metadata=with_blockers({}, blockers))
+    tl.create_requested(COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
+    # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
+    remaining = sync_held_plan(table, tc) if v6 else []
+    return Planned(tc, TableService.COMPACTION, plan_stats(table, tc), tuple(remaining))

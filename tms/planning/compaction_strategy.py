@@ -1,0 +1,69 @@
+"""Hudi's compaction strategies (org.apache.hudi.table.action.compact.strategy): the metrics every
+operation carries, and how each strategy orders and filters the operations of a plan."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from tms.hudi.serde import CompactionOperation
+
+from .policy import CompactionStrategy, TablePolicy
+
+TOTAL_IO_READ_MB = "TOTAL_IO_READ_MB"
+TOTAL_IO_WRITE_MB = "TOTAL_IO_WRITE_MB"
+TOTAL_IO_MB = "TOTAL_IO_MB"
+TOTAL_LOG_FILES_SIZE = "TOTAL_LOG_FILES_SIZE"
+TOTAL_LOG_FILES = "TOTAL_LOG_FILES"
+
+_MB = 1024 * 1024
+
+
+def capture_metrics(base_size: int | None, log_sizes: list[int], parquet_max_file_size: int) -> dict[str, float]:
+    """CompactionStrategy.captureMetrics: MB are whole (FSUtils.getSizeInMB), a slice without a base
+    file is expected to write a full parquet file."""
+    log_bytes = sum(s for s in log_sizes if s >= 0)
+    read_mb = ((base_size or 0) + log_bytes) // _MB
+    write_mb = (base_size if base_size is not None else parquet_max_file_size) // _MB
+    return {TOTAL_IO_READ_MB: float(read_mb), TOTAL_IO_WRITE_MB: float(write_mb),
+            TOTAL_IO_MB: float(read_mb + write_mb), TOTAL_LOG_FILES_SIZE: float(log_bytes),
+            TOTAL_LOG_FILES: float(len(log_sizes))}
+
+
+def _bounded_io(ops: list[CompactionOperation], target_io_mb: int) -> list[CompactionOperation]:
+    """BoundedIOCompactionStrategy: operations in order while the IO budget lasts; the one that
+    exhausts it is still taken."""
+    taken, remaining = [], target_io_mb
+    for op in ops:
+        taken.append(op)
+        remaining -= int(op.metrics[TOTAL_IO_MB])
+        if remaining <= 0:
+            break
+    return taken
+
+
+def _newest_partitions(ops: list[CompactionOperation], count: int) -> list[CompactionOperation]:
+    """DayBasedCompactionStrategy: the operations of the newest `count` partitions. Hudi parses
+    `yyyy/MM/dd` paths; date-named partitions sort the same way as strings, so any layout works."""
+    by_partition: dict[str, list[CompactionOperation]] = defaultdict(list)
+    for op in ops:
+        by_partition[op.partition_path or ""].append(op)
+    newest = sorted(by_partition, reverse=True)[:count]
+    return [op for partition in newest for op in by_partition[partition]]
+
+
+def order_and_filter(ops: list[CompactionOperation], policy: TablePolicy) -> list[CompactionOperation]:
+    strategy = policy.compaction_strategy
+    if strategy is CompactionStrategy.UNBOUNDED:
+        return list(ops)
+    if strategy is CompactionStrategy.BOUNDED_IO:
+        return _bounded_io(ops, policy.compaction_target_io_mb)
+    if strategy is CompactionStrategy.LOG_FILE_SIZE:
+        big = [op for op in ops if op.metrics[TOTAL_LOG_FILES_SIZE] >= policy.compaction_log_file_size_threshold]
+        big.sort(key=lambda op: -op.metrics[TOTAL_LOG_FILES_SIZE])  # largest log bytes first
+        return _bounded_io(big, policy.compaction_target_io_mb)
+    if strategy is CompactionStrategy.LOG_FILE_NUM:
+        many = [op for op in ops if len(op.delta_file_paths) >= policy.compaction_log_file_num_threshold]
+        many.sort(key=lambda op: -len(op.delta_file_paths))
+        return _bounded_io(many, policy.compaction_target_io_mb)
+    if strategy is CompactionStrategy.DAY_BASED:
+        return _newest_partitions(ops, policy.compaction_day_based_partitions)
+    raise ValueError(f"unknown compaction strategy {strategy}")

@@ -1,0 +1,91 @@
+"""When to plan: what a planning pass over a table should attempt, decided from the table's digest alone
+(no storage access), for each of the three ways a table comes up: its new events, the periodic trigger,
+and the reconciliation scan."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.table_service import TableService
+
+from .digest import TimelineDigest
+from .failed_writes import heartbeat_tolerance_seconds
+from .policy import TablePolicy
+
+# A requested instant of these actions is a plan someone else scheduled: adopt it.
+_PLAN_ACTIONS = (COMPACTION, CLUSTERING, REPLACE_COMMIT, CLEAN, ROLLBACK)
+
+
+@dataclass(frozen=True)
+class PlannerOptions:
+    """What the planner schedules, service-wide."""
+
+    services: frozenset[str]  # of compaction, clustering, clean, rollback
+    clean_commits: int        # completed writes since the last clean (or clean attempt) before the next
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one planning pass attempts. Every pass also adopts unknown plans and syncs held ones."""
+
+    services: frozenset[str] = frozenset()  # compaction, clustering, clean: planned if the library finds them due
+    rollbacks: bool = False                 # plan the rollback of writes whose writer is gone
+    reconcile: bool = False                 # run the pass for adoption and held plans alone
+
+    def __bool__(self) -> bool:
+        return bool(self.services or self.rollbacks or self.reconcile)
+
+
+class EventLike(Protocol):
+    """What decisions read of a stored event (tms.db.Event)."""
+
+    instant: str
+    action: str
+    state: str
+
+
+def _due_services(digest: TimelineDigest, policy: TablePolicy, now: datetime, options: PlannerOptions,
+                  is_mor: bool) -> frozenset[str]:
+    """The digest counts for the planner's services only: a service it does not count is never due."""
+    due = set()
+    if is_mor and digest.compaction_may_be_due(policy, now):
+        due.add(TableService.COMPACTION)
+    if digest.clustering_may_be_due(policy):
+        due.add(TableService.CLUSTERING)
+    if digest.clean_may_be_due(options.clean_commits):
+        due.add(TableService.CLEAN)
+    return frozenset(due)
+
+
+def on_events(digest: TimelineDigest, events: Iterable[EventLike], policy: TablePolicy, now: datetime,
+              options: PlannerOptions, *, is_mor: bool) -> Work:
+    """After the events were observed: the services they made due, and a reconciliation when a plan was
+    scheduled elsewhere or a held plan's blocker may have resolved (completed, or removed by a rollback)."""
+    events = list(events)
+    blockers = digest.blockers()
+    reconcile = any(
+        (e.state == "requested" and e.action in _PLAN_ACTIONS)
+        or (e.state == "completed" and (e.instant in blockers or (blockers and e.action == ROLLBACK)))
+        for e in events)
+    return Work(services=_due_services(digest, policy, now, options, is_mor), reconcile=reconcile)
+
+
+def on_tick(digest: TimelineDigest, policy: TablePolicy, now: datetime, options: PlannerOptions, *,
+            is_mor: bool) -> Work:
+    """The periodic trigger: what time alone may have made due — time-based compaction triggers, writers
+    whose heartbeat may have expired, and held plans (whose blockers our own rollbacks may have removed,
+    which no event reports)."""
+    expired_before = now.timestamp() - heartbeat_tolerance_seconds(policy)
+    rollbacks = TableService.ROLLBACK in options.services and bool(digest.writes_pending_since(expired_before))
+    return Work(services=_due_services(digest, policy, now, options, is_mor), rollbacks=rollbacks,
+                reconcile=bool(digest.held))
+
+
+def on_scan(digest: TimelineDigest, policy: TablePolicy, now: datetime, options: PlannerOptions, *,
+            is_mor: bool) -> Work:
+    """The reconciliation scan, on a digest just rebuilt from the timeline: everything."""
+    return Work(services=_due_services(digest, policy, now, options, is_mor),
+                rollbacks=TableService.ROLLBACK in options.services, reconcile=True)

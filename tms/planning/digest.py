@@ -1,0 +1,186 @@
+"""What the planner remembers of a table's timeline between full reads, kept in the table row's
+`planner_state`: enough to tell from an event alone whether a plan may be due. Handling an event thus
+never lists or parses the timeline, and costs the same on a timeline of 100 instants as on one of 10,000
+(a timeline reload parses only new files, but still lists every name).
+
+The digest mirrors the library's trigger rules (triggers.py) as a pre-check that errs on the side of
+"may be due": a duplicate or stale hint at worst costs a planning pass, which decides exactly on the
+reloaded timeline and rebuilds the digest from it. With every event seen it never misses a due plan;
+events that never came are the reconciliation scan's business, which rebuilds the digest too.
+
+An attempt that found a plan due but nothing to plan (every file group already in a pending plan,
+nothing to clean) re-arms its trigger: the next attempt waits until the trigger is due again, counted
+from that attempt, so such a table is not planned again on every event."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from itertools import islice
+from typing import Any
+
+from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
+from tms.hudi.timeline import WRITE_ACTIONS
+from tms.table_service import TableService
+
+from .compensation import held_compactions
+from .policy import TablePolicy, TriggerStrategy
+from .rollback_targets import rollback_targets
+from .triggers import last_clustering
+
+FORMAT = 2
+# Instants remembered per trigger: a count past this is "many" (no trigger needs more), and the
+# oldest entry is kept because the time-based compaction trigger counts from it.
+MAX_LISTED = 1000
+COMPLETED = "completed"
+COUNTED = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN)  # the services with a counting trigger
+
+
+def _capped(instants: list[str]) -> list[str]:
+    return instants if len(instants) <= MAX_LISTED else instants[:1] + instants[-(MAX_LISTED - 1):]
+
+
+@dataclass
+class TimelineDigest:
+    compacted: str | None = None  # last completed commit or replacecommit: Hudi counts delta commits after it
+    clustered: str | None = None  # last clustering instant, pending or completed
+    cleaned: str | None = None    # last clean instant, in any state
+    # Per counted service, the instants its trigger counts since its last instant (or empty attempt):
+    # compaction the delta commits in any state, clustering and clean the completed writes. Only the
+    # services the planner schedules are counted, which keeps the digest small.
+    counted: dict[str, list[str]] = field(default_factory=dict)
+    pending_writes: dict[str, float] = field(default_factory=dict)  # requested/inflight -> first seen (epoch s)
+    held: dict[str, list[str]] = field(default_factory=dict)  # held v6 compaction plan -> its blockers
+    attempts: dict[str, str] = field(default_factory=dict)    # service -> newest instant at an empty attempt
+    scanned_at: float | None = None  # last reconciliation with the timeline (epoch s)
+
+    # --- storage in planner_state -------------------------------------------------------------------
+    @classmethod
+    def from_state(cls, state: dict[str, Any] | None, services: frozenset[str]) -> TimelineDigest | None:
+        """The stored digest, or None if there is none (a table never planned), it is of another format,
+        or it counts for other services than the planner's now."""
+        if not state or state.get("format") != FORMAT or set(state["counted"]) != _counted(services):
+            return None
+        # Copies: the row's own value must stay as loaded, or its change would go unnoticed.
+        return cls(compacted=state["compacted"], clustered=state["clustered"], cleaned=state["cleaned"],
+                   counted={k: list(v) for k, v in state["counted"].items()},
+                   pending_writes=dict(state["pending_writes"]), held={k: list(v) for k, v in state["held"].items()},
+                   attempts=dict(state["attempts"]), scanned_at=state["scanned_at"])
+
+    def to_state(self) -> dict[str, Any]:
+        return {"format": FORMAT, **vars(self)}  # the row keeps it; this digest is not used after
+
+    # --- building from the timeline -----------------------------------------------------------------
+    @classmethod
+    def of(cls, table, previous: TimelineDigest | None, now: datetime, services: frozenset[str]) -> TimelineDigest:
+        """The digest of the table's (freshly reloaded) timeline, counting for `services`; attempts, first
+        sightings of pending writes and the last scan carry over from `previous`. Built from the
+        timeline's indexes: it costs the instants it counts (at most MAX_LISTED per service) and the
+        pending ones, not the timeline's length."""
+        tl = table.timeline
+        out = cls(attempts=dict(previous.attempts) if previous else {},
+                  scanned_at=previous.scanned_at if previous else None)
+        out.compacted = _timestamp(tl.last_of((COMMIT, REPLACE_COMMIT), completed=True))
+        out.cleaned = _timestamp(tl.last_of((CLEAN,)))
+        counted = _counted(services)
+        out.clustered = last_clustering(table) if TableService.CLUSTERING in counted else None
+        for service in counted:
+            completed_only = service != TableService.COMPACTION  # compaction counts delta commits in any state
+            actions = (DELTA_COMMIT,) if service == TableService.COMPACTION else WRITE_ACTIONS
+            out.counted[service] = _listed_after(tl, actions, out._base(service), completed_only)
+        pending_writes = [i.timestamp for i in tl.pending((COMMIT, DELTA_COMMIT))]
+        condemned = rollback_targets(table, after=pending_writes[0]) if pending_writes else set()
+        seen = previous.pending_writes if previous else {}
+        out.pending_writes = {ts: seen.get(ts, now.timestamp()) for ts in pending_writes if ts not in condemned}
+        out.held = held_compactions(table)
+        return out
+
+    # --- following events ---------------------------------------------------------------------------
+    def observe(self, instant: str, action: str, state: str, now: datetime) -> None:
+        """Take one event (an instant of `action` reached `state`) into account."""
+        if action in WRITE_ACTIONS:
+            if state == COMPLETED:
+                self.pending_writes.pop(instant, None)
+                self._count(TableService.CLUSTERING, instant)
+                self._count(TableService.CLEAN, instant)
+                if action != DELTA_COMMIT and instant > (self.compacted or ""):
+                    self.compacted = instant
+            elif action != REPLACE_COMMIT:  # a pending v6 replacecommit may be a clustering plan
+                self.pending_writes.setdefault(instant, now.timestamp())
+            if action == DELTA_COMMIT:
+                self._count(TableService.COMPACTION, instant)
+        elif action == CLUSTERING:
+            self.clustered = max(self.clustered or "", instant)
+        elif action == CLEAN:
+            self.cleaned = max(self.cleaned or "", instant)
+        self._trim()
+
+    def attempted(self, service: str, newest_instant: str) -> None:
+        """`service` was found due and planned nothing: re-arm its trigger from the newest instant on the
+        timeline (instant times, not the planner's clock: writers' clocks need not agree with it)."""
+        self.attempts[service] = newest_instant
+        self._trim()
+
+    def _count(self, service: str, instant: str) -> None:
+        instants = self.counted.get(service)
+        if instants is not None and instant not in instants:  # a duplicate hint counts once
+            instants.append(instant)
+            instants.sort()
+
+    def _base(self, service: str) -> str:
+        """Where a trigger counts from: the last instant of the service, or its last empty attempt."""
+        last = {TableService.COMPACTION: self.compacted, TableService.CLUSTERING: self.clustered,
+                TableService.CLEAN: self.cleaned}[service]
+        return max(last or "", self.attempts.get(service, ""))
+
+    def _trim(self) -> None:
+        for service, instants in self.counted.items():
+            base = self._base(service)
+            self.counted[service] = _capped([i for i in instants if i > base])
+
+    # --- the pre-checks -----------------------------------------------------------------------------
+    def compaction_may_be_due(self, policy: TablePolicy, now: datetime) -> bool:
+        """Hudi's compaction trigger (triggers.compaction_trigger) on what the digest knows."""
+        deltas = self.counted.get(TableService.COMPACTION)
+        if deltas is None:
+            return False
+        since = self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)
+        if since is None:
+            return False
+        by_count = len(deltas) >= policy.max_delta_commits
+        by_time = (now - instant_to_datetime(since)).total_seconds() >= policy.max_delta_seconds
+        return {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.TIME_ELAPSED: by_time,
+                TriggerStrategy.NUM_AND_TIME: by_count and by_time,
+                TriggerStrategy.NUM_OR_TIME: by_count or by_time}[policy.trigger_strategy]
+
+    def clustering_may_be_due(self, policy: TablePolicy) -> bool:
+        return len(self.counted.get(TableService.CLUSTERING, ())) >= policy.clustering_max_commits
+
+    def clean_may_be_due(self, every_commits: int) -> bool:
+        return len(self.counted.get(TableService.CLEAN, ())) >= every_commits
+
+    def blockers(self) -> set[str]:
+        return {b for blockers in self.held.values() for b in blockers}
+
+    def writes_pending_since(self, before_epoch: float) -> list[str]:
+        """Pending writes first seen before `before_epoch`: only they can have outlived their heartbeat."""
+        return [ts for ts, seen in self.pending_writes.items() if seen <= before_epoch]
+
+
+def _counted(services: frozenset[str]) -> set[str]:
+    return set(services) & set(COUNTED)
+
+
+def _timestamp(instant) -> str | None:
+    return instant.timestamp if instant is not None else None
+
+
+def _listed_after(tl, actions, base: str, completed_only: bool) -> list[str]:
+    """The instants of `actions` after `base` (completed ones only if asked), as `_capped` lists them:
+    the newest ones are walked back from the end, and the oldest is looked up only when there are more."""
+    def matching(reverse: bool):
+        return (i.timestamp for i in tl.iter_instants(actions, after=base or None, reverse=reverse)
+                if i.is_completed or not completed_only)
+    newest = list(islice(matching(True), MAX_LISTED))
+    if len(newest) == MAX_LISTED:
+        newest[-1] = next(matching(False))  # the oldest (itself if there are exactly MAX_LISTED)
+    return newest[::-1]

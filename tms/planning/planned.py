@@ -1,0 +1,23 @@
+"""What a planning call wrote on the timeline."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tms.table_service import TableService
+
+from .stats import PlanStats
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A requested plan on the timeline. `action` is the table service (clustering also on v6, where the
+    instant is a `replacecommit`). `blockers`: the delta commits a v6 compaction is held for."""
+
+    instant: str
+    action: TableService
+    stats: PlanStats
+    blockers: tuple[str, ...] = ()
+
+    @property
+    def runnable(self) -> bool:
+        return not self.blockers

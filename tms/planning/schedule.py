@@ -1,0 +1,40 @@
+"""One planning pass over one table, for one table service: first the held v6 compaction plans whose
+blockers may have resolved are synced, then the service is planned. What `tms schedule` runs, and what the
+service's event, periodic and reconciliation paths will run under the table's row lock."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from tms.hudi.capabilities import require_capability
+from tms.table_service import SERVICES, TableService
+
+from .clean import plan_clean
+from .clustering import plan_clustering
+from .compaction import plan_compaction
+from .compensation import sync_held_plans
+from .errors import PlanningError
+from .planned import Planned
+from .policy import TablePolicy
+from .rollback import plan_failed_write_rollbacks
+
+
+@dataclass
+class ScheduleResult:
+    synced: dict[str, list[str]] = field(default_factory=dict)  # held compaction -> blockers left
+    planned: list[Planned] = field(default_factory=list)
+
+
+def schedule(table, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
+    if action not in SERVICES:
+        raise PlanningError(f"unknown action {action!r} (one of {', '.join(SERVICES)})")
+    require_capability(table, action)  # nothing planned that cannot run: refused before anything is written
+    result = ScheduleResult(synced=sync_held_plans(table))
+    if action == TableService.ROLLBACK:
+        result.planned = plan_failed_write_rollbacks(table, policy, now)
+        return result
+    planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering,
+               TableService.CLEAN: plan_clean}[action]
+    planned = planner(table, policy, now)
+    result.planned = [planned] if planned else []
+    return result

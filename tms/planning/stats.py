@@ -1,0 +1,122 @@
+"""Plan statistics the worker sizes a job by: how many operations a plan has, the bytes each one reads
+(base file + log files), and the largest file group (executor memory goes by it).
+
+An operation is what one Spark task runs: a file group for compaction, a clustering group, a partition of
+a clean, a rollback request. Sizes come from the file listings, so a plan written by someone else (an
+adopted one) is sized the same way as our own."""
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.serde import (
+    CleanerPlan,
+    CompactionPlan,
+    RequestedReplaceMetadata,
+    RollbackPlan,
+    parse_cleaner_plan,
+    parse_compaction_plan,
+    parse_requested_replace_metadata,
+    parse_rollback_plan,
+)
+from tms.table_path import table_relative
+
+from .errors import PlanningError
+
+# (partition, file name) -> bytes; 0 for a file that is not there
+SizeOf = Callable[[str, str], int]
+
+
+@dataclass(frozen=True)
+class PlanStats:
+    operations: int
+    operation_bytes: tuple[int, ...]
+    largest_file_group_bytes: int
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.operation_bytes)
+
+
+class ListedSizes:
+    """File sizes from one listing per partition, taken when first asked for."""
+
+    def __init__(self, table):
+        self.table = table
+        self._partitions: dict[str, dict[str, int]] = {}
+
+    def __call__(self, partition: str, name: str) -> int:
+        sizes = self._partitions.get(partition)
+        if sizes is None:
+            sizes = {i.name: i.size for i in self.table.storage.listdir(partition) if not i.is_dir}
+            self._partitions[partition] = sizes
+        return sizes.get(name, 0)
+
+    def of_path(self, path: str) -> int:
+        """Size of a file named by an absolute (or table-relative) path; 0 if it is elsewhere or gone."""
+        try:
+            rel = table_relative(self.table.base_path, path)
+        except PlanningError:
+            return 0
+        return self(*posixpath.split(rel))
+
+
+def _stats(operation_bytes: list[int], largest: int) -> PlanStats:
+    return PlanStats(len(operation_bytes), tuple(operation_bytes), largest)
+
+
+def compaction_stats(plan: CompactionPlan, size_of: SizeOf) -> PlanStats:
+    sizes = []
+    for op in plan.operations:
+        part = op.partition_path or ""
+        base = size_of(part, op.data_file_path) if op.data_file_path else 0
+        sizes.append(base + sum(size_of(part, name) for name in op.delta_file_paths))
+    return _stats(sizes, max(sizes, default=0))
+
+
+def clustering_stats(meta: RequestedReplaceMetadata, sizes: ListedSizes) -> PlanStats:
+    groups, largest = [], 0
+    for group in meta.clustering_plan.input_groups:
+        slice_bytes = [(sizes.of_path(s.data_file_path) if s.data_file_path else 0)
+                       + sum(sizes.of_path(p) for p in s.delta_file_paths) for s in group.slices]
+        groups.append(sum(slice_bytes))
+        largest = max([largest, *slice_bytes])
+    return _stats(groups, largest)
+
+
+def clean_stats(plan: CleanerPlan, sizes: ListedSizes) -> PlanStats:
+    per_partition, largest = [], 0
+    for infos in plan.file_paths_to_be_deleted_per_partition.values():
+        files = [sizes.of_path(i.file_path) for i in infos if i.file_path]
+        per_partition.append(sum(files))
+        largest = max([largest, *files])
+    return _stats(per_partition, largest)
+
+
+def rollback_stats(plan: RollbackPlan, sizes: ListedSizes) -> PlanStats:
+    per_request = [sum(sizes.of_path(p) for p in [*r.files_to_be_deleted, *r.log_blocks_to_be_deleted])
+                   for r in plan.rollback_requests]
+    return _stats(per_request, max(per_request, default=0))
+
+
+def plan_stats(table, timestamp: str) -> PlanStats:
+    """Statistics of the requested plan at `timestamp` (compaction, clustering, clean or rollback)."""
+    inst = table.timeline.get(timestamp)
+    if inst is None:
+        raise PlanningError(f"no instant {timestamp} on the timeline of {table.name}")
+    data = table.timeline.read_plan(timestamp)
+    sizes = ListedSizes(table)
+    if inst.action == COMPACTION:
+        return compaction_stats(parse_compaction_plan(data), sizes)
+    if inst.action in (CLUSTERING, REPLACE_COMMIT):
+        meta = parse_requested_replace_metadata(data)
+        if meta.clustering_plan is None:
+            raise PlanningError(f"replace commit {timestamp} is not a clustering plan")
+        return clustering_stats(meta, sizes)
+    if inst.action == CLEAN:
+        return clean_stats(parse_cleaner_plan(data), sizes)
+    if inst.action == ROLLBACK:
+        return rollback_stats(parse_rollback_plan(data), sizes)
+    raise PlanningError(f"instant {timestamp} is a {inst.action}, not a plan")

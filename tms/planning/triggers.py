@@ -1,0 +1,78 @@
+"""When compaction and clustering are due, by Hudi's rules.
+
+Compaction (ScheduleCompactionActionExecutor.needCompact): the delta commits since the last completed
+`commit` or `replacecommit` (in any state, as CompactionUtils.getDeltaCommitsSinceLatestCompaction counts
+them), and the seconds since that instant (or since the first delta commit when none completed), against
+`hoodie.compact.inline.max.delta.commits` / `...max.delta.seconds` under the trigger strategy.
+
+Clustering (ClusteringPlanActionExecutor): the completed commits since the last clustering instant,
+pending or completed, against `hoodie.clustering.async.max.commits`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from tms.hudi.errors import HudiError
+from tms.hudi.instant import CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
+from tms.hudi.serde import MetadataFormatError, parse_requested_replace_metadata
+from tms.hudi.timeline import WRITE_ACTIONS
+
+from .policy import TablePolicy, TriggerStrategy
+
+CLUSTER_OPERATION = "CLUSTER"
+
+
+@dataclass(frozen=True)
+class TriggerDecision:
+    due: bool
+    commits: int                  # delta commits (compaction) or commits (clustering) counted
+    since: str | None             # the instant counted from
+    elapsed_seconds: float | None = None
+
+
+def compaction_trigger(table, policy: TablePolicy, now: datetime) -> TriggerDecision:
+    tl = table.timeline
+    done = tl.last_of((COMMIT, REPLACE_COMMIT), completed=True)
+    if done is not None:
+        since = done.timestamp
+        deltas = sum(1 for _ in tl.iter_instants((DELTA_COMMIT,), after=since))
+    else:
+        first = next(tl.iter_instants((DELTA_COMMIT,)), None)
+        if first is None:
+            return TriggerDecision(False, 0, None)
+        since = first.timestamp
+        deltas = sum(1 for _ in tl.iter_instants((DELTA_COMMIT,), since=since))
+    elapsed = (now - instant_to_datetime(since)).total_seconds()
+    by_count = deltas >= policy.max_delta_commits
+    by_time = elapsed >= policy.max_delta_seconds
+    due = {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.TIME_ELAPSED: by_time,
+           TriggerStrategy.NUM_AND_TIME: by_count and by_time,
+           TriggerStrategy.NUM_OR_TIME: by_count or by_time}[policy.trigger_strategy]
+    return TriggerDecision(due, deltas, since, elapsed)
+
+
+def is_clustering(table, instant) -> bool:
+    """A pending `clustering`, or a `replacecommit` that clusters (not an insert_overwrite)."""
+    tl = table.timeline
+    if instant.action == CLUSTERING:
+        return True
+    if instant.action != REPLACE_COMMIT:
+        return False
+    if instant.is_completed:
+        return tl.commit_metadata(instant).operation_type == CLUSTER_OPERATION
+    try:
+        return parse_requested_replace_metadata(tl.read_plan(instant.timestamp)).clustering_plan is not None
+    except (HudiError, MetadataFormatError):
+        return False  # a v6 insert_overwrite may leave its requested file empty, or none
+
+
+def last_clustering(table) -> str | None:
+    """The latest clustering instant, pending or completed."""
+    candidates = table.timeline.iter_instants((CLUSTERING, REPLACE_COMMIT), reverse=True)
+    return next((i.timestamp for i in candidates if is_clustering(table, i)), None)
+
+
+def clustering_trigger(table, policy: TablePolicy) -> TriggerDecision:
+    last = last_clustering(table)
+    commits = len(table.timeline.completed(WRITE_ACTIONS, after=last))
+    return TriggerDecision(commits >= policy.clustering_max_commits, commits, last)

@@ -1,0 +1,14 @@
+"""The table services TMS runs, apart from the timeline actions their instants are written as (a compaction
+completes as a `commit`, a clustering as a `replacecommit`): tasks, queues, policies and the API speak of
+these."""
+from enum import StrEnum
+
+
+class TableService(StrEnum):
+    COMPACTION = "compaction"
+    CLUSTERING = "clustering"
+    CLEAN = "clean"
+    ROLLBACK = "rollback"
+
+
+SERVICES: tuple[TableService, ...] = tuple(TableService)
