@@ -52,7 +52,8 @@ class Model:
 
 def write_table(path: Path, layout: str, table_type: str, version: int, **extra) -> Model:
     fields, options, _ = LAYOUTS[layout]
-    writer = create_table_for_records(str(path), [make_record(0, 0)], table_type=table_type, version=version, key=["id"],
+    writer = create_table_for_records(str(path), [make_record(0, 0)], table_type=table_type, version=version,
+                                      key=["id"],
                                       ordering=["ts"], partition=fields, **options, **extra)
     model = Model()
     inserts = [make_record(i, 1) for i in range(12)]

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
-
 from execute_support import copy_fixture, plan_clean_of_old_versions, plan_clustering, plan_compaction
 from layout_tables import LAYOUTS, MODEL_COLUMNS, write_table
 from support import hudi_rs_table, rows
+from typer.testing import CliRunner
+
 from tms.cli import app
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner

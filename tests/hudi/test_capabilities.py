@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from support import FIXTURE_TABLES
 from typer.testing import CliRunner
 
-from support import FIXTURE_TABLES
 from tms.cli import app
 from tms.hudi.capabilities import SERVICES, capabilities, unrunnable_plans
 from tms.hudi.errors import UnsupportedTableError

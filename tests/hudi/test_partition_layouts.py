@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
-
 from layout_tables import LAYOUTS, MODEL_COLUMNS, make_record, write_table
 from support import hudi_rs_table, rows
+from typer.testing import CliRunner
+
 from tms.cli import app
 from tms.hudi.partitions import PARTITION_METAFILE, list_partitions
 from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable
+
 
 @pytest.mark.parametrize("version", [6, 8, 9])
 @pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])

@@ -25,8 +25,15 @@ from tms.hudi.serde import (
 from tms.hudi.table import HudiTable
 
 from .action import ActionExecutor, ExecutionResult
-from .base_files import (base_file_path, full_schema, latest_data_schema, output_extension, read_base_file,
-                         with_file_name, write_base_file)
+from .base_files import (
+    base_file_path,
+    full_schema,
+    latest_data_schema,
+    output_extension,
+    read_base_file,
+    with_file_name,
+    write_base_file,
+)
 from .fencing import Fence
 from .markers import CREATE, create_marker, delete_markers, delete_unreferenced
 from .table_ref import TableRef, ValidInstants

@@ -1,6 +1,6 @@
 """Compaction: each operation of the plan (one file group) merges its base file with exactly the plan's log
-files into a new base file `<fileId>_<token>_<Tc>.<format>` (parquet or lance, the table's); the instant completes as a `commit` with
-`compacted: true`.
+files into a new base file `<fileId>_<token>_<Tc>.<format>` (parquet or lance, the table's); the instant
+completes as a `commit` with `compacted: true`.
 
 Only the plan's log files are read: logs written after the plan belong to the new file slice that the
 compaction instant opened. Blocks of instants that are not completed, or were rolled back, are skipped.
@@ -30,8 +30,15 @@ from tms.hudi.serde import (
 from tms.hudi.table import HudiTable
 
 from .action import ActionExecutor, ExecutionResult
-from .base_files import (base_file_path, full_schema, latest_data_schema, output_extension, read_base_file,
-                         with_file_name, write_base_file)
+from .base_files import (
+    base_file_path,
+    full_schema,
+    latest_data_schema,
+    output_extension,
+    read_base_file,
+    with_file_name,
+    write_base_file,
+)
 from .fencing import Fence
 from .markers import CREATE, MERGE, create_marker, delete_markers, delete_unreferenced
 from .table_ref import TableRef, ValidInstants

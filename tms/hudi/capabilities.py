@@ -62,8 +62,8 @@ def _refusals(table, service: str) -> list[str]:
     if service in _MERGING:
         try:
             if config.merge_mode is MergeMode.CUSTOM:
-                reasons.append("it uses merge mode CUSTOM, which needs a Java merger "
-                               f"(payload {config.get('hoodie.compaction.payload.class') or config.get('hoodie.record.merge.strategy.id')})")
+                merger = config.get("hoodie.compaction.payload.class") or config.get("hoodie.record.merge.strategy.id")
+                reasons.append(f"it uses merge mode CUSTOM, which needs a Java merger (payload {merger})")
         except HudiError as e:
             reasons.append(str(e))
     if config.get(BOOTSTRAP_BASE_PATH) and service != ROLLBACK:

@@ -52,9 +52,9 @@ def _time_values(config, column: pa.ChunkedArray) -> list[str | None]:
         if v is None:
             out.append(None)
         elif isinstance(v, dt.datetime):
-            out.append((v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)).strftime(pattern))
+            out.append((v if v.tzinfo else v.replace(tzinfo=dt.UTC)).strftime(pattern))
         elif scale is not None and isinstance(v, (int, float)):
-            out.append(dt.datetime.fromtimestamp(v / scale, dt.timezone.utc).strftime(pattern))
+            out.append(dt.datetime.fromtimestamp(v / scale, dt.UTC).strftime(pattern))
         else:
             raise HudiError(f"time-based partition value {v!r} is not a {kind} timestamp")
     return out
@@ -78,4 +78,4 @@ def record_partition_paths(config, records: pa.Table) -> pa.Array:
         values = [DEFAULT_PARTITION if v is None or v == "" else (escape_path_name(v) if encode else v)
                   for v in values]
         parts.append([f"{f}={v}" for v in values] if hive else values)
-    return pa.array(["/".join(p) for p in zip(*parts)], pa.string())
+    return pa.array(["/".join(p) for p in zip(*parts, strict=True)], pa.string())

@@ -24,7 +24,8 @@ def iter_snapshot(table: HudiTable, as_of: str | None = None, columns: list[str]
     slices = view.merged_latest_slices()
     for fs in slices:  # a base file of another format than the table's must not be half-read either
         if fs.base_file:
-            require_readable_format(fs.base_file.name.extension.upper(), f"table {table.name}, base file {fs.base_file.path}")
+            require_readable_format(fs.base_file.name.extension.upper(),
+                                    f"table {table.name}, base file {fs.base_file.path}")
     # Without meta fields (virtual keys) Hudi's readers return the data columns only.
     hidden = () if table.config.populate_meta_fields else META_FIELDS
 

@@ -18,12 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .base_format import LANCE, extension_of, table_base_format, write_lance_file
 from .errors import HudiError
 from .file_names import BaseFileName, LogFileName, new_file_id, write_token
 from .fs_view import FileSlice
 from .instant import COMMIT, DELTA_COMMIT, State
 from .log_format import avro_data_block, delete_block, parquet_data_block
-from .base_format import LANCE, extension_of, table_base_format, write_lance_file
 from .merge import KEY, LogScan, merge_records, merge_slice
 from .partition_paths import record_partition_paths
 from .properties import MergeMode, TableType, new_table_properties
