@@ -47,7 +47,7 @@ def _time_values(config, column: pa.ChunkedArray) -> list[str | None]:
     if (config.get(TIMEZONE) or "UTC").upper() not in ("UTC", "GMT"):
         raise HudiError(f"the writer formats time-based partitions in UTC only, not {config.get(TIMEZONE)}")
     scale = {"EPOCHMILLISECONDS": 1000, "UNIX_TIMESTAMP": 1, "SCALAR": 1}.get(kind)
-    out = []
+    out: list[str | None] = []
     for v in column.to_pylist():
         if v is None:
             out.append(None)

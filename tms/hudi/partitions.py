@@ -34,7 +34,7 @@ def find_partition_folders(storage: Storage) -> PartitionListing:
     found: dict[str, list[FileInfo]] = {}
     level = [""]
     while level:
-        next_level = []
+        next_level: list[str] = []
         for rel in level:
             entries = storage.listdir(rel)
             if any(not e.is_dir and is_partition_metafile(e.name) for e in entries):
