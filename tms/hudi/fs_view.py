@@ -257,6 +257,6 @@ class FileSystemView:
             except Exception:  # a commit we cannot parse only loses its statistics
                 continue
             for stat in meta.write_stats():
-                if stat.path and stat.path.endswith(".parquet"):
+                if stat.path and BaseFileName.parse(posixpath.basename(stat.path)):  # any base format
                     counts[stat.path] = stat.num_writes - stat.num_deletes if stat.num_deletes else stat.num_writes
         return counts
