@@ -43,12 +43,16 @@ class PassContext:
 
 
 def _plan(ctx: PassContext, service: str) -> Planned | None | bool:
-    """The library's plan for `service`; None when it was due and there was nothing to plan, False when
-    its trigger was not due after all (the digest was stale: the rebuilt one is right)."""
+    """The library's plan for `service`; None when it was due and there was nothing to plan (or a plan still
+    waiting for a worker holds the next one back), False when its trigger was not due after all (the digest
+    was stale: the rebuilt one is right)."""
     table, policy, now = ctx.table, ctx.policy, ctx.now
     if service == TableService.COMPACTION:
         planned = plan_compaction(table, policy, now)
-        return planned if planned or compaction_trigger(table, policy, now).due else False
+        if planned:
+            return planned
+        decision = compaction_trigger(table, policy, now)
+        return None if decision.due or decision.waiting_for else False
     if service == TableService.CLUSTERING:
         planned = plan_clustering(table, policy, now)
         return planned if planned or clustering_trigger(table, policy).due else False
