@@ -14,7 +14,7 @@ import pyarrow as pa
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("TMS_HUDI_FIXTURES", REPO.parent / "shared" / "fixtures" / "hudi"))
 
-# zip name -> table folder inside it
+# zip name -> the table's folder once unzipped (the zip's one top folder, renamed where two zips share it)
 FIXTURE_TABLES = {
     "cow_v6_nonpartitioned": "v6_nonpartitioned",
     "cow_v6_simplekeygen_nonhivestyle_overwritetable": "v6_simplekeygen_nonhivestyle_overwritetable",
@@ -22,6 +22,12 @@ FIXTURE_TABLES = {
     "mor_v6_nonpartitioned_rollback": "v6_nonpartitioned_rollback",
     "mor_v6_trips_8i1u": "v6_trips_8i1u",
     "mor_v8_trips_8i3u1d": "v8_trips_8i3u1d",
+    "cow_v9_txns_simple_meta": "v9_txns_simple_meta_cow",
+    "mor_v9_txns_simple_meta": "v9_txns_simple_meta_mor",
+    "mor_v9_txns_simple_nometa": "v9_txns_simple_nometa",
+    "cow_v6_timebasedkeygen_nonhivestyle": "v6_timebasedkeygen_nonhivestyle",
+    "cow_v9_lance_nonpartitioned": "v9_lance_nonpartitioned",
+    "cow_v6_simplekeygen_hivestyle_no_metafields": "v6_simplekeygen_hivestyle_no_metafields",
 }
 
 
@@ -30,11 +36,16 @@ def unzip_fixture(name: str, dest: Path) -> Path:
     archive = FIXTURES / f"{name}.zip"
     if not archive.exists():
         raise FileNotFoundError(f"fixture {archive} not found (set TMS_HUDI_FIXTURES to the fixtures folder)")
+    staging = dest / f".unzip-{name}"
     with zipfile.ZipFile(archive) as zf:
         for member in zf.namelist():
             if not member.startswith("__MACOSX"):
-                zf.extract(member, dest)
-    return dest / FIXTURE_TABLES[name]
+                zf.extract(member, staging)
+    (top,) = [p for p in staging.iterdir() if p.is_dir()]
+    target = dest / FIXTURE_TABLES[name]
+    top.rename(target)
+    staging.rmdir()
+    return target
 
 
 def copy_table(src: Path, dest: Path) -> Path:

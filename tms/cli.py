@@ -123,6 +123,14 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
           key: str | None = typer.Option(None, "--key", help="Record key field(s), comma-separated."),
           ordering: str | None = typer.Option(None, "--ordering", help="Ordering (precombine) field."),
           partition: str | None = typer.Option(None, "--partition", help="Partition field(s), comma-separated."),
+          hive_style: bool = typer.Option(True, "--hive-style/--no-hive-style",
+                                          help="Partition folders named field=value (hive style) or value."),
+          urlencode: bool = typer.Option(False, "--urlencode", help="URL-encode partition values (Hive's escaping)."),
+          partition_time_format: str | None = typer.Option(
+              None, "--partition-time-format",
+              help="Time-based key generator: the one partition field (epoch milliseconds) as a date pattern, "
+                   "e.g. yyyy/MM/dd/HH (several folder levels)."),
+          base_file_format: str = typer.Option("PARQUET", "--base-file-format", help="PARQUET | LANCE (version 9)"),
           leave_inflight: bool = typer.Option(False, "--leave-inflight",
                                               help="Write the files but do not complete the instant."),
           complete: str | None = typer.Option(None, "--complete", help="Complete a write left inflight."),
@@ -165,7 +173,9 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
             raise TMSError(f"--table-version must be 6, 8 or 9, not {table_version}")
         table = create_table_for_records(path, rows, table_type=table_type, version=table_version,
                                          key=_fields(key), ordering=_fields(ordering),
-                                         partition=_fields(partition)).table
+                                         partition=_fields(partition), hive_style=hive_style,
+                                         urlencode=urlencode, partition_time_format=partition_time_format,
+                                         base_file_format=base_file_format).table
         if metadata:
             create_metadata_table(table, _fields(metadata))
             table = _load(path)  # its properties now list the metadata table's partitions

@@ -13,8 +13,36 @@ from hypothesis import strategies as st
 from tms.hudi.bloom import FOOTER_KEY, TYPE_CODE_KEY, dynamic_bloom_filter, might_contain
 
 
-def _fixture_base_files(root) -> list[str]:
-    return sorted(f for f in glob.glob(f"{root}/**/*.parquet", recursive=True) if "/.hoodie/" not in f)
+def _tables_where(root, text: str) -> set[str]:
+    return {str(p.parent.parent) for p in root.glob("*/.hoodie/hoodie.properties") if text in p.read_text()}
+
+
+def _fixture_base_files(root, *, meta_fields: bool = True, version9: bool = False) -> list[str]:
+    """Base files of the fixture tables that populate meta fields (or, with meta_fields=False, that do not),
+    of table versions 6 and 8 (or, with version9, of version 9)."""
+    virtual = _tables_where(root, "hoodie.populate.meta.fields=false")
+    v9 = _tables_where(root, "hoodie.table.version=9")
+    return sorted(f for f in glob.glob(f"{root}/**/*.parquet", recursive=True)
+                  if "/.hoodie/" not in f and any(f.startswith(v + "/") for v in virtual) != meta_fields
+                  and any(f.startswith(v + "/") for v in v9) == version9)
+
+
+@pytest.mark.xfail(strict=True, reason="Hudi 1.1 (table version 9) sets other bits than Hudi 0.x/1.0 for the same "
+                                      "keys and header: not yet understood")
+def test_same_bytes_as_java_for_version_9_base_files(fixtures_root):
+    files = _fixture_base_files(fixtures_root, version9=True)
+    assert files
+    for path in files:
+        keys = pq.read_table(path, columns=["_hoodie_record_key"]).column(0)
+        assert dynamic_bloom_filter(keys) == pq.read_metadata(path).metadata[FOOTER_KEY], path
+
+
+def test_virtual_key_base_files_carry_no_bloom_filter(fixtures_root):
+    """Java writes no record-key bloom filter (nor min/max keys) without meta fields."""
+    files = _fixture_base_files(fixtures_root, meta_fields=False)
+    assert files
+    for path in files:
+        assert FOOTER_KEY not in pq.read_metadata(path).metadata
 
 
 def test_same_bytes_as_java_for_every_fixture_base_file(fixtures_root):

@@ -15,6 +15,12 @@ EXPECTED_ROWS = {
     "mor_v6_nonpartitioned_rollback": 3,
     "mor_v6_trips_8i1u": 8,
     "mor_v8_trips_8i3u1d": 6,
+    "cow_v9_txns_simple_meta": 12,
+    "mor_v9_txns_simple_meta": 12,
+    "mor_v9_txns_simple_nometa": 12,
+    "cow_v6_timebasedkeygen_nonhivestyle": 4,
+    "cow_v9_lance_nonpartitioned": 9,
+    "cow_v6_simplekeygen_hivestyle_no_metafields": 4,
 }
 
 
@@ -100,3 +106,22 @@ def test_file_group_stats(fixture_tables):
     assert sf.log_count == 1 and sf.log_bytes > 0 and sf.base_size > 0
     assert stats["city=chennai"].log_count == 0
     assert sum(s.num_records for s in stats.values()) == 8
+
+
+def test_virtual_keys_read_without_meta_columns_as_hudi_readers_return(fixture_tables):
+    """`hoodie.populate.meta.fields=false`: the files hold null `_hoodie_*` columns; `tms read` (like hudi-rs
+    and Java's readers) returns the data columns only."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from tms.cli import app
+    path = fixture_tables["cow_v6_simplekeygen_hivestyle_no_metafields"]
+    result = CliRunner().invoke(app, ["read", str(path)])
+    assert result.exit_code == 0, result.output
+    printed = [json.loads(line) for line in result.stdout.splitlines()]
+    theirs = hudi_rs_table(path)
+    assert len(printed) == theirs.num_rows == 4
+    assert all(set(r) == set(theirs.column_names) for r in printed)
+    assert not any(c.startswith("_hoodie_") for c in theirs.column_names)
+    assert sorted(r["id"] for r in printed) == sorted(theirs.column("id").to_pylist())

@@ -23,6 +23,14 @@ EXPECTED = {  # fixture -> (type, version, key, ordering, partition, merge mode)
     "mor_v6_nonpartitioned_rollback": ("MERGE_ON_READ", 6, ["id"], ["longField"], [], "COMMIT_TIME_ORDERING"),
     "mor_v6_trips_8i1u": ("MERGE_ON_READ", 6, ["uuid"], ["ts"], ["city"], "COMMIT_TIME_ORDERING"),
     "mor_v8_trips_8i3u1d": ("MERGE_ON_READ", 8, ["uuid"], ["ts"], ["city"], "EVENT_TIME_ORDERING"),
+    "cow_v9_txns_simple_meta": ("COPY_ON_WRITE", 9, ["txn_id"], ["txn_ts"], ["region"], "EVENT_TIME_ORDERING"),
+    "mor_v9_txns_simple_meta": ("MERGE_ON_READ", 9, ["txn_id"], ["txn_ts"], ["region"], "EVENT_TIME_ORDERING"),
+    "mor_v9_txns_simple_nometa": ("MERGE_ON_READ", 9, ["txn_id"], ["txn_ts"], ["region"], "EVENT_TIME_ORDERING"),
+    "cow_v6_timebasedkeygen_nonhivestyle": ("COPY_ON_WRITE", 6, ["id"], ["longField"], ["ts_str"],
+                                            "COMMIT_TIME_ORDERING"),
+    "cow_v9_lance_nonpartitioned": ("COPY_ON_WRITE", 9, ["id"], ["updated_at"], [], "EVENT_TIME_ORDERING"),
+    "cow_v6_simplekeygen_hivestyle_no_metafields": ("COPY_ON_WRITE", 6, ["id"], ["longField"], ["byteField"],
+                                                    "COMMIT_TIME_ORDERING"),
 }
 
 

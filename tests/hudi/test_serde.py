@@ -226,7 +226,8 @@ def test_commit_metadata_round_trip(tables):
         else:
             assert _records(out) == _records(data), path
             assert _writer_schema(out) == _writer_schema(data), path
-            assert _records(out)[0] == MODEL + "HoodieCommitMetadata"
+            record = "HoodieReplaceCommitMetadata" if path.name.endswith(".replacecommit") else "HoodieCommitMetadata"
+            assert _records(out)[0] == MODEL + record
 
 
 def test_v8_replace_commit_is_replace_commit_metadata():

@@ -76,7 +76,8 @@ def test_bad_path_and_wrong_table_type_exit_one(tmp_path):
     assert code == 1 and err.startswith("error: no Hudi table at") and len(err.strip().splitlines()) == 1
     cow = ModelledTable(tmp_path / "cow", table_type="COPY_ON_WRITE")
     code, _, err = schedule(cow.path, "--action", "compaction")
-    assert code == 1 and err.strip() == "error: compaction applies to MERGE_ON_READ tables; cow is COPY_ON_WRITE"
+    assert code == 1 and err.strip() == ("error: TMS cannot run compaction on table cow: "
+                                         "compaction applies to MERGE_ON_READ tables; cow is COPY_ON_WRITE")
 
 
 def test_clean_plan_written_by_the_command_reads_back(tmp_path):

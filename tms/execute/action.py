@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from tms.hudi.capabilities import require_capability
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
 from tms.hudi.instant import Instant, State
 from tms.hudi.locks.transaction import TransactionManager
@@ -65,6 +66,7 @@ class ActionExecutor(ABC):
     def validate(self) -> None:
         """Raise if the plan cannot run now; changes nothing. `start` calls it first."""
         self._require_serviceable_table()
+        require_capability(self.table, self.action_name)  # the same decision the planner made
         states = self.timeline.states_of(self.timestamp)
         if State.COMPLETED in states:
             raise InstantConflictError(f"{self.action_name} {self.timestamp} is already completed")

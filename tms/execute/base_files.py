@@ -1,5 +1,7 @@
-"""Base files as Hudi writes them: parquet with the full Avro schema, the min/max record key and the
-record-key bloom filter in the footer, so Java readers and the BLOOM index use them like their own."""
+"""Base files as Hudi writes them, in the table's base file format: parquet with the full Avro schema, the
+min/max record key and the record-key bloom filter in the footer, so Java readers and the BLOOM index use
+them like their own; Lance (Hudi 1.1) with the same keys in its schema metadata, as Hudi's Lance writer
+does. Without meta fields (virtual keys) Java writes neither bloom filter nor min/max keys, nor do we."""
 from __future__ import annotations
 
 import json
@@ -9,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tms.hudi import base_format
 from tms.hudi.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, dynamic_bloom_filter
 from tms.hudi.errors import HudiError
 from tms.hudi.file_names import BaseFileName
@@ -38,13 +41,22 @@ def full_schema(data_schema: dict) -> dict:
     return with_meta_fields(data_schema)
 
 
-def base_file_path(partition: str, file_id: str, token: str, instant: str) -> str:
-    name = str(BaseFileName(file_id, token, instant))
+def base_file_path(partition: str, file_id: str, token: str, instant: str, extension: str = "parquet") -> str:
+    name = str(BaseFileName(file_id, token, instant, extension))
     return posixpath.join(partition, name) if partition else name
 
 
+def output_extension(table: HudiTable) -> str:
+    """The extension of the base files TMS writes into `table`: its base file format's (never a Parquet file
+    into a Lance table). Capabilities refuse compaction and clustering for formats TMS cannot write."""
+    fmt = base_format.table_base_format(table.config)
+    if fmt not in (base_format.PARQUET, base_format.LANCE):
+        raise HudiError(f"table {table.name}: TMS cannot write {fmt} base files")
+    return base_format.extension_of(fmt)
+
+
 def read_base_file(storage: Storage, rel: str) -> pa.Table:
-    return pq.read_table(storage.full(rel), filesystem=storage.arrow_filesystem())
+    return base_format.read_base_file(storage, rel)
 
 
 def with_file_name(rows: pa.Table, name: str) -> pa.Table:
@@ -57,11 +69,18 @@ def write_base_file(storage: Storage, rel: str, rows: pa.Table, avro_schema: dic
     """Write `rows` (already in the schema of `avro_schema`, meta fields included) as a new base file; returns
     its size. The file must not exist: an attempt never overwrites another attempt's file."""
     keys = rows.column(KEY)
+    key_metadata = {}
+    virtual_keys = rows.num_rows and keys.null_count == rows.num_rows  # Java writes no keys for those
+    if not virtual_keys:
+        key_metadata = {FOOTER_KEY: dynamic_bloom_filter(keys), TYPE_CODE_KEY: DYNAMIC_V0}
+    if rows.num_rows and not virtual_keys:
+        key_metadata[b"hoodie_min_record_key"] = pc.min(keys).as_py().encode()
+        key_metadata[b"hoodie_max_record_key"] = pc.max(keys).as_py().encode()
+    if rel.endswith("." + base_format.extension_of(base_format.LANCE)):
+        base_format.write_lance_file(storage, rel, rows, key_metadata)
+        return storage.info(rel).size
     footer = {b"parquet.avro.schema": json.dumps(avro_schema).encode(), b"writer.model.name": b"avro",
-              FOOTER_KEY: dynamic_bloom_filter(keys), TYPE_CODE_KEY: DYNAMIC_V0}
-    if rows.num_rows:
-        footer[b"hoodie_min_record_key"] = pc.min(keys).as_py().encode()
-        footer[b"hoodie_max_record_key"] = pc.max(keys).as_py().encode()
+              **key_metadata}
     # Footer metadata only, not the serialized Arrow schema: it would hold the bloom filter a second time.
     with (storage.open_new(rel) as fh,
           pq.ParquetWriter(fh, rows.schema.remove_metadata(), compression="snappy", store_schema=False) as writer):

@@ -29,7 +29,15 @@ from tms.hudi.serde import (
 from tms.hudi.table import HudiTable
 
 from .action import ActionExecutor, ExecutionResult
-from .base_files import base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name, write_base_file
+from .base_files import (
+    base_file_path,
+    full_schema,
+    latest_data_schema,
+    output_extension,
+    read_base_file,
+    with_file_name,
+    write_base_file,
+)
 from .fencing import Fence
 from .markers import CREATE, create_marker, delete_markers, delete_unreferenced, marked_files
 from .table_ref import TableRef, ValidInstants
@@ -57,6 +65,7 @@ class ClusteringTask:
     target_file_bytes: int
     schema: str                 # the output's Avro schema (meta fields included), as JSON
     valid: ValidInstants
+    extension: str = "parquet"  # of the base files to write: the table's base file format's
 
 
 def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
@@ -77,7 +86,7 @@ def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
     stats = []
     for chunk in _split(rows, files):
         file_id = new_file_id()
-        rel = base_file_path(task.partition, file_id, token, task.instant)
+        rel = base_file_path(task.partition, file_id, token, task.instant, task.extension)
         create_marker(storage, task.instant, rel, CREATE)
         size = write_base_file(storage, rel, with_file_name(chunk, rel.rsplit("/", 1)[-1]), avro_schema)
         stats.append(WriteStat(file_id=file_id, path=rel, prev_commit="null", partition_path=task.partition,
@@ -109,8 +118,6 @@ class ClusteringExecutor(ActionExecutor):
 
     def validate(self) -> None:
         super().validate()
-        merge_ordering_field(self.config)  # refuses CUSTOM merge mode
-        self._require_meta_fields()
         for group in self.plan.input_groups:
             if len({s.partition_path or "" for s in group.slices}) > 1:
                 raise HudiError(f"clustering {self.timestamp} has a group spanning partitions; "
@@ -129,6 +136,7 @@ class ClusteringExecutor(ActionExecutor):
             raise HudiError(f"clustering {self.timestamp} sorts by columns the table lacks: {', '.join(unknown)}")
         self.inflight = self._inflight(fence)
         schema = json.dumps(full_schema(self.data_schema))
+        extension = output_extension(self.table)
         valid = ValidInstants.of(self.timeline)
         tasks = []
         for group in self.plan.input_groups:
@@ -143,7 +151,7 @@ class ClusteringExecutor(ActionExecutor):
                 tuple(self._relative(p, partition) for p in s.delta_file_paths)) for s in group.slices)
             tasks.append(ClusteringTask(self.ref, self.timestamp, partition, slices, self.sort_columns,
                                         max(1, group.num_output_file_groups or 1), self.target_file_bytes,
-                                        schema, valid))
+                                        schema, valid, extension))
         return tasks
 
     def finish(self, results: Sequence[list[WriteStat]], fence: Fence) -> ExecutionResult:

@@ -1,6 +1,6 @@
 """Compaction: each operation of the plan (one file group) merges its base file with exactly the plan's log
-files into a new base file `<fileId>_<token>_<Tc>.parquet`; the instant completes as a `commit` with
-`compacted: true`.
+files into a new base file `<fileId>_<token>_<Tc>.<format>` (parquet or lance, the table's); the instant
+completes as a `commit` with `compacted: true`.
 
 Only the plan's log files are read: logs written after the plan belong to the new file slice that the
 compaction instant opened. Blocks of instants that are not completed, or were rolled back, are skipped.
@@ -33,7 +33,15 @@ from tms.hudi.serde import (
 from tms.hudi.table import HudiTable
 
 from .action import ActionExecutor, ExecutionResult
-from .base_files import base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name, write_base_file
+from .base_files import (
+    base_file_path,
+    full_schema,
+    latest_data_schema,
+    output_extension,
+    read_base_file,
+    with_file_name,
+    write_base_file,
+)
 from .fencing import Fence
 from .markers import CREATE, MERGE, create_marker, delete_markers, delete_unreferenced
 from .table_ref import TableRef, ValidInstants
@@ -50,6 +58,7 @@ class CompactionTask:
     log_files: tuple[str, ...]  # relative to the base path, in the plan's order
     schema: str                 # the output's Avro schema (meta fields included), as JSON
     valid: ValidInstants
+    extension: str = "parquet"  # of the base files to write: the table's base file format's
 
 
 def compact_file_group(task: CompactionTask, token: str) -> WriteStat | None:
@@ -64,7 +73,7 @@ def compact_file_group(task: CompactionTask, token: str) -> WriteStat | None:
     merged = merge_records(base, scan, merge_ordering_field(config), avro_to_arrow(avro_schema))
     if base is None and merged.num_rows == 0:
         return None
-    rel = base_file_path(task.partition, task.file_id, token, task.instant)
+    rel = base_file_path(task.partition, task.file_id, token, task.instant, task.extension)
     create_marker(storage, task.instant, rel, MERGE if base is not None else CREATE)
     size = write_base_file(storage, rel, with_file_name(merged, rel.rsplit("/", 1)[-1]), avro_schema)
     counts = _record_counts(base, scan, merged)
@@ -122,8 +131,6 @@ class CompactionExecutor(ActionExecutor):
 
     def validate(self) -> None:
         super().validate()
-        merge_ordering_field(self.config)  # refuses CUSTOM merge mode
-        self._require_meta_fields()
         if any(op.bootstrap_file_path for op in self.plan.operations):
             raise UnsupportedTableError(f"compaction {self.timestamp} reads bootstrap files; TMS does not")
         if self.config.version < 8:
@@ -136,6 +143,7 @@ class CompactionExecutor(ActionExecutor):
         self.data_schema = latest_data_schema(self.table)
         self.inflight = self._inflight(fence)
         schema = json.dumps(full_schema(self.data_schema))
+        extension = output_extension(self.table)
         valid = ValidInstants.of(self.timeline)
         tasks = []
         for op in self.plan.operations:
@@ -147,7 +155,7 @@ class CompactionExecutor(ActionExecutor):
                 base_instant=op.base_instant_time,
                 base_file=self._relative(op.data_file_path, partition) if op.data_file_path else None,
                 log_files=tuple(self._relative(p, partition) for p in op.delta_file_paths),
-                schema=schema, valid=valid))
+                schema=schema, valid=valid, extension=extension))
         return tasks
 
     def finish(self, results: Sequence[WriteStat | None], fence: Fence) -> ExecutionResult:

@@ -6,6 +6,7 @@ import os
 import sys
 import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from tms.hudi.errors import HudiError
 
@@ -78,4 +79,15 @@ def spark_submit_env(master: str) -> dict[str, str]:
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if master.startswith("local"):
         env.setdefault("PYSPARK_PYTHON", sys.executable)
+    if _on_loopback(master):
+        # Every Spark process runs on this machine and talks over loopback: a driver that bound to the
+        # address of the host name's interface instead would not be reached by executors listening on it.
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return env
+
+
+def _on_loopback(master: str) -> bool:
+    if master.startswith("local"):
+        return True
+    host = urlsplit(master).hostname or ""
+    return host == "localhost" or host.startswith("127.")

@@ -101,12 +101,12 @@ _COMMIT_FIELDS = (
 
 COMMIT_METADATA = _record("HoodieCommitMetadata", *_COMMIT_FIELDS)
 
-# Hudi 1.x writes completed replace commits with this record. No Java-written v8 replace commit is among the
-# fixtures: it is HoodieCommitMetadata plus partitionToReplaceFileIds, as HoodieReplaceCommitMetadata.avsc
-# (and hudi-rs, which models it) has it.
+# Hudi 1.x writes completed replace commits with this record: HoodieCommitMetadata's fields (but for the
+# map of extraMetadata, which has no default inside its union: as the Java-written v9 replace commits have it)
+# plus partitionToReplaceFileIds.
 REPLACE_COMMIT_METADATA = _record(
     "HoodieReplaceCommitMetadata",
-    *_COMMIT_FIELDS,
+    *(_optional("extraMetadata", _map(STRING)) if f["name"] == "extraMetadata" else f for f in _COMMIT_FIELDS),
     _optional("partitionToReplaceFileIds", _map(_array(STRING))),
 )
 

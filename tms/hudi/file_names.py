@@ -1,4 +1,4 @@
-"""Names of base and log files: `<fileId>_<writeToken>_<instant>.parquet` and
+"""Names of base and log files: `<fileId>_<writeToken>_<instant>.<format>` (parquet, orc, hfile, lance) and
 `.<fileId>_<instant>.log.<version>_<writeToken>`."""
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import re
 import uuid
 from dataclasses import dataclass
 
-_BASE = re.compile(r"^([^_]+)_([^_]+)_(\d{14,17})\.parquet$")
+# Any extension: a base file of a format TMS cannot read must be seen (and refused), never skipped.
+_BASE = re.compile(r"^(?!\.)([^_]+)_([^_]+)_(\d{14,17})\.([A-Za-z0-9]+)$")
 _LOG = re.compile(r"^\.([^_]+)_(\d+)\.log\.(\d+)_(.+)$")
 
 
@@ -23,14 +24,15 @@ class BaseFileName:
     file_id: str
     write_token: str
     instant: str
+    extension: str = "parquet"  # the base file format's, lower case
 
     @classmethod
     def parse(cls, name: str) -> BaseFileName | None:
         m = _BASE.match(name)
-        return cls(*m.groups()) if m else None
+        return cls(m.group(1), m.group(2), m.group(3), m.group(4).lower()) if m else None
 
     def __str__(self) -> str:
-        return f"{self.file_id}_{self.write_token}_{self.instant}.parquet"
+        return f"{self.file_id}_{self.write_token}_{self.instant}.{self.extension}"
 
 
 @dataclass(frozen=True)

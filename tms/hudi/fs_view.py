@@ -13,6 +13,7 @@ from functools import cached_property
 
 from .file_names import BaseFileName, LogFileName
 from .instant import REPLACE_COMMIT, State
+from .partitions import PartitionListing, list_partitions
 from .parts import TableParts
 from .plans import pending_clustering_groups, pending_compaction_groups
 from .storage import FileInfo
@@ -93,20 +94,9 @@ class FileGroupStats:
 
 
 def partition_paths(table: TableParts) -> list[str]:
-    """Partition paths ('' for a non-partitioned table), found by walking the folders as deep as
-    the table has partition fields."""
-    depth = len(table.config.partition_fields)
-    if depth == 0:
-        return [""]
-    level = [""]
-    for _ in range(depth):
-        nxt = []
-        for rel in level:
-            for info in table.storage.listdir(rel):
-                if info.is_dir and not info.name.startswith("."):
-                    nxt.append(info.path)
-        level = nxt
-    return sorted(level)
+    """Partition paths ('' for a non-partitioned table): folders holding a partition metafile and the
+    partitions the commits name (see `partitions`), at any depth."""
+    return list_partitions(table).partitions
 
 
 class FileSystemView:
@@ -204,11 +194,16 @@ class FileSystemView:
         return fs
 
     def _list_partition(self, partition: str) -> list[FileInfo]:
-        return self.table.storage.listdir(partition)
+        listed = self._partition_listing.files.get(partition)
+        return listed if listed is not None else self.table.storage.listdir(partition)
+
+    @cached_property
+    def _partition_listing(self) -> PartitionListing:
+        return list_partitions(self.table)
 
     @cached_property
     def partitions(self) -> list[str]:
-        return partition_paths(self.table)
+        return self._partition_listing.partitions
 
     # --- queries ---------------------------------------------------------------------------------
     def file_groups(self, partition: str | None = None) -> list[FileGroup]:
@@ -265,6 +260,6 @@ class FileSystemView:
             except Exception:  # a commit we cannot parse only loses its statistics
                 continue
             for stat in meta.write_stats():
-                if stat.path and stat.path.endswith(".parquet"):
+                if stat.path and BaseFileName.parse(posixpath.basename(stat.path)):  # any base format
                     counts[stat.path] = stat.num_writes - stat.num_deletes if stat.num_deletes else stat.num_writes
         return counts

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .base_format import table_base_format
+from .capabilities import capabilities
 from .table import HudiTable
 
 
@@ -33,7 +35,11 @@ def describe_table(table: HudiTable) -> dict[str, Any]:
         "config": {"name": cfg.name, "database": cfg.database, "table_type": cfg.table_type.value,
                    "version": cfg.version, "record_key_fields": cfg.record_key_fields,
                    "ordering_fields": cfg.ordering_fields, "partition_fields": cfg.partition_fields,
-                   "merge_mode": cfg.merge_mode.value},
+                   "merge_mode": cfg.merge_mode.value, "base_file_format": table_base_format(cfg),
+                   "partitions": view.partitions},
+        # what TMS can do for the table: reading and each table service, or why not
+        "capabilities": {service: {"can_run": c.can_run, "reason": c.reason}
+                         for service, c in capabilities(table).items()},
         "timeline": timeline,
         "file_groups": groups,
         "replaced_file_groups": [{"partition": p, "file_id": f, "by": ts} for (p, f), ts in view.replaced.items()],
@@ -56,8 +62,12 @@ def format_description(d: dict[str, Any]) -> str:
     out = [f"table {c['database']}.{c['name']} at {d['base_path']}",
            f"  type {c['table_type']}, version {c['version']}, merge mode {c['merge_mode']}",
            f"  key {','.join(c['record_key_fields']) or '-'}, ordering {','.join(c['ordering_fields']) or '-'}, "
-           f"partitioned by {','.join(c['partition_fields']) or '(none)'}",
-           "", f"timeline ({len(d['timeline'])} instants)"]
+           f"partitioned by {','.join(c['partition_fields']) or '(none)'} ({len(c['partitions'])} partition(s)), "
+           f"{c['base_file_format']} base files",
+           "", "what TMS can do"]
+    out += [f"  {service:<11} {'yes' if cap['can_run'] else 'no: ' + cap['reason']}"
+            for service, cap in d["capabilities"].items()]
+    out += ["", f"timeline ({len(d['timeline'])} instants)"]
     for i in d["timeline"]:
         done = f"  completed {i['completion_time']}" if i["completion_time"] else ""
         out.append(f"  {i['instant']}  {i['action']:<13} {i['state']:<10}{done}")

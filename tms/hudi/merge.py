@@ -12,9 +12,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
+from .base_format import read_base_file
 from .errors import HudiError
 from .fs_view import FileSlice
 from .log_format import BlockType, read_log_file
@@ -77,7 +76,7 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
                 is_valid_instant: Callable[[str], bool], columns: list[str] | None = None) -> pa.Table:
     """The rows of one file slice. `columns` projects the result (merging still reads what it needs)."""
     ordering = merge_ordering_field(config)
-    base = pq.read_table(storage.full(fs.base_file.path), filesystem=_arrow_fs(storage)) if fs.base_file else None
+    base = read_base_file(storage, fs.base_file.path) if fs.base_file else None
     if not fs.log_files:
         if base is None:
             raise HudiError(f"file slice {fs.file_id}@{fs.base_instant} has neither base nor log files")
@@ -85,10 +84,6 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
     scan = scan_logs(storage, [f.path for f in fs.log_files], is_valid_instant)
     merged = merge_records(base, scan, ordering)
     return merged.select(columns) if columns else merged
-
-
-def _arrow_fs(storage: Storage) -> pafs.FileSystem:
-    return storage.arrow_filesystem()
 
 
 def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,

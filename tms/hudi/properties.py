@@ -250,10 +250,20 @@ class TableConfig:
 def new_table_properties(*, name: str, table_type: TableType | str, version: int, record_key: list[str],
                          ordering: list[str], partition: list[str], schema_json: str | None,
                          merge_mode: MergeMode | str | None = None, database: str = "default",
-                         hive_style: bool = True) -> dict[str, str]:
-    """The properties a Java writer of the given table version puts into a new table."""
+                         hive_style: bool = True, urlencode: bool = False, partition_time_format: str | None = None,
+                         base_file_format: str = "PARQUET") -> dict[str, str]:
+    """The properties a Java writer of the given table version puts into a new table. `partition_time_format`
+    (a Java date pattern such as `yyyy/MM/dd/HH`) makes the one partition field, epoch milliseconds, a
+    time-based key generator's; LANCE base files need version 9 (Hudi 1.1)."""
     if version not in (6, 8, 9):
         raise UnsupportedTableError(f"cannot create tables of version {version} (6, 8 or 9)")
+    base_file_format = base_file_format.upper()
+    if base_file_format not in ("PARQUET", "LANCE"):
+        raise UnsupportedTableError(f"cannot create tables with {base_file_format} base files (PARQUET or LANCE)")
+    if base_file_format == "LANCE" and version < 9:
+        raise UnsupportedTableError("Lance base files need table version 9 (Hudi 1.1)")
+    if partition_time_format and len(partition) != 1:
+        raise UnsupportedTableError("a time-based partition format takes exactly one partition field")
     table_type = TableType(table_type)
     mode = MergeMode(merge_mode) if merge_mode else (
         MergeMode.EVENT_TIME_ORDERING if ordering else MergeMode.COMMIT_TIME_ORDERING)
@@ -266,19 +276,26 @@ def new_table_properties(*, name: str, table_type: TableType | str, version: int
         "hoodie.table.version": str(version),
         "hoodie.timeline.layout.version": "1" if version == 6 else "2",
         "hoodie.table.recordkey.fields": ",".join(record_key),
-        "hoodie.table.base.file.format": "PARQUET",
+        "hoodie.table.base.file.format": base_file_format,
         "hoodie.populate.meta.fields": "true",
         "hoodie.archivelog.folder": "archived",
         "hoodie.datasource.write.hive_style_partitioning": "true" if hive_style else "false",
-        "hoodie.datasource.write.partitionpath.urlencode": "false",
+        "hoodie.datasource.write.partitionpath.urlencode": "true" if urlencode else "false",
         "hoodie.datasource.write.drop.partition.columns": "false",
     }
     if ordering:
-        props["hoodie.table.precombine.field"] = ",".join(ordering)
-    if partition:
+        # Hudi 1.1 (v9) names the ordering fields hoodie.table.ordering.fields
+        props["hoodie.table.precombine.field" if version < 9 else "hoodie.table.ordering.fields"] = ",".join(ordering)
+    keygen_key = "hoodie.table.keygenerator.class" if version == 6 else "hoodie.table.keygenerator.type"
+    if partition and partition_time_format:
+        props["hoodie.table.partition.fields"] = partition[0]
+        props[keygen_key] = "org.apache.hudi.keygen.TimestampBasedKeyGenerator" if version == 6 else "TIMESTAMP"
+        props["hoodie.keygen.timebased.timestamp.type"] = "EPOCHMILLISECONDS"
+        props["hoodie.keygen.timebased.output.dateformat"] = partition_time_format
+        props["hoodie.keygen.timebased.timezone"] = "UTC"
+    elif partition:
         props["hoodie.table.partition.fields"] = ",".join(partition)
-        props["hoodie.table.keygenerator.class" if version == 6 else "hoodie.table.keygenerator.type"] = (
-            "org.apache.hudi.keygen.SimpleKeyGenerator" if version == 6 else "SIMPLE")
+        props[keygen_key] = "org.apache.hudi.keygen.SimpleKeyGenerator" if version == 6 else "SIMPLE"
     else:
         props["hoodie.table.keygenerator.class" if version == 6 else "hoodie.table.keygenerator.type"] = (
             "org.apache.hudi.keygen.NonpartitionedKeyGenerator" if version == 6 else "NON_PARTITION")
@@ -295,6 +312,9 @@ def new_table_properties(*, name: str, table_type: TableType | str, version: int
         props["hoodie.timeline.path"] = "timeline"
         props["hoodie.timeline.history.path"] = "history"
         props["hoodie.record.merge.mode"] = mode.value
-        props["hoodie.record.merge.strategy.id"] = strategy
+        if version == 8:  # Hudi 1.1 derives the strategy from the merge mode and no longer writes it
+            props["hoodie.record.merge.strategy.id"] = strategy
+        else:
+            props["hoodie.table.format"] = "native"
     props["hoodie.table.checksum"] = str(table_checksum(database, name))
     return props

@@ -7,21 +7,32 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
+from .base_format import require_readable_format
+from .capabilities import READING, require_capability
 from .fs_view import FileSlice
 from .merge import merge_slice
+from .schema import META_FIELDS
 from .table import HudiTable
 
 
 def iter_snapshot(table: HudiTable, as_of: str | None = None, columns: list[str] | None = None,
                   threads: int | None = None) -> Iterator[pa.Table]:
     """The merged rows of each latest file slice at `as_of` (default: now), one table per slice.
-    Slices are merged in parallel threads (pyarrow and parquet decoding release the GIL)."""
-    table.config.require_builtin_merge()
+    Slices are merged in parallel threads (pyarrow and parquet decoding release the GIL).
+    A table TMS cannot read exactly is refused (UnsupportedTableError) before any row is read."""
+    require_capability(table, READING)
     view = table.file_system_view(as_of=as_of)
     slices = view.merged_latest_slices()
+    for fs in slices:  # a base file of another format than the table's must not be half-read either
+        if fs.base_file:
+            require_readable_format(fs.base_file.name.extension.upper(),
+                                    f"table {table.name}, base file {fs.base_file.path}")
+    # Without meta fields (virtual keys) Hudi's readers return the data columns only.
+    hidden = () if table.config.populate_meta_fields else META_FIELDS
 
     def one(fs: FileSlice) -> pa.Table:
-        return merge_slice(table.storage, table.config, fs, view.is_completed, columns)
+        rows = merge_slice(table.storage, table.config, fs, view.is_completed, columns)
+        return rows.drop_columns([c for c in hidden if c in rows.column_names]) if hidden else rows
 
     workers = threads or min(8, os.cpu_count() or 2)
     if workers <= 1 or len(slices) <= 1:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .base_format import LANCE, extension_of, table_base_format, write_lance_file
 from .conflicts import WriteConflictError, clusterings_planned_over, find_conflicts, rollbacks_of, touched_file_groups
 from .errors import HudiError, InstantConflictError, UnsupportedTableError
 from .file_names import BaseFileName, LogFileName, new_file_id, write_token
@@ -30,6 +31,7 @@ from .locks.transaction import TransactionManager
 from .log_format import avro_data_block, delete_block, parquet_data_block
 from .merge import KEY, LogScan, merge_records, merge_slice
 from .metadata.writer import unmaintainable_partitions_for_writes, write_metadata_commit
+from .partition_paths import record_partition_paths
 from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
@@ -81,7 +83,11 @@ class HudiWriter:
     @classmethod
     def create_table(cls, base_path: str, *, table_type: str, version: int, key: list[str],
                      ordering: list[str], partition: list[str], schema: pa.Schema, name: str | None = None,
-                     merge_mode: str | None = None, **kwargs: Any) -> HudiWriter:
+                     merge_mode: str | None = None, hive_style: bool = True, urlencode: bool = False,
+                     partition_time_format: str | None = None, base_file_format: str = "PARQUET",
+                     **kwargs: Any) -> HudiWriter:
+        """A new table; `hive_style`, `urlencode` and `partition_time_format` shape its partition paths (see
+        `partition_paths`), `base_file_format` is PARQUET or LANCE (version 9)."""
         name = name or posixpath.basename(base_path.rstrip("/")) or "table"
         for f in key + ordering + partition:
             if f not in schema.names:
@@ -89,7 +95,9 @@ class HudiWriter:
         avro = arrow_to_avro(schema, name)
         props = new_table_properties(name=name, table_type=table_type, version=version, record_key=key,
                                      ordering=ordering, partition=partition, schema_json=json.dumps(avro),
-                                     merge_mode=merge_mode)
+                                     merge_mode=merge_mode, hive_style=hive_style, urlencode=urlencode,
+                                     partition_time_format=partition_time_format,
+                                     base_file_format=base_file_format)
         return cls(HudiTable.create(base_path, props), **kwargs)
 
     # --- schema and keys -------------------------------------------------------------------------
@@ -120,17 +128,7 @@ class HudiWriter:
                          for vals in zip(*cols, strict=True)], pa.string())
 
     def _partition_paths(self, t: pa.Table) -> pa.Array:
-        fields = self.config.partition_fields
-        if not fields:
-            return pa.array([""] * t.num_rows, pa.string())
-        cols = []
-        for f in fields:
-            if f not in t.column_names:
-                raise HudiError(f"records lack the partition field {f!r}")
-            vals = pc.fill_null(t.column(f).cast(pa.string()), "__HIVE_DEFAULT_PARTITION__")
-            cols.append(pc.binary_join_element_wise(f + "=", vals, "") if self.config.hive_style_partitioning
-                        else vals)
-        return (cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, "/")).combine_chunks()
+        return record_partition_paths(self.config, t)
 
     # --- writing ---------------------------------------------------------------------------------
     def write(self, records: list[dict[str, Any]] | pa.Table, op: str = "upsert", *,
@@ -339,19 +337,26 @@ class HudiWriter:
     def _ensure_partition(self, partition: str, ts: str) -> None:
         rel = posixpath.join(partition, ".hoodie_partition_metadata") if partition else ".hoodie_partition_metadata"
         if not self.table.storage.exists(rel):
-            depth = len(self.config.partition_fields)
+            depth = partition.count("/") + 1 if partition else 0  # folder levels, as Java counts them
             text = f"#partition metadata\ncommitTime={ts}\npartitionDepth={depth}\n"
             try:
                 self.table.storage.write_atomic(rel, text.encode())
             except HudiError:
                 pass  # written by a concurrent writer
 
+    def _base_file_name(self, fid: str, task: int, ts: str) -> str:
+        return str(BaseFileName(fid, write_token(task), ts, extension_of(table_base_format(self.config))))
+
     def _write_parquet(self, rel: str, t: pa.Table, full_schema: dict[str, Any]) -> int:
+        """A base file in the table's format (Parquet, or Lance on a Lance table)."""
         keys = t.column(KEY)
         md = {b"parquet.avro.schema": json.dumps(full_schema).encode(), b"writer.model.name": b"avro"}
         if t.num_rows:
             md[b"hoodie_min_record_key"] = pc.min(keys).as_py().encode()
             md[b"hoodie_max_record_key"] = pc.max(keys).as_py().encode()
+        if table_base_format(self.config) == LANCE:
+            write_lance_file(self.table.storage, rel, t, {k: v for k, v in md.items() if k.startswith(b"hoodie_")})
+            return self.table.storage.info(rel).size
         t = t.replace_schema_metadata(md)
         with self.table.storage.open(rel, "wb") as fh:
             pq.write_table(t, fh, compression="snappy")
@@ -360,7 +365,7 @@ class HudiWriter:
     def _new_file_group(self, ts: str, partition: str, rows: pa.Table, full_schema: dict[str, Any],
                         task: int) -> WriteStat:
         fid = new_file_id()
-        name = str(BaseFileName(fid, write_token(task), ts))
+        name = self._base_file_name(fid, task, ts)
         rel = posixpath.join(partition, name) if partition else name
         self._marker(ts, rel, "CREATE")
         size = self._write_parquet(rel, self._with_meta(rows, ts, partition, name, task), full_schema)
@@ -371,7 +376,7 @@ class HudiWriter:
                       ordering: str | None, full_schema: dict[str, Any], task: int) -> WriteStat:
         """COW update: merge the incoming rows into the file group's rows and write a new base file."""
         current = merge_slice(self.table.storage, self.config, fs, view.is_completed)
-        name = str(BaseFileName(fs.file_id, write_token(task), ts))
+        name = self._base_file_name(fs.file_id, task, ts)
         rel = posixpath.join(fs.partition, name) if fs.partition else name
         scan = self._as_log_scan(rows, op, ordering, ts, fs.partition, name, task)
         merged = merge_records(current, scan, ordering)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tms.hudi.capabilities import require_capability
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.table import HudiTable
 from tms.table_service import SERVICES, TableService
@@ -32,6 +33,7 @@ def schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime,
     generated, and plans written, while the lock is held."""
     if action not in SERVICES:
         raise PlanningError(f"unknown action {action!r} (one of {', '.join(SERVICES)})")
+    require_capability(table, action)  # nothing planned that cannot run: refused before anything is written
     with (transactions or TransactionManager.single_writer(table)).transaction():
         return _schedule(table, action, policy, now)
 

@@ -1,0 +1,79 @@
+"""Every partition layout reads as hudi-rs reads it, and as a model of the writes says: partitions are the
+folders holding `.hoodie_partition_metadata` (and those the commits name), at whatever depth, not as deep as
+there are partition fields. Tables are made by the writer in each layout, v6, v8 and v9, COW and MOR."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from layout_tables import LAYOUTS, MODEL_COLUMNS, make_record, write_table
+from support import hudi_rs_table, rows
+from typer.testing import CliRunner
+
+from tms.cli import app
+from tms.hudi.partitions import PARTITION_METAFILE, list_partitions
+from tms.hudi.reader import read_snapshot
+from tms.hudi.table import HudiTable
+
+
+@pytest.mark.parametrize("version", [6, 8, 9])
+@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_layout_reads_as_hudi_rs_and_the_model(tmp_path, layout, table_type, version):
+    path = tmp_path / "t"
+    model = write_table(path, layout, table_type, version)
+    table = HudiTable.load(str(path))
+    assert set(list_partitions(table).partitions) == LAYOUTS[layout][2]
+    for partition in LAYOUTS[layout][2]:
+        assert (path / partition / PARTITION_METAFILE).is_file()
+    ours = rows(read_snapshot(table), MODEL_COLUMNS)
+    assert ours == model.expected()
+    assert rows(hudi_rs_table(path), MODEL_COLUMNS) == ours
+
+
+@pytest.mark.parametrize("layout", ["time_based_hourly", "two_fields"])
+def test_partition_metafile_depth_counts_folder_levels(tmp_path, layout):
+    """As Java writes it: `partitionDepth` is the number of folder levels (4 for `2024/01/15/10`)."""
+    path = tmp_path / "t"
+    write_table(path, layout, "COPY_ON_WRITE", 9)
+    for partition in LAYOUTS[layout][2]:
+        text = (path / partition / PARTITION_METAFILE).read_text()
+        assert f"partitionDepth={partition.count('/') + 1}" in text.splitlines()
+
+
+def test_committed_partition_without_metafile_is_read(tmp_path):
+    """A partition the commits name is read even when its metafile is missing."""
+    path = tmp_path / "t"
+    model = write_table(path, "time_based_hourly", "MERGE_ON_READ", 8)
+    (path / "2024/01/15/11" / PARTITION_METAFILE).unlink()
+    table = HudiTable.load(str(path))
+    assert "2024/01/15/11" in list_partitions(table).partitions
+    assert rows(read_snapshot(table), MODEL_COLUMNS) == model.expected()
+
+
+def test_folders_without_metafile_or_commit_are_not_partitions(tmp_path):
+    path = tmp_path / "t"
+    model = write_table(path, "hive_style", "COPY_ON_WRITE", 9)
+    (path / "city=stray" / "deeper").mkdir(parents=True)
+    (path / ".spark-staging").mkdir()
+    table = HudiTable.load(str(path))
+    assert set(list_partitions(table).partitions) == LAYOUTS["hive_style"][2]
+    assert rows(read_snapshot(table), MODEL_COLUMNS) == model.expected()
+
+
+def test_cli_creates_v9_time_based_table(tmp_path):
+    path = tmp_path / "t"
+    records = tmp_path / "r.jsonl"
+    records.write_text("\n".join(json.dumps(make_record(i, 1)) for i in range(6)))
+    result = CliRunner().invoke(app, ["write", str(path), "--records", str(records), "--create", "--table-version",
+                                      "9", "--table-type", "COPY_ON_WRITE", "--key", "id", "--ordering", "ts",
+                                      "--partition", "event_ms", "--no-hive-style",
+                                      "--partition-time-format", "yyyy/MM/dd/HH"])
+    assert result.exit_code == 0, result.output
+    config = HudiTable.load(str(path)).config
+    assert config.version == 9 and config.get("hoodie.table.keygenerator.type") == "TIMESTAMP"
+    assert config.get("hoodie.table.metadata.partitions") is None  # no metadata table
+    assert (path / "2024/01/15/12").is_dir()
+    assert len(hudi_rs_table(path)) == 6
+    listed = CliRunner().invoke(app, ["read", str(path)])
+    assert listed.exit_code == 0 and len(listed.output.splitlines()) == 6

@@ -1,0 +1,130 @@
+"""What TMS can do for a table, decided from its `hoodie.properties` alone (no listing): read it exactly,
+and run each table service on it, or why not, in one line a user can act on.
+
+One decision serves every caller: the reader refuses before it reads a row, `tms schedule` and the planner
+before they write a plan, the executors before they start, registration and the table's health report it.
+Nothing is planned that cannot run, and a table that cannot be read exactly is never read."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from tms.table_service import SERVICES as TABLE_SERVICES
+from tms.table_service import TableService
+
+from .base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
+from .errors import HudiError, UnsupportedTableError
+from .instant import REPLACE_COMMIT, Instant, State
+from .metadata.writer import unmaintainable_partitions
+from .properties import MergeMode
+from .serde import parse_requested_replace_metadata
+from .table import HudiTable
+
+READING = "reading"
+COMPACTION, CLUSTERING, CLEAN, ROLLBACK = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN,
+                                           TableService.ROLLBACK)
+SERVICES = (READING, *TABLE_SERVICES)
+# Services that merge records (they read base and log files and write new base files).
+_MERGING = (READING, COMPACTION, CLUSTERING)
+# Services that write files TMS produces in the table's base file format.
+_WRITING_BASE_FILES = (COMPACTION, CLUSTERING)
+WRITABLE_FORMATS = (PARQUET, LANCE)
+
+METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
+BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
+DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+
+
+class Capability(NamedTuple):
+    can_run: bool
+    reason: str = ""  # why not (empty when it can run)
+
+
+def _metadata_partitions(table: HudiTable) -> list[str]:
+    value = table.config.get(METADATA_PARTITIONS) or ""
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+def _refusals(table: HudiTable, service: str) -> list[str]:
+    """Every reason TMS cannot run `service` (reading included) on the table; empty when it can."""
+    config = table.config
+    reasons = []
+    if service == COMPACTION and not config.is_mor:
+        reasons.append(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
+    if service in _MERGING:
+        try:
+            if config.merge_mode is MergeMode.CUSTOM:
+                merger = config.get("hoodie.compaction.payload.class") or config.get("hoodie.record.merge.strategy.id")
+                reasons.append(f"it uses merge mode CUSTOM, which needs a Java merger (payload {merger})")
+        except HudiError as e:
+            reasons.append(str(e))
+    if config.get(BOOTSTRAP_BASE_PATH) and service != ROLLBACK:
+        reasons.append(f"it is a bootstrap table ({BOOTSTRAP_BASE_PATH}={config.get(BOOTSTRAP_BASE_PATH)}): "
+                       "its skeleton base files need the source files stitched in, which TMS does not do")
+    fmt = table_base_format(config)
+    if service in _MERGING:
+        unreadable = unreadable_format_reason(fmt)
+        if unreadable:
+            reasons.append(unreadable)
+    if service in _WRITING_BASE_FILES and fmt not in WRITABLE_FORMATS and not unreadable_format_reason(fmt):
+        reasons.append(f"TMS cannot write {fmt} base files")
+    if not config.populate_meta_fields and config.is_mor and service in _MERGING:
+        reasons.append("it does not populate meta fields (virtual keys) and is MERGE_ON_READ: TMS cannot derive "
+                       "the record keys its log records are merged by exactly")
+    if service == READING and config.get(DROP_PARTITION_COLUMNS, "false") == "true":
+        reasons.append(f"its partition columns are dropped from the data files ({DROP_PARTITION_COLUMNS}=true): "
+                       "TMS cannot rebuild their values from partition paths exactly")
+    if service != READING:
+        partitions = unmaintainable_partitions(table, service)
+        if partitions:
+            reasons.append(f"its metadata table has partitions TMS cannot keep in sync for {service} "
+                           f"({', '.join(partitions)}): readers would miss the files TMS writes and list the "
+                           "files it deletes (disable the metadata table on the writers, hoodie.metadata.enable=false)")
+    return reasons
+
+
+def capabilities(table: HudiTable) -> dict[str, Capability]:
+    """For reading and each table service: whether TMS can run it on `table`, and why not."""
+    out = {}
+    for service in SERVICES:
+        reasons = _refusals(table, service)
+        out[service] = Capability(not reasons, "; ".join(reasons))
+    return out
+
+
+def require_capability(table: HudiTable, service: str) -> None:
+    """Raise UnsupportedTableError (one line) unless TMS can run `service` on `table`."""
+    reasons = _refusals(table, service)
+    if reasons:
+        verb = "read" if service == READING else f"run {service} on"
+        raise UnsupportedTableError(f"TMS cannot {verb} table {table.config.name}: {'; '.join(reasons)}")
+
+
+def _service_of_plan(table: HudiTable, instant: Instant) -> str | None:
+    """The table service a pending instant plans (None: a writer's instant)."""
+    action = instant.action
+    if action in (COMPACTION, CLUSTERING, CLEAN, ROLLBACK):  # the services are named as their actions
+        return action
+    if action == REPLACE_COMMIT:  # v6: clustering only if its requested file holds a clustering plan
+        try:
+            data = table.timeline.read_plan(instant.timestamp)
+        except (OSError, HudiError):
+            return None
+        if data and parse_requested_replace_metadata(data).clustering_plan is not None:
+            return CLUSTERING
+    return None
+
+
+def unrunnable_plans(table: HudiTable) -> list[tuple[Instant, str]]:
+    """The requested table-service plans on the timeline that TMS cannot run now, with why: the planner
+    rolls back those it wrote (with an alert saying why) instead of leaving them requested for ever."""
+    out = []
+    for inst in table.timeline.pending():
+        if inst.state is not State.REQUESTED:
+            continue
+        service = _service_of_plan(table, inst)
+        if service is None:
+            continue
+        reasons = _refusals(table, service)
+        if reasons:
+            out.append((inst, "; ".join(reasons)))
+    return out
