@@ -10,6 +10,7 @@ A failed check prints one line saying why (docker inspect / kubectl describe sho
 from __future__ import annotations
 
 import os
+import re
 import socket
 import sys
 import urllib.error
@@ -34,26 +35,23 @@ def check_http(url: str, timeout: float = 5.0) -> str | None:
 
 def check_heartbeat(role: str, host: str | None = None) -> str | None:
     """None when an instance of `role` on `host` beat within MISSED_BEATS heartbeat intervals."""
-    from sqlalchemy import text
+    import psycopg  # not tms.db: a probe runs every few seconds, and the ORM takes a second to import
 
     from tms.config import load_settings
-    from tms.db import Database
 
     settings = load_settings()
     if not settings.database_url:  # never start an embedded database from a health check
         return "TMS_DATABASE_URL is not set"
     host = host or socket.gethostname()
     max_age = MISSED_BEATS * settings.heartbeat_seconds + SLACK_SECONDS
-    database = Database(settings.database_url, pool_size=1)
+    url = re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", settings.database_url)
     try:
-        with database.engine.connect() as connection:
-            age = connection.execute(text(
+        with psycopg.connect(url, connect_timeout=5) as connection:
+            age = connection.execute(
                 "SELECT EXTRACT(EPOCH FROM now() - max(heartbeat_at)) FROM instances "
-                "WHERE host = :host AND :role = ANY(roles)"), {"host": host, "role": role}).scalar()
+                "WHERE host = %s AND %s = ANY(roles)", (host, role)).fetchone()[0]
     except Exception as e:  # the database is unreachable: the role cannot work either
-        return f"database: {str(e).splitlines()[0]}"
-    finally:
-        database.dispose()
+        return f"database: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}"
     if age is None:
         return f"no {role} heartbeat from host {host}"
     if float(age) > max_age:

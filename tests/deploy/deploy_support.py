@@ -245,7 +245,7 @@ def dockerfile_instructions(text: str | None = None) -> list[tuple[str, str]]:
         if not current and (not raw.strip() or raw.lstrip().startswith("#")):
             continue
         if raw.rstrip().endswith("\\"):
-            current += raw.rstrip()[:-1] + "\n"
+            current += raw.rstrip()[:-1]
             continue
         lines.append(current + raw)
         current = ""
