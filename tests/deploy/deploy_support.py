@@ -376,3 +376,8 @@ def load_dashboard(path: Path = DASHBOARD) -> dict:
 def url_host_port(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
     return parts.hostname, parts.port or {"http": 80, "https": 443}[parts.scheme]
+
+
+def kn_name(manifest: dict) -> str:
+    """kind/name of a manifest (a test id)."""
+    return f"{manifest['kind']}/{manifest['metadata']['name']}"
