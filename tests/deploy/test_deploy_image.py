@@ -170,3 +170,45 @@ def test_dockerignore_check_catches_an_excluded_source():
     assert _ignored("planner/process.py", _dockerignore() + ["planner"])
     assert not _ignored("planner/process.py", _dockerignore() + ["planner", "!planner"])
     assert _ignored("jobs/__pycache__/run.cpython-311.pyc", _dockerignore())
+
+
+_IMAGE_PYTHON = """
+import json, sys
+# The test environment's editable install of this checkout is hidden: only the image's tree is importable.
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in getattr(f, "__module__", "")]
+sys.path.insert(0, sys.argv[1])
+import typer.main
+import tms, tms.cli
+from tms.db import migrate
+assert tms.__file__.startswith(sys.argv[1]), tms.__file__
+print(json.dumps({"commands": sorted(typer.main.get_command(tms.cli.app).commands),
+                  "migrations": migrate.MIGRATIONS_DIR.is_dir() and migrate.head_revision() is not None}))
+"""
+
+
+def test_the_copied_tree_runs_tms(tmp_path):
+    """What the Dockerfile copies into /opt/tms, copied the same way here: `tms` starts from it with every
+    command and finds its migrations (a package missing from the COPY lines would fail the import)."""
+    import json
+    import shutil
+    import sys
+
+    from deploy_support import tms_commands
+
+    tree = tmp_path / "opt" / "tms"
+    tree.mkdir(parents=True)
+    for sources, dest in _copies("tms"):
+        if dest.startswith("/"):
+            continue  # the scripts copied to /usr/local/bin
+        for source in sources:
+            target = tree / (dest if dest not in ("./", ".") else source)
+            if (REPO / source).is_dir():
+                shutil.copytree(REPO / source, target, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(REPO / source, target)
+    result = subprocess.run([sys.executable, "-c", _IMAGE_PYTHON, str(tree)], cwd=tree, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert set(loaded["commands"]) == set(tms_commands()) and loaded["migrations"]
