@@ -10,7 +10,6 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 import pytest
-
 from deploy_support import (
     HEARTBEAT_ROLES,
     REPO,
@@ -163,7 +162,7 @@ def test_dependencies_exist_and_wait_for_health():
 def test_state_and_job_logs_are_on_named_volumes():
     declared = set(compose().get("volumes") or {})
     for name, service in compose_services().items():
-        for target, source in compose_volumes(service).items():
+        for source in compose_volumes(service).values():
             if source.startswith((".", "/")):
                 assert (REPO / source).exists(), f"{name} mounts {source}, which does not exist"
             else:
@@ -222,7 +221,7 @@ def test_the_worker_submits_to_the_spark_cluster():
     port = master_command[master_command.index("--port") + 1]
     spark_worker = compose_command(services["spark-worker"])
     assert "org.apache.spark.deploy.worker.Worker" in spark_worker
-    for name, body in queues.items():
+    for body in queues.values():
         queue = QueueIn.model_validate(body)  # what PUT /api/v1/queues/{name} accepts
         assert queue.kind == "standalone"
         assert queue.master == f"spark://spark-master:{port}"

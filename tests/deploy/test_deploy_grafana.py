@@ -9,7 +9,6 @@ import pkgutil
 
 import pytest
 import yaml
-
 from deploy_support import (
     GRAFANA_PROVISIONING,
     PROMETHEUS_CONFIG,

@@ -6,14 +6,9 @@ from __future__ import annotations
 import fnmatch
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
-from packaging.specifiers import SpecifierSet
-from packaging.requirements import Requirement
-
 from deploy_support import (
-    DEPLOY,
     REPO,
     compose_services,
     dockerfile_args,
@@ -21,6 +16,8 @@ from deploy_support import (
     dockerfile_stages,
     pyproject,
 )
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 OBJECT_STORE_EXTRAS = {"s3": "s3", "gcs": "gs", "azure": "abfs"}  # extra -> an fsspec protocol it serves
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from deploy_support import (
     HEARTBEAT_ROLES,
     KUBERNETES,
@@ -206,4 +205,5 @@ def test_the_queue_runs_executors_of_the_worker_image_on_this_cluster():
         assert conf["spark.kubernetes.namespace"] == kustomization()["namespace"]
         assert conf["spark.kubernetes.container.image"] == worker["image"], \
             "executors must run the driver's image (same Python, same packages)"
-        assert conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == pod_spec(workload)["serviceAccountName"]
+        account = pod_spec(workload)["serviceAccountName"]
+        assert conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == account

@@ -10,7 +10,6 @@ from importlib import resources
 
 import jsonschema
 import pytest
-
 from deploy_support import compose, kn_name, manifests
 
 KUBERNETES_VERSIONS = ("1.29.0", "1.33.0")  # oldest supported by the manifests' APIs, and a recent one

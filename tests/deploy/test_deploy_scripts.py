@@ -10,10 +10,8 @@ import socket
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
-
 from deploy_support import DEPLOY, REPO
 
 HEALTHCHECK = DEPLOY / "healthcheck.py"
@@ -215,7 +213,7 @@ def test_entrypoint_starts_a_kubernetes_executor(fake_bin):
     assert "-Xmx1024m" in argv and "-Xms1024m" in argv
     assert argv[argv.index("-cp") + 1] == "/opt/spark/jars/*"
     assert "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend" in argv
-    flags = dict(zip(argv[::1], argv[1::1]))
+    flags = dict(zip(argv[:-1], argv[1:], strict=True))
     assert flags["--driver-url"] == "spark://d:7078" and flags["--executor-id"] == "3"
     assert flags["--cores"] == "2" and flags["--app-id"] == "spark-abc"
     assert flags["--hostname"] == "10.0.0.9" and flags["--podName"] == "tms-exec-3"

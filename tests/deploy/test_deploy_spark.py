@@ -11,7 +11,6 @@ import time
 
 import httpx
 import pytest
-
 from deploy_support import DEPLOY, compose_command, compose_healthcheck, compose_services
 from spark_cluster import free_port
 
