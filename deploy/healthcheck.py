@@ -43,7 +43,9 @@ def check_heartbeat(role: str, host: str | None = None) -> str | None:
     if not settings.database_url:  # never start an embedded database from a health check
         return "TMS_DATABASE_URL is not set"
     host = host or socket.gethostname()
-    max_age = MISSED_BEATS * settings.heartbeat_seconds + SLACK_SECONDS
+    # A role may beat at its own interval (the manager's TMS_MANAGER_HEARTBEAT_SECONDS).
+    interval = max(settings.heartbeat_seconds, getattr(settings, f"{role}_heartbeat_seconds", 0) or 0)
+    max_age = MISSED_BEATS * interval + SLACK_SECONDS
     url = re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", settings.database_url)
     try:
         with psycopg.connect(url, connect_timeout=5) as connection:

@@ -381,3 +381,33 @@ def url_host_port(url: str) -> tuple[str, int]:
 def kn_name(manifest: dict) -> str:
     """kind/name of a manifest (a test id)."""
     return f"{manifest['kind']}/{manifest['metadata']['name']}"
+
+
+_CONSTRUCTORS = {
+    "Counter": "counter", "Gauge": "gauge", "Histogram": "histogram", "Summary": "summary", "Info": "info",
+    "Enum": "stateset", "CounterMetricFamily": "counter", "GaugeMetricFamily": "gauge",
+    "HistogramMetricFamily": "histogram", "SummaryMetricFamily": "summary", "InfoMetricFamily": "info",
+}
+
+
+def declared_metric_families(packages: tuple[str, ...]) -> set[tuple[str, str]]:
+    """(name, type) of every prometheus_client metric the source of these packages constructs with a literal
+    name: the metrics a role registers only when it runs (a registry made in a function, a collector)."""
+    import ast
+
+    families = set()
+    for package in packages:
+        for path in sorted((REPO / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call) or not node.args:
+                    continue
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+                first = node.args[0]
+                if name in _CONSTRUCTORS and isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    metric, kind = first.value, _CONSTRUCTORS[name]
+                    if kind == "counter" and metric.endswith("_total"):
+                        metric = metric[: -len("_total")]
+                    families.add((metric, kind))
+    return families

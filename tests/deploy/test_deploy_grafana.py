@@ -6,12 +6,14 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+from types import SimpleNamespace
 
 import pytest
 import yaml
 from deploy_support import (
     GRAFANA_PROVISIONING,
     PROMETHEUS_CONFIG,
+    declared_metric_families,
     load_dashboard,
     promql_metric_names,
     series_names,
@@ -69,8 +71,22 @@ def registered_metrics() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def exported(service_metrics, registered_metrics) -> set[str]:
-    return service_metrics | registered_metrics | PROMETHEUS_SERIES
+def declared_metrics() -> set[str]:
+    """Series of the metrics the code constructs by name (e.g. a role's own /metrics endpoint, made when the
+    role starts)."""
+    families = [SimpleNamespace(name=name, type=kind, samples=[])
+                for name, kind in declared_metric_families(ROLE_PACKAGES)]
+    return series_names(families)
+
+
+@pytest.fixture(scope="module")
+def exported(service_metrics, registered_metrics, declared_metrics) -> set[str]:
+    return service_metrics | registered_metrics | declared_metrics | PROMETHEUS_SERIES
+
+
+def test_the_source_scan_finds_the_services_metrics(service_metrics, declared_metrics):
+    """The scan of the code finds what the live service serves (so it would find a role's metrics too)."""
+    assert {n for n in service_metrics if n.startswith("tms_")} <= declared_metrics
 
 
 def test_the_service_exports_the_documented_metrics(service_metrics):
