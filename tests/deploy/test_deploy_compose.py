@@ -279,3 +279,12 @@ def test_no_secret_has_a_usable_default():
     for key in ("TMS_ADMIN_TOKEN", "TMS_CALLBACK_KEY"):
         assert re.fullmatch(r"\$\{\w+:\?[^}]+\}", env[key]), f"{key} must be required (${{VAR:?...}})"
     assert interpolate(env["TMS_ADMIN_TOKEN"]) == "<TMS_ADMIN_TOKEN>"
+
+
+def test_every_variable_the_compose_file_reads_is_documented():
+    """The README's "Deploying" section names each ${VARIABLE} docker-compose.yml reads."""
+    variables = set(re.findall(r"\$\{(\w+)", (REPO / "docker-compose.yml").read_text()))
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Deploying"):]
+    section = section[: section.index("\n## ", 1)]
+    assert variables and not {v for v in variables if f"`{v}`" not in section}
