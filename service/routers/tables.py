@@ -86,6 +86,12 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
 @router.patch("/{table_id}", response_model=TableOut, dependencies=[Admin],
               summary="Change policies, priority, queue, callback key; enable or disable")
 def update_table(table_id: TableId, body: TableChanges, request: Request) -> dict[str, Any]:
+    return apply_table_changes(request, table_id, body)
+
+
+def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> dict[str, Any]:
+    """Apply an admin's changes to a table (the API's PATCH and the dashboard's form): the table as `_out`
+    gives it. RequestValidationError for a policy that cannot be used."""
     changes = body.model_dump(exclude_unset=True)
     with request.app.state.database.transaction() as session:
         repo = TableRepo(session)

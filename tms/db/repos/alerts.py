@@ -8,6 +8,7 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from ..errors import NotFoundError
 from ..models import Alert, AlertBlacklist, RegisteredTable, Webhook
 
 
@@ -29,6 +30,12 @@ class AlertRepo:
             return self.session.get(Alert, alert_id), True
         return self.session.scalar(select(Alert).where(Alert.fingerprint == fingerprint,
                                                        Alert.resolved_at.is_(None))), False
+
+    def get(self, alert_id: int) -> Alert:
+        alert = self.session.get(Alert, alert_id, populate_existing=True)
+        if alert is None:
+            raise NotFoundError(f"no alert with id {alert_id}")
+        return alert
 
     def resolve(self, fingerprint: str) -> None:
         self.session.execute(update(Alert).where(Alert.fingerprint == fingerprint, Alert.resolved_at.is_(None))
