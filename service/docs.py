@@ -28,7 +28,9 @@ def install(app: FastAPI) -> None:
             swagger_js_url=f"{root}{ASSETS_PATH}/swagger-ui-bundle.js",
             swagger_css_url=f"{root}{ASSETS_PATH}/swagger-ui.css",
             swagger_favicon_url=f"{root}{ASSETS_PATH}/favicon.png",
-            oauth2_redirect_url=root + oauth2_redirect)
+            oauth2_redirect_url=root + oauth2_redirect,
+            # Swagger UI would otherwise send the spec to an online validator for its badge.
+            swagger_ui_parameters={"validatorUrl": None})
 
     @app.get(oauth2_redirect, include_in_schema=False)
     def swagger_ui_redirect() -> HTMLResponse:

@@ -29,6 +29,7 @@ class Bar:
 class Tick:
     x: float
     label: str
+    anchor: str = "middle"  # SVG text-anchor: the first and last ticks of a time axis stay inside the chart
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Chart:
     legend: list[tuple[str, str]] = field(default_factory=list)  # (css, label)
     axis_y: float = 0.0  # where the x axis is drawn
     y_max_label: str = ""
+    gutter: int = GUTTER  # where the plot starts
 
 
 @dataclass(frozen=True)
@@ -93,19 +95,21 @@ def timeline_chart(entries: Sequence[TimelineEntry]) -> Chart:
                         title=f"{entry.instant} {entry.lane} {entry.state}: requested "
                               f"{entry.start:%Y-%m-%d %H:%M:%S}, {done}"))
     axis_y = len(lanes) * LANE_HEIGHT
-    ticks = [Tick(x=round(x_of(first + span * i / 4), 1), label=_time_label(first + span * i / 4, span))
-             for i in range(5)]
+    anchors = ["start", "middle", "middle", "middle", "end"]
+    ticks = [Tick(x=round(x_of(first + span * i / 4), 1), label=_time_label(first + span * i / 4, span),
+                  anchor=anchors[i]) for i in range(5)]
     return Chart(width=WIDTH, height=int(axis_y + AXIS_HEIGHT), bars=bars, ticks=ticks,
                  lanes=[Lane(y=i * LANE_HEIGHT + LANE_HEIGHT * 0.68, label=lane) for i, lane in enumerate(lanes)],
                  legend=[("requested", "requested"), ("inflight", "inflight"), ("completed", "completed")],
                  axis_y=axis_y)
 
 
-def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]) -> Chart:
+def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str], *, width: int = WIDTH,
+             gutter: int = GUTTER) -> Chart:
     """Stacked columns: one per (label, {series: count}); series stacked in the given order."""
     top = max((sum(c.values()) for _, c in counts), default=0)
     n = max(len(counts), 1)
-    plot = WIDTH - GUTTER - RIGHT_MARGIN
+    plot = width - gutter - RIGHT_MARGIN
     slot = plot / n
     bars = []
     for i, (label, by_series) in enumerate(counts):
@@ -116,19 +120,24 @@ def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]
                 continue
             height = value / top * PLOT_HEIGHT
             base -= height
-            bars.append(Bar(x=round(GUTTER + i * slot + slot * 0.1, 1), y=round(base, 1),
+            bars.append(Bar(x=round(gutter + i * slot + slot * 0.1, 1), y=round(base, 1),
                             width=round(max(slot * 0.8, 1.0), 1), height=round(height, 1), css=name,
                             title=f"{label}: {value} {name}"))
-    every = max(1, math.ceil(n / 8))
-    ticks = [Tick(x=round(GUTTER + i * slot + slot / 2, 1), label=label)
+    every = max(1, math.ceil(n / (8 if width >= WIDTH else 5)))
+    ticks = [Tick(x=round(gutter + i * slot + slot / 2, 1), label=label)
              for i, (label, _) in enumerate(counts) if i % every == 0]
     used = [name for name in series if any(c.get(name) for _, c in counts)]
-    return Chart(width=WIDTH, height=PLOT_HEIGHT + AXIS_HEIGHT, bars=bars, ticks=ticks, axis_y=PLOT_HEIGHT,
-                 legend=[(name, name) for name in used], y_max_label=str(top) if top else "")
+    return Chart(width=width, height=PLOT_HEIGHT + AXIS_HEIGHT, bars=bars, ticks=ticks, axis_y=PLOT_HEIGHT,
+                 legend=[(name, name) for name in used] if len(series) > 1 else [],
+                 y_max_label=str(top) if top else "", gutter=gutter)
 
 
 def stacked_columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]) -> Chart:
     return _columns(counts, series)
+
+
+HISTOGRAM_WIDTH = 560
+HISTOGRAM_GUTTER = 40
 
 
 def histogram(values: Sequence[float], *, bins: int, label: Callable[[float], str], integer: bool = False,
@@ -136,7 +145,8 @@ def histogram(values: Sequence[float], *, bins: int, label: Callable[[float], st
     """How many values fall in each of `bins` equal ranges from 0 to the largest value (integer: one
     column per whole number while they fit)."""
     if not values:
-        return Chart(width=WIDTH, height=PLOT_HEIGHT + AXIS_HEIGHT, bars=[], axis_y=PLOT_HEIGHT)
+        return Chart(width=HISTOGRAM_WIDTH, height=PLOT_HEIGHT + AXIS_HEIGHT, bars=[], axis_y=PLOT_HEIGHT,
+                     gutter=HISTOGRAM_GUTTER)
     top = max(values)
     if integer and top + 1 <= bins:
         edges = [float(i) for i in range(int(top) + 2)]
@@ -150,4 +160,5 @@ def histogram(values: Sequence[float], *, bins: int, label: Callable[[float], st
     for value in values:
         index = next((i for i in range(len(counts)) if value < edges[i + 1]), len(counts) - 1)
         counts[index] += 1
-    return _columns([(names[i], {css: counts[i]}) for i in range(len(counts))], [css])
+    return _columns([(names[i], {css: counts[i]}) for i in range(len(counts))], [css], width=HISTOGRAM_WIDTH,
+                    gutter=HISTOGRAM_GUTTER)
