@@ -144,7 +144,9 @@ class Browsing:
     blocked: list[str] = field(default_factory=list)  # requests that would have left the machine
 
     def page(self) -> Page:
-        """A fresh browser context (no cookies) whose requests off this machine are aborted and recorded."""
+        """A fresh browser context (no cookies) whose requests off this machine are aborted and recorded in
+        `blocked` (emptied here: it holds what the pages since the last call tried)."""
+        self.blocked.clear()
         context = self.browser.new_context(viewport={"width": 1400, "height": 900})
 
         def route(route: Route) -> None:
@@ -160,9 +162,9 @@ class Browsing:
         page.set_default_timeout(15_000)
         return page
 
-    def shot(self, page: Page, name: str) -> Path:
+    def shot(self, page: Page, name: str, full_page: bool = True) -> Path:
         path = self.screenshots / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         return path
 
 
