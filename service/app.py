@@ -14,7 +14,7 @@ from tms.db import Database, open_database
 from tms.db.intake import IntakeStore
 from tms.instance import tms_version
 
-from . import docs, errors
+from . import docs, errors, openapi
 from .auth import Authenticator
 from .heartbeat import Heartbeat
 from .intake import Intake
@@ -63,6 +63,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.add_middleware(LatencyMiddleware, metrics=metrics)
     for module in (events, tables, tasks, admin, health):
         app.include_router(module.router)
+    openapi.install(app, settings.storage_roots)
     docs.install(app)
     dashboard.install(app)
     return app

@@ -3,12 +3,15 @@ outage is a 503. Nothing a client sends should ever produce a 500."""
 from __future__ import annotations
 
 import logging
+import re
 
 import psycopg
 from fastapi import FastAPI, Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from sqlalchemy.exc import DataError, OperationalError
 
 from tms.db import ConflictError, NotFoundError
@@ -70,7 +73,28 @@ async def _on_database_down(request: Request, exc: Exception) -> JSONResponse:
                         headers={"Retry-After": "5"})
 
 
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """The methods of the most specific route template matching `path` (most literal characters: a task's
+    `/tasks/1:cancel` is the `:cancel` route's, not `/tasks/{task_id}`'s), as the API documents them."""
+    by_template: dict[str, set[str]] = {}
+    for route in app.routes:
+        if isinstance(route, APIRoute) and route.path_regex.match(path):
+            by_template.setdefault(route.path, set()).update(route.methods - {"HEAD"})
+    if not by_template:
+        return []
+    literal = lambda template: len(re.sub(r"\{[^}]*\}", "", template))  # noqa: E731
+    return sorted(by_template[max(by_template, key=literal)])
+
+
+async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    headers = dict(exc.headers or {})
+    if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        headers["Allow"] = ", ".join(allowed_methods(request.app, request.url.path))
+    return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail}, headers=headers)
+
+
 def install(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
     app.add_exception_handler(RequestValidationError, _on_validation)
     app.add_exception_handler(TMSError, _on_tms_error)
     app.add_exception_handler(DataError, _on_data_error)
