@@ -10,7 +10,6 @@ from fastapi import FastAPI, Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from sqlalchemy.exc import DataError, OperationalError
 
@@ -74,22 +73,22 @@ async def _on_database_down(request: Request, exc: Exception) -> JSONResponse:
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
-    """The methods of the most specific route template matching `path` (most literal characters: a task's
-    `/tasks/1:cancel` is the `:cancel` route's, not `/tasks/{task_id}`'s), as the API documents them."""
-    by_template: dict[str, set[str]] = {}
-    for route in app.routes:
-        if isinstance(route, APIRoute) and route.path_regex.match(path):
-            by_template.setdefault(route.path, set()).update(route.methods - {"HEAD"})
-    if not by_template:
+    """The methods the OpenAPI document gives the most specific path template matching `path` (most literal
+    characters: a task's `/tasks/1:cancel` is the `:cancel` path's, not `/tasks/{task_id}`'s)."""
+    matching = {template: operations for template, operations in app.openapi().get("paths", {}).items()
+                if re.fullmatch(re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(template)), path)}
+    if not matching:
         return []
     literal = lambda template: len(re.sub(r"\{[^}]*\}", "", template))  # noqa: E731
-    return sorted(by_template[max(by_template, key=literal)])
+    return sorted(method.upper() for method in matching[max(matching, key=literal)])
 
 
 async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     headers = dict(exc.headers or {})
     if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
-        headers["Allow"] = ", ".join(allowed_methods(request.app, request.url.path))
+        documented = allowed_methods(request.app, request.url.path)
+        if documented:  # else a path outside the API (the dashboard's): Starlette's Allow stands
+            headers["Allow"] = ", ".join(documented)
     return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail}, headers=headers)
 
 
