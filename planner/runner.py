@@ -11,17 +11,17 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo
 from tms.hudi.timeline_watch import TimelineWatcher
-
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
 from tms.planning.digest import TimelineDigest
+
 from .passes import PLANNING_ERRORS, PassContext, planning_pass
 from .table_cache import TableCache
 
@@ -32,7 +32,7 @@ _PAGE = 500
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Planner:
