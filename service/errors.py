@@ -10,8 +10,8 @@ from fastapi import FastAPI, Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from sqlalchemy.exc import DataError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tms.db import ConflictError, NotFoundError
 from tms.db.embedded import EmbeddedDatabaseError
@@ -93,9 +93,10 @@ async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONR
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(StarletteHTTPException, _on_http_error)
-    app.add_exception_handler(RequestValidationError, _on_validation)
-    app.add_exception_handler(TMSError, _on_tms_error)
-    app.add_exception_handler(DataError, _on_data_error)
+    # Starlette types a handler's exception as Exception; each of these gets only its own kind.
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _on_validation)  # type: ignore[arg-type]
+    app.add_exception_handler(TMSError, _on_tms_error)  # type: ignore[arg-type]
+    app.add_exception_handler(DataError, _on_data_error)  # type: ignore[arg-type]
     for unavailable in (OperationalError, psycopg.OperationalError):
         app.add_exception_handler(unavailable, _on_database_down)

@@ -9,8 +9,8 @@ from tms.db import AlertRepo, InstanceRepo, QueueRepo, TaskRepo, TokenRepo
 
 from ..auth import Admin, Viewer
 from ..schemas.admin import AlertPage, InstanceOut, NewToken, QueueIn, QueueOut, TokenIn, TokenOut
-from ..schemas.problems import ADMIN, VIEWER, problems
 from ..schemas.common import DateTime, Id, Limit, Offset, ShortText
+from ..schemas.problems import ADMIN, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1")
 QueueName = Annotated[str, Path(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]

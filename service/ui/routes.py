@@ -122,9 +122,9 @@ async def sign_in(request: Request) -> Response:
                          error="Unknown, revoked or expired token.")
         remember_sign_in_csrf(response, request, csrf)
         return response
-    response = RedirectResponse(target, status_code=303)
-    start_session(response, request, token)
-    return response
+    redirect = RedirectResponse(target, status_code=303)
+    start_session(redirect, request, token)
+    return redirect
 
 
 @router.post("/logout")

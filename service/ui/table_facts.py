@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from tms.db import RegisteredTable, Task, TablePolicy
+from tms.db import RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
 from tms.hudi.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, instant_to_datetime
 from tms.hudi.table import HudiTable

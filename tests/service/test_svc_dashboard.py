@@ -80,7 +80,7 @@ def test_operator_reruns_with_the_csrf_token_and_is_refused_without(client, toke
     _, task_id = failed_task
     csrf = _sign_in(client, tokens["operator"])
     page = client.get(f"/ui/tasks/{task_id}")
-    assert 'action="/ui/tasks/%d/rerun"' % task_id in page.text and "data-confirm" in page.text
+    assert f'action="/ui/tasks/{task_id}/rerun"' in page.text and "data-confirm" in page.text
     refused = client.post(f"/ui/tasks/{task_id}/rerun", data={}, follow_redirects=False)
     assert refused.status_code == 403 and "CSRF token is missing or wrong" in refused.text
     wrong = client.post(f"/ui/tasks/{task_id}/rerun", data={CSRF_FIELD: "x" * 64}, follow_redirects=False)

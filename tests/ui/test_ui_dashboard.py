@@ -7,8 +7,8 @@ import re
 
 import pytest
 from playwright.sync_api import Page, expect
-
 from support import FIXTURE_TABLES
+
 from tms.db import AlertRepo, TaskRepo, TaskState
 
 pytestmark = pytest.mark.slow  # a browser, a service and a worker: about a minute
