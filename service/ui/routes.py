@@ -30,6 +30,7 @@ from ..schemas.tables import TableChanges
 from . import manager_api, views
 from .session import (
     CSRF_FIELD,
+    SIGN_IN_CSRF_COOKIE,
     DashboardUser,
     Refused,
     SignInRequired,
@@ -112,7 +113,7 @@ def sign_in_page(request: Request, next: str = "/ui/") -> HTMLResponse:
 @router.post("/login")
 async def sign_in(request: Request) -> Response:
     form = await request.form()
-    check_csrf(form.get(CSRF_FIELD), request.cookies.get("tms_sign_in_csrf"))
+    check_csrf(form.get(CSRF_FIELD), request.cookies.get(SIGN_IN_CSRF_COOKIE))
     token = str(form.get("token") or "").strip()
     target = _local(str(form.get("next") or "/ui/"))
     role = await role_for_sign_in(request, token)

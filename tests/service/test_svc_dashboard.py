@@ -3,9 +3,13 @@ its pages need a session, every form needs its CSRF token, and what each role is
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 import pytest
+from fastapi import APIRouter, Body
+from fastapi.testclient import TestClient
 
+from service.app import create_app
 from service.ui.session import CSRF_FIELD, SESSION_COOKIE
 from tms.db import AlertRepo, QueueRepo, TaskRepo, TaskState
 
@@ -128,3 +132,42 @@ def test_sign_out_ends_the_session(client, tokens):
     csrf = _sign_in(client, tokens["viewer"])
     client.post("/ui/logout", data={CSRF_FIELD: csrf})
     assert client.get("/ui/", follow_redirects=False).status_code == 303
+
+
+def test_manager_pages_show_the_manager_api_when_the_service_has_it(settings, app, tokens, failed_task):
+    """A service with the manager's routes (here a stand-in router) shows its leader, mutes and webhooks,
+    and mutes an alert through it."""
+    posted: list[dict] = []
+    manager = APIRouter(prefix="/api/v1")
+    manager.get("/manager")(lambda: {"leader": "host:1:abc", "epoch": 7, "since": "2026-01-01T00:00:00Z",
+                                     "standbys": ["host:2:def"]})
+    manager.get("/mutes")(lambda: [{"id": 4, "table_id": 1, "alert_types": ["task_failed"], "reason": "deploy",
+                                    "expires_at": None}])
+
+    @manager.post("/mutes", status_code=201)
+    def post_mute(body: Annotated[dict, Body()]) -> dict:
+        posted.append(body)
+        return {"id": 5, **body}
+
+    manager.get("/webhooks")(lambda: [{"id": 9, "url": "http://hooks.example/tms", "alert_types": [],
+                                       "min_severity": "warning", "format": "slack"}])
+    manager.get("/webhooks/{hook_id}/deliveries")(
+        lambda hook_id: [{"id": 31, "alert_id": 2, "state": "delivered", "attempts": 2, "delivered_at": "now"}])
+    with_manager = create_app(settings, app.state.database)
+    with_manager.include_router(manager)
+    _, task_id = failed_task
+    with TestClient(with_manager) as client:
+        csrf = _sign_in(client, tokens["operator"])
+        assert "Leader: <b>host:1:abc</b> (epoch 7)" in client.get("/ui/").text
+        assert "host:1:abc" in client.get("/ui/instances").text
+        mutes = client.get("/ui/mutes").text
+        assert "not available" not in mutes and "deploy" in mutes and "task_failed" in mutes
+        hooks = client.get("/ui/webhooks").text
+        assert "http://hooks.example/tms" in hooks and "delivered" in hooks
+        alerts = client.get("/ui/alerts").text
+        assert "Muting is not available" not in alerts
+        alert_id = int(re.search(r'data-alert-id="(\d+)"', alerts).group(1))
+        muted = client.post(f"/ui/alerts/{alert_id}/mute", data={CSRF_FIELD: csrf, "hours": "2", "reason": "deploy"})
+        assert "Alerts of kind task_failed muted." in muted.text
+    assert posted == [{"alert_types": ["task_failed"], "reason": "deploy", "table_id": failed_task[0]["id"],
+                       "expires_in_seconds": 7200}]
