@@ -93,7 +93,7 @@ async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONR
 
 
 def install(app: FastAPI) -> None:
-    # Starlette types a handler's exception as Exception; each of these gets only its own kind.
+    # Starlette types a handler as taking any Exception; each of these gets only the class it is registered for.
     app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(TMSError, _on_tms_error)  # type: ignore[arg-type]

@@ -12,9 +12,10 @@ from ..schemas.problems import WRITER, problems
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
 Writer = Annotated[WriterCredential, Depends(writer_credential)]
-_ACCEPTED: dict[str, Any] = {"status_code": status.HTTP_202_ACCEPTED, "response_model": IngestResult,
-             "responses": problems(*WRITER, d403="A bearer token below the operator role",
-                                   d404="An event names a table that is not registered (only told to trusted senders)")}
+_ACCEPTED: dict[str, Any] = {
+    "status_code": status.HTTP_202_ACCEPTED, "response_model": IngestResult,
+    "responses": problems(*WRITER, d403="A bearer token below the operator role",
+                          d404="An event names a table that is not registered (only told to trusted senders)")}
 
 
 def _intake(request: Request) -> Intake:
