@@ -17,8 +17,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import (CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State,
-                              instant_to_datetime)
+from tms.hudi.instant import (
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    Instant,
+    State,
+    instant_to_datetime,
+)
 from tms.hudi.serde import MetadataFormatError, parse_requested_replace_metadata
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import WRITE_ACTIONS
