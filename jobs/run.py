@@ -2,10 +2,11 @@
 rollback) of one table. The driver starts and completes the instant; the plan's operations run as Spark tasks.
 
     spark-submit --master local[*] --py-files tms-jobs.zip jobs/run.py \\
-        --table PATH --instant T [--action compaction] [--fence-url URL]
+        --table PATH --instant T [--action compaction] [--fence-url URL] [--option hoodie.write.lock.k=v ...]
 
 `tms execute` builds the zip and this command line (tms/execute/spark_submit.py); jobs/README.md shows how to
-submit to a standalone master, YARN or Kubernetes. Exit status 0: the instant completed; 1: it did not.
+submit to a standalone master, YARN or Kubernetes. Exit status 0: the instant completed; 1: it did not; 3: a
+conflicting write won (the attempt and its plan were rolled back: the task ends with reason `conflict`).
 """
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ import sys
 from tms.errors import TMSError
 from tms.execute.dispatch import EXECUTORS, execute_instant
 from tms.execute.fencing import http_fence, no_fence
+from tms.execute.runner import Runner
+from tms.hudi.conflicts import WriteConflictError
+from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.table import HudiTable
+from tms.hudi.write_options import parse_option_pairs
+
+CONFLICT_EXIT_STATUS = 3  # the task ends with reason `conflict`, not as a failure to retry
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -24,7 +31,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--instant", required=True, help="instant time of the pending plan")
     ap.add_argument("--action", choices=sorted(EXECUTORS), help="refuse the plan if it is of another action")
     ap.add_argument("--fence-url", help="GET before each timeline change; a non-2xx answer means the lease is lost")
+    ap.add_argument("--option", action="append", default=[],
+                    help="the table's lock option key=value (repeatable): hoodie.write.lock.*, concurrency mode")
     return ap.parse_args(argv)
+
+
+def run_plan(args: argparse.Namespace, runner: Runner) -> int:
+    """Run the plan the arguments name on `runner`, under the table's lock; print the outcome; the exit status."""
+    try:
+        table = HudiTable.load(args.table)
+        concurrency = parse_concurrency_options(parse_option_pairs(args.option), base_path=args.table,
+                                                table_name=table.name)
+        with TransactionManager(table, concurrency) as transactions:
+            result = execute_instant(table, args.instant, runner,
+                                     http_fence(args.fence_url) if args.fence_url else no_fence, args.action,
+                                     transactions)
+    except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
+        print(f"error: {e}", file=sys.stderr)
+        return CONFLICT_EXIT_STATUS
+    except TMSError as e:  # one line, as every TMS command ends
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(result.summary())
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,15 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     spark = SparkSession.builder.appName(f"tms {args.action or 'plan'} {args.instant} {args.table}").getOrCreate()
     print(f"spark application id: {spark.sparkContext.applicationId}", flush=True)  # the worker records it
     try:
-        result = execute_instant(HudiTable.load(args.table), args.instant, SparkRunner(spark.sparkContext),
-                                 http_fence(args.fence_url) if args.fence_url else no_fence, args.action)
-    except TMSError as e:  # one line, as every TMS command ends
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return run_plan(args, SparkRunner(spark.sparkContext))
     finally:
         spark.stop()
-    print(result.summary())
-    return 0
 
 
 if __name__ == "__main__":

@@ -15,20 +15,16 @@ from pydantic import ValidationError
 from tms.config import load_settings
 from tms.errors import TMSError
 from tms.hudi.inspect import human_size
+from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.table import HudiTable
+from tms.hudi.write_options import parse_option_pairs, split_concurrency_options
 from tms.planning.planned import Planned
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule
 from tms.table_service import SERVICES
 
 
-def _policy(options: list[str]) -> TablePolicy:
-    changes = {}
-    for option in options:
-        key, sep, value = option.partition("=")
-        if not sep or not key.strip():
-            raise TMSError(f"--option {option!r} is not hoodie.key=value")
-        changes[key.strip()] = value.strip()
+def _policy(changes: dict[str, str]) -> TablePolicy:
     try:
         return TablePolicy().merged(changes)
     except ValidationError as e:
@@ -47,14 +43,19 @@ def register(app: typer.Typer) -> None:
     def schedule_command(
             path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
             action: str = typer.Option(..., "--action", help="compaction | clustering | clean | rollback"),
-            option: list[str] | None = typer.Option(None, "--option",
-                                                       help="A policy option, hoodie.key=value (repeatable).")):
+            option: list[str] | None = typer.Option(
+                None, "--option", help="A policy option, hoodie.key=value (repeatable); the table's lock options "
+                                       "(hoodie.write.lock.*, hoodie.write.concurrency.mode) plan under its lock.")):
         """Plan one table service now: sync held compaction plans, then write the new plan's requested
         instant and print it (or say there is nothing to do)."""
         if action not in SERVICES:
             raise TMSError(f"--action must be one of {', '.join(SERVICES)}, not {action!r}")
-        policy = _policy(option or [])
-        result = schedule(HudiTable.load(path), action, policy, datetime.now(UTC))
+        concurrency_options, policy_options = split_concurrency_options(parse_option_pairs(option or []))
+        policy = _policy(policy_options)
+        table = HudiTable.load(path)
+        concurrency = parse_concurrency_options(concurrency_options, base_path=path, table_name=table.name)
+        with TransactionManager(table, concurrency) as transactions:
+            result = schedule(table, action, policy, datetime.now(UTC), transactions)
         for tc, blockers in result.synced.items():
             typer.echo(f"{tc} compaction held by delta commits in flight: {', '.join(blockers)}" if blockers
                        else f"{tc} compaction synced with its late commits: runnable")

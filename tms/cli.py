@@ -20,8 +20,10 @@ from tms.errors import TMSError
 from tms.execute import cli as execute_cli
 from tms.hudi.inspect import describe_table, format_description
 from tms.hudi.instant import is_valid_instant_time
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.reader import iter_snapshot
 from tms.hudi.table import HudiTable
+from tms.hudi.write_options import parse_option_pairs, parse_write_options
 from tms.hudi.writer import HudiWriter, create_table_for_records
 from worker import cli as worker_cli
 
@@ -124,13 +126,23 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
           callback_url: str | None = typer.Option(None, "--callback-url",
                                                      help="POST Hudi's commit callback here after the commit."),
           callback_key: str | None = typer.Option(None, "--callback-key", envvar="TMS_CALLBACK_KEY",
-                                                     help="HUDI-CALLBACK-KEY header value.")):
+                                                 help="HUDI-CALLBACK-KEY header value."),
+          option: list[str] | None = typer.Option(
+              None, "--option", help="A Hudi write option key=value (repeatable): hoodie.write.lock.provider and "
+                                     "hoodie.write.lock.*, hoodie.write.concurrency.mode, "
+                                     "hoodie.clustering.updates.strategy.")):
     """One commit from JSON-lines records; prints the instant."""
     opts: dict[str, Any] = dict(callback_url=callback_url, callback_key=callback_key, log_block_format=log_blocks)
+    table = None if create else _load(path)
+    write_options = parse_write_options(parse_option_pairs(option or []), base_path=path,
+                                        table_name=table.name if table else Path(path.rstrip("/")).name)
     if complete:
-        if records or create:
+        if records or create or table is None:
             raise TMSError("--complete takes no --records or --create")
-        result = HudiWriter(_load(path), **opts).complete(complete)
+        with TransactionManager(table, write_options.concurrency) as transactions:
+            result = HudiWriter(table, **opts, transactions=transactions,
+                                allow_updates_to_clustering=write_options.allow_updates_to_clustering
+                                ).complete(complete)
         typer.echo(result.instant)
         return
     if records is None:
@@ -145,12 +157,15 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
             raise TMSError(f"--table-type must be MERGE_ON_READ or COPY_ON_WRITE, not {table_type!r}")
         if table_version not in (6, 8):
             raise TMSError(f"--table-version must be 6 or 8, not {table_version}")
-        writer = create_table_for_records(path, rows, table_type=table_type, version=table_version,
-                                          key=_fields(key), ordering=_fields(ordering),
-                                          partition=_fields(partition), **opts)
-    else:
-        writer = HudiWriter(_load(path), **opts)
-    result = writer.write(rows, op, leave_inflight=leave_inflight)
+        table = create_table_for_records(path, rows, table_type=table_type, version=table_version,
+                                         key=_fields(key), ordering=_fields(ordering),
+                                         partition=_fields(partition)).table
+    if table is None:
+        raise TMSError(f"no table at {path}")  # _load raised already; for the type checker
+    with TransactionManager(table, write_options.concurrency) as transactions:
+        writer = HudiWriter(table, **opts, transactions=transactions,
+                            allow_updates_to_clustering=write_options.allow_updates_to_clustering)
+        result = writer.write(rows, op, leave_inflight=leave_inflight)
     typer.echo(result.instant)
 
 

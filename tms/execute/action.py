@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
 from tms.hudi.instant import Instant, State
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.table import HudiTable
 from tms.table_path import table_relative
 
@@ -45,8 +46,11 @@ class ActionExecutor(ABC):
     # or rollback that stopped inflight is simply run again (its deletes are idempotent).
     resumable_inflight: ClassVar[bool] = False
 
-    def __init__(self, table: HudiTable, instant: Instant):
+    def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
+        """`transactions`: the table's lock, taken (as the writers take it) to complete the instant and to
+        change the timeline; by default none (a table with a single writer)."""
         self.table = table
+        self.transactions = transactions or TransactionManager.single_writer(table)
         self.timeline = table.timeline
         self.storage = table.storage
         self.config = table.config

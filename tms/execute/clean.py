@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tms.hudi.instant import Instant
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.serde import (
     CleanerPlan,
     CleanMetadata,
@@ -55,8 +56,8 @@ class CleanExecutor(ActionExecutor):
     task_function = staticmethod(clean_partition)
     resumable_inflight = True
 
-    def __init__(self, table: HudiTable, instant: Instant):
-        super().__init__(table, instant)
+    def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
+        super().__init__(table, instant, transactions)
         self.plan_bytes = self.timeline.read_plan(self.timestamp)
         self.plan: CleanerPlan = parse_cleaner_plan(self.plan_bytes)
 
@@ -86,6 +87,7 @@ class CleanExecutor(ActionExecutor):
                 delete_path_patterns=list(r.deleted + r.failed), success_delete_files=list(r.deleted),
                 failed_delete_files=list(r.failed), is_partition_deleted=r.partition_deleted) for r in results},
             extra_metadata=self.plan.extra_metadata)
-        fence()
-        done = self.timeline.complete(self.inflight, serialize_clean_metadata(meta))
+        with self.transactions.transaction():
+            fence()
+            done = self.timeline.complete(self.inflight, serialize_clean_metadata(meta))
         return ExecutionResult(done, self.action_name, len(results), files_deleted=meta.total_files_deleted)

@@ -9,7 +9,9 @@ import typer
 
 from tms.errors import TMSError
 from tms.hudi.instant import State, is_valid_instant_time
+from tms.hudi.locks import TransactionManager, is_concurrency_option, parse_concurrency_options
 from tms.hudi.table import HudiTable
+from tms.hudi.write_options import parse_option_pairs
 
 from .dispatch import execute_instant, executor_for
 from .retry import prepare_retry
@@ -34,28 +36,37 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
             conf: list[str] | None = typer.Option(None, "--conf", help="Spark configuration key=value (repeatable)."),
             local: bool = typer.Option(False, "--local",
                                        help="Run in this process, without Spark (small tables, tests)."),
-            retry: bool = typer.Option(False, "--retry",
-                                       help="First roll back a failed attempt left inflight.")) -> None:
+            retry: bool = typer.Option(False, "--retry", help="First roll back a failed attempt left inflight."),
+            option: list[str] | None = typer.Option(
+                None, "--option", help="The table's lock option key=value (repeatable): hoodie.write.lock.provider, "
+                                       "hoodie.write.lock.*, hoodie.write.concurrency.mode.")) -> None:
     """Run one compaction, clustering, clean or rollback plan of a table, through spark-submit."""
     if not is_valid_instant_time(instant):
         raise TMSError(f"--instant {instant!r} is not an instant time (yyyyMMddHHmmssSSS)")
     confs = _parse_conf(conf or [])
     if "://" not in path:
         path = str(Path(path).resolve())  # executors and a cluster driver do not share our working directory
+    lock_options = parse_option_pairs(option or [])
+    unknown = sorted(k for k in lock_options if not is_concurrency_option(k))
+    if unknown:
+        raise TMSError(f"--option {unknown[0]} is not a lock option "
+                       "(hoodie.write.lock.*, hoodie.write.concurrency.mode)")
     table = HudiTable.load(path)
-    executor = executor_for(table, instant)
-    if retry and not executor.resumable_inflight and State.INFLIGHT in table.timeline.states_of(instant):
-        rolled_back = prepare_retry(table, instant)
-        if rolled_back is not None:  # None: the attempt completed or was rolled back meanwhile
-            typer.echo(rolled_back.summary())
-        executor = executor_for(table, instant)
-    executor.validate()
-    if local:
-        typer.echo(execute_instant(table, instant, LocalRunner()).summary())
-        return
+    concurrency = parse_concurrency_options(lock_options, base_path=path, table_name=table.name)
+    with TransactionManager(table, concurrency) as transactions:
+        executor = executor_for(table, instant, transactions)
+        if retry and not executor.resumable_inflight and State.INFLIGHT in table.timeline.states_of(instant):
+            rolled_back = prepare_retry(table, instant, transactions=transactions)
+            if rolled_back is not None:  # None: the attempt completed or was rolled back meanwhile
+                typer.echo(rolled_back.summary())
+            executor = executor_for(table, instant, transactions)
+        executor.validate()
+        if local:
+            typer.echo(execute_instant(table, instant, LocalRunner(), transactions=transactions).summary())
+            return
     with tempfile.TemporaryDirectory(prefix="tms-execute-") as tmp:
         cmd = spark_submit_command(table.base_path, instant, py_files=build_py_files(Path(tmp)), master=master,
-                                   conf=confs, action=executor.action_name)
+                                   conf=confs, action=executor.action_name, options=lock_options)
         code = subprocess.call(cmd, env=spark_submit_env(master))
     if code != 0:
         raise TMSError(f"the Spark job of {executor.action_name} {instant} failed (spark-submit exit status {code})")

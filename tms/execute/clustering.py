@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from tms.hudi.conflicts import WriteConflictError, find_conflicts, pending_writes_over
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
 from tms.hudi.instant import Instant
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (
@@ -28,7 +30,7 @@ from tms.hudi.table import HudiTable
 from .action import ActionExecutor, ExecutionResult
 from .base_files import base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name, write_base_file
 from .fencing import Fence
-from .markers import CREATE, create_marker, delete_markers, delete_unreferenced
+from .markers import CREATE, create_marker, delete_markers, delete_unreferenced, marked_files
 from .table_ref import TableRef, ValidInstants
 
 SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
@@ -94,8 +96,8 @@ class ClusteringExecutor(ActionExecutor):
     action_name = "clustering"
     task_function = staticmethod(cluster_group)
 
-    def __init__(self, table: HudiTable, instant: Instant):
-        super().__init__(table, instant)
+    def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
+        super().__init__(table, instant, transactions)
         plan = parse_requested_replace_metadata(self.timeline.read_plan(self.timestamp)).clustering_plan
         if plan is None:
             raise HudiError(f"replacecommit {self.timestamp} holds no clustering plan")
@@ -156,8 +158,18 @@ class ClusteringExecutor(ActionExecutor):
         meta = CommitMetadata(partition_to_write_stats=dict(written),
                               extra_metadata={"schema": json.dumps(self.data_schema)},
                               operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))
-        fence()
-        done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
+        with self.transactions.transaction():
+            # The writer wins: a write into a file group it rewrites (Hudi's SparkAllowUpdateStrategy), completed
+            # after the plan or known to be in flight, refuses the commit; dispatch rolls the attempt back.
+            groups = {(s.partition_path or "", s.file_id) for g in self.plan.input_groups for s in g.slices
+                      if s.file_id}
+            conflicts = find_conflicts(self.timeline, self.timestamp, groups) + pending_writes_over(
+                self.timeline, self.timestamp, groups, lambda ts: marked_files(self.storage, ts))
+            if conflicts:
+                raise WriteConflictError(self.action_name, self.timestamp, conflicts,
+                                         "the writer wins: this clustering is rolled back and its plan dropped")
+            fence()
+            done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),
                                sum(s.file_size_in_bytes for s in stats))

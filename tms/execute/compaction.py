@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.instant import Instant
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (
@@ -114,8 +115,8 @@ class CompactionExecutor(ActionExecutor):
     action_name = "compaction"
     task_function = staticmethod(compact_file_group)
 
-    def __init__(self, table: HudiTable, instant: Instant):
-        super().__init__(table, instant)
+    def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
+        super().__init__(table, instant, transactions)
         self.plan: CompactionPlan = parse_compaction_plan(self.timeline.read_plan(self.timestamp))
 
     def validate(self) -> None:
@@ -156,8 +157,9 @@ class CompactionExecutor(ActionExecutor):
             by_partition[s.partition_path or ""].append(s)  # compact_file_group sets it
         meta = CommitMetadata(partition_to_write_stats=dict(by_partition), compacted=True,
                               extra_metadata={"schema": json.dumps(self.data_schema)}, operation_type="COMPACT")
-        fence()
-        done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
+        with self.transactions.transaction():  # compaction never conflicts: later writes go to the next slice
+            fence()
+            done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),
                                sum(s.file_size_in_bytes for s in stats))

@@ -2,10 +2,13 @@
 runner, completion on the driver."""
 from __future__ import annotations
 
+from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.errors import HudiError, InstantConflictError
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.table import HudiTable
 
+from .abandon import abandon_attempt
 from .action import ActionExecutor, ExecutionResult
 from .clean import CleanExecutor
 from .clustering import ClusteringExecutor
@@ -18,8 +21,8 @@ EXECUTORS: dict[str, type[ActionExecutor]] = {COMPACTION: CompactionExecutor, CL
                                               CLEAN: CleanExecutor, ROLLBACK: RollbackExecutor}
 
 
-def executor_for(table: HudiTable, timestamp: str) -> ActionExecutor:
-    """The executor of the pending plan at `timestamp`."""
+def executor_for(table: HudiTable, timestamp: str, transactions: TransactionManager | None = None) -> ActionExecutor:
+    """The executor of the pending plan at `timestamp`, completing it under `transactions` (the table's lock)."""
     table.timeline.reload()
     instant = table.timeline.get(timestamp)
     if instant is None:
@@ -33,15 +36,20 @@ def executor_for(table: HudiTable, timestamp: str) -> ActionExecutor:
     if executor is None:
         raise HudiError(f"instant {timestamp} is a {instant.action} ({instant.state.name.lower()}), "
                         f"not a plan TMS executes ({', '.join(EXECUTORS)})")
-    return executor(table, instant)
+    return executor(table, instant, transactions)
 
 
 def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fence = no_fence,
-                    action: str | None = None) -> ExecutionResult:
-    """Run the pending plan at `timestamp`; with `action`, refuse a plan of another action."""
-    executor = executor_for(table, timestamp)
+                    action: str | None = None, transactions: TransactionManager | None = None) -> ExecutionResult:
+    """Run the pending plan at `timestamp`; with `action`, refuse a plan of another action. An attempt refused
+    at its commit by a conflicting write is rolled back with its plan, and WriteConflictError is raised."""
+    executor = executor_for(table, timestamp, transactions)
     if action is not None and executor.action_name != action:
         raise HudiError(f"instant {timestamp} is a {executor.action_name} plan, not {action}")
     tasks = executor.start(fence)
     results = runner.map(executor.task_function, tasks, f"{executor.action_name} {timestamp} of {table.name}")
-    return executor.finish(results, fence)
+    try:
+        return executor.finish(results, fence)
+    except WriteConflictError:
+        abandon_attempt(table, timestamp, executor.transactions, fence)
+        raise

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from tms.hudi.errors import HudiError, InstantConflictError
 from tms.hudi.file_names import LogFileName
 from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, Instant, State
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.log_format import rollback_command_block
 from tms.hudi.serde import (
     RollbackMetadata,
@@ -103,8 +104,8 @@ class RollbackExecutor(ActionExecutor):
     task_function = staticmethod(roll_back_file_group)
     resumable_inflight = True
 
-    def __init__(self, table: HudiTable, instant: Instant):
-        super().__init__(table, instant)
+    def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
+        super().__init__(table, instant, transactions)
         self.plan: RollbackPlan = parse_rollback_plan(self.timeline.read_plan(self.timestamp))
         if self.plan.instant_to_rollback is None:
             raise HudiError(f"rollback plan {self.timestamp} names no instant to roll back")
@@ -134,22 +135,23 @@ class RollbackExecutor(ActionExecutor):
             meta.failed_delete_files += r.failed
             meta.rollback_log_files.update(dict(r.rollback_log_files))
             meta.log_files_from_failed_commit.update(dict(r.log_files_from_failed_commit))
-        fence()
-        # As Hudi 0.14+: the failed instant leaves the timeline before the rollback completes, so a crash in
-        # between leaves an inflight rollback to re-run, never a completed rollback of a live instant.
-        if keeps_plan(self.table, failed_ts, self.failed.action):
-            if self.timeline.states_of(failed_ts):
-                self.timeline.revert_to_requested(failed_ts)
-        else:
-            self.timeline.delete_pending(failed_ts)
-        delete_markers(self.storage, failed_ts)
-        self.storage.delete(f"{HEARTBEAT_DIR}/{failed_ts}")
-        deleted = sum(len(m.success_delete_files) for m in by_partition.values())
-        rollback = RollbackMetadata(
-            start_rollback_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
-            total_files_deleted=deleted, commits_rollback=[failed_ts], partition_metadata=by_partition,
-            instants_rollback=[self.failed])
-        done = self.timeline.complete(self.inflight, serialize_rollback_metadata(rollback))
+        with self.transactions.transaction():  # the failed instant leaves, the rollback completes: under the lock
+            fence()
+            # As Hudi 0.14+: the failed instant leaves the timeline before the rollback completes, so a crash in
+            # between leaves an inflight rollback to re-run, never a completed rollback of a live instant.
+            if keeps_plan(self.table, failed_ts, self.failed.action):
+                if self.timeline.states_of(failed_ts):
+                    self.timeline.revert_to_requested(failed_ts)
+            else:
+                self.timeline.delete_pending(failed_ts)
+            delete_markers(self.storage, failed_ts)
+            self.storage.delete(f"{HEARTBEAT_DIR}/{failed_ts}")
+            deleted = sum(len(m.success_delete_files) for m in by_partition.values())
+            metadata = RollbackMetadata(
+                start_rollback_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
+                total_files_deleted=deleted, commits_rollback=[failed_ts], partition_metadata=by_partition,
+                instants_rollback=[self.failed])
+            done = self.timeline.complete(self.inflight, serialize_rollback_metadata(metadata))
         return ExecutionResult(done, self.action_name, len(results),
                                files_written=sum(len(m.rollback_log_files) for m in by_partition.values()),
                                files_deleted=deleted)

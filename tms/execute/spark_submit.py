@@ -53,7 +53,8 @@ def find_spark_submit() -> str:
 
 def spark_submit_command(table_path: str, instant: str, *, py_files: Path, master: str = "local[*]",
                          conf: dict[str, str] | None = None, action: str | None = None,
-                         fence_url: str | None = None) -> list[str]:
+                         fence_url: str | None = None, options: dict[str, str] | None = None) -> list[str]:
+    """`options`: the table's lock options, passed to the job as `--option key=value`."""
     cmd = [find_spark_submit(), "--master", master, "--name", f"tms {action or 'plan'} {instant}",
            "--py-files", str(py_files)]
     for key, value in (conf or {}).items():
@@ -63,6 +64,8 @@ def spark_submit_command(table_path: str, instant: str, *, py_files: Path, maste
         cmd += ["--action", action]
     if fence_url:
         cmd += ["--fence-url", fence_url]
+    for key, value in (options or {}).items():
+        cmd += ["--option", f"{key}={value}"]
     return cmd
 
 

@@ -27,6 +27,7 @@ from .instant import (
     new_instant_time,
     parse_instant_file_name,
 )
+from .instant_time import TimeGenerator
 from .properties import TableConfig
 from .serde import CommitMetadata, parse_commit_metadata
 from .storage import Storage
@@ -51,6 +52,7 @@ class Timeline:
         self._max_time = ""                   # latest instant or completion time ever seen
         self._latest: list[Instant] | None = None  # instants() cache, dropped on any change
         self._pinned = 0                      # > 0 inside pinned(): reads reuse one listing
+        self.time_generator = TimeGenerator()  # instant and completion times (see instant_time)
         self.reload()
 
     # --- loading ---------------------------------------------------------------------------------
@@ -346,10 +348,9 @@ class Timeline:
         self.reload(force=True)
 
     def new_instant_time(self) -> str:
-        """A fresh instant time later than every instant on the timeline (and than its completions)."""
-        ts = new_instant_time()
-        if ts <= self._max_time:
-            ts = str(int(self._max_time) + 1)
+        """A fresh instant time later than every instant on the timeline (and than its completions), from
+        `time_generator` (a transaction installs the table's skew-waiting generator while it holds the lock)."""
+        ts = self.time_generator.next_time(self._max_time)
         self._max_time = ts
         return ts
 

@@ -12,6 +12,7 @@ import json
 import logging
 import posixpath
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,16 +21,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import HudiError
+from .conflicts import WriteConflictError, clusterings_planned_over, find_conflicts, rollbacks_of, touched_file_groups
+from .errors import HudiError, InstantConflictError, UnsupportedTableError
 from .file_names import BaseFileName, LogFileName, new_file_id, write_token
 from .fs_view import FileSlice, FileSystemView
 from .instant import COMMIT, DELTA_COMMIT, Instant, State
+from .locks.transaction import TransactionManager
 from .log_format import avro_data_block, delete_block, parquet_data_block
 from .merge import KEY, LogScan, merge_records, merge_slice
 from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
 from .table import HudiTable
+from .timeline import Timeline
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +51,15 @@ class WriteResult:
 class HudiWriter:
     def __init__(self, table: HudiTable, *, callback_url: str | None = None, callback_key: str | None = None,
                  log_block_format: str = "avro", max_file_records: int = 100_000,
-                 new_log_file_per_commit: bool = False):
+                 new_log_file_per_commit: bool = False, transactions: TransactionManager | None = None,
+                 allow_updates_to_clustering: bool = False):
         """`new_log_file_per_commit` (v6): each delta commit writes its blocks to a new log file version
         of the slice instead of appending to the current one, as Java writers do on storage that cannot
-        append (object stores)."""
+        append (object stores). `transactions`: the table's lock and concurrency mode (default: a single
+        writer); under multi-writer concurrency control the instant time is generated and the commit is
+        checked for conflicts and completed under the lock. `allow_updates_to_clustering`: Hudi's
+        SparkAllowUpdateStrategy (update file groups being clustered; the clustering gives way at its commit)
+        rather than SparkRejectUpdateStrategy."""
         if log_block_format not in ("avro", "parquet"):
             raise HudiError(f"log block format must be avro or parquet, not {log_block_format!r}")
         self.table = table
@@ -60,6 +69,12 @@ class HudiWriter:
         self.log_block_format = log_block_format
         self.max_file_records = max_file_records
         self.new_log_file_per_commit = new_log_file_per_commit
+        self.transactions = transactions or TransactionManager.single_writer(table)
+        self.allow_updates_to_clustering = allow_updates_to_clustering
+        if self.transactions.config.non_blocking and not (self.config.is_mor and self.config.version >= 8):
+            raise UnsupportedTableError(f"NON_BLOCKING_CONCURRENCY_CONTROL needs a MERGE_ON_READ table of version 8 "
+                                        f"or later; {self.config.name} is {self.config.table_type.value} "
+                                        f"v{self.config.version}")
 
     # --- table creation --------------------------------------------------------------------------
     @classmethod
@@ -137,7 +152,9 @@ class HudiWriter:
 
         keys, parts = self._record_keys(incoming), self._partition_paths(incoming)
         action = DELTA_COMMIT if self.config.is_mor else COMMIT
-        instant = tl.create_requested(action)
+        with self.transactions.transaction():  # the instant time is generated under the table's lock
+            instant = tl.create_requested(action)
+            pending_at_start = [i.timestamp for i in tl.pending() if i.timestamp != instant.timestamp]
         ts = instant.timestamp
         self._heartbeat(ts)
         inflight = tl.transition_to_inflight(instant, serialize_commit_metadata(
@@ -159,6 +176,8 @@ class HudiWriter:
             self._ensure_partition(partition, ts)
             located = self._locate(view, partition, batch_keys)
             for fid in located:
+                if self.allow_updates_to_clustering:
+                    break
                 if fid in {f for (p, f) in view.pending_clustering if p == partition}:
                     raise HudiError(f"file group {fid} in {partition or '(root)'} is being clustered "
                                     f"(instant {view.pending_clustering[(partition, fid)]}); updates are rejected")
@@ -186,7 +205,7 @@ class HudiWriter:
                                         overwrite=True)
         if leave_inflight:
             return WriteResult(ts, action, False, stats)
-        self._finish(inflight, meta)
+        self._finish(inflight, meta, pending_at_start)
         return WriteResult(ts, action, True, stats)
 
     def complete(self, timestamp: str) -> WriteResult:
@@ -206,13 +225,38 @@ class HudiWriter:
         self._finish(inflight, meta)
         return WriteResult(timestamp, inflight.action, True, meta.write_stats())
 
-    def _finish(self, inflight: Instant, meta: CommitMetadata) -> None:
-        tl = self.table.timeline
-        tl.complete(inflight, serialize_commit_metadata(meta, self.config.version))
+    def _finish(self, inflight: Instant, meta: CommitMetadata, pending_at_start: Sequence[str] = ()) -> None:
+        with self.transactions.transaction() as tl:
+            self._check_conflicts(tl, inflight, meta, pending_at_start)
+            tl.complete(inflight, serialize_commit_metadata(meta, self.config.version))
         self.table.storage.delete_tree(f".hoodie/.temp/{inflight.timestamp}")
         self.table.storage.delete(f".hoodie/.heartbeat/{inflight.timestamp}")
         if self.callback_url:
             self._post_callback(self.callback_url, inflight.timestamp, inflight.action, meta)
+
+    def _check_conflicts(self, tl: Timeline, inflight: Instant, meta: CommitMetadata,
+                         pending_at_start: Sequence[str]) -> None:
+        """A write whose rollback is planned never completes. Under multi-writer concurrency control (OCC, NBCC),
+        this write fails if an operation that completed after it started touched its file groups (under NBCC,
+        other writers' delta commits never conflict), or, rejecting updates to clustered file groups, if a
+        clustering was planned over them meanwhile. A failed write stays inflight (its heartbeat stops) until
+        it is rolled back, as in Hudi."""
+        rollbacks = rollbacks_of(tl, inflight.timestamp)
+        if rollbacks:
+            raise InstantConflictError(f"{inflight.action} {inflight.timestamp} is being rolled back (rollback "
+                                       f"{rollbacks[0].timestamp}: its heartbeat expired); it cannot complete")
+        concurrency = self.transactions.config
+        if not concurrency.multi_writer:
+            return
+        mine = touched_file_groups(meta)
+        nbcc = concurrency.non_blocking and self.config.is_mor
+        conflicts = find_conflicts(tl, inflight.timestamp, mine, pending_at_start=pending_at_start,
+                                   counts=lambda i, m: not (nbcc and i.action == DELTA_COMMIT))
+        if not self.allow_updates_to_clustering:
+            conflicts += clusterings_planned_over(tl, inflight.timestamp, mine)
+        if conflicts:
+            raise WriteConflictError(inflight.action, inflight.timestamp, conflicts,
+                                     "this write failed and stays inflight until it is rolled back")
 
     # --- pieces ----------------------------------------------------------------------------------
     def _to_arrow(self, records: list[dict[str, Any]] | pa.Table, schema: pa.Schema, op: str) -> pa.Table:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.table import HudiTable
 from tms.table_service import SERVICES, TableService
 
@@ -25,9 +26,17 @@ class ScheduleResult:
     planned: list[Planned] = field(default_factory=list)
 
 
-def schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
+def schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime,
+             transactions: TransactionManager | None = None) -> ScheduleResult:
+    """Plan under `transactions` (the table's lock, as Hudi schedules table services): plan instant times are
+    generated, and plans written, while the lock is held."""
     if action not in SERVICES:
         raise PlanningError(f"unknown action {action!r} (one of {', '.join(SERVICES)})")
+    with (transactions or TransactionManager.single_writer(table)).transaction():
+        return _schedule(table, action, policy, now)
+
+
+def _schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
     result = ScheduleResult(synced=sync_held_plans(table))
     if action == TableService.ROLLBACK:
         result.planned = plan_failed_write_rollbacks(table, policy, now)
