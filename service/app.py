@@ -14,12 +14,13 @@ from tms.db import Database, open_database
 from tms.db.intake import IntakeStore
 from tms.instance import tms_version
 
-from . import errors
+from . import docs, errors, openapi
 from .auth import Authenticator
 from .heartbeat import Heartbeat
 from .intake import Intake
 from .metrics import LatencyMiddleware, Metrics
 from .routers import admin, events, health, tables, tasks
+from .ui import routes as dashboard
 
 DESCRIPTION = """The control plane of TMS, the table management service for Apache Hudi tables.
 
@@ -49,7 +50,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         await intake_store.close()
 
     app = FastAPI(title="TMS", version=tms_version(), description=DESCRIPTION, lifespan=lifespan,
-                  max_body_size=settings.max_body_bytes)
+                  max_body_size=settings.max_body_bytes, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.database = database
     app.state.metrics = metrics
@@ -62,4 +63,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.add_middleware(LatencyMiddleware, metrics=metrics)
     for module in (events, tables, tasks, admin, health):
         app.include_router(module.router)
+    openapi.install(app, settings.storage_roots)
+    docs.install(app)
+    dashboard.install(app)
     return app

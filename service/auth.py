@@ -70,6 +70,11 @@ def _authenticator(request: Request) -> Authenticator:
     return request.app.state.authenticator
 
 
+async def role_of_token(authenticator: Authenticator, token: str) -> Role | None:
+    """The role of a token (None: unknown, revoked or expired), from the cache when it can be."""
+    return authenticator.known_role(token) or await run_in_threadpool(authenticator.look_up, token)
+
+
 async def bearer_role(request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None,
                                                               Depends(bearer_scheme)]) -> Role | None:
     """The caller's role from `Authorization: Bearer`, None without one; 401 for an unknown token.
@@ -78,8 +83,7 @@ async def bearer_role(request: Request, credentials: Annotated[HTTPAuthorization
         if request.headers.get("authorization"):
             raise unauthorized("the Authorization header must be 'Bearer <token>'")
         return None
-    authenticator, token = _authenticator(request), credentials.credentials
-    role = authenticator.known_role(token) or await run_in_threadpool(authenticator.look_up, token)
+    role = await role_of_token(_authenticator(request), credentials.credentials)
     if role is None:
         raise unauthorized("unknown, revoked or expired token")
     return role

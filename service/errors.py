@@ -3,6 +3,7 @@ outage is a 503. Nothing a client sends should ever produce a 500."""
 from __future__ import annotations
 
 import logging
+import re
 
 import psycopg
 from fastapi import FastAPI, Request, status
@@ -10,6 +11,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tms.db import ConflictError, NotFoundError
 from tms.db.embedded import EmbeddedDatabaseError
@@ -70,8 +72,29 @@ async def _on_database_down(request: Request, exc: Exception) -> JSONResponse:
                         headers={"Retry-After": "5"})
 
 
+def allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """The methods the OpenAPI document gives the most specific path template matching `path` (most literal
+    characters: a task's `/tasks/1:cancel` is the `:cancel` path's, not `/tasks/{task_id}`'s)."""
+    matching = {template: operations for template, operations in app.openapi().get("paths", {}).items()
+                if re.fullmatch(re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(template)), path)}
+    if not matching:
+        return []
+    literal = lambda template: len(re.sub(r"\{[^}]*\}", "", template))  # noqa: E731
+    return sorted(method.upper() for method in matching[max(matching, key=literal)])
+
+
+async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    headers = dict(exc.headers or {})
+    if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+        documented = allowed_methods(request.app, request.url.path)
+        if documented:  # else a path outside the API (the dashboard's): Starlette's Allow stands
+            headers["Allow"] = ", ".join(documented)
+    return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail}, headers=headers)
+
+
 def install(app: FastAPI) -> None:
     # Starlette types a handler as taking any Exception; each of these gets only the class it is registered for.
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(TMSError, _on_tms_error)  # type: ignore[arg-type]
     app.add_exception_handler(DataError, _on_data_error)  # type: ignore[arg-type]

@@ -1,7 +1,6 @@
 """Resource queues, API tokens, instances and alerts."""
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
@@ -10,14 +9,15 @@ from tms.db import AlertRepo, InstanceRepo, QueueRepo, TaskRepo, TokenRepo
 
 from ..auth import Admin, Viewer
 from ..schemas.admin import AlertPage, InstanceOut, NewToken, QueueIn, QueueOut, TokenIn, TokenOut
-from ..schemas.common import Id, Limit, Offset, ShortText
+from ..schemas.common import DateTime, Id, Limit, Offset, ShortText
+from ..schemas.problems import ADMIN, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1")
-QueueName = Annotated[ShortText, Path(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+QueueName = Annotated[str, Path(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
 
 
 @router.get("/queues", response_model=list[QueueOut], dependencies=[Viewer], tags=["queues"],
-            summary="Resource queues, with their running tasks")
+            summary="Resource queues, with their running tasks", responses=problems(*VIEWER))
 def list_queues(request: Request) -> list[dict[str, Any]]:
     with request.app.state.database.transaction() as session:
         running = TaskRepo(session).running_by_queue()
@@ -26,14 +26,14 @@ def list_queues(request: Request) -> list[dict[str, Any]]:
 
 
 @router.put("/queues/{name}", response_model=QueueOut, dependencies=[Admin], tags=["queues"],
-            summary="Create or replace a resource queue")
+            summary="Create or replace a resource queue", responses=problems(*ADMIN, 400, 413, 422))
 def put_queue(name: QueueName, body: QueueIn, request: Request) -> QueueOut:
     with request.app.state.database.transaction() as session:
         return QueueOut.model_validate(QueueRepo(session).put(name, **body.model_dump(mode="json")))
 
 
 @router.delete("/queues/{name}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin], tags=["queues"],
-               summary="Delete a resource queue")
+               summary="Delete a resource queue", responses=problems(*ADMIN, 404, 422))
 def delete_queue(name: QueueName, request: Request) -> Response:
     with request.app.state.database.transaction() as session:
         QueueRepo(session).delete(name)
@@ -41,7 +41,7 @@ def delete_queue(name: QueueName, request: Request) -> Response:
 
 
 @router.post("/tokens", status_code=status.HTTP_201_CREATED, response_model=NewToken, dependencies=[Admin],
-             tags=["tokens"], summary="Create an API token (shown once)")
+             tags=["tokens"], summary="Create an API token (shown once)", responses=problems(*ADMIN, 400, 413, 422))
 def create_token(body: TokenIn, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         row, token = TokenRepo(session).create(body.role.value, body.name)
@@ -49,14 +49,14 @@ def create_token(body: TokenIn, request: Request) -> dict[str, Any]:
 
 
 @router.get("/tokens", response_model=list[TokenOut], dependencies=[Admin], tags=["tokens"],
-            summary="API tokens (without their secrets)")
+            summary="API tokens (without their secrets)", responses=problems(*ADMIN))
 def list_tokens(request: Request) -> list[TokenOut]:
     with request.app.state.database.transaction() as session:
         return [TokenOut.model_validate(t) for t in TokenRepo(session).list()]
 
 
 @router.delete("/tokens/{token_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin],
-               tags=["tokens"], summary="Revoke an API token")
+               tags=["tokens"], summary="Revoke an API token", responses=problems(*ADMIN, 404, 422))
 def revoke_token(token_id: Annotated[Id, Path()], request: Request) -> Response:
     with request.app.state.database.transaction() as session:
         TokenRepo(session).revoke(token_id)
@@ -64,18 +64,18 @@ def revoke_token(token_id: Annotated[Id, Path()], request: Request) -> Response:
 
 
 @router.get("/instances", response_model=list[InstanceOut], dependencies=[Viewer], tags=["instances"],
-            summary="TMS processes and their last heartbeats")
+            summary="TMS processes and their last heartbeats", responses=problems(*VIEWER))
 def list_instances(request: Request) -> list[InstanceOut]:
     with request.app.state.database.transaction() as session:
         return [InstanceOut.model_validate(i) for i in InstanceRepo(session).list()]
 
 
 @router.get("/alerts", response_model=AlertPage, dependencies=[Viewer], tags=["alerts"],
-            summary="Alerts, newest first")
+            summary="Alerts, newest first", responses=problems(*VIEWER, 422))
 def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None,
                 kind: Annotated[ShortText | None, Query()] = None,
                 severity: Annotated[str | None, Query(pattern="^(info|warning|critical)$")] = None,
-                open_only: bool = False, since: datetime | None = None,
+                open_only: bool = False, since: Annotated[DateTime | None, Query()] = None,
                 limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         alerts, total = AlertRepo(session).find(table_id=table_id, kind=kind, severity=severity,

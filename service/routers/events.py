@@ -8,10 +8,14 @@ from fastapi import APIRouter, Depends, Request, status
 from ..auth import WriterCredential, writer_credential
 from ..intake import IncomingEvent, Intake
 from ..schemas.events import EventBatch, EventIn, HudiCommitCallback, IngestResult, hudi_action
+from ..schemas.problems import WRITER, problems
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
 Writer = Annotated[WriterCredential, Depends(writer_credential)]
-_ACCEPTED: dict[str, Any] = {"status_code": status.HTTP_202_ACCEPTED, "response_model": IngestResult}
+_ACCEPTED: dict[str, Any] = {
+    "status_code": status.HTTP_202_ACCEPTED, "response_model": IngestResult,
+    "responses": problems(*WRITER, d403="A bearer token below the operator role",
+                          d404="An event names a table that is not registered (only told to trusted senders)")}
 
 
 def _intake(request: Request) -> Intake:

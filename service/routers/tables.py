@@ -13,6 +13,7 @@ from tms.table_path import is_under_roots
 from ..auth import Admin, Viewer
 from ..errors import validation_error
 from ..schemas.common import Id, Limit, Offset, ShortText
+from ..schemas.problems import ADMIN, VIEWER, problems
 from ..schemas.tables import TableChanges, TableDetail, TableOut, TablePage, TableRegistration
 from ..table_view import live_view, registration_facts
 
@@ -39,7 +40,9 @@ def _forget_cached_identities(request: Request) -> None:
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=TableOut, dependencies=[Admin],
-             summary="Register a table by its base path")
+             summary="Register a table by its base path",
+             responses=problems(*ADMIN, 400, 409, 413, 422, d409="The base path is registered already",
+                                d422="Malformed, outside the storage roots, or not a Hudi table TMS can read"))
 def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     """Reads the table's `hoodie.properties` (type, version, key fields). The path must lie under
     one of TMS_STORAGE_ROOTS. Registering changes nothing on storage."""
@@ -61,7 +64,8 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
         return _out(table)
 
 
-@router.get("", response_model=TablePage, dependencies=[Viewer], summary="List tables")
+@router.get("", response_model=TablePage, dependencies=[Viewer], summary="List tables",
+            responses=problems(*VIEWER, 422))
 def list_tables(request: Request, database: Annotated[ShortText | None, Query()] = None,
                 name: Annotated[ShortText | None, Query(description="Substring of the table name")] = None,
                 table_type: Annotated[str | None, Query(pattern="^(COPY_ON_WRITE|MERGE_ON_READ)$")] = None,
@@ -73,7 +77,8 @@ def list_tables(request: Request, database: Annotated[ShortText | None, Query()]
 
 
 @router.get("/{table_id}", response_model=TableDetail, dependencies=[Viewer],
-            summary="A table: config, policies, timeline, file groups, pending instants, health")
+            summary="A table: config, policies, timeline, file groups, pending instants, health",
+            responses=problems(*VIEWER, 404, 422))
 def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).get(table_id)
@@ -84,8 +89,15 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
 
 
 @router.patch("/{table_id}", response_model=TableOut, dependencies=[Admin],
-              summary="Change policies, priority, queue, callback key; enable or disable")
+              summary="Change policies, priority, queue, callback key; enable or disable",
+              responses=problems(*ADMIN, 400, 404, 413, 422))
 def update_table(table_id: TableId, body: TableChanges, request: Request) -> dict[str, Any]:
+    return apply_table_changes(request, table_id, body)
+
+
+def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> dict[str, Any]:
+    """Apply an admin's changes to a table (the API's PATCH and the dashboard's form): the table as `_out`
+    gives it. RequestValidationError for a policy that cannot be used."""
     changes = body.model_dump(exclude_unset=True)
     with request.app.state.database.transaction() as session:
         repo = TableRepo(session)
@@ -102,7 +114,8 @@ def update_table(table_id: TableId, body: TableChanges, request: Request) -> dic
 
 
 @router.delete("/{table_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin],
-               summary="Unregister a table (its files are never touched)")
+               summary="Unregister a table (its files are never touched)",
+               responses=problems(*ADMIN, 404, 409, 422, d409="One of the table's tasks is running"))
 def delete_table(table_id: TableId, request: Request) -> Response:
     with request.app.state.database.transaction() as session:
         TableRepo(session).unregister(table_id)

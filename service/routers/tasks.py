@@ -1,7 +1,6 @@
 """Tasks: listing, detail with attempts, and the operator actions rerun, suspend, resume, cancel."""
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, status
@@ -10,20 +9,22 @@ from tms.db import ConflictError, OperatorAction, TaskRepo, TaskState, hash_secr
 from tms.table_service import TableService
 
 from ..auth import Operator, Viewer
-from ..schemas.common import Id, Limit, Offset
+from ..schemas.common import DateTime, Id, Limit, Offset
+from ..schemas.problems import OPERATOR, VIEWER, problems
 from ..schemas.tasks import FenceOut, TaskDetail, TaskOut, TaskPage
 
 router = APIRouter(prefix="/api/v1/tasks", tags=["tasks"])
 TaskId = Annotated[Id, Path(description="The task's id")]
 
 
-@router.get("", response_model=TaskPage, dependencies=[Viewer], summary="List tasks, newest first")
+@router.get("", response_model=TaskPage, dependencies=[Viewer], summary="List tasks, newest first",
+            responses=problems(*VIEWER, 422))
 def list_tasks(request: Request, table_id: Annotated[Id | None, Query()] = None,
                service: Annotated[TableService | None, Query(description="The table service")] = None,
                action: Annotated[TableService | None, Query(deprecated=True, description="Same as `service`")] = None,
                state: TaskState | None = None,
-               since: Annotated[datetime | None, Query(description="Created at or after")] = None,
-               until: Annotated[datetime | None, Query(description="Created before")] = None,
+               since: Annotated[DateTime | None, Query(description="Created at or after")] = None,
+               until: Annotated[DateTime | None, Query(description="Created before")] = None,
                limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         tasks, total = TaskRepo(session).find(table_id=table_id, service=service or action, state=state, since=since,
@@ -31,7 +32,9 @@ def list_tasks(request: Request, table_id: Annotated[Id | None, Query()] = None,
         return {"items": tasks, "total": total, "limit": limit, "offset": offset}
 
 
-@router.get("/{task_id}", response_model=TaskDetail, dependencies=[Viewer], summary="A task and its attempts")
+# `{task_id:int}`: `/tasks/1:cancel` is the cancel action's path (GET there is 405), not a task id "1:cancel".
+@router.get("/{task_id:int}", response_model=TaskDetail, dependencies=[Viewer], summary="A task and its attempts",
+            responses=problems(*VIEWER, 404, 422))
 def get_task(task_id: TaskId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         repo = TaskRepo(session)
@@ -40,6 +43,8 @@ def get_task(task_id: TaskId, request: Request) -> dict[str, Any]:
 
 
 @router.get("/{task_id}/fence", response_model=FenceOut, summary="Does a job's attempt still hold the lease?",
+            responses=problems(403, 409, 422, 503, d403="No attempt of this task has this token and key",
+                               d409="The attempt's lease is lost: cancelled, finished, taken over or expired"),
             description="Called by a job's driver before each timeline change (its `--fence-url`). "
                         "Authenticated by the attempt's own fence key, which only its worker and job know. "
                         "200 while `token` is the fencing token of the task's live lease; 409 once the task was "
@@ -68,7 +73,8 @@ def _lost_lease_reason(task, token: int) -> str:
 def _action_route(action: OperatorAction, summary: str, description: str):
     @router.post(f"/{{task_id}}:{action.value}", response_model=TaskOut, dependencies=[Operator],
                  summary=summary, description=description + " 409 if the task's state does not allow it.",
-                 operation_id=f"{action.value}_task")
+                 operation_id=f"{action.value}_task",
+                 responses=problems(*OPERATOR, 404, 409, 422, d409="The task's state does not allow it"))
     def act(task_id: TaskId, request: Request) -> TaskOut:
         with request.app.state.database.transaction() as session:
             return TaskOut.model_validate(TaskRepo(session).apply(task_id, action))

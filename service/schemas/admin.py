@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from ..auth import Role
-from .common import JsonObject, Record, ShortText
+from .common import BodyBool, BodyInt, JsonObject, Record, ShortText
 
 
 class QueueKind(StrEnum):
@@ -22,16 +22,16 @@ class QueueIn(BaseModel):
     kind: QueueKind
     master: ShortText = Field(description="spark-submit --master, e.g. local[*], spark://host:7077, yarn")
     spark_conf: JsonObject = Field(default_factory=dict)
-    capacity: int = Field(1, ge=1, le=10_000, description="Jobs running at once")
-    executor_cores: int = Field(1, ge=1, le=1024)
-    min_executor_memory_mb: int = Field(512, ge=1, le=2**31 - 1)
-    max_executor_memory_mb: int = Field(8192, ge=1, le=2**31 - 1)
-    max_executors: int = Field(8, ge=1, le=100_000)
-    reserved_for_priority: int | None = Field(None, ge=-1000, le=1000)
+    capacity: BodyInt = Field(1, ge=1, le=10_000, description="Jobs running at once")
+    executor_cores: BodyInt = Field(1, ge=1, le=1024)
+    min_executor_memory_mb: BodyInt = Field(512, ge=1, le=2**31 - 1)
+    max_executor_memory_mb: BodyInt = Field(8192, ge=1, le=2**31 - 1)
+    max_executors: BodyInt = Field(8, ge=1, le=100_000)
+    reserved_for_priority: BodyInt | None = Field(None, ge=-1000, le=1000)
     allowed_databases: list[ShortText] | None = None
     allowed_tables: list[ShortText] | None = None
     allowed_actions: list[ShortText] | None = None
-    enabled: bool = True
+    enabled: BodyBool = True
 
 
 class QueueOut(Record):

@@ -3,14 +3,22 @@ is a 422 naming its field rather than a database error."""
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 from tms.hudi.instant import ACTIONS
 from tms.table_path import normalize_base_path
 
 MAX_ID = 2**63 - 1  # bigint
+# The validators below, as JSON Schema says them (for clients, the API docs and schemathesis).
+NO_NUL_PATTERN = r"^[^\u0000]*$"
+INSTANT_PATTERN = r"^([0-9]{14}|[0-9]{17})$"
+# An absolute path, a file: URL of one, or a URL naming a bucket or host.
+BASE_PATH_PATTERN = r"^(/|file:/|[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s])"
+_BASE_PATH = re.compile(BASE_PATH_PATTERN)
 
 
 def _storable_text(value: str) -> str:
@@ -35,6 +43,8 @@ def _storable_json(value: Any) -> Any:
 
 
 def _base_path(value: str) -> str:
+    if not _BASE_PATH.match(value):
+        raise ValueError("must be an absolute path or a URL such as s3://bucket/path")
     return normalize_base_path(_storable_text(value))
 
 
@@ -50,15 +60,31 @@ def _action(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_storable_text)]
-ShortText = Annotated[str, Field(max_length=256), AfterValidator(_storable_text)]
+def _iso_time(value: Any) -> Any:
+    # pydantic also reads numbers as Unix times; the API takes what its schema says: ISO 8601 date-times.
+    if isinstance(value, (int, float)) or (isinstance(value, str) and value.strip().lstrip("+-").replace(".", "", 1)
+                                            .isdigit()):
+        raise ValueError("must be an ISO 8601 date-time, such as 2025-01-31T12:00:00Z")
+    return value
+
+
+DateTime = Annotated[datetime, BeforeValidator(_iso_time)]
+Text = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL_PATTERN}), AfterValidator(_storable_text)]
+ShortText = Annotated[str, Field(max_length=256, json_schema_extra={"pattern": NO_NUL_PATTERN}),
+                      AfterValidator(_storable_text)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_storable_json)]
 JsonObjects = Annotated[list[dict[str, Any]], AfterValidator(_storable_json)]
-BasePath = Annotated[str, Field(examples=["/data/hudi/trips", "s3://bucket/warehouse/trips"]),
-                     AfterValidator(_base_path)]
+BasePath = Annotated[str, Field(examples=["/data/hudi/trips", "s3://bucket/warehouse/trips"],
+                                json_schema_extra={"pattern": BASE_PATH_PATTERN}), AfterValidator(_base_path)]
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
-InstantTime = Annotated[str, Field(examples=["20250101120000123"]), AfterValidator(_instant)]
-Action = Annotated[str, Field(examples=["deltacommit"]), AfterValidator(_action)]
+InstantTime = Annotated[str, Field(examples=["20250101120000123"], json_schema_extra={"pattern": INSTANT_PATTERN}),
+                        AfterValidator(_instant)]
+Action = Annotated[str, Field(examples=["deltacommit"], json_schema_extra={"enum": list(ACTIONS)}),
+                   AfterValidator(_action)]
+# Numbers and flags in JSON bodies are taken as their schema says: no `true` for 1, no `0` for false.
+BodyInt = Annotated[int, Strict()]
+BodyBool = Annotated[bool, Strict()]
+BodyId = Annotated[int, Strict(), Field(ge=1, le=MAX_ID)]
 Limit = Annotated[int, Field(ge=1, le=500)]
 Offset = Annotated[int, Field(ge=0, le=MAX_ID)]
 

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .common import Action, BasePath, Id, InstantTime, JsonObject, JsonObjects, Text
+from .common import Action, BasePath, BodyId, InstantTime, JsonObject, JsonObjects, Text
 
 MAX_BATCH = 10_000
 
@@ -38,7 +38,7 @@ class EventIn(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    table_id: Id | None = None
+    table_id: BodyId | None = None
     base_path: BasePath | None = None
     instant: InstantTime
     action: Action

@@ -6,24 +6,32 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from .common import BasePath, JsonObject, Record, ShortText
+from .common import BasePath, BodyBool, BodyInt, JsonObject, Record, ShortText
 
 
 class TableRegistration(BaseModel):
     base_path: BasePath = Field(description="Absolute path or URL of the table (the folder holding .hoodie)")
-    enabled: bool = True
-    priority: int = Field(0, ge=-1000, le=1000, description="Higher runs first; reserved queues by priority")
+    enabled: BodyBool = True
+    priority: BodyInt = Field(0, ge=-1000, le=1000, description="Higher runs first; reserved queues by priority")
     queue: ShortText | None = Field(None, description="Preferred resource queue")
     policies: JsonObject = Field(default_factory=dict, description="Hudi option name -> value")
     callback_key: ShortText | None = Field(
         None, min_length=8, description="A HUDI-CALLBACK-KEY accepted for this table only")
 
 
+def _never_null(schema: dict[str, Any]) -> None:
+    """A field that may be left out but not sent as null: its schema without the null."""
+    options = [option for option in schema.pop("anyOf", []) if option.get("type") != "null"]
+    if len(options) == 1:
+        schema.update(options[0])
+    schema.pop("default", None)
+
+
 class TableChanges(BaseModel):
     """Only the fields given change. In `policies`, an option set to null returns to its default."""
 
-    enabled: bool | None = None
-    priority: int | None = Field(None, ge=-1000, le=1000)
+    enabled: BodyBool | None = Field(None, json_schema_extra=_never_null)
+    priority: BodyInt | None = Field(None, ge=-1000, le=1000, json_schema_extra=_never_null)
     queue: ShortText | None = None
     policies: JsonObject | None = None
     callback_key: ShortText | None = Field(None, min_length=8, description="null removes the table's key")

@@ -8,7 +8,7 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from ..errors import ConflictError
+from ..errors import ConflictError, NotFoundError
 from ..models import Alert, AlertBlacklist, RegisteredTable, Webhook
 
 
@@ -32,6 +32,12 @@ class AlertRepo:
         if alert is None:  # the open alert that conflicted was resolved meanwhile
             raise ConflictError(f"alert {fingerprint} changed meanwhile; retry")
         return alert, alert_id is not None
+
+    def get(self, alert_id: int) -> Alert:
+        alert = self.session.get(Alert, alert_id, populate_existing=True)
+        if alert is None:
+            raise NotFoundError(f"no alert with id {alert_id}")
+        return alert
 
     def resolve(self, fingerprint: str) -> None:
         self.session.execute(update(Alert).where(Alert.fingerprint == fingerprint, Alert.resolved_at.is_(None))

@@ -103,6 +103,14 @@ class TaskRepo:
         rows = self.session.execute(stmt)
         return {state: count for state, count in rows}
 
+    def created_by_hour(self, since: datetime) -> list[tuple[datetime, str, int]]:
+        """(hour, state, count) of the tasks created since `since`, by the hour they were created and the
+        state they are in now: the dashboard's tasks-over-time chart."""
+        hour = func.date_trunc("hour", Task.created_at)
+        rows = self.session.execute(select(hour, Task.state, func.count()).where(Task.created_at >= since)
+                                    .group_by(hour, Task.state).order_by(hour))
+        return [(at, state, count) for at, state, count in rows]
+
     def running_by_queue(self) -> dict[str | None, int]:
         """Running tasks per queue: what each queue's capacity is measured against."""
         rows = self.session.execute(select(Task.queue, func.count()).where(Task.state == S.RUNNING)

@@ -1,0 +1,36 @@
+"""The OpenAPI document, completed with what only the running configuration knows: the storage roots a
+registered table's base path must lie under."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from fastapi import FastAPI
+
+from tms.table_path import normalize_base_path
+
+
+def roots_pattern(roots: list[str]) -> str | None:
+    """A pattern matching the paths under one of `roots` (as they are spelled after normalization)."""
+    if not roots:
+        return None
+    spelled = sorted({normalize_base_path(root).rstrip("/") for root in roots})
+    return "^(" + "|".join(re.escape(root) for root in spelled) + ")(/|$)"
+
+
+def install(app: FastAPI, storage_roots: list[str]) -> None:
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = generate()
+        pattern = roots_pattern(storage_roots)
+        registration = schema.get("components", {}).get("schemas", {}).get("TableRegistration")
+        if pattern and registration:
+            base_path = registration["properties"]["base_path"]
+            base_path["pattern"] = pattern
+            base_path["description"] += f" It must lie under one of the storage roots: {', '.join(storage_roots)}."
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,92 @@
+"""What a table's page and row show from storage besides the API's live view (service/table_view.py): its
+instants on a time axis, the sizes and log counts of all its file groups, its pending log files, its last
+table service and when the next is due."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from tms.db import RegisteredTable, TablePolicy, Task
+from tms.hudi.errors import HudiError
+from tms.hudi.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, instant_to_datetime
+from tms.hudi.table import HudiTable
+from tms.planning.triggers import compaction_trigger
+
+from .charts import TimelineEntry
+
+TIMELINE_SHOWN = 200  # the latest instants drawn on a table's timeline
+_PENDING_TASK_STATES = ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")
+
+
+@dataclass
+class TableFacts:
+    timeline: list[TimelineEntry] = field(default_factory=list)
+    instants: int = 0
+    file_group_bytes: list[int] = field(default_factory=list)
+    log_counts: list[int] = field(default_factory=list)
+    pending_log_files: int | None = None
+    last_service: str | None = None
+    next_service: str | None = None
+    error: str | None = None
+
+
+def _moment(instant_time: str | None) -> datetime | None:
+    try:
+        return instant_to_datetime(instant_time) if instant_time else None
+    except HudiError:
+        return None
+
+
+def _service_actions(table_type: str) -> tuple[str, ...]:
+    # A MERGE_ON_READ table's compaction completes as a commit; on COPY_ON_WRITE a commit is a write.
+    services = (REPLACE_COMMIT, CLEAN, ROLLBACK)
+    return (COMMIT, *services) if table_type == "MERGE_ON_READ" else services
+
+
+def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], now: datetime) -> str:
+    if waiting:
+        task = min(waiting, key=lambda t: t.id)
+        return f"{task.action} {task.instant} ({task.state})"
+    if not row.enabled:
+        return "none: the table is disabled"
+    if row.table_type != "MERGE_ON_READ":
+        return "clean or clustering when due"
+    policy = TablePolicy.from_stored(row.policies)
+    trigger = compaction_trigger(hudi, policy, now)
+    if trigger.due:
+        return "compaction due now"
+    more = max(policy.max_delta_commits - trigger.commits, 0)
+    return f"compaction after {more} more delta commit(s) ({policy.trigger_strategy.value})"
+
+
+def read_table_facts(row: RegisteredTable, tasks: list[Task], *, with_timeline: bool,
+                     now: datetime | None = None) -> TableFacts:
+    """The table's facts from storage; a table that cannot be read gives its error, never an exception."""
+    now = now or datetime.now(UTC)
+    facts = TableFacts()
+    try:
+        hudi = HudiTable.load(row.base_path)
+        timeline = hudi.timeline
+        instants = timeline.instants()
+        facts.instants = len(instants)
+        if with_timeline:
+            for instant in instants[-TIMELINE_SHOWN:]:
+                start = _moment(instant.timestamp)
+                if start is None:
+                    continue
+                end = _moment(timeline.completion_time(instant)) if instant.is_completed else None
+                facts.timeline.append(TimelineEntry(instant=instant.timestamp, lane=instant.action,
+                                                    state=instant.state.name.lower(), start=start,
+                                                    end=max(end, start) if end else (start if instant.is_completed
+                                                                                     else None)))
+        last = timeline.last_of(_service_actions(row.table_type), completed=True)
+        facts.last_service = f"{last.action} {last.timestamp}" if last else "none yet"
+        stats = hudi.file_system_view().file_group_stats()
+        facts.file_group_bytes = [(g.base_size or 0) + (g.log_bytes or 0) for g in stats]
+        facts.log_counts = [g.log_count or 0 for g in stats]
+        facts.pending_log_files = sum(facts.log_counts)
+        waiting = [t for t in tasks if t.state in _PENDING_TASK_STATES]
+        facts.next_service = _next_service(hudi, row, waiting, now)
+    except Exception as exc:  # any storage or format error: shown on the page, like the API's health
+        facts.error = f"cannot read the table: {exc}"
+    return facts

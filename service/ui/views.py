@@ -1,0 +1,163 @@
+"""The data of each dashboard page, read through the repositories (and the table view) the HTTP API uses."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tms.db import (
+    AlertRepo,
+    InstanceRepo,
+    QueueRepo,
+    RegisteredTable,
+    TablePolicy,
+    TableRepo,
+    TaskRepo,
+    TaskState,
+)
+from tms.hudi.inspect import human_size
+from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+
+from ..table_view import live_view
+from . import charts
+from .table_facts import TableFacts, read_table_facts
+
+PAGE_SIZE = 25
+TABLES_SCANNED = 200  # tables whose health the tables page and the overview compute (the first by id)
+HEALTH_SECONDS = 10.0  # how long a table's facts are reused by list pages (they read storage)
+TASK_STATES = [s.value for s in TaskState]
+PLAN_ACTIONS = (COMPACTION, CLUSTERING, REPLACE_COMMIT, CLEAN, ROLLBACK)
+
+
+@dataclass
+class TableRow:
+    table: RegisteredTable
+    health: str
+    reasons: list[str]
+    facts: TableFacts
+
+
+class _RowCache:
+    """List pages poll: a table's storage facts are reused for a few seconds while its row is unchanged."""
+
+    def __init__(self) -> None:
+        self._rows: dict[tuple[Any, ...], tuple[float, TableRow]] = {}
+
+    def get(self, key: tuple[Any, ...]) -> TableRow | None:
+        hit = self._rows.get(key)
+        return hit[1] if hit and hit[0] > time.monotonic() else None
+
+    def put(self, key: tuple[Any, ...], row: TableRow) -> None:
+        if len(self._rows) > 4 * TABLES_SCANNED:
+            self._rows.clear()
+        self._rows[key] = (time.monotonic() + HEALTH_SECONDS, row)
+
+
+_ROW_CACHE = _RowCache()
+
+
+def table_row(session: Session, table: RegisteredTable) -> TableRow:
+    tasks_repo = TaskRepo(session)
+    by_state = tasks_repo.counts_by_state(table_id=table.id)
+    key = (table.id, table.updated_at, tuple(sorted(by_state.items())))
+    cached = _ROW_CACHE.get(key)
+    if cached is not None:
+        return cached
+    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), by_state, table.enabled)
+    waiting: list = []
+    for state in (TaskState.RUNNING, TaskState.RUNNABLE, TaskState.BLOCKED, TaskState.PENDING):
+        waiting += tasks_repo.in_state(table.id, state) if by_state.get(state.value) else []
+    facts = read_table_facts(table, waiting, with_timeline=False)
+    row = TableRow(table=table, health=view["health"].status, reasons=view["health"].reasons, facts=facts)
+    _ROW_CACHE.put(key, row)
+    return row
+
+
+def table_rows(session: Session, *, name: str | None = None, health: str | None = None,
+               table_type: str | None = None, enabled: bool | None = None) -> list[TableRow]:
+    tables, _ = TableRepo(session).find(name=name or None, table_type=table_type or None, enabled=enabled,
+                                        limit=TABLES_SCANNED)
+    rows = [table_row(session, t) for t in tables]
+    return [r for r in rows if not health or r.health == health]
+
+
+def tasks_over_time(session: Session, now: datetime, hours: int = 24) -> charts.Chart:
+    start = (now - timedelta(hours=hours - 1)).replace(minute=0, second=0, microsecond=0)
+    buckets: dict[datetime, dict[str, int]] = {start + timedelta(hours=h): {} for h in range(hours)}
+    for hour, state, count in TaskRepo(session).created_by_hour(start):
+        at = hour.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        if at in buckets:
+            buckets[at][state] = buckets[at].get(state, 0) + count
+    return charts.stacked_columns([(f"{at:%H}:00", counts) for at, counts in buckets.items()], TASK_STATES)
+
+
+def queue_usage(session: Session) -> list[dict[str, Any]]:
+    running = TaskRepo(session).running_by_queue()
+    return [{"queue": q, "running": running.get(q.name, 0),
+             "percent": min(100, round(100 * running.get(q.name, 0) / max(q.capacity, 1)))}
+            for q in QueueRepo(session).list()]
+
+
+def overview(session: Session, now: datetime) -> dict[str, Any]:
+    rows = table_rows(session)
+    by_health = {status: sum(1 for r in rows if r.health == status) for status in ("ok", "warning", "error")}
+    alerts, firing = AlertRepo(session).find(open_only=True, limit=10)
+    return {"by_health": by_health, "tables": len(rows), "unhealthy": [r for r in rows if r.health != "ok"][:10],
+            "tasks_chart": tasks_over_time(session, now), "task_counts": TaskRepo(session).counts_by_state(),
+            "queues": queue_usage(session), "alerts": alerts, "firing": firing,
+            "instances": InstanceRepo(session).list()}
+
+
+def file_group_charts(facts: TableFacts) -> tuple[charts.Chart, charts.Chart]:
+    sizes = charts.histogram(facts.file_group_bytes, bins=10, label=lambda v: human_size(int(v)), css="size")
+    logs = charts.histogram(facts.log_counts, bins=16, label=lambda v: str(int(v)), integer=True, css="logs")
+    return sizes, logs
+
+
+def table_detail(session: Session, table_id: int) -> dict[str, Any]:
+    table = TableRepo(session).get(table_id)
+    tasks_repo = TaskRepo(session)
+    by_state = tasks_repo.counts_by_state(table_id=table_id)
+    tasks, task_total = tasks_repo.find(table_id=table_id, limit=PAGE_SIZE)
+    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), by_state, table.enabled)
+    facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
+                             with_timeline=True)
+    held = tasks_repo.in_state(table_id, TaskState.BLOCKED)
+    alerts, alert_total = AlertRepo(session).find(table_id=table_id, limit=PAGE_SIZE)
+    size_chart, log_chart = file_group_charts(facts)
+    return {"table": table, "policies": TablePolicy.from_stored(table.policies).options(),
+            "explicit_policies": table.policies, "view": view, "facts": facts,
+            "timeline_chart": charts.timeline_chart(facts.timeline), "size_chart": size_chart,
+            "log_chart": log_chart, "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,
+            "pending_plans": [i for i in view["pending_instants"] if i.action in PLAN_ACTIONS], "held": held,
+            "alerts": alerts, "alert_total": alert_total, "queues": [q.name for q in QueueRepo(session).list()]}
+
+
+def task_detail(session: Session, task_id: int) -> dict[str, Any]:
+    repo = TaskRepo(session)
+    task = repo.get(task_id)
+    return {"task": task, "attempts": repo.attempts(task_id), "table": TableRepo(session).get(task.table_id)}
+
+
+def table_names(session: Session, table_ids: set[int]) -> dict[int, str]:
+    repo = TableRepo(session)
+    names = {}
+    for table_id in table_ids:
+        try:
+            table = repo.get(table_id)
+        except LookupError:
+            continue
+        names[table_id] = f"{table.database}.{table.name}"
+    return names
+
+
+def duration(start: datetime | None, end: datetime | None, now: datetime) -> str:
+    if start is None:
+        return ""
+    seconds = int(((end or now) - start).total_seconds())
+    text = f"{seconds // 3600}h {seconds % 3600 // 60}m" if seconds >= 3600 else (
+        f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s")
+    return text if end else f"{text} (running)"

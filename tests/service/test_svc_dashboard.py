@@ -1,0 +1,173 @@
+"""The dashboard served by the service (without a browser; tests/ui drives it in Chromium): `/` leads to it,
+its pages need a session, every form needs its CSRF token, and what each role is shown and allowed."""
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+import pytest
+from fastapi import APIRouter, Body
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.ui.session import CSRF_FIELD, SESSION_COOKIE
+from tms.db import AlertRepo, QueueRepo, TaskRepo, TaskState
+
+
+def _token(headers: dict[str, str]) -> str:
+    return headers["Authorization"].removeprefix("Bearer ")
+
+
+def _sign_in(client, headers: dict[str, str]) -> str:
+    """Sign in through the form (as a browser does) and return the session's CSRF token."""
+    client.cookies.clear()
+    page = client.get("/ui/login")
+    csrf = re.search(rf'name="{CSRF_FIELD}" value="([^"]+)"', page.text).group(1)
+    response = client.post("/ui/login", data={CSRF_FIELD: csrf, "token": _token(headers), "next": "/ui/tables"},
+                           follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == "/ui/tables"
+    cookie = response.headers["set-cookie"]
+    assert f"{SESSION_COOKIE}=" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    overview = client.get("/ui/")
+    return re.search(rf'name="{CSRF_FIELD}" value="([^"]+)"', overview.text).group(1)
+
+
+@pytest.fixture
+def failed_task(app, register):
+    table = register("mor_v8_trips_8i3u1d")
+    with app.state.database.transaction() as session:
+        task, _ = TaskRepo(session).create(table_id=table["id"], action="compaction", instant="20250331040000000",
+                                           state=TaskState.FAILED)
+        AlertRepo(session).raise_alert(kind="task_failed", severity="critical", message="compaction failed",
+                                       fingerprint="t1", table_id=table["id"], task_id=task.id)
+        QueueRepo(session).put("local", kind="local", master="local[*]", capacity=2)
+    return table, task.id
+
+
+def test_root_redirects_to_the_dashboard_which_asks_to_sign_in(client):
+    root = client.get("/", follow_redirects=False)
+    assert root.status_code == 307 and root.headers["location"] == "/ui/"
+    page = client.get("/ui/tables?q=trips", follow_redirects=False)
+    assert page.status_code == 303 and page.headers["location"] == "/ui/login?next=%2Fui%2Ftables%3Fq%3Dtrips"
+    assert "Sign in to TMS" in client.get("/ui/login").text
+
+
+def test_a_wrong_token_does_not_sign_in(client):
+    client.cookies.clear()
+    page = client.get("/ui/login")
+    csrf = re.search(rf'name="{CSRF_FIELD}" value="([^"]+)"', page.text).group(1)
+    response = client.post("/ui/login", data={CSRF_FIELD: csrf, "token": "tms_wrong"}, follow_redirects=False)
+    assert response.status_code == 401 and "Unknown, revoked or expired token" in response.text
+    assert SESSION_COOKIE not in response.headers.get("set-cookie", "")
+
+
+def test_every_page_renders_for_a_viewer_without_actions(client, tokens, failed_task):
+    table, task_id = failed_task
+    _sign_in(client, tokens["viewer"])
+    for path, expected in [("/ui/", "Tasks by state"), ("/ui/tables", "trips"),
+                           (f"/ui/tables/{table['id']}", "Timeline"), ("/ui/tasks", str(task_id)),
+                           (f"/ui/tasks/{task_id}", "Attempts"), ("/ui/queues", "local[*]"),
+                           ("/ui/alerts", "compaction failed"), ("/ui/instances", "Instances"),
+                           ("/ui/mutes", "Mutes"), ("/ui/webhooks", "Webhooks")]:
+        page = client.get(path)
+        assert page.status_code == 200, path
+        assert expected in page.text, path
+        assert "<button type=\"submit\" class=\"action" not in page.text, path
+        assert "Save settings" not in page.text and "Save queue" not in page.text, path
+    # Without the manager's API, its pages say so.
+    assert "not available" in client.get("/ui/mutes").text
+    assert "not available" in client.get("/ui/webhooks").text
+    assert "Leader: not available" in client.get("/ui/").text
+
+
+def test_operator_reruns_with_the_csrf_token_and_is_refused_without(client, tokens, app, failed_task):
+    _, task_id = failed_task
+    csrf = _sign_in(client, tokens["operator"])
+    page = client.get(f"/ui/tasks/{task_id}")
+    assert f'action="/ui/tasks/{task_id}/rerun"' in page.text and "data-confirm" in page.text
+    refused = client.post(f"/ui/tasks/{task_id}/rerun", data={}, follow_redirects=False)
+    assert refused.status_code == 403 and "CSRF token is missing or wrong" in refused.text
+    wrong = client.post(f"/ui/tasks/{task_id}/rerun", data={CSRF_FIELD: "x" * 64}, follow_redirects=False)
+    assert wrong.status_code == 403
+    with app.state.database.transaction() as session:
+        assert TaskRepo(session).get(task_id).state == "FAILED"
+    done = client.post(f"/ui/tasks/{task_id}/rerun", data={CSRF_FIELD: csrf})
+    assert done.status_code == 200 and "rerun done; it is RUNNABLE now" in done.text
+    again = client.post(f"/ui/tasks/{task_id}/rerun", data={CSRF_FIELD: csrf})
+    assert f"cannot rerun task {task_id}: it is RUNNABLE" in again.text
+
+
+def test_a_viewer_posting_an_action_is_refused(client, tokens, app, failed_task):
+    _, task_id = failed_task
+    csrf = _sign_in(client, tokens["viewer"])
+    response = client.post(f"/ui/tasks/{task_id}/rerun", data={CSRF_FIELD: csrf}, follow_redirects=False)
+    assert response.status_code == 403 and "needs the operator role" in response.text
+    with app.state.database.transaction() as session:
+        assert TaskRepo(session).get(task_id).state == "FAILED"
+
+
+def test_admin_edits_policies_and_queues(client, tokens, app, failed_task):
+    table, _ = failed_task
+    csrf = _sign_in(client, tokens["admin"])
+    saved = client.post(f"/ui/tables/{table['id']}/settings", data={
+        CSRF_FIELD: csrf, "priority": "7", "queue": "local", "enabled": "on",
+        "policies": "hoodie.compact.inline.max.delta.commits=2\n"})
+    assert "Table settings saved." in saved.text
+    detail = client.get(f"/api/v1/tables/{table['id']}", headers=tokens["admin"]).json()
+    assert detail["priority"] == 7 and detail["queue"] == "local"
+    assert detail["policies"]["hoodie.compact.inline.max.delta.commits"] == 2
+    bad = client.post(f"/ui/tables/{table['id']}/settings", data={
+        CSRF_FIELD: csrf, "priority": "7", "enabled": "on", "policies": "hoodie.compact.inline.max.delta.commits=0"})
+    assert "hoodie.compact.inline.max.delta.commits" in bad.text and "notice error" in bad.text
+    queue = client.post("/ui/queues", data={CSRF_FIELD: csrf, "name": "big", "kind": "standalone",
+                                            "master": "spark://m:7077", "capacity": "4", "enabled": "on"})
+    assert "Queue big saved." in queue.text
+    assert {q["name"]: q["capacity"] for q in client.get("/api/v1/queues", headers=tokens["admin"]).json()} == {
+        "big": 4, "local": 2}
+    client.post("/ui/queues/big/delete", data={CSRF_FIELD: csrf})
+    assert [q["name"] for q in client.get("/api/v1/queues", headers=tokens["admin"]).json()] == ["local"]
+
+
+def test_sign_out_ends_the_session(client, tokens):
+    csrf = _sign_in(client, tokens["viewer"])
+    client.post("/ui/logout", data={CSRF_FIELD: csrf})
+    assert client.get("/ui/", follow_redirects=False).status_code == 303
+
+
+def test_manager_pages_show_the_manager_api_when_the_service_has_it(settings, app, tokens, failed_task):
+    """A service with the manager's routes (here a stand-in router) shows its leader, mutes and webhooks,
+    and mutes an alert through it."""
+    posted: list[dict] = []
+    manager = APIRouter(prefix="/api/v1")
+    manager.get("/manager")(lambda: {"leader": "host:1:abc", "epoch": 7, "since": "2026-01-01T00:00:00Z",
+                                     "standbys": ["host:2:def"]})
+    manager.get("/mutes")(lambda: [{"id": 4, "table_id": 1, "alert_types": ["task_failed"], "reason": "deploy",
+                                    "expires_at": None}])
+
+    @manager.post("/mutes", status_code=201)
+    def post_mute(body: Annotated[dict, Body()]) -> dict:
+        posted.append(body)
+        return {"id": 5, **body}
+
+    manager.get("/webhooks")(lambda: [{"id": 9, "url": "http://hooks.example/tms", "alert_types": [],
+                                       "min_severity": "warning", "format": "slack"}])
+    manager.get("/webhooks/{hook_id}/deliveries")(
+        lambda hook_id: [{"id": 31, "alert_id": 2, "state": "delivered", "attempts": 2, "delivered_at": "now"}])
+    with_manager = create_app(settings, app.state.database)
+    with_manager.include_router(manager)
+    _, task_id = failed_task
+    with TestClient(with_manager) as client:
+        csrf = _sign_in(client, tokens["operator"])
+        assert "Leader: <b>host:1:abc</b> (epoch 7)" in client.get("/ui/").text
+        assert "host:1:abc" in client.get("/ui/instances").text
+        mutes = client.get("/ui/mutes").text
+        assert "not available" not in mutes and "deploy" in mutes and "task_failed" in mutes
+        hooks = client.get("/ui/webhooks").text
+        assert "http://hooks.example/tms" in hooks and "delivered" in hooks
+        alerts = client.get("/ui/alerts").text
+        assert "Muting is not available" not in alerts
+        alert_id = int(re.search(r'data-alert-id="(\d+)"', alerts).group(1))
+        muted = client.post(f"/ui/alerts/{alert_id}/mute", data={CSRF_FIELD: csrf, "hours": "2", "reason": "deploy"})
+        assert "Alerts of kind task_failed muted." in muted.text
+    assert posted == [{"alert_types": ["task_failed"], "reason": "deploy", "table_id": failed_task[0]["id"],
+                       "expires_in_seconds": 7200}]

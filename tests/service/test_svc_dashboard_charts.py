@@ -1,0 +1,44 @@
+"""The dashboard's chart geometry: histograms count every value once, the timeline places instants in time."""
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from service.ui.charts import PLOT_HEIGHT, TimelineEntry, histogram, stacked_columns, timeline_chart
+
+
+def _counts(chart) -> list[int]:
+    return [int(bar.title.split(": ")[1].split()[0]) for bar in chart.bars]
+
+
+def test_histogram_counts_every_value_in_its_bin():
+    sizes = [0, 10, 10, 55, 99, 100]
+    chart = histogram(sizes, bins=4, label=lambda v: f"{v:.0f}")
+    assert sum(_counts(chart)) == len(sizes)
+    assert [bar.title.split(":")[0] for bar in chart.bars][0] == "0-25"
+    assert max(bar.height for bar in chart.bars) == PLOT_HEIGHT  # the fullest bin is full height
+    logs = histogram([0, 0, 1, 3], bins=16, label=lambda v: str(int(v)), integer=True)
+    assert [(bar.title) for bar in logs.bars] == ["0: 2 series", "1: 1 series", "3: 1 series"]
+    assert histogram([], bins=4, label=str).bars == []
+
+
+def test_timeline_draws_each_instant_from_requested_to_completed():
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    entries = [TimelineEntry("20250101000000000", "deltacommit", "completed", start, start + timedelta(seconds=10)),
+               TimelineEntry("20250101000100000", "compaction", "requested", start + timedelta(minutes=1), None),
+               TimelineEntry("20250101000200000", "deltacommit", "completed", start + timedelta(minutes=2),
+                             start + timedelta(minutes=4))]
+    chart = timeline_chart(entries)
+    assert [lane.label for lane in chart.lanes] == ["compaction", "deltacommit"]
+    first, pending, last = chart.bars
+    assert first.x == 150 and last.x + last.width == chart.width - 12  # the axis spans first to last time
+    assert last.width > first.width and pending.css == "requested" and "still requested" in pending.title
+    assert pending.y < first.y == last.y  # lanes by action
+    assert [t.anchor for t in chart.ticks] == ["start", "middle", "middle", "middle", "end"]
+
+
+def test_stacked_columns_stack_series_in_order():
+    chart = stacked_columns([("00:00", {"FAILED": 1, "SUCCEEDED": 3}), ("01:00", {})], ["SUCCEEDED", "FAILED"])
+    succeeded, failed = chart.bars
+    assert succeeded.css == "SUCCEEDED" and failed.y + failed.height == succeeded.y
+    assert succeeded.height + failed.height == PLOT_HEIGHT and chart.y_max_label == "4"
+    assert chart.legend == [("SUCCEEDED", "SUCCEEDED"), ("FAILED", "FAILED")]
