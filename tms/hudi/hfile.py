@@ -113,7 +113,9 @@ _TRAILER_NUMBERS = {name: num for num, name in _TRAILER_FIELDS.items()}
 
 
 def _parse_pb(buf: bytes) -> list[tuple[int, int | bytes]]:
-    fields, pos = [], 0
+    fields: list[tuple[int, int | bytes]] = []
+    pos = 0
+    value: int | bytes
     while pos < len(buf):
         tag, pos = _read_pb_varint(buf, pos)
         num, wire = tag >> 3, tag & 7
@@ -136,6 +138,13 @@ def _pb_field(num: int, value: int | bytes) -> bytes:
     if isinstance(value, int):
         return _pb_varint(num << 3) + _pb_varint(value)
     return _pb_varint((num << 3) | 2) + _pb_varint(len(value)) + value
+
+
+def _pb_bytes(value: int | bytes) -> bytes:
+    """A length-delimited protobuf field's value (a varint where bytes belong is a malformed file)."""
+    if not isinstance(value, bytes):
+        raise HFileError(f"protobuf field holds a varint ({value}) where bytes are expected")
+    return value
 
 
 @dataclass
@@ -168,8 +177,8 @@ class Trailer:
         for num, value in _parse_pb(raw[pos:pos + size]):
             name = _TRAILER_FIELDS.get(num)
             if name == "comparator_class_name":
-                value = value.decode()
-            if name:
+                setattr(t, name, _pb_bytes(value).decode())
+            elif name:
                 setattr(t, name, value)
         t.major_version = major
         return t
@@ -314,11 +323,11 @@ def _parse_file_info(data: bytes) -> dict[str, bytes]:
     if data[:4] != PB_MAGIC:
         raise HFileError("HFile file-info block has no PBUF magic")
     size, pos = _read_pb_varint(data, 4)
-    out = {}
+    out: dict[str, bytes] = {}
     for num, entry in _parse_pb(data[pos:pos + size]):
         if num == 1:
-            pair = dict(_parse_pb(entry))
-            out[pair.get(1, b"").decode()] = pair.get(2, b"")
+            pair = dict(_parse_pb(_pb_bytes(entry)))
+            out[_pb_bytes(pair.get(1, b"")).decode()] = _pb_bytes(pair.get(2, b""))
     return out
 
 
@@ -390,7 +399,7 @@ def write_hfile(entries: list[tuple[str, bytes]] | dict[str, bytes], *, file_inf
     first_offset, last_offset = -1, 0
     total_uncompressed = 0
 
-    def flush():
+    def flush() -> None:
         nonlocal block, used, prev_offset, first_offset, last_offset
         if not block:
             return

@@ -11,6 +11,7 @@ from __future__ import annotations
 import posixpath
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -40,7 +41,7 @@ class Problem:
     def line(self) -> str:
         return f"{self.check}: {self.where}: {self.detail}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -155,7 +156,7 @@ def _mdt_listing(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
     return out
 
 
-def _unwrap(v):
+def _unwrap(v: Any) -> Any:
     if v is None:
         return None
     if isinstance(v, tuple):
@@ -168,7 +169,8 @@ def _column_stats(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
     stats = mdt.records(K.COLUMN_STATS)
     listing = mdt.file_listing()
     v2 = table.config.version >= 9
-    columns = sorted({r.column_stats["columnName"] for r in stats.values()})
+    # A record without its payload is reported below, with the statistics of files that are gone.
+    columns = sorted({cs["columnName"] for r in stats.values() if (cs := r.column_stats) is not None})
     expected_keys = set()
     stored = committed_files(table)
     for part, files in listing.items():
@@ -187,6 +189,8 @@ def _column_stats(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
                     out.append(Problem("column_stats", f"{rel}:{col}", "no column statistics in the metadata table"))
                     continue
                 got = rec.column_stats
+                if got is None:
+                    continue   # reported below
                 for f in ("valueCount", "nullCount"):
                     if got.get(f) != want[f]:
                         out.append(Problem("column_stats", f"{rel}:{col}",
@@ -198,6 +202,9 @@ def _column_stats(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
     live_files = {(p, n) for p, files in listing.items() for n in files}
     for key, rec in stats.items():
         cs = rec.column_stats
+        if cs is None:
+            out.append(Problem("column_stats", key, "a column_stats record without column statistics"))
+            continue
         if cs["fileName"].endswith(".parquet") and key not in expected_keys:
             if not any(key == K.column_stats_key(p, cs["fileName"], cs["columnName"])
                        for p in listing if (p, cs["fileName"]) in live_files):
@@ -219,6 +226,9 @@ def _record_index(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
             out.append(Problem("record_index", key, "record not in the record index"))
             continue
         loc = rec.location
+        if loc is None:
+            out.append(Problem("record_index", key, "a record index entry without a record location"))
+            continue
         fid = row["_hoodie_file_name"].lstrip(".")
         if loc.partition != row["_hoodie_partition_path"] or not fid.startswith(loc.file_id):
             out.append(Problem("record_index", key, f"indexed in {loc.partition}/{loc.file_id}, found in "

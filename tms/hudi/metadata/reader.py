@@ -120,7 +120,9 @@ class MetadataTable:
         for b in blocks:
             if b.block_type not in (BlockType.HFILE_DATA, BlockType.DELETE):
                 continue
-            if b.instant_time in rolled_back or not self.is_valid_instant(b.instant_time):
+            # A block without an instant time is never valid (no completed instant has none).
+            instant = b.instant_time
+            if instant is None or instant in rolled_back or not self.is_valid_instant(instant):
                 continue
             if b.block_type is BlockType.DELETE:
                 for key, _partition, _ord in b.deleted_keys():

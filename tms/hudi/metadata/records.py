@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import IntEnum
@@ -12,6 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 import fastavro
+from fastavro.types import Schema
+
+from ..errors import HudiError
 
 NAMESPACE = "org.apache.hudi.avro.model"
 
@@ -28,7 +32,7 @@ class RecordType(IntEnum):
 
 
 @lru_cache(maxsize=8)
-def parsed_schema(text: str) -> dict:
+def parsed_schema(text: str) -> Schema:
     return fastavro.parse_schema(json.loads(text))
 
 
@@ -47,19 +51,19 @@ class MetadataRecord:
                 for name, info in (self.fields.get("filesystemMetadata") or {}).items()}
 
     @property
-    def column_stats(self) -> dict | None:
+    def column_stats(self) -> dict[str, Any] | None:
         return _branch(self.fields.get("ColumnStatsMetadata"))
 
     @property
-    def bloom_filter(self) -> dict | None:
+    def bloom_filter(self) -> dict[str, Any] | None:
         return _branch(self.fields.get("BloomFilterMetadata"))
 
     @property
-    def record_index(self) -> dict | None:
+    def record_index(self) -> dict[str, Any] | None:
         return _branch(self.fields.get("recordIndexMetadata"))
 
     @property
-    def secondary_index(self) -> dict | None:
+    def secondary_index(self) -> dict[str, Any] | None:
         return _branch(self.fields.get("SecondaryIndexMetadata"))
 
     @property
@@ -91,7 +95,7 @@ class RecordLocation:
     position: int | None
 
     @classmethod
-    def from_avro(cls, info: dict) -> RecordLocation:
+    def from_avro(cls, info: dict[str, Any]) -> RecordLocation:
         if int(info.get("fileIdEncoding") or 0) == 0:
             hi, lo = info["fileIdHighBits"], info["fileIdLowBits"]
             u = uuid.UUID(int=((hi & 0xFFFFFFFFFFFFFFFF) << 64) | (lo & 0xFFFFFFFFFFFFFFFF))
@@ -103,12 +107,13 @@ class RecordLocation:
                    None if ms is None or ms < 0 else instant_from_millis(ms), info.get("position"))
 
 
-def _branch(value: Any) -> dict | None:
+def _branch(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
-    if isinstance(value, tuple):
-        return value[1]
-    return value
+    branch = value[1] if isinstance(value, tuple) else value
+    if not isinstance(branch, dict):
+        raise HudiError(f"MDT record payload is a {type(branch).__name__}, not a record")
+    return branch
 
 
 def instant_from_millis(ms: int) -> str:
@@ -128,6 +133,8 @@ def decode_value(value: bytes, key: str, schema_json: str) -> MetadataRecord:
     """A record from an HFile value. Log blocks leave the payload's `key` empty: the HFile key is it."""
     fields = fastavro.schemaless_reader(io.BytesIO(value), parsed_schema(schema_json),
                                         return_record_name=True, return_record_name_override=True)
+    if not isinstance(fields, dict):
+        raise HudiError(f"MDT value for key {key!r} is not an Avro record")
     return MetadataRecord(key, RecordType(fields["type"]), fields)
 
 
@@ -151,7 +158,7 @@ def _empty_fields(key: str, rtype: RecordType) -> dict[str, Any]:
 
 # --- constructors ----------------------------------------------------------------------------------
 
-def files_record(key: str, added: dict[str, int] | None = None, deleted: list[str] | tuple = (),
+def files_record(key: str, added: dict[str, int] | None = None, deleted: list[str] | tuple[str, ...] = (),
                  *, all_partitions: bool = False) -> MetadataRecord:
     """A files-partition record: `added` file names with sizes, `deleted` file names marked."""
     rtype = RecordType.ALL_PARTITIONS if all_partitions else RecordType.FILE_LIST
@@ -163,7 +170,7 @@ def files_record(key: str, added: dict[str, int] | None = None, deleted: list[st
     return MetadataRecord(key, rtype, fields)
 
 
-def column_stats_record(key: str, stats: dict, *, partition_stats: bool = False) -> MetadataRecord:
+def column_stats_record(key: str, stats: dict[str, Any], *, partition_stats: bool = False) -> MetadataRecord:
     rtype = RecordType.PARTITION_STATS if partition_stats else RecordType.COLUMN_STATS
     fields = _empty_fields(key, rtype)
     fields["ColumnStatsMetadata"] = (f"{NAMESPACE}.HoodieMetadataColumnStats", stats)
@@ -186,13 +193,16 @@ def record_index_record(record_key: str, partition: str, file_id: str, instant: 
     info: dict[str, Any] = {"partitionName": partition, "fileIdHighBits": None, "fileIdLowBits": None,
                             "fileIndex": None, "fileId": None, "instantTime": millis_from_instant(instant),
                             "fileIdEncoding": 1, "position": position}
+    u: uuid.UUID | None
+    index: int | None
     try:
         u = uuid.UUID(file_id[:36])
         index = int(file_id[37:]) if file_id[36:37] == "-" else None
     except ValueError:
         u = index = None
     if u is not None and index is not None and len(file_id) > 36:
-        as_signed = lambda v: v - (1 << 64) if v >= 1 << 63 else v  # noqa: E731
+        def as_signed(v: int) -> int:
+            return v - (1 << 64) if v >= 1 << 63 else v
         info.update(fileIdHighBits=as_signed(u.int >> 64), fileIdLowBits=as_signed(u.int & ((1 << 64) - 1)),
                     fileIndex=index, fileIdEncoding=0)
     else:
@@ -242,9 +252,9 @@ def _unwrap(v: Any) -> Any:
     return None if v is None else v.get("value")
 
 
-def merge_column_stats(prev: dict, new: dict) -> dict:
+def merge_column_stats(prev: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """`HoodieTableMetadataUtil.mergeColumnStatsRecords` (both live, newer not tight-bound)."""
-    def pick(a, b, fn):
+    def pick(a: Any, b: Any, fn: Callable[..., Any]) -> Any:
         vals = [x for x in (a, b) if _unwrap(x) is not None]
         return fn(vals, key=_unwrap) if vals else None
     out = dict(new)

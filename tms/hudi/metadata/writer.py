@@ -25,10 +25,11 @@ from __future__ import annotations
 import json
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,11 +40,13 @@ from ..bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
 from ..bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
 from ..errors import HudiError, UnsupportedTableError
 from ..file_names import LogFileName, write_token
+from ..fs_view import FileSlice
 from ..hfile import write_hfile
 from ..instant import DELTA_COMMIT, State
 from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
 from ..schema import with_meta_fields
 from ..serde import CleanMetadata, CommitMetadata, RollbackMetadata, WriteStat, serialize_commit_metadata
+from ..storage import Storage
 from ..table import HudiTable
 from . import keys as K
 from .avro_schema import schema_text
@@ -109,7 +112,7 @@ _VALUE_TYPE = {"bool": 2, "int32": 3, "int64": 4, "float": 5, "double": 6, "stri
                "decimal": 10, "date32": 12, "timestamp[us]": 16, "timestamp[ms]": 15, "large_string": 7}
 
 
-def _wrap(value, arrow_type: pa.DataType, v2: bool) -> tuple[str, dict] | None:
+def _wrap(value: Any, arrow_type: pa.DataType, v2: bool) -> tuple[str, dict[str, Any]] | None:
     """A statistic as Hudi wraps it (`wrapValueIntoAvro`, index v1 for tables v6/v8, v2 for v9)."""
     if value is None:
         return None
@@ -149,7 +152,7 @@ def _wrap(value, arrow_type: pa.DataType, v2: bool) -> tuple[str, dict] | None:
     return (f"{NAMESPACE}.{name}", {"value": out})
 
 
-def _value_type(arrow_type: pa.DataType) -> dict | None:
+def _value_type(arrow_type: pa.DataType) -> dict[str, Any] | None:
     key = "decimal" if pa.types.is_decimal(arrow_type) else str(arrow_type)
     ordinal = _VALUE_TYPE.get(key)
     if ordinal is None:
@@ -159,10 +162,10 @@ def _value_type(arrow_type: pa.DataType) -> dict | None:
 
 
 def _footer_column_stats(meta: pq.FileMetaData, arrow_schema: pa.Schema, file_name: str, columns: list[str],
-                         v2: bool) -> dict[str, dict]:
+                         v2: bool) -> dict[str, dict[str, Any]]:
     """Column name -> HoodieMetadataColumnStats of a parquet file, from its footer (all row groups), as
     `ParquetUtils.readColumnStatsFromMetadata` + `HoodieColumnRangeMetadata.merge` give them."""
-    acc: dict[str, dict] = {}
+    acc: dict[str, dict[str, Any]] = {}
     for rg in range(meta.num_row_groups):
         group = meta.row_group(rg)
         for ci in range(group.num_columns):
@@ -186,23 +189,25 @@ def _footer_column_stats(meta: pq.FileMetaData, arrow_schema: pa.Schema, file_na
                     prev[bound] = fn(vals) if vals else None
                 for f in ("nulls", "values", "size", "usize"):
                     prev[f] += cur[f]
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, s in acc.items():
         a_type = arrow_schema.field(name).type
-        stats = {"fileName": file_name, "columnName": name,
-                 "minValue": _wrap(s["min"], a_type, v2), "maxValue": _wrap(s["max"], a_type, v2),
-                 "valueCount": s["values"], "nullCount": s["nulls"], "totalSize": s["size"],
-                 "totalUncompressedSize": s["usize"], "isDeleted": False, "isTightBound": False}
+        stats: dict[str, Any] = {
+            "fileName": file_name, "columnName": name,
+            "minValue": _wrap(s["min"], a_type, v2), "maxValue": _wrap(s["max"], a_type, v2),
+            "valueCount": s["values"], "nullCount": s["nulls"], "totalSize": s["size"],
+            "totalUncompressedSize": s["usize"], "isDeleted": False, "isTightBound": False}
         if v2:
             stats["valueType"] = _value_type(a_type)
         out[name] = stats
     return out
 
 
-def _deleted_column_stats(file_name: str, column: str, v2: bool) -> dict:
-    stats = {"fileName": file_name, "columnName": column, "minValue": None, "maxValue": None,
-             "valueCount": None, "nullCount": None, "totalSize": None, "totalUncompressedSize": None,
-             "isDeleted": True, "isTightBound": False}
+def _deleted_column_stats(file_name: str, column: str, v2: bool) -> dict[str, Any]:
+    stats: dict[str, Any] = {
+        "fileName": file_name, "columnName": column, "minValue": None, "maxValue": None,
+        "valueCount": None, "nullCount": None, "totalSize": None, "totalUncompressedSize": None,
+        "isDeleted": True, "isTightBound": False}
     if v2:
         stats["valueType"] = None
     return stats
@@ -241,6 +246,13 @@ class MetadataWriter:
     def enabled(self) -> bool:
         return self.mdt is not None
 
+    @property
+    def _open_mdt(self) -> MetadataTable:
+        """The MDT, for the code that runs only when `enabled`."""
+        if self.mdt is None:
+            raise HudiError(f"table {self.table.config.name} has no metadata table")
+        return self.mdt
+
     # --- public API -------------------------------------------------------------------------------
     def commit(self, instant: str, action: str, metadata: CommitMetadata | CleanMetadata) -> None:
         """The MDT delta commit of a data instant (`action`: commit / deltacommit / replacecommit with
@@ -271,7 +283,7 @@ class MetadataWriter:
             return
         self._undo(failed_instant)
         self._undo(instant)
-        listed = self.mdt.file_listing()
+        listed = self._open_mdt.file_listing()
         changes = []
         for p in metadata.partition_metadata.values():
             part = p.partition_path or ""
@@ -289,11 +301,11 @@ class MetadataWriter:
 
     # --- records ----------------------------------------------------------------------------------
     def _records(self, instant: str, changes: list[_FileChange], *, dropped: Iterable[str] = (),
-                 index_records_of: list[str] = ()) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
+                 index_records_of: Sequence[str] = ()) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
         """The records of the action's changes per MDT partition, and the keys it deletes per MDT partition."""
         out: dict[str, list[MetadataRecord]] = defaultdict(list)
         deletes: dict[str, list[str]] = defaultdict(list)
-        listing = self.mdt.file_listing()
+        listing = self._open_mdt.file_listing()
         dropped = set(dropped)
         touched = sorted({c.partition for c in changes} - dropped)
         if K.FILES in self.partitions:
@@ -312,7 +324,7 @@ class MetadataWriter:
                 footers[(part, name)] = self._footer(posixpath.join(part, name) if part else name)
         if K.COLUMN_STATS in self.partitions:
             columns = self._indexed_columns()
-            existing = self.mdt.records(K.COLUMN_STATS) if deleted else {}
+            existing = self._open_mdt.records(K.COLUMN_STATS) if deleted else {}
             for (part, name), pf in footers.items():
                 for col, stats in _footer_column_stats(pf.metadata, pf.schema_arrow, name, columns, self.v2).items():
                     out[K.COLUMN_STATS].append(column_stats_record(K.column_stats_key(part, name, col), stats))
@@ -324,7 +336,7 @@ class MetadataWriter:
         if K.PARTITION_STATS in self.partitions:
             out[K.PARTITION_STATS].extend(self._partition_stats(touched, listing, changes, out.get(K.COLUMN_STATS, [])))
         if K.BLOOM_FILTERS in self.partitions:
-            existing = self.mdt.records(K.BLOOM_FILTERS)
+            existing = self._open_mdt.records(K.BLOOM_FILTERS)
             for (part, name), pf in footers.items():
                 kv = pf.metadata.metadata or {}
                 bloom, code = kv.get(BLOOM_FOOTER_KEY), kv.get(BLOOM_TYPE_CODE_KEY, DYNAMIC_V0).decode()
@@ -338,7 +350,7 @@ class MetadataWriter:
             for part, name in deleted:
                 key = K.bloom_filter_key(part, name)
                 if key in existing:
-                    old = existing[key].bloom_filter
+                    old = _payload(existing[key], existing[key].bloom_filter, "bloom filter")
                     out[K.BLOOM_FILTERS].append(bloom_filter_record(key, old["type"], instant, b"", True))
         if K.RECORD_INDEX in self.partitions and index_records_of:
             located, gone = self._record_index_changes(instant, index_records_of)
@@ -346,14 +358,16 @@ class MetadataWriter:
             deletes[K.RECORD_INDEX].extend(gone)
         return out, deletes
 
-    def _record_index_changes(self, instant: str, written: list[str]) -> tuple[list[MetadataRecord], list[str]]:
+    def _record_index_changes(self, instant: str, written: Sequence[str]) -> tuple[list[MetadataRecord], list[str]]:
         """New locations and deleted keys from the files an instant wrote: a base file's keys are where it
         is (a rewritten base file no longer holds the keys it dropped); a log file's blocks of this instant
         add keys (data blocks) or delete them (delete blocks)."""
-        index = self.mdt.records(K.RECORD_INDEX)
+        index = self._open_mdt.records(K.RECORD_INDEX)
         at: dict[tuple[str, str], set[str]] = defaultdict(set)
         for key, rec in index.items():
             loc = rec.location
+            if loc is None:
+                raise HudiError(f"MDT record_index record {key!r} has no record location")
             at[(loc.partition, loc.file_id)].add(key)
         located, gone = [], []
         for rel in written:
@@ -365,6 +379,8 @@ class MetadataWriter:
                 keys = pq.read_table(pa.BufferReader(self.table.storage.read_bytes(rel)),
                                      columns=["_hoodie_record_key"]).column(0).to_pylist()
                 ts = file_instant(name)
+                if ts is None:
+                    raise HudiError(f"no instant time in the name of base file {rel}")
                 located += [record_index_record(k, part, fid, ts) for k in keys if k not in here]
                 gone += sorted(here - set(keys))
                 continue
@@ -378,7 +394,7 @@ class MetadataWriter:
                     located += [record_index_record(k, part, fid, instant) for k in keys if k not in here]
         return located, gone
 
-    def _footer(self, rel: str):
+    def _footer(self, rel: str) -> _Footer:
         """The parquet footer only (its metadata and schema), not the file's data."""
         local = self.table.storage.local_path(rel)
         if local is not None:
@@ -404,7 +420,8 @@ class MetadataWriter:
                 return list(fields)
         if self.table.config.version < 8:
             # Hudi 0.x keeps the column list in the writers' config, not the table: take the indexed ones.
-            seen = sorted({r.column_stats["columnName"] for r in self.mdt.records(K.COLUMN_STATS).values()})
+            seen = sorted({_payload(r, r.column_stats, "column stats")["columnName"]
+                           for r in self._open_mdt.records(K.COLUMN_STATS).values()})
             if seen:
                 return seen
         return [f["name"] for f in with_meta_fields(_latest_schema(self.table))["fields"]][:MAX_INDEXED_COLUMNS]
@@ -412,7 +429,7 @@ class MetadataWriter:
     def _partition_stats(self, touched: list[str], listing: dict[str, dict[str, int]], changes: list[_FileChange],
                          new_stats: list[MetadataRecord]) -> list[MetadataRecord]:
         """Tight partition statistics of each touched partition over the files it holds after the action."""
-        existing = self.mdt.records(K.COLUMN_STATS)
+        existing = self._open_mdt.records(K.COLUMN_STATS)
         by_key = {r.key: r for r in new_stats}
         out = []
         for part in touched:
@@ -422,7 +439,7 @@ class MetadataWriter:
                     files.update(c.added)
                     for n in c.deleted:
                         files.pop(n, None)
-            per_column: dict[str, dict] = {}
+            per_column: dict[str, dict[str, Any]] = {}
             for name in files:
                 for col in self._indexed_columns():
                     key = K.column_stats_key(part, name, col)
@@ -440,7 +457,7 @@ class MetadataWriter:
     # --- writing ----------------------------------------------------------------------------------
     def _write_delta_commit(self, instant: str, records: dict[str, list[MetadataRecord]],
                             deletes: dict[str, list[str]] | None = None) -> None:
-        tl = self.mdt.table.timeline
+        tl = self._open_mdt.table.timeline
         requested = tl.create_requested(DELTA_COMMIT, b"", timestamp=instant)
         inflight = tl.transition_to_inflight(requested, b"")
         by_partition: dict[str, list[WriteStat]] = defaultdict(list)
@@ -449,7 +466,7 @@ class MetadataWriter:
             recs, gone = records.get(mdt_partition, []), deletes.get(mdt_partition, [])
             if not recs and not gone:
                 continue
-            slices = self.mdt.file_slices(mdt_partition)
+            slices = self._open_mdt.file_slices(mdt_partition)
             if not slices:
                 raise HudiError(f"metadata table partition {mdt_partition} has no file groups")
             groups: dict[int, dict[str, MetadataRecord]] = defaultdict(dict)
@@ -472,25 +489,28 @@ class MetadataWriter:
                     blocks.append(delete_block([(k, "", None) for k in sorted(deleted[index])], instant, "int"))
                 data = b"".join(blocks)
                 rel = self._new_log_file(mdt_partition, fs, instant, index, data)
+                log_name = LogFileName.parse(rel)
+                if log_name is None:
+                    raise HudiError(f"MDT log file {rel} written under a name that is not a log file's")
                 by_partition[mdt_partition].append(WriteStat(
                     file_id=fs.file_id, path=rel, prev_commit=fs.base_instant, num_writes=len(bucket),
                     num_update_writes=len(bucket), num_deletes=len(deleted.get(index, ())),
                     total_write_bytes=len(data), partition_path=mdt_partition,
                     total_log_blocks=len(blocks), file_size_in_bytes=len(data),
-                    log_version=LogFileName.parse(rel).version, log_offset=0,
+                    log_version=log_name.version, log_offset=0,
                     base_file=fs.base_file.path.rsplit("/", 1)[-1] if fs.base_file else "",
                     log_files=[posixpath.basename(rel)]))
         meta = CommitMetadata(partition_to_write_stats=dict(by_partition), extra_metadata={"schema": self.schema},
                               operation_type="UPSERT_PREPPED")
-        tl.complete(inflight, serialize_commit_metadata(meta, self.mdt.table.config.version))
+        tl.complete(inflight, serialize_commit_metadata(meta, self._open_mdt.table.config.version))
         self.mdt = MetadataTable(self.table)   # the state changed: read it afresh next time
 
-    def _new_log_file(self, mdt_partition: str, fs, instant: str, index: int, block: bytes) -> str:
+    def _new_log_file(self, mdt_partition: str, fs: FileSlice, instant: str, index: int, block: bytes) -> str:
         """A new log file of the file group holding one block: named by the delta commit (v8+) or the
         slice's base instant with the next version (v6)."""
-        st = self.mdt.table.storage
+        st = self._open_mdt.table.storage
         token = write_token(index)
-        if self.mdt.table.config.version >= 8:
+        if self._open_mdt.table.config.version >= 8:
             name = LogFileName(fs.file_id, instant, 1, token)
         else:
             versions = [n.version for n in (LogFileName.parse(i.name) for i in st.listdir(mdt_partition))
@@ -504,41 +524,42 @@ class MetadataWriter:
         """Remove every trace of an MDT delta commit at `instant` (an earlier attempt's, or a failed data
         instant's): the log files holding its blocks, then its instant files (completed first, so it never
         looks completed without its files... it is gone before its files are)."""
-        tl = self.mdt.table.timeline
+        tl = self._open_mdt.table.timeline
         tl.reload(force=True)
         states = tl.states_of(instant)
         if not states:
             return
-        st = self.mdt.table.storage
+        st = self._open_mdt.table.storage
         # Instant files first, newest state first: a reader never sees a completed instant without its blocks.
         for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
             inst = states.get(state)
             if inst is not None:
                 st.delete(tl.path_of(inst))
-        for part in self.mdt.partitions:
+        for part in self._open_mdt.partitions:
             for info in st.listdir(part):
                 name = LogFileName.parse(info.name)
                 if name is None:
                     continue
-                v6 = self.mdt.table.config.version < 8
+                v6 = self._open_mdt.table.config.version < 8
                 if name.instant == instant or (v6 and _only_blocks_of(st, info.path, instant)):
                     st.delete(info.path)
         tl.reload(force=True, full=True)
         self.mdt = MetadataTable(self.table)
 
 
-def _latest_schema(table: HudiTable) -> dict:
+def _latest_schema(table: HudiTable) -> dict[str, Any]:
     tl = table.timeline
     for inst in reversed(tl.completed_writes()):
         schema = tl.commit_metadata(inst).schema()
         if schema:
             return schema
     if table.config.create_schema:
-        return json.loads(table.config.create_schema)
+        create_schema: dict[str, Any] = json.loads(table.config.create_schema)
+        return create_schema
     raise HudiError(f"table {table.config.name} records no schema")
 
 
-def _only_blocks_of(st, rel: str, instant: str) -> bool:
+def _only_blocks_of(st: Storage, rel: str, instant: str) -> bool:
     blocks = read_log_file(st.read_bytes(rel))
     return bool(blocks) and all(b.instant_time == instant for b in blocks)
 
@@ -547,7 +568,15 @@ def _fold(older: MetadataRecord, newer: MetadataRecord) -> MetadataRecord:
     return merge(older, newer)
 
 
-def write_metadata_commit(table: HudiTable, instant: str, action: str, metadata) -> None:
+def _payload(rec: MetadataRecord, payload: dict[str, Any] | None, what: str) -> dict[str, Any]:
+    """`payload` (a typed view of `rec`), which a live record of its MDT partition always has."""
+    if payload is None:
+        raise HudiError(f"MDT record {rec.key!r} ({rec.type.name}) has no {what}")
+    return payload
+
+
+def write_metadata_commit(table: HudiTable, instant: str, action: str,
+                          metadata: CommitMetadata | CleanMetadata) -> None:
     """The executors' hook: the MDT delta commit of `instant`, if the table has an MDT (else nothing)."""
     MetadataWriter(table).commit(instant, action, metadata)
 
