@@ -18,8 +18,8 @@ from tms.hudi.properties import format_properties
 from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable
 
-WITH_METADATA_TABLE = {"mor_v8_trips_8i3u1d", "cow_v9_txns_simple_meta", "mor_v9_txns_simple_meta",
-                       "cow_v9_lance_nonpartitioned"}
+# Fixtures whose metadata table TMS cannot keep in sync: its statistics are read from Parquet base files.
+WITH_UNMAINTAINABLE_METADATA_TABLE = {"cow_v9_lance_nonpartitioned"}
 runner = CliRunner()
 
 
@@ -38,7 +38,7 @@ def _timeline_files(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURE_TABLES))
-def test_every_fixture_is_readable_and_serviceable_unless_it_has_a_metadata_table(fixture_tables, name):
+def test_every_fixture_is_readable_and_serviceable_unless_its_metadata_table_cannot_be_kept(fixture_tables, name):
     table = HudiTable.load(str(fixture_tables[name]))
     caps = capabilities(table)
     assert set(caps) == set(SERVICES)
@@ -47,7 +47,7 @@ def test_every_fixture_is_readable_and_serviceable_unless_it_has_a_metadata_tabl
         can_run, reason = caps[service]
         if service == "compaction" and name.startswith("cow_"):
             assert not can_run and reason.startswith("compaction applies to MERGE_ON_READ tables")
-        elif name in WITH_METADATA_TABLE:
+        elif name in WITH_UNMAINTAINABLE_METADATA_TABLE:
             assert not can_run
             assert "metadata table" in reason and "files" in reason  # names the partitions
         else:
@@ -98,13 +98,15 @@ def test_a_base_file_of_another_format_is_refused_not_skipped(fixture_tables, tm
 
 
 @pytest.mark.parametrize("action", ["compaction", "clustering", "clean", "rollback"])
-def test_schedule_writes_nothing_on_a_table_with_a_metadata_table(fixture_tables, tmp_path, action):
+def test_schedule_writes_nothing_on_a_table_whose_metadata_table_cannot_be_kept(fixture_tables, tmp_path, action):
+    """An index partition still being built (inflight) would miss what TMS writes meanwhile."""
     path = _copy(fixture_tables, "mor_v8_trips_8i3u1d", tmp_path)
+    _set(path, {"hoodie.table.metadata.partitions.inflight": "expr_index_price"})
     before = _timeline_files(path)
     result = runner.invoke(app, ["schedule", str(path), "--action", action])
     assert result.exit_code == 1 and result.stdout == ""
     [line] = result.stderr.splitlines()
-    assert f"TMS cannot run {action} on table" in line and "record_index" in line
+    assert f"TMS cannot run {action} on table" in line and "expr_index_price" in line
     assert _timeline_files(path) == before
 
 
@@ -139,10 +141,10 @@ def test_plans_that_can_no_longer_run_are_named(fixture_tables, tmp_path):
     assert result.exit_code == 0, result.output
     planned = result.stdout.split()[0]
     assert unrunnable_plans(HudiTable.load(str(path))) == []
-    _set(path, {"hoodie.table.metadata.partitions": "files,record_index"})
+    _set(path, {"hoodie.table.metadata.partitions": "files,expr_index_price"})
     [(instant, reason)] = unrunnable_plans(HudiTable.load(str(path)))
     assert (instant.timestamp, instant.action) == (planned, "compaction")
-    assert "files, record_index" in reason
+    assert "expr_index_price" in reason
     # and its executor refuses it before it starts
     from tms.execute.dispatch import execute_instant
     from tms.execute.runner import LocalRunner

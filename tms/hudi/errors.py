@@ -16,3 +16,7 @@ class UnsupportedTableError(HudiError):
 
 class InstantConflictError(HudiError):
     """An instant file that must not be written: it exists, or its predecessor state is missing."""
+
+
+class InstantVanishedError(HudiError):
+    """An instant the loaded timeline knew whose file is gone (rolled back, or archived) since it was listed."""

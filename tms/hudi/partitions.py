@@ -12,6 +12,7 @@ import posixpath
 from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
+from .errors import InstantVanishedError
 from .parts import TableParts
 from .storage import FileInfo, Storage
 from .timeline import Timeline
@@ -60,7 +61,10 @@ def committed_partitions(timeline: Timeline) -> set[str]:
         key = (inst.timestamp, inst.action)
         partitions = known.get(key)
         if partitions is None:
-            meta = timeline.commit_metadata(inst)
+            try:
+                meta = timeline.commit_metadata(inst)
+            except InstantVanishedError:
+                continue  # rolled back or archived since the timeline was listed: it names nothing to read
             partitions = known[key] = frozenset(
                 [p or "" for p in meta.partition_to_write_stats]
                 + [p or "" for p in (meta.partition_to_replace_file_ids or {})])

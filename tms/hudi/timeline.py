@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import filterfalse
 
-from .errors import HudiError, InstantConflictError
+from .errors import HudiError, InstantConflictError, InstantVanishedError
 from .instant import (
     CLUSTERING,
     COMMIT,
@@ -253,7 +253,7 @@ class Timeline:
         try:
             data = self.storage.read_bytes(f"{self.dir}/{name}")
         except FileNotFoundError:
-            raise HudiError(f"instant file {name} vanished (rolled back or archived?)") from None
+            raise InstantVanishedError(f"instant file {name} vanished (rolled back or archived?)") from None
         if instant.is_completed:
             self._content[name] = data
         return data

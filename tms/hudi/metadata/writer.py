@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ...table_service import TableService
+from ..base_format import PARQUET, table_base_format
 from ..bloom import DYNAMIC_V0, dynamic_bloom_filter
 from ..bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
 from ..bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
@@ -84,9 +85,12 @@ def unmaintainable_partitions(table: HudiTable, service: TableService | str) -> 
         if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service is TableService.ROLLBACK:
             continue   # the rollback of a failed write changes no committed file
         out.append(p)
-    if table.config.version not in (6, 8, 9) and metadata_partitions(table):
+    if metadata_partitions(table) and (table.config.version not in (6, 8, 9)
+                                       or table_base_format(table.config) != PARQUET):
+        # The MDT's statistics and record index are read from Parquet base files; another format's would
+        # go stale, so no service runs on such a table while it has a metadata table.
         out = metadata_partitions(table)
-    return sorted(out)
+    return sorted(set(out))
 
 
 def unmaintainable_partitions_for_writes(table: HudiTable) -> list[str]:
