@@ -13,6 +13,7 @@ from tms.config import Settings, load_settings
 from tms.db import Database, open_database
 from tms.db.intake import IntakeStore
 from tms.instance import tms_version
+from planner.runner import Planner
 
 from . import errors
 from .auth import Authenticator
@@ -20,6 +21,8 @@ from .heartbeat import Heartbeat
 from .intake import Intake
 from .metrics import LatencyMiddleware, Metrics
 from .routers import admin, events, health, tables, tasks
+
+_PLANNED_ON_REQUEST_CACHE = 100  # tables whose loaded timeline the service keeps for requests
 
 DESCRIPTION = """The control plane of TMS, the table management service for Apache Hudi tables.
 
@@ -58,6 +61,9 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         cache_seconds=settings.cache_seconds)
     app.state.intake = Intake(intake_store, metrics, cache_seconds=settings.cache_seconds)
     app.state.heartbeat = heartbeat
+    # Operators' requests to plan a table now run here, under the table's planning lock (no change feed).
+    app.state.planner = Planner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE,
+                                              watch_timelines=False)
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
     for module in (events, tables, tasks, admin, health):

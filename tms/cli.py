@@ -167,17 +167,20 @@ def demo(path: str = typer.Argument(..., help="Where to create (or continue) the
 
 def _mount_role_commands() -> None:
     """Commands that live with their roles: the service's (serve, tokens, db), the planner's (schedule,
-    planner), the executor's (execute) and the worker's (worker)."""
+    planner), the executor's (execute) and the worker's (worker); and the ops commands over the HTTP API
+    (status, tables, tasks, queues, alerts, trigger, tokens list|revoke)."""
     from planner import cli as planner_cli
     from service import cli as service_cli
     from standalone import cli as standalone_cli
     from tms.execute import cli as execute_cli
+    from tms.ops import commands as ops_commands
     from worker import cli as worker_cli
     service_cli.register(app)
     planner_cli.register(app)
     execute_cli.register(app)
     worker_cli.register(app)
     standalone_cli.register(app)
+    ops_commands.register(app, tokens_app=service_cli.tokens)
 
 
 _mount_role_commands()
