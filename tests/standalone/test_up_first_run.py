@@ -6,6 +6,7 @@ dies is restarted, and one that keeps dying stops `tms up` with the end of its l
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -32,8 +33,8 @@ def _nothing_left(started: set[int], data_dir, timeout: float = 30) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_a_stop_signal_leaves_no_process_behind(tmp_path, signum):
-    data_dir, runtime = tmp_path / "data", tmp_path / "run"
+def test_a_stop_signal_leaves_no_process_behind(tmp_path, data_dir, signum):
+    runtime = tmp_path / "run"
     up = UpProcess(data_dir, clean_env(runtime))
     try:
         up.wait_for("TMS is up")
@@ -51,8 +52,8 @@ def test_a_stop_signal_leaves_no_process_behind(tmp_path, signum):
 
 
 @pytest.mark.slow
-def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path):
-    data_dir, runtime, elsewhere = tmp_path / "data", tmp_path / "run", tmp_path / "elsewhere"
+def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path, data_dir):
+    runtime, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = clean_env(runtime)
 
@@ -106,16 +107,19 @@ def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_role_that_keeps_dying_stops_tms_up_with_the_end_of_its_log(tmp_path):
-    data_dir = tmp_path / "data"
-    up = UpProcess(data_dir, clean_env(tmp_path / "run", TMS_WORKER_SLOTS="0"))
-    try:
-        code = up.wait(timeout=300)
-    finally:
-        up.kill()
+def test_a_role_that_keeps_dying_stops_tms_up_with_the_end_of_its_log(tmp_path, data_dir):
+    with socket.socket() as taken:  # the service's port is taken: the serve role exits at every start
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        up = UpProcess(data_dir, clean_env(tmp_path / "run"), port=taken.getsockname()[1])
+        try:
+            code = up.wait(timeout=300)
+        finally:
+            up.kill()
     assert code == 1, up.output
-    assert "the worker role exited with status 1; restarting it in 1 s" in up.output
-    assert f"the last lines of {data_dir.resolve() / 'logs' / 'worker.log'}:" in up.output
-    assert "TMS_WORKER_SLOTS" in up.output  # the worker's own reason, from its log
-    assert up.lines[-1].startswith("error: the worker role exited 4 times in a row (last status 1)")
+    assert "the serve role exited with status 3; restarting it in 1 s" in up.output
+    assert "the serve role exited with status 3; restarting it in 2 s" in up.output
+    assert f"the last lines of {data_dir.resolve() / 'logs' / 'serve.log'}:" in up.output
+    assert "address already in use" in up.output  # uvicorn's own reason, from its log (exit status 3)
+    assert up.lines[-1].startswith("error: the serve role exited 4 times in a row (last status 3)"), up.output
     _nothing_left(set(), data_dir)
