@@ -47,7 +47,7 @@ def create_token(role: Annotated[str, typer.Option(help="viewer | operator | adm
     if role not in ("viewer", "operator", "admin"):
         raise typer.BadParameter("expected viewer, operator or admin", param_hint="--role")
     found = existing_database(settings)
-    if found.origin != "TMS_DATABASE_URL":
+    if not found.configured:
         typer.echo(f"using {found.origin}", err=True)
     if settings.migrate_on_start:
         migrate.upgrade(found.url)

@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pyarrow as pa
 
-from tms.hudi.writer import HudiWriter
 from tms.hudi.table import HudiTable
+from tms.hudi.writer import HudiWriter
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64())])
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from support import REPO
+
 from tms.db import AlertRepo, TaskRepo
 from tms.demo import run_demo_writer
 from tms.hudi.instant import COMPACTION
@@ -122,7 +122,7 @@ def test_trigger_plans_a_compaction_now_and_the_task_commands_act_on_it(tms, tri
     assert human.splitlines()[0].split()[:4] == ["ID", "TABLE", "SERVICE", "INSTANT"] and task["instant"] in human
     assert as_json(tms("tasks", "list", "--state", "FAILED", "--json"))["items"] == []
     assert as_json(tms("tasks", "show", str(task["id"]), "--json"))["attempts"] == []
-    assert f"instant:" in ok(tms("tasks", "show", str(task["id"])))
+    assert "instant:" in ok(tms("tasks", "show", str(task["id"])))
     assert one_line_error(tms("tasks", "logs", str(task["id"]))) == f"error: task {task['id']} has not run yet: no log"
 
     tid_task = str(task["id"])

@@ -40,7 +40,8 @@ def test_plan_now_writes_the_plan_and_records_its_task(client, tokens, hudi_tabl
 
 def test_plan_now_refusals(client, tokens, hudi_tables, register):
     cow = register("cow_v8_nonpartitioned")
-    refused = client.post(f"/api/v1/tables/{cow['id']}:plan", json={"service": "compaction"}, headers=tokens["operator"])
+    refused = client.post(f"/api/v1/tables/{cow['id']}:plan", json={"service": "compaction"},
+                          headers=tokens["operator"])
     assert refused.status_code == 422 and "MERGE_ON_READ" in refused.json()["detail"]
     missing = client.post("/api/v1/tables/999999:plan", json={"service": "clean"}, headers=tokens["operator"])
     assert (missing.status_code, missing.json()["detail"]) == (404, "no table with id 999999")

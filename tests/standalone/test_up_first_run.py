@@ -13,8 +13,6 @@ import time
 
 import httpx
 import pytest
-
-from support import REPO
 from up_support import UpProcess, alive, clean_env, descendants, processes_naming
 
 
@@ -75,8 +73,9 @@ def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path, data_di
         assert tables.status_code == 200 and tables.json()["total"] == 1
         assert not (elsewhere / ".tms").exists()
 
-        status = subprocess.run([sys.executable, "-m", "tms.cli", "status", "--json"], cwd=elsewhere, capture_output=True,
-                                text=True, timeout=120, env={**env, "TMS_URL": up.url, "TMS_TOKEN": admin})
+        status = subprocess.run([sys.executable, "-m", "tms.cli", "status", "--json"], cwd=elsewhere,
+                                capture_output=True, text=True, timeout=120,
+                                env={**env, "TMS_URL": up.url, "TMS_TOKEN": admin})
         assert status.returncode == 0, status.stderr
 
         # A role killed outright is started again.

@@ -11,7 +11,6 @@ import re
 import time
 
 import pytest
-
 from up_support import UpProcess, clean_env, processes_naming
 
 STARTS = 20

@@ -157,14 +157,18 @@ def _run(run_as: pwd.struct_passwd | None, argv: list, *, check: bool = True) ->
 
 def stop_embedded(data_dir: Path) -> None:
     """Stop the embedded PostgreSQL of `data_dir` that this process started (fast shutdown), whoever else
-    uses it: what the parent of `tms up` does once its roles have stopped."""
+    still uses it: what the parent of `tms up` does once its roles have stopped."""
     pgdata = Path(data_dir).expanduser().resolve() / "postgres"
     server = _servers.pop(pgdata, None)
     if server is None:
         stop_with_binaries(pgdata)
         return
-    pgserver = import_pgserver()
-    try:
-        pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=getattr(server, "system_user", None))
-    except subprocess.CalledProcessError:
-        pass  # already stopped
+    # pgserver's own stop: it drops this process's handle and stops the server if that was the last one
+    # (no public API for it). A handle left by a process that died keeps the server up: stop it then.
+    server._cleanup()  # type: ignore[attr-defined]
+    if (pgdata / "postmaster.pid").exists():
+        try:
+            import_pgserver().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata,
+                                     user=getattr(server, "system_user", None))
+        except subprocess.CalledProcessError:
+            pass  # it stopped meanwhile

@@ -11,11 +11,17 @@ from .embedded import embedded_database_url, has_embedded_database
 from .engine import Database
 from .errors import DatabaseError
 
+CONFIGURED = "TMS_DATABASE_URL"
+
 
 @dataclass(frozen=True)
 class FoundDatabase:
     url: str
     origin: str  # where it was found, for people: "TMS_DATABASE_URL", "the TMS running from /x (pid 5)", ...
+
+    @property
+    def configured(self) -> bool:
+        return self.origin == CONFIGURED
 
 
 def database_url(settings: Settings) -> str:
@@ -35,7 +41,7 @@ def existing_database(settings: Settings) -> FoundDatabase:
     directory's embedded database, if one was created (started if it is stopped); else that of the one
     `tms up` running on this machine, whatever its directory. DatabaseError when there is none."""
     if settings.database_url:
-        return FoundDatabase(settings.database_url, "TMS_DATABASE_URL")
+        return FoundDatabase(settings.database_url, CONFIGURED)
     data_dir = settings.data_dir.expanduser().resolve()
     instance = local_instances.running_for(data_dir)
     if instance is None and has_embedded_database(data_dir):

@@ -11,7 +11,6 @@ from ..names import TASK_STATES
 from ..options import DEFAULT_URL, Json, Token, Url, connect
 
 
-
 def _count(client: TmsClient, path: str, **filters: Any) -> int:
     return int(client.get(path, **filters, limit=1)["total"])
 

@@ -49,7 +49,8 @@ ATTEMPT_COLUMNS = [("ATTEMPT", output.field("attempt")), ("WORKER", output.field
 
 def _filters(client: TmsClient, table: str | None, service: str | None, state: str | None) -> dict[str, Any]:
     return {"table_id": table_id(client, table) if table else None,
-            "service": one_of(service, SERVICES, "--service"), "state": one_of(state, TASK_STATES, "--state", upper=True)}
+            "service": one_of(service, SERVICES, "--service"),
+            "state": one_of(state, TASK_STATES, "--state", upper=True)}
 
 
 @app.command("list")

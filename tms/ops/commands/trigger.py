@@ -6,8 +6,8 @@ from typing import Annotated
 import typer
 
 from .. import output
-from ..options import DEFAULT_URL, Json, Token, Url, connect, one_of
 from ..names import SERVICES
+from ..options import DEFAULT_URL, Json, Token, Url, connect, one_of
 from .table_ref import table_id
 
 
