@@ -9,7 +9,7 @@ import random
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -44,11 +44,11 @@ class PlannerService:
     def run(self) -> None:
         """Plan until `stop()`."""
         s = self.settings
-        scheduler = BackgroundScheduler(timezone=timezone.utc)
+        scheduler = BackgroundScheduler(timezone=UTC)
         scheduler.add_job(self._tick, "interval", seconds=s.planner_tick_seconds, max_instances=1, coalesce=True)
         # The first scan at once: it catches up on whatever happened while no planner ran.
         scheduler.add_job(self._scan, "interval", seconds=s.planner_scan_seconds, max_instances=1, coalesce=True,
-                          next_run_time=datetime.now(timezone.utc))
+                          next_run_time=datetime.now(UTC))
         pool = ThreadPoolExecutor(s.planner_threads, thread_name_prefix="plan")
         scheduler.start()
         log.info("planner %s: %s thread(s), services %s, tick %ss, scan %ss", self.id, s.planner_threads,

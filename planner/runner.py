@@ -12,14 +12,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import AlertRepo, ConflictError, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.hudi.timeline_watch import TimelineWatcher
-
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
 from tms.planning.digest import TimelineDigest
@@ -38,7 +37,7 @@ _PAGE = 500
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Planner:

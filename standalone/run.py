@@ -29,7 +29,8 @@ from .supervisor import Supervisor
 # The roles started as child processes, each a `tms` subcommand.
 ROLES = ("serve", "planner", "worker")
 # The demo table's policy: a compaction is due every few delta commits, so one completes within a minute.
-DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3}
+DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3,
+                 "hoodie.compact.inline.trigger.strategy": "NUM_COMMITS_AFTER_LAST_REQUEST"}
 ACTIVE_STATES = ("PENDING", "BLOCKED", "RUNNABLE", "RUNNING")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 READY_TIMEOUT_SECONDS = 180.0
