@@ -102,7 +102,7 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
         else:
             _guarded(recorder, "compensation", recorder.sync_held_plans)
             found = _plan(ctx, service, force=True)
-            planned = [found] if found else []
+            planned = [found] if isinstance(found, Planned) else []
         for plan in planned:
             recorder.record(plan)
         if planned:

@@ -18,11 +18,11 @@ from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import AlertRepo, ConflictError, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
+from tms.errors import TMSError
 from tms.hudi.timeline_watch import TimelineWatcher
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
 from tms.planning.digest import TimelineDigest
-from tms.errors import TMSError
 from tms.planning.errors import PlanningError
 from tms.table_service import TableService
 
@@ -196,7 +196,7 @@ class Planner:
     def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list:
         """Run the planning pass `work` asks for (if any), then store the table's digest. Returns the
         tasks recorded."""
-        recorded = []
+        recorded: list[Task] = []
         if work:
             digest, recorded = planning_pass(ctx, digest, work)
             ctx.row.planned_at = ctx.now

@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from planner.runner import Planner
 from tms.config import Settings, load_settings
 from tms.db import Database, open_database
 from tms.db.intake import IntakeStore
 from tms.instance import tms_version
-from planner.runner import Planner
 
 from . import errors
 from .auth import Authenticator

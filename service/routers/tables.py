@@ -13,8 +13,7 @@ from tms.table_path import is_under_roots
 from ..auth import Admin, Operator, Viewer
 from ..errors import validation_error
 from ..schemas.common import Id, Limit, Offset, ShortText
-from ..schemas.tables import (PlanRequest, PlanResult, TableChanges, TableDetail, TableOut, TablePage,
-                              TableRegistration)
+from ..schemas.tables import PlanRequest, PlanResult, TableChanges, TableDetail, TableOut, TablePage, TableRegistration
 from ..schemas.tasks import TaskOut
 from ..table_view import live_view, registration_facts
 

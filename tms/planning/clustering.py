@@ -73,7 +73,8 @@ def _clustering_group(table, slices: list, policy: TablePolicy) -> ClusteringGro
 
 def plan_clustering(table, policy: TablePolicy, now: datetime, *, force: bool = False) -> Planned | None:
     """Plan a clustering if enough commits landed since the last one (or `force`: an operator asked for one
-    now) and small files can be grouped; None otherwise. `now` is unused by Hudi's size-based strategy; it keeps the planners' signature."""
+    now) and small files can be grouped; None otherwise. `now` is unused by Hudi's size-based strategy; it
+    keeps the planners' signature."""
     tl = table.timeline
     tl.reload()
     if not force and not clustering_trigger(table, policy).due:
