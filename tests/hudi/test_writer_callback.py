@@ -1,5 +1,6 @@
-"""The writer's Hudi commit callback: the base path it reports is absolute even when the table was opened by
-a relative path, and a callback the service refuses is reported with the service's own reason."""
+"""The writer's Hudi commit callback: a table named by a relative path lives under the working directory, the
+base path the callback reports is that absolute path, and a callback the service refuses is reported with the
+service's own reason."""
 from __future__ import annotations
 
 import json
@@ -46,6 +47,7 @@ def test_relative_base_path_is_sent_absolute_and_a_refusal_says_why(tmp_path, mo
     finally:
         server.shutdown()
     [body] = _Refusing.bodies
+    assert (tmp_path / "t" / ".hoodie" / "hoodie.properties").exists(), "a relative path is from the working dir"
     assert body["basePath"] == str(tmp_path / "t") and body["commitTime"] == result.instant
     assert f"commit callback for {result.instant} refused by http://127.0.0.1:{server.server_port}/cb (401): " \
            "unknown table, or a wrong HUDI-CALLBACK-KEY" in caplog.text
