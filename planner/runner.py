@@ -193,7 +193,7 @@ class Planner:
         return recorded
 
     # --- shared -------------------------------------------------------------------------------------
-    def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list:
+    def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list[Task]:
         """Run the planning pass `work` asks for (if any), then store the table's digest. Returns the
         tasks recorded."""
         recorded: list[Task] = []

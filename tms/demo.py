@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from tms.hudi.errors import TableNotFoundError
+from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import HudiWriter
 
@@ -39,7 +40,6 @@ def run_demo_writer(path: str, *, commits: int = 0, interval: float = 5.0, table
                     stop: threading.Event | None = None) -> None:
     """Write `commits` commits (0: until interrupted, or until `stop` is set), `interval` seconds apart:
     inserts while the table is small, then mostly updates with some inserts, and now and then deletes."""
-    from tms.hudi.reader import read_snapshot
     rng = random.Random(seed)
     table = ensure_demo_table(path, table_type=table_type, version=version)
     writer = HudiWriter(table, callback_url=callback_url, callback_key=callback_key)

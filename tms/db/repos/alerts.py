@@ -8,6 +8,7 @@ from sqlalchemy import func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from ..errors import ConflictError
 from ..models import Alert, AlertBlacklist, RegisteredTable, Webhook
 
 
@@ -25,10 +26,12 @@ class AlertRepo:
                                         index_where=text("resolved_at IS NULL"))
                 .returning(Alert.id))
         alert_id = self.session.execute(stmt).scalar()
-        if alert_id is not None:
-            return self.session.get(Alert, alert_id), True
-        return self.session.scalar(select(Alert).where(Alert.fingerprint == fingerprint,
-                                                       Alert.resolved_at.is_(None))), False
+        alert = (self.session.get(Alert, alert_id) if alert_id is not None else
+                 self.session.scalar(select(Alert).where(Alert.fingerprint == fingerprint,
+                                                         Alert.resolved_at.is_(None))))
+        if alert is None:  # the open alert that conflicted was resolved meanwhile
+            raise ConflictError(f"alert {fingerprint} changed meanwhile; retry")
+        return alert, alert_id is not None
 
     def resolve(self, fingerprint: str) -> None:
         self.session.execute(update(Alert).where(Alert.fingerprint == fingerprint, Alert.resolved_at.is_(None))
