@@ -5,6 +5,7 @@ from pathlib import Path
 
 import typer
 
+from .run import run_local
 from .supervisor import RoleFailed
 
 
@@ -18,7 +19,6 @@ def up(data_dir: Path = typer.Option(Path(".tms"), "--data-dir", envvar="TMS_DAT
     """Run TMS on this machine with embedded defaults: the service with an embedded PostgreSQL, the planner
     and the worker, a demo table registered with it, and the demo writer posting Hudi's commit callbacks.
     SIGINT, SIGTERM or SIGHUP stop everything it started."""
-    from standalone.run import run_local
     try:
         run_local(data_dir, host=host, port=port, commits=commits, interval=interval, echo=typer.echo)
     except RoleFailed as e:
