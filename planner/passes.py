@@ -42,20 +42,20 @@ class PassContext:
     services: frozenset[str]  # what the planner schedules
 
 
-def _plan(ctx: PassContext, service: str) -> Planned | None | bool:
-    """The library's plan for `service`; None when it was due and there was nothing to plan (or a plan still
-    waiting for a worker holds the next one back), False when its trigger was not due after all (the digest
-    was stale: the rebuilt one is right)."""
+def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | None | bool:
+    """The library's plan for `service`; None when it was due (or `force`d) and there was nothing to plan (or a
+    plan still waiting for a worker holds the next one back), False when its trigger was not due after all (the
+    digest was stale: the rebuilt one is right)."""
     table, policy, now = ctx.table, ctx.policy, ctx.now
     if service == TableService.COMPACTION:
-        planned = plan_compaction(table, policy, now)
-        if planned:
+        planned = plan_compaction(table, policy, now, force=force)
+        if planned or force:
             return planned
         decision = compaction_trigger(table, policy, now)
         return None if decision.due or decision.waiting_for else False
     if service == TableService.CLUSTERING:
-        planned = plan_clustering(table, policy, now)
-        return planned if planned or clustering_trigger(table, policy).due else False
+        planned = plan_clustering(table, policy, now, force=force)
+        return planned if planned or force or clustering_trigger(table, policy).due else False
     return plan_clean(table, policy, now)
 
 
@@ -85,6 +85,29 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
         elif planned is None:  # due but nothing to plan, or it failed: re-arm the trigger
             digest.attempted(service, _newest_instant(ctx.table))
     return TimelineDigest.of(ctx.table, digest, ctx.now, ctx.services), recorder.recorded
+
+
+def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: TableService
+                   ) -> tuple[TimelineDigest, list[Task]]:
+    """An operator's request to plan `service` now (`POST /api/v1/tables/{id}:plan`): a planning pass that
+    plans the service whatever its trigger says (a rollback: of the writes whose writer is gone), and raises
+    what keeps it from planning instead of alerting. Returns the table's new digest and the tasks recorded
+    (the requested plan's, and those of plans adopted on the way)."""
+    with ctx.table.timeline.pinned():
+        recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
+        _guarded(recorder, "adoption", recorder.adopt_unknown_plans)
+        if service == TableService.ROLLBACK:
+            planned = plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now)
+            _guarded(recorder, "compensation", recorder.sync_held_plans)
+        else:
+            _guarded(recorder, "compensation", recorder.sync_held_plans)
+            found = _plan(ctx, service, force=True)
+            planned = [found] if isinstance(found, Planned) else []
+        for plan in planned:
+            recorder.record(plan)
+        if planned:
+            AlertRepo(ctx.session).resolve(recorder.planning_failed_fingerprint(service))
+        return TimelineDigest.of(ctx.table, digest, ctx.now, ctx.services), recorder.recorded
 
 
 def _newest_instant(table) -> str:

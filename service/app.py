@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from planner.runner import Planner
 from tms.config import Settings, load_settings
 from tms.db import Database, open_database
 from tms.db.intake import IntakeStore
@@ -21,6 +22,8 @@ from .intake import Intake
 from .metrics import LatencyMiddleware, Metrics
 from .routers import admin, events, health, tables, tasks
 from .ui import routes as dashboard
+
+_PLANNED_ON_REQUEST_CACHE = 100  # tables whose loaded timeline the service keeps for requests
 
 DESCRIPTION = """The control plane of TMS, the table management service for Apache Hudi tables.
 
@@ -59,6 +62,9 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         cache_seconds=settings.cache_seconds)
     app.state.intake = Intake(intake_store, metrics, cache_seconds=settings.cache_seconds)
     app.state.heartbeat = heartbeat
+    # Operators' requests to plan a table now run here, under the table's planning lock (no change feed).
+    app.state.planner = Planner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE,
+                                              watch_timelines=False)
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
     for module in (events, tables, tasks, admin, health):

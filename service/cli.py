@@ -39,15 +39,21 @@ tokens = typer.Typer(help="API tokens.", no_args_is_help=True)
 @tokens.command("create")
 def create_token(role: Annotated[str, typer.Option(help="viewer | operator | admin")],
                  name: Annotated[str, typer.Option(help="A note on who uses it")] = "") -> None:
-    """Create an API token and print it (it cannot be shown again)."""
+    """Create an API token and print it (it cannot be shown again). The database is TMS_DATABASE_URL's, else
+    that of the `tms up` running on this machine (from TMS_DATA_DIR, or from any directory); none is created."""
     # The database layer (SQLAlchemy, psycopg, the embedded PostgreSQL) loads only for the commands using it.
-    from tms.db import Database, TokenRepo
-    from tms.db.startup import database_url, open_database
+    from tms.db import Database, TokenRepo, migrate
+    from tms.db.startup import existing_database
 
     settings = load_settings()
     if role not in ("viewer", "operator", "admin"):
         raise typer.BadParameter("expected viewer, operator or admin", param_hint="--role")
-    database = open_database(settings) if settings.migrate_on_start else Database(database_url(settings))
+    found = existing_database(settings)
+    if not found.configured:
+        typer.echo(f"using {found.origin}", err=True)
+    if settings.migrate_on_start:
+        migrate.upgrade(found.url)
+    database = Database(found.url)
     try:
         with database.transaction() as session:
             _, token = TokenRepo(session).create(role, name)

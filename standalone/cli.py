@@ -5,24 +5,27 @@ from pathlib import Path
 
 import typer
 
-from standalone.run import run_local
-from tms.errors import TMSError
+from .run import run_local
+from .supervisor import RoleFailed
 
 
 def up(data_dir: Path = typer.Option(Path(".tms"), "--data-dir", envvar="TMS_DATA_DIR",
-                                     help="Local state: the embedded database, the demo table, logs."),
+                                     help="Local state: the embedded database, the demo table, logs, the admin "
+                                          "token and callback key."),
        host: str = typer.Option("127.0.0.1", "--host", help="Interface the service listens on."),
        port: int = typer.Option(8080, "--port", help="Port the service listens on."),
        commits: int = typer.Option(0, "--commits", help="Stop after N demo commits (0: run until stopped)."),
        interval: float = typer.Option(5.0, "--interval", help="Seconds between demo commits.")):
-    """Run TMS on this machine with embedded defaults: the service with an embedded PostgreSQL, a demo
-    table registered with it, and the demo writer posting Hudi's commit callbacks."""
+    """Run TMS on this machine with embedded defaults: the service with an embedded PostgreSQL, the planner
+    and the worker, a demo table registered with it, and the demo writer posting Hudi's commit callbacks.
+    SIGINT, SIGTERM or SIGHUP stop everything it started."""
     try:
         run_local(data_dir, host=host, port=port, commits=commits, interval=interval, echo=typer.echo)
-    except KeyboardInterrupt:
-        pass
-    except RuntimeError as e:  # a role that could not start
-        raise TMSError(str(e)) from None
+    except RoleFailed as e:
+        typer.echo(f"the last lines of {e.log}:", err=True)
+        for line in e.tail:
+            typer.echo(f"  {line}", err=True)
+        raise
 
 
 def register(app: typer.Typer) -> None:

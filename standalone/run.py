@@ -1,23 +1,30 @@
-"""`tms up`: TMS on one machine with embedded defaults — the service (and its embedded PostgreSQL) and the
-other roles as child processes, a demo table registered with it, the demo writer posting Hudi's commit
-callbacks, and a watcher printing what becomes of them (tasks planned, run by the worker on local Spark)."""
+"""`tms up`: TMS on one machine with embedded defaults — the database made ready once (an embedded
+PostgreSQL unless TMS_DATABASE_URL is set), the roles as supervised child processes, a demo table
+registered with the service, the demo writer posting Hudi's commit callbacks, and a watcher printing what
+becomes of them (tasks planned, run by the worker on local Spark). SIGINT, SIGTERM and SIGHUP stop it all:
+the roles, then the embedded PostgreSQL."""
 from __future__ import annotations
 
 import os
-import secrets
 import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import cast
 
 import httpx
 
+from tms import local_instances
+from tms.config import load_settings
 from tms.demo import ensure_demo_table, run_demo_writer
+from tms.errors import TMSError
+from tms.ops.client import TmsClient
+
+from . import database as local_database
+from .credentials import kept_secret
+from .supervisor import Supervisor
 
 # The roles started as child processes, each a `tms` subcommand.
 ROLES = ("serve", "planner", "worker")
@@ -25,39 +32,45 @@ ROLES = ("serve", "planner", "worker")
 DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3,
                  "hoodie.compact.inline.trigger.strategy": "NUM_COMMITS_AFTER_LAST_REQUEST"}
 ACTIVE_STATES = ("PENDING", "BLOCKED", "RUNNABLE", "RUNNING")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+READY_TIMEOUT_SECONDS = 180.0
 
 
-def _spawn(role: str, env: dict[str, str], log_dir: Path) -> subprocess.Popen:
-    log = open(log_dir / f"{role}.log", "ab")
-    return subprocess.Popen([sys.executable, "-m", "tms.cli", role], env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+class Stopped(Exception):
+    """A stop signal arrived."""
 
 
-def _wait_ready(url: str, procs: list[subprocess.Popen], timeout: float = 180) -> None:
+@contextmanager
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """While inside: SIGINT, SIGTERM and SIGHUP set `stop` (the previous handlers come back after)."""
+    previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _wait_ready(url: str, supervisor: Supervisor, stop: threading.Event,
+                timeout: float = READY_TIMEOUT_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f"{' '.join(cast(list[str], p.args)[3:])} exited with {p.returncode} while starting")
+        supervisor.check()
         try:
             if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the service at {url} was not ready within {timeout:.0f} s")
+        if stop.wait(0.5):
+            raise Stopped
+    raise TMSError(f"the service at {url} was not ready within {timeout:.0f} s (see its log, serve.log)")
 
 
-def _register(url: str, admin: str, path: str) -> int:
-    headers = {"Authorization": f"Bearer {admin}"}
-    found = httpx.get(f"{url}/api/v1/tables", params={"name": "trips"}, headers=headers, timeout=10).json()
-    for t in found.get("items", []):
+def _register(client: TmsClient, path: str) -> int:
+    for t in client.all_pages("/tables", name="trips"):
         if t["base_path"].rstrip("/").endswith(path.rstrip("/")):
-            return t["id"]
-    response = httpx.post(f"{url}/api/v1/tables", json={"base_path": path, "policies": DEMO_POLICIES},
-                          headers=headers, timeout=30)
-    response.raise_for_status()
-    return response.json()["id"]
+            return int(t["id"])
+    return int(client.post("/tables", {"base_path": path, "policies": DEMO_POLICIES})["id"])
 
 
 class TaskWatcher:
@@ -110,56 +123,126 @@ class TaskWatcher:
         return line
 
 
-def _settle(watcher: TaskWatcher, echo: Callable[[str], None], quiet_seconds: float = 10,
-            timeout: float = 600) -> None:
+class DemoWriter:
+    """The demo writer in a thread; its failure is raised by `check()` in the caller's thread."""
+
+    def __init__(self, path: str, *, commits: int, interval: float, callback_url: str, callback_key: str,
+                 echo: Callable[[str], None], stop: threading.Event):
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="demo-writer", daemon=True, kwargs=dict(
+            path=path, commits=commits, interval=interval, callback_url=callback_url, callback_key=callback_key,
+            echo=echo, stop=stop))
+
+    def _run(self, **kwargs) -> None:
+        try:
+            run_demo_writer(kwargs.pop("path"), **kwargs)
+        except BaseException as e:  # reported by check()
+            self.error = e
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def done(self) -> bool:
+        if self.error is not None:
+            raise TMSError(f"the demo writer failed: {self.error}")
+        return not self._thread.is_alive()
+
+    def join(self) -> None:
+        self._thread.join()
+
+
+def _supervise_until(done: Callable[[], bool], supervisor: Supervisor, stop: threading.Event,
+                     timeout: float | None = None) -> bool:
+    """Keep the roles running until `done()` (True), `timeout` (False) or a stop signal (Stopped)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done():
+        supervisor.check()
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        if stop.wait(0.5):
+            raise Stopped
+    return True
+
+
+def _settle(watcher: TaskWatcher, supervisor: Supervisor, stop: threading.Event, echo: Callable[[str], None],
+            quiet_seconds: float = 10, timeout: float = 600) -> None:
     """After the last demo commit: wait until the work it caused is done (no task active for a while)."""
     echo("the demo writer is done; waiting for the tasks it caused to finish")
-    deadline = time.monotonic() + timeout
     quiet_since = time.monotonic()
-    while time.monotonic() < deadline:
+
+    def quiet() -> bool:
+        nonlocal quiet_since
         watcher.poll()
         if watcher.active():
             quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since >= quiet_seconds:
-            return
-        time.sleep(1)
-    echo(f"{watcher.active()} task(s) still active after {timeout:.0f} s; stopping")
+        return time.monotonic() - quiet_since >= quiet_seconds
+
+    if not _supervise_until(quiet, supervisor, stop, timeout):
+        echo(f"{watcher.active()} task(s) still active after {timeout:.0f} s; stopping")
 
 
 def run_local(data_dir: Path, *, host: str, port: int, commits: int, interval: float,
               echo: Callable[[str], None]) -> None:
+    """Run until the demo commits are done and their tasks finished (`commits` > 0), or a stop signal."""
     data_dir = data_dir.resolve()
     tables, logs = data_dir / "tables", data_dir / "logs"
     tables.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
-    admin = os.environ.get("TMS_ADMIN_TOKEN") or secrets.token_urlsafe(24)
-    callback_key = os.environ.get("TMS_CALLBACK_KEY") or secrets.token_urlsafe(24)
-    env = {**os.environ, "TMS_DATA_DIR": str(data_dir), "TMS_STORAGE_ROOTS": str(tables),
-           "TMS_ADMIN_TOKEN": admin, "TMS_CALLBACK_KEY": callback_key, "TMS_HOST": host, "TMS_PORT": str(port)}
+    running = local_instances.running_for(data_dir)
+    if running is not None:
+        raise TMSError(f"TMS already runs from {data_dir} (pid {running.pid}, {running.url})")
+    stop = threading.Event()
+    with stop_on_signals(stop):
+        database = local_database.prepare(load_settings(data_dir=data_dir).database_url, data_dir)
+        try:
+            _run_roles(data_dir, database.url, tables, logs, host=host, port=port, commits=commits,
+                       interval=interval, echo=echo, stop=stop)
+        except Stopped:
+            echo("stopping")
+        finally:
+            database.stop()
+
+
+def _run_roles(data_dir: Path, database_url: str, tables: Path, logs: Path, *, host: str, port: int,
+               commits: int, interval: float, echo: Callable[[str], None], stop: threading.Event) -> None:
+    admin = kept_secret(data_dir, "admin-token", "TMS_ADMIN_TOKEN")
+    callback_key = kept_secret(data_dir, "callback-key", "TMS_CALLBACK_KEY")
     url = f"http://{host}:{port}"
-    procs = [_spawn(role, env, logs) for role in ROLES]
-    watcher = TaskWatcher(url, admin, echo)
+    env = {**os.environ, "TMS_DATA_DIR": str(data_dir), "TMS_STORAGE_ROOTS": str(tables),
+           "TMS_DATABASE_URL": database_url, "TMS_MIGRATE_ON_START": "false", "TMS_ADMIN_TOKEN": admin.value,
+           "TMS_CALLBACK_KEY": callback_key.value, "TMS_HOST": host, "TMS_PORT": str(port)}
+    supervisor = Supervisor(ROLES, env, logs, echo)
+    watcher = TaskWatcher(url, admin.value, echo)
+    writer: DemoWriter | None = None
+    if stop.is_set():
+        raise Stopped
+    supervisor.start()
+    local_instances.record(local_instances.LocalInstance(os.getpid(), str(data_dir), database_url, url))
     try:
-        _wait_ready(url, procs)
+        _wait_ready(url, supervisor, stop)
         path = str(tables / "trips")
         ensure_demo_table(path)
-        table_id = _register(url, admin, path)
+        with TmsClient(url, admin.value) as client:
+            table_id = _register(client, path)
         echo(f"TMS is up: {url} (API docs {url}/docs, metrics {url}/metrics), logs in {logs}")
-        echo(f"admin token: {admin}")
+        echo(f"admin token: {admin.value}" + (f" (kept in {admin.kept_in})" if admin.kept_in else ""))
+        echo(f"callback key: {callback_key.value}"
+             + (f" (kept in {callback_key.kept_in})" if callback_key.kept_in else ""))
+        echo(f"ops commands: export TMS_URL={url} TMS_TOKEN=$(cat {admin.kept_in}); tms status"
+             if admin.kept_in else f"ops commands: export TMS_URL={url} TMS_TOKEN=<the admin token>; tms status")
         echo(f"demo table {path} registered as table {table_id}; the demo writer posts callbacks to TMS, "
              f"and a compaction is due every {DEMO_POLICIES['hoodie.compact.inline.max.delta.commits']} commits")
         watcher.start()
-        run_demo_writer(path, commits=commits, interval=interval, callback_url=f"{url}/api/v1/hudi/callback",
-                        callback_key=callback_key, echo=echo)
+        writer = DemoWriter(path, commits=commits, interval=interval, callback_url=f"{url}/api/v1/hudi/callback",
+                            callback_key=callback_key.value, echo=echo, stop=stop)
+        writer.start()
+        _supervise_until(writer.done, supervisor, stop)
         watcher.stop()
-        _settle(watcher, echo)
+        _settle(watcher, supervisor, stop, echo)
     finally:
+        stop.set()  # the demo writer stops after its commit in progress
         watcher.stop()
-        for p in procs:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        if writer is not None:
+            writer.join()
+        supervisor.stop()
+        local_instances.forget(data_dir)

@@ -26,6 +26,7 @@ from tms.hudi.reader import iter_snapshot
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs, parse_write_options
 from tms.hudi.writer import HudiWriter, create_table_for_records
+from tms.ops import commands as ops_commands
 from worker import cli as worker_cli
 
 
@@ -221,12 +222,14 @@ def demo(path: str = typer.Argument(..., help="Where to create (or continue) the
 
 def _mount_role_commands() -> None:
     """Commands that live with their roles: the service's (serve, tokens, db), the planner's (schedule,
-    planner), the executor's (execute) and the worker's (worker)."""
+    planner), the executor's (execute) and the worker's (worker); and the ops commands over the HTTP API
+    (status, tables, tasks, queues, alerts, trigger, tokens list|revoke)."""
     service_cli.register(app)
     planner_cli.register(app)
     execute_cli.register(app)
     worker_cli.register(app)
     standalone_cli.register(app)
+    ops_commands.register(app, tokens_app=service_cli.tokens)
 
 
 _mount_role_commands()

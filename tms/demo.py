@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -35,18 +36,20 @@ def _trip(rng: random.Random, key: str, ts: int, city: str | None = None) -> dic
 
 def run_demo_writer(path: str, *, commits: int = 0, interval: float = 5.0, table_type: str = "MERGE_ON_READ",
                     version: int = 8, callback_url: str | None = None, callback_key: str | None = None,
-                    batch: int = 200, seed: int | None = None, echo: Callable[[str], None] = print) -> None:
-    """Write `commits` commits (0: until interrupted), `interval` seconds apart: inserts while the table
-    is small, then mostly updates with some inserts, and now and then deletes."""
+                    batch: int = 200, seed: int | None = None, echo: Callable[[str], None] = print,
+                    stop: threading.Event | None = None) -> None:
+    """Write `commits` commits (0: until interrupted, or until `stop` is set), `interval` seconds apart:
+    inserts while the table is small, then mostly updates with some inserts, and now and then deletes."""
     rng = random.Random(seed)
     table = ensure_demo_table(path, table_type=table_type, version=version)
     writer = HudiWriter(table, callback_url=callback_url, callback_key=callback_key)
     live = {r["uuid"]: r["city"] for r in read_snapshot(table, columns=["uuid", "city"]).to_pylist()} \
         if table.timeline.completed_writes() else {}
     n = 0
-    while commits == 0 or n < commits:
-        if n:
-            time.sleep(interval)
+    stop = stop or threading.Event()
+    while (commits == 0 or n < commits) and not stop.is_set():
+        if n and stop.wait(interval):
+            break
         now = int(time.time() * 1000)
         keys = list(live)
         if len(keys) < batch:

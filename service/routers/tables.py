@@ -10,11 +10,12 @@ from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secre
 from tms.hudi.table import HudiTable
 from tms.table_path import is_under_roots
 
-from ..auth import Admin, Viewer
+from ..auth import Admin, Operator, Viewer
 from ..errors import validation_error
 from ..schemas.common import Id, Limit, Offset, ShortText
-from ..schemas.problems import ADMIN, VIEWER, problems
-from ..schemas.tables import TableChanges, TableDetail, TableOut, TablePage, TableRegistration
+from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
+from ..schemas.tables import PlanRequest, PlanResult, TableChanges, TableDetail, TableOut, TablePage, TableRegistration
+from ..schemas.tasks import TaskOut
 from ..table_view import live_view, registration_facts
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
@@ -121,3 +122,16 @@ def delete_table(table_id: TableId, request: Request) -> Response:
         TableRepo(session).unregister(table_id)
     _forget_cached_identities(request)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{table_id}:plan", response_model=PlanResult, dependencies=[Operator],
+             responses=problems(*OPERATOR, 400, 404, 409, 413, 422,
+                                d409="The table is disabled, or another planner holds it"),
+             summary="Plan a table service now",
+             description="Plans the service on the table at once, under the table's planning lock, whatever its "
+                         "trigger says, and records its task (the worker runs it). 404 for an unknown table; 409 "
+                         "for a disabled table, or one another planner holds for longer than a few seconds; 422 "
+                         "when the table cannot be planned as asked (compaction of a COPY_ON_WRITE table).")
+def plan_table(table_id: TableId, body: PlanRequest, request: Request) -> dict[str, Any]:
+    tasks = request.app.state.planner.plan_on_request(table_id, body.service)
+    return {"table_id": table_id, "service": body.service, "tasks": [TaskOut.model_validate(t) for t in tasks]}

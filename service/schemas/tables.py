@@ -6,7 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from tms.table_service import TableService
+
 from .common import BasePath, BodyBool, BodyInt, JsonObject, Record, ShortText
+from .tasks import TaskOut
 
 
 class TableRegistration(BaseModel):
@@ -122,3 +125,15 @@ class TableDetail(TableOut):
         description="None when the table's file groups cannot be listed (see health)")
     tasks_by_state: dict[str, int]
     health: Health
+
+
+class PlanRequest(BaseModel):
+    service: TableService = Field(description="The table service to plan now, whatever its trigger says "
+                                              "(a rollback: of the writes whose writer is gone)")
+
+
+class PlanResult(BaseModel):
+    table_id: int
+    service: TableService
+    tasks: list[TaskOut] = Field(description="The tasks recorded: the new plan's, and those of plans found on "
+                                             "the timeline without a task; empty when there was nothing to plan")

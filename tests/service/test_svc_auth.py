@@ -13,6 +13,7 @@ ENDPOINTS = [
     ("POST", "/api/v1/tables", "admin"),
     ("PATCH", "/api/v1/tables/1", "admin"),
     ("DELETE", "/api/v1/tables/1", "admin"),
+    ("POST", "/api/v1/tables/1:plan", "operator"),
     ("GET", "/api/v1/tasks", "viewer"),
     ("GET", "/api/v1/tasks/1", "viewer"),
     ("POST", "/api/v1/tasks/1:rerun", "operator"),

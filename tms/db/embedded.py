@@ -43,6 +43,11 @@ def embedded_database_url(data_dir: Path) -> str:
     return with_database(server_url, DATABASE_NAME)
 
 
+def has_embedded_database(data_dir: Path) -> bool:
+    """Whether `data_dir` holds an embedded PostgreSQL (running or not)."""
+    return (Path(data_dir).expanduser().resolve() / "postgres" / "PG_VERSION").exists()
+
+
 def with_database(server_url: str, database: str) -> str:
     return make_url(server_url).set(database=database).render_as_string(hide_password=False)
 
@@ -149,3 +154,22 @@ def _run(run_as: pwd.struct_passwd | None, argv: list, *, check: bool = True) ->
         lines = (proc.stderr or proc.stdout).strip().splitlines()
         raise EmbeddedDatabaseError(f"{Path(str(argv[0])).name} failed: {lines[-1] if lines else proc.returncode}")
     return proc.returncode
+
+
+def stop_embedded(data_dir: Path) -> None:
+    """Stop the embedded PostgreSQL of `data_dir` that this process started (fast shutdown), whoever else
+    still uses it: what the parent of `tms up` does once its roles have stopped."""
+    pgdata = Path(data_dir).expanduser().resolve() / "postgres"
+    server = _servers.pop(pgdata, None)
+    if server is None:
+        stop_with_binaries(pgdata)
+        return
+    # pgserver's own stop: it drops this process's handle and stops the server if that was the last one
+    # (no public API for it). A handle left by a process that died keeps the server up: stop it then.
+    server._cleanup()
+    if (pgdata / "postmaster.pid").exists():
+        try:
+            import_pgserver().pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata,
+                                     user=getattr(server, "system_user", None))
+        except subprocess.CalledProcessError:
+            pass  # it stopped meanwhile

@@ -113,6 +113,8 @@ class LocalStorage:
             if path.startswith(prefix):
                 path = path[len(prefix):]
                 break
+        if path and not path.startswith("/"):  # a relative path: from the working directory, as anywhere
+            path = os.path.abspath(path)
         self.root = "/" + path.lstrip("/") if path else "/"
 
     def full(self, rel: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import posixpath
 from collections import defaultdict
 from collections.abc import Sequence
@@ -443,14 +444,33 @@ class HudiWriter:
 
     def _post_callback(self, url: str, ts: str, action: str, meta: CommitMetadata) -> None:
         """Hudi's HTTP commit callback (HoodieWriteCommitCallbackMessage as JSON)."""
-        body = {"commitTime": ts, "tableName": self.config.name, "basePath": self.table.base_path,
+        body = {"commitTime": ts, "tableName": self.config.name, "basePath": callback_base_path(self.table.base_path),
                 "hoodieWriteStat": [s.to_jackson() for s in meta.write_stats()],
                 "commitActionType": action, "extraMetadata": meta.extra_metadata}
         headers = {"HUDI-CALLBACK-KEY": self.callback_key} if self.callback_key else {}
         try:
-            httpx.post(url, json=body, headers=headers, timeout=10).raise_for_status()
+            response = httpx.post(url, json=body, headers=headers, timeout=10)
         except httpx.HTTPError as e:  # as in Hudi, a failed callback does not fail the commit
             log.warning("commit callback to %s failed: %s", url, e)
+            return
+        if response.is_error:
+            log.warning("commit callback for %s refused by %s (%s): %s", ts, url,
+                        response.status_code, refusal_reason(response))
+
+
+def callback_base_path(base_path: str) -> str:
+    """The table's base path as a service must see it: a local path absolute (a relative one means
+    nothing to the service), a URL as it is."""
+    return base_path if "://" in base_path else os.path.abspath(base_path)
+
+
+def refusal_reason(response: httpx.Response) -> str:
+    """The reason a service gave for refusing a request: its JSON `detail`, else the start of its body."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    return " ".join(str(detail if detail else response.text[:200] or response.reason_phrase).split())
 
 
 def _rel(partition: str, name: str) -> str:

@@ -75,12 +75,13 @@ def _clustering_group(table: HudiTable, slices: list[FileSlice], policy: TablePo
                  TOTAL_LOG_FILES: float(sum(len(fs.log_files) for fs in slices))})
 
 
-def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned | None:
-    """Plan a clustering if enough commits landed since the last one and small files can be grouped;
-    None otherwise. `now` is unused by Hudi's size-based strategy; it keeps the planners' signature."""
+def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False) -> Planned | None:
+    """Plan a clustering if enough commits landed since the last one (or `force`: an operator asked for one
+    now) and small files can be grouped; None otherwise. `now` is unused by Hudi's size-based strategy; it
+    keeps the planners' signature."""
     tl = table.timeline
     tl.reload()
-    if not clustering_trigger(table, policy).due:
+    if not force and not clustering_trigger(table, policy).due:
         return None
     view = table.file_system_view()
     busy = set(view.pending_compaction) | set(view.pending_clustering) | file_groups_of_pending_writes(table)

@@ -53,16 +53,17 @@ def _operation(fs: FileSlice, logs: list[LogFile], policy: TablePolicy) -> Compa
                                 policy.parquet_max_file_size))
 
 
-def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned | None:
-    """Plan a compaction if the trigger strategy says one is due and some file slice has log files to
-    compact; None otherwise. On v6 the plan may come back held (`blockers`)."""
+def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False) -> Planned | None:
+    """Plan a compaction if the trigger strategy says one is due (or `force`: an operator asked for one now)
+    and some file slice has log files to compact; None otherwise. On v6 the plan may come back held
+    (`blockers`)."""
     config = table.config
     if not config.is_mor:
         raise PlanningError(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
     config.require_builtin_merge()  # a plan no executor can run is not worth writing
     tl = table.timeline
     tl.reload()
-    if not compaction_trigger(table, policy, now).due:
+    if not force and not compaction_trigger(table, policy, now).due:
         return None
     v6 = config.version < 8
     tc = tl.new_instant_time()

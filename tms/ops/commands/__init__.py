@@ -1,0 +1,16 @@
+"""The ops commands, one module per group, each over the HTTP API. Adding a group: a module with
+`register(app)`, listed in GROUPS."""
+from __future__ import annotations
+
+import typer
+
+from . import alerts, queues, status, tables, tasks, tokens, trigger
+
+GROUPS = (status, tables, tasks, queues, alerts, trigger)
+
+
+def register(app: typer.Typer, *, tokens_app: typer.Typer) -> None:
+    """Mount every ops group on `app`; `tokens list|revoke` join the existing `tokens` group."""
+    for group in GROUPS:
+        group.register(app)
+    tokens.register(tokens_app)

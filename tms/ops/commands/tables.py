@@ -1,0 +1,177 @@
+"""`tms tables list|show|register|update|enable|disable|delete`: the table registry."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tms.errors import TMSError
+
+from .. import output
+from ..options import DEFAULT_URL, Json, Token, Url, confirm, connect, key_values
+from .table_ref import table_id
+
+app = typer.Typer(help="Registered tables (over the API).", no_args_is_help=True)
+Ref = Annotated[str, typer.Argument(help="The table: its id, name or database.name.", show_default=False)]
+Policies = Annotated[list[str] | None, typer.Option(
+    "--policy", help="A policy option, hoodie.key=value (repeatable); hoodie.key= restores its default.")]
+
+COLUMNS = [("ID", output.field("id")), ("DATABASE", output.field("database")), ("NAME", output.field("name")),
+           ("TYPE", output.field("table_type")), ("VERSION", output.field("table_version")),
+           ("ENABLED", output.field("enabled")), ("PRIORITY", output.field("priority")),
+           ("QUEUE", output.field("queue")), ("BASE PATH", output.field("base_path"))]
+
+
+def _show(table: dict[str, Any], as_json: bool, line: str) -> None:
+    if as_json:
+        output.print_json(table)
+    else:
+        typer.echo(line)
+
+
+@app.command("list")
+def list_tables(name: Annotated[str | None, typer.Option(help="Substring of the table name.")] = None,
+                database: Annotated[str | None, typer.Option(help="The database (exact).")] = None,
+                enabled: Annotated[bool | None, typer.Option("--enabled/--disabled", show_default=False,
+                                                             help="Only enabled (or disabled) tables.")] = None,
+                limit: Annotated[int, typer.Option(min=1, max=500)] = 100,
+                offset: Annotated[int, typer.Option(min=0)] = 0,
+                url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """List registered tables."""
+    with connect(url, token) as client:
+        page = client.get("/tables", name=name, database=database, enabled=enabled, limit=limit, offset=offset)
+    if as_json:
+        output.print_json(page)
+        return
+    typer.echo(output.table(page["items"], COLUMNS, empty="no table"))
+    if page["total"] > len(page["items"]):
+        typer.echo(f"({len(page['items'])} of {page['total']}; see --limit and --offset)")
+
+
+def _detail_lines(t: dict[str, Any]) -> list[str]:
+    health = t.get("health") or {}
+    timeline = t.get("timeline") or {}
+    groups = t.get("file_group_stats") or {}
+    last = timeline.get("last_completed") or {}
+    lines = [output.record([
+        ("table", f"{t['id']} {t['database']}.{t['name']}"), ("base path", t["base_path"]),
+        ("type", f"{t['table_type']} v{t['table_version']}"), ("enabled", t["enabled"]),
+        ("priority", t["priority"]), ("queue", t["queue"]), ("record key", t["record_key_fields"]),
+        ("partitions", t["partition_fields"]), ("ordering", t["ordering_fields"]),
+        ("health", f"{health.get('status', '-')} {'; '.join(health.get('reasons') or [])}".strip()),
+        ("timeline", f"{timeline.get('instants', 0)} instants, {timeline.get('pending', 0)} pending, last completed "
+                     f"{last.get('instant', '-')} {last.get('action', '')}".rstrip()),
+        ("file groups", f"{groups.get('file_groups', 0)} in {groups.get('partitions', 0)} partition(s), "
+                        f"{groups.get('log_files', 0)} log file(s)"),
+        ("tasks", t.get("tasks_by_state") or {}),
+    ])]
+    pending = t.get("pending_instants") or []
+    if pending:
+        lines += ["", "pending instants:", output.table(pending, [
+            ("INSTANT", output.field("instant")), ("ACTION", output.field("action")),
+            ("STATE", output.field("state"))])]
+    lines += ["", "policies:", output.record(sorted((t.get("policies") or {}).items()))]
+    return lines
+
+
+@app.command("show")
+def show_table(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """A table: configuration, health, timeline, file groups, tasks and every policy's effective value."""
+    with connect(url, token) as client:
+        detail = client.get(f"/tables/{table_id(client, ref)}")
+    if as_json:
+        output.print_json(detail)
+    else:
+        typer.echo("\n".join(_detail_lines(detail)))
+
+
+def _absolute(path: str) -> str:
+    """A local path as the service must see it (absolute); URLs as given."""
+    return path if "://" in path else str(Path(path).expanduser().absolute())
+
+
+@app.command("register")
+def register_table(path: Annotated[str, typer.Argument(help="The table's base path or URL.", show_default=False)],
+                   priority: Annotated[int, typer.Option(help="Higher runs first.")] = 0,
+                   queue: Annotated[str | None, typer.Option(help="Preferred resource queue.")] = None,
+                   policy: Policies = None,
+                   callback_key: Annotated[str | None, typer.Option(
+                       help="A HUDI-CALLBACK-KEY accepted for this table only.")] = None,
+                   disabled: Annotated[bool, typer.Option("--disabled", help="Register it disabled.")] = False,
+                   url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """Register a Hudi table (its files are not touched)."""
+    body: dict[str, Any] = {"base_path": _absolute(path), "priority": priority, "enabled": not disabled,
+                            "policies": key_values(policy, "--policy")}
+    if queue is not None:
+        body["queue"] = queue
+    if callback_key is not None:
+        body["callback_key"] = callback_key
+    with connect(url, token) as client:
+        table = client.post("/tables", body)
+    _show(table, as_json, f"registered {table['base_path']} as table {table['id']} "
+                          f"({table['database']}.{table['name']}, {table['table_type']} v{table['table_version']})")
+
+
+@app.command("update")
+def update_table(ref: Ref, policy: Policies = None,
+                 priority: Annotated[int | None, typer.Option(help="Higher runs first.")] = None,
+                 queue: Annotated[str | None, typer.Option(help="Preferred resource queue ('' for none).")] = None,
+                 callback_key: Annotated[str | None, typer.Option(
+                     help="The table's own callback key ('' removes it).")] = None,
+                 url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """Change a table's policies, priority, queue or callback key."""
+    changes: dict[str, Any] = {}
+    if policy:
+        changes["policies"] = key_values(policy, "--policy", empty_is_none=True)
+    if priority is not None:
+        changes["priority"] = priority
+    if queue is not None:
+        changes["queue"] = queue or None
+    if callback_key is not None:
+        changes["callback_key"] = callback_key or None
+    if not changes:
+        raise TMSError("nothing to change: give --policy, --priority, --queue or --callback-key")
+    with connect(url, token) as client:
+        table = client.patch(f"/tables/{table_id(client, ref)}", changes)
+    line = f"table {table['id']} ({table['name']}) updated"
+    for key in (changes.get("policies") or {}):
+        line += f"\n  {key} = {output.text(table['policies'].get(key))}"
+    _show(table, as_json, line)
+
+
+def _set_enabled(ref: str, enabled: bool, url: str, token: str | None, as_json: bool) -> None:
+    with connect(url, token) as client:
+        table = client.patch(f"/tables/{table_id(client, ref)}", {"enabled": enabled})
+    _show(table, as_json, f"table {table['id']} ({table['name']}) {'enabled' if enabled else 'disabled'}")
+
+
+@app.command("enable")
+def enable_table(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """Plan and run the table's services again."""
+    _set_enabled(ref, True, url, token, as_json)
+
+
+@app.command("disable")
+def disable_table(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """Stop planning the table's services (running tasks finish)."""
+    _set_enabled(ref, False, url, token, as_json)
+
+
+@app.command("delete")
+def delete_table(ref: Ref, yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+                 url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """Unregister a table and forget its tasks (its files are never touched)."""
+    with connect(url, token) as client:
+        tid = table_id(client, ref)
+        if not yes:
+            confirm(f"unregister table {tid} and forget its tasks?", f"table {tid} not unregistered")
+        client.delete(f"/tables/{tid}")
+    if as_json:
+        output.print_json({"id": tid, "deleted": True})
+    else:
+        typer.echo(f"table {tid} unregistered (its files are untouched)")
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="tables")
