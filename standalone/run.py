@@ -19,7 +19,7 @@ import httpx
 from tms.demo import ensure_demo_table, run_demo_writer
 
 # The roles started as child processes, each a `tms` subcommand.
-ROLES = ("serve", "planner", "worker")
+ROLES = ("serve", "planner", "worker", "manager")
 # The demo table's policy: a compaction is due every few delta commits, so one completes within a minute.
 DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3}
 ACTIVE_STATES = ("PENDING", "BLOCKED", "RUNNABLE", "RUNNING")

@@ -167,7 +167,8 @@ def demo(path: str = typer.Argument(..., help="Where to create (or continue) the
 
 def _mount_role_commands() -> None:
     """Commands that live with their roles: the service's (serve, tokens, db), the planner's (schedule,
-    planner), the executor's (execute) and the worker's (worker)."""
+    planner), the executor's (execute), the worker's (worker) and the manager's (manager)."""
+    from manager import cli as manager_cli
     from planner import cli as planner_cli
     from service import cli as service_cli
     from standalone import cli as standalone_cli
@@ -177,6 +178,7 @@ def _mount_role_commands() -> None:
     planner_cli.register(app)
     execute_cli.register(app)
     worker_cli.register(app)
+    manager_cli.register(app)
     standalone_cli.register(app)
 
 
