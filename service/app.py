@@ -19,7 +19,7 @@ from .auth import Authenticator
 from .heartbeat import Heartbeat
 from .intake import Intake
 from .metrics import LatencyMiddleware, Metrics
-from .routers import admin, events, health, tables, tasks
+from .routers import admin, events, health, manager, tables, tasks
 
 DESCRIPTION = """The control plane of TMS, the table management service for Apache Hudi tables.
 
@@ -60,6 +60,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.heartbeat = heartbeat
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
-    for module in (events, tables, tasks, admin, health):
+    for module in (events, tables, tasks, admin, manager, health):
         app.include_router(module.router)
     return app
