@@ -100,9 +100,18 @@ class Planner:
     def tick(self) -> int:
         """Plan what time alone made due, on every enabled table whose digest says so. Returns the
         number of tasks recorded."""
+        return self._tick_rows(self._enabled_tables())
+
+    def tick_tables(self, table_ids: list[int]) -> int:
+        """The periodic trigger on these tables only (those the manager's leader asked for)."""
+        with self.database.transaction() as session:
+            rows = [row for t in table_ids if (row := session.get(RegisteredTable, t)) is not None and row.enabled]
+        return self._tick_rows(rows)
+
+    def _tick_rows(self, rows: list[RegisteredTable]) -> int:
         now = self.clock()
         recorded = 0
-        for row in self._enabled_tables():
+        for row in rows:
             if self._stopping.is_set():
                 break
             digest = self._digest(row)
