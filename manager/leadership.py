@@ -7,7 +7,7 @@ writing anything:
   monotonic clock (which runs on while the process is stopped), and stops its periodic work when that
   time is up, before the lease ends in the database;
 - in the database, every leader-only write runs in a `fenced()` transaction that first checks (and
-  share-locks) the lease row at its epoch, so a takeover cannot commit in between."""
+  locks) the lease row at its epoch, so a takeover cannot commit in between."""
 from __future__ import annotations
 
 import logging

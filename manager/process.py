@@ -65,7 +65,7 @@ class ManagerService:
                 self._wake.wait(max(0.01, wait))
                 self._wake.clear()
         finally:
-            self._follow(None)
+            self._follow(None, finish_work=True)  # still the leader: let the running jobs record their work
             try:
                 self.lease.release()
             except Exception as exc:  # it then simply expires
@@ -90,14 +90,14 @@ class ManagerService:
         except Exception as exc:
             log.warning("manager %s: heartbeat failed: %s", self.id, exc)
 
-    def _follow(self, epoch: int | None) -> None:
+    def _follow(self, epoch: int | None, *, finish_work: bool = False) -> None:
         """Run the periodic work exactly while this manager leads, at the epoch it leads at."""
         if epoch == self._leading:
             return
         if self._leading is not None:
             log.warning("manager %s: no longer the leader (epoch %s); periodic work stopped", self.id, self._leading)
             assert self._scheduler is not None
-            self._scheduler.shutdown(wait=False)
+            self._scheduler.shutdown(wait=finish_work)
             self._scheduler = None
         self._leading = epoch
         if epoch is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import any_, delete, func, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -29,7 +29,7 @@ class InstanceRepo:
     def alive(self, role: str, within_seconds: float) -> list[Instance]:
         """Instances of `role` that beat within `within_seconds`."""
         return list(self.session.scalars(select(Instance).where(
-            Instance.roles.any(role), Instance.heartbeat_at >= func.now() - timedelta(seconds=within_seconds))
+            literal(role) == any_(Instance.roles), Instance.heartbeat_at >= func.now() - timedelta(seconds=within_seconds))
             .order_by(Instance.started_at), execution_options={"populate_existing": True}))
 
     def silent_since(self, seconds: float) -> list[Instance]:
@@ -66,11 +66,12 @@ class LeaseRepo:
 
     def holds(self, name: str, holder: str, epoch: int, *, lock: bool = False) -> bool:
         """True while `holder` holds the lease at `epoch` (database clock). With `lock`, the lease row is
-        share-locked until commit, so no takeover commits between this check and the caller's writes."""
+        locked until commit, so no takeover commits between this check and the caller's writes (the holder's
+        fenced transactions queue on it too, which keeps them from deadlocking on `mark_work`)."""
         stmt = select(Lease.name).where(Lease.name == name, Lease.holder == holder, Lease.epoch == epoch,
                                         Lease.expires_at > func.now())
         if lock:
-            stmt = stmt.with_for_update(read=True)
+            stmt = stmt.with_for_update()
         return self.session.execute(stmt).first() is not None
 
     def mark_work(self, name: str, holder: str, epoch: int) -> None:
