@@ -20,7 +20,8 @@ def manager() -> None:
 
     settings = load_settings()
     logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("apscheduler").setLevel(max(logging.WARNING, logging.getLogger().level))
+    # A run skipped because the last one still works is normal here: not worth a line each time.
+    logging.getLogger("apscheduler").setLevel(max(logging.ERROR, logging.getLogger().level))
     database = open_database(settings)
     service = ManagerService(database, settings)
     if settings.manager_metrics_port is not None:

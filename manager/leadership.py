@@ -6,8 +6,8 @@ writing anything:
 - locally, the leader counts its lease from the moment it *asked* to renew it, minus a margin, on its
   monotonic clock (which runs on while the process is stopped), and stops its periodic work when that
   time is up, before the lease ends in the database;
-- in the database, every leader-only write runs in a `fenced()` transaction that first checks (and
-  locks) the lease row at its epoch, so a takeover cannot commit in between."""
+- in the database, every leader-only write runs in a `fenced()` transaction that checks the lease row
+  at its epoch before it commits, the row share-locked, so a takeover cannot commit in between."""
 from __future__ import annotations
 
 import logging
@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from tms.db import Database, LeaseRepo
@@ -27,6 +28,14 @@ LEASE_NAME = "manager"
 
 class NotLeader(TMSError):
     """This manager does not hold the leader lease (any more): it must not write."""
+
+
+def _bounded(session: Session, seconds: float) -> Session:
+    """Have the server end this transaction (and free its row locks) if this process goes quiet in it for
+    `seconds`: a manager paused (SIGSTOP, GC) inside a transaction on the lease row must not keep a standby
+    from taking the lease over. When it wakes, its connection is gone and nothing of it commits."""
+    session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {max(1, int(seconds * 1000))}"))
+    return session
 
 
 class LeaderLease:
@@ -55,7 +64,7 @@ class LeaderLease:
         """Take or renew the lease: the epoch held, or None (another manager leads)."""
         asked = time.monotonic()
         with self.database.transaction() as session:
-            epoch = LeaseRepo(session).acquire(LEASE_NAME, self.holder, self.lease_seconds)
+            epoch = LeaseRepo(_bounded(session, self.margin)).acquire(LEASE_NAME, self.holder, self.lease_seconds)
         with self._lock:
             self._epoch = epoch
             self._valid_until = asked + self.lease_seconds - self.margin if epoch is not None else float("-inf")
@@ -71,19 +80,24 @@ class LeaderLease:
             epoch, self._epoch, self._valid_until = self._epoch, None, float("-inf")
         if epoch is not None:
             with self.database.transaction() as session:
-                LeaseRepo(session).release(LEASE_NAME, self.holder, epoch)
+                LeaseRepo(_bounded(session, self.margin)).release(LEASE_NAME, self.holder, epoch)
 
     @contextmanager
     def fenced(self, epoch: int) -> Iterator[Session]:
         """A transaction for leader-only writes at `epoch`: NotLeader (and nothing written) unless this
-        manager still holds the lease at that epoch, locally and in the database."""
+        manager still holds the lease at that epoch, locally and in the database. The database check comes
+        last, right before the commit, with the lease row share-locked until then: a takeover (an UPDATE of
+        that row) cannot commit between the check and the commit, and the row is not held during the work."""
         if self.epoch != epoch:
             raise NotLeader(f"{self.holder} no longer leads at epoch {epoch}")
         with self.database.transaction() as session:
-            leases = LeaseRepo(session)
-            if not leases.holds(LEASE_NAME, self.holder, epoch, lock=True):
-                raise NotLeader(f"{self.holder} lost the lease of epoch {epoch}")
-            yield session
+            yield _bounded(session, self.margin)
             if self.epoch != epoch:  # the local lease ran out during the work: roll it back
                 raise NotLeader(f"{self.holder}: the lease of epoch {epoch} ran out during the work")
-            leases.mark_work(LEASE_NAME, self.holder, epoch)
+            if not LeaseRepo(session).holds(LEASE_NAME, self.holder, epoch, lock=True):
+                raise NotLeader(f"{self.holder} lost the lease of epoch {epoch}")
+        try:
+            with self.database.transaction() as session:
+                LeaseRepo(_bounded(session, self.margin)).mark_work(LEASE_NAME, self.holder, epoch)
+        except Exception as exc:  # only a record of the work done
+            log.debug("cannot record the leader's work: %s", exc)

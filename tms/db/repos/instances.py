@@ -66,12 +66,11 @@ class LeaseRepo:
 
     def holds(self, name: str, holder: str, epoch: int, *, lock: bool = False) -> bool:
         """True while `holder` holds the lease at `epoch` (database clock). With `lock`, the lease row is
-        locked until commit, so no takeover commits between this check and the caller's writes (the holder's
-        fenced transactions queue on it too, which keeps them from deadlocking on `mark_work`)."""
+        share-locked until commit, so no takeover commits between this check and the caller's commit."""
         stmt = select(Lease.name).where(Lease.name == name, Lease.holder == holder, Lease.epoch == epoch,
                                         Lease.expires_at > func.now())
         if lock:
-            stmt = stmt.with_for_update()
+            stmt = stmt.with_for_update(read=True)
         return self.session.execute(stmt).first() is not None
 
     def mark_work(self, name: str, holder: str, epoch: int) -> None:
