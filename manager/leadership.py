@@ -45,6 +45,8 @@ class LeaderLease:
         self.lease_seconds = lease_seconds
         # Stop leading this long before the lease ends in the database (a renewal that is late or slow).
         self.margin = min(heartbeat_seconds, lease_seconds / 3)
+        # A transaction quiet this long is a paused process's (see _bounded): half a lease.
+        self.idle_limit = lease_seconds / 2
         self._lock = threading.Lock()
         self._epoch: int | None = None
         self._valid_until = float("-inf")
@@ -64,7 +66,7 @@ class LeaderLease:
         """Take or renew the lease: the epoch held, or None (another manager leads)."""
         asked = time.monotonic()
         with self.database.transaction() as session:
-            epoch = LeaseRepo(_bounded(session, self.margin)).acquire(LEASE_NAME, self.holder, self.lease_seconds)
+            epoch = LeaseRepo(_bounded(session, self.idle_limit)).acquire(LEASE_NAME, self.holder, self.lease_seconds)
         with self._lock:
             self._epoch = epoch
             self._valid_until = asked + self.lease_seconds - self.margin if epoch is not None else float("-inf")
@@ -80,7 +82,7 @@ class LeaderLease:
             epoch, self._epoch, self._valid_until = self._epoch, None, float("-inf")
         if epoch is not None:
             with self.database.transaction() as session:
-                LeaseRepo(_bounded(session, self.margin)).release(LEASE_NAME, self.holder, epoch)
+                LeaseRepo(_bounded(session, self.idle_limit)).release(LEASE_NAME, self.holder, epoch)
 
     @contextmanager
     def fenced(self, epoch: int) -> Iterator[Session]:
@@ -91,13 +93,13 @@ class LeaderLease:
         if self.epoch != epoch:
             raise NotLeader(f"{self.holder} no longer leads at epoch {epoch}")
         with self.database.transaction() as session:
-            yield _bounded(session, self.margin)
+            yield _bounded(session, self.idle_limit)
             if self.epoch != epoch:  # the local lease ran out during the work: roll it back
                 raise NotLeader(f"{self.holder}: the lease of epoch {epoch} ran out during the work")
             if not LeaseRepo(session).holds(LEASE_NAME, self.holder, epoch, lock=True):
                 raise NotLeader(f"{self.holder} lost the lease of epoch {epoch}")
         try:
             with self.database.transaction() as session:
-                LeaseRepo(_bounded(session, self.margin)).mark_work(LEASE_NAME, self.holder, epoch)
+                LeaseRepo(_bounded(session, self.idle_limit)).mark_work(LEASE_NAME, self.holder, epoch)
         except Exception as exc:  # only a record of the work done
             log.debug("cannot record the leader's work: %s", exc)

@@ -18,13 +18,16 @@ from tms.db.repos.tasks import FailureRecord
 OOM_MEMORY_GROWTH = 1.5
 JITTER = 0.2
 
-# (kind, retryable, pattern in the error or log tail), the first that matches wins.
-_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
+# Looked for in the whole log tail (Spark reports them anywhere in its output).
+_TAIL_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
     ("oom", True, re.compile(r"OutOfMemoryError|\bMemoryError\b|Container killed .* memory|exit code 137",
                              re.IGNORECASE)),
+    ("lost_executors", True, re.compile(r"ExecutorLostFailure|executor lost|Lost executor", re.IGNORECASE)),
+)
+# Looked for in the attempt's error only (the job's own last word), the first that matches wins.
+_ERROR_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
     ("conflict", True, re.compile(r"lost (its|the) lease|FencingError|\bfence\b|InstantConflictError|\block(ed)?\b",
                                   re.IGNORECASE)),
-    ("lost_executors", True, re.compile(r"ExecutorLostFailure|executor lost|Lost executor", re.IGNORECASE)),
     ("missing_files", False, re.compile(r"FileNotFoundError|No such file|does not exist|not found", re.IGNORECASE)),
     ("unsupported", False, re.compile(r"Unsupported|not supported|NotImplementedError", re.IGNORECASE)),
     ("corrupt_plan", False, re.compile(r"MetadataFormatError|corrupt|cannot decode|not a valid", re.IGNORECASE)),
@@ -58,11 +61,10 @@ def classify(*, timed_out: bool, stopped: bool, error: str | None, tail: str, at
         kind, retryable, growth = "timeout", True, 1.0
     else:
         kind, retryable, growth = "crash", True, 1.0
-        text = f"{error or ''}\n{tail}"
-        for rule_kind, rule_retryable, pattern in _RULES:
-            if pattern.search(text):
-                kind, retryable = rule_kind, rule_retryable
-                break
+        matched = [(k, r) for k, r, p in _TAIL_RULES if p.search(f"{error or ''}\n{tail}")] \
+            or [(k, r) for k, r, p in _ERROR_RULES if p.search(error or "")]
+        if matched:
+            kind, retryable = matched[0]
         if kind == "oom":
             growth = OOM_MEMORY_GROWTH
     if not retryable:

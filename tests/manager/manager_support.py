@@ -12,8 +12,9 @@ from sqlalchemy import text
 
 from tms.db import Database
 
-# Small intervals: a lease of 2 s renewed every 0.5 s, the leader's jobs several times a second.
-FAST_MANAGER = {"manager_lease_seconds": 2, "manager_heartbeat_seconds": 0.5, "manager_restore_seconds": 1,
+# Small intervals: a lease of 4 s renewed every second (roomy: CI machines are loaded), the leader's jobs
+# several times a second.
+FAST_MANAGER = {"manager_lease_seconds": 4, "manager_heartbeat_seconds": 1, "manager_restore_seconds": 1,
                 "manager_retry_seconds": 0.2, "manager_monitor_seconds": 0.3, "webhook_poll_seconds": 0.2,
                 "webhook_backoff_seconds": 0.3, "planner_tick_seconds": 3600, "planner_scan_seconds": 3600,
                 "heartbeat_seconds": 3600}
