@@ -17,6 +17,8 @@ from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo
+from tms.hudi.errors import TableNotFoundError
+from tms.hudi.table import PROPERTIES
 from tms.hudi.timeline_watch import TimelineWatcher
 
 from tms.planning import decisions
@@ -157,7 +159,11 @@ class Planner:
             return True
 
     def _reconcile(self, ctx: PassContext) -> None:
-        ctx.table.timeline.reload(full=True)  # listed, whatever the change feed says: the safety net
+        # The safety net: the table is still there (a listing of a removed folder is merely empty) and its
+        # timeline is listed, whatever the change feed says.
+        if not ctx.table.storage.exists(PROPERTIES):
+            raise TableNotFoundError(f"no Hudi table at {ctx.row.base_path} any more: {PROPERTIES} not found")
+        ctx.table.timeline.reload(full=True)
         AlertRepo(ctx.session).resolve(_unreadable(ctx.row.id))  # it was read now
         digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, self.options.services)
         digest.scanned_at = ctx.now.timestamp()
