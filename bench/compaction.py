@@ -19,13 +19,12 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from trips_table import build_trips_table
 
 from tms.execute.spark_submit import build_py_files, find_spark_submit, spark_submit_command, spark_submit_env
 from tms.hudi.instant import COMPACTION
 from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.hudi.table import HudiTable
-from trips_table import build_trips_table
-
 
 STARTUP_SCRIPT = textwrap.dedent("""
     from pyspark.sql import SparkSession
@@ -107,8 +106,9 @@ def main() -> None:
         instant, base_bytes, log_bytes = plan_compaction(path)
         mb = (base_bytes + log_bytes) / 1e6
         print(f"MOR v{args.table_version} table: {args.rows:,} rows, {args.update_fraction:.0%} updated in "
-              f"{args.log_blocks} log blocks; plan {instant}: {base_bytes / 1e6:.0f} MB base + {log_bytes / 1e6:.0f} MB "
-              f"logs (built in {time.perf_counter() - started:.0f} s); spark-submit: {find_spark_submit()}")
+              f"{args.log_blocks} log blocks; plan {instant}: {base_bytes / 1e6:.0f} MB base + "
+              f"{log_bytes / 1e6:.0f} MB logs (built in {time.perf_counter() - started:.0f} s); "
+              f"spark-submit: {find_spark_submit()}")
 
         py_files = build_py_files(tmp)
         startup_script = tmp / "startup.py"

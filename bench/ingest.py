@@ -154,8 +154,9 @@ def _start_service(database_url: str) -> tuple[subprocess.Popen, int]:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TMS_")}
     env.update(TMS_DATABASE_URL=database_url, TMS_CALLBACK_KEY=KEY, TMS_LOG_LEVEL="WARNING")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "ingest:bench_app", "--app-dir", str(REPO / "bench"),
-                             "--port", str(port), "--no-access-log", "--log-level", "warning"], cwd=REPO, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "ingest:bench_app",
+                             "--app-dir", str(REPO / "bench"), "--port", str(port), "--no-access-log",
+                             "--log-level", "warning"], cwd=REPO, env=env)
     for _ in range(300):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:

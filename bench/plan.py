@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,16 +41,15 @@ sys.path.insert(0, str(REPO))
 
 import pyarrow as pa  # noqa: E402
 
+from planner.runner import Planner  # noqa: E402
 from service.table_view import registration_facts  # noqa: E402
 from tms.db import Database, EventRepo, InstanceRepo, NewEvent, TableRepo, TaskRepo  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
-from tms.hudi.instant import (COMMIT, COMPACTION, DELTA_COMMIT, Instant, State, instant_file_name,  # noqa: E402
-                              new_instant_time)
+from tms.hudi.instant import COMMIT, COMPACTION, DELTA_COMMIT, Instant, State, instant_file_name, new_instant_time  # noqa: E402
 from tms.hudi.serde import CommitMetadata, serialize_commit_metadata  # noqa: E402
 from tms.hudi.table import HudiTable  # noqa: E402
 from tms.hudi.writer import HudiWriter  # noqa: E402
 from tms.planning.decisions import PlannerOptions  # noqa: E402
-from planner.runner import Planner  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
 OPTIONS = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=5)
@@ -101,7 +100,7 @@ class LatencyRun:
     def __init__(self, db: Database, root: Path, instants: int, *, watch: bool = True):
         self.db = db
         self.table = _new_table(root / f"t{instants}{'' if watch else '-listed'}")
-        self.writer = TimelineWriter(self.table, datetime.now(timezone.utc) - timedelta(hours=1))
+        self.writer = TimelineWriter(self.table, datetime.now(UTC) - timedelta(hours=1))
         self.writer.history(instants)
         with db.transaction() as session:
             self.table_id = TableRepo(session).register(base_path=self.table.base_path,

@@ -11,10 +11,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from trips_table import build_trips_table
 
 from tms.hudi.reader import read_snapshot
-from trips_table import build_trips_table
 from tms.hudi.table import HudiTable
+
 
 def read_ours(path: Path) -> int:
     return read_snapshot(HudiTable.load(str(path))).num_rows

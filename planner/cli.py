@@ -7,21 +7,16 @@ from __future__ import annotations
 
 import logging
 import signal
-from datetime import datetime, timezone
-from typing import Optional
+from datetime import UTC, datetime
 
 import typer
 from pydantic import ValidationError
 
-from tms.table_service import SERVICES
-from tms.planning.policy import TablePolicy
 from tms.errors import TMSError
 from tms.hudi.inspect import human_size
-from tms.hudi.serde import MetadataFormatError
-
-from tms.planning.errors import PlanningError
 from tms.planning.planned import Planned
-
+from tms.planning.policy import TablePolicy
+from tms.table_service import SERVICES
 
 
 def _policy(options: list[str]) -> TablePolicy:
@@ -49,17 +44,16 @@ def register(app: typer.Typer) -> None:
     def schedule_command(
             path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
             action: str = typer.Option(..., "--action", help="compaction | clustering | clean | rollback"),
-            option: Optional[list[str]] = typer.Option(None, "--option",
+            option: list[str] | None = typer.Option(None, "--option",
                                                        help="A policy option, hoodie.key=value (repeatable).")):
         """Plan one table service now: sync held compaction plans, then write the new plan's requested
         instant and print it (or say there is nothing to do)."""
         from tms.hudi.table import HudiTable
-
         from tms.planning.schedule import schedule
         if action not in SERVICES:
             raise TMSError(f"--action must be one of {', '.join(SERVICES)}, not {action!r}")
         policy = _policy(option or [])
-        result = schedule(HudiTable.load(path), action, policy, datetime.now(timezone.utc))
+        result = schedule(HudiTable.load(path), action, policy, datetime.now(UTC))
         for tc, blockers in result.synced.items():
             typer.echo(f"{tc} compaction held by delta commits in flight: {', '.join(blockers)}" if blockers
                        else f"{tc} compaction synced with its late commits: runnable")
@@ -72,7 +66,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("planner")
     def planner_command(
-            threads: Optional[int] = typer.Option(None, "--threads", min=1,
+            threads: int | None = typer.Option(None, "--threads", min=1,
                                                   help="Tables planned at the same time [TMS_PLANNER_THREADS]")):
         """Run the planner role: plan on each table's events, on the periodic trigger and on the
         reconciliation scan, and record a task per plan."""

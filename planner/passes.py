@@ -11,12 +11,10 @@ from functools import partial
 
 from sqlalchemy.orm import Session
 
-from tms.table_service import TableService
 from tms.db import AlertRepo, RegisteredTable, TablePolicy
 from tms.hudi.errors import HudiError
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
-
 from tms.planning.clean import plan_clean
 from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction
@@ -24,9 +22,11 @@ from tms.planning.decisions import Work
 from tms.planning.digest import TimelineDigest
 from tms.planning.errors import PlanningError
 from tms.planning.planned import Planned
-from .records import TaskRecorder
 from tms.planning.rollback import plan_failed_write_rollbacks
 from tms.planning.triggers import clustering_trigger, compaction_trigger
+from tms.table_service import TableService
+
+from .records import TaskRecorder
 
 # What a table's data or plans can make fail; anything else (the database) aborts the pass.
 PLANNING_ERRORS = (HudiError, PlanningError, MetadataFormatError, OSError)
@@ -43,12 +43,16 @@ class PassContext:
 
 
 def _plan(ctx: PassContext, service: str) -> Planned | None | bool:
-    """The library's plan for `service`; None when it was due and there was nothing to plan, False when
-    its trigger was not due after all (the digest was stale: the rebuilt one is right)."""
+    """The library's plan for `service`; None when it was due and there was nothing to plan (or a plan still
+    waiting for a worker holds the next one back), False when its trigger was not due after all (the digest
+    was stale: the rebuilt one is right)."""
     table, policy, now = ctx.table, ctx.policy, ctx.now
     if service == TableService.COMPACTION:
         planned = plan_compaction(table, policy, now)
-        return planned if planned or compaction_trigger(table, policy, now).due else False
+        if planned:
+            return planned
+        decision = compaction_trigger(table, policy, now)
+        return None if decision.due or decision.waiting_for else False
     if service == TableService.CLUSTERING:
         planned = plan_clustering(table, policy, now)
         return planned if planned or clustering_trigger(table, policy).due else False

@@ -11,7 +11,7 @@ import random
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -49,11 +49,11 @@ class PlannerService:
     def run(self) -> None:
         """Plan until `stop()`."""
         s = self.settings
-        scheduler = BackgroundScheduler(timezone=timezone.utc)
+        scheduler = BackgroundScheduler(timezone=UTC)
         scheduler.add_job(self._tick, "interval", seconds=s.planner_tick_seconds, max_instances=1, coalesce=True)
         # The first scan at once: it catches up on whatever happened while no planner ran.
         scheduler.add_job(self._scan, "interval", seconds=s.planner_scan_seconds, max_instances=1, coalesce=True,
-                          next_run_time=datetime.now(timezone.utc))
+                          next_run_time=datetime.now(UTC))
         scheduler.add_job(self._take_requests, "interval", seconds=REQUESTS_POLL_SECONDS, max_instances=1,
                           coalesce=True)
         pool = ThreadPoolExecutor(s.planner_threads, thread_name_prefix="plan")
@@ -123,7 +123,7 @@ class PlannerService:
             with self.database.transaction() as session:
                 lease = LeaseRepo(session).get(LEADER_LEASE)
                 return lease is not None and lease.holder is not None and lease.expires_at is not None \
-                    and lease.expires_at > datetime.now(timezone.utc)
+                    and lease.expires_at > datetime.now(UTC)
         except Exception:  # the database is down: so is planning
             return True
 

@@ -11,17 +11,16 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from tms.table_service import TableService
 from tms.db import AlertRepo, RegisteredTable, Task, TaskRepo, TaskState
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
 from tms.hudi.serde import parse_rollback_plan
 from tms.hudi.table import HudiTable
-
 from tms.planning.adoption import find_unknown_plans
 from tms.planning.compensation import held_compactions, sync_held_plan
 from tms.planning.errors import CompensationError
 from tms.planning.planned import Planned
 from tms.planning.stats import PlanStats, plan_stats
+from tms.table_service import TableService
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
@@ -20,10 +20,10 @@ from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy,
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.table import PROPERTIES
 from tms.hudi.timeline_watch import TimelineWatcher
-
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
 from tms.planning.digest import TimelineDigest
+
 from .passes import PLANNING_ERRORS, PassContext, planning_pass
 from .table_cache import TableCache
 
@@ -34,7 +34,7 @@ _PAGE = 500
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class Planner:

@@ -21,7 +21,8 @@ from tms.demo import ensure_demo_table, run_demo_writer
 # The roles started as child processes, each a `tms` subcommand.
 ROLES = ("serve", "planner", "worker", "manager")
 # The demo table's policy: a compaction is due every few delta commits, so one completes within a minute.
-DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3}
+DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3,
+                 "hoodie.compact.inline.trigger.strategy": "NUM_COMMITS_AFTER_LAST_REQUEST"}
 ACTIVE_STATES = ("PENDING", "BLOCKED", "RUNNABLE", "RUNNING")
 
 

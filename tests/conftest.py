@@ -1,5 +1,4 @@
 import pytest
-
 from support import FIXTURE_TABLES, unzip_fixture
 
 

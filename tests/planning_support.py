@@ -2,9 +2,10 @@
 plans run by the real executors (in this process) so a plan's effect can be read back with hudi-rs."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from table_model import CITIES, COLUMNS, ModelledTable, rec  # noqa: F401 (re-exported to the tests)
+
 from tms.execute.action import ExecutionResult
 from tms.execute.dispatch import execute_instant
 from tms.execute.fencing import no_fence
@@ -12,12 +13,12 @@ from tms.execute.runner import LocalRunner
 from tms.hudi.instant import State
 from tms.hudi.serde import RollbackMetadata, parse_cleaner_plan, parse_rollback_metadata
 from tms.hudi.table import HudiTable
-from tms.table_path import table_relative
 from tms.planning.policy import TablePolicy
+from tms.table_path import table_relative
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def policy(**options) -> TablePolicy:

@@ -107,6 +107,7 @@ class ModelledTable:
     def check(self, *, hudi_rs: bool = True) -> None:
         """The library's reader (and hudi-rs) read exactly the model's rows."""
         from support import hudi_rs_table, rows
+
         from tms.hudi.reader import read_snapshot
         expected = self.model.expected()
         assert rows(read_snapshot(self.table()), COLUMNS) == expected

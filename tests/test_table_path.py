@@ -1,7 +1,7 @@
 """Plan paths as Java and TMS's planner write them, resolved against the table's base path."""
-import pytest
-
 import os
+
+import pytest
 
 from tms.hudi.errors import HudiError
 from tms.hudi.storage import open_storage

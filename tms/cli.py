@@ -7,11 +7,10 @@ import decimal
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import click
 import typer
-
 from typer.core import TyperGroup
 
 from tms.errors import TMSError
@@ -61,8 +60,8 @@ def inspect(path: str = typer.Argument(..., help="Base path (or URL) of a Hudi t
 
 @app.command()
 def read(path: str = typer.Argument(..., help="Base path of a Hudi table."),
-         as_of: Optional[str] = typer.Option(None, "--as-of", help="Time travel: the snapshot at this instant."),
-         limit: Optional[int] = typer.Option(None, "--limit", min=0, help="Print at most N rows.")):
+         as_of: str | None = typer.Option(None, "--as-of", help="Time travel: the snapshot at this instant."),
+         limit: int | None = typer.Option(None, "--limit", min=0, help="Print at most N rows.")):
     """The snapshot rows (base + logs merged) as JSON lines."""
     from tms.hudi.instant import is_valid_instant_time
     from tms.hudi.reader import iter_snapshot
@@ -98,27 +97,27 @@ def _read_records(path: Path) -> list[dict]:
     return records
 
 
-def _fields(value: Optional[str]) -> list[str]:
+def _fields(value: str | None) -> list[str]:
     return [f.strip() for f in (value or "").split(",") if f.strip()]
 
 
 @app.command()
 def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
-          records: Optional[Path] = typer.Option(None, "--records", help="JSON-lines file of records."),
+          records: Path | None = typer.Option(None, "--records", help="JSON-lines file of records."),
           op: str = typer.Option("upsert", "--op", help="upsert | insert | delete"),
           create: bool = typer.Option(False, "--create", help="Create the table first (schema from the records)."),
           table_type: str = typer.Option("MERGE_ON_READ", "--table-type", help="MERGE_ON_READ | COPY_ON_WRITE"),
           table_version: int = typer.Option(8, "--table-version", help="6 or 8"),
-          key: Optional[str] = typer.Option(None, "--key", help="Record key field(s), comma-separated."),
-          ordering: Optional[str] = typer.Option(None, "--ordering", help="Ordering (precombine) field."),
-          partition: Optional[str] = typer.Option(None, "--partition", help="Partition field(s), comma-separated."),
+          key: str | None = typer.Option(None, "--key", help="Record key field(s), comma-separated."),
+          ordering: str | None = typer.Option(None, "--ordering", help="Ordering (precombine) field."),
+          partition: str | None = typer.Option(None, "--partition", help="Partition field(s), comma-separated."),
           leave_inflight: bool = typer.Option(False, "--leave-inflight",
                                               help="Write the files but do not complete the instant."),
-          complete: Optional[str] = typer.Option(None, "--complete", help="Complete a write left inflight."),
+          complete: str | None = typer.Option(None, "--complete", help="Complete a write left inflight."),
           log_blocks: str = typer.Option("avro", "--log-blocks", help="MOR log block format: avro | parquet"),
-          callback_url: Optional[str] = typer.Option(None, "--callback-url",
+          callback_url: str | None = typer.Option(None, "--callback-url",
                                                      help="POST Hudi's commit callback here after the commit."),
-          callback_key: Optional[str] = typer.Option(None, "--callback-key", envvar="TMS_CALLBACK_KEY",
+          callback_key: str | None = typer.Option(None, "--callback-key", envvar="TMS_CALLBACK_KEY",
                                                      help="HUDI-CALLBACK-KEY header value.")):
     """One commit from JSON-lines records; prints the instant."""
     from tms.hudi.writer import HudiWriter, create_table_for_records
@@ -156,8 +155,8 @@ def demo(path: str = typer.Argument(..., help="Where to create (or continue) the
          interval: float = typer.Option(5.0, "--interval", help="Seconds between commits."),
          table_type: str = typer.Option("MERGE_ON_READ", "--table-type"),
          table_version: int = typer.Option(8, "--table-version"),
-         callback_url: Optional[str] = typer.Option(None, "--callback-url"),
-         callback_key: Optional[str] = typer.Option(None, "--callback-key", envvar="TMS_CALLBACK_KEY")):
+         callback_url: str | None = typer.Option(None, "--callback-url"),
+         callback_key: str | None = typer.Option(None, "--callback-key", envvar="TMS_CALLBACK_KEY")):
     """The demo writer: a trips table receiving inserts, updates and deletes."""
     from tms.demo import run_demo_writer
     run_demo_writer(path, commits=commits, interval=interval, table_type=table_type,

@@ -6,6 +6,7 @@ import signal
 from typing import Annotated
 
 import typer
+
 from tms.config import load_settings
 
 

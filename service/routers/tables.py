@@ -8,10 +8,10 @@ from pydantic import ValidationError
 
 from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
 from tms.hudi.table import HudiTable
+from tms.table_path import is_under_roots
 
 from ..auth import Admin, Viewer
 from ..errors import validation_error
-from tms.table_path import is_under_roots
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.tables import TableChanges, TableDetail, TableOut, TablePage, TableRegistration
 from ..table_view import live_view, registration_facts

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from tms.hudi.instant import ACTIONS
-
 from tms.table_path import normalize_base_path
 
 MAX_ID = 2**63 - 1  # bigint

@@ -7,9 +7,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+from support import hudi_rs_table, rows
 from typer.testing import CliRunner
 
-from support import hudi_rs_table, rows
 from tms.cli import app
 
 runner = CliRunner()

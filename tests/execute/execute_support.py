@@ -6,13 +6,26 @@ import shutil
 from pathlib import Path
 
 from table_model import CITIES, COLUMNS, ModelledTable, key, rec  # noqa: F401 (re-exported to the tests)
+
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT
 from tms.hudi.properties import format_properties
-from tms.hudi.serde import (ActionInstant, CleanerPlan, CleanFileInfo, ClusteringGroup, ClusteringPlan,
-                            ClusteringStrategy, CompactionOperation, CompactionPlan, RequestedReplaceMetadata,
-                            SliceInfo, serialize_cleaner_plan, serialize_compaction_plan,
-                            serialize_requested_replace_metadata)
+from tms.hudi.serde import (
+    ActionInstant,
+    CleanerPlan,
+    CleanFileInfo,
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringStrategy,
+    CompactionOperation,
+    CompactionPlan,
+    RequestedReplaceMetadata,
+    SliceInfo,
+    serialize_cleaner_plan,
+    serialize_compaction_plan,
+    serialize_requested_replace_metadata,
+)
 from tms.hudi.table import HudiTable
+
 
 def write_history(t: ModelledTable) -> None:
     """A table's usual life: inserts, updates (some older, losing under event-time ordering), deletes, a
@@ -81,7 +94,8 @@ def plan_clean_of_old_versions(table: HudiTable) -> tuple[str, list[str]]:
 def copy_fixture(fixture_tables: dict, name: str, dest: Path, *, drop_metadata_table: bool = False) -> Path:
     path = Path(shutil.copytree(fixture_tables[name], dest / name))
     if drop_metadata_table:
-        set_properties(path, {"hoodie.table.metadata.partitions": None, "hoodie.table.metadata.partitions.inflight": None})
+        set_properties(path, {"hoodie.table.metadata.partitions": None,
+                              "hoodie.table.metadata.partitions.inflight": None})
         shutil.rmtree(path / ".hoodie" / "metadata", ignore_errors=True)
     return path
 

@@ -1,14 +1,21 @@
 """Clean and rollback on Spark: the plan's files go, the metadata is written, the table reads the same."""
 import pytest
-
 from execute_support import ModelledTable, plan_clean_of_old_versions, plan_compaction, rec, write_history
+
 from tms.execute.clean import CleanExecutor
 from tms.execute.dispatch import execute_instant
 from tms.execute.fencing import no_fence
 from tms.hudi.file_names import LogFileName
 from tms.hudi.instant import ROLLBACK, State
-from tms.hudi.serde import (InstantInfo, RollbackPlan, RollbackRequest, parse_clean_metadata, parse_commit_metadata,
-                            parse_rollback_metadata, serialize_rollback_plan)
+from tms.hudi.serde import (
+    InstantInfo,
+    RollbackPlan,
+    RollbackRequest,
+    parse_clean_metadata,
+    parse_commit_metadata,
+    parse_rollback_metadata,
+    serialize_rollback_plan,
+)
 from tms.hudi.table import HudiTable
 
 

@@ -6,13 +6,12 @@ import subprocess
 import sys
 import time
 
-from spark_cluster import standalone_cluster
 import pytest
+from execute_support import ModelledTable, plan_compaction, rec, write_history
+from spark_cluster import standalone_cluster
 from typer.testing import CliRunner
 
 from tms.cli import app
-
-from execute_support import ModelledTable, plan_compaction, rec, write_history
 from tms.execute.spark_submit import build_py_files, spark_submit_command, spark_submit_env
 from tms.hudi.file_names import BaseFileName
 from tms.hudi.instant import State

@@ -4,8 +4,8 @@ import math
 
 import pyarrow.parquet as pq
 import pytest
-
 from execute_support import ModelledTable, key, plan_clustering, rec
+
 from tms.execute.dispatch import execute_instant
 from tms.hudi.reader import read_snapshot
 

@@ -3,8 +3,8 @@ the completed commit carries full write stats; refusals (a metadata table, CUSTO
 by earlier writes) change nothing. The fixture tables are in test_jobs_fixtures."""
 import pyarrow.parquet as pq
 import pytest
-
 from execute_support import ModelledTable, copy_fixture, plan_compaction, rec, set_properties, write_history
+
 from tms.execute.dispatch import execute_instant
 from tms.execute.errors import PlanHeldError
 from tms.hudi.bloom import FOOTER_KEY, might_contain
@@ -49,7 +49,8 @@ def test_compaction_of_a_written_mor_table(tmp_path, spark_runner, version):
         assert stat.total_log_records > 0 and stat.total_log_blocks > 0
         assert stat.num_inserts + stat.num_update_writes <= stat.num_writes
         base = pq.read_table(tmp_path / "t" / stat.path)
-        assert base.num_rows == stat.num_writes and stat.file_size_in_bytes == (tmp_path / "t" / stat.path).stat().st_size
+        assert base.num_rows == stat.num_writes
+        assert stat.file_size_in_bytes == (tmp_path / "t" / stat.path).stat().st_size
         name = BaseFileName.parse(stat.path.rsplit("/", 1)[-1])
         assert (name.file_id, name.instant) == (op.file_id, tc)
         assert set(base.column("_hoodie_file_name").to_pylist()) == {stat.path.rsplit("/", 1)[-1]}

@@ -2,9 +2,9 @@
 reads the same rows before and after. The v8 MOR fixture's metadata table is dropped from the copy first:
 TMS refuses tables with one (test_jobs_compaction), since hudi-rs and Java list files through it."""
 import pytest
-
 from execute_support import copy_fixture, plan_clean_of_old_versions, plan_clustering, plan_compaction
 from support import FIXTURE_TABLES, hudi_rs_table, rows
+
 from tms.execute.dispatch import execute_instant
 from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable

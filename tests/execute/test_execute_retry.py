@@ -1,8 +1,8 @@
 """A table-service attempt that dies part way leaves the table reading the same rows; its retry rolls the
 attempt back (the plan goes back to requested) and then completes."""
 import pytest
-
 from execute_support import ModelledTable, plan_clustering, plan_compaction, rec, write_history
+
 from tms.execute.dispatch import execute_instant
 from tms.execute.errors import FencingError
 from tms.execute.retry import prepare_retry

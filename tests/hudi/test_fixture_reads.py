@@ -1,8 +1,8 @@
 """The library reads every table written by Spark + Hudi exactly as hudi-rs does."""
 import pytest
 from hudi import HudiTableBuilder
-
 from support import FIXTURE_TABLES, hudi_rs_table, rows
+
 from tms.hudi.file_names import BaseFileName, LogFileName
 from tms.hudi.instant import State, parse_instant_file_name
 from tms.hudi.reader import read_snapshot

@@ -36,6 +36,7 @@ from tms.hudi.schema import (
     without_meta_fields,
 )
 
+
 @pytest.fixture(scope="module")
 def fixtures_dir(fixtures_root) -> Path:
     return fixtures_root
@@ -284,7 +285,7 @@ _NAMES = st.text(string.ascii_letters, min_size=1, max_size=8)
 _UTC_DATETIMES = st.datetimes(
     min_value=datetime.datetime(1, 1, 2),
     max_value=datetime.datetime(9999, 12, 30),
-    timezones=st.just(datetime.timezone.utc),
+    timezones=st.just(datetime.UTC),
 )
 
 
@@ -368,7 +369,8 @@ def _non_null_values(t: pa.DataType):
 
 @st.composite
 def arrow_tables(draw) -> pa.Table:
-    columns = draw(st.dictionaries(_NAMES.map(lambda n: "c_" + n), st.tuples(_TYPES, st.booleans()), min_size=1, max_size=5))
+    columns = draw(st.dictionaries(_NAMES.map(lambda n: "c_" + n), st.tuples(_TYPES, st.booleans()),
+                                   min_size=1, max_size=5))
     meta = [pa.field(name, pa.string()) for name in META_FIELDS]
     schema = pa.schema(meta + [pa.field(name, *type_and_nullable) for name, type_and_nullable in columns.items()])
     row = st.fixed_dictionaries({f.name: _values(f.type, f.nullable) for f in schema})

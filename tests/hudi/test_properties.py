@@ -1,10 +1,17 @@
 """hoodie.properties: Java properties syntax and the table configuration."""
 import pytest
-
 from support import FIXTURE_TABLES
+
 from tms.hudi.errors import HudiError, TableNotFoundError, UnsupportedTableError
-from tms.hudi.properties import (MergeMode, TableConfig, TableType, format_properties, new_table_properties,
-                                 parse_properties, table_checksum)
+from tms.hudi.properties import (
+    MergeMode,
+    TableConfig,
+    TableType,
+    format_properties,
+    new_table_properties,
+    parse_properties,
+    table_checksum,
+)
 from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable
 

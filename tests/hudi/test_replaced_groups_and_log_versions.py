@@ -4,6 +4,7 @@ import shutil
 
 from support import hudi_rs_table, rows
 from table_model import TableModel
+
 from tms.hudi.fs_view import partition_paths
 from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable

@@ -1,11 +1,11 @@
 """Timeline: instant names of v6 and v8, ordering, incremental reload, safe transitions."""
 import pytest
 
+from tms.hudi import timeline as timeline_module
 from tms.hudi.errors import InstantConflictError
 from tms.hudi.instant import Instant, State, instant_file_name, parse_instant_file_name
 from tms.hudi.properties import new_table_properties
 from tms.hudi.table import HudiTable
-from tms.hudi import timeline as timeline_module
 
 
 @pytest.mark.parametrize("name,expected,version", [
@@ -87,6 +87,7 @@ def test_transitions_never_overwrite_a_completed_instant(tmp_path, version):
 
 def test_no_half_written_instant_is_ever_visible(tmp_path, monkeypatch):
     import os
+
     from tms.hudi.storage import TEMP_PREFIX
     table = _table(tmp_path, 8)
     tl = table.timeline

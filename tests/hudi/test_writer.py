@@ -5,9 +5,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from support import hudi_rs_table, rows
 from table_model import TableModel
+
 from tms.hudi.errors import HudiError
 from tms.hudi.instant import State
 from tms.hudi.reader import read_snapshot
@@ -162,7 +162,8 @@ _ops = st.lists(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("table_type,version,partitioned", LAYOUTS)
-@settings(max_examples=int(os.environ.get("TMS_PROPERTY_EXAMPLES", "6")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("TMS_PROPERTY_EXAMPLES", "6")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=_ops)
 def test_random_operations_match_model(tmp_path_factory, table_type, version, partitioned, ops):
     path = tmp_path_factory.mktemp("prop") / "t"

@@ -2,15 +2,15 @@
 intake stores them, a clock the test moves, and what the database recorded."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from planning_support import ModelledTable
+
+from planner.runner import Planner
 from service.table_view import registration_facts
 from tms.db import Database, Event, EventRepo, NewEvent, TableRepo, Task, TaskRepo
 from tms.planning.decisions import PlannerOptions
-from planner.runner import Planner
-
-from planning_support import ModelledTable
 
 ALL_SERVICES = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=1000)
 
@@ -22,7 +22,7 @@ class Clock:
         self.offset = timedelta()
 
     def __call__(self) -> datetime:
-        return datetime.now(timezone.utc) + self.offset
+        return datetime.now(UTC) + self.offset
 
     def advance(self, **delta) -> None:
         self.offset += timedelta(**delta)

@@ -1,12 +1,11 @@
 """Adoption through the database: a plan on the timeline without a task — left by a crash between writing
 the plan and recording its task, or scheduled by a writer — becomes one task; nothing is planned twice."""
 import pytest
+from planner_db_support import TrackedTable, pending_plans, planner
+from planning_support import now, policy, rec
 
 from tms.db import TaskRepo, TaskState
 from tms.planning import plan_compaction
-
-from planning_support import now, policy, rec
-from planner_db_support import TrackedTable, pending_plans, planner
 
 EVERY_3 = {"hoodie.compact.inline.max.delta.commits": 3}
 

@@ -2,15 +2,15 @@
 are in flight is recorded as a BLOCKED task; each event of a blocker syncs the plan on disk; the task
 becomes RUNNABLE only when no blocker is left. A plan that can no longer be synced raises an alert and its
 task is left alone."""
+from planner_db_support import Clock, TrackedTable, planner
+from planning_support import rec, run_compaction
+
 from tms.db import AlertRepo, TaskState
-from tms.hudi.instant import State
-from tms.hudi.serde import parse_compaction_plan
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
+from tms.hudi.instant import State
+from tms.hudi.serde import parse_compaction_plan
 from tms.planning.compensation import BLOCKERS_KEY
-
-from planning_support import rec, run_compaction
-from planner_db_support import Clock, TrackedTable, planner
 
 EVERY_COMMIT = {"hoodie.compact.inline.max.delta.commits": 1,
                 # writers silent for 10 s are gone (the test moves the planner's clock instead of waiting)

@@ -7,10 +7,10 @@ import sys
 import time
 from pathlib import Path
 
-from tms.db import EventRepo, InstanceRepo
-
-from planning_support import rec
 from planner_db_support import TrackedTable, pending_plans
+from planning_support import rec
+
+from tms.db import EventRepo, InstanceRepo
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = {"hoodie.compact.inline.max.delta.commits": 3,

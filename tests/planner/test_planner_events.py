@@ -1,11 +1,11 @@
 """The event-driven path: a table's events are processed under its planning lock; a due compaction is
 planned on the timeline first and then recorded as exactly one task; handling an event that makes nothing
 due does not read the timeline."""
+from planner_db_support import TrackedTable, pending_plans, planner
+from planning_support import rec
+
 from tms.db import AlertRepo, EventRepo, TableRepo, TaskState
 from tms.hudi.serde import parse_compaction_plan
-
-from planning_support import rec
-from planner_db_support import TrackedTable, pending_plans, planner
 
 EVERY_3 = {"hoodie.compact.inline.max.delta.commits": 3}
 

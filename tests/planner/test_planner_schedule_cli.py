@@ -1,14 +1,11 @@
 """`tms schedule PATH --action ... [--option hoodie.key=value ...]`: held plans synced first, then the new
 instant printed, or "nothing to do"; one clear line and exit 1 for a bad path or option."""
 import pytest
-import typer
+from planning_support import ModelledTable, rec
 from typer.testing import CliRunner
 
 from tms.cli import app
-
 from tms.hudi.serde import parse_cleaner_plan, parse_requested_replace_metadata
-
-from planning_support import ModelledTable, rec
 
 runner = CliRunner()
 

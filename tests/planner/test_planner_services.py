@@ -1,10 +1,10 @@
 """The table services the planner schedules on its own: clustering only when asked for (as in Hudi), clean
 once enough writes landed since the last one, each recorded as one task."""
+from planner_db_support import TrackedTable, pending_plans, planner
+from planning_support import rec
+
 from tms.hudi.serde import parse_cleaner_plan
 from tms.planning.decisions import PlannerOptions
-
-from planning_support import rec
-from planner_db_support import TrackedTable, pending_plans, planner
 
 CLUSTER_EVERY_2 = {"hoodie.clustering.async.max.commits": 2}
 

@@ -4,12 +4,12 @@ event, lost callbacks and writers that send none are caught by the scan, and the
 import threading
 import time
 
+from planner_db_support import Clock, TrackedTable, pending_plans, planner
+from planning_support import rec
+
+from planner.process import PlannerService
 from tms.config import Settings
 from tms.db import InstanceRepo, TableRepo, TaskState
-from planner.process import PlannerService
-
-from planning_support import rec
-from planner_db_support import Clock, TrackedTable, pending_plans, planner
 
 HOURLY = {"hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED", "hoodie.compact.inline.max.delta.seconds": 3600}
 

@@ -3,12 +3,12 @@ delete (latest, needed by a pending compaction, by a pending write, replaced fil
 import shutil
 from datetime import timedelta
 
+from planning_support import ModelledTable, now, policy, rec, run_clean, run_compaction
+
 from tms.hudi.instant import instant_to_datetime
 from tms.hudi.serde import parse_cleaner_plan
 from tms.hudi.table import HudiTable
 from tms.planning import earliest_instant_to_retain, plan_clean, plan_compaction, plan_stats
-
-from planning_support import ModelledTable, now, policy, rec, run_clean, run_compaction
 
 COMMITS = "KEEP_LATEST_COMMITS"
 VERSIONS = "KEEP_LATEST_FILE_VERSIONS"

@@ -1,11 +1,10 @@
 """Clustering: Hudi's size-based grouping of small files, COW and MOR, v6 replacecommit and v8 clustering
 plans, and the file groups it must leave alone."""
 import pytest
+from planning_support import ModelledTable, now, policy, rec
 
 from tms.hudi.serde import parse_requested_replace_metadata
 from tms.planning import clustering_trigger, plan_clustering, plan_compaction, plan_stats
-
-from planning_support import ModelledTable, now, policy, rec
 
 EVERY_COMMIT = {"hoodie__clustering__async__max__commits": 1}
 

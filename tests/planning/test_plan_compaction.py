@@ -3,15 +3,14 @@ strategies and per-operation metrics, and plans that read back as Hudi writes th
 from datetime import timedelta
 
 import pytest
+from planning_support import ModelledTable, now, policy, rec, run_compaction
 
-from tms.planning.policy import CompactionStrategy, TriggerStrategy
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.instant import instant_to_datetime
+from tms.hudi.instant import State, instant_to_datetime
 from tms.hudi.serde import CompactionOperation, parse_compaction_plan
 from tms.planning import PlanningError, compaction_trigger, plan_compaction, plan_stats
 from tms.planning.compaction_strategy import capture_metrics, order_and_filter
-
-from planning_support import ModelledTable, now, policy, rec, run_compaction
+from tms.planning.policy import CompactionStrategy, TriggerStrategy
 
 MB = 1024 * 1024
 
@@ -88,7 +87,7 @@ def test_plan_reads_back_as_hudi_writes_it(tmp_path):
 
 def test_nothing_to_compact_and_file_groups_never_planned_twice(tmp_path):
     t = _table(tmp_path)
-    every = policy(hoodie__compact__inline__max__delta__commits=1)
+    every = policy(hoodie__compact__inline__max__delta__commits=1, tms__compaction__plan__while__pending=True)
     assert plan_compaction(t.table(), every, now()) is None, "no log files yet"
     t.write([rec(0, 20)])
     first = plan_compaction(t.table(), every, now())
@@ -164,3 +163,38 @@ def test_day_based_strategy_plans_the_newest_partitions(tmp_path):
                                                    hoodie__compaction__daybased__target__partitions=2), now())
     ops = parse_compaction_plan(t.table().timeline.read_plan(planned.instant)).operations
     assert [op.partition_path for op in ops] == ["city=sp", "city=sf"]
+
+
+def test_a_plan_waiting_for_a_worker_holds_back_the_next_one(tmp_path):
+    """The backlog cannot grow faster than workers serve it: no second plan while the first waits, unless
+    the policy asks for one; once the first runs, the next is planned."""
+    t = _table(tmp_path)
+    every = policy(hoodie__compact__inline__max__delta__commits=1)
+    t.write([rec(0, 20)])
+    first = plan_compaction(t.table(), every, now())
+    t.write([rec(1, 20)])
+    decision = compaction_trigger(t.table(), every, now())
+    assert not decision.due and decision.waiting_for == (first.instant,) and decision.commits == 3
+    assert plan_compaction(t.table(), every, now()) is None
+    eager = policy(hoodie__compact__inline__max__delta__commits=1, tms__compaction__plan__while__pending=True)
+    assert compaction_trigger(t.table(), eager, now()).due
+    tl = t.table().timeline
+    tl.transition_to_inflight(tl.states_of(first.instant)[State.REQUESTED])  # a worker started it
+    t.write([rec(2, 20)])
+    assert compaction_trigger(t.table(), every, now()).due
+
+
+def test_num_commits_after_last_request_counts_from_the_pending_plan(tmp_path):
+    t = _table(tmp_path)
+    after_request = policy(hoodie__compact__inline__trigger__strategy="NUM_COMMITS_AFTER_LAST_REQUEST",
+                           hoodie__compact__inline__max__delta__commits=2,
+                           tms__compaction__plan__while__pending=True)
+    plain = policy(hoodie__compact__inline__max__delta__commits=2, tms__compaction__plan__while__pending=True)
+    t.write([rec(0, 20)])
+    tc = plan_compaction(t.table(), after_request, now()).instant
+    t.write([rec(1, 20)])
+    counted = compaction_trigger(t.table(), after_request, now())
+    assert (counted.since, counted.commits, counted.due) == (tc, 1, False)
+    assert compaction_trigger(t.table(), plain, now()).due, "NUM_COMMITS counts from the last completed one"
+    t.write([rec(2, 20)])
+    assert compaction_trigger(t.table(), after_request, now()).due

@@ -1,14 +1,13 @@
 """Invariant 3: a compaction planned while delta commits before it are in flight. v6 holds the plan and
 syncs it with the late commits' log files; v8 needs neither. Proven with real files and hudi-rs."""
 import pytest
+from planning_support import ModelledTable, now, policy, rec, run_compaction, run_rollback
 
 from tms.hudi.file_names import LogFileName
 from tms.hudi.instant import State
 from tms.hudi.serde import parse_compaction_plan, parse_rollback_plan
 from tms.planning import CompensationError, plan_compaction, plan_rollback, sync_held_plan, sync_held_plans
 from tms.planning.compensation import BLOCKERS_KEY
-
-from planning_support import ModelledTable, now, policy, rec, run_compaction, run_rollback
 
 EVERY_COMMIT = policy(hoodie__compact__inline__max__delta__commits=1)
 

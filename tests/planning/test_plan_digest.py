@@ -3,12 +3,11 @@ rebuilt from the timeline, and its pre-checks say what the library's triggers sa
 from datetime import timedelta
 
 import pytest
+from planning_support import ModelledTable, now, policy, rec, run_compaction
 
 from tms.planning import compaction_trigger, plan_compaction
 from tms.planning.digest import TimelineDigest
 from tms.planning.triggers import clustering_trigger
-
-from planning_support import ModelledTable, now, policy, rec, run_compaction
 
 SERVICES = frozenset({"compaction", "clustering", "clean", "rollback"})
 POLICIES = [policy(**{"hoodie.compact.inline.max.delta.commits": n, "hoodie.compact.inline.trigger.strategy": s,

@@ -2,24 +2,29 @@
 plans from markers (and without them), and failed compaction attempts."""
 import os
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from planning_support import ModelledTable, now, policy, rec, run_compaction, run_rollback
 
 from tms.hudi.file_names import BaseFileName, LogFileName
 from tms.hudi.instant import State
 from tms.hudi.serde import parse_rollback_plan
-from tms.planning import (PlanningError, find_failed_writes, plan_compaction, plan_failed_write_rollbacks,
-                         plan_rollback, plan_stats)
+from tms.planning import (
+    PlanningError,
+    find_failed_writes,
+    plan_compaction,
+    plan_failed_write_rollbacks,
+    plan_rollback,
+    plan_stats,
+)
 from tms.planning.footprint import IOType, marker_files
-
-from planning_support import ModelledTable, now, policy, rec, run_compaction, run_rollback
 
 NO_HEARTBEAT_AGE = 600
 
 
 def _at(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, timezone.utc)
+    return datetime.fromtimestamp(epoch, UTC)
 
 
 def _failed_write(tmp_path, table_type="MERGE_ON_READ", version=6) -> tuple[ModelledTable, str]:

@@ -3,9 +3,9 @@ as Hudi decides), not a rule of its own."""
 import os
 import time
 
-from service.table_view import live_view
-
 from planning_support import ModelledTable, policy, rec
+
+from service.table_view import live_view
 
 
 def test_table_health_reports_the_writes_the_planner_would_roll_back(tmp_path):

@@ -12,11 +12,11 @@ import pytest
 import uvicorn
 from sqlalchemy import text
 
+from planner.process import PlannerService
 from service.app import create_app
 from tms.config import Settings
 from tms.db import Base, Database, QueueRepo
 from tms.db.testing import scratch_database
-from planner.process import PlannerService
 from worker.loop import Worker
 
 ADMIN_TOKEN = "admin-token-for-worker-tests"

@@ -5,8 +5,8 @@ MOR, v6 and v8, in plain Python jobs; the compensation scenario of invariant 3 r
 import sys
 import threading
 
-from spark_cluster import standalone_cluster
 import pytest
+from spark_cluster import standalone_cluster
 from sqlalchemy import select
 from worker_support import (
     ModelledTable,

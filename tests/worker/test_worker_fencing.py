@@ -102,7 +102,7 @@ def test_two_workers_never_run_one_task_twice(tmp_path, service, db, local_queue
     runs = [attempts(db, task_id) for task_id in task_ids]
     assert all(len(r) == 1 for r in runs), "one attempt per task"
     assert {r[0].worker for r in runs} <= {w.id for w in workers}
-    for t, d in zip(tables, done):
+    for t, d in zip(tables, done, strict=True):
         table = t.table()
         written = table.timeline.commit_metadata(table.timeline.get(d.instant)).write_stats()
         on_disk = [p for p in t.path.rglob(f"*_{d.instant}.parquet")]

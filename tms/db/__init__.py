@@ -5,6 +5,8 @@
     with db.transaction() as session:
         task, created = TaskRepo(session).create(table_id=1, action="compaction", instant="20250101000000000")
 """
+from tms.planning.policy import CleanerPolicy, CompactionStrategy, TablePolicy, TriggerStrategy
+
 from .engine import Database, sqlalchemy_url
 from .errors import ConflictError, IllegalTransitionError, NotFoundError
 from .models import (
@@ -22,7 +24,6 @@ from .models import (
                      Webhook,
                      WebhookDelivery,
 )
-from tms.planning.policy import CleanerPolicy, CompactionStrategy, TablePolicy, TriggerStrategy
 from .repos.alerts import AlertRepo, Sighting
 from .repos.events import EventRepo, NewEvent
 from .repos.instances import InstanceRepo, LeaseRepo

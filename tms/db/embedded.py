@@ -20,8 +20,8 @@ import psycopg
 from psycopg import sql
 from sqlalchemy import make_url
 
-from .errors import DatabaseError
 from .engine import libpq_url
+from .errors import DatabaseError
 
 DATABASE_NAME = "tms"
 SUPERUSER = "postgres"

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
 from tms.hudi.instant import Instant, State
 from tms.hudi.table import HudiTable
+from tms.table_path import table_relative
 
 from .errors import PlanHeldError
 from .fencing import Fence
@@ -47,6 +48,10 @@ class ActionExecutor(ABC):
         self.config = table.config
         self.timestamp = instant.timestamp
         self.ref = TableRef.of(table)
+
+    def _relative(self, path: str, partition: str) -> str:
+        """A path of the plan relative to the table (plans name files absolutely or within a partition)."""
+        return table_relative(self.storage.base_uri, path, partition)
 
     def validate(self) -> None:
         """Raise if the plan cannot run now; changes nothing. `start` calls it first."""

@@ -6,11 +6,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tms.hudi.serde import (CleanerPlan, CleanMetadata, CleanPartitionMetadata, parse_cleaner_plan,
-                            serialize_clean_metadata)
+from tms.hudi.serde import (
+    CleanerPlan,
+    CleanMetadata,
+    CleanPartitionMetadata,
+    parse_cleaner_plan,
+    serialize_clean_metadata,
+)
 from tms.hudi.table import HudiTable
-
 from tms.table_path import table_relative
+
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence
 from .table_ref import TableRef

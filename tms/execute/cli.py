@@ -17,7 +17,6 @@ from .runner import LocalRunner
 from .spark_submit import build_py_files, spark_submit_command, spark_submit_env
 
 
-
 def _parse_conf(pairs: list[str]) -> dict[str, str]:
     conf = {}
     for pair in pairs:
@@ -30,9 +29,11 @@ def _parse_conf(pairs: list[str]) -> dict[str, str]:
 
 def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi table."),
             instant: str = typer.Option(..., "--instant", help="Instant time of the pending plan to run."),
-            master: str = typer.Option("local[*]", "--master", help="Spark master: local[*], spark://..., yarn, k8s://..."),
+            master: str = typer.Option("local[*]", "--master",
+                                       help="Spark master: local[*], spark://..., yarn, k8s://..."),
             conf: list[str] | None = typer.Option(None, "--conf", help="Spark configuration key=value (repeatable)."),
-            local: bool = typer.Option(False, "--local", help="Run in this process, without Spark (small tables, tests)."),
+            local: bool = typer.Option(False, "--local",
+                                       help="Run in this process, without Spark (small tables, tests)."),
             retry: bool = typer.Option(False, "--retry", help="First roll back a failed attempt left inflight.")):
     """Run one compaction, clustering, clean or rollback plan of a table, through spark-submit."""
     if not is_valid_instant_time(instant):

@@ -15,14 +15,17 @@ from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
-from tms.hudi.serde import (ClusteringPlan, CommitMetadata, WriteStat, parse_requested_replace_metadata,
-                            serialize_commit_metadata)
+from tms.hudi.serde import (
+    ClusteringPlan,
+    CommitMetadata,
+    WriteStat,
+    parse_requested_replace_metadata,
+    serialize_commit_metadata,
+)
 from tms.hudi.table import HudiTable
 
-from tms.table_path import table_relative
 from .action import ActionExecutor, ExecutionResult
-from .base_files import (base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name,
-                         write_base_file)
+from .base_files import base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name, write_base_file
 from .fencing import Fence
 from .markers import CREATE, create_marker, delete_markers, delete_unreferenced
 from .table_ref import TableRef, ValidInstants
@@ -106,7 +109,8 @@ class ClusteringExecutor(ActionExecutor):
         self._require_meta_fields()
         for group in self.plan.input_groups:
             if len({s.partition_path or "" for s in group.slices}) > 1:
-                raise HudiError(f"clustering {self.timestamp} has a group spanning partitions; groups are per partition")
+                raise HudiError(f"clustering {self.timestamp} has a group spanning partitions; "
+                                "groups are per partition")
             if any(s.bootstrap_file_path for s in group.slices):
                 raise UnsupportedTableError(f"clustering {self.timestamp} reads bootstrap files; TMS does not")
         # The input file groups are replaced: a write that started before the plan could still add to them.
@@ -129,8 +133,8 @@ class ClusteringExecutor(ActionExecutor):
             partition = group.slices[0].partition_path or ""
             slices = tuple(InputSlice(
                 s.file_id,
-                table_relative(self.storage.base_uri, s.data_file_path, partition) if s.data_file_path else None,
-                tuple(table_relative(self.storage.base_uri, p, partition) for p in s.delta_file_paths)) for s in group.slices)
+                self._relative(s.data_file_path, partition) if s.data_file_path else None,
+                tuple(self._relative(p, partition) for p in s.delta_file_paths)) for s in group.slices)
             tasks.append(ClusteringTask(self.ref, self.timestamp, partition, slices, self.sort_columns,
                                         max(1, group.num_output_file_groups or 1), self.target_file_bytes,
                                         schema, valid))
@@ -146,7 +150,8 @@ class ClusteringExecutor(ActionExecutor):
         for group in self.plan.input_groups:
             for s in group.slices:
                 replaced[s.partition_path or ""].append(s.file_id)
-        meta = CommitMetadata(partition_to_write_stats=dict(written), extra_metadata={"schema": json.dumps(self.data_schema)},
+        meta = CommitMetadata(partition_to_write_stats=dict(written),
+                              extra_metadata={"schema": json.dumps(self.data_schema)},
                               operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))
         fence()
         done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))

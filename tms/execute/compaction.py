@@ -19,14 +19,18 @@ import pyarrow.compute as pc
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
-from tms.hudi.serde import (CommitMetadata, CompactionPlan, RuntimeStats, WriteStat, parse_compaction_plan,
-                            serialize_commit_metadata)
+from tms.hudi.serde import (
+    CommitMetadata,
+    CompactionPlan,
+    RuntimeStats,
+    WriteStat,
+    parse_compaction_plan,
+    serialize_commit_metadata,
+)
 from tms.hudi.table import HudiTable
 
-from tms.table_path import table_relative
 from .action import ActionExecutor, ExecutionResult
-from .base_files import (base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name,
-                         write_base_file)
+from .base_files import base_file_path, full_schema, latest_data_schema, read_base_file, with_file_name, write_base_file
 from .fencing import Fence
 from .markers import CREATE, MERGE, create_marker, delete_markers, delete_unreferenced
 from .table_ref import TableRef, ValidInstants
@@ -136,8 +140,8 @@ class CompactionExecutor(ActionExecutor):
             tasks.append(CompactionTask(
                 table=self.ref, instant=self.timestamp, partition=partition, file_id=op.file_id,
                 base_instant=op.base_instant_time,
-                base_file=table_relative(self.storage.base_uri, op.data_file_path, partition) if op.data_file_path else None,
-                log_files=tuple(table_relative(self.storage.base_uri, p, partition) for p in op.delta_file_paths),
+                base_file=self._relative(op.data_file_path, partition) if op.data_file_path else None,
+                log_files=tuple(self._relative(p, partition) for p in op.delta_file_paths),
                 schema=schema, valid=valid))
         return tasks
 

@@ -1,14 +1,22 @@
 """Preparing a failed compaction or clustering attempt to run again: its partial files are deleted through a
 rollback plan, and the instant goes back to requested with its plan, as Hudi rolls back an inflight
-compaction (a rollback left pending by an earlier retry is finished rather than planned again). The attempt's files are those its markers name, plus any base file of the instant found in
-the plan's partitions (a marker is written before its file, so the listing is only a safety net)."""
+compaction (a rollback left pending by an earlier retry is finished rather than planned again). The attempt's
+files are those its markers name, plus any base file of the instant found in the plan's partitions (a marker
+is written before its file, so the listing is only a safety net)."""
 from __future__ import annotations
 
 from tms.hudi.errors import HudiError
 from tms.hudi.file_names import BaseFileName
 from tms.hudi.instant import COMPACTION, ROLLBACK, State
-from tms.hudi.serde import (InstantInfo, RollbackPlan, RollbackRequest, parse_compaction_plan,
-                            parse_requested_replace_metadata, parse_rollback_plan, serialize_rollback_plan)
+from tms.hudi.serde import (
+    InstantInfo,
+    RollbackPlan,
+    RollbackRequest,
+    parse_compaction_plan,
+    parse_requested_replace_metadata,
+    parse_rollback_plan,
+    serialize_rollback_plan,
+)
 from tms.hudi.table import HudiTable
 
 from .action import ExecutionResult

@@ -16,12 +16,18 @@ from tms.hudi.errors import HudiError, InstantConflictError
 from tms.hudi.file_names import LogFileName
 from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, State
 from tms.hudi.log_format import rollback_command_block
-from tms.hudi.serde import (RollbackMetadata, RollbackPartitionMetadata, RollbackPlan,
-                            parse_requested_replace_metadata, parse_rollback_plan, serialize_rollback_metadata)
+from tms.hudi.serde import (
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    parse_requested_replace_metadata,
+    parse_rollback_plan,
+    serialize_rollback_metadata,
+)
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-
 from tms.table_path import table_relative
+
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence
 from .markers import delete_markers
@@ -106,8 +112,9 @@ class RollbackExecutor(ActionExecutor):
     def validate(self) -> None:
         super().validate()
         if self.timeline.is_completed(self.failed.commit_time):
-            raise InstantConflictError(f"rollback {self.timestamp} targets {self.failed.action} {self.failed.commit_time}, "
-                                       "which is completed: TMS rolls back failed instants only (no restore)")
+            raise InstantConflictError(
+                f"rollback {self.timestamp} targets {self.failed.action} {self.failed.commit_time}, "
+                "which is completed: TMS rolls back failed instants only (no restore)")
 
     def start(self, fence: Fence) -> list[RollbackTask]:
         self.validate()

@@ -25,7 +25,7 @@ class BaseFileName:
     instant: str
 
     @classmethod
-    def parse(cls, name: str) -> "BaseFileName | None":
+    def parse(cls, name: str) -> BaseFileName | None:
         m = _BASE.match(name)
         return cls(*m.groups()) if m else None
 
@@ -43,7 +43,7 @@ class LogFileName:
     write_token: str
 
     @classmethod
-    def parse(cls, name: str) -> "LogFileName | None":
+    def parse(cls, name: str) -> LogFileName | None:
         """The parsed name (of a path's last component), or None if it is not a log file name."""
         m = _LOG.match(name.rsplit("/", 1)[-1])
         if not m:
@@ -56,7 +56,7 @@ class LogFileName:
         """Hudi's log file order: base instant, version, write token."""
         return (self.instant, self.version, self.write_token, self.file_id)
 
-    def __lt__(self, other: "LogFileName") -> bool:
+    def __lt__(self, other: LogFileName) -> bool:
         return self.sort_key < other.sort_key
 
     def __str__(self) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import IntEnum
 
 from .errors import HudiError
@@ -42,14 +42,14 @@ def is_valid_instant_time(ts: str) -> bool:
 
 def new_instant_time(now: datetime | None = None) -> str:
     """`yyyyMMddHHmmssSSS` in UTC."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     return now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
 
 
 def instant_to_datetime(ts: str) -> datetime:
     if not is_valid_instant_time(ts):
         raise HudiError(f"malformed instant time {ts!r}: expected yyyyMMddHHmmssSSS")
-    base = datetime.strptime(ts[:14], "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+    base = datetime.strptime(ts[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     return base.replace(microsecond=int(ts[14:17] or 0) * 1000)
 
 
@@ -78,7 +78,7 @@ class Instant:
     def file_name(self, table_version: int) -> str:
         return instant_file_name(self, table_version)
 
-    def with_state(self, state: State, completion_time: str | None = None) -> "Instant":
+    def with_state(self, state: State, completion_time: str | None = None) -> Instant:
         action = COMPLETED_ACTION.get(self.action, self.action) if state is State.COMPLETED else self.action
         return Instant(self.timestamp, state, action, completion_time)
 

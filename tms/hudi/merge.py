@@ -101,7 +101,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
     # Log records in write order; each data row gets its row id in `logs`.
     logs = _concat([_conform(t, target_schema) for t in scan.data], target_schema)
     parts, offset = [], 0
-    for t, pos in zip(scan.data, scan.positions):
+    for t, pos in zip(scan.data, scan.positions, strict=True):
         n = t.num_rows
         parts.append(pa.table({
             KEY: t.column(KEY).cast(pa.string()),

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from enum import Enum
+from datetime import UTC, datetime
+from enum import StrEnum
 
 from .errors import HudiError, UnsupportedTableError
 
@@ -24,12 +24,12 @@ _COMMIT_TIME_PAYLOADS = {
 }
 
 
-class TableType(str, Enum):
+class TableType(StrEnum):
     COPY_ON_WRITE = "COPY_ON_WRITE"
     MERGE_ON_READ = "MERGE_ON_READ"
 
 
-class MergeMode(str, Enum):
+class MergeMode(StrEnum):
     EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
     COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
     CUSTOM = "CUSTOM"
@@ -100,7 +100,7 @@ def _escape(text: str, is_key: bool) -> str:
 
 
 def format_properties(props: dict[str, str], comment: str | None = None) -> str:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     lines = [f"#{comment or 'Updated at ' + now.isoformat().replace('+00:00', 'Z')}",
              f"#{now.strftime('%a %b %d %H:%M:%S UTC %Y')}"]
     lines += [f"{_escape(k, True)}={_escape(v, False)}" for k, v in props.items()]
@@ -125,7 +125,7 @@ class TableConfig:
     props: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_text(cls, text: str) -> "TableConfig":
+    def from_text(cls, text: str) -> TableConfig:
         cfg = cls(parse_properties(text))
         cfg.validate()
         return cfg
@@ -205,6 +205,9 @@ class TableConfig:
     def create_schema(self) -> str | None:
         return self.props.get("hoodie.table.create.schema")
 
+    def _custom_merger(self) -> str | None:
+        return self.props.get("hoodie.compaction.payload.class") or self.props.get("hoodie.record.merge.strategy.id")
+
     @property
     def merge_mode(self) -> MergeMode:
         """Merge mode as Hudi resolves it: explicit mode, else payload class, else strategy id."""
@@ -239,8 +242,7 @@ class TableConfig:
         mode = self.merge_mode
         if mode is MergeMode.CUSTOM:
             raise UnsupportedTableError(
-                f"table {self.name} uses merge mode CUSTOM (payload "
-                f"{self.props.get('hoodie.compaction.payload.class') or self.props.get('hoodie.record.merge.strategy.id')}),"
+                f"table {self.name} uses merge mode CUSTOM (payload {self._custom_merger()}),"
                 " which needs a Java merger; TMS only merges EVENT_TIME_ORDERING and COMMIT_TIME_ORDERING")
         return mode
 

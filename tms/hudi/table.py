@@ -22,7 +22,7 @@ class HudiTable:
 
     @classmethod
     def load(cls, base_path: str, storage_options: dict | None = None, *,
-             watcher: TimelineWatcher | None = None) -> "HudiTable":
+             watcher: TimelineWatcher | None = None) -> HudiTable:
         storage = open_storage(base_path, storage_options)
         try:
             text = storage.read_bytes(PROPERTIES).decode("utf-8")
@@ -33,7 +33,7 @@ class HudiTable:
         return cls(storage, TableConfig.from_text(text), watcher)
 
     @classmethod
-    def create(cls, base_path: str, props: dict[str, str], storage_options: dict | None = None) -> "HudiTable":
+    def create(cls, base_path: str, props: dict[str, str], storage_options: dict | None = None) -> HudiTable:
         """Initialise a new table (fails if one exists at the path)."""
         storage = open_storage(base_path, storage_options)
         if storage.exists(PROPERTIES):

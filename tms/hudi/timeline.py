@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from contextlib import contextmanager
 from collections.abc import Iterable, Iterator
-from datetime import datetime, timezone
+from contextlib import contextmanager
+from datetime import UTC, datetime
 from itertools import filterfalse
 
 from .errors import HudiError, InstantConflictError
-from .instant import (CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State,
-                      instant_file_name, new_instant_time, parse_instant_file_name)
+from .instant import (
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    Instant,
+    State,
+    instant_file_name,
+    new_instant_time,
+    parse_instant_file_name,
+)
 from .properties import TableConfig
 from .storage import Storage
 from .timeline_watch import FolderChanges
@@ -208,7 +218,7 @@ class Timeline:
         if done.completion_time:
             return done.completion_time
         info = self.storage.info(f"{self.dir}/{instant_file_name(done, self.config.version)}")
-        return new_instant_time(datetime.fromtimestamp(info.mtime, timezone.utc)) if info.mtime else None
+        return new_instant_time(datetime.fromtimestamp(info.mtime, UTC)) if info.mtime else None
 
     @contextmanager
     def pinned(self):
@@ -274,7 +284,8 @@ class Timeline:
         if State.REQUESTED not in states:
             raise InstantConflictError(f"instant {requested.timestamp} is not requested")
         if State.INFLIGHT in states or State.COMPLETED in states:
-            raise InstantConflictError(f"instant {requested.timestamp} is already {self.get(requested.timestamp).state.name.lower()}")
+            state = self.get(requested.timestamp).state.name.lower()
+            raise InstantConflictError(f"instant {requested.timestamp} is already {state}")
         return self._write(Instant(requested.timestamp, State.INFLIGHT, requested.action), content)
 
     def complete(self, inflight: Instant, content: bytes, completion_time: str | None = None) -> Instant:

@@ -63,7 +63,7 @@ class HudiWriter:
     @classmethod
     def create_table(cls, base_path: str, *, table_type: str, version: int, key: list[str],
                      ordering: list[str], partition: list[str], schema: pa.Schema, name: str | None = None,
-                     merge_mode: str | None = None, **kwargs) -> "HudiWriter":
+                     merge_mode: str | None = None, **kwargs) -> HudiWriter:
         name = name or posixpath.basename(base_path.rstrip("/")) or "table"
         for f in key + ordering + partition:
             if f not in schema.names:
@@ -96,7 +96,8 @@ class HudiWriter:
         if len(fields) == 1:
             return t.column(fields[0]).cast(pa.string()).combine_chunks()
         cols = [t.column(f).cast(pa.string()).to_pylist() for f in fields]  # ComplexKeyGenerator
-        return pa.array([",".join(f"{f}:{v}" for f, v in zip(fields, vals)) for vals in zip(*cols)], pa.string())
+        return pa.array([",".join(f"{f}:{v}" for f, v in zip(fields, vals, strict=True))
+                         for vals in zip(*cols, strict=True)], pa.string())
 
     def _partition_paths(self, t: pa.Table) -> pa.Array:
         fields = self.config.partition_fields
@@ -152,7 +153,7 @@ class HudiWriter:
             batch_keys = self._record_keys(batch)
             self._ensure_partition(partition, ts)
             located = self._locate(view, partition, batch_keys)
-            for fid, positions in located.items():
+            for fid in located:
                 if fid in {f for (p, f) in view.pending_clustering if p == partition}:
                     raise HudiError(f"file group {fid} in {partition or '(root)'} is being clustered "
                                     f"(instant {view.pending_clustering[(partition, fid)]}); updates are rejected")
@@ -330,7 +331,7 @@ class HudiWriter:
     def _delete_keys(self, rows: pa.Table, ordering: str | None, partition: str) -> list[tuple]:
         keys = self._record_keys(rows).to_pylist()
         ords = rows.column(ordering).to_pylist() if ordering and ordering in rows.column_names else [None] * len(keys)
-        return list(zip(keys, [partition] * len(keys), ords))  # None: delete whatever the ordering
+        return list(zip(keys, [partition] * len(keys), ords, strict=True))  # None: delete whatever the ordering
 
     def _append_log(self, ts, fs: FileSlice, rows, op, ordering, full_schema, task) -> WriteStat:
         """MOR update or delete: one block in the slice's log (v6 appends to its current log file)."""

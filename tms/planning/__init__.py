@@ -5,6 +5,7 @@ never imports `tms.db`), and none plans a file group, a clean or a rollback twic
 decide when to plan from what the planner remembers of a table. The planner role (`planner/`) runs them for
 every registered table."""
 from tms.table_service import SERVICES
+
 from .adoption import find_unknown_plans
 from .clean import earliest_instant_to_retain, plan_clean
 from .clustering import plan_clustering

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from tms.table_service import TableService
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
 from tms.hudi.serde import parse_compaction_plan
+from tms.table_service import TableService
 
 from .compensation import recorded_blockers
 from .planned import Planned
 from .stats import plan_stats
 from .triggers import is_clustering
 
-_SERVICE_OF = {COMPACTION: TableService.COMPACTION, CLUSTERING: TableService.CLUSTERING, REPLACE_COMMIT: TableService.CLUSTERING,
-               CLEAN: TableService.CLEAN, ROLLBACK: TableService.ROLLBACK}
+_SERVICE_OF = {COMPACTION: TableService.COMPACTION, CLUSTERING: TableService.CLUSTERING,
+               REPLACE_COMMIT: TableService.CLUSTERING, CLEAN: TableService.CLEAN, ROLLBACK: TableService.ROLLBACK}
 
 
 def find_unknown_plans(table, known_instants: Collection[str]) -> list[Planned]:

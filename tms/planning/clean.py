@@ -18,15 +18,25 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from itertools import islice
 
-from tms.table_service import TableService
-from tms.table_path import join
-from .policy import CleanerPolicy, TablePolicy
-from tms.hudi.instant import (CLEAN, CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, LOG_COMPACTION, REPLACE_COMMIT,
-                              SAVEPOINT, Instant, new_instant_time)
+from tms.hudi.instant import (
+    CLEAN,
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    SAVEPOINT,
+    Instant,
+    new_instant_time,
+)
 from tms.hudi.serde import ActionInstant, CleanerPlan, CleanFileInfo, parse_compaction_plan, serialize_cleaner_plan
 from tms.hudi.timeline import WRITE_ACTIONS
+from tms.table_path import join
+from tms.table_service import TableService
 
 from .planned import Planned
+from .policy import CleanerPolicy, TablePolicy
 from .stats import plan_stats
 
 # CleanerUtils.getEarliestCommitToRetain looks at the commits-and-compaction timeline.

@@ -12,16 +12,22 @@ import math
 from collections import defaultdict
 from datetime import datetime
 
-from tms.table_service import TableService
-from tms.table_path import join
-from .policy import TablePolicy
 from tms.hudi.instant import CLUSTERING, REPLACE_COMMIT
-from tms.hudi.serde import (ClusteringGroup, ClusteringPlan, ClusteringStrategy, RequestedReplaceMetadata,
-                            SliceInfo, serialize_requested_replace_metadata)
+from tms.hudi.serde import (
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringStrategy,
+    RequestedReplaceMetadata,
+    SliceInfo,
+    serialize_requested_replace_metadata,
+)
+from tms.table_path import join
+from tms.table_service import TableService
 
 from .compaction_strategy import TOTAL_IO_READ_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE
 from .footprint import file_groups_of_pending_writes
 from .planned import Planned
+from .policy import TablePolicy
 from .stats import plan_stats
 from .triggers import CLUSTER_OPERATION, clustering_trigger
 

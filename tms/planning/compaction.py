@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from .policy import TablePolicy
-from tms.table_service import TableService
 from tms.hudi.instant import COMPACTION
 from tms.hudi.log_format import BlockType, read_log_file
 from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+from tms.table_service import TableService
 
 from .compaction_strategy import capture_metrics, order_and_filter
 from .compensation import pending_delta_commits_before, sync_held_plan, with_blockers
 from .errors import PlanningError
 from .footprint import IOType, written_files
 from .planned import Planned
+from .policy import TablePolicy
 from .stats import plan_stats
 from .triggers import compaction_trigger
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .policy import CompactionStrategy, TablePolicy
 from tms.hudi.serde import CompactionOperation
+
+from .policy import CompactionStrategy, TablePolicy
 
 TOTAL_IO_READ_MB = "TOTAL_IO_READ_MB"
 TOTAL_IO_WRITE_MB = "TOTAL_IO_WRITE_MB"

@@ -20,8 +20,7 @@ from tms.hudi.file_names import BaseFileName, LogFileName
 from tms.hudi.instant import COMPACTION, DELTA_COMMIT, State
 from tms.hudi.serde import CompactionOperation, CompactionPlan, parse_compaction_plan, serialize_compaction_plan
 
-from .compaction_strategy import (TOTAL_IO_MB, TOTAL_IO_READ_MB, TOTAL_IO_WRITE_MB, TOTAL_LOG_FILES,
-                                  TOTAL_LOG_FILES_SIZE)
+from .compaction_strategy import TOTAL_IO_MB, TOTAL_IO_READ_MB, TOTAL_IO_WRITE_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE
 from .errors import CompensationError
 
 BLOCKERS_KEY = "tms.compensation.blockers"

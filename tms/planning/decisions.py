@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from .policy import TablePolicy
-from tms.table_service import TableService
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.table_service import TableService
 
 from .digest import TimelineDigest
 from .failed_writes import heartbeat_tolerance_seconds
+from .policy import TablePolicy
 
 # A requested instant of these actions is a plan someone else scheduled: adopt it.
 _PLAN_ACTIONS = (COMPACTION, CLUSTERING, REPLACE_COMMIT, CLEAN, ROLLBACK)

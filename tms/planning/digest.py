@@ -18,12 +18,12 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from .policy import TablePolicy, TriggerStrategy
-from tms.table_service import TableService
 from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
 from tms.hudi.timeline import WRITE_ACTIONS
+from tms.table_service import TableService
 
 from .compensation import held_compactions
+from .policy import TablePolicy, TriggerStrategy
 from .rollback_targets import rollback_targets
 from .triggers import last_clustering
 
@@ -148,7 +148,10 @@ class TimelineDigest:
             return False
         by_count = len(deltas) >= policy.max_delta_commits
         by_time = (now - instant_to_datetime(since)).total_seconds() >= policy.max_delta_seconds
-        return {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.TIME_ELAPSED: by_time,
+        # NUM_COMMITS_AFTER_LAST_REQUEST counts from the last compaction request, which the digest does not
+        # keep: the delta commits since the last completed compaction are an upper bound of those.
+        return {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST: by_count,
+                TriggerStrategy.TIME_ELAPSED: by_time,
                 TriggerStrategy.NUM_AND_TIME: by_count and by_time,
                 TriggerStrategy.NUM_OR_TIME: by_count or by_time}[policy.trigger_strategy]
 

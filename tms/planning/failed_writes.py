@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .policy import TablePolicy
 from tms.hudi.instant import Instant
 
+from .policy import TablePolicy
 from .rollback_targets import rollback_targets
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"

@@ -8,7 +8,6 @@ from tms.table_service import TableService
 from .stats import PlanStats
 
 
-
 @dataclass(frozen=True)
 class Planned:
     """A requested plan on the timeline. `action` is the table service (clustering also on v6, where the

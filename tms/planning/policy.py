@@ -12,6 +12,7 @@ COMPACTION_STRATEGY_PACKAGE = "org.apache.hudi.table.action.compact.strategy."
 
 class TriggerStrategy(StrEnum):
     NUM_COMMITS = "NUM_COMMITS"
+    NUM_COMMITS_AFTER_LAST_REQUEST = "NUM_COMMITS_AFTER_LAST_REQUEST"
     TIME_ELAPSED = "TIME_ELAPSED"
     NUM_AND_TIME = "NUM_AND_TIME"
     NUM_OR_TIME = "NUM_OR_TIME"
@@ -43,6 +44,10 @@ class TablePolicy(BaseModel):
         TriggerStrategy.NUM_COMMITS, alias="hoodie.compact.inline.trigger.strategy")
     max_delta_commits: int = Field(5, ge=1, alias="hoodie.compact.inline.max.delta.commits")
     max_delta_seconds: int = Field(3600, ge=1, alias="hoodie.compact.inline.max.delta.seconds")
+    # A compaction plan still waiting for a worker (requested, not started) holds back the next one, so a
+    # backlog of plans cannot grow faster than workers serve it; true plans the next one anyway (its file
+    # groups are those the waiting plan does not hold), as Hudi's own scheduler does.
+    compaction_plan_while_pending: bool = Field(False, alias="tms.compaction.plan.while.pending")
     compaction_strategy: CompactionStrategy = Field(
         CompactionStrategy.LOG_FILE_SIZE, alias="hoodie.compaction.strategy")
     compaction_target_io_mb: int = Field(500 * 1024, ge=1, alias="hoodie.compaction.target.io")

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from tms.table_service import TableService
-from tms.table_path import join
-from .policy import TablePolicy
 from tms.hudi.file_names import BaseFileName, LogFileName
 from tms.hudi.fs_view import partition_paths
 from tms.hudi.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant
 from tms.hudi.serde import InstantInfo, RollbackPlan, RollbackRequest, serialize_rollback_plan
+from tms.table_path import join
+from tms.table_service import TableService
 
 from .errors import PlanningError
 from .failed_writes import find_failed_writes
 from .footprint import IOType, WrittenFile, marker_files, written_files
 from .planned import Planned
+from .policy import TablePolicy
 from .rollback_targets import rollback_targets
 from .stats import plan_stats
 

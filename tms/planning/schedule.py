@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tms.table_service import SERVICES, TableService
-from .policy import TablePolicy
 
 from .clean import plan_clean
 from .clustering import plan_clustering
@@ -15,6 +14,7 @@ from .compaction import plan_compaction
 from .compensation import sync_held_plans
 from .errors import PlanningError
 from .planned import Planned
+from .policy import TablePolicy
 from .rollback import plan_failed_write_rollbacks
 
 
@@ -31,7 +31,8 @@ def schedule(table, action: str, policy: TablePolicy, now: datetime) -> Schedule
     if action == TableService.ROLLBACK:
         result.planned = plan_failed_write_rollbacks(table, policy, now)
         return result
-    planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering, TableService.CLEAN: plan_clean}[action]
+    planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering,
+               TableService.CLEAN: plan_clean}[action]
     planned = planner(table, policy, now)
     result.planned = [planned] if planned else []
     return result

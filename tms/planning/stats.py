@@ -11,11 +11,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
-from tms.hudi.serde import (CleanerPlan, CompactionPlan, RequestedReplaceMetadata, RollbackPlan,
-                            parse_cleaner_plan, parse_compaction_plan, parse_requested_replace_metadata,
-                            parse_rollback_plan)
-
+from tms.hudi.serde import (
+    CleanerPlan,
+    CompactionPlan,
+    RequestedReplaceMetadata,
+    RollbackPlan,
+    parse_cleaner_plan,
+    parse_compaction_plan,
+    parse_requested_replace_metadata,
+    parse_rollback_plan,
+)
 from tms.table_path import table_relative
+
 from .errors import PlanningError
 
 # (partition, file name) -> bytes; 0 for a file that is not there

@@ -3,7 +3,11 @@
 Compaction (ScheduleCompactionActionExecutor.needCompact): the delta commits since the last completed
 `commit` or `replacecommit` (in any state, as CompactionUtils.getDeltaCommitsSinceLatestCompaction counts
 them), and the seconds since that instant (or since the first delta commit when none completed), against
-`hoodie.compact.inline.max.delta.commits` / `...max.delta.seconds` under the trigger strategy.
+`hoodie.compact.inline.max.delta.commits` / `...max.delta.seconds` under the trigger strategy;
+NUM_COMMITS_AFTER_LAST_REQUEST counts the delta commits since the last compaction in any state, requested
+included (getDeltaCommitsSinceLatestCompactionRequest), so a plan still pending is not planned again from
+the same commits. Unless `tms.compaction.plan.while.pending` is set, no compaction is due while a plan of
+the table still waits for a worker (requested, not started).
 
 Clustering (ClusteringPlanActionExecutor): the completed commits since the last clustering instant,
 pending or completed, against `hoodie.clustering.async.max.commits`."""
@@ -12,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .policy import TablePolicy, TriggerStrategy
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
+from tms.hudi.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, State, instant_to_datetime
 from tms.hudi.serde import MetadataFormatError, parse_requested_replace_metadata
 from tms.hudi.timeline import WRITE_ACTIONS
+
+from .policy import TablePolicy, TriggerStrategy
 
 CLUSTER_OPERATION = "CLUSTER"
 
@@ -27,11 +32,16 @@ class TriggerDecision:
     commits: int                  # delta commits (compaction) or commits (clustering) counted
     since: str | None             # the instant counted from
     elapsed_seconds: float | None = None
+    waiting_for: tuple[str, ...] = ()  # compaction plans not started yet, which hold back the next one
 
 
 def compaction_trigger(table, policy: TablePolicy, now: datetime) -> TriggerDecision:
     tl = table.timeline
     done = tl.last_of((COMMIT, REPLACE_COMMIT), completed=True)
+    if policy.trigger_strategy == TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST:
+        requested = tl.last_of((COMPACTION,))
+        if requested is not None and (done is None or requested.timestamp > done.timestamp):
+            done = requested
     if done is not None:
         since = done.timestamp
         deltas = sum(1 for _ in tl.iter_instants((DELTA_COMMIT,), after=since))
@@ -44,10 +54,17 @@ def compaction_trigger(table, policy: TablePolicy, now: datetime) -> TriggerDeci
     elapsed = (now - instant_to_datetime(since)).total_seconds()
     by_count = deltas >= policy.max_delta_commits
     by_time = elapsed >= policy.max_delta_seconds
-    due = {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.TIME_ELAPSED: by_time,
+    due = {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST: by_count,
+           TriggerStrategy.TIME_ELAPSED: by_time,
            TriggerStrategy.NUM_AND_TIME: by_count and by_time,
            TriggerStrategy.NUM_OR_TIME: by_count or by_time}[policy.trigger_strategy]
-    return TriggerDecision(due, deltas, since, elapsed)
+    waiting = () if policy.compaction_plan_while_pending else tuple(waiting_compactions(table))
+    return TriggerDecision(due and not waiting, deltas, since, elapsed, waiting)
+
+
+def waiting_compactions(table) -> list[str]:
+    """Compaction plans that have not started: requested, not yet inflight."""
+    return [i.timestamp for i in table.timeline.pending((COMPACTION,)) if i.state == State.REQUESTED]
 
 
 def is_clustering(table, instant) -> bool:
