@@ -47,8 +47,9 @@ def task_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
     """The last attempt ran past its timeout (firing until the task succeeds or is given up)."""
     rows = session.scalars(select(Task).where(Task.failure_kind == "timeout",
                                               Task.state.in_([S.FAILED, S.RUNNABLE, S.RUNNING])))
+    timeout = ctx.settings.worker_job_timeout_seconds
     return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} ran past its timeout of "
-                                                f"{ctx.settings.worker_job_timeout_seconds:.0f} s (attempt {t.attempt})",
+                                                f"{timeout:.0f} s (attempt {t.attempt})",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
 
 
@@ -144,14 +145,14 @@ RULES: dict[str, Rule] = {
 
 def evaluate(lease: LeaderLease, epoch: int, ctx: MonitorContext) -> dict[str, tuple[int, int]]:
     """Evaluate every rule in one fenced transaction: kind -> (fired, resolved)."""
-    changes = {}
+    changes: dict[str, tuple[int, int]] = {}
     with lease.fenced(epoch) as session:
-        ctx.now = session.scalar(select(func.now()))
+        ctx.now = session.execute(select(func.now())).scalar_one()
         alerts = AlertRepo(session)
         for kind, rule in RULES.items():
             fired, resolved = alerts.sync(kind, rule(session, ctx))
             if fired or resolved:
                 changes[kind] = (len(fired), len(resolved))
-    for kind, (fired, resolved) in changes.items():
-        log.info("alerts %s: %s fired, %s resolved [epoch %s]", kind, fired, resolved, epoch)
+    for kind, (n_fired, n_resolved) in changes.items():
+        log.info("alerts %s: %s fired, %s resolved [epoch %s]", kind, n_fired, n_resolved, epoch)
     return changes

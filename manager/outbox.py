@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import httpx
 from sqlalchemy import func, update
@@ -85,7 +85,7 @@ class Deliverer:
             delivery = session.get(WebhookDelivery, outgoing.delivery_id, with_for_update=True)
             if delivery is None or delivery.state != "pending":
                 return
-            WebhookRepo(session).record_attempt(delivery, at=datetime.now(timezone.utc).isoformat(), status=status,
+            WebhookRepo(session).record_attempt(delivery, at=datetime.now(UTC).isoformat(), status=status,
                                                 error=error, delivered=ok, retry_in_seconds=wait)
         if ok:
             log.info("webhook delivery %s sent to %s (attempt %s)", outgoing.delivery_id, outgoing.url,

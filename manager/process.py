@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -38,7 +38,7 @@ class ManagerService:
         self.lease = LeaderLease(database, self.id, lease_seconds=settings.manager_lease_seconds,
                                  heartbeat_seconds=settings.manager_heartbeat_seconds)
         self.deliverer = Deliverer(self.lease, settings)
-        self.monitor = MonitorContext(settings, datetime.now(timezone.utc), {})
+        self.monitor = MonitorContext(settings, datetime.now(UTC), {})
         self._scheduler: BackgroundScheduler | None = None
         self._leading: int | None = None  # the epoch the periodic work runs at
         self._stopping = threading.Event()
@@ -106,8 +106,8 @@ class ManagerService:
 
     def _schedule(self, epoch: int) -> BackgroundScheduler:
         s = self.settings
-        scheduler = BackgroundScheduler(timezone=timezone.utc)
-        now = datetime.now(timezone.utc)
+        scheduler = BackgroundScheduler(timezone=UTC)
+        now = datetime.now(UTC)
         jobs: list[tuple[str, float, Callable[[int], object]]] = [
             ("restore", s.manager_restore_seconds, lambda e: restore(self.lease, e)),
             ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
@@ -66,7 +66,7 @@ def restore(lease: LeaderLease, epoch: int) -> RestoreReport:
 
 def _read_timelines(lease: LeaderLease) -> dict[tuple[int, S, int], tuple[S, str | None]]:
     """(task, state, version) -> (the state the timeline says it is in, a reason), for the tasks it differs."""
-    since = datetime.now(timezone.utc) - CANCELLED_LOOKBACK
+    since = datetime.now(UTC) - CANCELLED_LOOKBACK
     with lease.database.transaction() as session:
         rows = session.execute(
             select(Task.id, Task.state, Task.version, Task.instant, Task.updated_at, RegisteredTable.base_path)

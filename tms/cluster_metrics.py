@@ -6,7 +6,8 @@ scrape target serves them however many processes run; each process adds its own 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from sqlalchemy import text
@@ -40,7 +41,8 @@ class ClusterCollector:
                 rows = {name: connection.execute(text(sql)).all() for name, sql in _QUERIES.items()}
         except Exception:  # a scrape must not fail because the database is briefly unreachable
             return
-        tasks = GaugeMetricFamily("tms_tasks_by", "Tasks by state, action and queue", labels=["state", "action", "queue"])
+        tasks = GaugeMetricFamily("tms_tasks_by", "Tasks by state, action and queue",
+                                  labels=["state", "action", "queue"])
         for state, action, queue, count in rows["tasks"]:
             tasks.add_metric([state, action, queue], count)
         yield tasks
@@ -77,7 +79,7 @@ class ClusterCollector:
         yield from _table_metrics(rows["tables"])
 
 
-def _histogram(name: str, documentation: str, samples: list) -> HistogramMetricFamily:
+def _histogram(name: str, documentation: str, samples: Sequence[Any]) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, documentation, labels=["action"])
     by_action: dict[str, list[float]] = {}
     for action, seconds in samples:
@@ -90,7 +92,7 @@ def _histogram(name: str, documentation: str, samples: list) -> HistogramMetricF
     return family
 
 
-def _table_metrics(tables: list) -> Iterator[Metric]:
+def _table_metrics(tables: Sequence[Any]) -> Iterator[Metric]:
     """From each table's planner digest (what the planner last saw of its timeline): the delta commits whose
     log files wait for a compaction, and the oldest write still pending."""
     logs = GaugeMetricFamily("tms_table_uncompacted_delta_commits", "Delta commits (log files) since the last "

@@ -24,8 +24,8 @@ def alert_document(alert: Any, event: str) -> dict[str, Any]:
 def render(alert: Any, event: str, fmt: str) -> str:
     document = alert_document(alert, event)
     if fmt == "slack":
-        icon = ":white_check_mark:" if event == "resolved" else {"critical": ":rotating_light:",
-                                                                  "warning": ":warning:"}.get(alert.severity, ":information_source:")
+        icons = {"critical": ":rotating_light:", "warning": ":warning:"}
+        icon = ":white_check_mark:" if event == "resolved" else icons.get(alert.severity, ":information_source:")
         text = f"{icon} [{event}] {alert.severity} {alert.kind} {alert.subject}: {alert.message}"
         return json.dumps({"text": text, "tms": document}, separators=(",", ":"), sort_keys=True)
     return json.dumps(document, separators=(",", ":"), sort_keys=True)

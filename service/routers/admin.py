@@ -9,7 +9,7 @@ from tms.db import InstanceRepo, QueueRepo, TaskRepo, TokenRepo
 
 from ..auth import Admin, Viewer
 from ..schemas.admin import InstanceOut, NewToken, QueueIn, QueueOut, TokenIn, TokenOut
-from ..schemas.common import Id, Limit, Offset, ShortText
+from ..schemas.common import Id, ShortText
 
 router = APIRouter(prefix="/api/v1")
 QueueName = Annotated[ShortText, Path(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]

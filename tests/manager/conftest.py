@@ -13,9 +13,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from manager_support import FAST_MANAGER, FAST_RETRY, FAULTS_SITECUSTOMIZE
 
 from manager.process import ManagerService
-from manager_support import FAST_MANAGER, FAST_RETRY, FAULTS_SITECUSTOMIZE
 from tms.config import Settings
 
 WORKER_TESTS = Path(__file__).resolve().parents[1] / "worker"

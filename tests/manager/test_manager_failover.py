@@ -132,7 +132,8 @@ def test_twenty_failovers_retry_no_task_twice_and_duplicate_no_alert(database, m
     while True:
         with database.transaction() as session:
             states = dict(session.execute(select(Task.id, Task.state).where(Task.id.in_(list(tasks)))).all())
-            alerted = session.scalar(select(func.count(func.distinct(Alert.subject))).where(Alert.kind == "held_too_long"))
+            alerted = session.scalar(select(func.count(func.distinct(Alert.subject)))
+                                     .where(Alert.kind == "held_too_long"))
         if set(states.values()) == {S.RUNNABLE} and alerted == len(held):
             break
         assert time.monotonic() < deadline, (states, alerted)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 import httpx
+from manager_support import FAST_RETRY
 from worker_support import ModelledTable, attempts, plan, register, task, wait_for, write_history
 
-from manager_support import FAST_RETRY
 from tms.db import AlertRepo, TaskState
 from tms.hudi.instant import State
 from tms.hudi.table import HudiTable

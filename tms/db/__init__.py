@@ -36,10 +36,10 @@ from .startup import database_url, open_database
 from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_transition
 
 __all__ = [
-    "ACTION_SOURCES", "TRANSITIONS", "Alert", "AlertRepo", "ApiToken", "Base", "CleanerPolicy",
-    "CompactionStrategy", "ConflictError", "Database", "Event", "EventRepo", "IllegalTransitionError", "Instance",
-    "InstanceRepo", "Lease", "LeaseRepo", "Mute", "MuteRepo", "Sighting", "WebhookRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
-    "RegisteredTable", "ResourceQueue", "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo",
-    "TaskState", "TokenRepo", "TriggerStrategy", "Webhook", "WebhookDelivery", "can_transition", "database_url", "hash_secret",
-    "open_database", "sqlalchemy_url",
+    "ACTION_SOURCES", "Alert", "AlertRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
+    "ConflictError", "Database", "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
+    "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
+    "RegisteredTable", "ResourceQueue", "Sighting", "TRANSITIONS", "TablePolicy", "TableRepo", "Task",
+    "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy", "Webhook", "WebhookDelivery",
+    "WebhookRepo", "can_transition", "database_url", "hash_secret", "open_database", "sqlalchemy_url",
 ]

@@ -11,8 +11,8 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     Boolean,
-    Float,
     CheckConstraint,
+    Float,
     ForeignKey,
     Identity,
     Index,

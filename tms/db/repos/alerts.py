@@ -35,10 +35,10 @@ class AlertRepo:
     # --- firing and resolving -----------------------------------------------------------------------
     def fire(self, kind: str, subject: str, sighting: Sighting) -> tuple[Alert, bool]:
         """Fire the (kind, subject) alert, or count one more sighting of the open one: (alert, created)."""
+        details = {**sighting.details, **({"queue": sighting.queue} if sighting.queue else {})}
         return self.raise_alert(kind=kind, severity=sighting.severity, message=sighting.message,
                                 fingerprint=f"{kind}:{subject}", subject=subject, table_id=sighting.table_id,
-                                task_id=sighting.task_id, details={**sighting.details,
-                                                                   **({"queue": sighting.queue} if sighting.queue else {})})
+                                task_id=sighting.task_id, details=details)
 
     def raise_alert(self, *, kind: str, severity: str, message: str, fingerprint: str,
                     table_id: int | None = None, task_id: int | None = None, subject: str | None = None,

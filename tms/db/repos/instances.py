@@ -1,6 +1,7 @@
 """Process instances (heartbeats) and named leases (the leader lease, with its epoch)."""
 from __future__ import annotations
 
+import builtins
 from datetime import timedelta
 from typing import Any
 
@@ -26,13 +27,14 @@ class InstanceRepo:
         return list(self.session.scalars(select(Instance).order_by(Instance.started_at),
                                          execution_options={"populate_existing": True}))
 
-    def alive(self, role: str, within_seconds: float) -> list[Instance]:
+    def alive(self, role: str, within_seconds: float) -> builtins.list[Instance]:
         """Instances of `role` that beat within `within_seconds`."""
         return list(self.session.scalars(select(Instance).where(
-            literal(role) == any_(Instance.roles), Instance.heartbeat_at >= func.now() - timedelta(seconds=within_seconds))
+            literal(role) == any_(Instance.roles),
+            Instance.heartbeat_at >= func.now() - timedelta(seconds=within_seconds))
             .order_by(Instance.started_at), execution_options={"populate_existing": True}))
 
-    def silent_since(self, seconds: float) -> list[Instance]:
+    def silent_since(self, seconds: float) -> builtins.list[Instance]:
         """Instances without a heartbeat for `seconds`: presumed dead."""
         return list(self.session.scalars(select(Instance).where(
             Instance.heartbeat_at < func.now() - timedelta(seconds=seconds))))

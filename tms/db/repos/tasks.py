@@ -4,8 +4,8 @@ None back and re-reads. A worker's writes are fenced by its lease's fencing toke
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 

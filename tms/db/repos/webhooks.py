@@ -1,14 +1,20 @@
 """Webhooks (where alerts are sent), mutes (which alerts are not), and the outbox of deliveries."""
 from __future__ import annotations
 
+import builtins
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from ..errors import NotFoundError
 from ..models import Mute, Webhook, WebhookDelivery
+
+
+def _rows(result: Any) -> int:
+    """The rows an UPDATE or DELETE touched."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 class WebhookRepo:
@@ -28,7 +34,7 @@ class WebhookRepo:
             raise NotFoundError(f"no webhook with id {webhook_id}")
         return hook
 
-    def list(self) -> list[Webhook]:
+    def list(self) -> builtins.list[Webhook]:
         return list(self.session.scalars(select(Webhook).order_by(Webhook.id)))
 
     def update(self, webhook_id: int, **changes: Any) -> Webhook:
@@ -39,11 +45,12 @@ class WebhookRepo:
         return hook
 
     def delete(self, webhook_id: int) -> None:
-        if self.session.execute(delete(Webhook).where(Webhook.id == webhook_id)).rowcount == 0:
+        if _rows(self.session.execute(delete(Webhook).where(Webhook.id == webhook_id))) == 0:
             raise NotFoundError(f"no webhook with id {webhook_id}")
 
     # --- deliveries ---------------------------------------------------------------------------------
-    def deliveries(self, webhook_id: int, *, limit: int = 50, offset: int = 0) -> tuple[list[WebhookDelivery], int]:
+    def deliveries(self, webhook_id: int, *, limit: int = 50,
+                   offset: int = 0) -> tuple[builtins.list[WebhookDelivery], int]:
         self.get(webhook_id)
         condition = WebhookDelivery.webhook_id == webhook_id
         total = self.session.scalar(select(func.count()).select_from(WebhookDelivery).where(condition))
@@ -51,7 +58,7 @@ class WebhookRepo:
                                     .limit(limit).offset(offset))
         return list(rows), total or 0
 
-    def due(self, limit: int = 50) -> list[tuple[WebhookDelivery, Webhook]]:
+    def due(self, limit: int = 50) -> builtins.list[tuple[WebhookDelivery, Webhook]]:
         """Pending deliveries whose time has come, oldest first, locked (SKIP LOCKED) for this transaction."""
         rows = self.session.execute(
             select(WebhookDelivery, Webhook).join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
@@ -61,10 +68,10 @@ class WebhookRepo:
 
     def expire_older_than(self, max_age_seconds: float) -> int:
         """Give up the pending deliveries older than `max_age_seconds`."""
-        return self.session.execute(
+        return _rows(self.session.execute(
             update(WebhookDelivery).where(WebhookDelivery.state == "pending",
                                           WebhookDelivery.created_at < func.now() - timedelta(seconds=max_age_seconds))
-            .values(state="expired"), execution_options={"synchronize_session": False}).rowcount
+            .values(state="expired"), execution_options={"synchronize_session": False}))
 
     def record_attempt(self, delivery: WebhookDelivery, *, at: str, status: int | None, error: str | None,
                        delivered: bool, retry_in_seconds: float) -> None:
@@ -93,12 +100,12 @@ class MuteRepo:
         self.session.refresh(mute)
         return mute
 
-    def list(self, *, include_expired: bool = False) -> list[Mute]:
+    def list(self, *, include_expired: bool = False) -> builtins.list[Mute]:
         stmt = select(Mute).order_by(Mute.id)
         if not include_expired:
             stmt = stmt.where((Mute.expires_at.is_(None)) | (Mute.expires_at > func.now()))
         return list(self.session.scalars(stmt))
 
     def delete(self, mute_id: int) -> None:
-        if self.session.execute(delete(Mute).where(Mute.id == mute_id)).rowcount == 0:
+        if _rows(self.session.execute(delete(Mute).where(Mute.id == mute_id))) == 0:
             raise NotFoundError(f"no mute with id {mute_id}")
