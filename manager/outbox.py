@@ -45,13 +45,17 @@ class Deliverer:
 
     def run_once(self, epoch: int) -> int:
         """Send what is due now; the number delivered."""
-        delivered = 0
+        started = time.monotonic()
+        results = []
         for outgoing in self._take(epoch):
-            status, error = self._send(outgoing)
-            ok = status is not None and 200 <= status < 300
-            self._record(epoch, outgoing, status, error, ok)
-            delivered += ok
-        return delivered
+            # A slow receiver must not keep the batch's attempts unrecorded for long: the rest wait for the
+            # next run (their hold ends after a request's timeout).
+            if time.monotonic() - started > self.settings.webhook_timeout_seconds:
+                break
+            results.append((outgoing, *self._send(outgoing)))
+        if results:
+            self._record(epoch, results)
+        return sum(1 for _, status, _ in results if _accepted(status))
 
     def _take(self, epoch: int) -> list[Outgoing]:
         hold = self.settings.webhook_timeout_seconds + 5  # no second sender while this one tries
@@ -79,17 +83,27 @@ class Deliverer:
             return None, f"{type(exc).__name__}: {exc}"[:500]
         return response.status_code, None if response.is_success else response.text[:500]
 
-    def _record(self, epoch: int, outgoing: Outgoing, status: int | None, error: str | None, ok: bool) -> None:
-        wait = min(self.settings.webhook_backoff_seconds * 2 ** outgoing.attempts, MAX_BACKOFF_SECONDS)
+    def _record(self, epoch: int, results: list[tuple[Outgoing, int | None, str | None]]) -> None:
+        """Record a batch of attempts in one fenced transaction."""
+        at = datetime.now(UTC).isoformat()
         with self.lease.fenced(epoch) as session:
-            delivery = session.get(WebhookDelivery, outgoing.delivery_id, with_for_update=True)
-            if delivery is None or delivery.state != "pending":
-                return
-            WebhookRepo(session).record_attempt(delivery, at=datetime.now(UTC).isoformat(), status=status,
-                                                error=error, delivered=ok, retry_in_seconds=wait)
-        if ok:
-            log.info("webhook delivery %s sent to %s (attempt %s)", outgoing.delivery_id, outgoing.url,
-                     outgoing.attempts + 1)
-        else:
-            log.warning("webhook delivery %s to %s failed (attempt %s): %s; next in %.0f s", outgoing.delivery_id,
-                        outgoing.url, outgoing.attempts + 1, error or status, wait)
+            for outgoing, status, error in results:
+                delivery = session.get(WebhookDelivery, outgoing.delivery_id, with_for_update=True)
+                if delivery is None or delivery.state != "pending":
+                    continue
+                WebhookRepo(session).record_attempt(delivery, at=at, status=status, error=error,
+                                                    delivered=_accepted(status), retry_in_seconds=self._wait(outgoing))
+        for outgoing, status, error in results:
+            if _accepted(status):
+                log.info("webhook delivery %s sent to %s (attempt %s)", outgoing.delivery_id, outgoing.url,
+                         outgoing.attempts + 1)
+            else:
+                log.warning("webhook delivery %s to %s failed (attempt %s): %s; next in %.0f s", outgoing.delivery_id,
+                            outgoing.url, outgoing.attempts + 1, error or status, self._wait(outgoing))
+
+    def _wait(self, outgoing: Outgoing) -> float:
+        return min(self.settings.webhook_backoff_seconds * 2 ** outgoing.attempts, MAX_BACKOFF_SECONDS)
+
+
+def _accepted(status: int | None) -> bool:
+    return status is not None and 200 <= status < 300
