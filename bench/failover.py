@@ -150,7 +150,7 @@ def main() -> None:
         database = Database(url)
         managers = Managers(database, Path(logs), args.lease, args.heartbeat)
         try:
-            print(f"failover: lease {args.lease} s, heartbeat {args.heartbeat} s, {args.rounds} rounds "
+            print(f"lease {args.lease} s, heartbeat {args.heartbeat} s "
                   f"({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load {os.getloadavg()[0]:.1f})", flush=True)
             if args.webhooks_only:
                 managers.start()
