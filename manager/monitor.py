@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import AlertRepo, Instance, ResourceQueue, Sighting, Task, TaskState
+from tms.db import AlertRepo, Instance, RegisteredTable, ResourceQueue, Sighting, Task, TaskState
 
 from .leadership import LeaderLease
 
@@ -31,6 +31,8 @@ class MonitorContext:
     settings: Settings
     now: datetime
     backlog: dict[str, list[int]]  # queue -> its backlog at the last evaluations (queue_saturated)
+    # table -> (pending plans, uncompacted delta commits) at the last evaluations (backlog_growing)
+    table_backlog: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 def task_failed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -101,6 +103,36 @@ def queue_saturated(session: Session, ctx: MonitorContext) -> dict[str, Sighting
     return sightings
 
 
+BACKLOG_EVALUATIONS = 4  # backlog_growing: rising at each of the last three evaluations
+PENDING = (S.PENDING, S.BLOCKED, S.RUNNABLE, S.RUNNING)
+
+
+def backlog_growing(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A table whose pending plans, or whose delta commits awaiting a compaction (its pending log files),
+    rose at each of the last three evaluations: work arrives faster than it is served."""
+    pending = dict(session.execute(select(Task.table_id, func.count()).where(Task.state.in_(PENDING))
+                                   .group_by(Task.table_id)).all())
+    sightings = {}
+    for table_id, name, state in session.execute(select(RegisteredTable.id, RegisteredTable.name,
+                                                        RegisteredTable.planner_state)
+                                                 .where(RegisteredTable.enabled.is_(True))):
+        logs = len(((state or {}).get("counted") or {}).get("compaction") or [])
+        history = ctx.table_backlog.setdefault(table_id, [])
+        history.append((pending.get(table_id, 0), logs))
+        del history[:-BACKLOG_EVALUATIONS]
+        if len(history) < BACKLOG_EVALUATIONS:
+            continue
+        plans_rise = all(a[0] < b[0] for a, b in zip(history, history[1:], strict=False))
+        logs_rise = all(a[1] < b[1] for a, b in zip(history, history[1:], strict=False))
+        if plans_rise or logs_rise:
+            what = "pending plans" if plans_rise else "delta commits awaiting a compaction"
+            sightings[f"table:{table_id}"] = Sighting(
+                "warning", f"table {name}: {what} rose at each of the last {BACKLOG_EVALUATIONS - 1} evaluations "
+                           f"(now {history[-1][0 if plans_rise else 1]})", table_id=table_id,
+                details={"pending_plans": history[-1][0], "uncompacted_delta_commits": history[-1][1]})
+    return sightings
+
+
 def predicted_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
     """Early warning: a running task whose predicted end (its table's past seconds per byte for the action,
     times this plan's bytes) passes its timeout."""
@@ -139,7 +171,7 @@ def _plan_bytes(stats: dict | None) -> int:
 RULES: dict[str, Rule] = {
     "task_failed": task_failed, "task_timeout": task_timeout, "not_scheduled": not_scheduled,
     "held_too_long": held_too_long, "instance_down": instance_down, "queue_saturated": queue_saturated,
-    "predicted_timeout": predicted_timeout,
+    "predicted_timeout": predicted_timeout, "backlog_growing": backlog_growing,
 }
 
 
