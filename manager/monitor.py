@@ -165,7 +165,8 @@ def predict_seconds(session: Session, task: Task) -> float | None:
 
 
 def _plan_bytes(stats: dict | None) -> int:
-    return int((stats or {}).get("total_bytes") or 0)
+    stats = stats or {}
+    return int(stats.get("total_bytes") or sum(stats.get("operation_bytes") or ()))
 
 
 RULES: dict[str, Rule] = {

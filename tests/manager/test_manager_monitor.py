@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
+from sqlalchemy import text
+
 from manager.leadership import LeaderLease
 from manager.monitor import MonitorContext, evaluate
 from tms.config import Settings
@@ -66,3 +68,27 @@ def test_a_backlog_growing_at_each_evaluation_fires_and_resolves_when_it_stops(d
     assert alert.subject == f"table:{table_id}" and "pending plans" in alert.message
     evaluate(lease, epoch, ctx)  # no new plan: not rising any more
     assert [a.state for a in _alerts(db, "backlog_growing")] == ["resolved"]
+
+
+def test_a_running_task_predicted_past_its_timeout_is_warned_of_before_it_times_out(db):
+    lease, epoch = _leader(db)
+    table_id = _table(db)
+    with db.transaction() as session:
+        tasks = TaskRepo(session)
+        for n, seconds in enumerate((100, 120, 110)):  # history: about 1 s per MB
+            done, _ = tasks.create(table_id=table_id, action="compaction", instant=f"2025010100000{n}000",
+                                   state=S.RUNNABLE, plan_stats={"total_bytes": 100 * 2**20})
+            claimed = tasks.claim(done.id, expected_version=done.version, owner="w", lease_seconds=60)
+            tasks.finish(done.id, fencing_token=claimed.fencing_token, succeeded=True)
+            session.execute(text("UPDATE tasks SET finished_at = started_at + make_interval(secs => :s) "
+                                 "WHERE id = :id"), {"s": seconds, "id": done.id})
+        big, _ = tasks.create(table_id=table_id, action="compaction", instant="20260101000000000",
+                              state=S.RUNNABLE, plan_stats={"total_bytes": 500 * 2**20})
+        small, _ = tasks.create(table_id=table_id, action="compaction", instant="20260101000001000",
+                                state=S.RUNNABLE, plan_stats={"total_bytes": 50 * 2**20})
+        for t in (big, small):
+            tasks.claim(t.id, expected_version=t.version, owner="w", lease_seconds=60)
+    # ~550 s predicted for the big one against a 300 s timeout, ~55 s for the small one: only the big warns.
+    evaluate(lease, epoch, MonitorContext(Settings(worker_job_timeout_seconds=300), datetime.now(UTC), {}))
+    [alert] = _alerts(db, "predicted_timeout")
+    assert alert.task_id == big.id and 500 <= alert.details["predicted_seconds"] <= 600

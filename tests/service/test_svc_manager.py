@@ -95,3 +95,15 @@ def test_webhooks_crud_without_showing_secrets_and_their_deliveries(client, app,
     assert client.get("/api/v1/webhooks/999999/deliveries", headers=admin).status_code == 404
     assert client.delete(f"/api/v1/webhooks/{hook['id']}", headers=admin).status_code == 204
     assert client.delete(f"/api/v1/webhooks/{hook['id']}", headers=admin).status_code == 404
+
+
+def test_metrics_show_every_roles_work_from_the_database(client, app, tokens):
+    with app.state.database.transaction() as session:
+        LeaseRepo(session).acquire("manager", "m1", 30)
+        AlertRepo(session).fire("task_failed", "task:9", Sighting("critical", "boom"))
+    text = client.get("/metrics").text
+    assert 'tms_manager_leader{instance="m1"} 1.0' in text and "tms_manager_epoch 1.0" in text
+    assert 'tms_alerts_firing{severity="critical",type="task_failed"} 1.0' in text
+    for family in ("tms_tasks_by", "tms_task_duration_seconds", "tms_task_wait_seconds", "tms_planner_lag_seconds",
+                   "tms_queue_capacity"):
+        assert f"# TYPE {family}" in text, family
