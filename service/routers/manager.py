@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from sqlalchemy import func, select
 
-from tms.db import AlertRepo, InstanceRepo, LeaseRepo, MuteRepo, WebhookRepo
+from tms.db import AlertRepo, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
 
 from ..auth import Admin, Viewer
 from ..schemas.common import Id, Limit, Offset, ShortText
@@ -66,6 +66,8 @@ def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None
              tags=["alerts"], summary="Mute alerts by table, database, owner or queue (all types or some)")
 def create_mute(body: MuteIn, request: Request) -> MuteOut:
     with request.app.state.database.transaction() as session:
+        if body.table_id is not None:
+            TableRepo(session).get(body.table_id)  # 404 for an unknown table
         fields = body.model_dump()
         fields["alert_types"] = [t.value for t in body.alert_types]
         return MuteOut.model_validate(MuteRepo(session).create(**fields))

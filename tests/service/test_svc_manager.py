@@ -45,6 +45,7 @@ def test_mutes_are_created_listed_and_deleted_and_mark_alerts_muted(client, app,
     admin = tokens["admin"]
     bad = client.post("/api/v1/mutes", json={"alert_types": ["nonsense"]}, headers=admin)
     assert bad.status_code == 422
+    assert client.post("/api/v1/mutes", json={"table_id": 999999}, headers=admin).status_code == 404
     assert client.post("/api/v1/mutes", json={"owner": "team-a", "expires_at": "2030-01-01T00:00:00"},
                        headers=admin).status_code == 422  # no time zone
     assert client.get("/api/v1/mutes", headers=admin).json() == []
