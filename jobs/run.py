@@ -29,6 +29,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # PySpark (heavy: it starts a JVM gateway) loads once the arguments are known good.
     from pyspark.sql import SparkSession
 
     from jobs.spark_runner import SparkRunner

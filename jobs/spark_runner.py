@@ -13,6 +13,8 @@ from tms.hudi.file_names import write_token
 
 def _with_write_token(fn: TaskFunction, task: Any) -> Any:
     ctx = TaskContext.get()  # each attempt of a Spark task names its files apart (Hudi's write token)
+    if ctx is None:
+        raise RuntimeError("a task function runs inside a Spark task")
     return fn(task, write_token(ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId()))
 
 

@@ -12,10 +12,13 @@ from datetime import UTC, datetime
 import typer
 from pydantic import ValidationError
 
+from tms.config import load_settings
 from tms.errors import TMSError
 from tms.hudi.inspect import human_size
+from tms.hudi.table import HudiTable
 from tms.planning.planned import Planned
 from tms.planning.policy import TablePolicy
+from tms.planning.schedule import schedule
 from tms.table_service import SERVICES
 
 
@@ -48,8 +51,6 @@ def register(app: typer.Typer) -> None:
                                                        help="A policy option, hoodie.key=value (repeatable).")):
         """Plan one table service now: sync held compaction plans, then write the new plan's requested
         instant and print it (or say there is nothing to do)."""
-        from tms.hudi.table import HudiTable
-        from tms.planning.schedule import schedule
         if action not in SERVICES:
             raise TMSError(f"--action must be one of {', '.join(SERVICES)}, not {action!r}")
         policy = _policy(option or [])
@@ -70,7 +71,7 @@ def register(app: typer.Typer) -> None:
                                                   help="Tables planned at the same time [TMS_PLANNER_THREADS]")):
         """Run the planner role: plan on each table's events, on the periodic trigger and on the
         reconciliation scan, and record a task per plan."""
-        from tms.config import load_settings
+        # The role's process (the database, the scheduler) loads only for `tms planner`.
         from tms.db import open_database
 
         from .process import PlannerService

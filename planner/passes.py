@@ -11,7 +11,7 @@ from functools import partial
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, RegisteredTable, TablePolicy
+from tms.db import AlertRepo, RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
@@ -59,14 +59,14 @@ def _plan(ctx: PassContext, service: str) -> Planned | None | bool:
     return plan_clean(table, policy, now)
 
 
-def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list]:
+def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
     """Run `work` on the locked table; returns its new digest and the tasks recorded. The timeline is
     listed once for the whole pass (its library calls would each list it again)."""
     with ctx.table.timeline.pinned():
         return _run_pass(ctx, digest, work)
 
 
-def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list]:
+def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
     recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
     _guarded(recorder, "adoption", recorder.adopt_unknown_plans)
     # Rollbacks first: a held plan synced after them, or a compaction planned after them, is not held by

@@ -12,6 +12,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
+from functools import partial
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -98,8 +99,7 @@ class PlannerService:
         for table_id in candidates[:free]:
             with self._lock:
                 self._in_flight.add(table_id)
-            pool.submit(self.planner.handle_events, table_id).add_done_callback(
-                lambda future, t=table_id: self._done(t, future))
+            pool.submit(self.planner.handle_events, table_id).add_done_callback(partial(self._done, table_id))
         return min(free, len(candidates))
 
     def _done(self, table_id: int, future: Future) -> None:

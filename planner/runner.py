@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo
+from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.table import PROPERTIES
 from tms.hudi.timeline_watch import TimelineWatcher
@@ -171,10 +171,10 @@ class Planner:
         self._run(ctx, digest, work)
 
     # --- shared -------------------------------------------------------------------------------------
-    def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list:
+    def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list[Task]:
         """Run the planning pass `work` asks for (if any), then store the table's digest. Returns the
         tasks recorded."""
-        recorded = []
+        recorded: list[Task] = []
         if work:
             digest, recorded = planning_pass(ctx, digest, work)
             ctx.row.planned_at = ctx.now

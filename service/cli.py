@@ -18,6 +18,7 @@ from tms.config import load_settings
 def serve(host: Annotated[str | None, typer.Option(help="Interface to listen on [TMS_HOST]")] = None,
           port: Annotated[int | None, typer.Option(help="Port to listen on [TMS_PORT]")] = None) -> None:
     """Run the TMS HTTP service."""
+    # The web stack (uvicorn, FastAPI and the service's app) loads only for `tms serve`.
     import uvicorn
 
     from service.app import create_app
@@ -39,6 +40,7 @@ tokens = typer.Typer(help="API tokens.", no_args_is_help=True)
 def create_token(role: Annotated[str, typer.Option(help="viewer | operator | admin")],
                  name: Annotated[str, typer.Option(help="A note on who uses it")] = "") -> None:
     """Create an API token and print it (it cannot be shown again)."""
+    # The database layer (SQLAlchemy, psycopg, the embedded PostgreSQL) loads only for the commands using it.
     from tms.db import Database, TokenRepo
     from tms.db.startup import database_url, open_database
 
@@ -60,6 +62,7 @@ db = typer.Typer(help="The metadata database.", no_args_is_help=True)
 @db.command("upgrade")
 def db_upgrade(revision: Annotated[str, typer.Argument(help="Target revision")] = "head") -> None:
     """Migrate the metadata database (the embedded one if TMS_DATABASE_URL is unset) to a revision."""
+    # As in create_token: the database layer loads only here.
     from tms.db import migrate
     from tms.db.startup import database_url
 

@@ -71,8 +71,9 @@ async def _on_database_down(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(RequestValidationError, _on_validation)
-    app.add_exception_handler(TMSError, _on_tms_error)
-    app.add_exception_handler(DataError, _on_data_error)
+    # Starlette types a handler as taking any Exception; each of these gets only the class it is registered for.
+    app.add_exception_handler(RequestValidationError, _on_validation)  # type: ignore[arg-type]
+    app.add_exception_handler(TMSError, _on_tms_error)  # type: ignore[arg-type]
+    app.add_exception_handler(DataError, _on_data_error)  # type: ignore[arg-type]
     for unavailable in (OperationalError, psycopg.OperationalError):
         app.add_exception_handler(unavailable, _on_database_down)

@@ -42,7 +42,11 @@ class IncomingEvent:
 
     @property
     def table_key(self) -> int | str:
-        return self.table_id if self.table_id is not None else self.base_path
+        if self.table_id is not None:
+            return self.table_id
+        if self.base_path is None:  # the schemas require one of them
+            raise ValueError("an event names its table by table_id or base_path")
+        return self.base_path
 
 
 class TableCache:

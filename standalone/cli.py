@@ -5,6 +5,7 @@ from pathlib import Path
 
 import typer
 
+from standalone.run import run_local
 from tms.errors import TMSError
 
 
@@ -16,7 +17,6 @@ def up(data_dir: Path = typer.Option(Path(".tms"), "--data-dir", envvar="TMS_DAT
        interval: float = typer.Option(5.0, "--interval", help="Seconds between demo commits.")):
     """Run TMS on this machine with embedded defaults: the service with an embedded PostgreSQL, a demo
     table registered with it, and the demo writer posting Hudi's commit callbacks."""
-    from standalone.run import run_local
     try:
         run_local(data_dir, host=host, port=port, commits=commits, interval=interval, echo=typer.echo)
     except KeyboardInterrupt:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 import httpx
 
@@ -37,7 +38,7 @@ def _wait_ready(url: str, procs: list[subprocess.Popen], timeout: float = 180) -
     while time.monotonic() < deadline:
         for p in procs:
             if p.poll() is not None:
-                raise RuntimeError(f"{' '.join(p.args[3:])} exited with {p.returncode} while starting")
+                raise RuntimeError(f"{' '.join(cast(list[str], p.args)[3:])} exited with {p.returncode} while starting")
         try:
             if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
                 return

@@ -9,18 +9,29 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
+from manager import cli as manager_cli
+from planner import cli as planner_cli
+from service import cli as service_cli
+from standalone import cli as standalone_cli
+from tms.demo import run_demo_writer
 from tms.errors import TMSError
+from tms.execute import cli as execute_cli
+from tms.hudi.inspect import describe_table, format_description
+from tms.hudi.instant import is_valid_instant_time
+from tms.hudi.reader import iter_snapshot
+from tms.hudi.table import HudiTable
+from tms.hudi.writer import HudiWriter, create_table_for_records
+from worker import cli as worker_cli
 
 
 class _Commands(TyperGroup):
     """The one error handler of every `tms` command (the roles' included): a TMSError is one line on stderr
     and exit status 1, never a traceback."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # a context of the click Typer bundles (typer._click, private)
         try:
             return super().invoke(ctx)
         except TMSError as e:
@@ -44,8 +55,7 @@ def _json_default(v):
     return str(v)
 
 
-def _load(path: str):
-    from tms.hudi.table import HudiTable
+def _load(path: str) -> HudiTable:
     return HudiTable.load(path)
 
 
@@ -53,7 +63,6 @@ def _load(path: str):
 def inspect(path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
             as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
     """Table config, timeline, file groups with their slices and sizes, pending plans, inflight instants."""
-    from tms.hudi.inspect import describe_table, format_description
     desc = describe_table(_load(path))
     typer.echo(json.dumps(desc, indent=2, default=_json_default) if as_json else format_description(desc))
 
@@ -63,8 +72,6 @@ def read(path: str = typer.Argument(..., help="Base path of a Hudi table."),
          as_of: str | None = typer.Option(None, "--as-of", help="Time travel: the snapshot at this instant."),
          limit: int | None = typer.Option(None, "--limit", min=0, help="Print at most N rows.")):
     """The snapshot rows (base + logs merged) as JSON lines."""
-    from tms.hudi.instant import is_valid_instant_time
-    from tms.hudi.reader import iter_snapshot
     if as_of is not None and not is_valid_instant_time(as_of):
         raise TMSError(f"--as-of {as_of!r} is not an instant time (yyyyMMddHHmmssSSS)")
     printed = 0
@@ -120,8 +127,7 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
           callback_key: str | None = typer.Option(None, "--callback-key", envvar="TMS_CALLBACK_KEY",
                                                      help="HUDI-CALLBACK-KEY header value.")):
     """One commit from JSON-lines records; prints the instant."""
-    from tms.hudi.writer import HudiWriter, create_table_for_records
-    opts = dict(callback_url=callback_url, callback_key=callback_key, log_block_format=log_blocks)
+    opts: dict[str, Any] = dict(callback_url=callback_url, callback_key=callback_key, log_block_format=log_blocks)
     if complete:
         if records or create:
             raise TMSError("--complete takes no --records or --create")
@@ -158,7 +164,6 @@ def demo(path: str = typer.Argument(..., help="Where to create (or continue) the
          callback_url: str | None = typer.Option(None, "--callback-url"),
          callback_key: str | None = typer.Option(None, "--callback-key", envvar="TMS_CALLBACK_KEY")):
     """The demo writer: a trips table receiving inserts, updates and deletes."""
-    from tms.demo import run_demo_writer
     run_demo_writer(path, commits=commits, interval=interval, table_type=table_type,
                     version=table_version, callback_url=callback_url, callback_key=callback_key,
                     echo=typer.echo)
@@ -167,12 +172,6 @@ def demo(path: str = typer.Argument(..., help="Where to create (or continue) the
 def _mount_role_commands() -> None:
     """Commands that live with their roles: the service's (serve, tokens, db), the planner's (schedule,
     planner), the executor's (execute), the worker's (worker) and the manager's (manager)."""
-    from manager import cli as manager_cli
-    from planner import cli as planner_cli
-    from service import cli as service_cli
-    from standalone import cli as standalone_cli
-    from tms.execute import cli as execute_cli
-    from worker import cli as worker_cli
     service_cli.register(app)
     planner_cli.register(app)
     execute_cli.register(app)

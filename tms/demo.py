@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from tms.hudi.errors import TableNotFoundError
+from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import HudiWriter
 
@@ -37,7 +38,6 @@ def run_demo_writer(path: str, *, commits: int = 0, interval: float = 5.0, table
                     batch: int = 200, seed: int | None = None, echo: Callable[[str], None] = print) -> None:
     """Write `commits` commits (0: until interrupted), `interval` seconds apart: inserts while the table
     is small, then mostly updates with some inserts, and now and then deletes."""
-    from tms.hudi.reader import read_snapshot
     rng = random.Random(seed)
     table = ensure_demo_table(path, table_type=table_type, version=version)
     writer = HudiWriter(table, callback_url=callback_url, callback_key=callback_key)

@@ -5,6 +5,11 @@ import os
 import socket
 import uuid
 from importlib import metadata
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tms.db import InstanceRepo
 
 
 def tms_version() -> str:
@@ -19,7 +24,6 @@ def new_instance_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def record_heartbeat(session, instance_id: str, roles: list[str], info: dict) -> None:
-    from tms.db import InstanceRepo
+def record_heartbeat(session: Session, instance_id: str, roles: list[str], info: dict[str, Any]) -> None:
     InstanceRepo(session).heartbeat(instance_id, roles=roles, host=socket.gethostname(), pid=os.getpid(),
                                     version=tms_version(), info=info)

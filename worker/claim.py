@@ -62,6 +62,8 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
             if task.action != ROLLBACK and task.table_id in rolling_back:
                 continue
             table = session.get(RegisteredTable, task.table_id)
+            if table is None:  # unregistered since the task was read
+                continue
             queue = choose_queue(queues, running, table, task.action)
             if queue is None:
                 continue

@@ -16,6 +16,7 @@ def worker(slots: Annotated[int | None, typer.Option(help="Jobs run at once [TMS
            service_url: Annotated[str | None, typer.Option(
                help="The service URL jobs check their lease at [TMS_WORKER_SERVICE_URL]")] = None) -> None:
     """Claim runnable tasks, submit their Spark jobs sized to their plans, and track them to the end."""
+    # The role's process (the database, the job supervisor) loads only for `tms worker`.
     from tms.db import open_database
 
     from .loop import Worker

@@ -11,6 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from tms.db import Database, TaskRepo
+from tms.errors import ConfigError
 from tms.execute.dispatch import executor_for
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
@@ -104,6 +105,8 @@ class JobSupervisor:
         if self.settings.runner == "python":
             command, env = python_job(c, fence_url=url)
         else:
+            if self.settings.py_files is None:
+                raise ConfigError("the spark runner needs the py-files zip (WorkerSettings.py_files)")
             command, env = spark_job(c, py_files=self.settings.py_files, fence_url=url)
         return JobProcess(command, env, self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log")
 
@@ -172,6 +175,8 @@ class JobSupervisor:
             return "the worker stopped; the job was killed"
         if outcome is Outcome.LEASE_LOST:
             return "the job was killed: its lease was lost (cancelled, or taken over)"
+        if status is None:
+            return "the job ended without an exit status"
         if status == 0:
             return f"the job exited but {self.claimed.instant} is not completed"
         how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"

@@ -1,7 +1,7 @@
 """Event intake: Hudi's native commit callback and TMS's own events."""
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, status
 
@@ -11,7 +11,7 @@ from ..schemas.events import EventBatch, EventIn, HudiCommitCallback, IngestResu
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
 Writer = Annotated[WriterCredential, Depends(writer_credential)]
-_ACCEPTED = {"status_code": status.HTTP_202_ACCEPTED, "response_model": IngestResult}
+_ACCEPTED: dict[str, Any] = {"status_code": status.HTTP_202_ACCEPTED, "response_model": IngestResult}
 
 
 def _intake(request: Request) -> Intake:

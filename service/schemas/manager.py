@@ -5,7 +5,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import AnyHttpUrl, BaseModel, Field, field_validator, model_validator
+from pydantic import AnyHttpUrl, BaseModel, Field, computed_field, field_validator, model_validator
 
 from .common import Id, Record, ShortText
 
@@ -62,10 +62,15 @@ class AlertOut(Record):
     details: dict[str, Any]
     count: int = Field(description="Sightings while firing")
     muted: bool = Field(description="A mute matched it: recorded, not delivered")
-    first_seen: datetime = Field(validation_alias="created_at")
     last_seen: datetime
     created_at: datetime
     resolved_at: datetime | None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def first_seen(self) -> datetime:
+        """When it fired (its `created_at`)."""
+        return self.created_at
 
 
 class AlertPage(BaseModel):

@@ -650,3 +650,15 @@ def test_hudi_rs_event_time_ordering_of_deletes(trips, ordering_type, ordering_v
     offset = append(trips, LOG_1, delete_block(deletes, T2, ordering_type, table_schema(trips)))
     complete_deltacommit(trips, T2, LOG_1, offset, updates=0, deletes=1)
     assert (DELETED not in hudi_rs_rows(trips)) == deleted
+
+
+def test_a_data_block_without_a_schema_is_refused_with_a_clear_error():
+    """An Avro data block needs its header's schema to decode: without one, a ValueError that says so
+    (it was a TypeError from deep inside fastavro)."""
+    schema = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "string"}]}
+    full = with_meta_fields(schema)
+    rows = pa.table({f["name"]: pa.array(["x"]) for f in full["fields"]})
+    [block] = read_log_file(avro_data_block(rows, schema, "20240101000000000"))
+    del block.header[HeaderKey.SCHEMA]
+    with pytest.raises(ValueError, match="AVRO_DATA block without a schema"):
+        block.records()

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -26,7 +27,7 @@ from .errors import DatabaseError
 DATABASE_NAME = "tms"
 SUPERUSER = "postgres"
 _MAX_SOCKET_PATH = 100  # Unix socket paths are limited to ~107 bytes
-_servers: dict[Path, object] = {}  # pgserver handles, kept alive for the life of the process
+_servers: dict[Path, Any] = {}  # pgserver handles, kept alive for the life of the process
 
 
 class EmbeddedDatabaseError(DatabaseError, RuntimeError):
@@ -57,7 +58,7 @@ def create_database(server_url: str, database: str) -> None:
             pass
 
 
-def import_pgserver():
+def import_pgserver() -> Any:
     """The pgserver module, or None. Its import warns when XDG_RUNTIME_DIR is unset (it falls back
     to /tmp, which is fine), so the warning is silenced."""
     with warnings.catch_warnings():

@@ -11,6 +11,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
 from .engine import sqlalchemy_url
+from .errors import DatabaseError
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -33,7 +34,10 @@ def downgrade(url: str, revision: str = "base") -> None:
 
 
 def head_revision() -> str:
-    return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+    head = ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+    if head is None:
+        raise DatabaseError(f"no migrations in {MIGRATIONS_DIR}")
+    return head
 
 
 def current_revision(engine: Engine) -> str | None:

@@ -14,7 +14,6 @@ from tms.table_path import table_relative
 
 from .errors import PlanHeldError
 from .fencing import Fence
-from .runner import TaskFunction
 from .table_ref import TableRef
 
 
@@ -36,7 +35,12 @@ class ExecutionResult:
 
 class ActionExecutor(ABC):
     action_name: ClassVar[str]
-    task_function: ClassVar[TaskFunction]  # a module-level function: Spark pickles it by reference
+
+    @staticmethod
+    @abstractmethod
+    def task_function(task: Any, write_token: str, /) -> Any:
+        """One task's work (a TaskFunction). Subclasses set a module-level function here, as
+        `staticmethod(fn)`: Spark pickles it by reference."""
     # Compaction and clustering go back to requested (through a rollback) before they run again; a clean
     # or rollback that stopped inflight is simply run again (its deletes are idempotent).
     resumable_inflight: ClassVar[bool] = False

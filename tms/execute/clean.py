@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tms.hudi.instant import Instant
 from tms.hudi.serde import (
     CleanerPlan,
     CleanMetadata,
@@ -39,7 +40,8 @@ class CleanResult:
 
 def clean_partition(task: CleanTask, token: str) -> CleanResult:
     storage = task.table.storage()
-    deleted, failed = [], []
+    deleted: list[str] = []
+    failed: list[str] = []
     for path in task.files:
         rel = table_relative(storage.base_uri, path, task.partition)
         (deleted if storage.delete(rel) else failed).append(rel.rsplit("/", 1)[-1])
@@ -53,7 +55,7 @@ class CleanExecutor(ActionExecutor):
     task_function = staticmethod(clean_partition)
     resumable_inflight = True
 
-    def __init__(self, table: HudiTable, instant):
+    def __init__(self, table: HudiTable, instant: Instant):
         super().__init__(table, instant)
         self.plan_bytes = self.timeline.read_plan(self.timestamp)
         self.plan: CleanerPlan = parse_cleaner_plan(self.plan_bytes)

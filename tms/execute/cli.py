@@ -34,7 +34,8 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
             conf: list[str] | None = typer.Option(None, "--conf", help="Spark configuration key=value (repeatable)."),
             local: bool = typer.Option(False, "--local",
                                        help="Run in this process, without Spark (small tables, tests)."),
-            retry: bool = typer.Option(False, "--retry", help="First roll back a failed attempt left inflight.")):
+            retry: bool = typer.Option(False, "--retry",
+                                       help="First roll back a failed attempt left inflight.")) -> None:
     """Run one compaction, clustering, clean or rollback plan of a table, through spark-submit."""
     if not is_valid_instant_time(instant):
         raise TMSError(f"--instant {instant!r} is not an instant time (yyyyMMddHHmmssSSS)")
@@ -44,7 +45,9 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
     table = HudiTable.load(path)
     executor = executor_for(table, instant)
     if retry and not executor.resumable_inflight and State.INFLIGHT in table.timeline.states_of(instant):
-        typer.echo(prepare_retry(table, instant).summary())
+        rolled_back = prepare_retry(table, instant)
+        if rolled_back is not None:  # None: the attempt completed or was rolled back meanwhile
+            typer.echo(rolled_back.summary())
         executor = executor_for(table, instant)
     executor.validate()
     if local:

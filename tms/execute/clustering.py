@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.file_names import new_file_id
+from tms.hudi.instant import Instant
 from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (
@@ -93,7 +94,7 @@ class ClusteringExecutor(ActionExecutor):
     action_name = "clustering"
     task_function = staticmethod(cluster_group)
 
-    def __init__(self, table: HudiTable, instant):
+    def __init__(self, table: HudiTable, instant: Instant):
         super().__init__(table, instant)
         plan = parse_requested_replace_metadata(self.timeline.read_plan(self.timestamp)).clustering_plan
         if plan is None:
@@ -131,8 +132,10 @@ class ClusteringExecutor(ActionExecutor):
             if not group.slices:
                 continue
             partition = group.slices[0].partition_path or ""
+            if any(s.file_id is None for s in group.slices):
+                raise HudiError(f"clustering {self.timestamp} has an input slice without a file id")
             slices = tuple(InputSlice(
-                s.file_id,
+                s.file_id or "",
                 self._relative(s.data_file_path, partition) if s.data_file_path else None,
                 tuple(self._relative(p, partition) for p in s.delta_file_paths)) for s in group.slices)
             tasks.append(ClusteringTask(self.ref, self.timestamp, partition, slices, self.sort_columns,
@@ -142,14 +145,14 @@ class ClusteringExecutor(ActionExecutor):
 
     def finish(self, results: Sequence[list[WriteStat]], fence: Fence) -> ExecutionResult:
         stats = [s for group in results for s in group]
-        delete_unreferenced(self.storage, self.timestamp, {s.path for s in stats})
+        delete_unreferenced(self.storage, self.timestamp, {s.path for s in stats if s.path})
         written: dict[str, list[WriteStat]] = defaultdict(list)
         for s in stats:
-            written[s.partition_path].append(s)
+            written[s.partition_path or ""].append(s)  # cluster_group sets it
         replaced: dict[str, list[str]] = defaultdict(list)
         for group in self.plan.input_groups:
-            for s in group.slices:
-                replaced[s.partition_path or ""].append(s.file_id)
+            for input_slice in group.slices:
+                replaced[input_slice.partition_path or ""].append(input_slice.file_id or "")  # start checked it
         meta = CommitMetadata(partition_to_write_stats=dict(written),
                               extra_metadata={"schema": json.dumps(self.data_schema)},
                               operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))

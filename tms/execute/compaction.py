@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.errors import HudiError, UnsupportedTableError
+from tms.hudi.instant import Instant
 from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (
@@ -101,7 +102,7 @@ def _touched(rows: pa.Table, log_keys: pa.Array) -> pa.ChunkedArray:
     return keys.filter(pc.is_in(keys, value_set=log_keys))
 
 
-def _count(mask) -> int:
+def _count(mask: pa.Array) -> int:
     return pc.sum(mask).as_py() or 0
 
 
@@ -113,7 +114,7 @@ class CompactionExecutor(ActionExecutor):
     action_name = "compaction"
     task_function = staticmethod(compact_file_group)
 
-    def __init__(self, table: HudiTable, instant):
+    def __init__(self, table: HudiTable, instant: Instant):
         super().__init__(table, instant)
         self.plan: CompactionPlan = parse_compaction_plan(self.timeline.read_plan(self.timestamp))
 
@@ -137,6 +138,8 @@ class CompactionExecutor(ActionExecutor):
         tasks = []
         for op in self.plan.operations:
             partition = op.partition_path or ""
+            if op.file_id is None or op.base_instant_time is None:
+                raise HudiError(f"compaction {self.timestamp} has an operation without a file id or base instant")
             tasks.append(CompactionTask(
                 table=self.ref, instant=self.timestamp, partition=partition, file_id=op.file_id,
                 base_instant=op.base_instant_time,
@@ -147,10 +150,10 @@ class CompactionExecutor(ActionExecutor):
 
     def finish(self, results: Sequence[WriteStat | None], fence: Fence) -> ExecutionResult:
         stats = [s for s in results if s is not None]
-        delete_unreferenced(self.storage, self.timestamp, {s.path for s in stats})
+        delete_unreferenced(self.storage, self.timestamp, {s.path for s in stats if s.path})
         by_partition: dict[str, list[WriteStat]] = defaultdict(list)
         for s in stats:
-            by_partition[s.partition_path].append(s)
+            by_partition[s.partition_path or ""].append(s)  # compact_file_group sets it
         meta = CommitMetadata(partition_to_write_stats=dict(by_partition), compacted=True,
                               extra_metadata={"schema": json.dumps(self.data_schema)}, operation_type="COMPACT")
         fence()

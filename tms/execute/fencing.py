@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import httpx
+
 from .errors import FencingError
 
 Fence = Callable[[], None]
@@ -18,7 +20,6 @@ def no_fence() -> None:
 def http_fence(url: str, timeout: float = 10.0) -> Fence:
     """A fence for a Spark driver, which may run on a cluster node: GET `url` (the service's check of this
     attempt's lease and fencing token) must answer 2xx. No answer counts as a lost lease."""
-    import httpx
 
     def check() -> None:
         try:

@@ -77,7 +77,10 @@ def _requests(table: HudiTable, timestamp: str) -> list[RollbackRequest]:
 
 def _plan_partitions(table: HudiTable, timestamp: str) -> set[str]:
     data = table.timeline.read_plan(timestamp)
-    if table.timeline.get(timestamp).action == COMPACTION:
+    instant = table.timeline.get(timestamp)
+    if instant is not None and instant.action == COMPACTION:
         return {op.partition_path or "" for op in parse_compaction_plan(data).operations}
     plan = parse_requested_replace_metadata(data).clustering_plan
+    if plan is None:
+        raise HudiError(f"replacecommit {timestamp} holds no clustering plan")
     return {s.partition_path or "" for g in plan.input_groups for s in g.slices}

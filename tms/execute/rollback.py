@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from tms.hudi.errors import HudiError, InstantConflictError
 from tms.hudi.file_names import LogFileName
-from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, State
+from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, Instant, State
 from tms.hudi.log_format import rollback_command_block
 from tms.hudi.serde import (
     RollbackMetadata,
@@ -57,7 +57,8 @@ class RollbackResult:
 
 def roll_back_file_group(task: RollbackTask, token: str) -> RollbackResult:
     storage = task.table.storage()
-    deleted, failed = [], []
+    deleted: list[str] = []
+    failed: list[str] = []
     for path in task.files:
         (deleted if storage.delete(table_relative(storage.base_uri, path, task.partition)) else failed).append(path)
     command_files = []
@@ -102,7 +103,7 @@ class RollbackExecutor(ActionExecutor):
     task_function = staticmethod(roll_back_file_group)
     resumable_inflight = True
 
-    def __init__(self, table: HudiTable, instant):
+    def __init__(self, table: HudiTable, instant: Instant):
         super().__init__(table, instant)
         self.plan: RollbackPlan = parse_rollback_plan(self.timeline.read_plan(self.timestamp))
         if self.plan.instant_to_rollback is None:
@@ -144,11 +145,11 @@ class RollbackExecutor(ActionExecutor):
         delete_markers(self.storage, failed_ts)
         self.storage.delete(f"{HEARTBEAT_DIR}/{failed_ts}")
         deleted = sum(len(m.success_delete_files) for m in by_partition.values())
-        meta = RollbackMetadata(
+        rollback = RollbackMetadata(
             start_rollback_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
             total_files_deleted=deleted, commits_rollback=[failed_ts], partition_metadata=by_partition,
             instants_rollback=[self.failed])
-        done = self.timeline.complete(self.inflight, serialize_rollback_metadata(meta))
+        done = self.timeline.complete(self.inflight, serialize_rollback_metadata(rollback))
         return ExecutionResult(done, self.action_name, len(results),
                                files_written=sum(len(m.rollback_log_files) for m in by_partition.values()),
                                files_deleted=deleted)

@@ -15,6 +15,8 @@ _PACKAGES = ("tms", "jobs")
 
 def _package_dir(name: str) -> Path:
     module = __import__(name)
+    if module.__file__ is None:  # a namespace package: not one of ours
+        raise HudiError(f"package {name} has no folder to ship")
     return Path(module.__file__).resolve().parent
 
 
@@ -38,7 +40,7 @@ def spark_home() -> Path:
     """$SPARK_HOME, else the Spark distribution inside the installed pyspark package."""
     if os.environ.get("SPARK_HOME"):
         return Path(os.environ["SPARK_HOME"])
-    try:
+    try:  # optional here and heavy: only where no SPARK_HOME is set
         import pyspark
     except ImportError:
         raise HudiError("no Spark found: set SPARK_HOME or install pyspark") from None

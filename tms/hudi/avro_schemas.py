@@ -17,11 +17,11 @@ _REQUIRED = object()  # marks a field without a default
 STRING = {"type": "string", "avro.java.string": "String"}
 
 
-def _record(name: str, *fields: dict) -> dict:
+def _record(name: str, *fields: dict[str, Any]) -> dict[str, Any]:
     return {"type": "record", "name": f"{NAMESPACE}.{name}", "fields": list(fields)}
 
 
-def _field(name: str, type_: Any, default: Any = _REQUIRED, doc: str | None = None) -> dict:
+def _field(name: str, type_: Any, default: Any = _REQUIRED, doc: str | None = None) -> dict[str, Any]:
     field: dict[str, Any] = {"name": name, "type": type_}
     if default is not _REQUIRED:
         field["default"] = default
@@ -30,20 +30,20 @@ def _field(name: str, type_: Any, default: Any = _REQUIRED, doc: str | None = No
     return field
 
 
-def _optional(name: str, type_: Any, doc: str | None = None) -> dict:
+def _optional(name: str, type_: Any, doc: str | None = None) -> dict[str, Any]:
     """The usual Hudi field: a union of null and the type, default null."""
     return _field(name, ["null", type_], None, doc)
 
 
-def _version(default: int = 1) -> dict:
+def _version(default: int = 1) -> dict[str, Any]:
     return _field("version", ["int", "null"], default)
 
 
-def _map(values: Any, **props: Any) -> dict:
+def _map(values: Any, **props: Any) -> dict[str, Any]:
     return {"type": "map", "values": values, "avro.java.string": "String", **props}
 
 
-def _array(items: Any, **props: Any) -> dict:
+def _array(items: Any, **props: Any) -> dict[str, Any]:
     return {"type": "array", "items": items, **props}
 
 

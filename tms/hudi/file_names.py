@@ -52,7 +52,7 @@ class LogFileName:
         return cls(fid, instant, int(version), token)
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, str, str]:
         """Hudi's log file order: base instant, version, write token."""
         return (self.instant, self.version, self.write_token, self.file_id)
 

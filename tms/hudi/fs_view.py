@@ -13,6 +13,8 @@ from functools import cached_property
 
 from .file_names import BaseFileName, LogFileName
 from .instant import REPLACE_COMMIT, State
+from .parts import TableParts
+from .plans import pending_clustering_groups, pending_compaction_groups
 from .storage import FileInfo
 
 
@@ -90,7 +92,7 @@ class FileGroupStats:
     pending_clustering: str | None
 
 
-def partition_paths(table) -> list[str]:
+def partition_paths(table: TableParts) -> list[str]:
     """Partition paths ('' for a non-partitioned table), found by walking the folders as deep as
     the table has partition fields."""
     depth = len(table.config.partition_fields)
@@ -108,7 +110,7 @@ def partition_paths(table) -> list[str]:
 
 
 class FileSystemView:
-    def __init__(self, table, as_of: str | None = None):
+    def __init__(self, table: TableParts, as_of: str | None = None):
         self.table = table
         self.config = table.config
         self.timeline = table.timeline
@@ -138,7 +140,6 @@ class FileSystemView:
                     for fid in fids:
                         self.replaced[(part, fid)] = inst.timestamp
         # Pending plans, as of now (a plan is pending whatever `as_of` says).
-        from .plans import pending_clustering_groups, pending_compaction_groups
         self.pending_compaction = pending_compaction_groups(self.table)
         self.pending_clustering = pending_clustering_groups(self.table)
 
@@ -174,14 +175,15 @@ class FileSystemView:
         for (partition, fid), tc in self.pending_compaction.items():
             if (partition, fid) in slices and self._visible(tc):
                 self._slice(slices, partition, fid, tc)
-        for partition, log in v8_logs:
-            group = slices[(partition, log.name.file_id)]
-            owner = max((b for b in group if b < (log.completion_time or log.name.instant)), default=None)
+        for partition, log_file in v8_logs:
+            group = slices[(partition, log_file.name.file_id)]
+            owner = max((b for b in group if b < (log_file.completion_time or log_file.name.instant)), default=None)
             if owner is None:  # a log-only file group started by this delta commit
-                owner = log.name.instant
-                self._slice(slices, partition, log.name.file_id, owner)
-            group[owner].log_files.append(log)
-        groups, replaced = [], []
+                owner = log_file.name.instant
+                self._slice(slices, partition, log_file.name.file_id, owner)
+            group[owner].log_files.append(log_file)
+        groups: list[FileGroup] = []
+        replaced: list[FileGroup] = []
         for (partition, fid), by_instant in slices.items():
             ordered = [by_instant[k] for k in sorted(by_instant)]
             for fs in ordered:
@@ -193,7 +195,8 @@ class FileSystemView:
         self._replaced_groups = replaced
 
     @staticmethod
-    def _slice(slices, partition: str, fid: str, instant: str) -> FileSlice:
+    def _slice(slices: dict[tuple[str, str], dict[str, FileSlice]], partition: str, fid: str,
+               instant: str) -> FileSlice:
         group = slices[(partition, fid)]
         fs = group.get(instant)
         if fs is None:

@@ -1,10 +1,12 @@
 """A description of a table for people (`tms inspect`) and for JSON consumers (`tms inspect --json`)."""
 from __future__ import annotations
 
+from typing import Any
+
 from .table import HudiTable
 
 
-def describe_table(table: HudiTable) -> dict:
+def describe_table(table: HudiTable) -> dict[str, Any]:
     cfg, tl = table.config, table.timeline
     view = table.file_system_view()
     timeline = [{"instant": i.timestamp, "action": i.action, "state": i.state.name,
@@ -40,7 +42,7 @@ def describe_table(table: HudiTable) -> dict:
     }
 
 
-def human_size(n: int) -> str:
+def human_size(n: float) -> str:
     """Bytes for people: 512 B, 3.4 KB, 1.2 GB."""
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -49,7 +51,7 @@ def human_size(n: int) -> str:
     return str(n)
 
 
-def format_description(d: dict) -> str:
+def format_description(d: dict[str, Any]) -> str:
     c = d["config"]
     out = [f"table {c['database']}.{c['name']} at {d['base_path']}",
            f"  type {c['table_type']}, version {c['version']}, merge mode {c['merge_mode']}",

@@ -26,7 +26,7 @@ import io
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, BinaryIO
+from typing import IO, Any, cast
 
 import fastavro
 import polars
@@ -90,7 +90,7 @@ _HEADER_KEYS = {k.value for k in HeaderKey}
 # orderingVal is a union of wrapper records; the branch is the Java type of the value.
 
 
-def _wrapper(name: str, value_type: Any) -> dict:
+def _wrapper(name: str, value_type: Any) -> dict[str, Any]:
     return {
         "type": "record",
         "name": name,
@@ -211,7 +211,7 @@ class LogBlock:
     footer: dict[HeaderKey | int, str]
     offset: int  # where the block (its magic) starts in the file
     size: int  # bytes the block takes in the file
-    source: BinaryIO = field(repr=False, compare=False)
+    source: IO[bytes] = field(repr=False, compare=False)
     content_offset: int = field(repr=False)
     content_length: int = field(repr=False)
 
@@ -224,7 +224,7 @@ class LogBlock:
         return self.header.get(HeaderKey.TARGET_INSTANT_TIME)
 
     @property
-    def schema(self) -> dict | None:
+    def schema(self) -> dict[str, Any] | None:
         """The writer's Avro schema (with meta fields), for blocks that carry one."""
         text = self.header.get(HeaderKey.SCHEMA)
         return parse_avro_schema(text) if text else None
@@ -248,14 +248,19 @@ class LogBlock:
             self.source.seek(self.content_offset)
             version, count = _INT_PAIR.unpack(self.source.read(_INT_PAIR.size))
             _check_content_version(version)
-            return count
+            records: int = count
+            return records
         self._expect(BlockType.PARQUET_DATA)
-        return pq.ParquetFile(pa.BufferReader(self.content())).metadata.num_rows
+        rows: int = pq.ParquetFile(pa.BufferReader(self.content())).metadata.num_rows
+        return rows
 
     def records(self) -> pa.Table:
         """The records of a data block."""
         if self.block_type in (BlockType.AVRO_DATA, BlockType.CDC):
-            return _decode_avro_records(self.content(), self.schema)
+            schema = self.schema
+            if schema is None:
+                raise ValueError(f"{self.block_type.name} block without a schema in its header")
+            return _decode_avro_records(self.content(), schema)
         self._expect(BlockType.PARQUET_DATA)
         return pq.read_table(pa.BufferReader(self.content()))
 
@@ -267,6 +272,8 @@ class LogBlock:
         _check_content_version(version)
         stream = io.BytesIO(data[_INT_PAIR.size : _INT_PAIR.size + length])
         decoded = fastavro.schemaless_reader(stream, _DELETE_RECORD_LIST, return_record_name=True)
+        if not isinstance(decoded, dict):
+            raise ValueError("a delete block's content is not a record")
         return [
             (r["recordKey"], r["partitionPath"], _unwrap_ordering_value(r["orderingVal"]))
             for r in decoded["deleteRecordList"]
@@ -283,7 +290,7 @@ def _check_content_version(version: int) -> None:
         raise ValueError(f"unsupported log block content version {version}")
 
 
-def _decode_avro_records(content: bytes, schema: dict) -> pa.Table:
+def _decode_avro_records(content: bytes, schema: dict[str, Any]) -> pa.Table:
     """Decode the length-prefixed schemaless records of an Avro data block. The record bodies are
     wrapped into one in-memory Avro object container. Records of flat primitive fields (the common
     case) are decoded by polars, natively (an order of magnitude faster than fastavro, and without
@@ -304,13 +311,14 @@ def _decode_avro_records(content: bytes, schema: dict) -> pa.Table:
     container.seek(0)
     if _is_flat_primitive(schema):
         return polars.read_avro(container).to_arrow().cast(avro_to_arrow(schema))
-    return records_to_arrow(list(fastavro.reader(container)), schema)
+    # fastavro types a record as any Avro value; the container holds records of `schema`
+    return records_to_arrow(cast(list[dict[str, Any]], list(fastavro.reader(container))), schema)
 
 
 _PRIMITIVES = {"boolean", "int", "long", "float", "double", "string", "bytes"}
 
 
-def _is_flat_primitive(schema: dict) -> bool:
+def _is_flat_primitive(schema: dict[str, Any]) -> bool:
     for f in schema["fields"]:
         types = f["type"] if isinstance(f["type"], list) else [f["type"]]
         branches = [t for t in types if t != "null"]
@@ -333,7 +341,7 @@ def _avro_long(n: int) -> bytes:
     return bytes(out)
 
 
-def read_log_file(data: bytes | bytearray | memoryview | BinaryIO) -> list[LogBlock]:
+def read_log_file(data: bytes | bytearray | memoryview | IO[bytes]) -> list[LogBlock]:
     """The blocks of a log file, in file order. A file-like source must stay open while
     block content is read. Bytes that do not form a complete block (a crashed append, or
     garbage) become one CORRUPT block reaching to the next magic or the end of the file.
@@ -352,7 +360,7 @@ def read_log_file(data: bytes | bytearray | memoryview | BinaryIO) -> list[LogBl
     return blocks
 
 
-def _read_at(source: BinaryIO, offset: int, size: int) -> bytes:
+def _read_at(source: IO[bytes], offset: int, size: int) -> bytes:
     source.seek(offset)
     data = source.read(size)
     if len(data) != size:
@@ -363,7 +371,7 @@ def _read_at(source: BinaryIO, offset: int, size: int) -> bytes:
 class _Cursor:
     """Sequential reads within [position, end) of a block; anything past `end` is corrupt."""
 
-    def __init__(self, source: BinaryIO, position: int, end: int):
+    def __init__(self, source: IO[bytes], position: int, end: int):
         self.source, self.position, self.end = source, position, end
 
     def take(self, size: int) -> bytes:
@@ -379,10 +387,12 @@ class _Cursor:
         self.position += size
 
     def read_int(self) -> int:
-        return _INT.unpack(self.take(_INT.size))[0]
+        value: int = _INT.unpack(self.take(_INT.size))[0]
+        return value
 
     def read_long(self) -> int:
-        return _LONG.unpack(self.take(_LONG.size))[0]
+        value: int = _LONG.unpack(self.take(_LONG.size))[0]
+        return value
 
     def metadata(self) -> dict[HeaderKey | int, str]:
         entries = {}
@@ -393,7 +403,7 @@ class _Cursor:
         return entries
 
 
-def _read_block(source: BinaryIO, start: int, file_size: int) -> LogBlock:
+def _read_block(source: IO[bytes], start: int, file_size: int) -> LogBlock:
     if _read_at(source, start, len(MAGIC)) != MAGIC:
         raise _Corrupt
     (length,) = _LONG.unpack(_read_at(source, start + len(MAGIC), _LONG.size))
@@ -428,12 +438,12 @@ def _read_block(source: BinaryIO, start: int, file_size: int) -> LogBlock:
     )
 
 
-def _corrupt_block(source: BinaryIO, start: int, file_size: int) -> LogBlock:
+def _corrupt_block(source: IO[bytes], start: int, file_size: int) -> LogBlock:
     end = _find_magic(source, start + 1, file_size)
     return LogBlock(BlockType.CORRUPT, {}, {}, start, end - start, source, start, end - start)
 
 
-def _find_magic(source: BinaryIO, start: int, file_size: int) -> int:
+def _find_magic(source: IO[bytes], start: int, file_size: int) -> int:
     """Offset of the next magic at or after `start`, or the file size if there is none."""
     position = start
     while position < file_size:
@@ -473,11 +483,11 @@ def _block_bytes(block_type: BlockType, header: dict[HeaderKey, str], content: b
     return block + _LONG.pack(len(block))
 
 
-def _data_header(instant_time: str, schema: dict) -> dict[HeaderKey, str]:
+def _data_header(instant_time: str, schema: dict[str, Any]) -> dict[HeaderKey, str]:
     return {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: avro_schema_json(schema)}
 
 
-def _conform(table: pa.Table, schema: dict) -> pa.Table:
+def _conform(table: pa.Table, schema: dict[str, Any]) -> pa.Table:
     """The table's columns in schema order and types; every schema field must be present."""
     arrow_schema = avro_to_arrow(schema)
     missing = [name for name in arrow_schema.names if name not in table.column_names]
@@ -486,7 +496,7 @@ def _conform(table: pa.Table, schema: dict) -> pa.Table:
     return table.select(arrow_schema.names).cast(arrow_schema)
 
 
-def avro_data_block(table: pa.Table, avro_schema: dict | str, instant_time: str) -> bytes:
+def avro_data_block(table: pa.Table, avro_schema: dict[str, Any] | str, instant_time: str) -> bytes:
     """An Avro data block of the table's rows; the table holds the meta columns too."""
     schema = with_meta_fields(avro_schema)
     parsed = fastavro.parse_schema(schema)
@@ -498,7 +508,7 @@ def avro_data_block(table: pa.Table, avro_schema: dict | str, instant_time: str)
     return _block_bytes(BlockType.AVRO_DATA, _data_header(instant_time, schema), b"".join(parts))
 
 
-def parquet_data_block(table: pa.Table, avro_schema: dict | str, instant_time: str) -> bytes:
+def parquet_data_block(table: pa.Table, avro_schema: dict[str, Any] | str, instant_time: str) -> bytes:
     """A Parquet data block of the table's rows; the table holds the meta columns too."""
     schema = with_meta_fields(avro_schema)
     buffer = io.BytesIO()
@@ -511,7 +521,7 @@ def delete_block(
     keys: list[tuple[str, str, Any]],
     instant_time: str,
     ordering_type: Any,
-    avro_schema: dict | str | None = None,
+    avro_schema: dict[str, Any] | str | None = None,
 ) -> bytes:
     """A delete block of (record key, partition path, ordering value) triples.
 

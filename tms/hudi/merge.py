@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .errors import HudiError
@@ -27,7 +29,7 @@ _SEQ, _ORD, _DEL, _RESET, _ROW = "__seq", "__ord", "__del", "__reset", "__row"
 class LogScan:
     """The valid content of a slice's log files, in write order."""
     data: list[pa.Table]                          # data blocks
-    deletes: list[tuple[int, list[tuple]]]        # (position in write order, [(key, partition, ordering)])
+    deletes: list[tuple[int, list[tuple[str, str, Any]]]]  # (position in write order, [(key, partition, ordering)])
     positions: list[int]                          # write-order position of each data block
     blocks_read: int = 0
     rollback_blocks: int = 0
@@ -52,7 +54,7 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
         if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE):
             continue
         instant = b.instant_time
-        if instant in rolled_back or not is_valid_instant(instant):
+        if instant is None or instant in rolled_back or not is_valid_instant(instant):
             continue
         if b.block_type is BlockType.DELETE:
             scan.deletes.append((pos, b.deleted_keys()))
@@ -85,7 +87,7 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
     return merged.select(columns) if columns else merged
 
 
-def _arrow_fs(storage: Storage):
+def _arrow_fs(storage: Storage) -> pafs.FileSystem:
     return storage.arrow_filesystem()
 
 
@@ -168,7 +170,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
     winners = winners.filter(pc.invert(winners.column(_DEL)))
     from_base = pc.equal(winners.column(_SEQ), -1)
     out = []
-    if untouched is not None:
+    if untouched is not None and base is not None:
         out.append(untouched)
         out.append(base.take(winners.filter(from_base).column(_ROW)))
     if logs.num_rows:
@@ -176,13 +178,13 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
     return _concat(out, target_schema)
 
 
-def _ord_column(t: pa.Table, ordering: str | None, ord_type) -> pa.Array:
+def _ord_column(t: pa.Table, ordering: str | None, ord_type: pa.DataType | None) -> pa.Array:
     if not ordering or ord_type is None or ordering not in t.column_names:
         return pa.nulls(t.num_rows, ord_type or pa.int64())
     return t.column(ordering).cast(ord_type).combine_chunks()
 
 
-def _cast_ord(values: list, ord_type) -> pa.Array:
+def _cast_ord(values: list[Any], ord_type: pa.DataType | None) -> pa.Array:
     if ord_type is None:
         return pa.nulls(len(values), pa.int64())
     try:

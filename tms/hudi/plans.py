@@ -2,24 +2,24 @@
 from __future__ import annotations
 
 from .instant import CLUSTERING, COMPACTION, REPLACE_COMMIT
+from .parts import TableParts
+from .serde import parse_compaction_plan, parse_requested_replace_metadata
 
 
-def pending_compaction_groups(table) -> dict[tuple[str, str], str]:
+def pending_compaction_groups(table: TableParts) -> dict[tuple[str, str], str]:
     """(partition, fileId) -> instant of the pending compaction that plans it."""
-    from .serde import parse_compaction_plan
     tl = table.timeline
     out: dict[tuple[str, str], str] = {}
     for inst in tl.pending((COMPACTION,)):
         plan = parse_compaction_plan(tl.read_plan(inst.timestamp))
         for op in plan.operations:
-            out[(op.partition_path, op.file_id)] = inst.timestamp
+            out[(op.partition_path or "", op.file_id or "")] = inst.timestamp  # "": a non-partitioned table
     return out
 
 
-def pending_clustering_groups(table) -> dict[tuple[str, str], str]:
+def pending_clustering_groups(table: TableParts) -> dict[tuple[str, str], str]:
     """(partition, fileId) -> instant of the pending clustering that rewrites it. On v6 a pending
     `replacecommit` is clustering only if its requested file holds a clustering plan."""
-    from .serde import parse_requested_replace_metadata
     tl = table.timeline
     out: dict[tuple[str, str], str] = {}
     for inst in tl.pending((CLUSTERING, REPLACE_COMMIT)):
@@ -34,5 +34,5 @@ def pending_clustering_groups(table) -> dict[tuple[str, str], str]:
             continue
         for group in plan.input_groups:
             for s in group.slices:
-                out[(s.partition_path, s.file_id)] = inst.timestamp
+                out[(s.partition_path or "", s.file_id or "")] = inst.timestamp
     return out

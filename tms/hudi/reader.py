@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
+from .fs_view import FileSlice
 from .merge import merge_slice
 from .table import HudiTable
 
@@ -19,7 +20,7 @@ def iter_snapshot(table: HudiTable, as_of: str | None = None, columns: list[str]
     view = table.file_system_view(as_of=as_of)
     slices = view.merged_latest_slices()
 
-    def one(fs):
+    def one(fs: FileSlice) -> pa.Table:
         return merge_slice(table.storage, table.config, fs, view.is_completed, columns)
 
     workers = threads or min(8, os.cpu_count() or 2)

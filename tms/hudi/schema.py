@@ -51,12 +51,12 @@ _AVRO_LOGICAL = {
 _MAX_DECIMAL128_PRECISION = 38
 
 
-def parse_avro_schema(schema: dict | str) -> dict:
+def parse_avro_schema(schema: dict[str, Any] | str) -> dict[str, Any]:
     """The schema as a dict, whether given as a dict or as its JSON text."""
     return json.loads(schema) if isinstance(schema, str) else schema
 
 
-def avro_schema_json(schema: dict | str) -> str:
+def avro_schema_json(schema: dict[str, Any] | str) -> str:
     """Compact JSON, as Java's Schema.toString() writes it."""
     return json.dumps(parse_avro_schema(schema), separators=(",", ":"))
 
@@ -65,7 +65,7 @@ def avro_schema_json(schema: dict | str) -> str:
 # Avro -> Arrow
 
 
-def avro_to_arrow(avro_schema: dict | str) -> pa.Schema:
+def avro_to_arrow(avro_schema: dict[str, Any] | str) -> pa.Schema:
     """The Arrow schema of an Avro record schema."""
     record = parse_avro_schema(avro_schema)
     return pa.schema([_arrow_field(f["name"], f["type"]) for f in record["fields"]])
@@ -121,12 +121,12 @@ def _arrow_decimal(precision: int, scale: int) -> pa.DataType:
 # Arrow -> Avro
 
 
-def arrow_to_avro(arrow_schema: pa.Schema, table_name: str) -> dict:
+def arrow_to_avro(arrow_schema: pa.Schema, table_name: str) -> dict[str, Any]:
     """The Avro schema Spark + Hudi would write for a table with this Arrow schema."""
     return _avro_record(list(arrow_schema), f"{table_name}_record", f"hoodie.{table_name}")
 
 
-def _avro_record(fields: list[pa.Field], name: str, namespace: str) -> dict:
+def _avro_record(fields: list[pa.Field], name: str, namespace: str) -> dict[str, Any]:
     full_name = f"{namespace}.{name}"
     return {
         "type": "record",
@@ -136,7 +136,7 @@ def _avro_record(fields: list[pa.Field], name: str, namespace: str) -> dict:
     }
 
 
-def _avro_field(field: pa.Field, record_full_name: str) -> dict:
+def _avro_field(field: pa.Field, record_full_name: str) -> dict[str, Any]:
     avro_type = _avro_type(field.type, field.name, record_full_name)
     if not field.nullable:
         return {"name": field.name, "type": avro_type}
@@ -179,7 +179,7 @@ def _avro_type(arrow_type: pa.DataType, name: str, namespace: str) -> Any:
     return _avro_primitive(arrow_type)
 
 
-def _avro_timestamp(arrow_type: pa.TimestampType) -> dict:
+def _avro_timestamp(arrow_type: pa.TimestampType) -> dict[str, Any]:
     units = {"ms": "millis", "us": "micros"}
     if arrow_type.unit not in units:
         raise ValueError(f"unsupported timestamp unit for Avro: {arrow_type.unit}")
@@ -213,7 +213,7 @@ def _decimal_fixed_size(precision: int) -> int:
 # Meta fields
 
 
-def with_meta_fields(avro_schema: dict | str) -> dict:
+def with_meta_fields(avro_schema: dict[str, Any] | str) -> dict[str, Any]:
     """The schema with the five `_hoodie_*` fields first, as HoodieAvroUtils.addMetadataFields
     writes them; meta fields already present are replaced, never duplicated."""
     record = without_meta_fields(avro_schema)
@@ -221,7 +221,7 @@ def with_meta_fields(avro_schema: dict | str) -> dict:
     return {**record, "fields": meta + record["fields"]}
 
 
-def without_meta_fields(avro_schema: dict | str) -> dict:
+def without_meta_fields(avro_schema: dict[str, Any] | str) -> dict[str, Any]:
     """The schema without the `_hoodie_*` meta fields."""
     record = parse_avro_schema(avro_schema)
     return {**record, "fields": [f for f in record["fields"] if f["name"] not in META_FIELDS]}
@@ -231,14 +231,14 @@ def without_meta_fields(avro_schema: dict | str) -> dict:
 # Values
 
 
-def records_to_arrow(records: list[dict], avro_schema: dict | str) -> pa.Table:
+def records_to_arrow(records: list[dict[str, Any]], avro_schema: dict[str, Any] | str) -> pa.Table:
     """An Arrow table of records as fastavro reads them (Decimal, date, datetime, dict maps)."""
     return pa.Table.from_pylist(records, schema=avro_to_arrow(avro_schema))
 
 
-def arrow_to_records(table: pa.Table) -> list[dict]:
+def arrow_to_records(table: pa.Table) -> list[dict[str, Any]]:
     """The rows of an Arrow table as values fastavro can write."""
-    rows = table.to_pylist()
+    rows: list[dict[str, Any]] = table.to_pylist()
     if any(_has_map(f.type) for f in table.schema):
         struct = pa.struct(list(table.schema))
         rows = [_avro_value(row, struct) for row in rows]

@@ -43,8 +43,9 @@ def _camel(name: str) -> str:
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
-def _avro_name(f: Field) -> str:
-    return f.metadata.get("avro", _camel(f.name))
+def _avro_name(f: Field[Any]) -> str:
+    name: str = f.metadata.get("avro", _camel(f.name))
+    return name
 
 
 def _nested(shape: str, cls: type, **kwargs: Any) -> Any:
@@ -68,9 +69,10 @@ class _Record:
     """Dataclass mixin: conversion to and from the dict of the Avro record ``schema_name``."""
 
     schema_name: ClassVar[str] = ""  # set on the classes that are the top-level record of a file
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # the subclasses are dataclasses
 
     @classmethod
-    def from_avro(cls: type[R], record: dict) -> R:
+    def from_avro(cls: type[R], record: dict[str, Any]) -> R:
         kwargs = {}
         for f in fields(cls):
             name = _avro_name(f)
@@ -85,7 +87,7 @@ class _Record:
             kwargs[f.name] = value
         return cls(**kwargs)
 
-    def to_avro(self) -> dict:
+    def to_avro(self) -> dict[str, Any]:
         record = {}
         for f in fields(self):
             value = getattr(self, f.name)
@@ -98,7 +100,7 @@ class _Record:
 # --- Avro containers ----------------------------------------------------------------------------------------
 
 
-def parse_any_avro(data: bytes) -> tuple[str, dict]:
+def parse_any_avro(data: bytes) -> tuple[str, dict[str, Any]]:
     """The full record name of the writer schema and the single record of an Avro metadata file."""
     if not data:
         raise MetadataFormatError("empty metadata file")
@@ -114,7 +116,10 @@ def parse_any_avro(data: bytes) -> tuple[str, dict]:
         raise MetadataFormatError("the Avro container does not hold records")
     if len(records) != 1:
         raise MetadataFormatError(f"expected one record in the Avro container, found {len(records)}")
-    return schema["name"], records[0]
+    record = records[0]
+    if not isinstance(record, dict):
+        raise MetadataFormatError("the Avro container does not hold records")
+    return schema["name"], record
 
 
 def _parse(cls: type[R], data: bytes) -> R:
@@ -124,14 +129,14 @@ def _parse(cls: type[R], data: bytes) -> R:
     return _build(cls, record)
 
 
-def _build(cls: type[R], record: dict) -> R:
+def _build(cls: type[R], record: dict[str, Any]) -> R:
     try:
         return cls.from_avro(record)
     except (TypeError, AttributeError, KeyError, ValueError) as e:
         raise MetadataFormatError(f"malformed {cls.__name__}: {e}") from e
 
 
-def _write_avro(schema_name: str, record: dict) -> bytes:
+def _write_avro(schema_name: str, record: dict[str, Any]) -> bytes:
     buf = io.BytesIO()
     try:
         fastavro.writer(buf, _SCHEMAS[schema_name], [record], codec="null", validator=True)
@@ -201,7 +206,7 @@ class WriteStat(_Record):
     total_log_read_time_ms: int | None = None
     num_updates: int | None = None
 
-    def to_jackson(self) -> dict:
+    def to_jackson(self) -> dict[str, Any]:
         """The dict Hudi 0.x's Jackson writes for this stat, in its key order."""
         doc: dict[str, Any] = {}
         is_delta = self.log_files is not None
@@ -240,15 +245,16 @@ class CommitMetadata(_Record):
         """Paths, relative to the base path, of the files this commit wrote."""
         return [stat.path for stat in self.write_stats() if stat.path]
 
-    def schema(self) -> dict | None:
+    def schema(self) -> dict[str, Any] | None:
         """The table's data schema (Avro, without meta fields) recorded in ``extraMetadata['schema']``."""
         text = self.extra_metadata.get("schema")
         if not text:
             return None
         try:
-            return json.loads(text)
+            schema: dict[str, Any] = json.loads(text)
         except json.JSONDecodeError as e:
             raise MetadataFormatError(f"extraMetadata['schema'] is not JSON: {e}") from e
+        return schema
 
 
 _COMMIT = _full("HoodieCommitMetadata")

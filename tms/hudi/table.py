@@ -1,7 +1,11 @@
 """A Hudi table: its storage, `hoodie.properties` and timeline, and the views built from them."""
 from __future__ import annotations
 
+from typing import Any
+
 from .errors import HudiError, TableNotFoundError
+from .fs_view import FileSystemView
+from .instant import Instant
 from .properties import TableConfig, format_properties
 from .storage import Storage, open_storage
 from .timeline import Timeline
@@ -21,7 +25,7 @@ class HudiTable:
         self.timeline = Timeline(storage, config, changes)
 
     @classmethod
-    def load(cls, base_path: str, storage_options: dict | None = None, *,
+    def load(cls, base_path: str, storage_options: dict[str, Any] | None = None, *,
              watcher: TimelineWatcher | None = None) -> HudiTable:
         storage = open_storage(base_path, storage_options)
         try:
@@ -33,7 +37,8 @@ class HudiTable:
         return cls(storage, TableConfig.from_text(text), watcher)
 
     @classmethod
-    def create(cls, base_path: str, props: dict[str, str], storage_options: dict | None = None) -> HudiTable:
+    def create(cls, base_path: str, props: dict[str, str],
+               storage_options: dict[str, Any] | None = None) -> HudiTable:
         """Initialise a new table (fails if one exists at the path)."""
         storage = open_storage(base_path, storage_options)
         if storage.exists(PROPERTIES):
@@ -54,10 +59,9 @@ class HudiTable:
     def name(self) -> str:
         return self.config.name
 
-    def file_system_view(self, as_of: str | None = None):
+    def file_system_view(self, as_of: str | None = None) -> FileSystemView:
         """The file groups and slices visible at `as_of` (default: the latest completed instant)."""
-        from .fs_view import FileSystemView
         return FileSystemView(self, as_of=as_of)
 
-    def reload(self):
+    def reload(self) -> list[Instant]:
         return self.timeline.reload()

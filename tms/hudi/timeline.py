@@ -28,6 +28,7 @@ from .instant import (
     parse_instant_file_name,
 )
 from .properties import TableConfig
+from .serde import CommitMetadata, parse_commit_metadata
 from .storage import Storage
 from .timeline_watch import FolderChanges
 
@@ -60,6 +61,7 @@ class Timeline:
         if self._pinned and not force:
             return []
         known = self._names
+        removed: Iterable[str]
         feed = None if full or self.changes is None else self.changes.take()
         if feed is None:
             if self.changes is not None:
@@ -130,10 +132,15 @@ class Timeline:
         states = self._states.get(timestamp)
         return states[max(states)] if states else None
 
+    def _at(self, timestamp: str) -> Instant:
+        """The instant at an instant time the indexes hold, in its latest state."""
+        states = self._states[timestamp]
+        return states[max(states)]
+
     def states_of(self, timestamp: str) -> dict[State, Instant]:
         return dict(self._states.get(timestamp, {}))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Instant]:
         return iter(self.instants())
 
     def __len__(self) -> int:
@@ -142,7 +149,7 @@ class Timeline:
     def instants(self) -> list[Instant]:
         """Every instant in its latest state, ordered by instant time (O(timeline): not for the planner)."""
         if self._latest is None:
-            self._latest = [self.get(ts) for ts in self._sorted]
+            self._latest = [self._at(ts) for ts in self._sorted]
         return list(self._latest)
 
     def iter_instants(self, actions: Iterable[str] | None = None, *, after: str | None = None,
@@ -164,7 +171,7 @@ class Timeline:
         if not runs:
             return iter(())
         merged = runs[0] if len(runs) == 1 else heapq.merge(*runs, reverse=reverse)
-        return (self.get(ts) for ts in merged)
+        return (self._at(ts) for ts in merged)
 
     def last_of(self, actions: Iterable[str], *, completed: bool = False) -> Instant | None:
         """The latest instant of `actions` (the latest completed one if `completed`)."""
@@ -185,7 +192,7 @@ class Timeline:
         """Requested or inflight instants of `actions` (all if None), ascending. Costs the number of pending
         instants, not the timeline's length."""
         acts = set(actions) if actions else None
-        return [i for i in map(self.get, self._pending) if acts is None or i.action in acts]
+        return [i for i in map(self._at, self._pending) if acts is None or i.action in acts]
 
     def completed_writes(self) -> list[Instant]:
         """Completed commits, delta commits and replace commits (compactions complete as commits)."""
@@ -203,8 +210,7 @@ class Timeline:
         return self.pending((COMMIT, DELTA_COMMIT))
 
     def is_completed(self, timestamp: str) -> bool:
-        states = self._states.get(timestamp)
-        return bool(states) and State.COMPLETED in states
+        return State.COMPLETED in self._states.get(timestamp, {})
 
     def last_completed(self) -> Instant | None:
         return next((i for i in self.iter_instants(reverse=True) if i.is_completed), None)
@@ -221,7 +227,7 @@ class Timeline:
         return new_instant_time(datetime.fromtimestamp(info.mtime, UTC)) if info.mtime else None
 
     @contextmanager
-    def pinned(self):
+    def pinned(self) -> Iterator[Timeline]:
         """List the timeline once and let every read inside the block use that listing: a planning pass
         makes many library calls that would each list the folder again (O(timeline) each). Transitions
         still list it, so writes stay as safe as outside."""
@@ -257,8 +263,7 @@ class Timeline:
             raise HudiError(f"no requested instant {timestamp} on the timeline")
         return self.read(req)
 
-    def commit_metadata(self, instant: Instant):
-        from .serde import parse_commit_metadata
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return parse_commit_metadata(self.read(instant))
 
     # --- transitions -----------------------------------------------------------------------------
@@ -284,7 +289,7 @@ class Timeline:
         if State.REQUESTED not in states:
             raise InstantConflictError(f"instant {requested.timestamp} is not requested")
         if State.INFLIGHT in states or State.COMPLETED in states:
-            state = self.get(requested.timestamp).state.name.lower()
+            state = states[max(states)].state.name.lower()
             raise InstantConflictError(f"instant {requested.timestamp} is already {state}")
         return self._write(Instant(requested.timestamp, State.INFLIGHT, requested.action), content)
 

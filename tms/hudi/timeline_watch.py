@@ -76,7 +76,7 @@ class FolderChanges:
 class TimelineWatcher:
     """One inotify instance for the folders a process watches (a planner's cached tables)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.lock = threading.Lock()
         self._inotify: INotify | None = None
         self._by_wd: dict[int, list[FolderChanges]] = {}
@@ -122,15 +122,16 @@ class TimelineWatcher:
     def _unlink(self, changes: FolderChanges) -> None:
         self.clear(changes)
         wd, changes.wd, changes.complete = changes.wd, None, False
-        consumers = self._by_wd.get(wd, [])
+        consumers = self._by_wd.get(wd, []) if wd is not None else []
         if changes in consumers:
             consumers.remove(changes)
         if wd is not None and not consumers:
             self._by_wd.pop(wd, None)
-            try:
-                self._inotify.rm_watch(wd)
-            except OSError:
-                pass  # the kernel dropped it already (the folder is gone)
+            if self._inotify is not None:  # a folder is only watched through the inotify instance
+                try:
+                    self._inotify.rm_watch(wd)
+                except OSError:
+                    pass  # the kernel dropped it already (the folder is gone)
 
     def drain_now(self) -> None:
         """Empty the kernel's queue, which holds at most fs.inotify.max_queued_events events for all the

@@ -13,15 +13,17 @@ import logging
 import posixpath
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
+import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import HudiError
 from .file_names import BaseFileName, LogFileName, new_file_id, write_token
-from .fs_view import FileSlice
-from .instant import COMMIT, DELTA_COMMIT, State
+from .fs_view import FileSlice, FileSystemView
+from .instant import COMMIT, DELTA_COMMIT, Instant, State
 from .log_format import avro_data_block, delete_block, parquet_data_block
 from .merge import KEY, LogScan, merge_records, merge_slice
 from .properties import MergeMode, TableType, new_table_properties
@@ -63,7 +65,7 @@ class HudiWriter:
     @classmethod
     def create_table(cls, base_path: str, *, table_type: str, version: int, key: list[str],
                      ordering: list[str], partition: list[str], schema: pa.Schema, name: str | None = None,
-                     merge_mode: str | None = None, **kwargs) -> HudiWriter:
+                     merge_mode: str | None = None, **kwargs: Any) -> HudiWriter:
         name = name or posixpath.basename(base_path.rstrip("/")) or "table"
         for f in key + ordering + partition:
             if f not in schema.names:
@@ -75,16 +77,18 @@ class HudiWriter:
         return cls(HudiTable.create(base_path, props), **kwargs)
 
     # --- schema and keys -------------------------------------------------------------------------
-    def data_avro_schema(self) -> dict:
+    def data_avro_schema(self) -> dict[str, Any]:
         """The latest data schema: of the last completed commit, else the table's create schema."""
         tl = self.table.timeline
         for inst in reversed(tl.completed_writes()):
             schema = tl.commit_metadata(inst).extra_metadata.get("schema")
             if schema:
-                return json.loads(schema)
+                latest: dict[str, Any] = json.loads(schema)
+                return latest
         if not self.config.create_schema:
             raise HudiError(f"table {self.config.name} has no schema yet (no commit, no create schema)")
-        return json.loads(self.config.create_schema)
+        created: dict[str, Any] = json.loads(self.config.create_schema)
+        return created
 
     def _record_keys(self, t: pa.Table) -> pa.Array:
         fields = self.config.record_key_fields
@@ -113,7 +117,8 @@ class HudiWriter:
         return (cols[0] if len(cols) == 1 else pc.binary_join_element_wise(*cols, "/")).combine_chunks()
 
     # --- writing ---------------------------------------------------------------------------------
-    def write(self, records: list[dict] | pa.Table, op: str = "upsert", *, leave_inflight: bool = False) -> WriteResult:
+    def write(self, records: list[dict[str, Any]] | pa.Table, op: str = "upsert", *,
+              leave_inflight: bool = False) -> WriteResult:
         """One commit. `insert` behaves as `upsert` (Hudi's default of merging, not duplicating, keys
         that exist); `delete` takes records holding at least the key and partition fields, and an
         ordering value if an event-time delete should lose to newer writes."""
@@ -201,16 +206,16 @@ class HudiWriter:
         self._finish(inflight, meta)
         return WriteResult(timestamp, inflight.action, True, meta.write_stats())
 
-    def _finish(self, inflight, meta: CommitMetadata) -> None:
+    def _finish(self, inflight: Instant, meta: CommitMetadata) -> None:
         tl = self.table.timeline
         tl.complete(inflight, serialize_commit_metadata(meta, self.config.version))
         self.table.storage.delete_tree(f".hoodie/.temp/{inflight.timestamp}")
         self.table.storage.delete(f".hoodie/.heartbeat/{inflight.timestamp}")
         if self.callback_url:
-            self._post_callback(inflight.timestamp, inflight.action, meta)
+            self._post_callback(self.callback_url, inflight.timestamp, inflight.action, meta)
 
     # --- pieces ----------------------------------------------------------------------------------
-    def _to_arrow(self, records, schema: pa.Schema, op: str) -> pa.Table:
+    def _to_arrow(self, records: list[dict[str, Any]] | pa.Table, schema: pa.Schema, op: str) -> pa.Table:
         if isinstance(records, pa.Table):
             t = records
         else:
@@ -238,7 +243,7 @@ class HudiWriter:
             t = t.select(schema.names)
         return t
 
-    def _locate(self, view, partition: str, keys: pa.Array) -> dict[str | None, list[int]]:
+    def _locate(self, view: FileSystemView, partition: str, keys: pa.Array) -> dict[str | None, list[int]]:
         """Positions of the batch's keys by the file group holding them (None: new keys)."""
         where: dict[str, str] = {}
         for fs in view.merged_latest_slices():
@@ -253,9 +258,12 @@ class HudiWriter:
             out[where.get(k)].append(i)
         return out
 
-    def _latest_slice(self, view, partition: str, fid: str) -> FileSlice:
+    def _latest_slice(self, view: FileSystemView, partition: str, fid: str) -> FileSlice:
         group = next(g for g in view.file_groups(partition) if g.file_id == fid)
-        return group.latest_slice
+        fs = group.latest_slice
+        if fs is None:  # cannot be: _locate found the key in one of the group's slices
+            raise HudiError(f"file group {fid} of partition {partition!r} has no slice")
+        return fs
 
     def _with_meta(self, rows: pa.Table, ts: str, partition: str, file_name: str, task: int) -> pa.Table:
         n = rows.num_rows
@@ -286,7 +294,7 @@ class HudiWriter:
             except HudiError:
                 pass  # written by a concurrent writer
 
-    def _write_parquet(self, rel: str, t: pa.Table, full_schema: dict) -> int:
+    def _write_parquet(self, rel: str, t: pa.Table, full_schema: dict[str, Any]) -> int:
         keys = t.column(KEY)
         md = {b"parquet.avro.schema": json.dumps(full_schema).encode(), b"writer.model.name": b"avro"}
         if t.num_rows:
@@ -297,7 +305,8 @@ class HudiWriter:
             pq.write_table(t, fh, compression="snappy")
         return self.table.storage.info(rel).size
 
-    def _new_file_group(self, ts: str, partition: str, rows: pa.Table, full_schema: dict, task: int) -> WriteStat:
+    def _new_file_group(self, ts: str, partition: str, rows: pa.Table, full_schema: dict[str, Any],
+                        task: int) -> WriteStat:
         fid = new_file_id()
         name = str(BaseFileName(fid, write_token(task), ts))
         rel = posixpath.join(partition, name) if partition else name
@@ -306,7 +315,8 @@ class HudiWriter:
         return WriteStat(file_id=fid, path=rel, prev_commit="null", num_writes=rows.num_rows, num_inserts=rows.num_rows,
                          total_write_bytes=size, file_size_in_bytes=size, partition_path=partition)
 
-    def _rewrite_base(self, ts, view, fs: FileSlice, rows, op, ordering, full_schema, task) -> WriteStat:
+    def _rewrite_base(self, ts: str, view: FileSystemView, fs: FileSlice, rows: pa.Table, op: str,
+                      ordering: str | None, full_schema: dict[str, Any], task: int) -> WriteStat:
         """COW update: merge the incoming rows into the file group's rows and write a new base file."""
         current = merge_slice(self.table.storage, self.config, fs, view.is_completed)
         name = str(BaseFileName(fs.file_id, write_token(task), ts))
@@ -323,17 +333,19 @@ class HudiWriter:
                          num_update_writes=updated, num_deletes=deleted, total_write_bytes=size,
                          file_size_in_bytes=size, partition_path=fs.partition)
 
-    def _as_log_scan(self, rows, op, ordering, ts, partition, file_name, task) -> LogScan:
+    def _as_log_scan(self, rows: pa.Table, op: str, ordering: str | None, ts: str, partition: str, file_name: str,
+                     task: int) -> LogScan:
         if op == "delete":
             return LogScan([], [(0, self._delete_keys(rows, ordering, partition))], [])
         return LogScan([self._with_meta(rows, ts, partition, file_name, task)], [], [0])
 
-    def _delete_keys(self, rows: pa.Table, ordering: str | None, partition: str) -> list[tuple]:
+    def _delete_keys(self, rows: pa.Table, ordering: str | None, partition: str) -> list[tuple[str, str, Any]]:
         keys = self._record_keys(rows).to_pylist()
         ords = rows.column(ordering).to_pylist() if ordering and ordering in rows.column_names else [None] * len(keys)
         return list(zip(keys, [partition] * len(keys), ords, strict=True))  # None: delete whatever the ordering
 
-    def _append_log(self, ts, fs: FileSlice, rows, op, ordering, full_schema, task) -> WriteStat:
+    def _append_log(self, ts: str, fs: FileSlice, rows: pa.Table, op: str, ordering: str | None,
+                    full_schema: dict[str, Any], task: int) -> WriteStat:
         """MOR update or delete: one block in the slice's log (v6 appends to its current log file)."""
         storage = self.table.storage
         if op == "delete":
@@ -372,17 +384,16 @@ class HudiWriter:
                          log_offset=offset, base_file=fs.base_file.file_name if fs.base_file else "",
                          log_files=[str(name)])
 
-    def _post_callback(self, ts: str, action: str, meta: CommitMetadata) -> None:
+    def _post_callback(self, url: str, ts: str, action: str, meta: CommitMetadata) -> None:
         """Hudi's HTTP commit callback (HoodieWriteCommitCallbackMessage as JSON)."""
-        import httpx
         body = {"commitTime": ts, "tableName": self.config.name, "basePath": self.table.base_path,
                 "hoodieWriteStat": [s.to_jackson() for s in meta.write_stats()],
                 "commitActionType": action, "extraMetadata": meta.extra_metadata}
         headers = {"HUDI-CALLBACK-KEY": self.callback_key} if self.callback_key else {}
         try:
-            httpx.post(self.callback_url, json=body, headers=headers, timeout=10).raise_for_status()
+            httpx.post(url, json=body, headers=headers, timeout=10).raise_for_status()
         except httpx.HTTPError as e:  # as in Hudi, a failed callback does not fail the commit
-            log.warning("commit callback to %s failed: %s", self.callback_url, e)
+            log.warning("commit callback to %s failed: %s", url, e)
 
 
 def _rel(partition: str, name: str) -> str:
@@ -406,13 +417,13 @@ def _dedupe(batch: pa.Table, keys: pa.Array, ordering: str | None) -> pa.Table:
 def _group_stats(stats: list[WriteStat]) -> dict[str, list[WriteStat]]:
     out: dict[str, list[WriteStat]] = defaultdict(list)
     for s in stats:
-        out[s.partition_path].append(s)
+        out[s.partition_path or ""].append(s)  # the writer sets it on every stat
     return dict(out)
 
 
-def create_table_for_records(base_path: str, records: list[dict], *, table_type: str | TableType,
+def create_table_for_records(base_path: str, records: list[dict[str, Any]], *, table_type: str | TableType,
                              version: int, key: list[str], ordering: list[str], partition: list[str],
-                             **kwargs) -> HudiWriter:
+                             **kwargs: Any) -> HudiWriter:
     """Create a table whose schema is inferred from the first records."""
     if not records:
         raise HudiError("cannot infer a schema from no records")

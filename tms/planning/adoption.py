@@ -7,6 +7,7 @@ from collections.abc import Collection
 
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
 from tms.hudi.serde import parse_compaction_plan
+from tms.hudi.table import HudiTable
 from tms.table_service import TableService
 
 from .compensation import recorded_blockers
@@ -18,7 +19,7 @@ _SERVICE_OF = {COMPACTION: TableService.COMPACTION, CLUSTERING: TableService.CLU
                REPLACE_COMMIT: TableService.CLUSTERING, CLEAN: TableService.CLEAN, ROLLBACK: TableService.ROLLBACK}
 
 
-def find_unknown_plans(table, known_instants: Collection[str]) -> list[Planned]:
+def find_unknown_plans(table: HudiTable, known_instants: Collection[str]) -> list[Planned]:
     """Requested compaction, clustering, clean and rollback plans whose instant is not in
     `known_instants`, oldest first, with their statistics (and a compaction's recorded blockers).
     A v6 `replacecommit` is adopted only when it holds a clustering plan."""
@@ -31,7 +32,7 @@ def find_unknown_plans(table, known_instants: Collection[str]) -> list[Planned]:
             continue
         if inst.action == REPLACE_COMMIT and not is_clustering(table, inst):
             continue
-        blockers = ()
+        blockers: tuple[str, ...] = ()
         if inst.action == COMPACTION:
             blockers = tuple(recorded_blockers(parse_compaction_plan(tl.read_plan(inst.timestamp))))
         out.append(Planned(inst.timestamp, _SERVICE_OF[inst.action], plan_stats(table, inst.timestamp), blockers))

@@ -15,9 +15,12 @@ it); the slice each savepoint keeps; anything at or after the earliest instant t
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from itertools import islice
+from typing import Any
 
+from tms.hudi.fs_view import FileGroup, FileSlice
 from tms.hudi.instant import (
     CLEAN,
     CLUSTERING,
@@ -31,7 +34,8 @@ from tms.hudi.instant import (
     new_instant_time,
 )
 from tms.hudi.serde import ActionInstant, CleanerPlan, CleanFileInfo, parse_compaction_plan, serialize_cleaner_plan
-from tms.hudi.timeline import WRITE_ACTIONS
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import WRITE_ACTIONS, Timeline
 from tms.table_path import join
 from tms.table_service import TableService
 
@@ -43,7 +47,7 @@ from .stats import plan_stats
 _RETAINED_ACTIONS = {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING}
 
 
-def earliest_instant_to_retain(table, policy: TablePolicy, now: datetime) -> Instant | None:
+def earliest_instant_to_retain(table: HudiTable, policy: TablePolicy, now: datetime) -> Instant | None:
     """Hudi's earliest commit to retain, found from the timeline's end: it costs the commits retained,
     not the timeline's length."""
     tl = table.timeline
@@ -63,11 +67,11 @@ def earliest_instant_to_retain(table, policy: TablePolicy, now: datetime) -> Ins
     return None
 
 
-def _completed(tl, **bounds):
+def _completed(tl: Timeline, **bounds: Any) -> Iterator[Instant]:
     return (i for i in tl.iter_instants(_RETAINED_ACTIONS, **bounds) if i.is_completed)
 
 
-def _slice_needed_by(group, timestamp: str, inclusive: bool):
+def _slice_needed_by(group: FileGroup, timestamp: str, inclusive: bool) -> str | None:
     """The slice a reader or writer at `timestamp` works from: the newest one older than it."""
     older = [s for s in group.slices if (s.base_instant <= timestamp if inclusive else s.base_instant < timestamp)]
     return older[-1].base_instant if older else None
@@ -76,7 +80,7 @@ def _slice_needed_by(group, timestamp: str, inclusive: bool):
 class _Guard:
     """The slices no policy may delete, besides each group's latest."""
 
-    def __init__(self, table):
+    def __init__(self, table: HudiTable):
         tl = table.timeline
         self.compaction_bases = {}  # (partition, fileId) -> base instant of the pending operation
         for inst in tl.pending((COMPACTION,)):
@@ -85,39 +89,40 @@ class _Guard:
         self.pending = [i.timestamp for i in tl.pending() if i.action in _RETAINED_ACTIONS]
         self.savepoints = [i.timestamp for i in tl.completed((SAVEPOINT,))]
 
-    def needed_for_compaction(self, group, fs) -> bool:
+    def needed_for_compaction(self, group: FileGroup, fs: FileSlice) -> bool:
         base = self.compaction_bases.get((group.partition, group.file_id))
         return base is not None and fs.base_instant >= base
 
-    def protected(self, group) -> set[str]:
+    def protected(self, group: FileGroup) -> set[str]:
         keep = {_slice_needed_by(group, ts, inclusive=False) for ts in self.pending}
         keep |= {_slice_needed_by(group, ts, inclusive=True) for ts in self.savepoints}
         keep |= {fs.base_instant for fs in group.slices if self.needed_for_compaction(group, fs)}
-        return keep
+        return {ts for ts in keep if ts is not None}  # None: no slice that old
 
 
-def _deletable_by_commits(group, earliest: str, policy: CleanerPolicy, protected: set[str]) -> list:
+def _deletable_by_commits(group: FileGroup, earliest: str, policy: CleanerPolicy,
+                          protected: set[str]) -> list[FileSlice]:
     newest_first = list(reversed(group.slices))
     latest = newest_first[0].base_instant
     before_earliest = next((s.base_instant for s in newest_first if s.base_instant < earliest), None)
-    keep = {latest} | protected
+    keep: set[str | None] = {latest, *protected}
     if policy is CleanerPolicy.KEEP_LATEST_COMMITS:
         keep.add(before_earliest)
     return [s for s in newest_first if s.base_instant not in keep and s.base_instant < earliest]
 
 
-def _deletable_by_versions(group, retained: int, guard: _Guard, protected: set[str]) -> list:
+def _deletable_by_versions(group: FileGroup, retained: int, guard: _Guard, protected: set[str]) -> list[FileSlice]:
     candidates = [s for s in reversed(group.slices) if not guard.needed_for_compaction(group, s)]
     if (group.partition, group.file_id) in guard.compaction_bases:
         retained -= 1  # the pending compaction's slices count as one kept version
     return [s for s in candidates[max(retained, 0):] if s.base_instant not in protected]
 
 
-def _files_of(fs) -> list[str]:
+def _files_of(fs: FileSlice) -> list[str]:
     return ([fs.base_file.path] if fs.base_file else []) + [f.path for f in fs.log_files]
 
 
-def plan_clean(table, policy: TablePolicy, now: datetime) -> Planned | None:
+def plan_clean(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned | None:
     """Plan a clean if the policy finds files to delete; None otherwise, or while a clean is pending."""
     tl = table.timeline
     tl.reload()
@@ -135,6 +140,7 @@ def plan_clean(table, policy: TablePolicy, now: datetime) -> Planned | None:
         if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
             slices = _deletable_by_versions(group, policy.cleaner_file_versions_retained, guard, protected)
         else:
+            assert earliest is not None  # plan_clean returned above when it is None under this rule
             slices = _deletable_by_commits(group, earliest.timestamp, rule, protected)
         for fs in slices:
             doomed[group.partition] += _files_of(fs)

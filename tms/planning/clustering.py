@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 from datetime import datetime
 
+from tms.hudi.fs_view import FileSlice
 from tms.hudi.instant import CLUSTERING, REPLACE_COMMIT
 from tms.hudi.serde import (
     ClusteringGroup,
@@ -21,6 +22,7 @@ from tms.hudi.serde import (
     SliceInfo,
     serialize_requested_replace_metadata,
 )
+from tms.hudi.table import HudiTable
 from tms.table_path import join
 from tms.table_service import TableService
 
@@ -37,13 +39,15 @@ SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
 _MB = 1024 * 1024
 
 
-def _group_size(fs, policy: TablePolicy) -> int:
+def _group_size(fs: FileSlice, policy: TablePolicy) -> int:
     return fs.base_file.size if fs.base_file else policy.parquet_max_file_size
 
 
-def _slices_into_groups(slices: list, policy: TablePolicy) -> list[list]:
+def _slices_into_groups(slices: list[FileSlice], policy: TablePolicy) -> list[list[FileSlice]]:
     """SparkSizeBasedClusteringPlanStrategy.buildClusteringGroupsForPartition."""
-    groups, current, size = [], [], 0
+    groups: list[list[FileSlice]] = []
+    current: list[FileSlice] = []
+    size = 0
     for fs in sorted(slices, key=lambda s: -_group_size(s, policy)):
         if current and size + _group_size(fs, policy) > policy.clustering_max_bytes_per_group:
             groups.append(current)
@@ -56,7 +60,7 @@ def _slices_into_groups(slices: list, policy: TablePolicy) -> list[list]:
     return groups
 
 
-def _clustering_group(table, slices: list, policy: TablePolicy) -> ClusteringGroup:
+def _clustering_group(table: HudiTable, slices: list[FileSlice], policy: TablePolicy) -> ClusteringGroup:
     size = sum(_group_size(fs, policy) for fs in slices)
     log_bytes = sum(fs.log_bytes for fs in slices)
     return ClusteringGroup(
@@ -71,7 +75,7 @@ def _clustering_group(table, slices: list, policy: TablePolicy) -> ClusteringGro
                  TOTAL_LOG_FILES: float(sum(len(fs.log_files) for fs in slices))})
 
 
-def plan_clustering(table, policy: TablePolicy, now: datetime) -> Planned | None:
+def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned | None:
     """Plan a clustering if enough commits landed since the last one and small files can be grouped;
     None otherwise. `now` is unused by Hudi's size-based strategy; it keeps the planners' signature."""
     tl = table.timeline

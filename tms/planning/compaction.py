@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from tms.hudi.fs_view import FileSlice, LogFile
 from tms.hudi.instant import COMPACTION
 from tms.hudi.log_format import BlockType, read_log_file
 from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+from tms.hudi.table import HudiTable
 from tms.table_service import TableService
 
 from .compaction_strategy import capture_metrics, order_and_filter
@@ -27,14 +29,14 @@ from .triggers import compaction_trigger
 _NOT_RECORDS = (BlockType.COMMAND, BlockType.CORRUPT)
 
 
-def _holds_completed_block(table, path: str) -> bool:
+def _holds_completed_block(table: HudiTable, path: str) -> bool:
     tl = table.timeline
     with table.storage.open(path) as fh:
         return any(b.block_type not in _NOT_RECORDS and b.instant_time and tl.is_completed(b.instant_time)
                    for b in read_log_file(fh))
 
 
-def _pending_only_logs(table) -> set[str]:
+def _pending_only_logs(table: HudiTable) -> set[str]:
     """v6: log files (relative paths) that pending writes created and that hold none of a completed
     write's blocks yet. Only files pending writes touch are read, and only their block headers."""
     touched = {f.path for inst in table.timeline.inflight_writes() for f in written_files(table, inst)
@@ -42,7 +44,7 @@ def _pending_only_logs(table) -> set[str]:
     return {p for p in touched if table.storage.exists(p) and not _holds_completed_block(table, p)}
 
 
-def _operation(fs, logs, policy: TablePolicy) -> CompactionOperation:
+def _operation(fs: FileSlice, logs: list[LogFile], policy: TablePolicy) -> CompactionOperation:
     return CompactionOperation(
         base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=fs.partition,
         data_file_path=fs.base_file.file_name if fs.base_file else None,
@@ -51,7 +53,7 @@ def _operation(fs, logs, policy: TablePolicy) -> CompactionOperation:
                                 policy.parquet_max_file_size))
 
 
-def plan_compaction(table, policy: TablePolicy, now: datetime) -> Planned | None:
+def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned | None:
     """Plan a compaction if the trigger strategy says one is due and some file slice has log files to
     compact; None otherwise. On v6 the plan may come back held (`blockers`)."""
     config = table.config
@@ -68,7 +70,7 @@ def plan_compaction(table, policy: TablePolicy, now: datetime) -> Planned | None
     busy = set(view.pending_compaction) | set(view.pending_clustering)
     deferred = _pending_only_logs(table) if v6 else set()
 
-    def compactable(log) -> bool:
+    def compactable(log: LogFile) -> bool:
         return log.path not in deferred if v6 else (log.completion_time or log.name.instant) < tc
 
     candidates = []

@@ -17,8 +17,9 @@ import posixpath
 
 from tms.hudi.errors import InstantConflictError
 from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.instant import COMPACTION, DELTA_COMMIT, State
+from tms.hudi.instant import COMPACTION, DELTA_COMMIT, Instant, State
 from tms.hudi.serde import CompactionOperation, CompactionPlan, parse_compaction_plan, serialize_compaction_plan
+from tms.hudi.table import HudiTable
 
 from .compaction_strategy import TOTAL_IO_MB, TOTAL_IO_READ_MB, TOTAL_IO_WRITE_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE
 from .errors import CompensationError
@@ -41,14 +42,14 @@ def with_blockers(extra_metadata: dict[str, str], blockers: list[str]) -> dict[s
     return out
 
 
-def pending_delta_commits_before(table, tc: str) -> list[str]:
+def pending_delta_commits_before(table: HudiTable, tc: str) -> list[str]:
     """Delta commits before `tc` still requested or inflight. One whose rollback is planned still holds
     the plan: the hold ends when the rollback has run and removed it from the timeline, which is also
     what the executor checks before it runs the plan."""
     return [i.timestamp for i in table.timeline.pending((DELTA_COMMIT,)) if i.timestamp < tc]
 
 
-def held_compactions(table) -> dict[str, list[str]]:
+def held_compactions(table: HudiTable) -> dict[str, list[str]]:
     """Requested compaction plans that record blockers -> those blockers (as last synced)."""
     tl = table.timeline
     out = {}
@@ -60,7 +61,15 @@ def held_compactions(table) -> dict[str, list[str]]:
     return out
 
 
-def _late_log_files(table, blocker, operations: dict[tuple[str, str], CompactionOperation],
+def _log_order(name: str) -> tuple[str, int, str, str]:
+    """Hudi's order of a plan's log file names."""
+    parsed = LogFileName.parse(name)
+    if parsed is None:
+        raise CompensationError(f"{name} in a compaction plan is not a log file name")
+    return parsed.sort_key
+
+
+def _late_log_files(table: HudiTable, blocker: Instant, operations: dict[tuple[str, str], CompactionOperation],
                     ) -> list[tuple[CompactionOperation, str]]:
     """(operation, log file name) for each log file the completed `blocker` wrote into the compacted
     slice of a planned file group."""
@@ -84,7 +93,7 @@ def _late_log_files(table, blocker, operations: dict[tuple[str, str], Compaction
     return out
 
 
-def _refresh_metrics(table, op: CompactionOperation) -> None:
+def _refresh_metrics(table: HudiTable, op: CompactionOperation) -> None:
     """Log-dependent metrics after log files joined (the write estimate depends on the base file only)."""
     partition = op.partition_path or ""
     sizes = {i.name: i.size for i in table.storage.listdir(partition) if not i.is_dir}
@@ -96,7 +105,7 @@ def _refresh_metrics(table, op: CompactionOperation) -> None:
                        TOTAL_IO_READ_MB: float(read_mb), TOTAL_IO_MB: float(read_mb + write_mb)})
 
 
-def sync_held_plan(table, tc: str) -> list[str]:
+def sync_held_plan(table: HudiTable, tc: str) -> list[str]:
     """Bring the compaction plan at `tc` up to date with its blockers; returns the blockers still pending
     (none: the plan is runnable). Rewrites the plan only while it is requested; a held plan found inflight
     or completed raises CompensationError and is left alone."""
@@ -112,10 +121,10 @@ def sync_held_plan(table, tc: str) -> list[str]:
     if set(states) != {State.REQUESTED}:
         if recorded:
             raise CompensationError(
-                f"compaction {tc} of {table.name} is {tl.get(tc).state.name.lower()} while held by late delta "
+                f"compaction {tc} of {table.name} is {states[max(states)].state.name.lower()} while held by late delta "
                 f"commits {', '.join(recorded)}; their log files may be lost")
         return []
-    operations = {(op.partition_path or "", op.file_id): op for op in plan.operations}
+    operations = {(op.partition_path or "", op.file_id or ""): op for op in plan.operations}
     remaining, changed = [], {}
     # Recorded blockers, plus writers whose requested instant (before Tc) appeared after the plan was made.
     for ts in sorted(set(recorded) | set(pending_delta_commits_before(table, tc))):
@@ -132,7 +141,7 @@ def sync_held_plan(table, tc: str) -> list[str]:
     if not changed and remaining == recorded:
         return remaining
     for op in changed.values():
-        op.delta_file_paths.sort(key=lambda n: LogFileName.parse(n).sort_key)
+        op.delta_file_paths.sort(key=_log_order)
         _refresh_metrics(table, op)
     plan.extra_metadata = with_blockers(plan.extra_metadata, remaining)
     try:
@@ -142,7 +151,7 @@ def sync_held_plan(table, tc: str) -> list[str]:
     return remaining
 
 
-def sync_held_plans(table) -> dict[str, list[str]]:
+def sync_held_plans(table: HudiTable) -> dict[str, list[str]]:
     """Sync every held compaction plan of the table: plan instant -> blockers still pending."""
     table.timeline.reload()
     return {tc: sync_held_plan(table, tc) for tc in held_compactions(table)}

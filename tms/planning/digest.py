@@ -13,13 +13,15 @@ nothing to clean) re-arms its trigger: the next attempt waits until the trigger 
 from that attempt, so such a table is not planned again on every event."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
-from tms.hudi.timeline import WRITE_ACTIONS
+from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, instant_to_datetime
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import WRITE_ACTIONS, Timeline
 from tms.table_service import TableService
 
 from .compensation import held_compactions
@@ -71,7 +73,8 @@ class TimelineDigest:
 
     # --- building from the timeline -----------------------------------------------------------------
     @classmethod
-    def of(cls, table, previous: TimelineDigest | None, now: datetime, services: frozenset[str]) -> TimelineDigest:
+    def of(cls, table: HudiTable, previous: TimelineDigest | None, now: datetime,
+           services: frozenset[str]) -> TimelineDigest:
         """The digest of the table's (freshly reloaded) timeline, counting for `services`; attempts, first
         sightings of pending writes and the last scan carry over from `previous`. Built from the
         timeline's indexes: it costs the instants it counts (at most MAX_LISTED per service) and the
@@ -129,7 +132,7 @@ class TimelineDigest:
     def _base(self, service: str) -> str:
         """Where a trigger counts from: the last instant of the service, or its last empty attempt."""
         last = {TableService.COMPACTION: self.compacted, TableService.CLUSTERING: self.clustered,
-                TableService.CLEAN: self.cleaned}[service]
+                TableService.CLEAN: self.cleaned}[TableService(service)]
         return max(last or "", self.attempts.get(service, ""))
 
     def _trim(self) -> None:
@@ -173,14 +176,14 @@ def _counted(services: frozenset[str]) -> set[str]:
     return set(services) & set(COUNTED)
 
 
-def _timestamp(instant) -> str | None:
+def _timestamp(instant: Instant | None) -> str | None:
     return instant.timestamp if instant is not None else None
 
 
-def _listed_after(tl, actions, base: str, completed_only: bool) -> list[str]:
+def _listed_after(tl: Timeline, actions: Iterable[str], base: str, completed_only: bool) -> list[str]:
     """The instants of `actions` after `base` (completed ones only if asked), as `_capped` lists them:
     the newest ones are walked back from the end, and the oldest is looked up only when there are more."""
-    def matching(reverse: bool):
+    def matching(reverse: bool) -> Iterator[str]:
         return (i.timestamp for i in tl.iter_instants(actions, after=base or None, reverse=reverse)
                 if i.is_completed or not completed_only)
     newest = list(islice(matching(True), MAX_LISTED))

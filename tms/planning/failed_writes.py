@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tms.hudi.instant import Instant
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
 
 from .policy import TablePolicy
 from .rollback_targets import rollback_targets
@@ -24,7 +26,7 @@ class FailedWrite:
     reason: str
 
 
-def _mtime(storage, rel: str) -> float | None:
+def _mtime(storage: Storage, rel: str) -> float | None:
     try:
         return storage.info(rel).mtime
     except FileNotFoundError:
@@ -36,7 +38,7 @@ def heartbeat_tolerance_seconds(policy: TablePolicy) -> float:
     return policy.heartbeat_interval_ms * policy.heartbeat_tolerable_misses / 1000
 
 
-def find_failed_writes(table, policy: TablePolicy, now: datetime) -> list[FailedWrite]:
+def find_failed_writes(table: HudiTable, policy: TablePolicy, now: datetime) -> list[FailedWrite]:
     """Pending writes presumed failed, oldest first; writes a rollback already names are left out."""
     tl = table.timeline
     tl.reload()

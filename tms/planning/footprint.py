@@ -12,7 +12,9 @@ from enum import StrEnum
 
 from tms.hudi.file_names import BaseFileName, LogFileName
 from tms.hudi.instant import Instant, State
-from tms.hudi.serde import MetadataFormatError, parse_commit_metadata
+from tms.hudi.serde import MetadataFormatError, WriteStat, parse_commit_metadata
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
 
 MARKER_ROOT = ".hoodie/.temp"
 _MARKER = ".marker."
@@ -52,7 +54,7 @@ def marker_dir(timestamp: str) -> str:
     return f"{MARKER_ROOT}/{timestamp}"
 
 
-def _marker_names(storage, root: str) -> list[str]:
+def _marker_names(storage: Storage, root: str) -> list[str]:
     """Marker names (relative to the instant's marker folder) of both marker kinds."""
     names, folders = [], [""]
     while folders:
@@ -69,13 +71,13 @@ def _marker_names(storage, root: str) -> list[str]:
     return names
 
 
-def _latest_log(storage, partition: str, file_id: str, base_instant: str) -> str | None:
+def _latest_log(storage: Storage, partition: str, file_id: str, base_instant: str) -> str | None:
     logs = [n for n in (LogFileName.parse(i.name) for i in storage.listdir(partition)) if n is not None
             and n.file_id == file_id and n.instant == base_instant]
     return posixpath.join(partition, str(max(logs))) if logs else None
 
 
-def marker_files(storage, timestamp: str) -> list[WrittenFile] | None:
+def marker_files(storage: Storage, timestamp: str) -> list[WrittenFile] | None:
     """Files the markers of `timestamp` name, or None when the instant has no marker folder."""
     root = marker_dir(timestamp)
     if not storage.exists(root):
@@ -89,14 +91,15 @@ def marker_files(storage, timestamp: str) -> list[WrittenFile] | None:
             continue  # not a marker Hudi writes
         base = BaseFileName.parse(posixpath.basename(path))
         if io_type is IOType.APPEND and base is not None:  # an old-style APPEND marker
-            path = _latest_log(storage, posixpath.dirname(path), base.file_id, base.instant)
-            if path is None:
+            log_path = _latest_log(storage, posixpath.dirname(path), base.file_id, base.instant)
+            if log_path is None:
                 continue
+            path = log_path
         out.append(WrittenFile(path, io_type))
     return out
 
 
-def _inflight_stats(table, timestamp: str):
+def _inflight_stats(table: HudiTable, timestamp: str) -> list[WriteStat]:
     inflight = table.timeline.states_of(timestamp).get(State.INFLIGHT)
     if inflight is None:
         return []
@@ -106,7 +109,7 @@ def _inflight_stats(table, timestamp: str):
         return []  # the inflight file of a compaction or clustering holds its plan, not write stats
 
 
-def written_files(table, instant: Instant) -> list[WrittenFile]:
+def written_files(table: HudiTable, instant: Instant) -> list[WrittenFile]:
     """The data files a pending instant wrote or is writing: its markers, and the files its inflight
     write stats name (Python and Java writers record the final stats there before completing)."""
     found = {f.path: f for f in marker_files(table.storage, instant.timestamp) or []}
@@ -124,7 +127,7 @@ def written_files(table, instant: Instant) -> list[WrittenFile]:
     return list(found.values())
 
 
-def touched_file_groups(table, instant: Instant) -> set[tuple[str, str]]:
+def touched_file_groups(table: HudiTable, instant: Instant) -> set[tuple[str, str]]:
     """(partition, fileId) of every file group a pending instant writes to, including the ones its
     inflight workload names before any file exists."""
     groups = {(f.partition, f.file_id) for f in written_files(table, instant) if f.file_id}
@@ -132,7 +135,7 @@ def touched_file_groups(table, instant: Instant) -> set[tuple[str, str]]:
     return groups
 
 
-def file_groups_of_pending_writes(table) -> set[tuple[str, str]]:
+def file_groups_of_pending_writes(table: HudiTable) -> set[tuple[str, str]]:
     """File groups that commits and delta commits still requested or inflight write to."""
     out: set[tuple[str, str]] = set()
     for inst in table.timeline.inflight_writes():

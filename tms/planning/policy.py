@@ -82,7 +82,7 @@ class TablePolicy(BaseModel):
 
     @field_validator("compaction_strategy", mode="before")
     @classmethod
-    def _qualify_strategy(cls, value: Any):
+    def _qualify_strategy(cls, value: Any) -> Any:
         # Accept the simple class name users often write, as Hudi's docs do.
         if isinstance(value, str) and "." not in value:
             return COMPACTION_STRATEGY_PACKAGE + value

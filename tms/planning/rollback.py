@@ -15,6 +15,7 @@ from tms.hudi.file_names import BaseFileName, LogFileName
 from tms.hudi.fs_view import partition_paths
 from tms.hudi.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant
 from tms.hudi.serde import InstantInfo, RollbackPlan, RollbackRequest, serialize_rollback_plan
+from tms.hudi.table import HudiTable
 from tms.table_path import join
 from tms.table_service import TableService
 
@@ -30,7 +31,7 @@ _WRITES = (COMMIT, DELTA_COMMIT)
 _SERVICES = (COMPACTION, CLUSTERING, REPLACE_COMMIT)
 
 
-def _listed_files(table, inst: Instant) -> list[WrittenFile]:
+def _listed_files(table: HudiTable, inst: Instant) -> list[WrittenFile]:
     """Files named with the instant, in every partition (the listing-based fallback)."""
     v8_logs = table.config.version >= 8 and inst.action in _WRITES
     out = []
@@ -43,7 +44,7 @@ def _listed_files(table, inst: Instant) -> list[WrittenFile]:
     return out
 
 
-def _files_to_undo(table, inst: Instant) -> list[WrittenFile]:
+def _files_to_undo(table: HudiTable, inst: Instant) -> list[WrittenFile]:
     markers = marker_files(table.storage, inst.timestamp)
     if markers is not None:
         return markers
@@ -53,7 +54,7 @@ def _files_to_undo(table, inst: Instant) -> list[WrittenFile]:
     return list(found.values())
 
 
-def _request(table, inst: Instant, f: WrittenFile) -> RollbackRequest | None:
+def _request(table: HudiTable, inst: Instant, f: WrittenFile) -> RollbackRequest | None:
     if f.file_id is None or not table.storage.exists(f.path):
         return None  # not a data file, or never written: nothing to undo
     log = f.log_name
@@ -65,7 +66,7 @@ def _request(table, inst: Instant, f: WrittenFile) -> RollbackRequest | None:
                            log_blocks_to_be_deleted={join(table.base_path, f.path): table.storage.info(f.path).size})
 
 
-def plan_rollback(table, timestamp: str) -> Planned | None:
+def plan_rollback(table: HudiTable, timestamp: str) -> Planned | None:
     """Plan the rollback of the pending instant at `timestamp`: a failed commit or delta commit, or the
     failed attempt of an inflight compaction or clustering. None if a rollback already names it."""
     tl = table.timeline
@@ -90,7 +91,7 @@ def plan_rollback(table, timestamp: str) -> Planned | None:
     return Planned(rollback.timestamp, TableService.ROLLBACK, plan_stats(table, rollback.timestamp))
 
 
-def plan_failed_write_rollbacks(table, policy: TablePolicy, now: datetime) -> list[Planned]:
+def plan_failed_write_rollbacks(table: HudiTable, policy: TablePolicy, now: datetime) -> list[Planned]:
     """A rollback plan for every write presumed failed (see failed_writes)."""
     planned = (plan_rollback(table, failed.instant.timestamp) for failed in find_failed_writes(table, policy, now))
     return [p for p in planned if p is not None]

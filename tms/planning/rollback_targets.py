@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from tms.hudi.instant import ROLLBACK
 from tms.hudi.serde import parse_rollback_metadata, parse_rollback_plan
+from tms.hudi.table import HudiTable
 
 
-def rollback_targets(table, after: str | None = None) -> set[str]:
+def rollback_targets(table: HudiTable, after: str | None = None) -> set[str]:
     """Instant times named by a rollback in any state: from its plan while pending, from its metadata
     (completed files are cached by the timeline) once completed. A rollback is later than its target,
     so for the targets after `after` only the rollbacks after it are read."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from tms.hudi.table import HudiTable
 from tms.table_service import SERVICES, TableService
 
 from .clean import plan_clean
@@ -24,7 +25,7 @@ class ScheduleResult:
     planned: list[Planned] = field(default_factory=list)
 
 
-def schedule(table, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
+def schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
     if action not in SERVICES:
         raise PlanningError(f"unknown action {action!r} (one of {', '.join(SERVICES)})")
     result = ScheduleResult(synced=sync_held_plans(table))
@@ -32,7 +33,7 @@ def schedule(table, action: str, policy: TablePolicy, now: datetime) -> Schedule
         result.planned = plan_failed_write_rollbacks(table, policy, now)
         return result
     planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering,
-               TableService.CLEAN: plan_clean}[action]
+               TableService.CLEAN: plan_clean}[TableService(action)]
     planned = planner(table, policy, now)
     result.planned = [planned] if planned else []
     return result

@@ -21,6 +21,7 @@ from tms.hudi.serde import (
     parse_requested_replace_metadata,
     parse_rollback_plan,
 )
+from tms.hudi.table import HudiTable
 from tms.table_path import table_relative
 
 from .errors import PlanningError
@@ -43,7 +44,7 @@ class PlanStats:
 class ListedSizes:
     """File sizes from one listing per partition, taken when first asked for."""
 
-    def __init__(self, table):
+    def __init__(self, table: HudiTable):
         self.table = table
         self._partitions: dict[str, dict[str, int]] = {}
 
@@ -78,7 +79,8 @@ def compaction_stats(plan: CompactionPlan, size_of: SizeOf) -> PlanStats:
 
 def clustering_stats(meta: RequestedReplaceMetadata, sizes: ListedSizes) -> PlanStats:
     groups, largest = [], 0
-    for group in meta.clustering_plan.input_groups:
+    plan = meta.clustering_plan
+    for group in plan.input_groups if plan is not None else []:
         slice_bytes = [(sizes.of_path(s.data_file_path) if s.data_file_path else 0)
                        + sum(sizes.of_path(p) for p in s.delta_file_paths) for s in group.slices]
         groups.append(sum(slice_bytes))
@@ -101,7 +103,7 @@ def rollback_stats(plan: RollbackPlan, sizes: ListedSizes) -> PlanStats:
     return _stats(per_request, max(per_request, default=0))
 
 
-def plan_stats(table, timestamp: str) -> PlanStats:
+def plan_stats(table: HudiTable, timestamp: str) -> PlanStats:
     """Statistics of the requested plan at `timestamp` (compaction, clustering, clean or rollback)."""
     inst = table.timeline.get(timestamp)
     if inst is None:

@@ -17,8 +17,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, State, instant_to_datetime
+from tms.hudi.instant import (
+    CLUSTERING,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    Instant,
+    State,
+    instant_to_datetime,
+)
 from tms.hudi.serde import MetadataFormatError, parse_requested_replace_metadata
+from tms.hudi.table import HudiTable
 from tms.hudi.timeline import WRITE_ACTIONS
 
 from .policy import TablePolicy, TriggerStrategy
@@ -35,7 +45,7 @@ class TriggerDecision:
     waiting_for: tuple[str, ...] = ()  # compaction plans not started yet, which hold back the next one
 
 
-def compaction_trigger(table, policy: TablePolicy, now: datetime) -> TriggerDecision:
+def compaction_trigger(table: HudiTable, policy: TablePolicy, now: datetime) -> TriggerDecision:
     tl = table.timeline
     done = tl.last_of((COMMIT, REPLACE_COMMIT), completed=True)
     if policy.trigger_strategy == TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST:
@@ -62,12 +72,12 @@ def compaction_trigger(table, policy: TablePolicy, now: datetime) -> TriggerDeci
     return TriggerDecision(due and not waiting, deltas, since, elapsed, waiting)
 
 
-def waiting_compactions(table) -> list[str]:
+def waiting_compactions(table: HudiTable) -> list[str]:
     """Compaction plans that have not started: requested, not yet inflight."""
     return [i.timestamp for i in table.timeline.pending((COMPACTION,)) if i.state == State.REQUESTED]
 
 
-def is_clustering(table, instant) -> bool:
+def is_clustering(table: HudiTable, instant: Instant) -> bool:
     """A pending `clustering`, or a `replacecommit` that clusters (not an insert_overwrite)."""
     tl = table.timeline
     if instant.action == CLUSTERING:
@@ -82,13 +92,13 @@ def is_clustering(table, instant) -> bool:
         return False  # a v6 insert_overwrite may leave its requested file empty, or none
 
 
-def last_clustering(table) -> str | None:
+def last_clustering(table: HudiTable) -> str | None:
     """The latest clustering instant, pending or completed."""
     candidates = table.timeline.iter_instants((CLUSTERING, REPLACE_COMMIT), reverse=True)
     return next((i.timestamp for i in candidates if is_clustering(table, i)), None)
 
 
-def clustering_trigger(table, policy: TablePolicy) -> TriggerDecision:
+def clustering_trigger(table: HudiTable, policy: TablePolicy) -> TriggerDecision:
     last = last_clustering(table)
     commits = len(table.timeline.completed(WRITE_ACTIONS, after=last))
     return TriggerDecision(commits >= policy.clustering_max_commits, commits, last)

@@ -1,6 +1,7 @@
 """Resource queues: where Spark jobs run, and with how much."""
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from sqlalchemy import select
@@ -34,7 +35,7 @@ class QueueRepo:
                 .returning(ResourceQueue))
         return self.session.scalars(stmt, execution_options={"populate_existing": True}).one()
 
-    def lock_all(self, *, enabled_only: bool = True) -> list[ResourceQueue]:
+    def lock_all(self, *, enabled_only: bool = True) -> builtins.list[ResourceQueue]:
         """The queues, locked until the transaction ends (in name order, so lockers never deadlock): a
         worker holds them while it counts a queue's running jobs and claims a task into it, so two workers
         never fill the same free slot."""

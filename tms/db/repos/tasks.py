@@ -56,7 +56,10 @@ class TaskRepo:
         task_id = self.session.execute(stmt).scalar()
         if task_id is not None:
             return self.get(task_id), True
-        return self.for_instant(table_id, instant), False
+        existing = self.for_instant(table_id, instant)
+        if existing is None:  # the conflicting task was deleted meanwhile
+            raise ConflictError(f"task of instant {instant} of table {table_id} changed meanwhile; retry")
+        return existing, False
 
     def get(self, task_id: int) -> Task:
         task = self.session.get(Task, task_id, populate_existing=True)
