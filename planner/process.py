@@ -1,7 +1,9 @@
 """The planner process (`tms planner`): a dispatcher hands the tables with new events to a pool of
-threads, and APScheduler runs the periodic trigger and the reconciliation scan. Every planner process
-runs both periodic jobs: the table lock and idempotent planning make that safe (choosing one leader to
-run them is the manager's job)."""
+threads; the periodic trigger and the reconciliation scan are decided by the manager's leader, which marks
+the tables due, and every planner takes marked tables (SKIP LOCKED), so a scan of many tables is shared.
+
+With no live leader (no manager runs), each planner runs both periodic jobs over every table itself, as
+APScheduler jobs: the table lock and idempotent planning make that safe, only less shared."""
 from __future__ import annotations
 
 import logging
@@ -15,7 +17,7 @@ from functools import partial
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
-from tms.db import Database, InstanceRepo
+from tms.db import Database, InstanceRepo, LeaseRepo, TableRepo
 from tms.instance import new_instance_id, record_heartbeat
 
 from .runner import Planner
@@ -25,6 +27,9 @@ log = logging.getLogger(__name__)
 ROLE = "planner"
 # A scan skips the tables another planner reconciled within this share of the scan interval.
 FRESH_SHARE = 0.9
+REQUESTS_POLL_SECONDS = 1.0  # how often a planner takes the tables the manager's leader marked due
+REQUESTS_PER_TAKE = 50
+LEADER_LEASE = "manager"  # manager/leadership.py's LEASE_NAME
 
 
 
@@ -50,6 +55,8 @@ class PlannerService:
         # The first scan at once: it catches up on whatever happened while no planner ran.
         scheduler.add_job(self._scan, "interval", seconds=s.planner_scan_seconds, max_instances=1, coalesce=True,
                           next_run_time=datetime.now(UTC))
+        scheduler.add_job(self._take_requests, "interval", seconds=REQUESTS_POLL_SECONDS, max_instances=1,
+                          coalesce=True)
         pool = ThreadPoolExecutor(s.planner_threads, thread_name_prefix="plan")
         scheduler.start()
         log.info("planner %s: %s thread(s), services %s, tick %ss, scan %ss", self.id, s.planner_threads,
@@ -110,7 +117,39 @@ class PlannerService:
         self._wake.set()
 
     # --- the periodic jobs --------------------------------------------------------------------------
+    def _leader_decides(self) -> bool:
+        """True while a manager holds the leader lease: it asks for the periodic work."""
+        try:
+            with self.database.transaction() as session:
+                lease = LeaseRepo(session).get(LEADER_LEASE)
+                return lease is not None and lease.holder is not None and lease.expires_at is not None \
+                    and lease.expires_at > datetime.now(UTC)
+        except Exception:  # the database is down: so is planning
+            return True
+
+    def _take_requests(self) -> None:
+        """Plan the tables the leader marked due for the periodic trigger or the scan."""
+        try:
+            while not self._stopping.is_set():
+                with self.database.transaction() as session:
+                    ticks = TableRepo(session).take_requested("tick", REQUESTS_PER_TAKE)
+                    scans = TableRepo(session).take_requested("scan", REQUESTS_PER_TAKE)
+                if not ticks and not scans:
+                    return
+                planned = self.planner.tick_tables(ticks) if ticks else 0
+                for table_id in scans:
+                    if self._stopping.is_set():
+                        return
+                    self.planner.reconcile(table_id)
+                if planned or scans:
+                    log.info("planner %s: asked by the leader: %s task(s) on the trigger, %s table(s) reconciled",
+                             self.id, planned, len(scans))
+        except Exception:
+            log.exception("planner %s: the leader's requests failed", self.id)
+
     def _tick(self) -> None:
+        if self._leader_decides():
+            return
         try:
             planned = self.planner.tick()
             if planned:
@@ -119,6 +158,8 @@ class PlannerService:
             log.exception("planner %s: periodic trigger failed", self.id)
 
     def _scan(self) -> None:
+        if self._leader_decides():
+            return
         try:
             started = time.monotonic()
             count = self.planner.scan(fresh_seconds=FRESH_SHARE * self.settings.planner_scan_seconds)

@@ -19,6 +19,8 @@ from sqlalchemy.orm import Session
 from tms.config import Settings
 from tms.db import AlertRepo, ConflictError, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.errors import TMSError
+from tms.hudi.errors import TableNotFoundError
+from tms.hudi.table import PROPERTIES
 from tms.hudi.timeline_watch import TimelineWatcher
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
@@ -105,9 +107,18 @@ class Planner:
     def tick(self) -> int:
         """Plan what time alone made due, on every enabled table whose digest says so. Returns the
         number of tasks recorded."""
+        return self._tick_rows(self._enabled_tables())
+
+    def tick_tables(self, table_ids: list[int]) -> int:
+        """The periodic trigger on these tables only (those the manager's leader asked for)."""
+        with self.database.transaction() as session:
+            rows = [row for t in table_ids if (row := session.get(RegisteredTable, t)) is not None and row.enabled]
+        return self._tick_rows(rows)
+
+    def _tick_rows(self, rows: list[RegisteredTable]) -> int:
         now = self.clock()
         recorded = 0
-        for row in self._enabled_tables():
+        for row in rows:
             if self._stopping.is_set():
                 break
             digest = self._digest(row)
@@ -153,7 +164,11 @@ class Planner:
             return True
 
     def _reconcile(self, ctx: PassContext) -> None:
-        ctx.table.timeline.reload(full=True)  # listed, whatever the change feed says: the safety net
+        # The safety net: the table is still there (a listing of a removed folder is merely empty) and its
+        # timeline is listed, whatever the change feed says.
+        if not ctx.table.storage.exists(PROPERTIES):
+            raise TableNotFoundError(f"no Hudi table at {ctx.row.base_path} any more: {PROPERTIES} not found")
+        ctx.table.timeline.reload(full=True)
         AlertRepo(ctx.session).resolve(_unreadable(ctx.row.id))  # it was read now
         digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, self.options.services)
         digest.scanned_at = ctx.now.timestamp()

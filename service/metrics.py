@@ -7,6 +7,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tms.cluster_metrics import ClusterCollector
 from tms.db import Database, TaskRepo, TaskState
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -38,6 +39,7 @@ class Metrics:
         self.latency = Histogram("tms_http_request_duration_seconds", "HTTP request latency by route",
                                  ["method", "route", "status"], buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.registry.register(_TaskStateCollector(database))
+        self.registry.register(ClusterCollector(database))
 
     def count_events(self, kind: str, result: str, n: int = 1) -> None:
         if n:

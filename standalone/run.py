@@ -27,7 +27,7 @@ from .credentials import kept_secret
 from .supervisor import Supervisor
 
 # The roles started as child processes, each a `tms` subcommand.
-ROLES = ("serve", "planner", "worker")
+ROLES = ("serve", "planner", "worker", "manager")
 # The demo table's policy: a compaction is due every few delta commits, so one completes within a minute.
 DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3,
                  "hoodie.compact.inline.trigger.strategy": "NUM_COMMITS_AFTER_LAST_REQUEST"}

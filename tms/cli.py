@@ -12,6 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
+from manager import cli as manager_cli
 from planner import cli as planner_cli
 from service import cli as service_cli
 from standalone import cli as standalone_cli
@@ -222,12 +223,13 @@ def demo(path: str = typer.Argument(..., help="Where to create (or continue) the
 
 def _mount_role_commands() -> None:
     """Commands that live with their roles: the service's (serve, tokens, db), the planner's (schedule,
-    planner), the executor's (execute) and the worker's (worker); and the ops commands over the HTTP API
-    (status, tables, tasks, queues, alerts, trigger, tokens list|revoke)."""
+    planner), the executor's (execute), the worker's (worker) and the manager's (manager); and the ops
+    commands over the HTTP API (status, tables, tasks, queues, alerts, trigger, tokens list|revoke)."""
     service_cli.register(app)
     planner_cli.register(app)
     execute_cli.register(app)
     worker_cli.register(app)
+    manager_cli.register(app)
     standalone_cli.register(app)
     ops_commands.register(app, tokens_app=service_cli.tokens)
 

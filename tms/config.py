@@ -89,6 +89,38 @@ class Settings(BaseSettings):
                           "local filesystems, so a planning pass does not list the timeline folder; network "
                           "filesystems and object stores are always listed")
 
+    # Retries of failed attempts (decided by the worker that saw the failure, made by the manager's leader).
+    retry_backoff_seconds: float = Field(
+        60.0, ge=0, description="Wait before the first retry of a retryable failure; doubled per attempt, "
+                                "with +-20% jitter")
+    retry_backoff_max_seconds: float = Field(3600.0, ge=0, description="Longest wait between two attempts")
+    retry_max_attempts: int = Field(3, ge=1, description="Attempts of a task before it is FAILED for good "
+                                                         "(a `task_failed` alert); an operator's rerun starts anew")
+
+    # The manager (`tms manager`): see manager/ and the README's "Manager".
+    manager_lease_seconds: float = Field(
+        30.0, gt=0, description="The leader lease; a standby takes over when it expires (database clock)")
+    manager_heartbeat_seconds: float = Field(
+        10.0, gt=0, description="How often a manager beats and the leader renews its lease")
+    manager_restore_seconds: float = Field(
+        60.0, gt=0, description="How often the leader reconciles tasks with the timelines (and at start)")
+    manager_retry_seconds: float = Field(5.0, gt=0, description="How often the leader looks for due retries")
+    manager_monitor_seconds: float = Field(30.0, gt=0, description="How often the leader evaluates alert rules")
+    manager_metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="Port of the manager's Prometheus /metrics (unset: none)")
+    monitor_unclaimed_seconds: float = Field(
+        900.0, gt=0, description="A runnable task unclaimed this long fires `not_scheduled`")
+    monitor_hold_seconds: float = Field(
+        6 * 3600.0, gt=0, description="A compensation hold (BLOCKED task) older than this fires `held_too_long`")
+    monitor_instance_missing_seconds: float = Field(
+        60.0, gt=0, description="A process without a heartbeat this long fires `instance_down`")
+    webhook_poll_seconds: float = Field(2.0, gt=0, description="How often the leader sends due webhook deliveries")
+    webhook_timeout_seconds: float = Field(10.0, gt=0, description="Timeout of one webhook request")
+    webhook_backoff_seconds: float = Field(
+        10.0, ge=0, description="Wait before retrying a failed delivery; doubled per attempt up to 10 minutes")
+    webhook_max_age_seconds: float = Field(
+        86400.0, gt=0, description="A delivery not accepted within this long is given up (expired)")
+
     @field_validator("storage_roots", "planner_services", mode="before")
     @classmethod
     def _split_commas(cls, value):

@@ -38,6 +38,7 @@ class ClaimedTask:
     queue_spark_conf: dict[str, str]
     resources: JobResources
     fence_key: str  # the attempt's secret for the fence endpoint (only its hash is stored)
+    attempts_in_series: int = 1  # this attempt's number since the task's last rerun (retries count against it)
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                 continue
             resources = size_job(_plan_stats(task.plan_stats, table, task.instant), queue,
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
-                                 max_executors_per_table=limits.max_executors_per_table)
+                                 max_executors_per_table=limits.max_executors_per_table,
+                                 memory_factor=task.memory_factor)
             claimed = tasks.claim(task.id, expected_version=task.version, owner=owner,
                                   lease_seconds=limits.lease_seconds, queue=queue.name,
                                   requested_resources=resources.as_dict(), fence_key_hash=hash_secret(fence_key))
@@ -78,7 +80,8 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                action=claimed.action, instant=claimed.instant, table_name=table.name,
                                base_path=table.base_path, queue_name=queue.name, queue_kind=queue.kind,
                                master=queue.master, queue_spark_conf=dict(queue.spark_conf), resources=resources,
-                               fence_key=fence_key)
+                               fence_key=fence_key,
+                               attempts_in_series=claimed.attempt - claimed.retry_series_start)
     return None
 
 

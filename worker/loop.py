@@ -16,6 +16,7 @@ from tms.execute.spark_submit import build_py_files
 from tms.instance import new_instance_id, record_heartbeat
 
 from .claim import ClaimLimits, claim_next, restore_expired_leases
+from .retry_policy import RetryLimits
 from .supervisor import JobSettings, JobSupervisor
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,8 @@ class Worker:
         py_files = build_py_files(scratch) if s.worker_runner == "spark" else None  # built once, shipped each job
         return JobSettings(database=self.database, service_url=service_url(s), runner=s.worker_runner,
                            py_files=py_files, log_dir=s.data_dir.resolve() / "jobs",
-                           lease_seconds=s.worker_lease_seconds, timeout_seconds=s.worker_job_timeout_seconds)
+                           lease_seconds=s.worker_lease_seconds, timeout_seconds=s.worker_job_timeout_seconds,
+                           retry_limits=RetryLimits.from_settings(s))
 
     def _ensure_a_queue(self) -> None:
         """A first start with no queue configured gets a local one, so jobs run out of the box."""

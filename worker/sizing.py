@@ -39,12 +39,15 @@ class JobResources:
 
 
 def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memory_mb: int, driver_cores: int,
-             max_executors_per_table: int) -> JobResources:
-    """Executor memory = largest file group x 1.4, within the queue's bounds; one executor per operation,
-    within the queue's and the per-table cap. `plan_stats` is what the planner recorded (PlanStats)."""
+             max_executors_per_table: int, memory_factor: float = 1.0) -> JobResources:
+    """Executor memory = largest file group x 1.4 (x `memory_factor`, which grows 1.5x with each attempt that
+    ran out of memory), within the queue's bounds; one executor per operation, within the queue's and the
+    per-table cap. `plan_stats` is what the planner recorded (PlanStats)."""
     largest = int(plan_stats.get("largest_file_group_bytes") or 0)
     operations = int(plan_stats.get("operations") or 1)
     memory_mb = math.ceil(largest * MEMORY_FACTOR / MB)
+    if memory_factor > 1:  # grow from what the last attempt had, at least the queue's minimum
+        memory_mb = math.ceil(max(memory_mb, queue.min_executor_memory_mb) * memory_factor)
     memory_mb = min(max(memory_mb, queue.min_executor_memory_mb), queue.max_executor_memory_mb)
     executors = max(1, min(operations, queue.max_executors, max_executors_per_table))
     return JobResources(executor_memory_mb=memory_mb, executors=executors, executor_cores=queue.executor_cores,

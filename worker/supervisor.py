@@ -22,6 +22,7 @@ from .claim import ClaimedTask
 from .commands import python_job, spark_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
+from .retry_policy import RetryLimits, classify
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 0.5  # how often a running job is looked at (exit, timeout, a stop request)
@@ -45,6 +46,7 @@ class JobSettings:
     log_dir: Path
     lease_seconds: float
     timeout_seconds: float
+    retry_limits: RetryLimits = RetryLimits(60.0, 3600.0, 3)
 
 
 class JobSupervisor:
@@ -189,8 +191,12 @@ class JobSupervisor:
             tasks = TaskRepo(session)
             finished = None
             if outcome is not Outcome.LEASE_LOST:
+                failure = None if outcome is Outcome.SUCCEEDED else classify(
+                    timed_out=outcome is Outcome.TIMED_OUT, stopped=outcome is Outcome.STOPPED, error=error,
+                    tail=tail, attempts_in_series=c.attempts_in_series, limits=self.settings.retry_limits)
                 finished = tasks.finish(c.task_id, fencing_token=c.fencing_token,
-                                        succeeded=outcome is Outcome.SUCCEEDED, error=error, log_tail=tail)
+                                        succeeded=outcome is Outcome.SUCCEEDED, error=error, log_tail=tail,
+                                        failure=failure)
             if finished is None:  # the lease was lost: the task's state is someone else's now
                 tasks.annotate_attempt(c.task_id, fencing_token=c.fencing_token, log_tail=tail, error=error)
                 outcome = Outcome.LEASE_LOST

@@ -1,15 +1,15 @@
-"""Resource queues, API tokens, instances and alerts."""
+"""Resource queues, API tokens and instances (alerts: routers/manager.py)."""
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, Path, Request, Response, status
 
-from tms.db import AlertRepo, InstanceRepo, QueueRepo, TaskRepo, TokenRepo
+from tms.db import InstanceRepo, QueueRepo, TaskRepo, TokenRepo
 
 from ..auth import Admin, Viewer
-from ..schemas.admin import AlertPage, InstanceOut, NewToken, QueueIn, QueueOut, TokenIn, TokenOut
-from ..schemas.common import DateTime, Id, Limit, Offset, ShortText
+from ..schemas.admin import InstanceOut, NewToken, QueueIn, QueueOut, TokenIn, TokenOut
+from ..schemas.common import Id
 from ..schemas.problems import ADMIN, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1")
@@ -68,16 +68,3 @@ def revoke_token(token_id: Annotated[Id, Path()], request: Request) -> Response:
 def list_instances(request: Request) -> list[InstanceOut]:
     with request.app.state.database.transaction() as session:
         return [InstanceOut.model_validate(i) for i in InstanceRepo(session).list()]
-
-
-@router.get("/alerts", response_model=AlertPage, dependencies=[Viewer], tags=["alerts"],
-            summary="Alerts, newest first", responses=problems(*VIEWER, 422))
-def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None,
-                kind: Annotated[ShortText | None, Query()] = None,
-                severity: Annotated[str | None, Query(pattern="^(info|warning|critical)$")] = None,
-                open_only: bool = False, since: Annotated[DateTime | None, Query()] = None,
-                limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
-    with request.app.state.database.transaction() as session:
-        alerts, total = AlertRepo(session).find(table_id=table_id, kind=kind, severity=severity,
-                                                open_only=open_only, since=since, limit=limit, offset=offset)
-        return {"items": alerts, "total": total, "limit": limit, "offset": offset}

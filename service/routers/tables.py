@@ -59,7 +59,7 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
         raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": str(exc)}], "body") from None
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).register(
-            base_path=body.base_path, enabled=body.enabled, priority=body.priority, queue=body.queue,
+            base_path=body.base_path, enabled=body.enabled, priority=body.priority, queue=body.queue, owner=body.owner,
             policies=policy.explicit(), callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None,
             **facts)
         return _out(table)

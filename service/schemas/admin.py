@@ -1,4 +1,4 @@
-"""Queues, tokens, instances and alerts."""
+"""Queues, tokens and instances."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -79,23 +79,3 @@ class InstanceOut(Record):
     info: dict[str, Any]
     started_at: datetime
     heartbeat_at: datetime
-
-
-class AlertOut(Record):
-    id: int
-    kind: str
-    severity: str
-    table_id: int | None
-    task_id: int | None
-    message: str
-    details: dict[str, Any]
-    created_at: datetime
-    resolved_at: datetime | None
-    delivered_at: datetime | None
-
-
-class AlertPage(BaseModel):
-    items: list[AlertOut]
-    total: int
-    limit: int
-    offset: int

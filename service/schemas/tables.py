@@ -17,6 +17,7 @@ class TableRegistration(BaseModel):
     enabled: BodyBool = True
     priority: BodyInt = Field(0, ge=-1000, le=1000, description="Higher runs first; reserved queues by priority")
     queue: ShortText | None = Field(None, description="Preferred resource queue")
+    owner: ShortText | None = Field(None, description="Who answers for the table (alert mutes can match it)")
     policies: JsonObject = Field(default_factory=dict, description="Hudi option name -> value")
     callback_key: ShortText | None = Field(
         None, min_length=8, description="A HUDI-CALLBACK-KEY accepted for this table only")
@@ -36,6 +37,7 @@ class TableChanges(BaseModel):
     enabled: BodyBool | None = Field(None, json_schema_extra=_never_null)
     priority: BodyInt | None = Field(None, ge=-1000, le=1000, json_schema_extra=_never_null)
     queue: ShortText | None = None
+    owner: ShortText | None = None
     policies: JsonObject | None = None
     callback_key: ShortText | None = Field(None, min_length=8, description="null removes the table's key")
 
@@ -61,6 +63,7 @@ class TableOut(Record):
     enabled: bool
     priority: int
     queue: str | None
+    owner: str | None = None
     has_callback_key: bool
     policies: dict[str, Any] = Field(description="Every policy option with its effective value")
     created_at: datetime

@@ -45,6 +45,11 @@ class TaskOut(Record):
     spark_app_id: str | None
     run_after: datetime | None
     error: str | None
+    failure_kind: str | None = Field(None, description="How the last failure was classified (crash, timeout, "
+                                                       "oom, lost_executors, conflict, stopped, missing_files, ...)")
+    retryable: bool | None = None
+    retry_reason: str | None = Field(None, description="Why (and when) the task is retried, or not")
+    next_attempt_at: datetime | None = Field(None, description="When the manager makes it runnable again")
     created_at: datetime
     updated_at: datetime
     started_at: datetime | None

@@ -11,33 +11,35 @@ from .engine import Database, sqlalchemy_url
 from .errors import ConflictError, IllegalTransitionError, NotFoundError
 from .models import (
                      Alert,
-                     AlertBlacklist,
                      ApiToken,
                      Base,
                      Event,
                      Instance,
                      Lease,
+                     Mute,
                      RegisteredTable,
                      ResourceQueue,
                      Task,
                      TaskAttempt,
                      Webhook,
+                     WebhookDelivery,
 )
-from .repos.alerts import AlertRepo
+from .repos.alerts import AlertRepo, Sighting
 from .repos.events import EventRepo, NewEvent
 from .repos.instances import InstanceRepo, LeaseRepo
 from .repos.queues import QueueRepo
 from .repos.tables import TableRepo
 from .repos.tasks import TaskRepo
 from .repos.tokens import TokenRepo, hash_secret
+from .repos.webhooks import MuteRepo, WebhookRepo
 from .startup import database_url, open_database
 from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_transition
 
 __all__ = [
-    "ACTION_SOURCES", "TRANSITIONS", "Alert", "AlertBlacklist", "AlertRepo", "ApiToken", "Base", "CleanerPolicy",
-    "CompactionStrategy", "ConflictError", "Database", "Event", "EventRepo", "IllegalTransitionError", "Instance",
-    "InstanceRepo", "Lease", "LeaseRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
-    "RegisteredTable", "ResourceQueue", "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo",
-    "TaskState", "TokenRepo", "TriggerStrategy", "Webhook", "can_transition", "database_url", "hash_secret",
-    "open_database", "sqlalchemy_url",
+    "ACTION_SOURCES", "Alert", "AlertRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
+    "ConflictError", "Database", "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
+    "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
+    "RegisteredTable", "ResourceQueue", "Sighting", "TRANSITIONS", "TablePolicy", "TableRepo", "Task",
+    "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy", "Webhook", "WebhookDelivery",
+    "WebhookRepo", "can_transition", "database_url", "hash_secret", "open_database", "sqlalchemy_url",
 ]

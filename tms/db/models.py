@@ -12,6 +12,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
+    Float,
     ForeignKey,
     Identity,
     Index,
@@ -44,6 +45,8 @@ SEVERITIES = ("info", "warning", "critical")
 EVENT_STATES = ("requested", "inflight", "completed")
 EVENT_SOURCES = ("hudi_callback", "api")
 ATTEMPT_OUTCOMES = ("RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "LOST")
+WEBHOOK_FORMATS = ("json", "slack")
+DELIVERY_STATES = ("pending", "delivered", "expired")
 
 
 def _one_of(column: str, values) -> str:
@@ -93,9 +96,13 @@ class RegisteredTable(Base):
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     priority: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     queue: Mapped[str | None] = mapped_column(Text)  # preferred resource queue
+    owner: Mapped[str | None] = mapped_column(Text)  # who answers for the table (alert mutes match it)
     callback_key_hash: Mapped[str | None] = mapped_column(String(64))
     planner_state: Mapped[dict[str, Any]] = _json()  # the planner's incremental cursor, opaque here
     planned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Periodic planning asked for by the manager's leader, done by whichever planner takes it first.
+    tick_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    scan_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 
@@ -154,8 +161,16 @@ class Task(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     fencing_token: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     spark_app_id: Mapped[str | None] = mapped_column(Text)
-    run_after: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # retry backoff
+    run_after: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # not claimed before this
     error: Mapped[str | None] = mapped_column(Text)
+    # Retry: how the last failure was classified, and when the manager makes a retryable FAILED task
+    # RUNNABLE again (None: not retried). Attempts since `retry_series_start` count against the limit.
+    failure_kind: Mapped[str | None] = mapped_column(String(32))
+    retryable: Mapped[bool | None] = mapped_column(Boolean)
+    retry_reason: Mapped[str | None] = mapped_column(Text)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    retry_series_start: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    memory_factor: Mapped[float] = mapped_column(Float, server_default=text("1.0"))  # OOM retries grow it
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -169,6 +184,7 @@ class Task(Base):
         Index(None, "table_id", "state"),
         Index("ix_tasks_runnable", "priority", "id", postgresql_where=text("state = 'RUNNABLE'")),
         Index("ix_tasks_running_lease", "lease_expires_at", postgresql_where=text("state = 'RUNNING'")),
+        Index("ix_tasks_retry_due", "next_attempt_at", postgresql_where=text("state = 'FAILED'")),
         Index(None, "created_at"),
         CheckConstraint(_one_of("state", [s.value for s in TaskState]), name="state"),
     )
@@ -260,20 +276,28 @@ class Lease(Base):
     epoch: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     acquired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_work_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # the leader's last periodic run
 
 
 class Alert(Base):
+    """One alert per (type, subject) at a time: firing while its condition holds (`count` and `last_seen`
+    grow with each sighting), resolved when it clears. `kind` is the alert's type."""
+
     __tablename__ = "alerts"
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     kind: Mapped[str] = mapped_column(String(64))
     severity: Mapped[str] = mapped_column(String(16))
+    subject: Mapped[str] = mapped_column(Text, server_default="")  # "table:3", "task:17", "queue:q", "instance:i"
     table_id: Mapped[int | None] = mapped_column(ForeignKey("tables.id", ondelete="CASCADE"))
     task_id: Mapped[int | None] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
     message: Mapped[str] = mapped_column(Text)
     details: Mapped[dict[str, Any]] = _json()
     fingerprint: Mapped[str] = mapped_column(Text)  # same problem, same fingerprint: one open alert
-    created_at: Mapped[datetime] = _created()
+    count: Mapped[int] = mapped_column(Integer, server_default=text("1"))
+    muted: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    created_at: Mapped[datetime] = _created()  # first seen
+    last_seen: Mapped[datetime] = _created()
     resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -284,16 +308,27 @@ class Alert(Base):
         CheckConstraint(_one_of("severity", SEVERITIES), name="severity"),
     )
 
+    @property
+    def state(self) -> str:
+        return "firing" if self.resolved_at is None else "resolved"
 
-class AlertBlacklist(Base):
-    """Alerts matching every non-null field here are recorded but not delivered."""
+    @property
+    def type(self) -> str:
+        return self.kind
 
-    __tablename__ = "alert_blacklist"
+
+class Mute(Base):
+    """A blacklist rule: alerts matching every non-null field (and one of `alert_types`, or any when it is
+    empty) are recorded, marked muted, and not delivered."""
+
+    __tablename__ = "mutes"
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
-    kind: Mapped[str | None] = mapped_column(String(64))
-    database: Mapped[str | None] = mapped_column(Text)
     table_id: Mapped[int | None] = mapped_column(ForeignKey("tables.id", ondelete="CASCADE"))
+    database: Mapped[str | None] = mapped_column(Text)
+    owner: Mapped[str | None] = mapped_column(Text)
+    queue: Mapped[str | None] = mapped_column(Text)
+    alert_types: Mapped[list[str]] = _texts()
     reason: Mapped[str] = mapped_column(Text, server_default="")
     created_at: Mapped[datetime] = _created()
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -303,15 +338,43 @@ class Webhook(Base):
     __tablename__ = "webhooks"
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
-    name: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str | None] = mapped_column(String(64))
     url: Mapped[str] = mapped_column(Text)
-    kinds: Mapped[list[str] | None] = _texts(nullable=True)  # None: every kind
+    kinds: Mapped[list[str] | None] = _texts(nullable=True)  # alert types; None or empty: every type
     min_severity: Mapped[str] = mapped_column(String(16), server_default="warning")
+    format: Mapped[str] = mapped_column(String(16), server_default="json")
     secret: Mapped[str | None] = mapped_column(Text)  # HMAC key for signing deliveries (needed in clear)
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     created_at: Mapped[datetime] = _created()
 
-    __table_args__ = (CheckConstraint(_one_of("min_severity", SEVERITIES), name="min_severity"),)
+    __table_args__ = (CheckConstraint(_one_of("min_severity", SEVERITIES), name="min_severity"),
+                      CheckConstraint(_one_of("format", WEBHOOK_FORMATS), name="format"))
+
+
+class WebhookDelivery(Base):
+    """The outbox: one message (an alert firing or resolving) for one webhook, written in the alert's
+    transaction and sent until delivered or expired. `body` is the exact payload signed and sent."""
+
+    __tablename__ = "webhook_deliveries"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    webhook_id: Mapped[int] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    alert_id: Mapped[int] = mapped_column(ForeignKey("alerts.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(16))  # firing | resolved
+    body: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16), server_default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    attempt_log: Mapped[list[dict[str, Any]]] = _json("[]")  # each attempt: at, status, error
+    next_attempt_at: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = _created()
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (
+        Index("ix_webhook_deliveries_pending", "next_attempt_at", postgresql_where=text("state = 'pending'")),
+        Index(None, "webhook_id", "id"),
+        CheckConstraint(_one_of("state", DELIVERY_STATES), name="state"),
+        CheckConstraint(_one_of("event", ("firing", "resolved")), name="event"),
+    )
 
 
 class ApiToken(Base):

@@ -13,7 +13,7 @@ class TaskState(StrEnum):
     RUNNABLE = "RUNNABLE"    # may be claimed by a worker (once `run_after` has passed)
     RUNNING = "RUNNING"      # claimed: lease owner, lease expiry and fencing token are set
     SUCCEEDED = "SUCCEEDED"  # the instant completed
-    FAILED = "FAILED"        # the last attempt failed; the manager may retry it
+    FAILED = "FAILED"        # the last attempt failed; the manager retries it at `next_attempt_at` if set
     SUSPENDED = "SUSPENDED"  # held by an operator
     CANCELLED = "CANCELLED"  # abandoned by an operator
 
@@ -22,13 +22,15 @@ S = TaskState
 
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     S.PENDING: frozenset({S.BLOCKED, S.RUNNABLE, S.FAILED, S.CANCELLED}),
-    S.BLOCKED: frozenset({S.RUNNABLE, S.FAILED, S.SUSPENDED, S.CANCELLED}),
-    S.RUNNABLE: frozenset({S.RUNNING, S.BLOCKED, S.FAILED, S.SUSPENDED, S.CANCELLED}),
+    # -> SUCCEEDED outside RUNNING: the manager's restore found the instant completed on the timeline
+    # (by an earlier attempt that could not record it, or by another process).
+    S.BLOCKED: frozenset({S.RUNNABLE, S.FAILED, S.SUSPENDED, S.CANCELLED, S.SUCCEEDED}),
+    S.RUNNABLE: frozenset({S.RUNNING, S.BLOCKED, S.FAILED, S.SUSPENDED, S.CANCELLED, S.SUCCEEDED}),
     # RUNNING -> RUNNABLE: a lease that expired (dead worker) is handed back for another attempt.
     S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.RUNNABLE, S.CANCELLED}),
-    S.FAILED: frozenset({S.RUNNABLE, S.BLOCKED, S.SUSPENDED, S.CANCELLED}),
-    S.SUSPENDED: frozenset({S.RUNNABLE, S.BLOCKED, S.CANCELLED}),
-    S.CANCELLED: frozenset({S.RUNNABLE, S.BLOCKED}),
+    S.FAILED: frozenset({S.RUNNABLE, S.BLOCKED, S.SUSPENDED, S.CANCELLED, S.SUCCEEDED}),
+    S.SUSPENDED: frozenset({S.RUNNABLE, S.BLOCKED, S.CANCELLED, S.SUCCEEDED}),
+    S.CANCELLED: frozenset({S.RUNNABLE, S.BLOCKED, S.SUCCEEDED}),
     S.SUCCEEDED: frozenset(),
 }
 

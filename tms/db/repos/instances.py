@@ -5,7 +5,7 @@ import builtins
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import any_, delete, func, literal, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -26,6 +26,13 @@ class InstanceRepo:
     def list(self) -> list[Instance]:
         return list(self.session.scalars(select(Instance).order_by(Instance.started_at),
                                          execution_options={"populate_existing": True}))
+
+    def alive(self, role: str, within_seconds: float) -> builtins.list[Instance]:
+        """Instances of `role` that beat within `within_seconds`."""
+        return list(self.session.scalars(select(Instance).where(
+            literal(role) == any_(Instance.roles),
+            Instance.heartbeat_at >= func.now() - timedelta(seconds=within_seconds))
+            .order_by(Instance.started_at), execution_options={"populate_existing": True}))
 
     def silent_since(self, seconds: float) -> builtins.list[Instance]:
         """Instances without a heartbeat for `seconds`: presumed dead."""
@@ -59,10 +66,19 @@ class LeaseRepo:
             .values(holder=holder, epoch=Lease.epoch + 1, expires_at=expires, acquired_at=func.now())
             .returning(Lease.epoch), execution_options={"synchronize_session": False}).scalar()
 
-    def holds(self, name: str, holder: str, epoch: int) -> bool:
-        return self.session.execute(select(Lease.name).where(
-            Lease.name == name, Lease.holder == holder, Lease.epoch == epoch,
-            Lease.expires_at > func.now())).first() is not None
+    def holds(self, name: str, holder: str, epoch: int, *, lock: bool = False) -> bool:
+        """True while `holder` holds the lease at `epoch` (database clock). With `lock`, the lease row is
+        share-locked until commit, so no takeover commits between this check and the caller's commit."""
+        stmt = select(Lease.name).where(Lease.name == name, Lease.holder == holder, Lease.epoch == epoch,
+                                        Lease.expires_at > func.now())
+        if lock:
+            stmt = stmt.with_for_update(read=True)
+        return self.session.execute(stmt).first() is not None
+
+    def mark_work(self, name: str, holder: str, epoch: int) -> None:
+        """Record a periodic run of the lease's holder (the leader's last work, shown by the API)."""
+        self.session.execute(update(Lease).where(Lease.name == name, Lease.holder == holder, Lease.epoch == epoch)
+                             .values(last_work_at=func.now()), execution_options={"synchronize_session": False})
 
     def release(self, name: str, holder: str, epoch: int) -> None:
         self.session.execute(update(Lease).where(Lease.name == name, Lease.holder == holder, Lease.epoch == epoch)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -71,6 +71,16 @@ class TableRepo:
             raise ConflictError(f"table {table_id} has {running} running task(s); cancel them first")
         self.session.delete(table)
         self.session.flush()
+
+    def take_requested(self, kind: str, limit: int = 100) -> list[int]:
+        """Take (and clear) up to `limit` of the periodic planning requests the manager's leader marked:
+        `kind` is "tick" or "scan". SKIP LOCKED, so planners share the marked tables."""
+        column = {"tick": RegisteredTable.tick_requested_at, "scan": RegisteredTable.scan_requested_at}[kind]
+        marked = (select(RegisteredTable.id).where(column.is_not(None)).order_by(column).limit(limit)
+                  .with_for_update(skip_locked=True).scalar_subquery())
+        return list(self.session.scalars(update(RegisteredTable).where(RegisteredTable.id.in_(marked))
+                                         .values({column: None}).returning(RegisteredTable.id),
+                                         execution_options={"synchronize_session": False}))
 
     def lock_for_planning(self, table_id: int) -> RegisteredTable | None:
         """Lock the table's row for this transaction, or None if another planner holds it

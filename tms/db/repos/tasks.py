@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,12 +18,23 @@ from ..models import RegisteredTable, Task, TaskAttempt
 from ..states import ACTION_SOURCES, OperatorAction, TaskState, can_transition
 
 S = TaskState
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    """How a failed attempt is classified (see worker/retry_policy.py)."""
+    kind: str                         # crash, timeout, oom, lost, stopped, conflict, permanent
+    retryable: bool
+    reason: str                       # why it is (not) retried, shown on the task
+    retry_in_seconds: float | None    # None: not retried (not retryable, or attempts exhausted)
+    memory_growth: float = 1.0        # an out-of-memory retry asks for more executor memory
 _CAS_RETRIES = 5
 # How an attempt ended, by the state its task left RUNNING for.
 _ATTEMPT_OUTCOME = {S.SUCCEEDED: "SUCCEEDED", S.FAILED: "FAILED", S.CANCELLED: "CANCELLED", S.RUNNABLE: "LOST"}
 # Columns a transition may change besides the state (the rest have their own methods).
 _TRANSITION_FIELDS = frozenset({"error", "blockers", "run_after", "plan_stats", "requested_resources",
-                                "queue", "priority", "spark_app_id", "started_at", "finished_at"})
+                                "queue", "priority", "spark_app_id", "started_at", "finished_at",
+                                "next_attempt_at", "retry_reason"})
 
 
 class TaskRepo:
@@ -255,12 +267,21 @@ class TaskRepo:
         return True
 
     def finish(self, task_id: int, *, fencing_token: int, succeeded: bool, error: str | None = None,
-               log_tail: str | None = None) -> Task | None:
-        """RUNNING -> SUCCEEDED or FAILED, only for the holder of `fencing_token`."""
+               log_tail: str | None = None, failure: FailureRecord | None = None) -> Task | None:
+        """RUNNING -> SUCCEEDED or FAILED, only for the holder of `fencing_token`. A failure's classification
+        (`failure`) says whether and when the manager retries it."""
         to = S.SUCCEEDED if succeeded else S.FAILED
-        task = self._cas({"state": to.value, "version": Task.version + 1, "error": error,
-                          "finished_at": func.now(), "lease_owner": None, "lease_expires_at": None},
-                         Task.id == task_id, Task.state == S.RUNNING.value, Task.fencing_token == fencing_token)
+        values: dict[str, Any] = {"state": to.value, "version": Task.version + 1, "error": error,
+                                  "finished_at": func.now(), "lease_owner": None, "lease_expires_at": None,
+                                  "next_attempt_at": None}
+        if succeeded:
+            values.update(failure_kind=None, retryable=None, retry_reason=None)
+        elif failure is not None:
+            values.update(failure_kind=failure.kind, retryable=failure.retryable, retry_reason=failure.reason,
+                          memory_factor=Task.memory_factor * failure.memory_growth)
+            if failure.retry_in_seconds is not None:
+                values["next_attempt_at"] = func.now() + timedelta(seconds=failure.retry_in_seconds)
+        task = self._cas(values, Task.id == task_id, Task.state == S.RUNNING.value, Task.fencing_token == fencing_token)
         if task is not None:
             self._update_attempt(task_id, fencing_token, outcome=to.value, error=error, log_tail=log_tail,
                                  finished_at=func.now())
@@ -283,6 +304,30 @@ class TaskRepo:
             self._update_attempt(task_id, fencing_token, outcome="LOST", error="lease expired",
                                  finished_at=func.now())
         return task
+
+    # --- the manager: retries -----------------------------------------------------------------------
+    def due_retries(self, limit: int = 100) -> list[Task]:
+        """FAILED tasks whose next attempt is due, locked (SKIP LOCKED) for this transaction."""
+        return list(self.session.scalars(
+            select(Task).where(Task.state == S.FAILED.value, Task.next_attempt_at <= func.now())
+            .order_by(Task.next_attempt_at).limit(limit).with_for_update(skip_locked=True),
+            execution_options={"populate_existing": True}))
+
+    def retry(self, task: Task) -> Task | None:
+        """FAILED -> RUNNABLE for a due retry (a compare-and-set on the version it was read at)."""
+        return self.transition(task.id, expected_state=S.FAILED, expected_version=task.version, to=S.RUNNABLE,
+                               next_attempt_at=None)
+
+    def failed_for_good(self, limit: int = 1000) -> list[Task]:
+        """FAILED tasks the manager will not retry (retries exhausted, or not retryable)."""
+        return list(self.session.scalars(select(Task).where(Task.state == S.FAILED.value,
+                                                            Task.next_attempt_at.is_(None))
+                                         .order_by(Task.id).limit(limit)))
+
+    def in_states(self, states: Iterable[TaskState], limit: int = 10_000) -> list[Task]:
+        return list(self.session.scalars(select(Task).where(Task.state.in_([s.value for s in states]))
+                                         .order_by(Task.id).limit(limit),
+                                         execution_options={"populate_existing": True}))
 
     def _update_attempt(self, task_id: int, fencing_token: int, **values: Any) -> None:
         self.session.execute(update(TaskAttempt).where(TaskAttempt.task_id == task_id,
@@ -308,8 +353,11 @@ class TaskRepo:
             else:  # rerun, resume: held again if blockers remain
                 to = S.BLOCKED if task.blockers else S.RUNNABLE
                 changes["run_after"] = None
-                if action is OperatorAction.RERUN:
-                    changes.update(error=None, finished_at=None)
+                if action is OperatorAction.RERUN:  # a new series of attempts
+                    changes.update(error=None, finished_at=None, next_attempt_at=None, retry_reason=None)
+                    self.session.execute(update(Task).where(Task.id == task_id).values(
+                        retry_series_start=Task.attempt, memory_factor=1.0),
+                        execution_options={"synchronize_session": False})
             if current is S.RUNNING:
                 changes["error"] = "cancelled by an operator"
             updated = self.transition(task_id, expected_state=current, expected_version=task.version, to=to,

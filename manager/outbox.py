@@ -1,0 +1,109 @@
+"""The webhook deliverer: sends the outbox's due deliveries (written with their alerts), signed, and retries
+each with backoff until the receiver accepts it (2xx) or it is older than `webhook_max_age_seconds`.
+
+A delivery is taken (its next attempt pushed past the request's timeout) in one fenced transaction, sent
+outside any transaction, and its attempt recorded in another: a leader change between the two may send a
+delivery twice, never lose it; receivers deduplicate by `X-TMS-Delivery`."""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import httpx
+from sqlalchemy import func, update
+
+from tms.config import Settings
+from tms.db import WebhookDelivery, WebhookRepo
+from tms.webhook_payload import signature
+
+from .leadership import LeaderLease
+
+log = logging.getLogger(__name__)
+BATCH = 50
+MAX_BACKOFF_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    delivery_id: int
+    url: str
+    secret: str | None
+    body: str
+    attempts: int
+
+
+class Deliverer:
+    def __init__(self, lease: LeaderLease, settings: Settings, client: httpx.Client | None = None):
+        self.lease = lease
+        self.settings = settings
+        self.client = client or httpx.Client(timeout=settings.webhook_timeout_seconds)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def run_once(self, epoch: int) -> int:
+        """Send what is due now; the number delivered."""
+        started = time.monotonic()
+        results = []
+        for outgoing in self._take(epoch):
+            # A slow receiver must not keep the batch's attempts unrecorded for long: the rest wait for the
+            # next run (their hold ends after a request's timeout).
+            if time.monotonic() - started > self.settings.webhook_timeout_seconds:
+                break
+            results.append((outgoing, *self._send(outgoing)))
+        if results:
+            self._record(epoch, results)
+        return sum(1 for _, status, _ in results if _accepted(status))
+
+    def _take(self, epoch: int) -> list[Outgoing]:
+        hold = self.settings.webhook_timeout_seconds + 5  # no second sender while this one tries
+        with self.lease.fenced(epoch) as session:
+            repo = WebhookRepo(session)
+            expired = repo.expire_older_than(self.settings.webhook_max_age_seconds)
+            if expired:
+                log.warning("%s webhook deliveries expired undelivered after %.0f s", expired,
+                            self.settings.webhook_max_age_seconds)
+            taken = [Outgoing(d.id, w.url, w.secret, d.body, d.attempts) for d, w in repo.due(BATCH)]
+            if taken:
+                session.execute(update(WebhookDelivery).where(WebhookDelivery.id.in_([o.delivery_id for o in taken]))
+                                .values(next_attempt_at=func.now() + timedelta(seconds=hold)),
+                                execution_options={"synchronize_session": False})
+        return taken
+
+    def _send(self, outgoing: Outgoing) -> tuple[int | None, str | None]:
+        headers = {"Content-Type": "application/json", "X-TMS-Delivery": str(outgoing.delivery_id),
+                   "User-Agent": "tms-webhook"}
+        if outgoing.secret:
+            headers["X-TMS-Signature"] = signature(outgoing.secret, int(time.time()), outgoing.body)
+        try:
+            response = self.client.post(outgoing.url, content=outgoing.body.encode(), headers=headers)
+        except httpx.HTTPError as exc:
+            return None, f"{type(exc).__name__}: {exc}"[:500]
+        return response.status_code, None if response.is_success else response.text[:500]
+
+    def _record(self, epoch: int, results: list[tuple[Outgoing, int | None, str | None]]) -> None:
+        """Record a batch of attempts in one fenced transaction."""
+        at = datetime.now(UTC).isoformat()
+        with self.lease.fenced(epoch) as session:
+            for outgoing, status, error in results:
+                delivery = session.get(WebhookDelivery, outgoing.delivery_id, with_for_update=True)
+                if delivery is None or delivery.state != "pending":
+                    continue
+                WebhookRepo(session).record_attempt(delivery, at=at, status=status, error=error,
+                                                    delivered=_accepted(status), retry_in_seconds=self._wait(outgoing))
+        for outgoing, status, error in results:
+            if _accepted(status):
+                log.info("webhook delivery %s sent to %s (attempt %s)", outgoing.delivery_id, outgoing.url,
+                         outgoing.attempts + 1)
+            else:
+                log.warning("webhook delivery %s to %s failed (attempt %s): %s; next in %.0f s", outgoing.delivery_id,
+                            outgoing.url, outgoing.attempts + 1, error or status, self._wait(outgoing))
+
+    def _wait(self, outgoing: Outgoing) -> float:
+        return min(self.settings.webhook_backoff_seconds * 2 ** outgoing.attempts, MAX_BACKOFF_SECONDS)
+
+
+def _accepted(status: int | None) -> bool:
+    return status is not None and 200 <= status < 300

@@ -1,0 +1,142 @@
+"""The manager process (`tms manager`): it beats, and takes or renews the leader lease every heartbeat. The
+leader runs the periodic work on APScheduler; a standby only waits for the lease. Any number of managers may
+run: the lease and the fenced transactions (leadership.py) make one leader's writes count at a time.
+
+The leader's periodic work: restore (at start and every `manager_restore_seconds`), due retries, the alert
+rules, webhook deliveries, and the planners' periodic trigger and reconciliation scan (it asks, planners
+plan)."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from tms.config import Settings
+from tms.db import Database, InstanceRepo
+from tms.instance import new_instance_id, record_heartbeat
+
+from .leadership import LeaderLease, NotLeader
+from .monitor import MonitorContext, evaluate
+from .outbox import Deliverer
+from .planning_requests import request_scans, request_ticks
+from .restore import restore
+from .retries import promote_due_retries
+
+log = logging.getLogger(__name__)
+ROLE = "manager"
+
+
+class ManagerService:
+    def __init__(self, database: Database, settings: Settings, *, instance_id: str | None = None):
+        self.database = database
+        self.settings = settings
+        self.id = instance_id or new_instance_id()
+        self.lease = LeaderLease(database, self.id, lease_seconds=settings.manager_lease_seconds,
+                                 heartbeat_seconds=settings.manager_heartbeat_seconds)
+        self.deliverer = Deliverer(self.lease, settings)
+        self.monitor = MonitorContext(settings, datetime.now(UTC), {})
+        self._scheduler: BackgroundScheduler | None = None
+        self._leading: int | None = None  # the epoch the periodic work runs at
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+
+    @property
+    def leading_epoch(self) -> int | None:
+        return self._leading
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        log.info("manager %s: lease %ss, heartbeat %ss", self.id, self.settings.manager_lease_seconds,
+                 self.settings.manager_heartbeat_seconds)
+        next_beat = 0.0
+        try:
+            while not self._stopping.is_set():
+                if time.monotonic() >= next_beat:
+                    next_beat = time.monotonic() + self.settings.manager_heartbeat_seconds
+                    self._beat_and_elect()
+                self._follow(self.lease.epoch)
+                wait = next_beat - time.monotonic()
+                if self._leading is not None:  # wake when the local lease runs out, to stop in time
+                    wait = min(wait, self.lease.valid_for())
+                self._wake.wait(max(0.01, wait))
+                self._wake.clear()
+        finally:
+            self._follow(None, finish_work=True)  # still the leader: let the running jobs record their work
+            try:
+                self.lease.release()
+            except Exception as exc:  # it then simply expires
+                log.warning("manager %s: could not release the lease: %s", self.id, exc)
+            self.deliverer.close()
+            self._deregister()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    # --- election -----------------------------------------------------------------------------------
+    def _beat_and_elect(self) -> None:
+        try:
+            self.lease.try_acquire()
+        except Exception as exc:  # a database outage: the local lease runs out and the work stops
+            log.warning("manager %s: cannot reach the lease: %s", self.id, exc)
+        try:
+            with self.database.transaction() as session:
+                record_heartbeat(session, self.id, [ROLE], {"leader": self.lease.epoch is not None,
+                                                            "epoch": self.lease.epoch})
+        except Exception as exc:
+            log.warning("manager %s: heartbeat failed: %s", self.id, exc)
+
+    def _follow(self, epoch: int | None, *, finish_work: bool = False) -> None:
+        """Run the periodic work exactly while this manager leads, at the epoch it leads at."""
+        if epoch == self._leading:
+            return
+        if self._leading is not None:
+            log.warning("manager %s: no longer the leader (epoch %s); periodic work stopped", self.id, self._leading)
+            assert self._scheduler is not None
+            self._scheduler.shutdown(wait=finish_work)
+            self._scheduler = None
+        self._leading = epoch
+        if epoch is not None:
+            log.info("manager %s: leader at epoch %s", self.id, epoch)
+            self._scheduler = self._schedule(epoch)
+
+    def _schedule(self, epoch: int) -> BackgroundScheduler:
+        s = self.settings
+        scheduler = BackgroundScheduler(timezone=UTC)
+        now = datetime.now(UTC)
+        jobs: list[tuple[str, float, Callable[[int], object]]] = [
+            ("restore", s.manager_restore_seconds, lambda e: restore(self.lease, e)),
+            ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
+            ("monitor", s.manager_monitor_seconds, lambda e: evaluate(self.lease, e, self.monitor)),
+            ("webhooks", s.webhook_poll_seconds, self.deliverer.run_once),
+            ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),
+            ("planner scan", s.planner_scan_seconds, lambda e: request_scans(self.lease, e)),
+        ]
+        for name, seconds, work in jobs:
+            scheduler.add_job(self._leader_job(name, epoch, work), "interval", seconds=seconds, max_instances=1,
+                              coalesce=True, next_run_time=now, id=name)
+        scheduler.start()
+        return scheduler
+
+    def _leader_job(self, name: str, epoch: int, work: Callable[[int], object]) -> Callable[[], None]:
+        def run() -> None:
+            if self.lease.epoch != epoch:
+                return
+            try:
+                work(epoch)
+            except NotLeader as exc:
+                log.warning("manager %s: %s skipped: %s", self.id, name, exc)
+            except Exception:
+                log.exception("manager %s: %s failed", self.id, name)
+        return run
+
+    def _deregister(self) -> None:
+        try:
+            with self.database.transaction() as session:
+                InstanceRepo(session).remove(self.id)
+        except Exception as exc:  # the row then simply goes stale
+            log.warning("could not deregister manager %s: %s", self.id, exc)

@@ -1,0 +1,145 @@
+"""The manager's leader, alerts, mutes (alert blacklists) and webhooks."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request, Response, status
+from sqlalchemy import func, select
+
+from tms.db import AlertRepo, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
+
+from ..auth import Admin, Viewer
+from ..schemas.common import Id, Limit, Offset, ShortText
+from ..schemas.manager import (
+    AlertPage,
+    AlertType,
+    DeliveryPage,
+    ManagerOut,
+    MuteIn,
+    MuteOut,
+    Severity,
+    WebhookChanges,
+    WebhookIn,
+    WebhookOut,
+)
+
+router = APIRouter(prefix="/api/v1")
+LEASE = "manager"  # manager/leadership.py's LEASE_NAME (the service does not import the manager role)
+
+
+@router.get("/manager", response_model=ManagerOut, dependencies=[Viewer], tags=["manager"],
+            summary="The leading manager, its epoch and the standbys")
+def get_manager(request: Request) -> dict[str, Any]:
+    settings = request.app.state.settings
+    with request.app.state.database.transaction() as session:
+        lease = LeaseRepo(session).get(LEASE)
+        live = lease is not None and lease.holder is not None and lease.expires_at is not None \
+            and session.scalar(select(lease.expires_at > func.now()))
+        leader = lease.holder if live and lease is not None else None
+        alive = InstanceRepo(session).alive("manager", 2 * settings.manager_heartbeat_seconds + 1)
+        return {"leader": leader, "epoch": lease.epoch if lease else 0,
+                "since": lease.acquired_at if leader and lease else None,
+                "last_work_at": lease.last_work_at if leader and lease else None,
+                "standbys": [{"instance": i.id, "heartbeat_at": i.heartbeat_at} for i in alive if i.id != leader]}
+
+
+@router.get("/alerts", response_model=AlertPage, dependencies=[Viewer], tags=["alerts"],
+            summary="Alerts, newest first")
+def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None,
+                type: Annotated[AlertType | None, Query(description="The alert type")] = None,
+                kind: Annotated[ShortText | None, Query(description="The alert type (older name)")] = None,
+                severity: Annotated[Severity | None, Query()] = None,
+                state: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
+                muted: bool | None = None, subject: Annotated[ShortText | None, Query()] = None,
+                open_only: bool = False, since: datetime | None = None,
+                limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
+    with request.app.state.database.transaction() as session:
+        alerts, total = AlertRepo(session).find(
+            table_id=table_id, kind=type.value if type else kind, severity=severity.value if severity else None,
+            open_only=open_only, state=state, muted=muted, subject=subject, since=since, limit=limit, offset=offset)
+        return {"items": alerts, "total": total, "limit": limit, "offset": offset}
+
+
+# --- mutes -----------------------------------------------------------------------------------------
+@router.post("/mutes", status_code=status.HTTP_201_CREATED, response_model=MuteOut, dependencies=[Admin],
+             tags=["alerts"], summary="Mute alerts by table, database, owner or queue (all types or some)")
+def create_mute(body: MuteIn, request: Request) -> MuteOut:
+    with request.app.state.database.transaction() as session:
+        if body.table_id is not None:
+            TableRepo(session).get(body.table_id)  # 404 for an unknown table
+        fields = body.model_dump()
+        fields["alert_types"] = [t.value for t in body.alert_types]
+        return MuteOut.model_validate(MuteRepo(session).create(**fields))
+
+
+@router.get("/mutes", response_model=list[MuteOut], dependencies=[Viewer], tags=["alerts"],
+            summary="Mutes in force (with expired ones on request)")
+def list_mutes(request: Request, include_expired: bool = False) -> list[MuteOut]:
+    with request.app.state.database.transaction() as session:
+        return [MuteOut.model_validate(m) for m in MuteRepo(session).list(include_expired=include_expired)]
+
+
+@router.delete("/mutes/{mute_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin], tags=["alerts"],
+               summary="Delete a mute")
+def delete_mute(mute_id: Annotated[Id, Path()], request: Request) -> Response:
+    with request.app.state.database.transaction() as session:
+        MuteRepo(session).delete(mute_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+# --- webhooks --------------------------------------------------------------------------------------
+def _webhook_fields(values: dict[str, Any]) -> dict[str, Any]:
+    if "url" in values:
+        values["url"] = str(values["url"])
+    if "alert_types" in values:
+        values["kinds"] = [str(t) for t in values.pop("alert_types")]
+    for name in ("min_severity", "format"):
+        if name in values:
+            values[name] = str(values[name])
+    return values
+
+
+def _webhook_out(hook: Any) -> WebhookOut:
+    return WebhookOut.model_validate({**{c: getattr(hook, c) for c in ("id", "name", "url", "min_severity",
+                                                                        "format", "enabled", "created_at")},
+                                      "kinds": hook.kinds or [], "has_secret": bool(hook.secret)})
+
+
+@router.post("/webhooks", status_code=status.HTTP_201_CREATED, response_model=WebhookOut, dependencies=[Admin],
+             tags=["webhooks"], summary="Send alerts (firing and resolved) to a URL")
+def create_webhook(body: WebhookIn, request: Request) -> WebhookOut:
+    with request.app.state.database.transaction() as session:
+        return _webhook_out(WebhookRepo(session).create(**_webhook_fields(body.model_dump())))
+
+
+@router.get("/webhooks", response_model=list[WebhookOut], dependencies=[Admin], tags=["webhooks"],
+            summary="Webhooks (without their secrets)")
+def list_webhooks(request: Request) -> list[WebhookOut]:
+    with request.app.state.database.transaction() as session:
+        return [_webhook_out(h) for h in WebhookRepo(session).list()]
+
+
+@router.patch("/webhooks/{webhook_id}", response_model=WebhookOut, dependencies=[Admin], tags=["webhooks"],
+              summary="Change a webhook")
+def update_webhook(webhook_id: Annotated[Id, Path()], body: WebhookChanges, request: Request) -> WebhookOut:
+    with request.app.state.database.transaction() as session:
+        changes = _webhook_fields(body.model_dump(exclude_unset=True))
+        return _webhook_out(WebhookRepo(session).update(webhook_id, **changes))
+
+
+@router.delete("/webhooks/{webhook_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin],
+               tags=["webhooks"], summary="Delete a webhook (and its deliveries)")
+def delete_webhook(webhook_id: Annotated[Id, Path()], request: Request) -> Response:
+    with request.app.state.database.transaction() as session:
+        WebhookRepo(session).delete(webhook_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get("/webhooks/{webhook_id}/deliveries", response_model=DeliveryPage, dependencies=[Admin],
+            tags=["webhooks"], summary="A webhook's deliveries with their attempts, newest first")
+def list_deliveries(webhook_id: Annotated[Id, Path()], request: Request, limit: Limit = 50,
+                    offset: Offset = 0) -> dict[str, Any]:
+    with request.app.state.database.transaction() as session:
+        rows, total = WebhookRepo(session).deliveries(webhook_id, limit=limit, offset=offset)
+        return {"items": rows, "total": total, "limit": limit, "offset": offset}

@@ -1,0 +1,54 @@
+"""The leader lease in one process: one holder at a time, the epoch growing with each new holder; a leader
+stops before its lease ends when it cannot renew; a write fenced with a lost epoch commits nothing."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from manager.leadership import LEASE_NAME, LeaderLease, NotLeader
+from tms.db import AlertRepo, LeaseRepo, Sighting
+
+
+def test_one_holder_at_a_time_and_the_epoch_grows_with_each_new_holder(db):
+    a = LeaderLease(db, "a", lease_seconds=1, heartbeat_seconds=0.3)
+    b = LeaderLease(db, "b", lease_seconds=1, heartbeat_seconds=0.3)
+    assert a.try_acquire() == 1 and b.try_acquire() is None
+    assert a.try_acquire() == 1  # a renewal keeps the epoch
+    time.sleep(1.1)  # a does not renew: its lease ends in the database
+    assert b.try_acquire() == 2 and a.try_acquire() is None and a.epoch is None
+    b.release()
+    assert a.try_acquire() == 3
+
+
+def test_a_leader_that_cannot_renew_stops_before_its_lease_ends(db):
+    a = LeaderLease(db, "a", lease_seconds=2, heartbeat_seconds=0.5)
+    assert a.try_acquire() == 1 and a.epoch == 1
+    time.sleep(1.6)  # past lease - margin (1.5 s), before the lease's end (2 s)
+    assert a.epoch is None
+    with db.transaction() as session:
+        assert LeaseRepo(session).holds(LEASE_NAME, "a", 1)  # the database still says a leads
+    with pytest.raises(NotLeader):
+        with a.fenced(1):
+            pass
+
+
+def test_a_write_fenced_with_a_lost_epoch_commits_nothing(db, monkeypatch):
+    a = LeaderLease(db, "a", lease_seconds=1, heartbeat_seconds=0.3)
+    b = LeaderLease(db, "b", lease_seconds=30, heartbeat_seconds=10)
+    assert a.try_acquire() == 1
+    time.sleep(1.1)
+    assert b.try_acquire() == 2
+    # a's local clock was fooled (as by a pause the monotonic clock did not see): only the database check is left.
+    monkeypatch.setattr(a, "_valid_until", time.monotonic() + 100)
+    monkeypatch.setattr(a, "_epoch", 1)
+    with pytest.raises(NotLeader, match="lost the lease of epoch 1"):
+        with a.fenced(1) as session:
+            AlertRepo(session).fire("no_leader", "test", Sighting("critical", "written by a stale leader"))
+    with db.transaction() as session:
+        assert AlertRepo(session).find()[1] == 0
+    with b.fenced(2) as session:
+        AlertRepo(session).fire("no_leader", "test", Sighting("critical", "written by the leader"))
+    with db.transaction() as session:
+        assert AlertRepo(session).find()[1] == 1
+        assert LeaseRepo(session).get(LEASE_NAME).last_work_at is not None

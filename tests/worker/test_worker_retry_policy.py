@@ -1,0 +1,49 @@
+"""How a failed attempt is classified, and the waits between attempts."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from worker.retry_policy import RetryLimits, backoff_seconds, classify
+
+LIMITS = RetryLimits(backoff_seconds=60, backoff_max_seconds=3600, max_attempts=3)
+
+
+@pytest.mark.parametrize("error, tail, kind, retryable", [
+    ("the job exited with status 1: error: injected crash", "", "crash", True),
+    ("the job was killed by signal 9", "java.lang.OutOfMemoryError: Java heap space", "oom", True),
+    ("the job exited with status 1", "ExecutorLostFailure (executor 2 exited)", "lost_executors", True),
+    ("the job exited with status 1: error: attempt 3 lost its lease", "", "conflict", True),
+    ("the job exited with status 1: FileNotFoundError: [Errno 2] No such file or directory: '/t/x.log'",
+     "execute_instant(table, instant, LocalRunner(), fence, action)", "missing_files", False),
+    ("the job exited with status 1: error: unsupported table version 9", "", "unsupported", False),
+    ("cannot start: MetadataFormatError: corrupt compaction plan", "", "corrupt_plan", False),
+])
+def test_failures_are_classified(error, tail, kind, retryable):
+    failure = classify(timed_out=False, stopped=False, error=error, tail=tail, attempts_in_series=1, limits=LIMITS)
+    assert (failure.kind, failure.retryable) == (kind, retryable)
+    assert (failure.retry_in_seconds is not None) == retryable
+    assert failure.memory_growth == (1.5 if kind == "oom" else 1.0)
+
+
+def test_timeouts_and_stops_are_retried_and_stops_at_once():
+    timeout = classify(timed_out=True, stopped=False, error="ran past", tail="", attempts_in_series=1, limits=LIMITS)
+    assert (timeout.kind, timeout.retryable) == ("timeout", True) and 48 <= timeout.retry_in_seconds <= 72
+    stopped = classify(timed_out=False, stopped=True, error="the worker stopped", tail="", attempts_in_series=3,
+                       limits=LIMITS)
+    assert (stopped.kind, stopped.retry_in_seconds) == ("stopped", 0.0)
+
+
+def test_the_last_attempt_is_not_retried_and_says_why():
+    last = classify(timed_out=False, stopped=False, error="boom", tail="", attempts_in_series=3, limits=LIMITS)
+    assert last.retryable and last.retry_in_seconds is None and "retries exhausted after 3" in last.reason
+
+
+def test_backoff_doubles_per_attempt_with_jitter_up_to_the_maximum():
+    rng = random.Random(1)
+    for attempt, base in ((1, 60), (2, 120), (3, 240), (6, 1920)):
+        waits = [backoff_seconds(attempt, LIMITS, rng) for _ in range(200)]
+        assert base * 0.8 <= min(waits) and max(waits) <= base * 1.2
+        assert max(waits) - min(waits) > base * 0.2  # jittered
+    assert backoff_seconds(10, LIMITS, rng) == 3600

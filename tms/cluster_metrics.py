@@ -1,0 +1,112 @@
+"""Prometheus metrics of the whole deployment, read from the database at scrape time: every role's work as
+the database records it (tasks by state, action and queue; task duration and wait; retries; alerts firing
+by type; the leader and its epoch; queues' running jobs against capacity; the planners' lag; per table, the
+pending log files and the oldest pending instant). The service exposes them on its `/metrics`, so one
+scrape target serves them however many processes run; each process adds its own process metrics."""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from sqlalchemy import text
+
+from tms.db import Database
+
+DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400)
+_QUERIES = {
+    "tasks": "SELECT state, action, coalesce(queue, '') AS queue, count(*) FROM tasks GROUP BY 1, 2, 3",
+    "retries": "SELECT action, sum(greatest(attempt - 1, 0)) FROM tasks GROUP BY 1",
+    "durations": "SELECT action, extract(epoch FROM finished_at - started_at) FROM tasks "
+                 "WHERE state = 'SUCCEEDED' AND finished_at > now() - interval '1 day' AND started_at IS NOT NULL",
+    "waits": "SELECT action, extract(epoch FROM started_at - created_at) FROM tasks "
+             "WHERE started_at > now() - interval '1 day'",
+    "alerts": "SELECT kind, severity, count(*) FROM alerts WHERE resolved_at IS NULL GROUP BY 1, 2",
+    "leader": "SELECT coalesce(holder, ''), epoch, expires_at > now() FROM leases WHERE name = 'manager'",
+    "queues": "SELECT q.name, q.capacity, (SELECT count(*) FROM tasks t WHERE t.state = 'RUNNING' "
+              "AND t.queue = q.name) FROM queues q",
+    "lag": "SELECT coalesce(extract(epoch FROM now() - min(received_at)), 0) FROM events WHERE processed_at IS NULL",
+    "tables": "SELECT id, database, name, planner_state FROM tables WHERE enabled",
+}
+
+
+class ClusterCollector:
+    def __init__(self, database: Database):
+        self.database = database
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            with self.database.engine.connect() as connection:
+                rows = {name: connection.execute(text(sql)).all() for name, sql in _QUERIES.items()}
+        except Exception:  # a scrape must not fail because the database is briefly unreachable
+            return
+        tasks = GaugeMetricFamily("tms_tasks_by", "Tasks by state, action and queue",
+                                  labels=["state", "action", "queue"])
+        for state, action, queue, count in rows["tasks"]:
+            tasks.add_metric([state, action, queue], count)
+        yield tasks
+        retries = GaugeMetricFamily("tms_task_retries", "Attempts after the first, by action", labels=["action"])
+        for action, count in rows["retries"]:
+            retries.add_metric([action], int(count or 0))
+        yield retries
+        yield _histogram("tms_task_duration_seconds", "Run time of the tasks succeeded in the last day",
+                         rows["durations"])
+        yield _histogram("tms_task_wait_seconds", "Wait from creation to start of tasks started in the last day",
+                         rows["waits"])
+        alerts = GaugeMetricFamily("tms_alerts_firing", "Firing alerts by type and severity",
+                                   labels=["type", "severity"])
+        for kind, severity, count in rows["alerts"]:
+            alerts.add_metric([kind, severity], count)
+        yield alerts
+        leader = GaugeMetricFamily("tms_manager_leader", "1 while a manager holds the leader lease",
+                                   labels=["instance"])
+        epoch = GaugeMetricFamily("tms_manager_epoch", "The leader lease's epoch")
+        for holder, value, live in rows["leader"]:
+            leader.add_metric([holder], 1 if live else 0)
+            epoch.add_metric([], value)
+        yield leader
+        yield epoch
+        running = GaugeMetricFamily("tms_queue_running", "Jobs running per queue", labels=["queue"])
+        capacity = GaugeMetricFamily("tms_queue_capacity", "Jobs a queue runs at once", labels=["queue"])
+        for name, cap, count in rows["queues"]:
+            running.add_metric([name], count)
+            capacity.add_metric([name], cap)
+        yield running
+        yield capacity
+        yield GaugeMetricFamily("tms_planner_lag_seconds", "Age of the oldest unprocessed event",
+                                value=float(rows["lag"][0][0] if rows["lag"] else 0))
+        yield from _table_metrics(rows["tables"])
+
+
+def _histogram(name: str, documentation: str, samples: Sequence[Any]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, documentation, labels=["action"])
+    by_action: dict[str, list[float]] = {}
+    for action, seconds in samples:
+        if seconds is not None:
+            by_action.setdefault(action, []).append(float(seconds))
+    for action, values in by_action.items():
+        buckets = [(str(b), sum(1 for v in values if v <= b)) for b in DURATION_BUCKETS]
+        buckets.append(("+Inf", len(values)))
+        family.add_metric([action], buckets, sum(values))
+    return family
+
+
+def _table_metrics(tables: Sequence[Any]) -> Iterator[Metric]:
+    """From each table's planner digest (what the planner last saw of its timeline): the delta commits whose
+    log files wait for a compaction, and the oldest write still pending."""
+    logs = GaugeMetricFamily("tms_table_uncompacted_delta_commits", "Delta commits (log files) since the last "
+                             "compaction, per table", labels=["table_id", "database", "table"])
+    oldest = GaugeMetricFamily("tms_table_oldest_pending_instant_age_seconds", "Age of the oldest requested or "
+                               "inflight write, per table", labels=["table_id", "database", "table"])
+    now = time.time()
+    for table_id, database, name, state in tables:
+        labels = [str(table_id), database, name]
+        state = state or {}
+        counted = (state.get("counted") or {}).get("compaction")
+        if counted is not None:
+            logs.add_metric(labels, float(len(counted)))
+        first_seen = [float(v) for v in (state.get("pending_writes") or {}).values()]
+        oldest.add_metric(labels, now - min(first_seen) if first_seen else 0.0)
+    yield logs
+    yield oldest

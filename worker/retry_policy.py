@@ -1,0 +1,79 @@
+"""Whether a failed attempt is retried, when, and with what: the classification the worker records with the
+failure (the manager's leader makes the task RUNNABLE again when `next_attempt_at` comes).
+
+Retryable: the job crashed, timed out, lost its executors, ran out of memory (retried with 1.5x the executor
+memory), the worker stopped or died, a fencing or lock conflict. Not retryable: the plan cannot run on this
+table (unsupported, corrupt plan, files missing that TMS cannot restore). Waits: `retry_backoff_seconds`
+doubled per attempt of the series, +-20% jitter, at most `retry_backoff_max_seconds`; at most
+`retry_max_attempts` attempts per series (an operator's rerun starts a new one)."""
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from tms.config import Settings
+from tms.db.repos.tasks import FailureRecord
+
+OOM_MEMORY_GROWTH = 1.5
+JITTER = 0.2
+
+# Looked for in the whole log tail (Spark reports them anywhere in its output).
+_TAIL_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
+    ("oom", True, re.compile(r"OutOfMemoryError|\bMemoryError\b|Container killed .* memory|exit code 137",
+                             re.IGNORECASE)),
+    ("lost_executors", True, re.compile(r"ExecutorLostFailure|executor lost|Lost executor", re.IGNORECASE)),
+)
+# Looked for in the attempt's error only (the job's own last word), the first that matches wins.
+_ERROR_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
+    ("conflict", True, re.compile(r"lost (its|the) lease|FencingError|\bfence\b|InstantConflictError|\block(ed)?\b",
+                                  re.IGNORECASE)),
+    ("missing_files", False, re.compile(r"FileNotFoundError|No such file|does not exist|not found", re.IGNORECASE)),
+    ("unsupported", False, re.compile(r"Unsupported|not supported|NotImplementedError", re.IGNORECASE)),
+    ("corrupt_plan", False, re.compile(r"MetadataFormatError|corrupt|cannot decode|not a valid", re.IGNORECASE)),
+)
+
+
+@dataclass(frozen=True)
+class RetryLimits:
+    backoff_seconds: float
+    backoff_max_seconds: float
+    max_attempts: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RetryLimits:
+        return cls(settings.retry_backoff_seconds, settings.retry_backoff_max_seconds, settings.retry_max_attempts)
+
+
+def backoff_seconds(attempts_in_series: int, limits: RetryLimits, rng: random.Random | None = None) -> float:
+    """The wait after the `attempts_in_series`-th failed attempt: base x 2^(n-1), +-20% jitter, capped."""
+    base = limits.backoff_seconds * 2 ** max(0, attempts_in_series - 1)
+    jitter = 1 + JITTER * (2 * (rng or random).random() - 1)
+    return min(base * jitter, limits.backoff_max_seconds)
+
+
+def classify(*, timed_out: bool, stopped: bool, error: str | None, tail: str, attempts_in_series: int,
+             limits: RetryLimits) -> FailureRecord:
+    """The failure of an attempt, the `attempts_in_series`-th of its series."""
+    if stopped:  # the worker shut down (tms up's Ctrl-C): run again as soon as a worker is back, uncounted
+        return FailureRecord("stopped", True, "the worker stopped while the job ran; retried at once", 0.0)
+    if timed_out:
+        kind, retryable, growth = "timeout", True, 1.0
+    else:
+        kind, retryable, growth = "crash", True, 1.0
+        matched = [(k, r) for k, r, p in _TAIL_RULES if p.search(f"{error or ''}\n{tail}")] \
+            or [(k, r) for k, r, p in _ERROR_RULES if p.search(error or "")]
+        if matched:
+            kind, retryable = matched[0]
+        if kind == "oom":
+            growth = OOM_MEMORY_GROWTH
+    if not retryable:
+        return FailureRecord(kind, False, f"not retried: {kind.replace('_', ' ')} (the plan cannot run as it is)",
+                             None)
+    if attempts_in_series >= limits.max_attempts:
+        return FailureRecord(kind, True, f"{kind.replace('_', ' ')}: retries exhausted after "
+                                         f"{attempts_in_series} attempt(s)", None, growth)
+    wait = backoff_seconds(attempts_in_series, limits)
+    more = " with 1.5x the executor memory" if kind == "oom" else ""
+    return FailureRecord(kind, True, f"{kind.replace('_', ' ')}: attempt {attempts_in_series + 1} of "
+                                     f"{limits.max_attempts} in {wait:.0f} s{more}", wait, growth)
