@@ -50,9 +50,12 @@ class ClusterCollector:
         for action, count in rows["retries"]:
             retries.add_metric([action], int(count or 0))
         yield retries
-        yield _histogram("tms_task_duration_seconds", "Run time of the tasks succeeded in the last day",
+        yield _by_action(HistogramMetricFamily("tms_task_duration_seconds",
+                                               "Run time of the tasks succeeded in the last day", labels=["action"]),
                          rows["durations"])
-        yield _histogram("tms_task_wait_seconds", "Wait from creation to start of tasks started in the last day",
+        yield _by_action(HistogramMetricFamily("tms_task_wait_seconds",
+                                               "Wait from creation to start of tasks started in the last day",
+                                               labels=["action"]),
                          rows["waits"])
         alerts = GaugeMetricFamily("tms_alerts_firing", "Firing alerts by type and severity",
                                    labels=["type", "severity"])
@@ -79,8 +82,8 @@ class ClusterCollector:
         yield from _table_metrics(rows["tables"])
 
 
-def _histogram(name: str, documentation: str, samples: Sequence[Any]) -> HistogramMetricFamily:
-    family = HistogramMetricFamily(name, documentation, labels=["action"])
+def _by_action(family: HistogramMetricFamily, samples: Sequence[Any]) -> HistogramMetricFamily:
+    """`family` with one histogram per action of the (action, seconds) samples."""
     by_action: dict[str, list[float]] = {}
     for action, seconds in samples:
         if seconds is not None:
