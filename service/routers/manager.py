@@ -23,13 +23,14 @@ from ..schemas.manager import (
     WebhookIn,
     WebhookOut,
 )
+from ..schemas.problems import ADMIN, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1")
 LEASE = "manager"  # manager/leadership.py's LEASE_NAME (the service does not import the manager role)
 
 
 @router.get("/manager", response_model=ManagerOut, dependencies=[Viewer], tags=["manager"],
-            summary="The leading manager, its epoch and the standbys")
+            responses=problems(*VIEWER), summary="The leading manager, its epoch and the standbys")
 def get_manager(request: Request) -> dict[str, Any]:
     settings = request.app.state.settings
     with request.app.state.database.transaction() as session:
@@ -45,7 +46,7 @@ def get_manager(request: Request) -> dict[str, Any]:
 
 
 @router.get("/alerts", response_model=AlertPage, dependencies=[Viewer], tags=["alerts"],
-            summary="Alerts, newest first")
+            responses=problems(*VIEWER, 422), summary="Alerts, newest first")
 def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None,
                 type: Annotated[AlertType | None, Query(description="The alert type")] = None,
                 kind: Annotated[ShortText | None, Query(description="The alert type (older name)")] = None,
@@ -63,7 +64,8 @@ def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None
 
 # --- mutes -----------------------------------------------------------------------------------------
 @router.post("/mutes", status_code=status.HTTP_201_CREATED, response_model=MuteOut, dependencies=[Admin],
-             tags=["alerts"], summary="Mute alerts by table, database, owner or queue (all types or some)")
+             tags=["alerts"], responses=problems(*ADMIN, 400, 404, 413, 422),
+             summary="Mute alerts by table, database, owner or queue (all types or some)")
 def create_mute(body: MuteIn, request: Request) -> MuteOut:
     with request.app.state.database.transaction() as session:
         if body.table_id is not None:
@@ -74,14 +76,14 @@ def create_mute(body: MuteIn, request: Request) -> MuteOut:
 
 
 @router.get("/mutes", response_model=list[MuteOut], dependencies=[Viewer], tags=["alerts"],
-            summary="Mutes in force (with expired ones on request)")
+            responses=problems(*VIEWER, 422), summary="Mutes in force (with expired ones on request)")
 def list_mutes(request: Request, include_expired: bool = False) -> list[MuteOut]:
     with request.app.state.database.transaction() as session:
         return [MuteOut.model_validate(m) for m in MuteRepo(session).list(include_expired=include_expired)]
 
 
 @router.delete("/mutes/{mute_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin], tags=["alerts"],
-               summary="Delete a mute")
+               responses=problems(*ADMIN, 404, 422), summary="Delete a mute")
 def delete_mute(mute_id: Annotated[Id, Path()], request: Request) -> Response:
     with request.app.state.database.transaction() as session:
         MuteRepo(session).delete(mute_id)
@@ -107,21 +109,22 @@ def _webhook_out(hook: Any) -> WebhookOut:
 
 
 @router.post("/webhooks", status_code=status.HTTP_201_CREATED, response_model=WebhookOut, dependencies=[Admin],
-             tags=["webhooks"], summary="Send alerts (firing and resolved) to a URL")
+             tags=["webhooks"],
+             responses=problems(*ADMIN, 400, 413, 422), summary="Send alerts (firing and resolved) to a URL")
 def create_webhook(body: WebhookIn, request: Request) -> WebhookOut:
     with request.app.state.database.transaction() as session:
         return _webhook_out(WebhookRepo(session).create(**_webhook_fields(body.model_dump())))
 
 
 @router.get("/webhooks", response_model=list[WebhookOut], dependencies=[Admin], tags=["webhooks"],
-            summary="Webhooks (without their secrets)")
+            responses=problems(*ADMIN), summary="Webhooks (without their secrets)")
 def list_webhooks(request: Request) -> list[WebhookOut]:
     with request.app.state.database.transaction() as session:
         return [_webhook_out(h) for h in WebhookRepo(session).list()]
 
 
 @router.patch("/webhooks/{webhook_id}", response_model=WebhookOut, dependencies=[Admin], tags=["webhooks"],
-              summary="Change a webhook")
+              responses=problems(*ADMIN, 400, 404, 413, 422), summary="Change a webhook")
 def update_webhook(webhook_id: Annotated[Id, Path()], body: WebhookChanges, request: Request) -> WebhookOut:
     with request.app.state.database.transaction() as session:
         changes = _webhook_fields(body.model_dump(exclude_unset=True))
@@ -129,7 +132,7 @@ def update_webhook(webhook_id: Annotated[Id, Path()], body: WebhookChanges, requ
 
 
 @router.delete("/webhooks/{webhook_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin],
-               tags=["webhooks"], summary="Delete a webhook (and its deliveries)")
+               tags=["webhooks"], responses=problems(*ADMIN, 404, 422), summary="Delete a webhook (and its deliveries)")
 def delete_webhook(webhook_id: Annotated[Id, Path()], request: Request) -> Response:
     with request.app.state.database.transaction() as session:
         WebhookRepo(session).delete(webhook_id)
@@ -137,7 +140,8 @@ def delete_webhook(webhook_id: Annotated[Id, Path()], request: Request) -> Respo
 
 
 @router.get("/webhooks/{webhook_id}/deliveries", response_model=DeliveryPage, dependencies=[Admin],
-            tags=["webhooks"], summary="A webhook's deliveries with their attempts, newest first")
+            tags=["webhooks"],
+            responses=problems(*ADMIN, 404, 422), summary="A webhook's deliveries with their attempts, newest first")
 def list_deliveries(webhook_id: Annotated[Id, Path()], request: Request, limit: Limit = 50,
                     offset: Offset = 0) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:

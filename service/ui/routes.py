@@ -5,7 +5,7 @@ settings the admin role, and every form its CSRF token. Pages mark their main pa
 the dashboard's script reloads while the page is open."""
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -323,7 +323,7 @@ async def alerts_page(request: Request, user: User, show: str = "firing", severi
 @router.post("/alerts/{alert_id}/mute")
 async def alert_mute(request: Request, user: User, alert_id: int) -> Response:
     form = await _form(request, user)
-    _require(user, Role.OPERATOR)
+    _require(user, Role.ADMIN)  # as the API: mutes are an admin's
     with _database(request).transaction() as session:
         try:
             alert = AlertRepo(session).get(alert_id)
@@ -333,7 +333,7 @@ async def alert_mute(request: Request, user: User, alert_id: int) -> Response:
     if alert.table_id is not None:
         body["table_id"] = alert.table_id
     if form.get("hours", "").strip():
-        body["expires_in_seconds"] = int(float(form["hours"]) * 3600)
+        body["expires_at"] = (datetime.now(UTC) + timedelta(hours=float(form["hours"]))).isoformat()
     answer = await manager_api.call(request, user.token, "POST", manager_api.MUTES, json=body)
     if not answer.ok:
         return _back("/ui/alerts", f"The alert was not muted: {answer.error}", "error")
