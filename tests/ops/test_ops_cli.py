@@ -223,3 +223,29 @@ def test_the_installed_command_prints_json_and_one_line_errors(service, tokens, 
     failed = subprocess.run([*cmd, "tables", "show", "424242", "--token", tokens["viewer"]], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=120)
     assert (failed.returncode, failed.stdout, failed.stderr) == (1, "", "error: no table with id 424242\n")
+
+
+def test_mutes_and_webhooks_commands(tms, trips):
+    tid = as_json(tms("tables", "register", trips, "--json"))["id"]
+    mute = as_json(tms("mutes", "add", "--table", str(tid), "--types", "task_failed,table_unreadable",
+                       "--reason", "maintenance", "--expires-at", "2999-01-01T00:00:00Z", "--json"))
+    assert (mute["table_id"], mute["alert_types"], mute["reason"]) == (tid, ["task_failed", "table_unreadable"],
+                                                                       "maintenance")
+    assert [m["id"] for m in as_json(tms("mutes", "list", "--json", role="viewer"))] == [mute["id"]]
+    assert "maintenance" in ok(tms("mutes", "list"))
+    assert "needs the admin role" in one_line_error(tms("mutes", "add", "--reason", "x", role="operator"))
+    assert "alert_types" in one_line_error(tms("mutes", "add", "--types", "no_such_type"))
+    assert ok(tms("mutes", "delete", str(mute["id"]))).strip() == f"mute {mute['id']} deleted"
+    assert as_json(tms("mutes", "list", "--json")) == []
+
+    hook = as_json(tms("webhooks", "add", "http://127.0.0.1:9/hook", "--types", "task_failed",
+                       "--min-severity", "critical", "--format", "slack", "--secret", "a-long-secret", "--json"))
+    assert (hook["url"], hook["alert_types"], hook["min_severity"], hook["format"], hook["has_secret"]) == \
+        ("http://127.0.0.1:9/hook", ["task_failed"], "critical", "slack", True)
+    changed = as_json(tms("webhooks", "update", str(hook["id"]), "--disable", "--target", "http://127.0.0.1:9/other",
+                          "--json"))
+    assert (changed["enabled"], changed["url"]) == (False, "http://127.0.0.1:9/other")
+    assert "http://127.0.0.1:9/other" in ok(tms("webhooks", "list"))
+    assert as_json(tms("webhooks", "deliveries", str(hook["id"]), "--json"))["items"] == []
+    assert "999999" in one_line_error(tms("webhooks", "delete", "999999"))
+    assert ok(tms("webhooks", "delete", str(hook["id"]))).strip() == f"webhook {hook['id']} deleted"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from . import alerts, queues, status, tables, tasks, tokens, trigger
+from . import alerts, mutes, queues, status, tables, tasks, tokens, trigger, webhooks
 
-GROUPS = (status, tables, tasks, queues, alerts, trigger)
+GROUPS = (status, tables, tasks, queues, alerts, mutes, webhooks, trigger)
 
 
 def register(app: typer.Typer, *, tokens_app: typer.Typer) -> None:
