@@ -6,8 +6,12 @@ import datetime as dt
 import decimal
 import os
 import shutil
+import socket
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -93,3 +97,28 @@ def rows(table: pa.Table, columns: list[str] | None = None) -> list[dict]:
     out = [{k: _norm(v) for k, v in r.items()} for r in table.to_pylist()]
     return sorted(out, key=lambda r: (str(r.get("_hoodie_record_key")), str(r.get("_hoodie_partition_path")),
                                       repr(sorted(r.items()))))
+
+
+@contextmanager
+def served(app: Any) -> Iterator[str]:
+    """The ASGI app served by uvicorn in a thread on a free loopback port; yields its base URL."""
+    import threading
+    import time
+
+    import uvicorn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the service did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -3,16 +3,13 @@ on a scratch database emptied before each test, tokens per role, and `tms(...)` 
 real `tms` app against it."""
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import uvicorn
 from sqlalchemy import text
+from support import served
 from typer.testing import CliRunner, Result
 
 from service.app import create_app
@@ -32,12 +29,6 @@ class LiveService:
     storage_root: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def live_service(tmp_path_factory):
     root = tmp_path_factory.mktemp("ops-tables")
@@ -46,17 +37,8 @@ def live_service(tmp_path_factory):
                             heartbeat_seconds=3600, cache_seconds=0)  # a revoked token fails at once
         database = Database(url, pool_size=10)
         app = create_app(settings, database)
-        port = _free_port()
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline, "the service did not start"
-            time.sleep(0.05)
-        yield LiveService(f"http://127.0.0.1:{port}", app, database, root)
-        server.should_exit = True
-        thread.join(timeout=10)
+        with served(app) as url:
+            yield LiveService(url, app, database, root)
         database.dispose()
 
 

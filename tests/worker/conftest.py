@@ -3,14 +3,12 @@ thread, so jobs in child processes can reach its fence endpoint) per session, em
 workers started in threads and stopped after each test."""
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from dataclasses import dataclass
 
 import pytest
-import uvicorn
 from sqlalchemy import text
+from support import served
 
 from planner.process import PlannerService
 from service.app import create_app
@@ -41,12 +39,6 @@ class Service:
         return f"{self.url}/api/v1/hudi/callback"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def service(tmp_path_factory):
     with scratch_database() as url:
@@ -54,17 +46,8 @@ def service(tmp_path_factory):
                             storage_roots=[str(tmp_path_factory.getbasetemp())], heartbeat_seconds=3600)
         database = Database(url, pool_size=20)
         app = create_app(settings, database)
-        port = _free_port()
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            assert time.monotonic() < deadline, "the service did not start"
-            time.sleep(0.05)
-        yield Service(f"http://127.0.0.1:{port}", app, database)
-        server.should_exit = True
-        thread.join(timeout=10)
+        with served(app) as url:
+            yield Service(url, app, database)
         database.dispose()
 
 
