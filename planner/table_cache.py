@@ -1,5 +1,6 @@
 """The tables a planner process has loaded, kept between passes: a timeline loaded once is afterwards
-reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants.
+reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants; it is
+loaded again when its `hoodie.properties` changed (read on each lookup: one small file).
 With a watcher, each cached timeline on a local filesystem is fed its folder's changes by the kernel, so
 a reload does not list the folder (timeline_watch).
 
@@ -11,7 +12,8 @@ import threading
 from collections import OrderedDict
 
 from tms.db import RegisteredTable
-from tms.hudi.table import HudiTable
+from tms.hudi.properties import TableConfig
+from tms.hudi.table import PROPERTIES, HudiTable
 from tms.hudi.timeline_watch import TimelineWatcher
 
 
@@ -28,7 +30,10 @@ class TableCache:
             table = self._tables.get(row.id)
             if table is not None and table.base_path == row.base_path.rstrip("/"):
                 self._tables.move_to_end(row.id)
-                return table
+            else:
+                table = None
+        if table is not None and not _properties_changed(table):
+            return table
         # Outside the lock: loading reads the whole timeline.
         table = HudiTable.load(row.base_path, watcher=self.watcher)
         with self._lock:
@@ -46,3 +51,13 @@ class TableCache:
     def _drop(self, table: HudiTable | None) -> None:
         if table is not None and self.watcher is not None:
             self.watcher.forget(table.timeline.changes)
+
+
+def _properties_changed(table: HudiTable) -> bool:
+    """Whether a writer changed `hoodie.properties` since the table was loaded (enabled a metadata-table
+    partition, changed the merge mode...): what TMS can run on it is decided from them."""
+    try:
+        text = table.storage.read_bytes(PROPERTIES).decode("utf-8")
+    except FileNotFoundError:  # a writer is rewriting it (Hudi keeps a backup meanwhile): the next pass sees it
+        return False
+    return TableConfig.from_text(text).props != table.config.props
