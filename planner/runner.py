@@ -195,8 +195,9 @@ class Planner:
         if not row.enabled:
             raise ConflictError(f"table {row.id} is disabled: enable it before planning it")
         try:
-            ctx = PassContext(session, row, self.cache.get(row), TablePolicy.from_stored(row.policies),
-                              self.clock(), self.options.services)
+            table = self.cache.with_current_properties(row, self.cache.get(row))
+            ctx = PassContext(session, row, table, TablePolicy.from_stored(row.policies), self.clock(),
+                              self.options.services)
             digest, recorded = requested_pass(ctx, self._digest(row), service)
         except PLANNING_ERRORS as e:
             self.cache.forget(row.id)
@@ -213,6 +214,7 @@ class Planner:
         tasks recorded."""
         recorded: list[Task] = []
         if work:
+            ctx.table = self.cache.with_current_properties(ctx.row, ctx.table)
             digest, recorded = planning_pass(ctx, digest, work)
             ctx.row.planned_at = ctx.now
         ctx.row.planner_state = digest.to_state()

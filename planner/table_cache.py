@@ -1,6 +1,6 @@
 """The tables a planner process has loaded, kept between passes: a timeline loaded once is afterwards
-reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants; it is
-loaded again when its `hoodie.properties` changed (read on each lookup: one small file).
+reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants; a pass that plans loads
+it again if its `hoodie.properties` changed.
 With a watcher, each cached timeline on a local filesystem is fed its folder's changes by the kernel, so
 a reload does not list the folder (timeline_watch).
 
@@ -30,10 +30,16 @@ class TableCache:
             table = self._tables.get(row.id)
             if table is not None and table.base_path == row.base_path.rstrip("/"):
                 self._tables.move_to_end(row.id)
-            else:
-                table = None
-        if table is not None and not _properties_changed(table):
-            return table
+                return table
+        return self._load(row)
+
+    def with_current_properties(self, row: RegisteredTable, table: HudiTable) -> HudiTable:
+        """`table`, or the table loaded again if a writer changed its `hoodie.properties` since it was loaded
+        (enabled a metadata-table partition, changed the merge mode...): what TMS can run on it is decided from
+        them. Called by passes that plan (it reads one small file), not by those that decide nothing is due."""
+        return self._load(row) if _properties_changed(table) else table
+
+    def _load(self, row: RegisteredTable) -> HudiTable:
         # Outside the lock: loading reads the whole timeline.
         table = HudiTable.load(row.base_path, watcher=self.watcher)
         with self._lock:
@@ -54,8 +60,6 @@ class TableCache:
 
 
 def _properties_changed(table: HudiTable) -> bool:
-    """Whether a writer changed `hoodie.properties` since the table was loaded (enabled a metadata-table
-    partition, changed the merge mode...): what TMS can run on it is decided from them."""
     try:
         text = table.storage.read_bytes(PROPERTIES).decode("utf-8")
     except FileNotFoundError:  # a writer is rewriting it (Hudi keeps a backup meanwhile): the next pass sees it
