@@ -1,6 +1,6 @@
 """The tables a planner process has loaded, kept between passes: a timeline loaded once is afterwards
-reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants; a pass that plans loads
-it again if its `hoodie.properties` changed.
+reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants; a
+pass that plans loads it again if its `hoodie.properties` changed.
 With a watcher, each cached timeline on a local filesystem is fed its folder's changes by the kernel, so
 a reload does not list the folder (timeline_watch).
 

@@ -4,6 +4,7 @@ hoodie.properties as they are now; a table TMS can do nothing for is refused at 
 `POST /api/v1/tables/{id}:plan` refuses a service TMS cannot run with one line and writes nothing."""
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 from pathlib import Path
@@ -106,3 +107,23 @@ def test_plan_now_refuses_a_service_tms_cannot_run_and_writes_nothing(client, to
     assert _timeline_files(path) == before
     with app.state.database.transaction() as session:
         assert TaskRepo(session).find(table_id=table["id"])[0] == []
+
+
+def test_the_dashboards_table_page_shows_a_line_per_service(client, tokens, copy_of):
+    from test_svc_dashboard import _sign_in
+
+    path = copy_of("mor_v8_trips_8i3u1d")
+    table = _post(client, tokens, path).json()
+    _set(path, {"hoodie.table.metadata.partitions": "files,expr_index_price"})
+    _sign_in(client, tokens["viewer"])
+    try:
+        page = client.get(f"/ui/tables/{table['id']}").text
+    finally:
+        client.cookies.clear()  # the client is the session's: the next test starts signed out
+    lines = re.findall(r'<li class="(runs|refused)"><b>(\w+)</b>: ([^<]*)</li>', page)
+    assert [(state, service) for state, service, _ in lines] == [
+        ("runs", "reading"), ("refused", "compaction"), ("refused", "clustering"), ("refused", "clean"),
+        ("runs", "rollback")]
+    assert lines[0][2] == "runs"
+    assert lines[1][2].startswith("refused because its metadata table has partitions TMS cannot keep in sync")
+    assert "expr_index_price" in lines[1][2]
