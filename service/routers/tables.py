@@ -149,5 +149,5 @@ def delete_table(table_id: TableId, request: Request) -> Response:
                          "for a disabled table, or one another planner holds for longer than a few seconds; 422 "
                          "when the table cannot be planned as asked (compaction of a COPY_ON_WRITE table).")
 def plan_table(table_id: TableId, body: PlanRequest, request: Request) -> dict[str, Any]:
-    tasks = request.app.state.planner.plan_on_request(table_id, body.service)
+    tasks = request.app.state.planner.plan(table_id, body.service)
     return {"table_id": table_id, "service": body.service, "tasks": [TaskOut.model_validate(t) for t in tasks]}
