@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 
 from tms.db import RegisteredTable
-from tms.hudi.properties import TableConfig
+from tms.hudi.storage import Storage, open_storage
 from tms.hudi.table import PROPERTIES, HudiTable
 from tms.hudi.timeline_watch import TimelineWatcher
 
@@ -22,6 +22,7 @@ class TableCache:
         self.capacity = capacity
         self.watcher = watcher
         self._tables: OrderedDict[int, HudiTable] = OrderedDict()
+        self._properties: dict[int, bytes | None] = {}  # each table's hoodie.properties as it was loaded
         self._lock = threading.Lock()
 
     def get(self, row: RegisteredTable) -> HudiTable:
@@ -37,31 +38,41 @@ class TableCache:
         """`table`, or the table loaded again if a writer changed its `hoodie.properties` since it was loaded
         (enabled a metadata-table partition, changed the merge mode...): what TMS can run on it is decided from
         them. Called by passes that plan (it reads one small file), not by those that decide nothing is due."""
-        return self._load(row) if _properties_changed(table) else table
+        with self._lock:
+            loaded = self._properties.get(row.id)
+        current = _read_properties(table.storage)
+        return self._load(row) if current is not None and current != loaded else table
 
     def _load(self, row: RegisteredTable) -> HudiTable:
-        # Outside the lock: loading reads the whole timeline.
+        # Outside the lock: loading reads the whole timeline. The properties are read first: a change
+        # in between makes them differ from what is loaded, and the next pass loads the table again.
+        properties = _read_properties(open_storage(row.base_path))
         table = HudiTable.load(row.base_path, watcher=self.watcher)
         with self._lock:
             self._drop(self._tables.pop(row.id, None))
             self._tables[row.id] = table
+            self._properties[row.id] = properties
             while len(self._tables) > self.capacity:
-                self._drop(self._tables.popitem(last=False)[1])
+                table_id, dropped = self._tables.popitem(last=False)
+                self._drop(dropped)
+                self._properties.pop(table_id, None)
         return table
 
     def forget(self, table_id: int) -> None:
         """Drop a table whose files could not be read: the next pass loads it afresh."""
         with self._lock:
             self._drop(self._tables.pop(table_id, None))
+            self._properties.pop(table_id, None)
 
     def _drop(self, table: HudiTable | None) -> None:
         if table is not None and self.watcher is not None:
             self.watcher.forget(table.timeline.changes)
 
 
-def _properties_changed(table: HudiTable) -> bool:
+def _read_properties(storage: Storage) -> bytes | None:
+    """The bytes of `hoodie.properties` (compared, not parsed: a pass reads them); None while a writer
+    rewrites it (Hudi keeps a backup meanwhile)."""
     try:
-        text = table.storage.read_bytes(PROPERTIES).decode("utf-8")
-    except FileNotFoundError:  # a writer is rewriting it (Hudi keeps a backup meanwhile): the next pass sees it
-        return False
-    return TableConfig.from_text(text).props != table.config.props
+        return storage.read_bytes(PROPERTIES)
+    except FileNotFoundError:
+        return None
