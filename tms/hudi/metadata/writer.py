@@ -87,6 +87,7 @@ from .records import (
     merge,
     merge_column_stats,
     record_index_record,
+    timeline_is_utc,
 )
 
 INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
@@ -332,11 +333,6 @@ class MetadataWriter:
         self._roll_back_delta_commit(failed_instant, None if changes and not v6
                                      else instant + V6_ROLLBACK_SUFFIX if v6 else instant)
 
-    def abandon(self, instant: str) -> None:
-        """Roll back what an attempt of `instant` wrote on the MDT (for a failed attempt not retried)."""
-        if self.enabled:
-            self._roll_back_delta_commit(instant)
-
     # --- records ----------------------------------------------------------------------------------
     def _records(self, instant: str, changes: list[_FileChange], *, dropped: Iterable[str] = (),
                  index_records_of: Sequence[str] = ()) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
@@ -401,6 +397,7 @@ class MetadataWriter:
         is (a rewritten base file no longer holds the keys it dropped); a log file's blocks of this instant
         add keys (data blocks) or delete them (delete blocks)."""
         index = self._open_mdt.records(K.RECORD_INDEX)
+        utc = timeline_is_utc(self.table.config.props)
         at: dict[tuple[str, str], set[str]] = defaultdict(set)
         for key, rec in index.items():
             loc = rec.location
@@ -419,7 +416,7 @@ class MetadataWriter:
                 ts = file_instant(name)
                 if ts is None:
                     raise HudiError(f"no instant time in the name of base file {rel}")
-                located += [record_index_record(k, part, fid, ts) for k in keys if k not in here]
+                located += [record_index_record(k, part, fid, ts, utc=utc) for k in keys if k not in here]
                 gone += sorted(here - set(keys))
                 continue
             for block in read_log_file(self.table.storage.read_bytes(rel)):
@@ -429,7 +426,8 @@ class MetadataWriter:
                     gone += [k for k, _p, _o in block.deleted_keys() if k in here]
                 elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
                     keys = block.records().column("_hoodie_record_key").to_pylist()
-                    located += [record_index_record(k, part, fid, instant) for k in keys if k not in here]
+                    located += [record_index_record(k, part, fid, instant, utc=utc)
+                                for k in keys if k not in here]
         return located, gone
 
     def _footer(self, rel: str) -> _Footer:
