@@ -78,7 +78,8 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
             ("STATE", output.field("state"))])]
     policies = t.get("policies") or {}
     lock = sorted((k, v) for k, v in policies.items() if is_concurrency_option(k))
-    lines += ["", "policies:", output.record(sorted((k, v) for k, v in policies.items() if not is_concurrency_option(k)))]
+    own = sorted((k, v) for k, v in policies.items() if not is_concurrency_option(k))
+    lines += ["", "policies:", output.record(own)]
     lines += ["", "concurrency control:", output.record(lock) if lock else "single writer (no lock)"]
     return lines
 
