@@ -6,8 +6,8 @@ memory), the worker stopped or died, the attempt lost its lease (`fenced`), the 
 taken in time (`lock_unavailable`). Not retryable: the plan cannot run on this table (unsupported, corrupt
 plan, files missing that TMS cannot restore), and a `conflict`: a write completed over the plan's file groups,
 the writer won and the plan was rolled back (the job's exit status 3; the next plan takes the new data).
-Waits: `retry_backoff_seconds` doubled per attempt of the series, +-20% jitter, at most `retry_backoff_max_seconds`; at most
-`retry_max_attempts` attempts per series (an operator's rerun starts a new one)."""
+Waits: `retry_backoff_seconds` doubled per attempt of the series, +-20% jitter, at most
+`retry_backoff_max_seconds`; at most `retry_max_attempts` attempts per series (an operator's rerun starts a new one)."""
 from __future__ import annotations
 
 import random
