@@ -17,7 +17,7 @@ from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
 from tms.hudi.instant import State
-from tms.hudi.locks import TransactionManager, parse_concurrency_options
+from tms.hudi.locks import TransactionManager
 from tms.hudi.table import HudiTable
 
 from .claim import ClaimedTask
@@ -98,9 +98,7 @@ class JobSupervisor:
             return True
         if State.INFLIGHT in states and not executor_for(table, c.instant).resumable_inflight:
             fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
-            concurrency = parse_concurrency_options(c.concurrency_options, base_path=c.base_path,
-                                                    table_name=table.name)
-            with TransactionManager(table, concurrency) as transactions:
+            with TransactionManager.from_options(table, c.concurrency_options) as transactions:
                 result = prepare_retry(table, c.instant, LocalRunner(), fence, transactions=transactions)
             log.info("task %s: rolled back the failed attempt: %s", c.task_id, result.summary() if result else "-")
         return False
