@@ -17,6 +17,8 @@ from worker_support import ModelledTable, attempts, rec, register, wait_for, wai
 
 from tms.db import TaskState
 from tms.hudi.instant import State
+from worker.claim import ClaimLimits, claim_next
+from worker.commands import python_job, spark_job
 
 CONTENDER = REPO / "tests" / "hudi" / "locks" / "lock_contender.py"
 ALLOW_UPDATES = "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"
@@ -145,3 +147,19 @@ def test_a_writer_updating_a_file_group_being_clustered_wins(tmp_path, service, 
     assert State.COMPLETED not in table.timeline.states_of(instant), "nothing completed over the write"
     assert table.timeline.get(instant) is None, "the attempt and its plan were rolled back"
     t.check()  # hudi-rs reads the update
+
+
+def test_the_job_is_given_the_table_s_lock_options(tmp_path, service, db, local_queue):
+    local_queue()
+    t = _table(tmp_path)
+    options = _lock_options(tmp_path)
+    table_id = register(service, t.path, **CLUSTER_EVERY_2, **options)
+    assert _plan(service, table_id, "clustering").status_code == 200
+    claimed = claim_next(db, "w1", ClaimLimits(lease_seconds=30, driver_memory_mb=512, driver_cores=1,
+                                               max_executors_per_table=2))
+    assert claimed.concurrency_options == options
+    expected = [f"{k}={v}" for k, v in options.items()]
+    for command in (spark_job(claimed, py_files=tmp_path / "tms-jobs.zip", fence_url="http://tms/fence")[0],
+                    python_job(claimed, fence_url="http://tms/fence")[0]):
+        given = [command[i + 1] for i, arg in enumerate(command) if arg == "--option"]
+        assert sorted(given) == sorted(expected), command
