@@ -15,7 +15,9 @@ import httpx
 from support import REPO
 from worker_support import ModelledTable, attempts, rec, register, wait_for, wait_until_final, write_history
 
-from tms.db import TaskState
+from tms.db import TaskRepo, TaskState
+from tms.execute.dispatch import executor_for
+from tms.execute.fencing import no_fence
 from tms.hudi.instant import State
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import python_job, spark_job
@@ -163,3 +165,36 @@ def test_the_job_is_given_the_table_s_lock_options(tmp_path, service, db, local_
                     python_job(claimed, fence_url="http://tms/fence")[0]):
         given = [command[i + 1] for i, arg in enumerate(command) if arg == "--option"]
         assert sorted(given) == sorted(expected), command
+
+
+def test_a_failed_attempt_is_rolled_back_only_under_the_lock(tmp_path, service, db, local_queue, start_worker):
+    local_queue()
+    t = _table(tmp_path)
+    options = _lock_options(tmp_path, **{"hoodie.write.lock.wait_time_ms": "200",
+                                         "hoodie.write.lock.client.num_retries": "1"})
+    table_id = register(service, t.path, **CLUSTER_EVERY_2, **options)
+    [planned_task] = _plan(service, table_id, "clustering").json()["tasks"]
+    instant = planned_task["instant"]
+    executor_for(t.table(), instant).start(no_fence)  # an earlier attempt that died inflight
+    holder = Contender(t.path, options, "--hold-forever")
+    try:
+        assert holder.process.stdout.readline().strip() == "held"
+        start_worker()
+        done = wait_until_final(db, planned_task["id"], timeout=120)
+    finally:
+        holder.stop()
+    assert done.state == TaskState.FAILED and done.failure_kind == "lock_unavailable" and done.retryable, done.error
+    assert "cannot start: unable to acquire the table lock after 2 attempt(s)" in done.error
+    timeline = t.table().timeline
+    assert State.INFLIGHT in timeline.states_of(instant), "not rolled back without the lock"
+    assert timeline.pending(["rollback"]) == [], "no rollback planned without the lock"
+
+    (tmp_path / "lock" / "lock").unlink()  # the killed holder's lock file (no expiry set)
+    with db.transaction() as session:  # the manager's retry, without waiting for its backoff
+        assert TaskRepo(session).retry(TaskRepo(session).get(done.id)) is not None
+    again = wait_until_final(db, done.id, timeout=120)
+    assert again.state == TaskState.SUCCEEDED, f"{again.error}\n{attempts(db, done.id)[-1].log_tail}"
+    timeline = t.table().timeline
+    assert timeline.get(instant).is_completed
+    assert [r.is_completed for r in timeline.instants() if r.action == "rollback"] == [True], "the attempt's rollback"
+    t.check()
