@@ -61,7 +61,8 @@ class Planner:
             self.cache.watcher.drain_now()
 
     def close(self) -> None:
-        """Stop watching the cached timelines (after the last pass)."""
+        """Close the cached tables' locks and stop watching their timelines (after the last pass)."""
+        self.cache.close()
         if self.cache.watcher is not None:
             self.cache.watcher.close()
 
@@ -178,7 +179,8 @@ class Planner:
         tasks recorded."""
         recorded: list[Task] = []
         if work:
-            ctx.table = self.cache.with_current_properties(ctx.row, ctx.table)
+            cached = self.cache.with_current_properties(ctx.row)
+            ctx.table, ctx.transactions = cached.table, cached.transactions
             digest, recorded = planning_pass(ctx, digest, work)
             ctx.row.planned_at = ctx.now
         ctx.row.planner_state = digest.to_state()
@@ -195,8 +197,9 @@ class Planner:
         metadata) raises an alert and gives None; the tasks recorded before the failure stay (each has
         its plan on the timeline), and so does the table's digest — the next pass catches up."""
         try:
-            ctx = PassContext(session, row, self.cache.get(row), TablePolicy.from_stored(row.policies), self.clock(),
-                              self.options.services)
+            cached = self.cache.get(row)
+            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
+                              self.options.services, cached.transactions)
             return run(ctx)
         except PLANNING_ERRORS as e:  # not the database's: the transaction goes on
             self.cache.forget(row.id)

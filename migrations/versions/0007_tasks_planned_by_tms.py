@@ -3,7 +3,7 @@ crash between writing a plan and recording its task): only the plans TMS wrote a
 when they can no longer run.
 
 Revision ID: 0007
-Revises: 0003
+Revises: 0008
 Create Date: 2026-11-23
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0003"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -53,6 +53,10 @@ class OnRequestPlanner:
         """The service's: keeps `cached_tables` loaded timelines, without a change feed."""
         return cls(database, planner_options(settings), TableCache(cached_tables))
 
+    def close(self) -> None:
+        """Close the cached tables' locks (the service stops)."""
+        self.cache.close()
+
     def plan(self, table_id: int, service: TableService, *, wait_seconds: float = 10.0) -> list[Task]:
         """Plan `service` on one table now, whatever its trigger says (see `requested_pass`), under the
         table's planning lock, waiting up to `wait_seconds` for a planner that holds it. Returns the tasks
@@ -73,9 +77,9 @@ class OnRequestPlanner:
         if not row.enabled:
             raise ConflictError(f"table {row.id} is disabled: enable it before planning it")
         try:
-            table = self.cache.with_current_properties(row, self.cache.get(row))
-            ctx = PassContext(session, row, table, TablePolicy.from_stored(row.policies), self.clock(),
-                              self.options.services)
+            cached = self.cache.with_current_properties(row)
+            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
+                              self.options.services, cached.transactions)
             digest, recorded = requested_pass(
                 ctx, TimelineDigest.from_state(row.planner_state, self.options.services), service)
         except PLANNING_ERRORS as e:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from tms.db import AlertRepo, RegisteredTable, TablePolicy, Task
 from tms.hudi.capabilities import require_capability
 from tms.hudi.errors import HudiError
+from tms.hudi.locks import TransactionManager
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
 from tms.planning.clean import plan_clean
@@ -44,6 +45,12 @@ class PassContext:
     policy: TablePolicy
     now: datetime
     services: frozenset[str]  # what the planner schedules
+    # The table's lock, as the writers take it: plans and rollbacks are written, and their instant times
+    # generated, while it is held (none: a single writer).
+    transactions: TransactionManager | None = None
+
+    def transaction(self):
+        return (self.transactions or TransactionManager.single_writer(self.table)).transaction()
 
 
 def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | None | bool:
@@ -73,9 +80,9 @@ def _due(ctx: PassContext, service: str) -> bool:
 
 
 def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
-    """Run `work` on the locked table; returns its new digest and the tasks recorded. The timeline is
-    listed once for the whole pass (its library calls would each list it again)."""
-    with ctx.table.timeline.pinned():
+    """Run `work` on the locked table, under its writers' lock; returns its new digest and the tasks recorded.
+    The timeline is listed once for the whole pass (its library calls would each list it again)."""
+    with ctx.transaction(), ctx.table.timeline.pinned():
         return _run_pass(ctx, digest, work)
 
 
@@ -119,7 +126,7 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
     (the requested plan's, and those of plans adopted on the way). A service TMS cannot run on the table
     raises UnsupportedTableError before anything is written."""
     require_capability(ctx.table, service)
-    with ctx.table.timeline.pinned():
+    with ctx.transaction(), ctx.table.timeline.pinned():
         recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
         refusals = Refusals(ctx.session, ctx.row, ctx.table)
         unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
