@@ -16,7 +16,12 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import AlertRepo, Instance, RegisteredTable, ResourceQueue, Sighting, Task, TaskState
+from tms.db import AlertRepo, Instance, RegisteredTable, ResourceQueue, Sighting, TablePolicy, Task, TaskState
+from tms.hudi.capabilities import capabilities
+from tms.hudi.errors import HudiError
+from tms.hudi.table import HudiTable
+from tms.planning.digest import TimelineDigest
+from tms.table_service import TableService
 
 from .leadership import LeaderLease
 
@@ -33,6 +38,8 @@ class MonitorContext:
     backlog: dict[str, list[int]]  # queue -> its backlog at the last evaluations (queue_saturated)
     # table -> (pending plans, uncompacted delta commits) at the last evaluations (backlog_growing)
     table_backlog: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    # table -> ((base path, newest delta commit, scan period), whether TMS can compact it) (not_scheduled)
+    compactable: dict[int, tuple[tuple[str, str, int], bool]] = field(default_factory=dict)
 
 
 def task_failed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -56,13 +63,64 @@ def task_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
 
 
 def not_scheduled(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
-    """A runnable task no worker claimed for `monitor_unclaimed_seconds`."""
+    """A runnable task no worker claimed for `monitor_unclaimed_seconds`, or a table whose compaction has
+    been due for `monitor_unplanned_seconds` with nothing planned for it."""
+    return {**_unclaimed(session, ctx), **_unplanned(session, ctx)}
+
+
+def _unclaimed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
     limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unclaimed_seconds)
     rows = session.scalars(select(Task).where(Task.state == S.RUNNABLE, Task.updated_at < limit,
                                               (Task.run_after.is_(None)) | (Task.run_after < limit)))
     return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} has been runnable since "
                                                 f"{t.updated_at:%Y-%m-%d %H:%M:%S} and no worker claimed it",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
+
+
+def _unplanned(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+    """Enabled MERGE_ON_READ tables whose compaction trigger (Hudi's rule, on the planner's digest of the
+    timeline) has held for `monitor_unplanned_seconds` while no compaction of theirs is planned, pending,
+    running or awaiting a retry, and that TMS can compact (a refusal by the table's capabilities is the
+    planner's `planning_failed`, not this)."""
+    if TableService.COMPACTION not in ctx.settings.planner_services:
+        return {}
+    limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unplanned_seconds)
+    planned = set(session.scalars(select(Task.table_id).where(Task.action == TableService.COMPACTION,
+                                                              Task.state.not_in([S.SUCCEEDED, S.CANCELLED]))))
+    services = frozenset(ctx.settings.planner_services)
+    sightings = {}
+    for row in session.scalars(select(RegisteredTable).where(RegisteredTable.enabled.is_(True),
+                                                             RegisteredTable.table_type == "MERGE_ON_READ")):
+        digest = TimelineDigest.from_state(row.planner_state, services)
+        if row.id in planned or digest is None:  # never planned yet: the planner's first scan decides
+            continue
+        policy = TablePolicy.from_stored(row.policies)
+        since = digest.compaction_due_since(policy)
+        if since is None or since > limit or not _can_compact(row, digest, ctx):
+            continue
+        deltas = digest.counted[TableService.COMPACTION]
+        sightings[f"table:{row.id}"] = Sighting(
+            "warning", f"table {row.name}: compaction due since {since:%Y-%m-%d %H:%M:%S} "
+                       f"({len(deltas)} delta commits, trigger {policy.trigger_strategy}) and none planned",
+            table_id=row.id, details={"due_since": since.isoformat(), "delta_commits": len(deltas),
+                                      "trigger_strategy": str(policy.trigger_strategy)})
+    return sightings
+
+
+def _can_compact(row: RegisteredTable, digest: TimelineDigest, ctx: MonitorContext) -> bool:
+    """Whether TMS can compact the table (its capabilities), read from storage once per state of its delta
+    commits and scan period. A table that cannot be read is `table_unreadable`'s business, not this rule's."""
+    key = (row.base_path, (digest.counted.get(TableService.COMPACTION) or [""])[-1],
+           int(ctx.now.timestamp() // ctx.settings.planner_scan_seconds))
+    known = ctx.compactable.get(row.id)
+    if known is None or known[0] != key:
+        try:
+            can_run = capabilities(HudiTable.load(row.base_path))[TableService.COMPACTION].can_run
+        except (HudiError, OSError) as exc:
+            log.info("table %s: cannot read its capabilities: %s", row.id, exc)
+            return False
+        known = ctx.compactable[row.id] = (key, can_run)
+    return known[1]
 
 
 def held_too_long(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:

@@ -2,13 +2,16 @@
 holds and resolved by itself when it clears."""
 from __future__ import annotations
 
+import shutil
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy import text
 
 from manager.leadership import LeaderLease
 from manager.monitor import MonitorContext, evaluate
+from planner.runner import Planner
 from tms.config import Settings
 from tms.db import AlertRepo, TableRepo, TaskRepo, TaskState
 
@@ -92,3 +95,48 @@ def test_a_running_task_predicted_past_its_timeout_is_warned_of_before_it_times_
     evaluate(lease, epoch, MonitorContext(Settings(worker_job_timeout_seconds=300), datetime.now(UTC), {}))
     [alert] = _alerts(db, "predicted_timeout")
     assert alert.task_id == big.id and 500 <= alert.details["predicted_seconds"] <= 600
+
+
+def _trips_table(db, fixture_tables, tmp_path, name: str, policies: dict) -> tuple[int, Path]:
+    path = Path(shutil.copytree(fixture_tables["mor_v6_trips_8i1u"], tmp_path / name))
+    with db.transaction() as session:
+        table_id = TableRepo(session).register(base_path=str(path), name=name, database="d",
+                                               table_type="MERGE_ON_READ", table_version=6, policies=policies).id
+    return table_id, path
+
+
+def _compactions(db, table_id: int) -> list:
+    with db.transaction() as session:
+        return [t for t in TaskRepo(session).find(table_id=table_id)[0] if t.action == "compaction"]
+
+
+def test_a_table_with_compaction_due_and_none_planned_fires_not_scheduled_until_a_planner_plans_it(
+        db, fixture_tables, tmp_path):
+    lease, epoch = _leader(db)
+    settings = Settings(database_url=db.url)
+    planner = Planner.from_settings(db, settings, watch_timelines=False)
+    not_due = {"hoodie.compact.inline.max.delta.commits": 100}
+    lazy, _ = _trips_table(db, fixture_tables, tmp_path, "lazy", not_due)
+    refused, refused_path = _trips_table(db, fixture_tables, tmp_path, "refused", not_due)
+    disabled, _ = _trips_table(db, fixture_tables, tmp_path, "disabled", not_due)
+    for table_id in (lazy, refused, disabled):
+        assert planner.reconcile(table_id)  # the planner's digest of the timeline: not due, nothing planned
+        assert _compactions(db, table_id) == []
+    # An admin lowers the trigger while no planner runs: due since the fixture's second delta commit, long ago.
+    with db.transaction() as session:
+        for table_id in (lazy, refused, disabled):
+            TableRepo(session).update(table_id, policies={"hoodie.compact.inline.max.delta.commits": 2})
+        TableRepo(session).update(disabled, enabled=False)
+    props = refused_path / ".hoodie" / "hoodie.properties"  # a payload TMS cannot merge: compaction refused
+    props.write_text(props.read_text() + "hoodie.compaction.payload.class=com.acme.MyPayload\n")
+    ctx = MonitorContext(Settings(monitor_unplanned_seconds=600), datetime.now(UTC), {})
+    evaluate(lease, epoch, ctx)
+    [alert] = _alerts(db, "not_scheduled")
+    assert (alert.subject, alert.table_id, alert.state) == (f"table:{lazy}", lazy, "firing")
+    assert "compaction due since" in alert.message and alert.details["delta_commits"] >= 2
+
+    assert planner.tick() >= 1  # the planner is back: its periodic trigger plans the compaction
+    [task] = _compactions(db, lazy)
+    evaluate(lease, epoch, ctx)
+    assert [(a.subject, a.state) for a in _alerts(db, "not_scheduled")] == [(f"table:{lazy}", "resolved")]
+    assert task.state in (S.RUNNABLE, S.PENDING, S.BLOCKED)

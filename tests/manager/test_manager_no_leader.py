@@ -1,0 +1,98 @@
+"""`no_leader`: when no manager has led for longer than the lease and one heartbeat, the service (which runs
+even when no manager does) fires one alert and delivers it to the webhooks itself; the first manager to
+lead resolves it, and the resolution is delivered too. Managers that fail over as designed never fire it."""
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+
+import pytest
+from manager_support import ManagerProcesses
+from sqlalchemy import func, select
+from support import served
+
+from service.app import create_app
+from tms.config import Settings
+from tms.db import Alert, Database, WebhookRepo
+from tms.webhook_payload import verify
+
+SECRET = "no-leader-secret"
+# The service looks every 0.2 s; a lease of 1 s and a heartbeat of 0.5 s: no leader for 1.5 s fires it.
+FAST_WATCH = {"heartbeat_seconds": 0.2, "manager_lease_seconds": 1.0, "manager_heartbeat_seconds": 0.5}
+
+
+def _wait(what: str, condition: Callable[[], object], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.1)
+
+
+def _no_leader_alerts(db: Database) -> list[Alert]:
+    with db.transaction() as session:
+        return list(session.scalars(select(Alert).where(Alert.kind == "no_leader").order_by(Alert.id)))
+
+
+def _webhook(db: Database, url: str) -> None:
+    with db.transaction() as session:
+        WebhookRepo(session).create(url=url, secret=SECRET, kinds=["no_leader"], min_severity="critical",
+                                    format="json")
+
+
+def _received(receiver, state: str) -> list:
+    with receiver.lock:
+        return [r for r in receiver.accepted if r.document["type"] == "no_leader" and r.document["state"] == state]
+
+
+@pytest.fixture
+def watching_service(db):
+    """watching_service() starts a second service on the test's database, looking for a leader every 0.2 s."""
+    with ExitStack() as stack:
+        yield lambda: stack.enter_context(served(create_app(Settings(database_url=db.url, **FAST_WATCH), db)))
+
+
+def test_with_no_manager_the_service_fires_one_no_leader_alert_delivered_and_resolved_by_the_first_leader(
+        db, receiver, start_manager, watching_service):
+    _webhook(db, receiver.url)
+    watching_service()
+    _wait("a no_leader alert delivered by the service", lambda: _received(receiver, "firing"))
+    [firing] = _received(receiver, "firing")
+    assert verify(SECRET, firing.signature, firing.body)
+    assert firing.document["severity"] == "critical" and firing.document["subject"] == "lease:manager"
+    assert "no manager leads" in firing.document["message"]
+    _wait("the alert counted at later looks", lambda: _no_leader_alerts(db)[0].count >= 3)
+    [alert] = _no_leader_alerts(db)  # one open alert, however many looks saw it
+    assert alert.resolved_at is None
+
+    start_manager(**FAST_WATCH)
+    _wait("the resolution delivered", lambda: _received(receiver, "resolved"))
+    [resolved] = _no_leader_alerts(db)
+    assert resolved.id == alert.id and resolved.resolved_at is not None
+    time.sleep(3 * (FAST_WATCH["manager_lease_seconds"] + FAST_WATCH["manager_heartbeat_seconds"]))
+    assert [a.id for a in _no_leader_alerts(db)] == [alert.id]  # a leading manager: not fired again
+    assert len(_received(receiver, "firing")) == 1 and len(_received(receiver, "resolved")) == 1
+
+
+def test_managers_all_stopped_fire_no_leader_and_one_resumed_resolves_it(db, receiver, tmp_path, watching_service):
+    _webhook(db, receiver.url)
+    group = ManagerProcesses(db, tmp_path, TMS_MANAGER_LEASE_SECONDS="1", TMS_MANAGER_HEARTBEAT_SECONDS="0.5")
+    try:
+        group.start()
+        group.start()
+        _, epoch, _ = group.wait_for_leader()
+        watching_service()
+        time.sleep(3)  # failovers of a lease of 1 s would have fired it by now, had they been late
+        assert _no_leader_alerts(db) == []
+        for proc in group.procs.values():  # every manager stuck
+            proc.send_signal(signal.SIGSTOP)
+        _wait("no_leader delivered while every manager is stopped", lambda: _received(receiver, "firing"))
+        assert group.lease()[2] is False  # no live lease indeed
+        next(iter(group.procs.values())).send_signal(signal.SIGCONT)
+        _wait("the resolution delivered once a manager leads again", lambda: _received(receiver, "resolved"))
+        assert group.wait_for_leader()[1] > epoch
+        with db.transaction() as session:
+            assert session.scalar(select(func.count()).select_from(Alert).where(Alert.kind == "no_leader")) == 1
+    finally:
+        group.stop_all()
