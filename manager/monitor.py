@@ -7,13 +7,12 @@ The planner owns the alerts of what it sees while planning (`table_unreadable`, 
 from __future__ import annotations
 
 import logging
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session, aliased
 
 from tms.config import Settings
 from tms.db import AlertRepo, Instance, RegisteredTable, ResourceQueue, Sighting, TablePolicy, Task, TaskState
@@ -23,12 +22,12 @@ from tms.hudi.table import HudiTable
 from tms.planning.digest import TimelineDigest
 from tms.table_service import TableService
 
+from .early_warning import HISTORY, Run, forecast
 from .leadership import LeaderLease
 
 log = logging.getLogger(__name__)
 S = TaskState
 Rule = Callable[[Session, "MonitorContext"], dict[str, Sighting]]
-HISTORY = 20  # succeeded tasks of a table and action an estimate is drawn from
 
 
 @dataclass
@@ -192,34 +191,59 @@ def backlog_growing(session: Session, ctx: MonitorContext) -> dict[str, Sighting
 
 
 def predicted_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
-    """Early warning: a running task whose predicted end (its table's past seconds per byte for the action,
-    times this plan's bytes) passes its timeout."""
+    """Early warning (manager.early_warning): a running or waiting task likely to pass its timeout, by a
+    model of its table's past runs of the action (duration against bytes and the queue's load) and, for a
+    running one, how long it has run already."""
     timeout = ctx.settings.worker_job_timeout_seconds
+    loads = _queue_loads(session)
+    models: dict[tuple[int, str], list[Run]] = {}
     sightings = {}
-    for t in session.scalars(select(Task).where(Task.state == S.RUNNING, Task.started_at.is_not(None))):
-        predicted = predict_seconds(session, t)
-        if predicted is not None and predicted > timeout:
+    for t in session.scalars(select(Task).where(Task.state.in_([S.RUNNING, S.RUNNABLE]))):
+        size = _plan_bytes(t.plan_stats)
+        if not size:
+            continue
+        history = models.get((t.table_id, t.action))
+        if history is None:
+            history = models[(t.table_id, t.action)] = _history(session, t.table_id, t.action)
+        running = t.state == S.RUNNING and t.started_at is not None
+        elapsed = (ctx.now - t.started_at).total_seconds() if running and t.started_at else 0.0
+        load = loads.get(t.queue or "", min(loads.values(), default=0.0))
+        predicted = forecast(history, size, load, elapsed, timeout)
+        if predicted is not None and predicted.warn:
             sightings[f"task:{t.id}"] = Sighting(
-                "warning", f"{t.action} {t.instant} is predicted to take {predicted:.0f} s, past its timeout of "
-                           f"{timeout:.0f} s", table_id=t.table_id, task_id=t.id, queue=t.queue,
-                details={"predicted_seconds": round(predicted, 1)})
+                "warning", f"{t.action} {t.instant} ({'running' if running else 'waiting'}) is predicted to take "
+                           f"{predicted.seconds:.0f} s, past its timeout of {timeout:.0f} s with probability "
+                           f"{predicted.probability:.2f}", table_id=t.table_id, task_id=t.id, queue=t.queue,
+                details={"predicted_seconds": round(predicted.seconds, 1),
+                         "probability": round(predicted.probability, 3), "elapsed_seconds": round(elapsed, 1),
+                         "queue_load": round(load, 2), "history": len(history)})
     return sightings
 
 
-def predict_seconds(session: Session, task: Task) -> float | None:
-    """The median seconds per byte of the table's last succeeded tasks of the same action, times the task's
-    plan bytes; None without history."""
-    size = _plan_bytes(task.plan_stats)
-    if not size:
-        return None
-    history = session.execute(
-        select(Task.plan_stats, Task.started_at, Task.finished_at)
-        .where(Task.table_id == task.table_id, Task.action == task.action, Task.state == S.SUCCEEDED,
+def _queue_loads(session: Session) -> dict[str, float]:
+    """Each enabled queue's running jobs per slot now."""
+    running = dict(session.execute(select(Task.queue, func.count()).where(Task.state == S.RUNNING)
+                                   .group_by(Task.queue)).all())
+    return {q.name: running.get(q.name, 0) / max(q.capacity, 1)
+            for q in session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True)))}
+
+
+def _history(session: Session, table_id: int, action: str) -> list[Run]:
+    """The table's last succeeded runs of `action`: bytes, seconds, and the load of their queue when they
+    started (the runs of that queue under way then, per slot)."""
+    other = aliased(Task)
+    concurrent = (select(func.count()).select_from(other)
+                  .where(other.queue == Task.queue, other.started_at <= Task.started_at,
+                         or_(other.finished_at.is_(None), other.finished_at > Task.started_at))
+                  .scalar_subquery())
+    capacity = select(ResourceQueue.capacity).where(ResourceQueue.name == Task.queue).scalar_subquery()
+    rows = session.execute(
+        select(Task.plan_stats, Task.started_at, Task.finished_at, concurrent, capacity)
+        .where(Task.table_id == table_id, Task.action == action, Task.state == S.SUCCEEDED,
                Task.started_at.is_not(None), Task.finished_at.is_not(None))
         .order_by(Task.id.desc()).limit(HISTORY)).all()
-    rates = [(finished - started).total_seconds() / b for stats, started, finished in history
-             if (b := _plan_bytes(stats))]
-    return statistics.median(rates) * size if rates else None
+    return [Run(_plan_bytes(stats), (finished - started).total_seconds(), (running or 0) / slots if slots else 0.0)
+            for stats, started, finished, running, slots in rows]
 
 
 def _plan_bytes(stats: dict | None) -> int:
