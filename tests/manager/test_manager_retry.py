@@ -47,7 +47,7 @@ def test_a_job_failing_twice_then_succeeding_succeeds_on_its_third_attempt_after
     assert [a.outcome for a in tried] == ["FAILED", "FAILED", "SUCCEEDED"]
     assert all("injected crash" in a.error for a in tried[:2])
     # The waits follow the backoff: 1 s, then 2 s (+-20% jitter). Load only makes a retry later, so only
-    # the lower bounds are sure (no retry before its time); the scheduled waits are the task's reasons.
+    # the lower bounds are sure (no retry before its time).
     waits = [(tried[i + 1].started_at - tried[i].finished_at).total_seconds() for i in range(2)]
     assert waits[0] >= 0.8 and waits[1] >= 1.6, waits
     assert State.COMPLETED in HudiTable.load(str(t.path)).timeline.states_of(task(db, task_id).instant)
