@@ -1,5 +1,6 @@
-"""The manager process (`tms manager`): it beats, and takes or renews the leader lease every heartbeat. The
-leader runs the periodic work on APScheduler; a standby only waits for the lease. Any number of managers may
+"""The manager process (`tms manager`): it beats, and takes or renews the leader lease every heartbeat (then
+resolves `no_leader` once a manager leads, tms.leader_watch). The leader runs the periodic work on
+APScheduler; a standby only waits for the lease. Any number of managers may
 run: the lease and the fenced transactions (leadership.py) make one leader's writes count at a time.
 
 The leader's periodic work: restore (at start and every `manager_restore_seconds`), due retries, the alert
