@@ -19,7 +19,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from tms.config import Settings
 from tms.db import Database, InstanceRepo
 from tms.instance import new_instance_id, record_heartbeat
-from tms.leader_watch import check_leader
+from tms.leader_watch import LeaderWatch
 from tms.webhook_delivery import Deliverer
 
 from .leadership import LeaderLease, NotLeader
@@ -40,6 +40,7 @@ class ManagerService:
         self.lease = LeaderLease(database, self.id, lease_seconds=settings.manager_lease_seconds,
                                  heartbeat_seconds=settings.manager_heartbeat_seconds)
         self.deliverer = Deliverer(settings)
+        self.leader_watch = LeaderWatch(database, settings)
         self.monitor = MonitorContext(settings, datetime.now(UTC), {})
         self._scheduler: BackgroundScheduler | None = None
         self._leading: int | None = None  # the epoch the periodic work runs at
@@ -92,7 +93,7 @@ class ManagerService:
         except Exception as exc:
             log.warning("manager %s: heartbeat failed: %s", self.id, exc)
         try:  # resolves `no_leader` once this manager leads (a live manager takes a vacant lease itself)
-            check_leader(self.database, self.settings)
+            self.leader_watch.check()
         except Exception as exc:
             log.warning("manager %s: cannot check for a leader: %s", self.id, exc)
 

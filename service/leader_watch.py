@@ -9,20 +9,20 @@ from starlette.concurrency import run_in_threadpool
 
 from tms.config import Settings
 from tms.db import Database
-from tms.leader_watch import watch_leader
+from tms.leader_watch import LeaderWatch
 from tms.webhook_delivery import Deliverer
 
 
-class LeaderWatch:
+class LeaderWatchLoop:
     def __init__(self, database: Database, settings: Settings):
-        self.database = database
         self.settings = settings
+        self.watch = LeaderWatch(database, settings)
         self.deliverer = Deliverer(settings)
         self._task: asyncio.Task | None = None
 
     async def _loop(self) -> None:
         while True:
-            await run_in_threadpool(watch_leader, self.database, self.settings, self.deliverer)
+            await run_in_threadpool(self.watch.watch, self.deliverer)
             await asyncio.sleep(self.settings.heartbeat_seconds)
 
     def start(self) -> None:

@@ -7,15 +7,19 @@ import signal
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from datetime import timedelta
 
 import pytest
 from manager_support import ManagerProcesses
 from sqlalchemy import func, select
+from sqlalchemy.dialects.postgresql import insert
 from support import served
 
+from manager.leadership import LeaderLease
 from service.app import create_app
 from tms.config import Settings
-from tms.db import Alert, Database, WebhookRepo
+from tms.db import Alert, Database, Lease, WebhookRepo
+from tms.leader_watch import LeaderWatch
 from tms.webhook_payload import verify
 
 SECRET = "no-leader-secret"
@@ -103,3 +107,22 @@ def test_managers_all_stopped_fire_no_leader_and_one_resumed_resolves_it(db, rec
                 Alert.kind == "no_leader", Alert.resolved_at.is_(None))) <= 1
     finally:
         group.stop_all()
+
+
+def test_a_watch_counts_the_vacancy_from_its_own_start_and_resolves_only_for_a_live_leader(db):
+    settings = Settings(database_url=db.url, manager_lease_seconds=0.5, manager_heartbeat_seconds=0.2)
+    with db.transaction() as session:  # the last leader stopped an hour ago, with the whole deployment
+        session.execute(insert(Lease).values(name="manager", holder="gone", epoch=7,
+                                             expires_at=func.now() - timedelta(hours=1)))
+    watch = LeaderWatch(db, settings)
+    assert watch.check() is False  # just started: the managers get their lease and heartbeat first
+    time.sleep(1)
+    assert watch.check() is True
+    assert LeaderWatch(db, settings).check() is False  # a newcomer vouches for nothing yet, and resolves nothing
+    assert watch.check() is True
+    [alert] = _no_leader_alerts(db)
+    assert alert.count == 2 and alert.details["last_leader"] == "gone" and alert.details["vacant_seconds"] >= 3600
+    assert LeaderLease(db, "new", lease_seconds=30, heartbeat_seconds=10).try_acquire() == 8
+    assert watch.check() is False
+    [resolved] = _no_leader_alerts(db)
+    assert resolved.resolved_at is not None
