@@ -1,10 +1,11 @@
 """Early warning: will a running or waiting task pass its timeout? Pure (no database): the monitor's
 `predicted_timeout` rule and bench/early_warning.py's replay call the same code.
 
-The model, fitted on a table's past runs of one action: log(seconds) = a + b·log(bytes) + c·log(1 + load),
-`load` being its queue's running jobs per slot when the run started (shared executors slow every job),
-by least squares; with fewer than MIN_FIT runs, one seconds-per-byte rate (their median, b = 1, c = 0). Its
-residuals' spread `sigma` makes a log-normal law of a run's duration.
+The model, fitted on a table's past runs of one action: seconds = a + b·bytes + c·load + d·bytes·load, `load`
+being its queue's running jobs per slot when the run started (shared executors slow every job), by least
+squares of the relative errors, then again without the outliers; with fewer than MIN_FIT runs, one
+seconds-per-byte rate (their median). The spread `sigma` of log(seconds / predicted) makes a log-logistic
+law of a run's duration.
 
 A task that has run `elapsed` seconds (0: waiting) lasts longer than its timeout with the probability
 S(timeout) / S(elapsed) (S: the law's survival), which grows as a run outlasts what its bytes explain: a
@@ -44,10 +45,8 @@ class Forecast:
 
 @dataclass(frozen=True)
 class DurationModel:
-    a: float
-    b: float
-    c: float
-    sigma: float
+    coef: tuple[float, float, float, float]  # seconds = coef . (1, bytes, load, bytes x load)
+    sigma: float                             # spread of log(seconds / predicted)
     runs: int
 
     @classmethod
@@ -56,29 +55,31 @@ class DurationModel:
         runs = [r for r in history if r.bytes > 0 and r.seconds > 0]
         if not runs:
             return None
-        x = np.array([[1.0, math.log(r.bytes), math.log1p(max(r.load, 0.0))] for r in runs])
-        y = np.array([math.log(r.seconds) for r in runs])
-        if len(runs) >= MIN_FIT and np.linalg.matrix_rank(x) == 3:
-            coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-            # Once more without the outliers (a run slowed by a skew or a spill): they would widen the
-            # law of every run, and make a plan too big look as likely to pass as not.
-            residuals = y - x @ coef
-            spread = 1.4826 * float(np.median(np.abs(residuals - np.median(residuals))))
-            kept = np.abs(residuals) <= 3 * max(spread, MIN_SIGMA)
-            if kept.sum() >= MIN_FIT and np.linalg.matrix_rank(x[kept]) == 3:
-                coef, *_ = np.linalg.lstsq(x[kept], y[kept], rcond=None)
-            residuals = (y - x @ coef)[kept]
-            sigma = float(np.sqrt(np.sum(residuals ** 2) / max(1, len(residuals) - 3)))
-            return cls(float(coef[0]), float(coef[1]), float(coef[2]), max(sigma, MIN_SIGMA), len(runs))
-        log_rate = statistics.median(float(v) for v in y - x[:, 1])
-        return cls(log_rate, 1.0, 0.0, FEW_RUNS_SIGMA, len(runs))
+        x = np.array([_features(r.bytes, r.load) for r in runs])
+        y = np.array([r.seconds for r in runs])
+        if len(runs) >= MIN_FIT and np.linalg.matrix_rank(x) == 4:
+            kept = np.ones(len(runs), dtype=bool)
+            for _ in range(2):  # the second time without the outliers (a run slowed by a skew or a spill):
+                # they would widen the law of every run, and make a plan too big look as likely to pass as not
+                coef = _relative_least_squares(x[kept], y[kept])
+                residuals = np.log(y / np.maximum(x @ coef, 1e-3))
+                spread = 1.4826 * float(np.median(np.abs(residuals - np.median(residuals))))
+                kept = np.abs(residuals) <= 3 * max(spread, MIN_SIGMA)
+                if kept.sum() < MIN_FIT or np.linalg.matrix_rank(x[kept]) < 4:
+                    break
+            sigma = float(np.sqrt(np.sum(residuals[kept] ** 2) / max(1, int(kept.sum()) - 4)))
+            if np.all(x @ coef > 0):
+                return cls((float(coef[0]), float(coef[1]), float(coef[2]), float(coef[3])),
+                           max(sigma, MIN_SIGMA), len(runs))
+        rate = statistics.median(r.seconds / r.bytes for r in runs)
+        return cls((0.0, rate, 0.0, 0.0), FEW_RUNS_SIGMA, len(runs))
 
     def median_seconds(self, size: int, load: float) -> float:
-        return math.exp(self.a + self.b * math.log(size) + self.c * math.log1p(max(load, 0.0)))
+        return max(float(np.dot(self.coef, _features(size, load))), 1e-3)
 
     def forecast(self, size: int, load: float, elapsed: float, timeout: float) -> Forecast:
         """For a task of `size` bytes on a queue at `load`, that has run `elapsed` seconds (0: waiting)."""
-        mu = self.a + self.b * math.log(size) + self.c * math.log1p(max(load, 0.0))
+        mu = math.log(self.median_seconds(size, load))
         survived = 1.0 if elapsed <= 0 else _survival((math.log(elapsed) - mu) / self.sigma)
         if elapsed >= timeout:
             return Forecast(elapsed, 1.0, True)
@@ -87,6 +88,17 @@ class DurationModel:
         probability = min(1.0, _survival((math.log(timeout) - mu) / self.sigma) / survived)
         median = math.exp(mu + self.sigma * _quantile(min(1 - survived / 2, 1 - 1e-12)))
         return Forecast(max(median, elapsed), probability, probability >= WARN_PROBABILITY)
+
+
+def _features(size: int, load: float) -> list[float]:
+    load = max(load, 0.0)
+    return [1.0, float(size), load, size * load]
+
+
+def _relative_least_squares(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least squares of the relative errors (a run's noise grows with its length): each row over its y."""
+    coef, *_ = np.linalg.lstsq(x / y[:, None], np.ones(len(y)), rcond=None)
+    return coef
 
 
 def forecast(history: Sequence[Run], size: int, load: float, elapsed: float, timeout: float) -> Forecast | None:

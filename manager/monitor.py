@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Float, ScalarSelect, cast, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from tms.config import Settings
@@ -207,7 +207,9 @@ def predicted_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighti
             history = models[(t.table_id, t.action)] = _history(session, t.table_id, t.action)
         running = t.state == S.RUNNING and t.started_at is not None
         elapsed = (ctx.now - t.started_at).total_seconds() if running and t.started_at else 0.0
-        load = loads.get(t.queue or "", min(loads.values(), default=0.0))
+        # A running task at the load it started under (as its peers are known), a waiting one at today's.
+        load = (session.scalar(select(_load_at_start()).where(Task.id == t.id)) or 0.0) if running else \
+            loads.get(t.queue or "", min(loads.values(), default=0.0))
         predicted = forecast(history, size, load, elapsed, timeout)
         if predicted is not None and predicted.warn:
             sightings[f"task:{t.id}"] = Sighting(
@@ -228,22 +230,27 @@ def _queue_loads(session: Session) -> dict[str, float]:
             for q in session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True)))}
 
 
-def _history(session: Session, table_id: int, action: str) -> list[Run]:
-    """The table's last succeeded runs of `action`: bytes, seconds, and the load of their queue when they
-    started (the runs of that queue under way then, per slot)."""
+def _load_at_start() -> ScalarSelect[float]:
+    """Per task row: its queue's load when it started, the runs of that queue under way then per slot (0
+    without a queue)."""
     other = aliased(Task)
     concurrent = (select(func.count()).select_from(other)
                   .where(other.queue == Task.queue, other.started_at <= Task.started_at,
                          or_(other.finished_at.is_(None), other.finished_at > Task.started_at))
                   .scalar_subquery())
-    capacity = select(ResourceQueue.capacity).where(ResourceQueue.name == Task.queue).scalar_subquery()
+    return (select(func.coalesce(cast(concurrent, Float) / func.nullif(ResourceQueue.capacity, 0), 0.0))
+            .where(ResourceQueue.name == Task.queue).scalar_subquery())
+
+
+def _history(session: Session, table_id: int, action: str) -> list[Run]:
+    """The table's last succeeded runs of `action`: bytes, seconds, and their queue's load when they started."""
     rows = session.execute(
-        select(Task.plan_stats, Task.started_at, Task.finished_at, concurrent, capacity)
+        select(Task.plan_stats, Task.started_at, Task.finished_at, _load_at_start())
         .where(Task.table_id == table_id, Task.action == action, Task.state == S.SUCCEEDED,
                Task.started_at.is_not(None), Task.finished_at.is_not(None))
         .order_by(Task.id.desc()).limit(HISTORY)).all()
-    return [Run(_plan_bytes(stats), (finished - started).total_seconds(), (running or 0) / slots if slots else 0.0)
-            for stats, started, finished, running, slots in rows]
+    return [Run(_plan_bytes(stats), (finished - started).total_seconds(), load or 0.0)
+            for stats, started, finished, load in rows]
 
 
 def _plan_bytes(stats: dict | None) -> int:
