@@ -52,6 +52,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         heartbeat.start()
         leader_watch.start()
         yield
+        app.state.planner.close()  # the cached tables' lock connections (ZooKeeper sessions)
         await leader_watch.stop()
         await heartbeat.stop()
         await intake_store.close()

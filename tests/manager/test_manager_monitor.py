@@ -7,13 +7,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import text, update
 
 from manager.leadership import LeaderLease
 from manager.monitor import MonitorContext, evaluate
 from planner.runner import Planner
 from tms.config import Settings
-from tms.db import AlertRepo, TableRepo, TaskRepo, TaskState
+from tms.db import AlertRepo, TableRepo, Task, TaskRepo, TaskState
 
 S = TaskState
 
@@ -149,3 +149,19 @@ def test_a_table_with_compaction_due_and_none_planned_fires_not_scheduled_until_
     evaluate(lease, epoch, ctx)
     assert [(a.subject, a.state) for a in _alerts(db, "not_scheduled")] == [(f"table:{lazy}", "resolved")]
     assert task.state in (S.RUNNABLE, S.PENDING, S.BLOCKED)
+
+
+def test_a_task_that_gave_way_to_a_writer_is_not_a_failure_to_alert_on(db):
+    """A conflict (the writer won, the plan was rolled back) ends the task FAILED and not retried, as Hudi's
+    MVCC promises; only the other failures that are not retried fire task_failed."""
+    lease, epoch = _leader(db)
+    table_id = _table(db)
+    with db.transaction() as session:
+        ids = {}
+        for n, kind in enumerate(("conflict", "missing_files")):
+            task, _ = TaskRepo(session).create(table_id=table_id, action="clustering", state=S.FAILED,
+                                               instant=f"2026010100000{n}000")
+            session.execute(update(Task).where(Task.id == task.id).values(failure_kind=kind, retryable=False))
+            ids[kind] = task.id
+    evaluate(lease, epoch, MonitorContext(Settings(), datetime.now(UTC), {}))
+    assert [a.task_id for a in _alerts(db, "task_failed")] == [ids["missing_files"]]
