@@ -19,6 +19,7 @@ from . import docs, errors, openapi
 from .auth import Authenticator
 from .heartbeat import Heartbeat
 from .intake import Intake
+from .leader_watch import LeaderWatchLoop
 from .metrics import LatencyMiddleware, Metrics
 from .routers import admin, events, health, manager, tables, tasks
 from .ui import routes as dashboard
@@ -43,13 +44,16 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     heartbeat = Heartbeat(database, roles=["service"], interval_seconds=settings.heartbeat_seconds,
                           info={"port": settings.port})
     intake_store = IntakeStore(database.url, max_connections=settings.db_pool_size)
+    leader_watch = LeaderWatchLoop(database, settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await intake_store.open()
         heartbeat.start()
+        leader_watch.start()
         yield
         app.state.planner.close()  # the cached tables' lock connections (ZooKeeper sessions)
+        await leader_watch.stop()
         await heartbeat.stop()
         await intake_store.close()
 

@@ -110,6 +110,9 @@ class Settings(BaseSettings):
         None, ge=0, le=65535, description="Port of the manager's Prometheus /metrics (unset: none)")
     monitor_unclaimed_seconds: float = Field(
         900.0, gt=0, description="A runnable task unclaimed this long fires `not_scheduled`")
+    monitor_unplanned_seconds: float = Field(
+        1800.0, gt=0, description="A table whose compaction trigger has held this long with no compaction "
+                                  "planned fires `not_scheduled`")
     monitor_hold_seconds: float = Field(
         6 * 3600.0, gt=0, description="A compensation hold (BLOCKED task) older than this fires `held_too_long`")
     monitor_instance_missing_seconds: float = Field(
