@@ -19,6 +19,7 @@ from tms.config import Settings
 from tms.db import Database, InstanceRepo
 from tms.instance import new_instance_id, record_heartbeat
 
+from .canary import check_canaries
 from .leadership import LeaderLease, NotLeader
 from .monitor import MonitorContext, evaluate
 from .outbox import Deliverer
@@ -111,6 +112,7 @@ class ManagerService:
         jobs: list[tuple[str, float, Callable[[int], object]]] = [
             ("restore", s.manager_restore_seconds, lambda e: restore(self.lease, e)),
             ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
+            ("canaries", s.manager_canary_seconds, lambda e: check_canaries(self.lease, e)),
             ("monitor", s.manager_monitor_seconds, lambda e: evaluate(self.lease, e, self.monitor)),
             ("webhooks", s.webhook_poll_seconds, self.deliverer.run_once),
             ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),

@@ -20,7 +20,7 @@ from .auth import Authenticator
 from .heartbeat import Heartbeat
 from .intake import Intake
 from .metrics import LatencyMiddleware, Metrics
-from .routers import admin, events, health, manager, tables, tasks
+from .routers import admin, engines, events, health, manager, tables, tasks
 from .ui import routes as dashboard
 
 _PLANNED_ON_REQUEST_CACHE = 100  # tables whose loaded timeline the service keeps for requests
@@ -67,7 +67,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
                                               watch_timelines=False)
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
-    for module in (events, tables, tasks, admin, manager, health):
+    for module in (events, tables, tasks, admin, engines, manager, health):
         app.include_router(module.router)
     openapi.install(app, settings.storage_roots)
     docs.install(app)

@@ -107,7 +107,8 @@ class JobSupervisor:
         else:
             if self.settings.py_files is None:
                 raise ConfigError("the spark runner needs the py-files zip (WorkerSettings.py_files)")
-            command, env = spark_job(c, py_files=self.settings.py_files, fence_url=url)
+            command, env = spark_job(c, py_files=self.settings.py_files, fence_url=url,
+                                     engine_cache=self.settings.log_dir.parent / "engines")
         return JobProcess(command, env, self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log")
 
     # --- while it runs ------------------------------------------------------------------------------
