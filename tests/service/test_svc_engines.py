@@ -3,8 +3,11 @@ a 422 and nothing is stored), rules naming registered engines only, per-engine r
 /metrics."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from service.ui.session import CSRF_FIELD
 from tms.db import EngineRepo, TaskRepo, TaskState
 
 
@@ -115,3 +118,17 @@ def test_each_engines_success_rate_and_durations_show_in_the_api_and_metrics(cli
     assert 'tms_engine_success_ratio{engine="v2"} 0.0' in metrics
     assert 'tms_engine_attempt_duration_seconds_count{engine="v1"} 3.0' in metrics
     assert 'tms_rollout_canary_percent{canary_engine="v2",rollout="all",state="active"} 50.0' in metrics
+
+    # The dashboard's engines page shows the same.
+    client.cookies.clear()
+    csrf = re.search(rf'name="{CSRF_FIELD}" value="([^"]+)"', client.get("/ui/login").text).group(1)
+    token = tokens["viewer"]["Authorization"].removeprefix("Bearer ")
+    client.post("/ui/login", data={CSRF_FIELD: csrf, "token": token}, follow_redirects=False)
+    page = client.get("/ui/engines")
+    assert page.status_code == 200
+    rows = {m.group(1): m.group(2) for m in re.finditer(r'<tr data-engine="([^"]+)">(.*?)</tr>', page.text, re.S)}
+    assert re.search(r'class="success">67% of 3<', rows["v1"]) and re.search(r'class="success">0% of 1<', rows["v2"])
+    rule_row = re.search(r'<tr data-rollout="all">(.*?)</tr>', page.text, re.S).group(1)
+    assert "every task" in rule_row and "v2: 50%" in rule_row and "active" in rule_row
+    client.cookies.clear()
+
