@@ -32,9 +32,14 @@ def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str,
     return command, env
 
 
-def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
-    args = ["--table", claimed.base_path, "--instant", claimed.instant, "--action", claimed.action,
+def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
+    """The arguments of jobs/run.py (and of the plain Python job, and of a plan on a warm engine)."""
+    return ["--table", claimed.base_path, "--instant", claimed.instant, "--action", claimed.action,
             "--fence-url", fence_url]
-    if claimed.engine is not None:
-        return python_job_command(claimed.engine, args)
-    return [sys.executable, "-m", "jobs.python_job", *args], dict(os.environ)
+
+
+def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
+    if claimed.engine is not None:  # the engine's job code
+        return python_job_command(claimed.engine, plan_arguments(claimed, fence_url=fence_url))
+    command = [sys.executable, "-m", "jobs.python_job", *plan_arguments(claimed, fence_url=fence_url)]
+    return command, dict(os.environ)

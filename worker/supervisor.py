@@ -62,8 +62,9 @@ class JobSupervisor:
 
     def run(self) -> Outcome:
         c = self.claimed
-        log.info("task %s: %s %s of %s, attempt %s on queue %s (%s)", c.task_id, c.action, c.instant, c.table_name,
-                 c.attempt, c.queue_name, c.resources.as_dict())
+        log.info("task %s: %s %s of %s, attempt %s on queue %s, engine %s (%s)", c.task_id, c.action, c.instant,
+                 c.table_name, c.attempt, c.queue_name, c.engine.name if c.engine else "builtin",
+                 c.resources.as_dict())
         try:
             if self._prepare():
                 return self._finish(Outcome.SUCCEEDED, "", error=None)

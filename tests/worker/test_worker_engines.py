@@ -4,19 +4,24 @@ its spark-submit, its confs under the queue's and the sizing's)."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import zipfile
+from pathlib import Path
 from types import SimpleNamespace
 
+import httpx
 import pytest
-from worker_support import ModelledTable, plan, register, write_history
+from worker_support import ModelledTable, attempts, plan, register, wait_until_final, write_history
 
-from tms.db import EngineRepo, RegisteredTable, RolloutRepo, TaskRepo
+from tms.db import EngineRepo, RegisteredTable, RolloutRepo, TaskRepo, TaskState
 from tms.execute.engine_code import EngineSpec
+from tms.execute.spark_submit import spark_home
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import python_job, spark_job
 from worker.engine_choice import choose_engine, in_canary, matching_rule
 
+JOBS = Path(__file__).resolve().parents[2] / "jobs"
 LIMITS = ClaimLimits(lease_seconds=60, driver_memory_mb=512, driver_cores=1, max_executors_per_table=4)
 
 
@@ -122,3 +127,33 @@ def test_a_spark_job_on_an_engine_ships_its_code_with_its_spark_submit_and_confs
         names = zf.namelist()
         assert zf.read("jobs/run.py") == b"# job code v2\n"
         assert "tms/__init__.py" in names and "jobs/python_job.py" not in names
+
+
+@pytest.mark.slow
+def test_a_compaction_runs_on_spark_with_an_engines_own_code_and_spark_submit(tmp_path, service, db, local_queue,
+                                                                              start_worker):
+    code = tmp_path / "code-1.1"
+    shutil.copytree(JOBS, code / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    run = code / "jobs" / "run.py"
+    run.write_text(run.read_text().replace("    print(result.summary())",
+                                           "    print('job code 1.1:', result.summary())"))
+    response = httpx.put(f"{service.url}/api/v1/engines/spark-1.1", headers=service.admin, timeout=30, json={
+        "spark_home": str(spark_home()), "code_version": "1.1", "code_path": str(code),
+        "spark_conf": {"spark.tms.engine": "1.1"}})
+    assert response.status_code == 200, response.text
+    with db.transaction() as session:
+        RolloutRepo(session).put("spark", stable_engine="spark-1.1", canary_engine=None, canary_percent=0,
+                                 failure_margin=0.2, min_tasks=5)
+    local_queue(master="local[1]")
+    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6)
+    table_id = register(service, t.path, **{"hoodie.compact.inline.max.delta.commits": 1})
+    write_history(t)
+    [task_id] = plan(db, table_id, "compaction")
+    start_worker(worker_runner="spark")
+    done = wait_until_final(db, task_id, timeout=180)
+    [attempt] = attempts(db, task_id)
+    assert done.state == TaskState.SUCCEEDED, attempt.log_tail
+    assert (attempt.engine, attempt.rollout) == ("spark-1.1", "spark")
+    assert f"job code 1.1: compaction {done.instant} completed" in attempt.log_tail
+    assert attempt.spark_app_id is not None
+    t.check()
