@@ -35,6 +35,13 @@ class EngineSpec:
 
 def spark_submit_of(spark_home: str | None, spark_submit: str | None) -> str | None:
     """The spark-submit an engine names (None: the worker's own); ConfigError if it is not there."""
+    try:
+        return _spark_submit_of(spark_home, spark_submit)
+    except OSError as exc:  # a name too long, a folder not readable
+        raise ConfigError(f"cannot check the engine's spark-submit: {exc.strerror}") from None
+
+
+def _spark_submit_of(spark_home: str | None, spark_submit: str | None) -> str | None:
     if spark_submit:
         path = Path(spark_submit)
         if not path.is_file() or not os.access(path, os.X_OK):
@@ -67,7 +74,10 @@ def spark_version(spark_home: str) -> str | None:
 def check_pyspark_version(spark_home: str | None, pyspark_version: str | None) -> None:
     if not (spark_home and pyspark_version):
         return
-    found = spark_version(spark_home)
+    try:
+        found = spark_version(spark_home)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the Spark version of {spark_home}: {exc.strerror}") from None
     if found is not None and found != pyspark_version:
         raise ConfigError(f"pyspark_version {pyspark_version} does not match the Spark {found} of {spark_home}")
 
@@ -75,6 +85,13 @@ def check_pyspark_version(spark_home: str | None, pyspark_version: str | None) -
 def resolve_code_path(code_path: str | None, code_version: str, code_dir: Path | None) -> str:
     """The job code of an engine: `code_path`, else `code_version` looked up in `code_dir` (a folder
     <dir>/<version>, or <dir>/<version>.zip). ConfigError unless it holds jobs/run.py."""
+    try:
+        return _resolve_code_path(code_path, code_version, code_dir)
+    except (OSError, zipfile.BadZipFile) as exc:  # a name too long, an unreadable or broken zip
+        raise ConfigError(f"cannot read the engine's job code: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _resolve_code_path(code_path: str | None, code_version: str, code_dir: Path | None) -> str:
     if code_path:
         candidates = [Path(code_path)]
     elif code_dir is not None:
