@@ -56,9 +56,16 @@ def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, que
     return EngineChoice(engine=spec_of(repo.get(name)), rollout=rule.name, canary=canary)
 
 
-def stable_engine(session: Session, *, table: RegisteredTable, queue: str | None) -> EngineSpec | None:
-    """The stable engine of the rule matching a table's task on `queue` (a queue's warm engine runs it)."""
-    rule = matching_rule(RolloutRepo(session).list(), queue=queue, database=table.database, table=table.name)
+def queue_rule(rules: list[Rollout], queue: str) -> Rollout | None:
+    """The rule for a queue as a whole (its own rule, else the rule for every task), ignoring the rules of
+    particular databases and tables."""
+    return matching_rule([r for r in rules if r.database is None and r.table_name is None],
+                         queue=queue, database="", table="")
+
+
+def queue_stable_engine(session: Session, queue: str) -> EngineSpec | None:
+    """The stable engine of a queue's rule: the one its warm engine runs (None: the worker's own code)."""
+    rule = queue_rule(RolloutRepo(session).list(), queue)
     return spec_of(EngineRepo(session).get(rule.stable_engine)) if rule else None
 
 
