@@ -2,7 +2,7 @@
 canary, and the engine (and rollout) recorded on each task attempt.
 
 Revision ID: 0005
-Revises: 0008
+Revises: 0007
 Create Date: 2026-11-23
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0005"
-down_revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
