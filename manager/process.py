@@ -22,6 +22,7 @@ from tms.instance import new_instance_id, record_heartbeat
 from tms.leader_watch import LeaderWatch
 from tms.webhook_delivery import Deliverer
 
+from .canary import check_canaries
 from .leadership import LeaderLease, NotLeader
 from .monitor import MonitorContext, evaluate
 from .planning_requests import request_scans, request_ticks
@@ -118,6 +119,7 @@ class ManagerService:
         jobs: list[tuple[str, float, Callable[[int], object]]] = [
             ("restore", s.manager_restore_seconds, lambda e: restore(self.lease, e)),
             ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
+            ("canaries", s.manager_canary_seconds, lambda e: check_canaries(self.lease, e)),
             ("monitor", s.manager_monitor_seconds, lambda e: evaluate(self.lease, e, self.monitor)),
             ("webhooks", s.webhook_poll_seconds, lambda e: self.deliverer.run_once(lambda: self.lease.fenced(e))),
             ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),
