@@ -116,7 +116,7 @@ class IntakeStore:
             async with self.pool.connection() as connection:
                 cursor = await connection.execute(
                     INSERT_EVENTS_SQL, insert_params([e for events, _ in group for e in events]))
-                stored = set(await cursor.fetchall())
+                rows = await cursor.fetchall()
         except psycopg.Error as exc:
             if len(group) > 1:  # one request's events may be at fault: write each on its own
                 for request in group:
@@ -127,6 +127,12 @@ class IntakeStore:
         except BaseException as exc:  # cancelled: nobody waiting may hang
             _fail(group, exc)
             raise
+        if len(group) == 1:
+            _, future = group[0]
+            if not future.done():
+                future.set_result(len(rows))
+            return
+        stored = set(rows)
         for events, future in group:
             new = 0
             for event in events:  # an event sent twice in one group counts for its first request
