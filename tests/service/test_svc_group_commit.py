@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from tms.db import EventRepo, TableRepo
+from tms.db.engine import libpq_url
 
 REPO = Path(__file__).resolve().parents[2]
 CONCURRENCY = 48
@@ -60,12 +62,15 @@ def _event(table_id: int, i: int) -> dict:
             "write_stats": [{"fileId": f"f-{i}", "numWrites": i}]}
 
 
-async def _post_all(url: str, headers: dict, events: list[dict], *,
-                    after: int | None = None, then=None) -> dict[str, int | None]:
+async def _post_all(url: str, headers: dict, events: list[dict], *, after: int | None = None, then=None,
+                    committed: str | None = None) -> dict[str, int | None]:
     """POST each event on its own from CONCURRENCY connections: {instant: status, None if unanswered}.
-    `then()` runs once `after` answers have come (the rest may still be in flight)."""
+    `then()` runs once `after` answers have come (the rest may still be in flight). With `committed` (a
+    database URL), each acknowledged event must already be visible to another session when its 202 arrives."""
     answers: dict[str, int | None] = {}
     pending = iter(events)
+    reader = await psycopg.AsyncConnection.connect(libpq_url(committed), autocommit=True) if committed else None
+    reading = asyncio.Lock()
 
     async def sender(client: httpx.AsyncClient) -> None:
         for event in pending:
@@ -74,12 +79,22 @@ async def _post_all(url: str, headers: dict, events: list[dict], *,
                 answers[event["instant"]] = response.status_code
             except httpx.TransportError:
                 answers[event["instant"]] = None
+                continue
             if then is not None and len(answers) == after:
                 then()
+            if reader is not None and response.status_code == 202:
+                async with reading:
+                    cursor = await reader.execute("SELECT count(*) FROM events WHERE table_id = %s AND instant = %s",
+                                                  (event["table_id"], event["instant"]))
+                    assert await cursor.fetchone() == (1,), f"{event['instant']} acknowledged, not committed"
 
     limits = httpx.Limits(max_connections=CONCURRENCY)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
-        await asyncio.gather(*(sender(client) for _ in range(CONCURRENCY)))
+    try:
+        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+            await asyncio.gather(*(sender(client) for _ in range(CONCURRENCY)))
+    finally:
+        if reader is not None:
+            await reader.close()
     return answers
 
 
@@ -94,8 +109,8 @@ def test_every_acknowledged_event_survives_a_kill_and_a_retry_stores_nothing_twi
     events = [_event(table["id"], i) for i in range(240)]
     url, proc = serve()
     # kill -9 while requests are still in flight: nothing the service acknowledged may be missing.
-    answers = asyncio.run(_post_all(url, callback_headers, events, after=120, then=lambda: proc.send_signal(
-        signal.SIGKILL)))
+    answers = asyncio.run(_post_all(url, callback_headers, events, after=120, committed=app.state.database.url,
+                                    then=lambda: proc.send_signal(signal.SIGKILL)))
     acknowledged = {instant for instant, code in answers.items() if code == 202}
     assert len(acknowledged) >= 120 and set(answers.values()) <= {202, None}, set(answers.values())
     stored = _stored(app, table["id"])
