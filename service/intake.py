@@ -7,8 +7,9 @@ its share of an INSERT."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from fastapi import HTTPException, status
@@ -27,12 +28,34 @@ _RESULTS = {401: "unauthorized", 404: "unknown_table"}
 KEY_MISMATCH = "HUDI-CALLBACK-KEY does not match"
 
 
+class ReportedEvent(Protocol):
+    """An event before its table is resolved (an EventIn, or a callback's IncomingEvent), naming its
+    table by `table_id` or by `base_path` (normalized). `action` None: infer from the table type."""
+
+    @property
+    def table_id(self) -> int | None: ...
+    @property
+    def base_path(self) -> str | None: ...
+    @property
+    def instant(self) -> str: ...
+    @property
+    def action(self) -> str | None: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def completion_time(self) -> str | None: ...
+    @property
+    def write_stats(self) -> list[dict[str, Any]] | None: ...
+    @property
+    def extra_metadata(self) -> dict[str, Any] | None: ...
+
+
 @dataclass(frozen=True)
 class IncomingEvent:
-    """An event before its table is resolved. `action` None: infer from the table type."""
+    """A ReportedEvent made from another body (Hudi's callback)."""
 
     table_id: int | None
-    base_path: str | None  # normalized
+    base_path: str | None
     instant: str
     action: str | None
     state: str
@@ -40,13 +63,13 @@ class IncomingEvent:
     write_stats: list[dict[str, Any]] | None = None
     extra_metadata: dict[str, Any] | None = None
 
-    @property
-    def table_key(self) -> int | str:
-        if self.table_id is not None:
-            return self.table_id
-        if self.base_path is None:  # the schemas require one of them
-            raise ValueError("an event names its table by table_id or base_path")
-        return self.base_path
+
+def table_key(event: ReportedEvent) -> int | str:
+    if event.table_id is not None:
+        return event.table_id
+    if event.base_path is None:  # the schemas require one of them
+        raise ValueError("an event names its table by table_id or base_path")
+    return event.base_path
 
 
 class TableCache:
@@ -72,14 +95,14 @@ class Intake:
         self.metrics = metrics
         self.tables = TableCache(cache_seconds)
 
-    async def accept(self, events: list[IncomingEvent], credential: WriterCredential, *,
+    async def accept(self, events: Sequence[ReportedEvent], credential: WriterCredential, *,
                      kind: str) -> IngestResult:
         """Store the events (all or none): 401 if the sender may not report on a table, 404 for
         unknown tables (named), 202 otherwise, duplicates included."""
         try:
-            tables = await self._resolve({e.table_key for e in events})
+            tables = await self._resolve({table_key(e) for e in events})
             self._check(events, tables, credential)
-            stored = await self._insert([self._row(e, tables[e.table_key], kind) for e in events])
+            stored = await self._insert([self._row(e, tables[table_key(e)], kind) for e in events])
         except HTTPException as exc:
             self.metrics.count_events(kind, _RESULTS.get(exc.status_code, "rejected"), len(events))
             raise
@@ -102,26 +125,23 @@ class Intake:
         return found
 
     @staticmethod
-    def _check(events: list[IncomingEvent], tables: dict[int | str, TableIdentity],
+    def _check(events: Sequence[ReportedEvent], tables: dict[int | str, TableIdentity],
                credential: WriterCredential) -> None:
-        unknown = sorted({str(e.table_key) for e in events if e.table_key not in tables})
+        unknown = sorted({str(key) for e in events if (key := table_key(e)) not in tables})
         if unknown:
             if not credential.trusted:  # do not tell an unverified sender which tables exist
                 raise unauthorized(KEY_MISMATCH)
             named = ", ".join(unknown[:_NAMED_IN_ERRORS])
             more = f" (and {len(unknown) - _NAMED_IN_ERRORS} more)" if len(unknown) > _NAMED_IN_ERRORS else ""
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no registered table {named}{more}; nothing was stored")
-        for event in events:
-            table = tables[event.table_key]
-            if not credential.admits(table.callback_key_hash):
-                raise unauthorized(KEY_MISMATCH)
+        if not credential.trusted and not all(credential.admits(tables[table_key(e)].callback_key_hash)
+                                              for e in events):
+            raise unauthorized(KEY_MISMATCH)
 
     @staticmethod
-    def _row(event: IncomingEvent, table: TableIdentity, kind: str) -> NewEvent:
-        return NewEvent(table_id=table.id, instant=event.instant,
-                        action=event.action or DEFAULT_ACTION[table.table_type], state=event.state,
-                        source=kind, completion_time=event.completion_time, write_stats=event.write_stats,
-                        extra_metadata=event.extra_metadata)
+    def _row(event: ReportedEvent, table: TableIdentity, kind: str) -> NewEvent:
+        return NewEvent(table.id, event.instant, event.action or DEFAULT_ACTION[table.table_type], event.state,
+                        kind, event.completion_time, event.write_stats, event.extra_metadata)
 
     async def _insert(self, rows: list[NewEvent]) -> int:
         try:

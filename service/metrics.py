@@ -1,6 +1,7 @@
 """Prometheus metrics: events by kind and result, request latency by route, task counts by state."""
 from __future__ import annotations
 
+import functools
 import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -37,6 +38,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.events = Counter("tms_events", "Events received, by kind (source) and result",
                               ["kind", "result"], registry=self.registry)
+        self._event_counts = functools.cache(self.events.labels)  # a label look-up costs more than the count
         self.latency = Histogram("tms_http_request_duration_seconds", "HTTP request latency by route",
                                  ["method", "route", "status"], buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.registry.register(_TaskStateCollector(database))
@@ -45,7 +47,7 @@ class Metrics:
 
     def count_events(self, kind: str, result: str, n: int = 1) -> None:
         if n:
-            self.events.labels(kind, result).inc(n)
+            self._event_counts(kind, result).inc(n)
 
 
 class LatencyMiddleware:

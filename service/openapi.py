@@ -9,6 +9,9 @@ from fastapi import FastAPI
 
 from tms.table_path import normalize_base_path
 
+from . import json_body
+from .routers.events import BODIES
+
 
 def roots_pattern(roots: list[str]) -> str | None:
     """A pattern matching the paths under one of `roots` (as they are spelled after normalization)."""
@@ -25,6 +28,7 @@ def install(app: FastAPI, storage_roots: list[str]) -> None:
         if app.openapi_schema is not None:
             return app.openapi_schema
         schema = generate()
+        json_body.add_schemas(schema, BODIES)
         pattern = roots_pattern(storage_roots)
         registration = schema.get("components", {}).get("schemas", {}).get("TableRegistration")
         if pattern and registration:

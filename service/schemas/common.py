@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic_core import PydanticSerializationError, to_json
 
 from tms.hudi.instant import ACTIONS
 from tms.table_path import normalize_base_path
@@ -19,6 +20,7 @@ INSTANT_PATTERN = r"^([0-9]{14}|[0-9]{17})$"
 # An absolute path, a file: URL of one, or a URL naming a bucket or host.
 BASE_PATH_PATTERN = r"^(/|file:/|[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s])"
 _BASE_PATH = re.compile(BASE_PATH_PATTERN)
+_DOUBTFUL_JSON = re.compile(rb"NaN|Infinity|\\u0000")  # as pydantic_core.to_json writes them
 
 
 def _storable_text(value: str) -> str:
@@ -33,12 +35,20 @@ def _storable_text(value: str) -> str:
 
 def _storable_json(value: Any) -> Any:
     # PostgreSQL's jsonb rejects NaN and infinities, \u0000 and lone surrogates anywhere in a document.
-    if value is not None:
-        try:
-            dumped = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        except ValueError:
-            raise ValueError("must not contain NaN or infinite numbers") from None
-        _storable_text(dumped.replace("\\u0000", "\x00"))
+    # pydantic's serializer (Rust) clears most documents at once; what it leaves in doubt (a NaN
+    # token, \u0000, or an error) gets the exact check below.
+    if value is None:
+        return value
+    try:
+        if not _DOUBTFUL_JSON.search(to_json(value)):
+            return value
+    except PydanticSerializationError:
+        pass
+    try:
+        dumped = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise ValueError("must not contain NaN or infinite numbers") from None
+    _storable_text(dumped.replace("\\u0000", "\x00"))
     return value
 
 

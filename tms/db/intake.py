@@ -2,9 +2,11 @@
 and stores them on autocommit connections, so an acknowledged event is durable when the call
 returns, and no worker thread is involved.
 
-Requests that arrive while every connection is busy are written together: one INSERT and one
-commit for all of them, each request answered once that commit is done. Under load this turns
-many small transactions into a few larger ones; alone, a request is written at once."""
+Group commit: requests that arrive while both writers are busy are written together, one INSERT and
+one commit for all of them, each request answered once that commit is done. If the database refuses
+the group, each of its requests is written again on its own, so a faulty event fails only its request.
+Under load this turns many small transactions into a few larger ones; alone, a request is written at
+once."""
 from __future__ import annotations
 
 import asyncio
@@ -73,6 +75,7 @@ class _ConnectionPool:
 
 
 _Request = tuple[Sequence[NewEvent], asyncio.Future]
+_WRITERS = 2
 
 
 class IntakeStore:
@@ -81,6 +84,9 @@ class IntakeStore:
     def __init__(self, url: str, *, max_connections: int):
         self.conninfo = libpq_url(url)
         self.max_connections = max_connections
+        # Two groups in flight: one committing while the next is written. More writers make smaller
+        # groups, and each commit waits for its own WAL flush anyway.
+        self.writers = min(_WRITERS, max_connections)
         self._waiting: list[_Request] = []
         self._writers: set[asyncio.Task] = set()
 
@@ -100,7 +106,7 @@ class IntakeStore:
         """Store the events not stored yet; how many were new. Returns once they are committed."""
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((events, future))
-        if len(self._writers) < self.pool.size:  # else a running writer takes them with its next group
+        if len(self._writers) < self.writers:  # else a running writer takes them with its next group
             writer = asyncio.create_task(self._write_waiting())
             self._writers.add(writer)
             writer.add_done_callback(self._writers.discard)
@@ -116,7 +122,7 @@ class IntakeStore:
             async with self.pool.connection() as connection:
                 cursor = await connection.execute(
                     INSERT_EVENTS_SQL, insert_params([e for events, _ in group for e in events]))
-                stored = set(await cursor.fetchall())
+                rows = await cursor.fetchall()
         except psycopg.Error as exc:
             if len(group) > 1:  # one request's events may be at fault: write each on its own
                 for request in group:
@@ -127,6 +133,12 @@ class IntakeStore:
         except BaseException as exc:  # cancelled: nobody waiting may hang
             _fail(group, exc)
             raise
+        if len(group) == 1:
+            _, future = group[0]
+            if not future.done():
+                future.set_result(len(rows))
+            return
+        stored = set(rows)
         for events, future in group:
             new = 0
             for event in events:  # an event sent twice in one group counts for its first request
