@@ -100,9 +100,10 @@ class Intake:
         """Store the events (all or none): 401 if the sender may not report on a table, 404 for
         unknown tables (named), 202 otherwise, duplicates included."""
         try:
-            tables = await self._resolve({table_key(e) for e in events})
-            self._check(events, tables, credential)
-            stored = await self._insert([self._row(e, tables[table_key(e)], kind) for e in events])
+            keys = [table_key(e) for e in events]
+            tables = await self._resolve(set(keys))
+            self._check(keys, tables, credential)
+            stored = await self._insert([self._row(e, tables[key], kind) for e, key in zip(events, keys, strict=True)])
         except HTTPException as exc:
             self.metrics.count_events(kind, _RESULTS.get(exc.status_code, "rejected"), len(events))
             raise
@@ -125,22 +126,24 @@ class Intake:
         return found
 
     @staticmethod
-    def _check(events: Sequence[ReportedEvent], tables: dict[int | str, TableIdentity],
+    def _check(keys: list[int | str], tables: dict[int | str, TableIdentity],
                credential: WriterCredential) -> None:
-        unknown = sorted({str(key) for e in events if (key := table_key(e)) not in tables})
+        """`keys`: each event's table_key."""
+        unknown = sorted({str(key) for key in keys if key not in tables})
         if unknown:
             if not credential.trusted:  # do not tell an unverified sender which tables exist
                 raise unauthorized(KEY_MISMATCH)
             named = ", ".join(unknown[:_NAMED_IN_ERRORS])
             more = f" (and {len(unknown) - _NAMED_IN_ERRORS} more)" if len(unknown) > _NAMED_IN_ERRORS else ""
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"no registered table {named}{more}; nothing was stored")
-        if not credential.trusted and not all(credential.admits(tables[table_key(e)].callback_key_hash)
-                                              for e in events):
+        if not credential.trusted and not all(credential.admits(tables[key].callback_key_hash)
+                                              for key in set(keys)):
             raise unauthorized(KEY_MISMATCH)
 
     @staticmethod
     def _row(event: ReportedEvent, table: TableIdentity, kind: str) -> NewEvent:
-        return NewEvent(table.id, event.instant, event.action or DEFAULT_ACTION[table.table_type], event.state,
+        # str(state): a plain string serializes several times faster than an EventState.
+        return NewEvent(table.id, event.instant, event.action or DEFAULT_ACTION[table.table_type], str(event.state),
                         kind, event.completion_time, event.write_stats, event.extra_metadata)
 
     async def _insert(self, rows: list[NewEvent]) -> int:

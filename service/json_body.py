@@ -16,7 +16,7 @@ _REF = "#/components/schemas/{model}"
 M = TypeVar("M", bound=BaseModel)
 
 
-def _is_json(content_type: str | None) -> bool:
+def is_json(content_type: str | None) -> bool:
     if not content_type:  # as FastAPI: a body without a content type is read as JSON
         return True
     subtype = content_type.partition(";")[0].strip().lower().partition("/")[2]
@@ -27,7 +27,7 @@ async def parse(request: Request, model: type[M]) -> M:
     """The request's body as `model`; a RequestValidationError (422) when it is not one."""
     body = await request.body()
     try:
-        if not _is_json(request.headers.get("content-type")):
+        if not is_json(request.headers.get("content-type")):
             return model.model_validate(body)  # refused with the message FastAPI gives
         return model.model_validate_json(body)
     except ValidationError as exc:

@@ -4,6 +4,7 @@ The bodies are parsed by pydantic from the raw bytes (service.json_body) and the
 directly, without FastAPI's response-model pass: these routes are the service's hot path."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response, status
@@ -11,8 +12,8 @@ from pydantic import BaseModel
 
 from .. import json_body
 from ..auth import WriterCredential, writer_credential
-from ..intake import IncomingEvent, Intake
-from ..schemas.events import EventBatch, EventIn, HudiCommitCallback, IngestResult, hudi_action
+from ..intake import IncomingEvent, Intake, ReportedEvent
+from ..schemas.events import EventBatch, EventIn, HudiCommitCallback, IngestResult, checked_batch, hudi_action
 from ..schemas.problems import WRITER, problems
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
@@ -56,5 +57,9 @@ async def post_event(credential: Writer, request: Request) -> Response:
              summary="Report many instant state changes at once")
 async def post_events(credential: Writer, request: Request) -> Response:
     """All or nothing: an unknown table or a wrong key rejects the whole batch."""
-    body = await json_body.parse(request, EventBatch)
-    return _accepted(await _intake(request).accept(body.events, credential, kind="api"))
+    events: Sequence[ReportedEvent] | None = None
+    if json_body.is_json(request.headers.get("content-type")):
+        events = checked_batch(await request.body())
+    if events is None:
+        events = (await json_body.parse(request, EventBatch)).events
+    return _accepted(await _intake(request).accept(events, credential, kind="api"))

@@ -33,6 +33,11 @@ def _storable_text(value: str) -> str:
     return value
 
 
+def doubtful_json(serialized: bytes) -> bool:
+    """Whether pydantic_core.to_json's output may hold what jsonb refuses (see _storable_json)."""
+    return _DOUBTFUL_JSON.search(serialized) is not None
+
+
 def _storable_json(value: Any) -> Any:
     # PostgreSQL's jsonb rejects NaN and infinities, \u0000 and lone surrogates anywhere in a document.
     # pydantic's serializer (Rust) clears most documents at once; what it leaves in doubt (a NaN
@@ -40,7 +45,7 @@ def _storable_json(value: Any) -> Any:
     if value is None:
         return value
     try:
-        if not _DOUBTFUL_JSON.search(to_json(value)):
+        if not doubtful_json(to_json(value)):
             return value
     except PydanticSerializationError:
         pass

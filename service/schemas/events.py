@@ -3,10 +3,14 @@ requested and inflight states a callback never reports)."""
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import to_json
 
-from .common import Action, BasePath, BodyId, InstantTime, JsonObject, JsonObjects, Text
+from tms.hudi.instant import ACTIONS
+
+from .common import INSTANT_PATTERN, Action, BasePath, BodyId, InstantTime, JsonObject, JsonObjects, Text, doubtful_json
 
 MAX_BATCH = 10_000
 
@@ -56,6 +60,42 @@ class EventIn(BaseModel):
 
 class EventBatch(BaseModel):
     events: list[EventIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+# A batch of EventIn as pydantic-core alone (Rust) checks it: no Python validator per event. It accepts
+# only what EventBatch accepts, with the same values; anything else goes to EventBatch for its exact error.
+_CheckedInstant = Annotated[str, Field(pattern=INSTANT_PATTERN)]
+
+
+class _CheckedEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    table_id: BodyId | None = None
+    base_path: BasePath | None = None
+    instant: _CheckedInstant
+    action: Literal[ACTIONS]  # type: ignore[valid-type]
+    state: EventState = EventState.COMPLETED
+    completion_time: _CheckedInstant | None = None
+    write_stats: list[dict[str, Any]] | None = None  # checked storable once for the whole batch
+    extra_metadata: dict[str, Any] | None = None
+
+
+class _CheckedBatch(BaseModel):
+    events: list[_CheckedEvent] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+def checked_batch(body: bytes) -> list[_CheckedEvent] | None:
+    """The events of a JSON EventBatch body when pydantic-core clears them all at once (the common
+    case: a fraction of EventBatch's cost), else None: then EventBatch gives the answer."""
+    try:
+        events = _CheckedBatch.model_validate_json(body).events
+    except ValidationError:
+        return None
+    if any((e.table_id is None) == (e.base_path is None) for e in events):
+        return None
+    if doubtful_json(to_json([(e.write_stats, e.extra_metadata) for e in events])):
+        return None
+    return events
 
 
 class IngestResult(BaseModel):

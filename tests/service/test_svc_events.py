@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from service.schemas.events import EventBatch, checked_batch
 from tms.db import EventRepo
 
 
@@ -88,3 +89,43 @@ def test_oversized_body_is_413(client, register, callback_headers, settings):
                "write_stats": [{"path": "x" * 200}]} for i in range(2000)]
     response = client.post("/api/v1/events:batch", json={"events": events}, headers=callback_headers)
     assert response.status_code == 413
+
+
+def _batch_cases(table_id):
+    good = {"table_id": table_id, "instant": "20250101000000000", "action": "commit"}
+    bad = [({"instant": "2025"}, "instant"), ({"instant": "2025010100000000٣"}, "instant"),
+           ({"action": "merge"}, "action"), ({"state": "done"}, "state"), ({"completion_time": "x"}, "completion_time"),
+           ({"table_id": True}, "table_id"), ({"base_path": "/t"}, "exactly one"),
+           ({"write_stats": [{"p": "a\x00b"}]}, "write_stats"), ({"write_stats": {"p": 1}}, "write_stats"),
+           ({"extra_metadata": {"x": float("nan")}}, "extra_metadata"),
+           ({"extra_metadata": {"x": "HUGE"}}, "extra_metadata")]
+    for patch, expected in bad:
+        events = [{**good, "instant": "20250101000000001"}, {**good, **patch}]
+        yield json.dumps({"events": events}).replace('"HUGE"', "1e400"), expected  # 1e400: inf as Python reads it
+
+
+def test_batch_refuses_what_single_events_refuse(client, app, register, callback_headers):
+    table = register("cow_v6_nonpartitioned")
+    headers = {**callback_headers, "Content-Type": "application/json"}
+    for content, expected in _batch_cases(table["id"]):
+        response = client.post("/api/v1/events:batch", content=content, headers=headers)
+        assert response.status_code == 422 and expected in response.json()["detail"], (content, response.text)
+        assert "body.events.1" in response.json()["detail"] or expected == "exactly one"
+    assert _count(app) == 0
+
+
+def test_batch_fast_path_reads_what_event_batch_reads():
+    """The batch route's pydantic-core-only check gives EventBatch's values, and leaves all it would
+    refuse (or cannot clear at once) to EventBatch."""
+    good = [{"table_id": 7, "instant": "20250101000000000", "action": "deltacommit"},
+            {"base_path": "/data/t/./", "instant": "20250101000000", "action": "clean", "state": "inflight",
+             "completion_time": "20250101000001000", "write_stats": [{"fileId": "f", "n": [1, 2.5, None]}],
+             "extra_metadata": {"schema": "{}"}, "future_field": 1}]
+    body = json.dumps({"events": good}).encode()
+    fast = checked_batch(body)
+    assert fast is not None
+    assert [e.model_dump() for e in fast] == [e.model_dump() for e in EventBatch.model_validate_json(body).events]
+    assert fast[1].base_path == "/data/t"
+    for content, _ in _batch_cases(7):
+        assert checked_batch(content.encode()) is None, content
+    assert checked_batch(b'{"events": []}') is None

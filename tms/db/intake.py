@@ -19,7 +19,7 @@ from psycopg import AsyncConnection
 from psycopg.pq import TransactionStatus
 
 from .engine import libpq_url
-from .repos.events import INSERT_EVENTS_SQL, NewEvent, insert_params
+from .repos.events import COUNT_INSERTED_EVENTS_SQL, INSERT_EVENTS_SQL, NewEvent, insert_params
 
 _RESOLVE_SQL = """
 SELECT id, base_path, table_type, callback_key_hash FROM tables
@@ -120,8 +120,9 @@ class IntakeStore:
     async def _write(self, group: list[_Request]) -> None:
         try:
             async with self.pool.connection() as connection:
-                cursor = await connection.execute(
-                    INSERT_EVENTS_SQL, insert_params([e for events, _ in group for e in events]))
+                # One request needs only its count; a group, the keys stored, to tell its requests apart.
+                sql = COUNT_INSERTED_EVENTS_SQL if len(group) == 1 else INSERT_EVENTS_SQL
+                cursor = await connection.execute(sql, insert_params([e for events, _ in group for e in events]))
                 rows = await cursor.fetchall()
         except psycopg.Error as exc:
             if len(group) > 1:  # one request's events may be at fault: write each on its own
@@ -136,7 +137,7 @@ class IntakeStore:
         if len(group) == 1:
             _, future = group[0]
             if not future.done():
-                future.set_result(len(rows))
+                future.set_result(rows[0][0])
             return
         stored = set(rows)
         for events, future in group:

@@ -23,6 +23,8 @@ FROM jsonb_to_recordset(%(events)s::jsonb) AS e(table_id bigint, instant text, a
 ON CONFLICT ON CONSTRAINT uq_events_table_id_instant_action_state DO NOTHING
 RETURNING table_id, instant, action, state
 """
+# The same, answering only how many were new (one row instead of one per new event).
+COUNT_INSERTED_EVENTS_SQL = f"WITH inserted AS ({INSERT_EVENTS_SQL}) SELECT count(*) FROM inserted"
 
 
 class NewEvent(NamedTuple):
