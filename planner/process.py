@@ -137,13 +137,10 @@ class PlannerService:
                 if not ticks and not scans:
                     return
                 planned = self.planner.tick_tables(ticks) if ticks else 0
-                for table_id in scans:
-                    if self._stopping.is_set():
-                        return
-                    self.planner.reconcile(table_id)
-                if planned or scans:
-                    log.info("planner %s: asked by the leader: %s task(s) on the trigger, %s table(s) reconciled",
-                             self.id, planned, len(scans))
+                reconciled = self.planner.scan_tables(scans) if scans else 0
+                if planned or reconciled:
+                    log.info("planner %s: asked by the leader: %s task(s) on the trigger, %s of %s table(s) "
+                             "changed and reconciled", self.id, planned, reconciled, len(scans))
         except Exception:
             log.exception("planner %s: the leader's requests failed", self.id)
 

@@ -13,7 +13,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
@@ -21,6 +23,7 @@ from tms.db import AlertRepo, ConflictError, Database, EventRepo, RegisteredTabl
 from tms.errors import TMSError
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.table import PROPERTIES
+from tms.hudi.timeline_stamp import timeline_stamp, unchanged_since
 from tms.hudi.timeline_watch import TimelineWatcher
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
@@ -107,12 +110,13 @@ class Planner:
     def tick(self) -> int:
         """Plan what time alone made due, on every enabled table whose digest says so. Returns the
         number of tasks recorded."""
-        return self._tick_rows(self._enabled_tables())
+        return sum(self._tick_rows(rows) for rows in self._enabled_pages(select(RegisteredTable), entities=True))
 
     def tick_tables(self, table_ids: list[int]) -> int:
         """The periodic trigger on these tables only (those the manager's leader asked for)."""
         with self.database.transaction() as session:
-            rows = [row for t in table_ids if (row := session.get(RegisteredTable, t)) is not None and row.enabled]
+            rows = list(session.scalars(select(RegisteredTable).where(RegisteredTable.id.in_(table_ids),
+                                                                      RegisteredTable.enabled.is_(True))))
         return self._tick_rows(rows)
 
     def _tick_rows(self, rows: list[RegisteredTable]) -> int:
@@ -141,17 +145,35 @@ class Planner:
 
     # --- the reconciliation scan --------------------------------------------------------------------
     def scan(self, *, fresh_seconds: float = 0.0) -> int:
-        """Reconcile every enabled table with its timeline, except those reconciled less than
-        `fresh_seconds` ago (by another planner). Returns the number of tables reconciled."""
+        """Reconcile every enabled table whose timeline changed since it was last read whole (see
+        `timeline_stamp`), except those reconciled less than `fresh_seconds` ago (by another planner).
+        Returns the number of tables reconciled."""
         now = self.clock().timestamp()
+        columns = select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp,
+                         RegisteredTable.planner_state["scanned_at"].as_float())
         reconciled = 0
-        for row in self._enabled_tables():
+        for rows in self._enabled_pages(columns):
+            for table_id, base_path, stamp, scanned_at in rows:
+                if self._stopping.is_set():
+                    return reconciled
+                if scanned_at is not None and now - scanned_at < fresh_seconds:
+                    continue
+                if not unchanged_since(base_path, stamp):
+                    reconciled += self.reconcile(table_id)
+        return reconciled
+
+    def scan_tables(self, table_ids: list[int]) -> int:
+        """The reconciliation scan on these tables only (those the manager's leader asked for): those
+        whose timeline changed are reconciled. Returns their number."""
+        with self.database.transaction() as session:
+            rows = session.execute(select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp)
+                                   .where(RegisteredTable.id.in_(table_ids), RegisteredTable.enabled.is_(True))).all()
+        reconciled = 0
+        for table_id, base_path, stamp in rows:
             if self._stopping.is_set():
                 break
-            digest = self._digest(row)
-            if digest is not None and digest.scanned_at is not None and now - digest.scanned_at < fresh_seconds:
-                continue
-            reconciled += self.reconcile(row.id)
+            if not unchanged_since(base_path, stamp):
+                reconciled += self.reconcile(table_id)
         return reconciled
 
     def reconcile(self, table_id: int) -> bool:
@@ -168,12 +190,15 @@ class Planner:
         # timeline is listed, whatever the change feed says.
         if not ctx.table.storage.exists(PROPERTIES):
             raise TableNotFoundError(f"no Hudi table at {ctx.row.base_path} any more: {PROPERTIES} not found")
+        ctx.row.timeline_stamp = None  # until this reading succeeds
+        stamp = timeline_stamp(ctx.table.storage, ctx.table.config.timeline_dir)  # before the listing
         ctx.table.timeline.reload(full=True)
         AlertRepo(ctx.session).resolve(_unreadable(ctx.row.id))  # it was read now
         digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, self.options.services)
         digest.scanned_at = ctx.now.timestamp()
         work = decisions.on_scan(digest, ctx.policy, ctx.now, self.options, is_mor=ctx.table.config.is_mor)
         self._run(ctx, digest, work)
+        ctx.row.timeline_stamp = stamp
 
     # --- an operator's request -----------------------------------------------------------------------
     def plan_on_request(self, table_id: int, service: TableService, *, wait_seconds: float = 10.0) -> list[Task]:
@@ -242,15 +267,20 @@ class Planner:
                                            fingerprint=_unreadable(row.id), table_id=row.id)
             return None
 
-    def _enabled_tables(self) -> list[RegisteredTable]:
-        rows: list[RegisteredTable] = []
-        with self.database.transaction() as session:
-            repo = TableRepo(session)
-            while True:
-                page, _ = repo.find(enabled=True, limit=_PAGE, offset=len(rows))
-                rows += page
-                if len(page) < _PAGE:
-                    return rows
+    def _enabled_pages(self, query: Select, *, entities: bool = False) -> Iterator[list[Any]]:
+        """The enabled tables as `query` selects them (their `id` among the columns; `entities`: the rows
+        themselves), a page at a time by id: each page is one index probe, and only one is held."""
+        after = 0
+        while True:
+            stmt = query.where(RegisteredTable.enabled.is_(True), RegisteredTable.id > after) \
+                .order_by(RegisteredTable.id).limit(_PAGE)
+            with self.database.transaction() as session:
+                result = session.execute(stmt)
+                page = list(result.scalars() if entities else result)
+            if not page:
+                return
+            yield page
+            after = page[-1].id
 
 
 def _unreadable(table_id: int) -> str:

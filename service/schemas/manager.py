@@ -78,6 +78,7 @@ class AlertPage(BaseModel):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")
 
 
 class MuteIn(BaseModel):

@@ -75,6 +75,7 @@ class TablePage(BaseModel):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")
 
 
 class InstantOut(BaseModel):

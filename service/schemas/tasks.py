@@ -77,3 +77,4 @@ class TaskPage(BaseModel):
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")

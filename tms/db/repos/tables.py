@@ -38,8 +38,10 @@ class TableRepo:
         return self.session.scalar(select(RegisteredTable).where(RegisteredTable.base_path == base_path))
 
     def find(self, *, database: str | None = None, name: str | None = None, table_type: str | None = None,
-             enabled: bool | None = None, limit: int = 50, offset: int = 0) -> tuple[list[RegisteredTable], int]:
-        """A page of tables matching every given filter (`name` is a substring), and the total."""
+             enabled: bool | None = None, limit: int = 50, offset: int = 0,
+             after_id: int | None = None) -> tuple[list[RegisteredTable], int]:
+        """A page of tables matching every given filter (`name` is a substring), by id, and the total of
+        matching tables; `after_id` starts the page after that table (keyset pagination)."""
         conditions = []
         if database is not None:
             conditions.append(RegisteredTable.database == database)
@@ -50,6 +52,8 @@ class TableRepo:
         if enabled is not None:
             conditions.append(RegisteredTable.enabled.is_(enabled))
         total = self.session.scalar(select(func.count()).select_from(RegisteredTable).where(*conditions))
+        if after_id is not None:
+            conditions.append(RegisteredTable.id > after_id)
         rows = self.session.scalars(select(RegisteredTable).where(*conditions)
                                     .order_by(RegisteredTable.id).limit(limit).offset(offset))
         return list(rows), total or 0

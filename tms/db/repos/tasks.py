@@ -86,8 +86,9 @@ class TaskRepo:
 
     def find(self, *, table_id: int | None = None, service: str | None = None, state: TaskState | None = None,
              since: datetime | None = None, until: datetime | None = None, limit: int = 50,
-             offset: int = 0) -> tuple[list[Task], int]:
-        """A page of tasks (newest first) matching every given filter on creation time, and the total."""
+             offset: int = 0, before_id: int | None = None) -> tuple[list[Task], int]:
+        """A page of tasks (newest first) matching every given filter on creation time, and the total;
+        `before_id` starts the page after that task (keyset pagination)."""
         conditions = []
         if table_id is not None:
             conditions.append(Task.table_id == table_id)
@@ -100,6 +101,8 @@ class TaskRepo:
         if until is not None:
             conditions.append(Task.created_at < until)
         total = self.session.scalar(select(func.count()).select_from(Task).where(*conditions))
+        if before_id is not None:
+            conditions.append(Task.id < before_id)
         rows = self.session.scalars(select(Task).where(*conditions).order_by(Task.id.desc())
                                     .limit(limit).offset(offset))
         return list(rows), total or 0
