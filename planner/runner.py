@@ -47,10 +47,10 @@ def utc_now() -> datetime:
 
 class Planner:
     def __init__(self, database: Database, options: PlannerOptions, *, cached_tables: int = 10_000,
-                 watch_timelines: bool = True, clock: Callable[[], datetime] = utc_now):
+                 cache_bytes: int | None = None, watch_timelines: bool = True, clock: Callable[[], datetime] = utc_now):
         self.database = database
         self.options = options
-        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None)
+        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None, max_bytes=cache_bytes)
         self.clock = clock
         self._stopping = threading.Event()
 
@@ -59,6 +59,7 @@ class Planner:
         options = PlannerOptions(services=frozenset(settings.planner_services),
                                  clean_commits=settings.planner_clean_commits)
         return cls(database, options, **{"cached_tables": settings.planner_cached_tables,
+                                         "cache_bytes": settings.planner_cache_mb * 2**20,
                                          "watch_timelines": settings.planner_watch_timelines, **kwargs})
 
     def stop(self) -> None:
@@ -223,6 +224,7 @@ class Planner:
             ctx = PassContext(session, row, self.cache.get(row), TablePolicy.from_stored(row.policies),
                               self.clock(), self.options.services)
             digest, recorded = requested_pass(ctx, self._digest(row), service)
+            self.cache.measure(row.id)
         except PLANNING_ERRORS as e:
             self.cache.forget(row.id)
             if isinstance(e, TMSError):
@@ -258,7 +260,9 @@ class Planner:
         try:
             ctx = PassContext(session, row, self.cache.get(row), TablePolicy.from_stored(row.policies), self.clock(),
                               self.options.services)
-            return run(ctx)
+            result = run(ctx)
+            self.cache.measure(row.id)
+            return result
         except PLANNING_ERRORS as e:  # not the database's: the transaction goes on
             self.cache.forget(row.id)
             log.warning("table %s (%s) cannot be planned: %s", row.id, row.base_path, e)
