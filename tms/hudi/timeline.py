@@ -35,8 +35,8 @@ from .timeline_watch import FolderChanges
 
 # The memory of one known instant file (name, Instant, index entries) and of an empty timeline and its
 # table, measured with tracemalloc on loaded timelines (tests/scale checks the estimate).
-NAME_BYTES = 700
-TIMELINE_BYTES = 4_000
+NAME_BYTES = 650
+TIMELINE_BYTES = 2_500
 
 
 class Timeline:

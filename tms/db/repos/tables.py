@@ -28,6 +28,14 @@ class TableRepo:
                                 f"{existing.id if existing else '?'}")
         return self.get(table_id)
 
+    def register_many(self, rows: list[dict[str, Any]]) -> list[int]:
+        """Insert many tables in one statement (a bulk registration); their ids, in order. A base path
+        registered already fails the whole statement (IntegrityError)."""
+        if not rows:
+            return []
+        stmt = insert(RegisteredTable).returning(RegisteredTable.id, sort_by_parameter_order=True)
+        return list(self.session.scalars(stmt, rows))
+
     def get(self, table_id: int) -> RegisteredTable:
         table = self.session.get(RegisteredTable, table_id, populate_existing=True)
         if table is None:
