@@ -79,7 +79,7 @@ class EventRepo:
     def mark_processed(self, event_ids: Iterable[int]) -> None:
         ids = list(event_ids)
         if ids:
-            self.session.execute(update(Event).where(Event.id.in_(ids)).values(processed_at=func.now()),
+            self.session.execute(update(Event).where(Event.id.in_(ids)).values(processed_at=func.clock_timestamp()),
                                  execution_options={"synchronize_session": False})
 
     def count(self, table_id: int | None = None) -> int:
