@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,7 +63,7 @@ def _ms(values: list[float], q: float) -> float:
 
 def seed_steady_state(db: Database, ids: list[int], paths: list[str]) -> None:
     """Every table as a planner leaves it after reading it: its digest and timeline stamp."""
-    digest = TimelineDigest.of(HudiTable.load(paths[0]), None, _now(), OPTIONS.services)
+    digest = TimelineDigest.of(HudiTable.load(paths[0]), None, datetime.now(UTC), OPTIONS.services)
     digest.scanned_at = time.time()
     state = digest.to_state()
     for at in range(0, len(ids), 5000):
@@ -70,11 +71,6 @@ def seed_steady_state(db: Database, ids: list[int], paths: list[str]) -> None:
             session.execute(update(RegisteredTable), [
                 {"id": t, "planner_state": state, "timeline_stamp": timeline_stamp(LocalStorage(p), TIMELINE)}
                 for t, p in zip(ids[at:at + 5000], paths[at:at + 5000], strict=True)])
-
-
-def _now():
-    from datetime import UTC, datetime
-    return datetime.now(UTC)
 
 
 def _free_port() -> int:
@@ -174,12 +170,14 @@ def _send_events(client: httpx.Client, ids: list[int], rate: int, seconds: float
     batch = max(1, rate // 10)
     rng = random.Random(7)
     sent, serial = 0, 0
+    first = datetime(2099, 1, 1, tzinfo=UTC)
     start = time.monotonic()
     while time.monotonic() - start < seconds:
         events = []
         for _ in range(batch):
             serial += 1
-            events.append({"table_id": rng.choice(ids), "instant": f"2099{serial:013d}", "action": "deltacommit",
+            instant = (first + timedelta(milliseconds=serial)).strftime("%Y%m%d%H%M%S%f")[:17]
+            events.append({"table_id": rng.choice(ids), "instant": instant, "action": "deltacommit",
                            "state": "completed"})
         response = client.post("/api/v1/events:batch", json={"events": events})
         response.raise_for_status()

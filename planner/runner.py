@@ -97,6 +97,51 @@ class Planner:
             EventRepo(session).mark_processed(e.id for e in events)  # hints: taken into account, or moot
             return True
 
+    def handle_events_of(self, table_ids: list[int]) -> list[int]:
+        """Process the unprocessed events of many tables; returns those handled (the others another planner
+        holds). The common case — events that make nothing due, a digest update — is decided for all of them
+        in one transaction, without loading any table; a table whose events may make a plan due, that was
+        never read, or has a long backlog, then goes through `handle_events` on its own."""
+        handled: list[int] = []
+        alone: list[int] = []
+        with self.database.transaction() as session:
+            rows = TableRepo(session).lock_many_for_planning(table_ids)
+            events_of = EventRepo(session).unprocessed_of([row.id for row in rows])
+            now = self.clock()
+            done = []
+            for row in rows:
+                events = events_of.get(row.id, [])
+                try:
+                    digest_only = not row.enabled or self._digest_only(row, events, now)
+                except Exception:  # a bad event or policy: the table fails on its own, not its share
+                    log.exception("table %s: its events cannot be taken together", row.id)
+                    digest_only = False
+                if not digest_only:
+                    alone.append(row.id)
+                    continue
+                if not row.enabled and events:  # as handle_events: reconciled once enabled again
+                    row.planner_state = {}
+                done += events
+                handled.append(row.id)
+            EventRepo(session).mark_processed(e.id for e in done)
+        handled += [t for t in alone if self.handle_events(t)]
+        return handled
+
+    def _digest_only(self, row: RegisteredTable, events: list, now: datetime) -> bool:
+        """Take `events` into the locked table's digest if that is all they call for (nothing may be due);
+        False, the row unchanged, if a planning pass or a reconciliation is needed."""
+        digest = self._digest(row)
+        if digest is None or len(events) >= EVENTS_PER_PASS:
+            return False
+        for event in events:
+            digest.observe(event.instant, event.action, event.state, now)
+        work = decisions.on_events(digest, events, TablePolicy.from_stored(row.policies), now, self.options,
+                                   is_mor=row.table_type == "MERGE_ON_READ")
+        if work:
+            return False
+        row.planner_state = digest.to_state()
+        return True
+
     def _on_events(self, ctx: PassContext, events) -> None:
         digest = self._digest(ctx.row)
         if digest is None:  # first sight: nothing is known of the timeline yet

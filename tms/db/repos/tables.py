@@ -94,6 +94,12 @@ class TableRepo:
                                          .values({column: None}).returning(RegisteredTable.id),
                                          execution_options={"synchronize_session": False}))
 
+    def lock_many_for_planning(self, table_ids: list[int]) -> list[RegisteredTable]:
+        """Lock those of the tables no other planner holds (SKIP LOCKED), for this transaction; by id."""
+        return list(self.session.scalars(select(RegisteredTable).where(RegisteredTable.id.in_(table_ids))
+                                         .order_by(RegisteredTable.id).with_for_update(skip_locked=True)
+                                         .execution_options(populate_existing=True)))
+
     def lock_for_planning(self, table_id: int) -> RegisteredTable | None:
         """Lock the table's row for this transaction, or None if another planner holds it
         (SKIP LOCKED: planners on many machines share the tables without waiting)."""
