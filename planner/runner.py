@@ -121,6 +121,7 @@ class Planner:
                     continue
                 if not row.enabled and events:  # as handle_events: reconciled once enabled again
                     row.planner_state = {}
+                log.debug("table %s: %s event(s)", row.id, len(events))
                 done += events
                 handled.append(row.id)
             EventRepo(session).mark_processed(e.id for e in done)

@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import Query
 
 from .errors import validation_error
+from .schemas.common import MAX_ID
 
 Cursor = Annotated[str | None, Query(max_length=200, pattern=r"^[A-Za-z0-9_-]*$",
                                      description="The `next_cursor` of the previous page (instead of `offset`)")]
@@ -35,7 +36,8 @@ def decode_cursor(listing: str, cursor: str | None, offset: int) -> int | None:
         raise _invalid("give either cursor or offset, not both")
     try:
         data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(data, dict) or data.get("l") != listing or type(data.get("id")) is not int:
+        if not isinstance(data, dict) or data.get("l") != listing or type(data.get("id")) is not int \
+                or not 0 <= data["id"] <= MAX_ID:
             raise ValueError
         return data["id"]
     except (ValueError, binascii.Error, UnicodeDecodeError):
