@@ -7,12 +7,14 @@ tests/scale/scale_support.py), registered in bulk, with 10 tasks and 10 processe
 each at 100,000 tables) and alerts on a tenth of them. Each table carries the digest and timeline stamp a
 planner leaves after reading it (the steady state: every table was read once).
 
-(1) The event path: `tms serve` and `--planners` `tms planner` processes run (default settings: the
+(1) The event path: `tms serve` and `--planners` `tms planner` processes run (default settings but an idle
+planner polling the events every 0.1 s, TMS_PLANNER_POLL_SECONDS; the
 periodic trigger every 60 s and the first scan at start run too, over every table); commit events are
 POSTed to `/api/v1/events:batch` at `--rate` events/s, each on a random table, for `--seconds`. Event to
 plan: from the event's storing (`received_at`) to the planner's decision on it (`processed_at`: it planned
 what the event made due). Meanwhile `GET /api/v1/tables` is timed, pages walked by cursor and, side by side,
-the same depth by offset. Planner memory: the processes' resident set at the end.
+the same depth by offset (a cursor page is one index probe; an offset page also counts the tables, for its
+`total`). Planner memory: the processes' resident set at the end.
 
 (2) The scan: `--changed` tables get a new instant; a planner's scan over every table (stat of the timeline
 folders, a reading of the changed ones) is timed, then the leader's way (mark every table, planners take
@@ -81,7 +83,7 @@ def _free_port() -> int:
 
 def _start(args: list[str], url: str, log: Path, **env: str) -> subprocess.Popen:
     environment = {**os.environ, "TMS_DATABASE_URL": url, "TMS_MIGRATE_ON_START": "false", "PYTHONPATH": str(REPO),
-                   "TMS_ADMIN_TOKEN": TOKEN, "TMS_LOG_LEVEL": "WARNING", **env}
+                   "TMS_ADMIN_TOKEN": TOKEN, "TMS_LOG_LEVEL": "WARNING", "TMS_PLANNER_POLL_SECONDS": "0.1", **env}
     return subprocess.Popen([sys.executable, "-m", "tms.cli", *args], cwd=REPO, env=environment,
                             stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -121,7 +123,7 @@ def event_path(db: Database, url: str, root: Path, ids: list[int], args) -> None
         offset_ms: list[float] = []
         reader = threading.Thread(target=_read_tables, args=(base, headers, len(ids), stop, cursor_ms, offset_ms))
         reader.start()
-        sent = _send_events(client, ids, args.rate, args.seconds)
+        sent = _send_events(base, headers, ids, args.rate, args.seconds)
         stop.set()
         reader.join()
         print(f"(1) {sent:,} events sent in {args.seconds} s ({sent / args.seconds:,.0f}/s) over {len(ids):,} tables; "
@@ -165,25 +167,33 @@ def _answers(client: httpx.Client) -> bool:
         return False
 
 
-def _send_events(client: httpx.Client, ids: list[int], rate: int, seconds: float) -> int:
-    """Batches every 100 ms, `rate` events/s in all, each on a random table; the number sent."""
-    batch = max(1, rate // 10)
-    rng = random.Random(7)
-    sent, serial = 0, 0
-    first = datetime(2099, 1, 1, tzinfo=UTC)
-    start = time.monotonic()
-    while time.monotonic() - start < seconds:
-        events = []
-        for _ in range(batch):
-            serial += 1
-            instant = (first + timedelta(milliseconds=serial)).strftime("%Y%m%d%H%M%S%f")[:17]
-            events.append({"table_id": rng.choice(ids), "instant": instant, "action": "deltacommit",
-                           "state": "completed"})
-        response = client.post("/api/v1/events:batch", json={"events": events})
-        response.raise_for_status()
-        sent += len(events)
-        time.sleep(max(0.0, (sent / rate) - (time.monotonic() - start)))
-    return sent
+def _send_events(base: str, headers: dict, ids: list[int], rate: int, seconds: float, senders: int = 4) -> int:
+    """`rate` events/s in all, each on a random table, as batches every 100 ms from `senders` concurrent
+    clients (one client alone cannot keep the rate on a loaded machine); the number sent."""
+    counts = [0] * senders
+
+    def send(n: int) -> None:
+        rng = random.Random(n)
+        batch = max(1, rate // (10 * senders))
+        first = datetime(2099, 1, 1, tzinfo=UTC) + timedelta(days=n)  # each sender its own instants
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+            start = time.monotonic()
+            while time.monotonic() - start < seconds:
+                events = []
+                for _ in range(batch):
+                    counts[n] += 1
+                    instant = (first + timedelta(milliseconds=counts[n])).strftime("%Y%m%d%H%M%S%f")[:17]
+                    events.append({"table_id": rng.choice(ids), "instant": instant, "action": "deltacommit",
+                                   "state": "completed"})
+                client.post("/api/v1/events:batch", json={"events": events}).raise_for_status()
+                time.sleep(max(0.0, counts[n] / (rate / senders) - (time.monotonic() - start)))
+
+    threads = [threading.Thread(target=send, args=(n,)) for n in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(counts)
 
 
 def _read_tables(base: str, headers: dict, tables: int, stop: threading.Event, cursor_ms: list[float],

@@ -3,7 +3,8 @@ last row given; passed back as `cursor`, the next page starts right after that r
 cursor costs one index probe however deep the walk, and rows added or removed meanwhile neither repeat
 nor skip the rows still to come (rows are listed by id, and ids are never reused).
 
-The existing `offset` parameter keeps working; a request gives one or the other."""
+The existing `offset` parameter keeps working; a request gives one or the other. `total` is counted on
+the first page (and offset pages) only."""
 from __future__ import annotations
 
 import base64
@@ -44,11 +45,13 @@ def decode_cursor(listing: str, cursor: str | None, offset: int) -> int | None:
         raise _invalid(f"not a cursor of this list ({listing}): pass a page's next_cursor back as it is") from None
 
 
-def page(listing: str, rows: Sequence[Row], limit: int, total: int, offset: int) -> dict[str, Any]:
-    """The page body from up to `limit + 1` rows read (one more than shown tells whether more follow)."""
+def page(listing: str, rows: Sequence[Row], limit: int, total: int, offset: int, cursor: str | None) -> dict[str, Any]:
+    """The page body from up to `limit + 1` rows read (one more than shown tells whether more follow). The
+    total is given on a list's first page (and on offset pages), not on the pages after a cursor: a count
+    costs the whole list, a cursor page one index probe."""
     shown = list(rows[:limit])
     more = len(rows) > limit
-    return {"items": shown, "total": total, "limit": limit, "offset": offset,
+    return {"items": shown, "total": None if cursor else total, "limit": limit, "offset": offset,
             "next_cursor": encode_cursor(listing, shown[-1].id) if more and shown else None}  # type: ignore[attr-defined]
 
 

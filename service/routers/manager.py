@@ -62,8 +62,8 @@ def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None
         alerts, total = AlertRepo(session).find(
             table_id=table_id, kind=type.value if type else kind, severity=severity.value if severity else None,
             open_only=open_only, state=state, muted=muted, subject=subject, since=since, limit=limit + 1,
-            offset=offset, before_id=before_id)
-        return page("alerts", alerts, limit, total, offset)
+            offset=offset, before_id=before_id, count=cursor is None)
+        return page("alerts", alerts, limit, total, offset, cursor)
 
 
 # --- mutes -----------------------------------------------------------------------------------------

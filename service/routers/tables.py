@@ -77,8 +77,9 @@ def list_tables(request: Request, database: Annotated[ShortText | None, Query()]
     after_id = decode_cursor("tables", cursor, offset)
     with request.app.state.database.transaction() as session:
         tables, total = TableRepo(session).find(database=database, name=name, table_type=table_type,
-                                                enabled=enabled, limit=limit + 1, offset=offset, after_id=after_id)
-        body = page("tables", tables, limit, total, offset)
+                                                enabled=enabled, limit=limit + 1, offset=offset, after_id=after_id,
+                                                count=cursor is None)
+        body = page("tables", tables, limit, total, offset, cursor)
         return {**body, "items": [_out(t) for t in body["items"]]}
 
 

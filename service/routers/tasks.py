@@ -31,8 +31,9 @@ def list_tasks(request: Request, table_id: Annotated[Id | None, Query()] = None,
     before_id = decode_cursor("tasks", cursor, offset)
     with request.app.state.database.transaction() as session:
         tasks, total = TaskRepo(session).find(table_id=table_id, service=service or action, state=state, since=since,
-                                              until=until, limit=limit + 1, offset=offset, before_id=before_id)
-        return page("tasks", tasks, limit, total, offset)
+                                              until=until, limit=limit + 1, offset=offset, before_id=before_id,
+                                              count=cursor is None)
+        return page("tasks", tasks, limit, total, offset, cursor)
 
 
 # `{task_id:int}`: `/tasks/1:cancel` is the cancel action's path (GET there is 405), not a task id "1:cancel".

@@ -113,6 +113,7 @@ def _walk(client, path: str, on_page=lambda: None, **params) -> list[int]:
         response = client.get(path, params={**params, **cursor}, headers={"Authorization": f"Bearer {ADMIN}"})
         assert response.status_code == 200, response.text
         page = response.json()
+        assert (page["total"] is None) == bool(cursor), "the total is counted on the first page only"
         seen += [item["id"] for item in page["items"]]
         on_page()
         if page["next_cursor"] is None:

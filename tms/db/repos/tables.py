@@ -47,9 +47,10 @@ class TableRepo:
 
     def find(self, *, database: str | None = None, name: str | None = None, table_type: str | None = None,
              enabled: bool | None = None, limit: int = 50, offset: int = 0,
-             after_id: int | None = None) -> tuple[list[RegisteredTable], int]:
+             after_id: int | None = None, count: bool = True) -> tuple[list[RegisteredTable], int]:
         """A page of tables matching every given filter (`name` is a substring), by id, and the total of
-        matching tables; `after_id` starts the page after that table (keyset pagination)."""
+        matching tables; `after_id` starts the page after that table (keyset pagination); without `count`,
+        the total is not counted (0)."""
         conditions = []
         if database is not None:
             conditions.append(RegisteredTable.database == database)
@@ -59,7 +60,8 @@ class TableRepo:
             conditions.append(RegisteredTable.table_type == table_type)
         if enabled is not None:
             conditions.append(RegisteredTable.enabled.is_(enabled))
-        total = self.session.scalar(select(func.count()).select_from(RegisteredTable).where(*conditions))
+        total = self.session.scalar(select(func.count()).select_from(RegisteredTable).where(*conditions)) \
+            if count else 0
         if after_id is not None:
             conditions.append(RegisteredTable.id > after_id)
         rows = self.session.scalars(select(RegisteredTable).where(*conditions)
