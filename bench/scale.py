@@ -44,6 +44,7 @@ import httpx  # noqa: E402
 from scale_support import fill_history, make_tables, register  # noqa: E402
 from sqlalchemy import text, update  # noqa: E402
 
+from planner.process import REQUESTS_PER_TAKE  # noqa: E402
 from planner.runner import Planner  # noqa: E402
 from tms.db import Database, InstanceRepo, RegisteredTable, TableRepo  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
@@ -246,7 +247,7 @@ def scan(db: Database, ids: list[int], paths: list[str], changed: int) -> None:
     reconciled = 0
     while True:
         with db.transaction() as session:
-            taken = TableRepo(session).take_requested("scan", 50)
+            taken = TableRepo(session).take_requested("scan", REQUESTS_PER_TAKE)
         if not taken:
             break
         reconciled += planner.scan_tables(taken)

@@ -28,7 +28,7 @@ ROLE = "planner"
 # A scan skips the tables another planner reconciled within this share of the scan interval.
 FRESH_SHARE = 0.9
 REQUESTS_POLL_SECONDS = 1.0  # how often a planner takes the tables the manager's leader marked due
-REQUESTS_PER_TAKE = 50
+REQUESTS_PER_TAKE = 500  # tables a planner takes at once: one transaction, one query for their rows
 EVENT_TABLES_PER_THREAD = 100  # tables with events one thread takes at once (their digests in one transaction)
 LEADER_LEASE = "manager"  # manager/leadership.py's LEASE_NAME
 
