@@ -37,6 +37,9 @@ from .table_cache import TableCache
 log = logging.getLogger(__name__)
 
 EVENTS_PER_PASS = 1000
+# What the periodic trigger reads of every table to tell whether time made work due (not the whole row).
+_TICK_COLUMNS = select(RegisteredTable.id, RegisteredTable.planner_state, RegisteredTable.policies,
+                       RegisteredTable.table_type)
 _LOCK_RETRY_SECONDS = 0.2
 _PAGE = 500
 
@@ -157,16 +160,17 @@ class Planner:
     def tick(self) -> int:
         """Plan what time alone made due, on every enabled table whose digest says so. Returns the
         number of tasks recorded."""
-        return sum(self._tick_rows(rows) for rows in self._enabled_pages(select(RegisteredTable), entities=True))
+        return sum(self._tick_rows(rows) for rows in self._enabled_pages(_TICK_COLUMNS))
 
     def tick_tables(self, table_ids: list[int]) -> int:
         """The periodic trigger on these tables only (those the manager's leader asked for)."""
         with self.database.transaction() as session:
-            rows = list(session.scalars(select(RegisteredTable).where(RegisteredTable.id.in_(table_ids),
-                                                                      RegisteredTable.enabled.is_(True))))
+            rows = list(session.execute(_TICK_COLUMNS.where(RegisteredTable.id.in_(table_ids),
+                                                            RegisteredTable.enabled.is_(True))))
         return self._tick_rows(rows)
 
-    def _tick_rows(self, rows: list[RegisteredTable]) -> int:
+    def _tick_rows(self, rows: list[Any]) -> int:
+        """`rows`: _TICK_COLUMNS of tables; the table is locked (and read whole) only if time made work due."""
         now = self.clock()
         recorded = 0
         for row in rows:
@@ -317,16 +321,15 @@ class Planner:
                                            fingerprint=_unreadable(row.id), table_id=row.id)
             return None
 
-    def _enabled_pages(self, query: Select, *, entities: bool = False) -> Iterator[list[Any]]:
-        """The enabled tables as `query` selects them (their `id` among the columns; `entities`: the rows
-        themselves), a page at a time by id: each page is one index probe, and only one is held."""
+    def _enabled_pages(self, query: Select) -> Iterator[list[Any]]:
+        """The enabled tables' rows as `query` selects them (`id` among its columns), a page at a time by id:
+        each page is one index probe, and only one is held."""
         after = 0
         while True:
             stmt = query.where(RegisteredTable.enabled.is_(True), RegisteredTable.id > after) \
                 .order_by(RegisteredTable.id).limit(_PAGE)
             with self.database.transaction() as session:
-                result = session.execute(stmt)
-                page = list(result.scalars() if entities else result)
+                page = list(session.execute(stmt))
             if not page:
                 return
             yield page
