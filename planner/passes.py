@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from tms.db import AlertRepo, RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
+from tms.hudi.locks import TransactionManager
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
 from tms.planning.clean import plan_clean
@@ -40,6 +41,12 @@ class PassContext:
     policy: TablePolicy
     now: datetime
     services: frozenset[str]  # what the planner schedules
+    # The table's lock, as the writers take it: plans and rollbacks are written, and their instant times
+    # generated, while it is held (none: a single writer).
+    transactions: TransactionManager | None = None
+
+    def transaction(self):
+        return (self.transactions or TransactionManager.single_writer(self.table)).transaction()
 
 
 def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | None | bool:
@@ -60,9 +67,9 @@ def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | N
 
 
 def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
-    """Run `work` on the locked table; returns its new digest and the tasks recorded. The timeline is
-    listed once for the whole pass (its library calls would each list it again)."""
-    with ctx.table.timeline.pinned():
+    """Run `work` on the locked table, under its writers' lock; returns its new digest and the tasks recorded.
+    The timeline is listed once for the whole pass (its library calls would each list it again)."""
+    with ctx.transaction(), ctx.table.timeline.pinned():
         return _run_pass(ctx, digest, work)
 
 
@@ -93,7 +100,7 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
     plans the service whatever its trigger says (a rollback: of the writes whose writer is gone), and raises
     what keeps it from planning instead of alerting. Returns the table's new digest and the tasks recorded
     (the requested plan's, and those of plans adopted on the way)."""
-    with ctx.table.timeline.pinned():
+    with ctx.transaction(), ctx.table.timeline.pinned():
         recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
         _guarded(recorder, "adoption", recorder.adopt_unknown_plans)
         if service == TableService.ROLLBACK:

@@ -76,7 +76,8 @@ class Planner:
             self.cache.watcher.drain_now()
 
     def close(self) -> None:
-        """Stop watching the cached timelines (after the last pass)."""
+        """Close the cached tables' locks and stop watching their timelines (after the last pass)."""
+        self.cache.close()
         if self.cache.watcher is not None:
             self.cache.watcher.close()
 
@@ -271,8 +272,9 @@ class Planner:
         if not row.enabled:
             raise ConflictError(f"table {row.id} is disabled: enable it before planning it")
         try:
-            ctx = PassContext(session, row, self.cache.get(row), TablePolicy.from_stored(row.policies),
-                              self.clock(), self.options.services)
+            cached = self.cache.get(row)
+            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
+                              self.options.services, cached.transactions)
             digest, recorded = requested_pass(ctx, self._digest(row), service)
             self.cache.measure(row.id)
         except PLANNING_ERRORS as e:
@@ -308,8 +310,9 @@ class Planner:
         metadata) raises an alert and gives None; the tasks recorded before the failure stay (each has
         its plan on the timeline), and so does the table's digest — the next pass catches up."""
         try:
-            ctx = PassContext(session, row, self.cache.get(row), TablePolicy.from_stored(row.policies), self.clock(),
-                              self.options.services)
+            cached = self.cache.get(row)
+            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
+                              self.options.services, cached.transactions)
             result = run(ctx)
             self.cache.measure(row.id)
             return result

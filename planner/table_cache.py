@@ -7,16 +7,32 @@ The cache is bounded by a number of tables and by the memory their timelines hol
 pass, `Timeline.footprint`): beyond either, the least recently used tables are dropped (and unwatched),
 and are loaded again when next planned.
 
+Each cached table keeps its TransactionManager (the writers' lock, from the table's concurrency options), open
+while the table is cached and closed when the cache drops it (a ZooKeeper session is not reopened per pass).
+
 A table's object is only used under the table's planning lock, so threads never share one at a time;
 the cache itself is guarded for the threads that look up different tables at once."""
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from tms.db import RegisteredTable
+from tms.hudi.locks import TransactionManager
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline_watch import TimelineWatcher
+
+
+@dataclass(frozen=True)
+class CachedTable:
+    table: HudiTable
+    transactions: TransactionManager  # plans and rollbacks are written under it
+    concurrency_options: dict[str, str]  # what `transactions` was opened with
+
+    def matches(self, row: RegisteredTable) -> bool:
+        return (self.table.base_path == row.base_path.rstrip("/")
+                and self.concurrency_options == dict(row.concurrency_options))
 
 
 class TableCache:
@@ -24,7 +40,7 @@ class TableCache:
         self.capacity = capacity
         self.max_bytes = max_bytes
         self.watcher = watcher
-        self._tables: OrderedDict[int, HudiTable] = OrderedDict()
+        self._tables: OrderedDict[int, CachedTable] = OrderedDict()
         self._bytes: dict[int, int] = {}  # each cached table's footprint when last measured
         self.total_bytes = 0
         self._lock = threading.Lock()
@@ -32,48 +48,78 @@ class TableCache:
     def __len__(self) -> int:
         return len(self._tables)
 
-    def get(self, row: RegisteredTable) -> HudiTable:
-        """The loaded table of a registered one (loaded now if absent, or if its base path changed)."""
+    def get(self, row: RegisteredTable) -> CachedTable:
+        """The loaded table of a registered one and its transaction manager (loaded now if absent, or if its
+        base path or concurrency options changed)."""
         with self._lock:
-            table = self._tables.get(row.id)
-            if table is not None and table.base_path == row.base_path.rstrip("/"):
+            cached = self._tables.get(row.id)
+            if cached is not None and cached.matches(row):
                 self._tables.move_to_end(row.id)
-                return table
+                return cached
         # Outside the lock: loading reads the whole timeline.
         table = HudiTable.load(row.base_path, watcher=self.watcher)
+        try:
+            options = dict(row.concurrency_options)
+            cached = CachedTable(table, TransactionManager.from_options(table, options), options)
+        except BaseException:
+            self._forget_timeline(table)
+            raise
         with self._lock:
-            self._remove(row.id)
-            self._tables[row.id] = table
-            self._sized(row.id, table)
-        return table
+            dropped = [self._remove(row.id)]
+            self._tables[row.id] = cached
+            dropped += self._sized(row.id, table)
+        self._drop(dropped)
+        return cached
 
     def measure(self, table_id: int) -> None:
         """Account for what a pass added to the table's timeline (new instants, cached files)."""
         with self._lock:
-            table = self._tables.get(table_id)
-            if table is not None:
-                self._sized(table_id, table)
+            cached = self._tables.get(table_id)
+            dropped = self._sized(table_id, cached.table) if cached is not None else []
+        self._drop(dropped)
 
     def forget(self, table_id: int) -> None:
         """Drop a table whose files could not be read: the next pass loads it afresh."""
         with self._lock:
-            self._remove(table_id)
+            dropped = [self._remove(table_id)]
+        self._drop(dropped)
 
-    def _sized(self, table_id: int, table: HudiTable) -> None:
-        """Record the table's footprint, then evict the least recently used others while over a bound."""
+    def _sized(self, table_id: int, table: HudiTable) -> list[CachedTable | None]:
+        """Record the table's footprint, then take out the least recently used others while over a bound
+        (under the lock); those taken out."""
         size = table.timeline.footprint()
         self.total_bytes += size - self._bytes.get(table_id, 0)
         self._bytes[table_id] = size
+        dropped: list[CachedTable | None] = []
         while len(self._tables) > 1 and (len(self._tables) > self.capacity or (
                 self.max_bytes is not None and self.total_bytes > self.max_bytes)):
             oldest = next(iter(self._tables))
             if oldest == table_id:  # the one in use stays: move past it
                 self._tables.move_to_end(table_id)
                 continue
-            self._remove(oldest)
+            dropped.append(self._remove(oldest))
+        return dropped
 
-    def _remove(self, table_id: int) -> None:
-        table = self._tables.pop(table_id, None)
+    def _remove(self, table_id: int) -> CachedTable | None:
         self.total_bytes -= self._bytes.pop(table_id, 0)
-        if table is not None and self.watcher is not None:
+        return self._tables.pop(table_id, None)
+
+    def close(self) -> None:
+        """Drop every table (the planner stops): their locks' connections are closed."""
+        with self._lock:
+            dropped: list[CachedTable | None] = list(self._tables.values())
+            self._tables.clear()
+            self._bytes.clear()
+            self.total_bytes = 0
+        self._drop(dropped)
+
+    def _drop(self, dropped: list[CachedTable | None]) -> None:
+        """Outside the cache's lock: closing a transaction manager waits for a pass still using it."""
+        for cached in dropped:
+            if cached is not None:
+                self._forget_timeline(cached.table)
+                cached.transactions.close()
+
+    def _forget_timeline(self, table: HudiTable) -> None:
+        if self.watcher is not None:
             self.watcher.forget(table.timeline.changes)

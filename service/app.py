@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         await intake_store.open()
         heartbeat.start()
         yield
+        app.state.planner.close()  # the cached tables' lock connections (ZooKeeper sessions)
         await heartbeat.stop()
         await intake_store.close()
 

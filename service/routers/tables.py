@@ -7,7 +7,9 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
 from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
+from tms.hudi.locks import LockConfigError, parse_concurrency_options
 from tms.hudi.table import HudiTable
+from tms.hudi.write_options import split_concurrency_options
 from tms.table_path import is_under_roots
 
 from ..auth import Admin, Operator, Viewer
@@ -27,7 +29,7 @@ _COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback
 def _out(table: RegisteredTable) -> dict[str, Any]:
     return {**{name: getattr(table, name) for name in _COLUMNS},
             "has_callback_key": table.callback_key_hash is not None,
-            "policies": TablePolicy.from_stored(table.policies).options()}
+            "policies": {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}}
 
 
 def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:
@@ -35,6 +37,25 @@ def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:
         return TablePolicy.from_stored(stored).merged(changes)
     except ValidationError as exc:
         raise validation_error(exc.errors(), "body", "policies") from None
+
+
+def _concurrency(stored: dict[str, str], changes: dict[str, Any], *, base_path: str, table_name: str
+                 ) -> dict[str, str]:
+    """The table's concurrency options after `changes` (a None value removes one), validated as TMS will use
+    them to take the writers' lock: a provider TMS cannot share is refused with its one line."""
+    for key, value in changes.items():
+        if isinstance(value, dict | list):
+            raise _lock_error(key, f"{key} must be a string, number or boolean")
+    combined = {k: str(v) for k, v in {**stored, **changes}.items() if v is not None}
+    try:
+        config = parse_concurrency_options(combined, base_path=base_path, table_name=table_name)
+    except LockConfigError as exc:
+        raise _lock_error(next(iter(changes), "policies"), str(exc)) from None
+    return dict(config.options)
+
+
+def _lock_error(key: str, message: str):
+    return validation_error([{"loc": (key,), "type": "value_error", "msg": message}], "body", "policies")
 
 
 def _forget_cached_identities(request: Request) -> None:
@@ -53,16 +74,18 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
         raise validation_error([{"loc": ("base_path",), "type": "value_error",
                                  "msg": f"{body.base_path} is outside the storage roots ({', '.join(roots)})"}],
                                "body")
-    policy = _policy({}, body.policies)
+    concurrency_changes, policy_changes = split_concurrency_options(body.policies)
+    policy = _policy({}, policy_changes)
     try:
         facts = registration_facts(HudiTable.load(body.base_path))
     except Exception as exc:  # not a table, unreadable, unsupported version: all bad input here
         raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": str(exc)}], "body") from None
+    concurrency = _concurrency({}, concurrency_changes, base_path=body.base_path, table_name=facts["name"])
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).register(
             base_path=body.base_path, enabled=body.enabled, priority=body.priority, queue=body.queue, owner=body.owner,
-            policies=policy.explicit(), callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None,
-            **facts)
+            policies=policy.explicit(), concurrency_options=concurrency,
+            callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **facts)
         return _out(table)
 
 
@@ -110,7 +133,11 @@ def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> 
         repo = TableRepo(session)
         table = repo.get(table_id)
         if "policies" in changes:
-            changes["policies"] = _policy(table.policies, changes["policies"] or {}).explicit()
+            concurrency_changes, policy_changes = split_concurrency_options(changes["policies"] or {})
+            changes["policies"] = _policy(table.policies, policy_changes).explicit()
+            if concurrency_changes:
+                changes["concurrency_options"] = _concurrency(table.concurrency_options, concurrency_changes,
+                                                              base_path=table.base_path, table_name=table.name)
         if "callback_key" in changes:
             key = changes.pop("callback_key")
             changes["callback_key_hash"] = hash_secret(key) if key else None

@@ -18,7 +18,10 @@ class TableRegistration(BaseModel):
     priority: BodyInt = Field(0, ge=-1000, le=1000, description="Higher runs first; reserved queues by priority")
     queue: ShortText | None = Field(None, description="Preferred resource queue")
     owner: ShortText | None = Field(None, description="Who answers for the table (alert mutes can match it)")
-    policies: JsonObject = Field(default_factory=dict, description="Hudi option name -> value")
+    policies: JsonObject = Field(default_factory=dict, description=(
+        "Hudi option name -> value: TMS's policy options, and the writers' concurrency control "
+        "(hoodie.write.lock.provider and its hoodie.write.lock.* options, hoodie.write.concurrency.mode), "
+        "under which TMS plans, completes and rolls back; a lock provider TMS cannot share is refused (422)"))
     callback_key: ShortText | None = Field(
         None, min_length=8, description="A HUDI-CALLBACK-KEY accepted for this table only")
 
@@ -65,7 +68,8 @@ class TableOut(Record):
     queue: str | None
     owner: str | None = None
     has_callback_key: bool
-    policies: dict[str, Any] = Field(description="Every policy option with its effective value")
+    policies: dict[str, Any] = Field(description="Every policy option with its effective value, and the "
+                                                 "concurrency-control options (hoodie.write.lock.*) as set")
     created_at: datetime
     updated_at: datetime
 

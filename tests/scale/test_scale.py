@@ -260,7 +260,7 @@ def test_more_timelines_than_inotify_watches_are_listed_without_error(farm, monk
     planner = _planner(farm, watch_timelines=True)
     with farm.db.transaction() as session:
         rows = [TableRepo(session).get(t) for t in farm.ids[1000:1200]]
-    tables = [planner.cache.get(row) for row in rows]
+    tables = [planner.cache.get(row).table for row in rows]
     assert planner.cache.watcher.watch_limit_reached
     assert len(watches) == 50, "once refused, no more watches are asked for"
     assert [t.timeline.changes is not None for t in tables] == [True] * 50 + [False] * 150

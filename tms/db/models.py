@@ -93,6 +93,8 @@ class RegisteredTable(Base):
     merge_mode: Mapped[str | None] = mapped_column(String(32))
     properties: Mapped[dict[str, str]] = _json()
     policies: Mapped[dict[str, Any]] = _json()  # explicitly set options only (see TablePolicy)
+    # The writers' lock and concurrency mode, Hudi names -> string values (see tms.hudi.locks.config)
+    concurrency_options: Mapped[dict[str, str]] = _json()
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     priority: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     queue: Mapped[str | None] = mapped_column(Text)  # preferred resource queue
