@@ -17,9 +17,18 @@ from ..errors import validation_error
 from ..pagination import Cursor, decode_cursor, page
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
-from ..schemas.tables import PlanRequest, PlanResult, TableChanges, TableDetail, TableOut, TablePage, TableRegistration
+from ..schemas.tables import (
+    PlanRequest,
+    PlanResult,
+    TableChanges,
+    TableDetail,
+    TableOut,
+    TablePage,
+    TableRegistered,
+    TableRegistration,
+)
 from ..schemas.tasks import TaskOut
-from ..table_view import live_view, registration_facts
+from ..table_view import capability_report, live_view, registration_facts, registration_refusal
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
 TableId = Annotated[Id, Path(description="The table's id")]
@@ -62,13 +71,15 @@ def _forget_cached_identities(request: Request) -> None:
     request.app.state.intake.tables.clear()
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=TableOut, dependencies=[Admin],
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=TableRegistered, dependencies=[Admin],
              summary="Register a table by its base path",
              responses=problems(*ADMIN, 400, 409, 413, 422, d409="The base path is registered already",
-                                d422="Malformed, outside the storage roots, or not a Hudi table TMS can read"))
+                                d422="Malformed, outside the storage roots, not a Hudi table TMS can read, or a "
+                                     "table TMS can neither read nor run any table service on"))
 def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     """Reads the table's `hoodie.properties` (type, version, key fields). The path must lie under
-    one of TMS_STORAGE_ROOTS. Registering changes nothing on storage."""
+    one of TMS_STORAGE_ROOTS. Registering changes nothing on storage. The answer's `capabilities` say what
+    TMS can do for the table: reading and each table service, and why not the others."""
     roots = request.app.state.settings.storage_roots
     if not is_under_roots(body.base_path, roots):
         raise validation_error([{"loc": ("base_path",), "type": "value_error",
@@ -77,16 +88,21 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     concurrency_changes, policy_changes = split_concurrency_options(body.policies)
     policy = _policy({}, policy_changes)
     try:
-        facts = registration_facts(HudiTable.load(body.base_path))
+        hudi_table = HudiTable.load(body.base_path)
+        facts = registration_facts(hudi_table)
+        report = capability_report(hudi_table)
     except Exception as exc:  # not a table, unreadable, unsupported version: all bad input here
         raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": str(exc)}], "body") from None
+    refusal = registration_refusal(report)
+    if refusal:
+        raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": refusal}], "body")
     concurrency = _concurrency({}, concurrency_changes, base_path=body.base_path, table_name=facts["name"])
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).register(
             base_path=body.base_path, enabled=body.enabled, priority=body.priority, queue=body.queue, owner=body.owner,
             policies=policy.explicit(), concurrency_options=concurrency,
             callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **facts)
-        return _out(table)
+        return {**_out(table), "capabilities": report}
 
 
 @router.get("", response_model=TablePage, dependencies=[Viewer], summary="List tables",
@@ -166,5 +182,5 @@ def delete_table(table_id: TableId, request: Request) -> Response:
                          "for a disabled table, or one another planner holds for longer than a few seconds; 422 "
                          "when the table cannot be planned as asked (compaction of a COPY_ON_WRITE table).")
 def plan_table(table_id: TableId, body: PlanRequest, request: Request) -> dict[str, Any]:
-    tasks = request.app.state.planner.plan_on_request(table_id, body.service)
+    tasks = request.app.state.planner.plan(table_id, body.service)
     return {"table_id": table_id, "service": body.service, "tasks": [TaskOut.model_validate(t) for t in tasks]}

@@ -74,6 +74,19 @@ class TableOut(Record):
     updated_at: datetime
 
 
+class CapabilityOut(BaseModel):
+    can_run: bool
+    reason: str = Field(description="Why TMS cannot run it, in one line (empty when it can)")
+
+
+CAPABILITIES_DESCRIPTION = ("What TMS can do for the table, decided from its hoodie.properties: `reading` and each "
+                            "table service, whether TMS runs it and, if not, why")
+
+
+class TableRegistered(TableOut):
+    capabilities: dict[str, CapabilityOut] = Field(description=CAPABILITIES_DESCRIPTION)
+
+
 class TablePage(BaseModel):
     items: list[TableOut]
     total: int | None = Field(description="Rows matching the filters; null on the pages after a cursor")
@@ -132,6 +145,8 @@ class TableDetail(TableOut):
     file_group_stats: FileGroupSummary | None = Field(
         description="None when the table's file groups cannot be listed (see health)")
     tasks_by_state: dict[str, int]
+    capabilities: dict[str, CapabilityOut] | None = Field(
+        description=CAPABILITIES_DESCRIPTION + " (as the table's properties are now; null when it cannot be read)")
     health: Health
 
 

@@ -165,6 +165,8 @@ class Task(Base):
     requested_resources: Mapped[dict[str, Any]] = _json()
     plan_stats: Mapped[dict[str, Any]] = _json()
     blockers: Mapped[list[str]] = _texts()  # instants that must resolve before the task may run
+    # TMS's planner wrote the plan (False: adopted, a writer's): only TMS's own plans are TMS's to roll back.
+    planned_by_tms: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     lease_owner: Mapped[str | None] = mapped_column(Text)
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     fencing_token: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))

@@ -32,7 +32,13 @@ def _show(table: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
         output.print_json(table)
     else:
-        typer.echo(line)
+        typer.echo("\n".join([line, *_capability_lines(table)]))
+
+
+def _capability_lines(t: dict[str, Any]) -> list[str]:
+    """What TMS runs on the table: a line per service (runs, or refused and why)."""
+    return [f"  {service}: {'runs' if c['can_run'] else 'refused because ' + c['reason']}"
+            for service, c in (t.get("capabilities") or {}).items()]
 
 
 @app.command("list")
@@ -71,6 +77,8 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
                         f"{groups.get('log_files', 0)} log file(s)"),
         ("tasks", t.get("tasks_by_state") or {}),
     ])]
+    if t.get("capabilities"):
+        lines += ["", "what TMS runs:", *_capability_lines(t)]
     pending = t.get("pending_instants") or []
     if pending:
         lines += ["", "pending instants:", output.table(pending, [

@@ -1,5 +1,6 @@
 """The tables a planner process has loaded, kept between passes: a timeline loaded once is afterwards
-reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants.
+reloaded incrementally (only new instant files are parsed) and keeps its cache of completed instants; a
+pass that plans loads it again if its `hoodie.properties` changed.
 With a watcher, each cached timeline on a local filesystem is fed its folder's changes by the kernel, so
 a reload does not list the folder (timeline_watch).
 
@@ -20,7 +21,8 @@ from dataclasses import dataclass
 
 from tms.db import RegisteredTable
 from tms.hudi.locks import TransactionManager
-from tms.hudi.table import HudiTable
+from tms.hudi.storage import Storage, open_storage
+from tms.hudi.table import PROPERTIES, HudiTable
 from tms.hudi.timeline_watch import TimelineWatcher
 
 
@@ -29,6 +31,7 @@ class CachedTable:
     table: HudiTable
     transactions: TransactionManager  # plans and rollbacks are written under it
     concurrency_options: dict[str, str]  # what `transactions` was opened with
+    properties: bytes | None  # the table's hoodie.properties as it was loaded
 
     def matches(self, row: RegisteredTable) -> bool:
         return (self.table.base_path == row.base_path.rstrip("/")
@@ -56,11 +59,24 @@ class TableCache:
             if cached is not None and cached.matches(row):
                 self._tables.move_to_end(row.id)
                 return cached
-        # Outside the lock: loading reads the whole timeline.
+        return self._load(row)
+
+    def with_current_properties(self, row: RegisteredTable) -> CachedTable:
+        """`get(row)`, loaded again if a writer changed the table's `hoodie.properties` since it was loaded
+        (enabled a metadata-table partition, changed the merge mode...): what TMS can run on it is decided from
+        them. Called by passes that plan (it reads one small file), not by those that decide nothing is due."""
+        cached = self.get(row)
+        current = _read_properties(cached.table.storage)
+        return self._load(row) if current is not None and current != cached.properties else cached
+
+    def _load(self, row: RegisteredTable) -> CachedTable:
+        # Outside the lock: loading reads the whole timeline. The properties are read first: a change
+        # in between makes them differ from what is loaded, and the next pass loads the table again.
+        properties = _read_properties(open_storage(row.base_path))
         table = HudiTable.load(row.base_path, watcher=self.watcher)
         try:
             options = dict(row.concurrency_options)
-            cached = CachedTable(table, TransactionManager.from_options(table, options), options)
+            cached = CachedTable(table, TransactionManager.from_options(table, options), options, properties)
         except BaseException:
             self._forget_timeline(table)
             raise
@@ -123,3 +139,12 @@ class TableCache:
     def _forget_timeline(self, table: HudiTable) -> None:
         if self.watcher is not None:
             self.watcher.forget(table.timeline.changes)
+
+
+def _read_properties(storage: Storage) -> bytes | None:
+    """The bytes of `hoodie.properties` (compared, not parsed: a pass reads them); None while a writer
+    rewrites it (Hudi keeps a backup meanwhile)."""
+    try:
+        return storage.read_bytes(PROPERTIES)
+    except FileNotFoundError:
+        return None
