@@ -21,9 +21,10 @@ from sqlalchemy.orm import Session
 
 from tms.db import Database, LeaseRepo
 from tms.errors import TMSError
+from tms.leader_watch import MANAGER_LEASE
 
 log = logging.getLogger(__name__)
-LEASE_NAME = "manager"
+LEASE_NAME = MANAGER_LEASE
 
 
 class NotLeader(TMSError):

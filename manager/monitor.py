@@ -7,24 +7,28 @@ The planner owns the alerts of what it sees while planning (`table_unreadable`, 
 from __future__ import annotations
 
 import logging
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Float, ScalarSelect, cast, func, or_, select
+from sqlalchemy.orm import Session, aliased
 
 from tms.config import Settings
-from tms.db import AlertRepo, Instance, RegisteredTable, ResourceQueue, Sighting, Task, TaskState
+from tms.db import AlertRepo, Instance, RegisteredTable, ResourceQueue, Sighting, TablePolicy, Task, TaskState
+from tms.hudi.capabilities import capabilities
 from tms.hudi.conflicts import CONFLICT_REASON
+from tms.hudi.errors import HudiError
+from tms.hudi.table import HudiTable
+from tms.planning.digest import TimelineDigest
+from tms.table_service import TableService
 
+from .early_warning import HISTORY, Run, forecast
 from .leadership import LeaderLease
 
 log = logging.getLogger(__name__)
 S = TaskState
 Rule = Callable[[Session, "MonitorContext"], dict[str, Sighting]]
-HISTORY = 20  # succeeded tasks of a table and action an estimate is drawn from
 
 
 @dataclass
@@ -34,6 +38,8 @@ class MonitorContext:
     backlog: dict[str, list[int]]  # queue -> its backlog at the last evaluations (queue_saturated)
     # table -> (pending plans, uncompacted delta commits) at the last evaluations (backlog_growing)
     table_backlog: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    # table -> ((base path, newest delta commit, scan period), whether TMS can compact it) (not_scheduled)
+    compactable: dict[int, tuple[tuple[str, str, int], bool]] = field(default_factory=dict)
 
 
 def task_failed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -59,13 +65,64 @@ def task_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
 
 
 def not_scheduled(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
-    """A runnable task no worker claimed for `monitor_unclaimed_seconds`."""
+    """A runnable task no worker claimed for `monitor_unclaimed_seconds`, or a table whose compaction has
+    been due for `monitor_unplanned_seconds` with nothing planned for it."""
+    return {**_unclaimed(session, ctx), **_unplanned(session, ctx)}
+
+
+def _unclaimed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
     limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unclaimed_seconds)
     rows = session.scalars(select(Task).where(Task.state == S.RUNNABLE, Task.updated_at < limit,
                                               (Task.run_after.is_(None)) | (Task.run_after < limit)))
     return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} has been runnable since "
                                                 f"{t.updated_at:%Y-%m-%d %H:%M:%S} and no worker claimed it",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
+
+
+def _unplanned(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+    """Enabled MERGE_ON_READ tables whose compaction trigger (Hudi's rule, on the planner's digest of the
+    timeline) has held for `monitor_unplanned_seconds` while no compaction of theirs is planned, pending,
+    running or awaiting a retry, and that TMS can compact (a refusal by the table's capabilities is the
+    planner's `planning_failed`, not this)."""
+    if TableService.COMPACTION not in ctx.settings.planner_services:
+        return {}
+    limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unplanned_seconds)
+    planned = set(session.scalars(select(Task.table_id).where(Task.action == TableService.COMPACTION,
+                                                              Task.state.not_in([S.SUCCEEDED, S.CANCELLED]))))
+    services = frozenset(ctx.settings.planner_services)
+    sightings = {}
+    for row in session.scalars(select(RegisteredTable).where(RegisteredTable.enabled.is_(True),
+                                                             RegisteredTable.table_type == "MERGE_ON_READ")):
+        digest = TimelineDigest.from_state(row.planner_state, services)
+        if row.id in planned or digest is None:  # never planned yet: the planner's first scan decides
+            continue
+        policy = TablePolicy.from_stored(row.policies)
+        since = digest.compaction_due_since(policy)
+        if since is None or since > limit or not _can_compact(row, digest, ctx):
+            continue
+        deltas = digest.counted[TableService.COMPACTION]
+        sightings[f"table:{row.id}"] = Sighting(
+            "warning", f"table {row.name}: compaction due since {since:%Y-%m-%d %H:%M:%S} "
+                       f"({len(deltas)} delta commits, trigger {policy.trigger_strategy}) and none planned",
+            table_id=row.id, details={"due_since": since.isoformat(), "delta_commits": len(deltas),
+                                      "trigger_strategy": str(policy.trigger_strategy)})
+    return sightings
+
+
+def _can_compact(row: RegisteredTable, digest: TimelineDigest, ctx: MonitorContext) -> bool:
+    """Whether TMS can compact the table (its capabilities), read from storage once per state of its delta
+    commits and scan period. A table that cannot be read is `table_unreadable`'s business, not this rule's."""
+    key = (row.base_path, (digest.counted.get(TableService.COMPACTION) or [""])[-1],
+           int(ctx.now.timestamp() // ctx.settings.planner_scan_seconds))
+    known = ctx.compactable.get(row.id)
+    if known is None or known[0] != key:
+        try:
+            can_run = capabilities(HudiTable.load(row.base_path))[TableService.COMPACTION].can_run
+        except (HudiError, OSError) as exc:
+            log.info("table %s: cannot read its capabilities: %s", row.id, exc)
+            return False
+        known = ctx.compactable[row.id] = (key, can_run)
+    return known[1]
 
 
 def held_too_long(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -137,34 +194,66 @@ def backlog_growing(session: Session, ctx: MonitorContext) -> dict[str, Sighting
 
 
 def predicted_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
-    """Early warning: a running task whose predicted end (its table's past seconds per byte for the action,
-    times this plan's bytes) passes its timeout."""
+    """Early warning (manager.early_warning): a running or waiting task likely to pass its timeout, by a
+    model of its table's past runs of the action (duration against bytes and the queue's load) and, for a
+    running one, how long it has run already."""
     timeout = ctx.settings.worker_job_timeout_seconds
+    loads = _queue_loads(session)
+    models: dict[tuple[int, str], list[Run]] = {}
     sightings = {}
-    for t in session.scalars(select(Task).where(Task.state == S.RUNNING, Task.started_at.is_not(None))):
-        predicted = predict_seconds(session, t)
-        if predicted is not None and predicted > timeout:
+    for t in session.scalars(select(Task).where(Task.state.in_([S.RUNNING, S.RUNNABLE]))):
+        size = _plan_bytes(t.plan_stats)
+        if not size:
+            continue
+        history = models.get((t.table_id, t.action))
+        if history is None:
+            history = models[(t.table_id, t.action)] = _history(session, t.table_id, t.action)
+        running = t.state == S.RUNNING and t.started_at is not None
+        elapsed = (ctx.now - t.started_at).total_seconds() if running and t.started_at else 0.0
+        # A running task at the load it started under (as its peers are known), a waiting one at today's.
+        load = (session.scalar(select(_load_at_start()).where(Task.id == t.id)) or 0.0) if running else \
+            loads.get(t.queue or "", min(loads.values(), default=0.0))
+        predicted = forecast(history, size, load, elapsed, timeout)
+        if predicted is not None and predicted.warn:
             sightings[f"task:{t.id}"] = Sighting(
-                "warning", f"{t.action} {t.instant} is predicted to take {predicted:.0f} s, past its timeout of "
-                           f"{timeout:.0f} s", table_id=t.table_id, task_id=t.id, queue=t.queue,
-                details={"predicted_seconds": round(predicted, 1)})
+                "warning", f"{t.action} {t.instant} ({'running' if running else 'waiting'}) is predicted to take "
+                           f"{predicted.seconds:.0f} s, past its timeout of {timeout:.0f} s with probability "
+                           f"{predicted.probability:.2f}", table_id=t.table_id, task_id=t.id, queue=t.queue,
+                details={"predicted_seconds": round(predicted.seconds, 1),
+                         "probability": round(predicted.probability, 3), "elapsed_seconds": round(elapsed, 1),
+                         "queue_load": round(load, 2), "history": len(history)})
     return sightings
 
 
-def predict_seconds(session: Session, task: Task) -> float | None:
-    """The median seconds per byte of the table's last succeeded tasks of the same action, times the task's
-    plan bytes; None without history."""
-    size = _plan_bytes(task.plan_stats)
-    if not size:
-        return None
-    history = session.execute(
-        select(Task.plan_stats, Task.started_at, Task.finished_at)
-        .where(Task.table_id == task.table_id, Task.action == task.action, Task.state == S.SUCCEEDED,
+def _queue_loads(session: Session) -> dict[str, float]:
+    """Each enabled queue's running jobs per slot now."""
+    running = dict(session.execute(select(Task.queue, func.count()).where(Task.state == S.RUNNING)
+                                   .group_by(Task.queue)).all())
+    return {q.name: running.get(q.name, 0) / max(q.capacity, 1)
+            for q in session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True)))}
+
+
+def _load_at_start() -> ScalarSelect[float]:
+    """Per task row: its queue's load when it started, the runs of that queue under way then per slot (0
+    without a queue)."""
+    other = aliased(Task)
+    concurrent = (select(func.count()).select_from(other)
+                  .where(other.queue == Task.queue, other.started_at <= Task.started_at,
+                         or_(other.finished_at.is_(None), other.finished_at > Task.started_at))
+                  .scalar_subquery())
+    return (select(func.coalesce(cast(concurrent, Float) / func.nullif(ResourceQueue.capacity, 0), 0.0))
+            .where(ResourceQueue.name == Task.queue).scalar_subquery())
+
+
+def _history(session: Session, table_id: int, action: str) -> list[Run]:
+    """The table's last succeeded runs of `action`: bytes, seconds, and their queue's load when they started."""
+    rows = session.execute(
+        select(Task.plan_stats, Task.started_at, Task.finished_at, _load_at_start())
+        .where(Task.table_id == table_id, Task.action == action, Task.state == S.SUCCEEDED,
                Task.started_at.is_not(None), Task.finished_at.is_not(None))
         .order_by(Task.id.desc()).limit(HISTORY)).all()
-    rates = [(finished - started).total_seconds() / b for stats, started, finished in history
-             if (b := _plan_bytes(stats))]
-    return statistics.median(rates) * size if rates else None
+    return [Run(_plan_bytes(stats), (finished - started).total_seconds(), load or 0.0)
+            for stats, started, finished, load in rows]
 
 
 def _plan_bytes(stats: dict | None) -> int:

@@ -1,5 +1,6 @@
-"""The manager process (`tms manager`): it beats, and takes or renews the leader lease every heartbeat. The
-leader runs the periodic work on APScheduler; a standby only waits for the lease. Any number of managers may
+"""The manager process (`tms manager`): it beats, and takes or renews the leader lease every heartbeat (then
+resolves `no_leader` once a manager leads, tms.leader_watch). The leader runs the periodic work on
+APScheduler; a standby only waits for the lease. Any number of managers may
 run: the lease and the fenced transactions (leadership.py) make one leader's writes count at a time.
 
 The leader's periodic work: restore (at start and every `manager_restore_seconds`), due retries, the alert
@@ -18,10 +19,12 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from tms.config import Settings
 from tms.db import Database, InstanceRepo
 from tms.instance import new_instance_id, record_heartbeat
+from tms.leader_watch import LeaderWatch
+from tms.webhook_delivery import Deliverer
 
+from .canary import check_canaries
 from .leadership import LeaderLease, NotLeader
 from .monitor import MonitorContext, evaluate
-from .outbox import Deliverer
 from .planning_requests import request_scans, request_ticks
 from .restore import restore
 from .retries import promote_due_retries
@@ -37,7 +40,8 @@ class ManagerService:
         self.id = instance_id or new_instance_id()
         self.lease = LeaderLease(database, self.id, lease_seconds=settings.manager_lease_seconds,
                                  heartbeat_seconds=settings.manager_heartbeat_seconds)
-        self.deliverer = Deliverer(self.lease, settings)
+        self.deliverer = Deliverer(settings)
+        self.leader_watch = LeaderWatch(database, settings)
         self.monitor = MonitorContext(settings, datetime.now(UTC), {})
         self._scheduler: BackgroundScheduler | None = None
         self._leading: int | None = None  # the epoch the periodic work runs at
@@ -89,6 +93,10 @@ class ManagerService:
                                                             "epoch": self.lease.epoch})
         except Exception as exc:
             log.warning("manager %s: heartbeat failed: %s", self.id, exc)
+        try:  # resolves `no_leader` once this manager leads (a live manager takes a vacant lease itself)
+            self.leader_watch.check()
+        except Exception as exc:
+            log.warning("manager %s: cannot check for a leader: %s", self.id, exc)
 
     def _follow(self, epoch: int | None, *, finish_work: bool = False) -> None:
         """Run the periodic work exactly while this manager leads, at the epoch it leads at."""
@@ -111,8 +119,9 @@ class ManagerService:
         jobs: list[tuple[str, float, Callable[[int], object]]] = [
             ("restore", s.manager_restore_seconds, lambda e: restore(self.lease, e)),
             ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
+            ("canaries", s.manager_canary_seconds, lambda e: check_canaries(self.lease, e)),
             ("monitor", s.manager_monitor_seconds, lambda e: evaluate(self.lease, e, self.monitor)),
-            ("webhooks", s.webhook_poll_seconds, self.deliverer.run_once),
+            ("webhooks", s.webhook_poll_seconds, lambda e: self.deliverer.run_once(lambda: self.lease.fenced(e))),
             ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),
             ("planner scan", s.planner_scan_seconds, lambda e: request_scans(self.lease, e)),
         ]

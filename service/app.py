@@ -19,8 +19,9 @@ from . import docs, errors, openapi
 from .auth import Authenticator
 from .heartbeat import Heartbeat
 from .intake import Intake
+from .leader_watch import LeaderWatchLoop
 from .metrics import LatencyMiddleware, Metrics
-from .routers import admin, events, health, manager, tables, tasks
+from .routers import admin, engines, events, health, manager, tables, tasks
 from .ui import routes as dashboard
 
 _PLANNED_ON_REQUEST_CACHE = 100  # tables whose loaded timeline the service keeps for requests
@@ -43,13 +44,16 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     heartbeat = Heartbeat(database, roles=["service"], interval_seconds=settings.heartbeat_seconds,
                           info={"port": settings.port})
     intake_store = IntakeStore(database.url, max_connections=settings.db_pool_size)
+    leader_watch = LeaderWatchLoop(database, settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await intake_store.open()
         heartbeat.start()
+        leader_watch.start()
         yield
         app.state.planner.close()  # the cached tables' lock connections (ZooKeeper sessions)
+        await leader_watch.stop()
         await heartbeat.stop()
         await intake_store.close()
 
@@ -67,7 +71,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.planner = OnRequestPlanner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE)
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
-    for module in (events, tables, tasks, admin, manager, health):
+    for module in (events, tables, tasks, admin, engines, manager, health):
         app.include_router(module.router)
     openapi.install(app, settings.storage_roots)
     docs.install(app)

@@ -9,6 +9,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tms.cluster_metrics import ClusterCollector
 from tms.db import Database, TaskRepo, TaskState
+from tms.engine_metrics import EngineCollector
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -40,6 +41,7 @@ class Metrics:
                                  ["method", "route", "status"], buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.registry.register(_TaskStateCollector(database))
         self.registry.register(ClusterCollector(database))
+        self.registry.register(EngineCollector(database))
 
     def count_events(self, kind: str, result: str, n: int = 1) -> None:
         if n:

@@ -113,10 +113,24 @@ class Settings(BaseSettings):
         None, ge=0, le=65535, description="Port of the manager's Prometheus /metrics (unset: none)")
     monitor_unclaimed_seconds: float = Field(
         900.0, gt=0, description="A runnable task unclaimed this long fires `not_scheduled`")
+    monitor_unplanned_seconds: float = Field(
+        1800.0, gt=0, description="A table whose compaction trigger has held this long with no compaction "
+                                  "planned fires `not_scheduled`")
     monitor_hold_seconds: float = Field(
         6 * 3600.0, gt=0, description="A compensation hold (BLOCKED task) older than this fires `held_too_long`")
     monitor_instance_missing_seconds: float = Field(
         60.0, gt=0, description="A process without a heartbeat this long fires `instance_down`")
+    # Engines and rollouts: see tms/engines.py and the README's "Engines and canary rollout".
+    engine_code_dir: Path | None = Field(
+        None, description="Where an engine's `code_version` is looked up when no `code_path` is given: "
+                          "<dir>/<version> (a folder holding the `jobs` package) or <dir>/<version>.zip")
+    manager_canary_seconds: float = Field(
+        30.0, gt=0, description="How often the leader compares each canary's failure rate with its stable engine's")
+    canary_failure_margin: float = Field(
+        0.2, ge=0, le=1, description="A rollout's default margin: its canary is rolled back when its failure rate "
+                                     "exceeds the stable engine's by more than this")
+    canary_min_tasks: int = Field(
+        5, ge=1, description="A rollout's default: finished canary tasks before its failure rate is judged")
     webhook_poll_seconds: float = Field(2.0, gt=0, description="How often the leader sends due webhook deliveries")
     webhook_timeout_seconds: float = Field(10.0, gt=0, description="Timeout of one webhook request")
     webhook_backoff_seconds: float = Field(

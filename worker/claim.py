@@ -10,11 +10,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from tms.db import Database, QueueRepo, RegisteredTable, TaskRepo, hash_secret
+from tms.db import Database, EngineRepo, QueueRepo, RegisteredTable, TaskRepo, hash_secret
+from tms.execute.engine_code import EngineSpec
 from tms.hudi.instant import ROLLBACK
 from tms.hudi.table import HudiTable
 from tms.planning import plan_stats
 
+from .engine_choice import choose_engine
 from .fence import new_fence_key
 from .queues import choose_queue
 from .sizing import JobResources, size_job
@@ -42,6 +44,7 @@ class ClaimedTask:
     # under the writers' lock.
     concurrency_options: dict[str, str] = field(default_factory=dict)
     attempts_in_series: int = 1  # this attempt's number since the task's last rerun (retries count against it)
+    engine: EngineSpec | None = None  # the engine a rollout rule chose (None: the worker's own job code)
 
 
 @dataclass(frozen=True)
@@ -74,17 +77,22 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
                                  max_executors_per_table=limits.max_executors_per_table,
                                  memory_factor=task.memory_factor)
+            choice = choose_engine(session, task_id=task.id, table=table, queue=queue.name)
             claimed = tasks.claim(task.id, expected_version=task.version, owner=owner,
                                   lease_seconds=limits.lease_seconds, queue=queue.name,
                                   requested_resources=resources.as_dict(), fence_key_hash=hash_secret(fence_key))
             if claimed is None:  # an operator changed it since it was read
                 continue
+            if choice is not None:
+                EngineRepo(session).record_on_attempt(claimed.id, fencing_token=claimed.fencing_token,
+                                                      engine=choice.engine.name, rollout=choice.rollout)
             return ClaimedTask(task_id=claimed.id, fencing_token=claimed.fencing_token, attempt=claimed.attempt,
                                action=claimed.action, instant=claimed.instant, table_name=table.name,
                                base_path=table.base_path, queue_name=queue.name, queue_kind=queue.kind,
                                master=queue.master, queue_spark_conf=dict(queue.spark_conf), resources=resources,
                                fence_key=fence_key, concurrency_options=dict(table.concurrency_options),
-                               attempts_in_series=claimed.attempt - claimed.retry_series_start)
+                               attempts_in_series=claimed.attempt - claimed.retry_series_start,
+                               engine=choice.engine if choice else None)
     return None
 
 

@@ -6,23 +6,44 @@ import os
 import sys
 from pathlib import Path
 
+from tms.execute.engine_code import engine_job_files, python_job_command
 from tms.execute.spark_submit import spark_submit_command, spark_submit_env
 
 from .claim import ClaimedTask
 
 
-def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str) -> tuple[list[str], dict[str, str]]:
-    # The queue's own confs (YARN queue, Kubernetes namespace, ...) first; the sizing decides the resources.
-    conf = {**claimed.queue_spark_conf, **claimed.resources.spark_conf(claimed.queue_kind)}
+def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str,
+              engine_cache: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """With an engine (and `engine_cache`, where its code's py-files are built): the engine's spark-submit,
+    code and confs; the queue's own confs (YARN queue, Kubernetes namespace, ...) go over the engine's, and
+    the sizing decides the resources."""
+    engine = claimed.engine
+    entry = None
+    if engine is not None and engine_cache is not None:
+        py_files, entry = engine_job_files(engine, engine_cache)
+    conf = {**(engine.spark_conf if engine else {}), **claimed.queue_spark_conf,
+            **claimed.resources.spark_conf(claimed.queue_kind)}
     command = spark_submit_command(claimed.base_path, claimed.instant, py_files=py_files, master=claimed.master,
                                    conf=conf, action=claimed.action, fence_url=fence_url,
-                                   options=claimed.concurrency_options)
-    return command, spark_submit_env(claimed.master)
+                                   options=claimed.concurrency_options,
+                                   spark_submit=engine.spark_submit if engine else None, entry=entry)
+    env = spark_submit_env(claimed.master)
+    if engine is not None and engine.spark_submit:  # the engine's distribution, not the worker's
+        env["SPARK_HOME"] = str(Path(engine.spark_submit).resolve().parent.parent)
+    return command, env
+
+
+def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
+    """The arguments of jobs/run.py (and of the plain Python job, and of a plan on a warm engine)."""
+    arguments = ["--table", claimed.base_path, "--instant", claimed.instant, "--action", claimed.action,
+                 "--fence-url", fence_url]
+    for key, value in claimed.concurrency_options.items():
+        arguments += ["--option", f"{key}={value}"]
+    return arguments
 
 
 def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
-    command = [sys.executable, "-m", "jobs.python_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.action, "--fence-url", fence_url]
-    for key, value in claimed.concurrency_options.items():
-        command += ["--option", f"{key}={value}"]
+    if claimed.engine is not None:  # the engine's job code
+        return python_job_command(claimed.engine, plan_arguments(claimed, fence_url=fence_url))
+    command = [sys.executable, "-m", "jobs.python_job", *plan_arguments(claimed, fence_url=fence_url)]
     return command, dict(os.environ)

@@ -64,8 +64,9 @@ class JobSupervisor:
 
     def run(self) -> Outcome:
         c = self.claimed
-        log.info("task %s: %s %s of %s, attempt %s on queue %s (%s)", c.task_id, c.action, c.instant, c.table_name,
-                 c.attempt, c.queue_name, c.resources.as_dict())
+        log.info("task %s: %s %s of %s, attempt %s on queue %s, engine %s (%s)", c.task_id, c.action, c.instant,
+                 c.table_name, c.attempt, c.queue_name, c.engine.name if c.engine else "builtin",
+                 c.resources.as_dict())
         try:
             if self._prepare():
                 return self._finish(Outcome.SUCCEEDED, "", error=None)
@@ -111,7 +112,8 @@ class JobSupervisor:
         else:
             if self.settings.py_files is None:
                 raise ConfigError("the spark runner needs the py-files zip (WorkerSettings.py_files)")
-            command, env = spark_job(c, py_files=self.settings.py_files, fence_url=url)
+            command, env = spark_job(c, py_files=self.settings.py_files, fence_url=url,
+                                     engine_cache=self.settings.log_dir.parent / "engines")
         return JobProcess(command, env, self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log")
 
     # --- while it runs ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from sqlalchemy import func, select
 
 from tms.db import AlertRepo, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
+from tms.leader_watch import MANAGER_LEASE
 
 from ..auth import Admin, Viewer
 from ..pagination import Cursor, decode_cursor, page
@@ -27,7 +28,6 @@ from ..schemas.manager import (
 from ..schemas.problems import ADMIN, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1")
-LEASE = "manager"  # manager/leadership.py's LEASE_NAME (the service does not import the manager role)
 
 
 @router.get("/manager", response_model=ManagerOut, dependencies=[Viewer], tags=["manager"],
@@ -35,7 +35,7 @@ LEASE = "manager"  # manager/leadership.py's LEASE_NAME (the service does not im
 def get_manager(request: Request) -> dict[str, Any]:
     settings = request.app.state.settings
     with request.app.state.database.transaction() as session:
-        lease = LeaseRepo(session).get(LEASE)
+        lease = LeaseRepo(session).get(MANAGER_LEASE)
         live = lease is not None and lease.holder is not None and lease.expires_at is not None \
             and session.scalar(select(lease.expires_at > func.now()))
         leader = lease.holder if live and lease is not None else None

@@ -37,6 +37,7 @@ class AlertType(StrEnum):
     QUEUE_SATURATED = "queue_saturated"
     BACKLOG_GROWING = "backlog_growing"
     PREDICTED_TIMEOUT = "predicted_timeout"
+    CANARY_ROLLED_BACK = "canary_rolled_back"
 
 
 class StandbyOut(BaseModel):

@@ -23,6 +23,8 @@ class AttemptOut(Record):
     log_tail: str | None
     started_at: datetime
     finished_at: datetime | None
+    engine: str | None = Field(None, description="The registered engine that ran it (null: the worker's own code)")
+    rollout: str | None = Field(None, description="The rollout rule that chose the engine")
 
 
 class TaskOut(Record):

@@ -305,6 +305,13 @@ async def queue_delete(request: Request, user: User, name: str) -> Response:
     return _back("/ui/queues", f"Queue {name} deleted.")
 
 
+@router.get("/engines")
+def engines_page(request: Request, user: User) -> HTMLResponse:
+    with _database(request).transaction() as session:
+        board = views.engine_board(session, datetime.now(UTC))
+    return _page(request, "engines.html", user, **board)
+
+
 @router.get("/alerts")
 async def alerts_page(request: Request, user: User, show: str = "firing", severity: str = "",
                       page: int = 1) -> HTMLResponse:

@@ -9,10 +9,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms.db import (
+    BUILTIN,
     AlertRepo,
+    EngineRepo,
     InstanceRepo,
     QueueRepo,
     RegisteredTable,
+    RolloutRepo,
     TablePolicy,
     TableRepo,
     TaskRepo,
@@ -162,3 +165,15 @@ def duration(start: datetime | None, end: datetime | None, now: datetime) -> str
     text = f"{seconds // 3600}h {seconds % 3600 // 60}m" if seconds >= 3600 else (
         f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s")
     return text if end else f"{text} (running)"
+
+
+def engine_board(session: Session, now: datetime) -> dict[str, Any]:
+    """The engines with their results of the last day, and the rollout rules with each engine's results since
+    the rule was put (what the dashboard's engines page shows)."""
+    engines = EngineRepo(session)
+    day = engines.results(since=now - timedelta(days=1))
+    rules = [{"rule": r, "results": engines.results(since=r.since, rollout=r.name)}
+             for r in RolloutRepo(session).list()]
+    return {"engines": [{"engine": e, "results": day.get(e.name)} for e in engines.list()],
+            "builtin": day.get(BUILTIN), "rules": rules}
+

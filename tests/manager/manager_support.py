@@ -80,7 +80,7 @@ class ManagerProcesses:
                 "WHERE name = 'manager'")).first()
         return (row[0], row[1], bool(row[2]), bool(row[3])) if row else (None, 0, False, False)
 
-    def wait_for_leader(self, *, other_than: str | None = None, timeout: float = 60) -> tuple[str, int, int]:
+    def wait_for_leader(self, *, other_than: str | None = None, timeout: float = 120) -> tuple[str, int, int]:
         """The working leader (not `other_than`): (holder, epoch, pid)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

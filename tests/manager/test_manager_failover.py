@@ -6,12 +6,13 @@ from __future__ import annotations
 import random
 import signal
 import time
+from datetime import datetime, timedelta
 
 import pytest
-from manager_support import HEARTBEAT_SECONDS, LEASE_SECONDS, ManagerProcesses
-from sqlalchemy import func, select
+from manager_support import LEASE_SECONDS, ManagerProcesses
+from sqlalchemy import any_, func, literal, select
 
-from tms.db import Alert, Database, TableRepo, Task, TaskRepo, TaskState
+from tms.db import Alert, Database, Instance, Lease, TableRepo, Task, TaskRepo, TaskState
 from tms.db.repos.tasks import FailureRecord
 from tms.db.testing import scratch_database
 
@@ -57,18 +58,50 @@ def _failed_due(database: Database, table_id: int, instant: str) -> tuple[int, i
 
 
 def test_a_killed_leader_is_replaced_within_the_lease_and_one_heartbeat(database, managers):
+    """Timed by the database clock and the standby's own beats, not the test's stopwatch (on a loaded machine
+    a process may be starved): the killed leader's lease ends within one lease of its kill, and the standby
+    takes it over at its first beat after that, then runs the leader's periodic work."""
     group = managers()
     group.start()
     group.start()
     holder, epoch, pid = group.wait_for_leader()
-    time.sleep(1)  # both running: the other is a standby now
-    killed = time.monotonic()
+    standby = _wait_for_standby(database, holder)
     group.procs[pid].send_signal(signal.SIGKILL)
-    new_holder, new_epoch, _ = group.wait_for_leader(other_than=holder, timeout=30)
-    took = time.monotonic() - killed
-    assert new_epoch == epoch + 1 and new_holder != holder
-    # The new leader's first periodic run, within lease + one heartbeat (+ a second for a loaded machine).
-    assert took <= LEASE_SECONDS + HEARTBEAT_SECONDS + 1.0, took
+    with database.transaction() as session:
+        killed_at = session.scalar(select(func.now()))
+        old_expiry = session.scalar(select(Lease.expires_at).where(Lease.name == "manager"))
+    assert old_expiry <= killed_at + timedelta(seconds=LEASE_SECONDS)  # its last renewal came before the kill
+    beats: dict[datetime, bool] = {}  # the standby's beats as seen every 20 ms: heartbeat_at -> leading
+    deadline = time.monotonic() + 120
+    while True:
+        with database.transaction() as session:
+            at, info = session.execute(select(Instance.heartbeat_at, Instance.info).where(Instance.id == standby)).one()
+            beats[at] = bool(info.get("leader"))
+            lease = session.get(Lease, "manager")
+            assert lease is not None
+        if lease.holder == standby and lease.last_work_at is not None and lease.last_work_at >= lease.acquired_at:
+            break
+        assert time.monotonic() < deadline, "the standby never led"
+        time.sleep(0.02)
+    assert lease.epoch == epoch + 1 and lease.acquired_at >= old_expiry  # never before the old lease ended
+    # Taken at the standby's first beat after the old lease ended: so within the lease and one heartbeat of the
+    # kill, as far as the machine lets the standby beat. A beat asks for the lease, then records itself: one
+    # beat may be recorded after the end of the lease it asked for before it, as a standby's; no other.
+    late = sorted(at for at, leading in beats.items() if at > old_expiry and not leading)
+    assert len(late) <= 1, (old_expiry, late)
+    assert not late or late[0] < lease.acquired_at
+
+
+def _wait_for_standby(database: Database, leader: str) -> str:
+    deadline = time.monotonic() + 120
+    while True:
+        with database.transaction() as session:
+            others = session.scalars(select(Instance.id).where(Instance.id != leader,
+                                                               literal("manager") == any_(Instance.roles))).all()
+        if others:
+            return others[0]
+        assert time.monotonic() < deadline, "no standby beats"
+        time.sleep(0.05)
 
 
 def test_a_leader_paused_past_its_lease_writes_nothing_when_it_wakes(database, managers):
@@ -79,7 +112,7 @@ def test_a_leader_paused_past_its_lease_writes_nothing_when_it_wakes(database, m
     time.sleep(1)
     paused = group.procs[pid]
     paused.send_signal(signal.SIGSTOP)
-    new_holder, new_epoch, new_pid = group.wait_for_leader(other_than=holder, timeout=30)
+    new_holder, new_epoch, new_pid = group.wait_for_leader(other_than=holder, timeout=120)
     assert new_epoch == epoch + 1
     time.sleep(0.5)  # the new leader's first retry run is done; its next is 5 s away
     task_id, version = _failed_due(database, _table(database, "paused"), "20260101000000000")
@@ -90,17 +123,21 @@ def test_a_leader_paused_past_its_lease_writes_nothing_when_it_wakes(database, m
     def promoted():
         with database.transaction() as session:
             return TaskRepo(session).get(task_id).state == S.RUNNABLE
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120
     while not promoted():
         assert time.monotonic() < deadline, "the new leader never retried the task"
         time.sleep(0.05)
-    time.sleep(1.5)
+
+    def woke() -> str:
+        return log.read_bytes()[before_wake:].decode()
+    while f"no longer the leader (epoch {epoch})" not in woke():  # it noticed, however slowly it runs
+        assert time.monotonic() < deadline, woke()
+        time.sleep(0.05)
+    time.sleep(1.5)  # its overdue jobs, had they not been stopped, would have run by now
     with database.transaction() as session:
         task = TaskRepo(session).get(task_id)
         assert task.version == version + 1  # made runnable exactly once
-    woke = log.read_bytes()[before_wake:].decode()
-    assert f"no longer the leader (epoch {epoch})" in woke
-    assert f"[epoch {epoch}]" not in woke, woke  # no leader write of the old epoch after waking
+    assert f"[epoch {epoch}]" not in woke(), woke()  # no leader write of the old epoch after waking
     assert f"task {task_id}: retry" in group.log_of(new_pid).read_text()
     assert group.lease()[:2] == (new_holder, new_epoch)
 
@@ -125,10 +162,10 @@ def test_twenty_failovers_retry_no_task_twice_and_duplicate_no_alert(database, m
         time.sleep(rng.uniform(0, 1.0))
         group.procs[pid].send_signal(signal.SIGKILL)
         group.start()
-        holder, new_epoch, pid = group.wait_for_leader(other_than=holder, timeout=30)
+        holder, new_epoch, pid = group.wait_for_leader(other_than=holder, timeout=120)
         assert new_epoch > epoch
         epoch = new_epoch
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120
     while True:
         with database.transaction() as session:
             states = dict(session.execute(select(Task.id, Task.state).where(Task.id.in_(list(tasks)))).all())

@@ -5,26 +5,37 @@ from __future__ import annotations
 import time
 
 import pytest
+from sqlalchemy import text
 
+from manager import leadership
 from manager.leadership import LEASE_NAME, LeaderLease, NotLeader
 from tms.db import AlertRepo, LeaseRepo, Sighting
 
 
+def _end_lease(db) -> None:
+    """The holder's lease ends in the database now, as if it had not renewed it (no sleeping: a loaded machine
+    may stall a test longer than any short lease)."""
+    with db.transaction() as session:
+        session.execute(text("UPDATE leases SET expires_at = now() - interval '1 second' WHERE name = :n"),
+                        {"n": LEASE_NAME})
+
+
 def test_one_holder_at_a_time_and_the_epoch_grows_with_each_new_holder(db):
-    a = LeaderLease(db, "a", lease_seconds=1, heartbeat_seconds=0.3)
-    b = LeaderLease(db, "b", lease_seconds=1, heartbeat_seconds=0.3)
+    a = LeaderLease(db, "a", lease_seconds=60, heartbeat_seconds=10)
+    b = LeaderLease(db, "b", lease_seconds=60, heartbeat_seconds=10)
     assert a.try_acquire() == 1 and b.try_acquire() is None
     assert a.try_acquire() == 1  # a renewal keeps the epoch
-    time.sleep(1.1)  # a does not renew: its lease ends in the database
+    _end_lease(db)  # a does not renew: its lease ends in the database
     assert b.try_acquire() == 2 and a.try_acquire() is None and a.epoch is None
     b.release()
     assert a.try_acquire() == 3
 
 
-def test_a_leader_that_cannot_renew_stops_before_its_lease_ends(db):
-    a = LeaderLease(db, "a", lease_seconds=2, heartbeat_seconds=0.5)
+def test_a_leader_that_cannot_renew_stops_before_its_lease_ends(db, monkeypatch):
+    a = LeaderLease(db, "a", lease_seconds=60, heartbeat_seconds=10)
     assert a.try_acquire() == 1 and a.epoch == 1
-    time.sleep(1.6)  # past lease - margin (1.5 s), before the lease's end (2 s)
+    now = time.monotonic()
+    monkeypatch.setattr(leadership.time, "monotonic", lambda: now + 50.5)  # past lease - margin (50 s)
     assert a.epoch is None
     with db.transaction() as session:
         assert LeaseRepo(session).holds(LEASE_NAME, "a", 1)  # the database still says a leads
@@ -34,10 +45,10 @@ def test_a_leader_that_cannot_renew_stops_before_its_lease_ends(db):
 
 
 def test_a_write_fenced_with_a_lost_epoch_commits_nothing(db, monkeypatch):
-    a = LeaderLease(db, "a", lease_seconds=1, heartbeat_seconds=0.3)
-    b = LeaderLease(db, "b", lease_seconds=30, heartbeat_seconds=10)
+    a = LeaderLease(db, "a", lease_seconds=60, heartbeat_seconds=10)
+    b = LeaderLease(db, "b", lease_seconds=60, heartbeat_seconds=10)
     assert a.try_acquire() == 1
-    time.sleep(1.1)
+    _end_lease(db)
     assert b.try_acquire() == 2
     # a's local clock was fooled (as by a pause the monotonic clock did not see): only the database check is left.
     monkeypatch.setattr(a, "_valid_until", time.monotonic() + 100)

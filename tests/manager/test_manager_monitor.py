@@ -2,13 +2,16 @@
 holds and resolved by itself when it clears."""
 from __future__ import annotations
 
+import shutil
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from sqlalchemy import text, update
 
 from manager.leadership import LeaderLease
 from manager.monitor import MonitorContext, evaluate
+from planner.runner import Planner
 from tms.config import Settings
 from tms.db import AlertRepo, TableRepo, Task, TaskRepo, TaskState
 
@@ -70,28 +73,82 @@ def test_a_backlog_growing_at_each_evaluation_fires_and_resolves_when_it_stops(d
     assert [a.state for a in _alerts(db, "backlog_growing")] == ["resolved"]
 
 
-def test_a_running_task_predicted_past_its_timeout_is_warned_of_before_it_times_out(db):
+def test_tasks_predicted_past_their_timeout_are_warned_of_before_they_time_out(db):
+    """From the table's history (about 1.1 s per MB): a plan too big is warned of while it waits and while it
+    runs; a run lasting far longer than its bytes explain is warned of while it runs; a small one is not."""
     lease, epoch = _leader(db)
     table_id = _table(db)
+    mb = 2**20
     with db.transaction() as session:
         tasks = TaskRepo(session)
-        for n, seconds in enumerate((100, 120, 110)):  # history: about 1 s per MB
+        for n, seconds in enumerate((100, 120, 110)):
             done, _ = tasks.create(table_id=table_id, action="compaction", instant=f"2025010100000{n}000",
-                                   state=S.RUNNABLE, plan_stats={"total_bytes": 100 * 2**20})
+                                   state=S.RUNNABLE, plan_stats={"total_bytes": 100 * mb})
             claimed = tasks.claim(done.id, expected_version=done.version, owner="w", lease_seconds=60)
             tasks.finish(done.id, fencing_token=claimed.fencing_token, succeeded=True)
             session.execute(text("UPDATE tasks SET finished_at = started_at + make_interval(secs => :s) "
                                  "WHERE id = :id"), {"s": seconds, "id": done.id})
-        big, _ = tasks.create(table_id=table_id, action="compaction", instant="20260101000000000",
-                              state=S.RUNNABLE, plan_stats={"total_bytes": 500 * 2**20})
-        small, _ = tasks.create(table_id=table_id, action="compaction", instant="20260101000001000",
-                                state=S.RUNNABLE, plan_stats={"total_bytes": 50 * 2**20})
-        for t in (big, small):
-            tasks.claim(t.id, expected_version=t.version, owner="w", lease_seconds=60)
-    # ~550 s predicted for the big one against a 300 s timeout, ~55 s for the small one: only the big warns.
+        made = {name: tasks.create(table_id=table_id, action="compaction", instant=f"2026010100000{n}000",
+                                   state=S.RUNNABLE, plan_stats={"total_bytes": size * mb})[0]
+                for n, (name, size) in enumerate([("big", 500), ("small", 50), ("slow", 60), ("big waiting", 500)])}
+        for name in ("big", "small", "slow"):
+            tasks.claim(made[name].id, expected_version=made[name].version, owner="w", lease_seconds=600)
+        session.execute(text("UPDATE tasks SET started_at = now() - interval '290 seconds' WHERE id = :id"),
+                        {"id": made["slow"].id})  # ~66 s expected, 290 s and still running
+    # ~550 s predicted for the big ones against a 300 s timeout, ~55 s for the small one: it is not warned of.
     evaluate(lease, epoch, MonitorContext(Settings(worker_job_timeout_seconds=300), datetime.now(UTC), {}))
-    [alert] = _alerts(db, "predicted_timeout")
-    assert alert.task_id == big.id and 500 <= alert.details["predicted_seconds"] <= 600
+    warned = {a.task_id: a for a in _alerts(db, "predicted_timeout")}
+    assert set(warned) == {made[n].id for n in ("big", "slow", "big waiting")}
+    assert 500 <= warned[made["big"].id].details["predicted_seconds"] <= 600
+    assert "(waiting)" in warned[made["big waiting"].id].message
+    slow = warned[made["slow"].id]
+    assert "(running)" in slow.message and slow.details["predicted_seconds"] > 290
+    assert slow.details["probability"] >= 0.7
+
+
+def _trips_table(db, fixture_tables, tmp_path, name: str, policies: dict) -> tuple[int, Path]:
+    path = Path(shutil.copytree(fixture_tables["mor_v6_trips_8i1u"], tmp_path / name))
+    with db.transaction() as session:
+        table_id = TableRepo(session).register(base_path=str(path), name=name, database="d",
+                                               table_type="MERGE_ON_READ", table_version=6, policies=policies).id
+    return table_id, path
+
+
+def _compactions(db, table_id: int) -> list:
+    with db.transaction() as session:
+        return [t for t in TaskRepo(session).find(table_id=table_id)[0] if t.action == "compaction"]
+
+
+def test_a_table_with_compaction_due_and_none_planned_fires_not_scheduled_until_a_planner_plans_it(
+        db, fixture_tables, tmp_path):
+    lease, epoch = _leader(db)
+    settings = Settings(database_url=db.url)
+    planner = Planner.from_settings(db, settings, watch_timelines=False)
+    not_due = {"hoodie.compact.inline.max.delta.commits": 100}
+    lazy, _ = _trips_table(db, fixture_tables, tmp_path, "lazy", not_due)
+    refused, refused_path = _trips_table(db, fixture_tables, tmp_path, "refused", not_due)
+    disabled, _ = _trips_table(db, fixture_tables, tmp_path, "disabled", not_due)
+    for table_id in (lazy, refused, disabled):
+        assert planner.reconcile(table_id)  # the planner's digest of the timeline: not due, nothing planned
+        assert _compactions(db, table_id) == []
+    # An admin lowers the trigger while no planner runs: due since the fixture's second delta commit, long ago.
+    with db.transaction() as session:
+        for table_id in (lazy, refused, disabled):
+            TableRepo(session).update(table_id, policies={"hoodie.compact.inline.max.delta.commits": 2})
+        TableRepo(session).update(disabled, enabled=False)
+    props = refused_path / ".hoodie" / "hoodie.properties"  # a payload TMS cannot merge: compaction refused
+    props.write_text(props.read_text() + "hoodie.compaction.payload.class=com.acme.MyPayload\n")
+    ctx = MonitorContext(Settings(monitor_unplanned_seconds=600), datetime.now(UTC), {})
+    evaluate(lease, epoch, ctx)
+    [alert] = _alerts(db, "not_scheduled")
+    assert (alert.subject, alert.table_id, alert.state) == (f"table:{lazy}", lazy, "firing")
+    assert "compaction due since" in alert.message and alert.details["delta_commits"] >= 2
+
+    assert planner.tick() >= 1  # the planner is back: its periodic trigger plans the compaction
+    [task] = _compactions(db, lazy)
+    evaluate(lease, epoch, ctx)
+    assert [(a.subject, a.state) for a in _alerts(db, "not_scheduled")] == [(f"table:{lazy}", "resolved")]
+    assert task.state in (S.RUNNABLE, S.PENDING, S.BLOCKED)
 
 
 def test_a_task_that_gave_way_to_a_writer_is_not_a_failure_to_alert_on(db):

@@ -66,7 +66,8 @@ def test_every_page_renders_for_a_viewer_without_actions(client, tokens, failed_
                            (f"/ui/tables/{table['id']}", "Timeline"), ("/ui/tasks", str(task_id)),
                            (f"/ui/tasks/{task_id}", "Attempts"), ("/ui/queues", "local[*]"),
                            ("/ui/alerts", "compaction failed"), ("/ui/instances", "Instances"),
-                           ("/ui/mutes", "Mutes"), ("/ui/webhooks", "Webhooks")]:
+                           ("/ui/mutes", "Mutes"), ("/ui/webhooks", "Webhooks"),
+                           ("/ui/engines", "No rollout rule")]:
         page = client.get(path)
         assert page.status_code == 200, path
         assert expected in page.text, path

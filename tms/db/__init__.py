@@ -13,18 +13,21 @@ from .models import (
                      Alert,
                      ApiToken,
                      Base,
+                     Engine,
                      Event,
                      Instance,
                      Lease,
                      Mute,
                      RegisteredTable,
                      ResourceQueue,
+                     Rollout,
                      Task,
                      TaskAttempt,
                      Webhook,
                      WebhookDelivery,
 )
 from .repos.alerts import AlertRepo, Sighting
+from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo
 from .repos.events import EventRepo, NewEvent
 from .repos.instances import InstanceRepo, LeaseRepo
 from .repos.queues import QueueRepo
@@ -36,7 +39,8 @@ from .startup import database_url, open_database
 from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_transition
 
 __all__ = [
-    "ACTION_SOURCES", "Alert", "AlertRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
+    "ACTION_SOURCES", "BUILTIN", "Engine", "EngineRepo", "EngineResults", "Rollout", "RolloutRepo",
+    "Alert", "AlertRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
     "ConflictError", "Database", "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
     "RegisteredTable", "ResourceQueue", "Sighting", "TRANSITIONS", "TablePolicy", "TableRepo", "Task",

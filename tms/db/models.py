@@ -47,6 +47,7 @@ EVENT_SOURCES = ("hudi_callback", "api")
 ATTEMPT_OUTCOMES = ("RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "LOST")
 WEBHOOK_FORMATS = ("json", "slack")
 DELIVERY_STATES = ("pending", "delivered", "expired")
+ROLLOUT_STATES = ("active", "rolled_back")
 
 
 def _one_of(column: str, values) -> str:
@@ -221,6 +222,9 @@ class TaskAttempt(Base):
     # SHA-256 of the attempt's fence key: the secret its job shows when it asks the service whether its
     # fencing token still holds the lease (GET /api/v1/tasks/{id}/fence).
     fence_key_hash: Mapped[str | None] = mapped_column(String(64))
+    # The engine that ran the attempt (None: the worker's own job code) and the rollout that chose it.
+    engine: Mapped[str | None] = mapped_column(String(64))
+    rollout: Mapped[str | None] = mapped_column(String(64))
     started_at: Mapped[datetime] = _created()
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
@@ -228,6 +232,7 @@ class TaskAttempt(Base):
 
     __table_args__ = (
         UniqueConstraint("task_id", "attempt"),
+        Index(None, "rollout", "started_at"),
         CheckConstraint(_one_of("outcome", ATTEMPT_OUTCOMES), name="outcome"),
     )
 
@@ -259,6 +264,55 @@ class ResourceQueue(Base):
 
     __table_args__ = (
         CheckConstraint(_one_of("kind", ("local", "standalone", "yarn", "kubernetes")), name="kind"),
+    )
+
+
+class Engine(Base):
+    """A registered execution engine: the Spark that runs a job (distribution or spark-submit) and the
+    version of the job code it runs (a folder or zip holding the `jobs` package)."""
+
+    __tablename__ = "engines"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    spark_home: Mapped[str | None] = mapped_column(Text)  # a Spark distribution (its bin/spark-submit)
+    spark_submit: Mapped[str | None] = mapped_column(Text)  # or the spark-submit itself
+    pyspark_version: Mapped[str | None] = mapped_column(Text)
+    code_version: Mapped[str] = mapped_column(Text)
+    code_path: Mapped[str] = mapped_column(Text)  # where that version of the job code is
+    spark_conf: Mapped[dict[str, str]] = _json()
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class Rollout(Base):
+    """A rollout rule: the tasks of a queue, database or table (any combination; none: every task) run on
+    `stable_engine`, except `canary_percent` of them (chosen by task id) on `canary_engine`. The manager's
+    leader rolls the canary back (state `rolled_back`) when it fails more than the stable engine."""
+
+    __tablename__ = "rollouts"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    queue: Mapped[str | None] = mapped_column(Text)
+    database: Mapped[str | None] = mapped_column(Text)
+    table_name: Mapped[str | None] = mapped_column(Text)
+    stable_engine: Mapped[str] = mapped_column(ForeignKey("engines.name", ondelete="RESTRICT"))
+    canary_engine: Mapped[str | None] = mapped_column(ForeignKey("engines.name", ondelete="RESTRICT"))
+    canary_percent: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    failure_margin: Mapped[float] = mapped_column(Float, server_default=text("0.2"))
+    min_tasks: Mapped[int] = mapped_column(Integer, server_default=text("5"))
+    state: Mapped[str] = mapped_column(String(16), server_default="active")
+    rolled_back_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    rollback_reason: Mapped[str | None] = mapped_column(Text)
+    # Canary and stable results count from here (set again by every PUT of the rule).
+    since: Mapped[datetime] = _created()
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+    __table_args__ = (
+        CheckConstraint(_one_of("state", ROLLOUT_STATES), name="state"),
+        CheckConstraint("canary_percent BETWEEN 0 AND 100", name="canary_percent"),
     )
 
 

@@ -54,13 +54,15 @@ def find_spark_submit() -> str:
 
 def spark_submit_command(table_path: str, instant: str, *, py_files: Path, master: str = "local[*]",
                          conf: dict[str, str] | None = None, action: str | None = None,
-                         fence_url: str | None = None, options: dict[str, str] | None = None) -> list[str]:
-    """`options`: the table's lock options, passed to the job as `--option key=value`."""
-    cmd = [find_spark_submit(), "--master", master, "--name", f"tms {action or 'plan'} {instant}",
+                         fence_url: str | None = None, options: dict[str, str] | None = None,
+                         spark_submit: str | None = None, entry: Path | None = None) -> list[str]:
+    """`options`: the table's lock options, passed to the job as `--option key=value`. `spark_submit` and
+    `entry`: an engine's own spark-submit and job entry point (default: this installation's)."""
+    cmd = [spark_submit or find_spark_submit(), "--master", master, "--name", f"tms {action or 'plan'} {instant}",
            "--py-files", str(py_files)]
     for key, value in (conf or {}).items():
         cmd += ["--conf", f"{key}={value}"]
-    cmd += [str(entry_point()), "--table", table_path, "--instant", instant]
+    cmd += [str(entry or entry_point()), "--table", table_path, "--instant", instant]
     if action:
         cmd += ["--action", action]
     if fence_url:

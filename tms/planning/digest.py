@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
@@ -157,6 +157,28 @@ class TimelineDigest:
                 TriggerStrategy.TIME_ELAPSED: by_time,
                 TriggerStrategy.NUM_AND_TIME: by_count and by_time,
                 TriggerStrategy.NUM_OR_TIME: by_count or by_time}[policy.trigger_strategy]
+
+    def compaction_due_since(self, policy: TablePolicy) -> datetime | None:
+        """Since when the compaction trigger (compaction_may_be_due) holds on what the digest knows: the
+        instant time of the delta commit that reached the count, or the moment the time bound passed
+        (maybe in the future), as the trigger strategy combines them; None while the count is short for a
+        strategy that needs it. Past MAX_LISTED delta commits the count is reached later than told (errs
+        towards "not yet")."""
+        deltas = self.counted.get(TableService.COMPACTION)
+        since = (self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)) if deltas is not None else None
+        if deltas is None or since is None:
+            return None
+        by_count = instant_to_datetime(deltas[policy.max_delta_commits - 1]) \
+            if len(deltas) >= policy.max_delta_commits else None
+        by_time = instant_to_datetime(since) + timedelta(seconds=policy.max_delta_seconds)
+        strategy = policy.trigger_strategy
+        if strategy == TriggerStrategy.TIME_ELAPSED:
+            return by_time
+        if strategy == TriggerStrategy.NUM_OR_TIME:
+            return min(by_count, by_time) if by_count else by_time
+        if strategy == TriggerStrategy.NUM_AND_TIME:
+            return max(by_count, by_time) if by_count else None
+        return by_count
 
     def clustering_may_be_due(self, policy: TablePolicy) -> bool:
         return len(self.counted.get(TableService.CLUSTERING, ())) >= policy.clustering_max_commits

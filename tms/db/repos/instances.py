@@ -81,8 +81,9 @@ class LeaseRepo:
                              .values(last_work_at=func.now()), execution_options={"synchronize_session": False})
 
     def release(self, name: str, holder: str, epoch: int) -> None:
+        # expires_at: when the lease was given up (how long no one held it is told from it: no_leader).
         self.session.execute(update(Lease).where(Lease.name == name, Lease.holder == holder, Lease.epoch == epoch)
-                             .values(holder=None, expires_at=None),
+                             .values(holder=None, expires_at=func.now()),
                              execution_options={"synchronize_session": False})
 
     def get(self, name: str) -> Lease | None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+from collections.abc import Collection
 from datetime import timedelta
 from typing import Any, cast
 
@@ -9,7 +10,7 @@ from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from ..errors import NotFoundError
-from ..models import Mute, Webhook, WebhookDelivery
+from ..models import Alert, Mute, Webhook, WebhookDelivery
 
 
 def _rows(result: Any) -> int:
@@ -58,12 +59,16 @@ class WebhookRepo:
                                     .limit(limit).offset(offset))
         return list(rows), total or 0
 
-    def due(self, limit: int = 50) -> builtins.list[tuple[WebhookDelivery, Webhook]]:
-        """Pending deliveries whose time has come, oldest first, locked (SKIP LOCKED) for this transaction."""
+    def due(self, limit: int = 50, *, kinds: Collection[str] | None = None
+            ) -> builtins.list[tuple[WebhookDelivery, Webhook]]:
+        """Pending deliveries whose time has come (of alerts of `kinds` only, if given), oldest first, locked
+        (SKIP LOCKED) for this transaction."""
+        stmt = (select(WebhookDelivery, Webhook).join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
+                .where(WebhookDelivery.state == "pending", WebhookDelivery.next_attempt_at <= func.now()))
+        if kinds is not None:
+            stmt = stmt.join(Alert, Alert.id == WebhookDelivery.alert_id).where(Alert.kind.in_(list(kinds)))
         rows = self.session.execute(
-            select(WebhookDelivery, Webhook).join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
-            .where(WebhookDelivery.state == "pending", WebhookDelivery.next_attempt_at <= func.now())
-            .order_by(WebhookDelivery.id).limit(limit).with_for_update(of=WebhookDelivery, skip_locked=True))
+            stmt.order_by(WebhookDelivery.id).limit(limit).with_for_update(of=WebhookDelivery, skip_locked=True))
         return [(d, w) for d, w in rows]
 
     def expire_older_than(self, max_age_seconds: float) -> int:

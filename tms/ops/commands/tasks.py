@@ -41,7 +41,8 @@ COLUMNS = [("ID", output.field("id")), ("TABLE", output.field("table_id")), ("SE
            ("ATTEMPT", output.field("attempt")), ("QUEUE", output.field("queue")),
            ("CREATED", output.time_field("created_at")), ("TOOK", _duration), ("ERROR", output.field("error"))]
 ATTEMPT_COLUMNS = [("ATTEMPT", output.field("attempt")), ("WORKER", output.field("worker")),
-                   ("QUEUE", output.field("queue")), ("SPARK APP", output.field("spark_app_id")),
+                   ("QUEUE", output.field("queue")), ("ENGINE", lambda a: a.get("engine") or "-"),
+                   ("SPARK APP", output.field("spark_app_id")),
                    ("RESOURCES", output.field("requested_resources")), ("OUTCOME", output.field("outcome")),
                    ("STARTED", output.time_field("started_at")), ("TOOK", _duration),
                    ("ERROR", output.field("error"))]

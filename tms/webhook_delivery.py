@@ -1,28 +1,33 @@
 """The webhook deliverer: sends the outbox's due deliveries (written with their alerts), signed, and retries
 each with backoff until the receiver accepts it (2xx) or it is older than `webhook_max_age_seconds`.
 
-A delivery is taken (its next attempt pushed past the request's timeout) in one fenced transaction, sent
-outside any transaction, and its attempt recorded in another: a leader change between the two may send a
-delivery twice, never lose it; receivers deduplicate by `X-TMS-Delivery`."""
+The manager's leader sends every delivery, in its fenced transactions; whoever notices that no manager
+leads (tms.leader_watch) sends the `no_leader` alert's own, in plain ones, since no leader would.
+
+A delivery is taken (its next attempt pushed past the request's timeout, its row locked SKIP LOCKED) in one
+transaction, sent outside any transaction, and its attempt recorded in another: a leader change between
+the two may send a delivery twice, never lose it; receivers deduplicate by `X-TMS-Delivery`."""
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import httpx
 from sqlalchemy import func, update
+from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import WebhookDelivery, WebhookRepo
 from tms.webhook_payload import signature
 
-from .leadership import LeaderLease
-
 log = logging.getLogger(__name__)
 BATCH = 50
 MAX_BACKOFF_SECONDS = 600.0
+Transaction = Callable[[], AbstractContextManager[Session]]  # the leader's: lambda: lease.fenced(epoch)
 
 
 @dataclass(frozen=True)
@@ -35,37 +40,37 @@ class Outgoing:
 
 
 class Deliverer:
-    def __init__(self, lease: LeaderLease, settings: Settings, client: httpx.Client | None = None):
-        self.lease = lease
+    def __init__(self, settings: Settings, client: httpx.Client | None = None):
         self.settings = settings
         self.client = client or httpx.Client(timeout=settings.webhook_timeout_seconds)
 
     def close(self) -> None:
         self.client.close()
 
-    def run_once(self, epoch: int) -> int:
-        """Send what is due now; the number delivered."""
+    def run_once(self, transaction: Transaction, *, kinds: Collection[str] | None = None) -> int:
+        """Send what is due now (only the deliveries of alerts of `kinds`, if given), taking and recording
+        them in `transaction`s; the number delivered."""
         started = time.monotonic()
         results = []
-        for outgoing in self._take(epoch):
+        for outgoing in self._take(transaction, kinds):
             # A slow receiver must not keep the batch's attempts unrecorded for long: the rest wait for the
             # next run (their hold ends after a request's timeout).
             if time.monotonic() - started > self.settings.webhook_timeout_seconds:
                 break
             results.append((outgoing, *self._send(outgoing)))
         if results:
-            self._record(epoch, results)
+            self._record(transaction, results)
         return sum(1 for _, status, _ in results if _accepted(status))
 
-    def _take(self, epoch: int) -> list[Outgoing]:
+    def _take(self, transaction: Transaction, kinds: Collection[str] | None) -> list[Outgoing]:
         hold = self.settings.webhook_timeout_seconds + 5  # no second sender while this one tries
-        with self.lease.fenced(epoch) as session:
+        with transaction() as session:
             repo = WebhookRepo(session)
             expired = repo.expire_older_than(self.settings.webhook_max_age_seconds)
             if expired:
                 log.warning("%s webhook deliveries expired undelivered after %.0f s", expired,
                             self.settings.webhook_max_age_seconds)
-            taken = [Outgoing(d.id, w.url, w.secret, d.body, d.attempts) for d, w in repo.due(BATCH)]
+            taken = [Outgoing(d.id, w.url, w.secret, d.body, d.attempts) for d, w in repo.due(BATCH, kinds=kinds)]
             if taken:
                 session.execute(update(WebhookDelivery).where(WebhookDelivery.id.in_([o.delivery_id for o in taken]))
                                 .values(next_attempt_at=func.now() + timedelta(seconds=hold)),
@@ -83,10 +88,10 @@ class Deliverer:
             return None, f"{type(exc).__name__}: {exc}"[:500]
         return response.status_code, None if response.is_success else response.text[:500]
 
-    def _record(self, epoch: int, results: list[tuple[Outgoing, int | None, str | None]]) -> None:
-        """Record a batch of attempts in one fenced transaction."""
+    def _record(self, transaction: Transaction, results: list[tuple[Outgoing, int | None, str | None]]) -> None:
+        """Record a batch of attempts in one transaction."""
         at = datetime.now(UTC).isoformat()
-        with self.lease.fenced(epoch) as session:
+        with transaction() as session:
             for outgoing, status, error in results:
                 delivery = session.get(WebhookDelivery, outgoing.delivery_id, with_for_update=True)
                 if delivery is None or delivery.state != "pending":

@@ -1,0 +1,64 @@
+"""Prometheus metrics of the engines, read from the database at scrape time: per engine, the attempts of the
+last day that succeeded or failed, its success ratio and its run times; per rollout rule, the canary's share
+of the tasks (0 once rolled back). Attempts run by the worker's own job code count as engine `builtin`."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from sqlalchemy import text
+
+from tms.cluster_metrics import DURATION_BUCKETS
+from tms.db import Database
+
+_QUERIES = {
+    "attempts": "SELECT coalesce(engine, 'builtin'), outcome, count(*) FROM task_attempts "
+                "WHERE outcome IN ('SUCCEEDED', 'FAILED') AND finished_at > now() - interval '1 day' GROUP BY 1, 2",
+    "durations": "SELECT coalesce(engine, 'builtin'), extract(epoch FROM finished_at - started_at) FROM task_attempts "
+                 "WHERE outcome IN ('SUCCEEDED', 'FAILED') AND finished_at > now() - interval '1 day'",
+    "rollouts": "SELECT name, coalesce(canary_engine, ''), state, "
+                "CASE WHEN state = 'active' THEN canary_percent ELSE 0 END FROM rollouts",
+}
+
+
+class EngineCollector:
+    def __init__(self, database: Database):
+        self.database = database
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            with self.database.engine.connect() as connection:
+                rows = {name: connection.execute(text(sql)).all() for name, sql in _QUERIES.items()}
+        except Exception:  # a scrape must not fail because the database is briefly unreachable
+            return
+        attempts = GaugeMetricFamily("tms_engine_attempts", "Attempts finished in the last day, by engine and "
+                                     "outcome (SUCCEEDED, FAILED)", labels=["engine", "outcome"])
+        totals: dict[str, list[int]] = {}
+        for engine, outcome, count in rows["attempts"]:
+            attempts.add_metric([engine, outcome], count)
+            total = totals.setdefault(engine, [0, 0])
+            total[0] += count
+            total[1] += count if outcome == "SUCCEEDED" else 0
+        yield attempts
+        ratio = GaugeMetricFamily("tms_engine_success_ratio", "Succeeded / finished attempts of the last day, "
+                                  "by engine", labels=["engine"])
+        for engine, (finished, succeeded) in totals.items():
+            ratio.add_metric([engine], succeeded / finished)
+        yield ratio
+        durations = HistogramMetricFamily("tms_engine_attempt_duration_seconds",
+                                          "Run time of the attempts finished in the last day, by engine",
+                                          labels=["engine"])
+        by_engine: dict[str, list[float]] = {}
+        for engine, seconds in rows["durations"]:
+            if seconds is not None:
+                by_engine.setdefault(engine, []).append(float(seconds))
+        for engine, values in by_engine.items():
+            buckets = [(str(b), sum(1 for v in values if v <= b)) for b in DURATION_BUCKETS]
+            buckets.append(("+Inf", len(values)))
+            durations.add_metric([engine], buckets, sum(values))
+        yield durations
+        canary = GaugeMetricFamily("tms_rollout_canary_percent", "Share of a rollout rule's tasks sent to its "
+                                   "canary (0 once rolled back)", labels=["rollout", "canary_engine", "state"])
+        for name, engine, state, percent in rows["rollouts"]:
+            canary.add_metric([name, engine, state], percent)
+        yield canary

@@ -1,0 +1,74 @@
+"""Which engine runs a claimed task: the most specific rollout rule matching it (a table's rule before its
+database's, before its queue's, before a rule matching every task) names a stable engine and, for an active
+rule, a canary engine that gets `canary_percent` of the tasks. Whether a task is in the canary share is a
+hash of the rule and the task id, so a task keeps its side on every claim, except that a task whose last
+attempt failed on the canary runs its retry on the stable engine. No rule: the worker's own job code."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from tms.db import Engine, EngineRepo, RegisteredTable, Rollout, RolloutRepo
+from tms.execute.engine_code import EngineSpec
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    engine: EngineSpec
+    rollout: str
+    canary: bool
+
+
+def in_canary(rollout: str, task_id: int, percent: int) -> bool:
+    """Whether task `task_id` is in the `percent` share of `rollout`'s tasks that run on its canary."""
+    digest = hashlib.sha256(f"{rollout}:{task_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 100 < percent
+
+
+def matching_rule(rules: list[Rollout], *, queue: str | None, database: str, table: str) -> Rollout | None:
+    """The most specific rule whose every set field matches (ties: the first name)."""
+    full_name = f"{database}.{table}"
+    matching = [r for r in rules
+                if (r.queue is None or r.queue == queue) and (r.database is None or r.database == database)
+                and (r.table_name is None or r.table_name in (full_name, table))]
+    if not matching:
+        return None
+    return min(matching, key=lambda r: (r.table_name is None, r.database is None, r.queue is None, r.name))
+
+
+def spec_of(engine: Engine) -> EngineSpec:
+    return EngineSpec(name=engine.name, code_path=engine.code_path,
+                      spark_submit=engine.spark_submit or (f"{engine.spark_home}/bin/spark-submit"
+                                                           if engine.spark_home else None),
+                      spark_conf=dict(engine.spark_conf or {}), version_key=engine.updated_at.isoformat())
+
+
+def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, queue: str | None) -> EngineChoice | None:
+    rule = matching_rule(RolloutRepo(session).list(), queue=queue, database=table.database, table=table.name)
+    if rule is None:
+        return None
+    repo = EngineRepo(session)
+    canary = (rule.state == "active" and rule.canary_engine is not None
+              and in_canary(rule.name, task_id, rule.canary_percent) and not _failed_on(repo, task_id, rule))
+    name = rule.canary_engine if canary and rule.canary_engine else rule.stable_engine
+    return EngineChoice(engine=spec_of(repo.get(name)), rollout=rule.name, canary=canary)
+
+
+def queue_rule(rules: list[Rollout], queue: str) -> Rollout | None:
+    """The rule for a queue as a whole (its own rule, else the rule for every task), ignoring the rules of
+    particular databases and tables."""
+    return matching_rule([r for r in rules if r.database is None and r.table_name is None],
+                         queue=queue, database="", table="")
+
+
+def queue_stable_engine(session: Session, queue: str) -> EngineSpec | None:
+    """The stable engine of a queue's rule: the one its warm engine runs (None: the worker's own code)."""
+    rule = queue_rule(RolloutRepo(session).list(), queue)
+    return spec_of(EngineRepo(session).get(rule.stable_engine)) if rule else None
+
+
+def _failed_on(repo: EngineRepo, task_id: int, rule: Rollout) -> bool:
+    last = repo.last_attempt(task_id)
+    return last is not None and last.engine == rule.canary_engine and last.outcome != "SUCCEEDED"
