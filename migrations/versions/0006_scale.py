@@ -2,7 +2,7 @@
 alerts, the periodic planning requests) and the timeline stamp the scan compares.
 
 Revision ID: 0006
-Revises: 0007
+Revises: 0005
 Create Date: 2026-11-23
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006"
-down_revision = "0007"  # after main's 0007 (the integrator rechains)
+down_revision = "0005"  # after main's 0005 (the integrator rechains)
 branch_labels = None
 depends_on = None
 
