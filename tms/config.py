@@ -84,6 +84,9 @@ class Settings(BaseSettings):
                              "attempts the next one")
     planner_cached_tables: int = Field(
         10_000, ge=1, description="Tables whose loaded timeline a planner process keeps between passes")
+    planner_cache_mb: int = Field(
+        1024, ge=1, description="Memory (MB, estimated) the loaded timelines a planner keeps may hold; beyond it, "
+                                "or beyond TMS_PLANNER_CACHED_TABLES, the least recently planned are dropped")
     planner_watch_timelines: bool = Field(
         True, description="Have the kernel (Linux inotify) feed the planner the changes of cached timelines on "
                           "local filesystems, so a planning pass does not list the timeline folder; network "

@@ -77,6 +77,7 @@ class FenceOut(BaseModel):
 
 class TaskPage(BaseModel):
     items: list[TaskOut]
-    total: int
+    total: int | None = Field(description="Rows matching the filters; null on the pages after a cursor")
     limit: int
     offset: int
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")
