@@ -1,5 +1,6 @@
 """The command line and environment of a claimed task's job: spark-submit of `jobs/run.py` to the queue's
-master with the job's sizing, or the plain Python job (jobs.python_job)."""
+master with the job's sizing, or the plain Python job (jobs.python_job); the arguments a plan is handed to a
+warm engine with."""
 from __future__ import annotations
 
 import os
@@ -19,7 +20,12 @@ def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str) -> tuple[
     return command, spark_submit_env(claimed.master)
 
 
+def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
+    """The arguments of jobs/run.py (and of the plain Python job, and of a plan on a warm engine)."""
+    return ["--table", claimed.base_path, "--instant", claimed.instant, "--action", claimed.action,
+            "--fence-url", fence_url]
+
+
 def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
-    command = [sys.executable, "-m", "jobs.python_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.action, "--fence-url", fence_url]
+    command = [sys.executable, "-m", "jobs.python_job", *plan_arguments(claimed, fence_url=fence_url)]
     return command, dict(os.environ)
