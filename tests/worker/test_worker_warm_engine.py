@@ -129,6 +129,7 @@ def test_a_warm_engine_killed_mid_plan_fails_the_attempt_restarts_and_the_retry_
 
     failed = wait_until_final(db, task_id)
     assert failed.state == TaskState.FAILED and failed.retryable, failed.error
+    assert f"the warm engine {first_app} of queue local died while it ran the plan" in failed.error
     wait_for(lambda: engine.starts == 2 and engine.app_id, timeout=180, what="the engine to restart")
     assert engine.app_id != first_app
     with db.transaction() as session:  # what the manager's retries do when the retry is due
