@@ -11,16 +11,23 @@ line. A connection sends one request:
   The plan's Spark jobs run in job group G; plans run concurrently, each in its own connection's thread.
 - `{"op": "cancel", "group": G}` -> `{"cancelled": G}`: cancels G's Spark jobs (cancelJobGroup), and the plan
   starts no further Spark job; its driver stops at the next one, or at its fence (the worker ends the attempt).
+
+Warm means the JVM, the executors and the Python workers: the engine runs a warm-up job in every task slot
+before it answers and again whenever it was idle for a while, so that Spark keeps a Python worker with the
+plans' modules loaded in each slot (it stops Python workers idle for a minute).
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import io
 import json
 import os
+import signal
 import socketserver
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -28,6 +35,9 @@ from typing import Any, TextIO
 from jobs.run import parse_args, run_plan
 from tms.execute.runner import TaskFunction
 
+KEEP_WARM_SECONDS = 20.0  # Spark stops Python workers idle for a minute: idle engines run a warm-up job this often
+WARM_UP_GROUP = "tms-warm-up"
+_PR_SET_PDEATHSIG = 1
 _cancelled: dict[str, threading.Event] = {}
 _cancelled_lock = threading.Lock()
 
@@ -112,6 +122,7 @@ class _Handler(socketserver.StreamRequestHandler):
             return len(text)
 
         output.local.sink = sink
+        self.server.last_plan_at = time.monotonic()
         cancelled = _cancel_event(group)
         try:
             print(f"spark application id: {self.server.sc.applicationId} (warm engine, job group {group})")
@@ -126,6 +137,7 @@ class _Handler(socketserver.StreamRequestHandler):
             status = 1
         finally:
             output.local.sink = None
+            self.server.last_plan_at = time.monotonic()
             with _cancelled_lock:
                 _cancelled.pop(group, None)
         try:
@@ -134,11 +146,47 @@ class _Handler(socketserver.StreamRequestHandler):
             pass
 
 
+def _warm_up_task(_: int) -> int:
+    """Import what a plan's tasks import, in a Python worker that Spark keeps for the next tasks; stay a moment
+    so that every task slot gets a task of its own."""
+    import tms.execute.dispatch  # noqa: F401 (every executor: compaction, clustering, clean, rollback)
+
+    time.sleep(0.2)
+    return os.getpid()
+
+
+def warm_up(sc: Any) -> None:
+    """Start (or keep) a Python worker with the executors' modules loaded in every task slot."""
+    sc.setJobGroup(WARM_UP_GROUP, "warm-up: the plans' modules in every Python worker")
+    slots = max(1, sc.defaultParallelism)
+    sc.parallelize(range(slots), slots).map(_warm_up_task).collect()
+
+
+def _keep_warm(server: EngineServer) -> None:
+    while True:
+        time.sleep(KEEP_WARM_SECONDS)
+        if time.monotonic() - server.last_plan_at >= KEEP_WARM_SECONDS:
+            try:
+                warm_up(server.sc)
+            except Exception as e:  # the engine may be stopping; plans report their own errors
+                print(f"warm-up failed: {e}", file=sys.__stderr__)
+
+
+def _die_with_the_jvm() -> None:
+    """This driver is spark-submit's child: when that JVM dies (killed, its worker gone), so does the driver,
+    rather than listen on with a dead SparkContext (Linux; elsewhere the worker kills the process group)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() == 1:  # the JVM died before the call
+            os._exit(1)
+
+
 class EngineServer(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
 
     def __init__(self, path: str, sc: Any, output: _ThreadOutput):
         self.sc, self.output = sc, output
+        self.last_plan_at = time.monotonic()
         super().__init__(path, _Handler)
 
 
@@ -147,14 +195,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--socket", required=True, help="the Unix socket to listen on")
     ap.add_argument("--name", default="tms warm engine", help="the Spark application's name")
     args = ap.parse_args(argv)
+    _die_with_the_jvm()
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.appName(args.name).getOrCreate()
+    warm_up(spark.sparkContext)  # before it answers: the first plan finds its Python workers ready
     output = _ThreadOutput(sys.stdout)
     sys.stdout = sys.stderr = output
     if os.path.exists(args.socket):
         os.unlink(args.socket)
     server = EngineServer(args.socket, spark.sparkContext, output)
+    threading.Thread(target=_keep_warm, args=(server,), name="keep-warm", daemon=True).start()
     print(f"spark application id: {spark.sparkContext.applicationId}; warm engine listening on {args.socket}",
           flush=True)
     try:

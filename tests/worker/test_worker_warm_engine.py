@@ -1,10 +1,12 @@
 """A queue's warm engine: a compaction whose sized job fits its executors runs there, without a spark-submit
-of its own, and a bigger one gets a dedicated job; an engine killed mid-plan fails the attempt, is restarted,
-and the retry completes on the new engine. hudi-rs reads exactly the model's rows afterwards. Real Spark."""
+of its own, and a bigger one gets a dedicated job; an operator's cancel stops a plan on the engine (its Spark
+job group) and the engine goes on; an engine killed mid-plan fails the attempt, is restarted, and the retry
+completes on the new engine. hudi-rs reads exactly the model's rows afterwards. Real Spark."""
 import os
 import signal
 import threading
 
+import httpx
 import pytest
 from worker_support import (
     ModelledTable,
@@ -110,8 +112,17 @@ def test_a_small_compaction_runs_on_the_warm_engine_and_a_big_one_on_a_dedicated
         t.check()
 
 
+def _on_the_engine(tmp_path, db, task_id: int, attempt: int, markers) -> None:
+    """Wait until the attempt's plan runs on the warm engine and has written its first file."""
+    wait_for(lambda: task(db, task_id).attempt == attempt and task(db, task_id).state == TaskState.RUNNING,
+             what=f"attempt {attempt}")
+    log = tmp_path / "worker" / "jobs" / f"task-{task_id}-attempt-{attempt}.log"
+    wait_for(lambda: log.exists() and "warm engine, job group" in log.read_text(), timeout=120, what="the plan")
+    wait_for(lambda: markers.exists() and any(markers.rglob("*.marker.*")), timeout=120, what="the first file")
+
+
 @pytest.mark.slow
-def test_a_warm_engine_killed_mid_plan_fails_the_attempt_restarts_and_the_retry_completes(
+def test_a_warm_plan_is_cancelled_and_a_killed_engine_fails_the_attempt_restarts_and_the_retry_completes(
         tmp_path, service, db, local_queue, start_worker):
     local_queue(max_executors=2, **WARM)
     t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6, max_file_records=20)
@@ -123,7 +134,22 @@ def test_a_warm_engine_killed_mid_plan_fails_the_attempt_restarts_and_the_retry_
     worker = start_worker(**SPARK, retry_backoff_seconds=0)
     engine = _warm_engine(worker)
     first_app = engine.app_id
-    wait_for(lambda: markers.exists() and any(markers.rglob("*.marker.*")), timeout=120, what="the first file")
+
+    # An operator's cancel: the plan's Spark job group is cancelled; the engine goes on.
+    _on_the_engine(tmp_path, db, task_id, 1, markers)
+    response = httpx.post(f"{service.url}/api/v1/tasks/{task_id}:cancel", headers=service.admin)
+    assert response.status_code == 200 and response.json()["state"] == "CANCELLED"
+    wait_for(lambda: not worker.running, timeout=60, what="the worker to cancel the plan")
+    [cancelled] = attempts(db, task_id)
+    assert cancelled.outcome == "CANCELLED" and cancelled.engine_kind == "warm"
+    assert "cancel" in cancelled.log_tail.lower()
+    assert not t.table().timeline.get(tc).is_completed
+    assert (engine.starts, engine.app_id) == (1, first_app), "the engine still runs"
+    t.check()
+
+    # The engine killed mid-plan: the attempt fails, the engine restarts, the retry completes there.
+    assert httpx.post(f"{service.url}/api/v1/tasks/{task_id}:rerun", headers=service.admin).status_code == 200
+    _on_the_engine(tmp_path, db, task_id, 2, markers)
     [jvm] = processes_with("SparkSubmit", "warm_engine.py")
     os.kill(jvm, signal.SIGKILL)
 
@@ -138,8 +164,8 @@ def test_a_warm_engine_killed_mid_plan_fails_the_attempt_restarts_and_the_retry_
 
     done = wait_until_final(db, task_id, timeout=180)
     assert done.state == TaskState.SUCCEEDED, f"{done.error}\n{attempts(db, task_id)[-1].log_tail}"
-    first, retry = attempts(db, task_id)
-    assert (first.outcome, first.engine_kind, first.spark_app_id) == ("FAILED", "warm", first_app)
+    _, killed, retry = attempts(db, task_id)
+    assert (killed.outcome, killed.engine_kind, killed.spark_app_id) == ("FAILED", "warm", first_app)
     assert (retry.outcome, retry.engine_kind, retry.spark_app_id) == ("SUCCEEDED", "warm", engine.app_id)
     table = t.table()
     assert table.timeline.get(tc).is_completed
