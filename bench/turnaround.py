@@ -127,7 +127,7 @@ def main() -> None:
                   f"dedicated/warm {dedicated / warm:.1f}x; goal warm p50 <= 2 s: {'met' if warm <= 2 else 'NOT met'}")
         finally:
             worker.stop()
-            thread.join(timeout=60)
+            thread.join(timeout=300)
             server.should_exit = True
             database.dispose()
 
