@@ -22,6 +22,9 @@ from .warm_engine import WarmEngines
 
 log = logging.getLogger(__name__)
 DEFAULT_QUEUE = "local"
+# The created queue's job width: a dedicated job and its warm engine both get up to this many executors
+# (task slots on a local master), so every plan within its memory fits the warm engine.
+DEFAULT_QUEUE_EXECUTORS = 4
 
 def service_url(settings: Settings) -> str:
     """Where jobs reach the service's fence endpoint."""
@@ -94,7 +97,9 @@ class Worker:
         with self.database.transaction() as session:
             created = QueueRepo(session).create_if_none(
                 DEFAULT_QUEUE, kind="local", master=self.settings.worker_default_master,
-                capacity=self.settings.worker_slots, warm_engine_enabled=self.settings.worker_default_warm_engine)
+                capacity=self.settings.worker_slots, max_executors=DEFAULT_QUEUE_EXECUTORS,
+                warm_engine_enabled=self.settings.worker_default_warm_engine,
+                warm_engine_executors=DEFAULT_QUEUE_EXECUTORS)
         if created is not None:
             log.info("no queue was configured: created queue %r (%s)", created.name, created.master)
 
