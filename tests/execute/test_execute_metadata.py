@@ -18,9 +18,12 @@ from tms.execute.fencing import no_fence
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.instant import DELTA_COMMIT, State
+from tms.hudi.file_names import LogFileName
+from tms.hudi.instant import DELTA_COMMIT, ROLLBACK, Instant, State
+from tms.hudi.log_format import read_log_file
 from tms.hudi.metadata.reader import MetadataTable
 from tms.hudi.metadata.writer import unmaintainable_partitions
+from tms.hudi.serde import parse_rollback_metadata
 from tms.hudi.table import HudiTable
 from tms.hudi.verify import verify_table
 
@@ -186,6 +189,107 @@ def test_attempt_killed_after_its_mdt_commit_is_rolled_back_there_too(tmp_path, 
     t.check()
     execute_instant(t.table(), ts, RUNNER)
     assert set(_mdt_instant(t.path, ts)) == {State.REQUESTED, State.INFLIGHT, State.COMPLETED}
+    t.check()
+
+
+def _mdt_rollbacks_of(path, ts: str) -> list[Instant]:
+    """The completed rollback instants on the MDT timeline that rolled back its delta commit `ts`."""
+    tl = MetadataTable(HudiTable.load(str(path))).table.timeline
+    return [i for i in tl.completed([ROLLBACK]) if parse_rollback_metadata(tl.read(i)).commits_rollback == [ts]]
+
+
+def _mdt_log_files_with_blocks_of(path, ts: str) -> list[Path]:
+    return [f for f in (Path(path) / ".hoodie" / "metadata").glob("*/.*.log.*")
+            if any(b.instant_time == ts for b in read_log_file(f.read_bytes()))]
+
+
+@pytest.mark.parametrize("table_type,version", TABLES)
+def test_mdt_side_of_a_rollback_is_javas(tmp_path, table_type, version):
+    """As HoodieBackedTableMetadataWriter.update(rollback): v8+ rolls the failed write's MDT delta commit back
+    with a `rollback` instant of the data rollback's instant time, and writes no delta commit for it; v6
+    records the rollback in a delta commit, then rolls the failed one back at the rollback's time + "006"."""
+    t = MdtModelledTable(tmp_path / "t", table_type, version)
+    write_history(t)
+    crashed = t.write([rec(i, 99, "crashed") for i in range(0, 40, 3)], leave_inflight=True)
+    assert _mdt_log_files_with_blocks_of(t.path, crashed)
+    ts = _plan_rollback(t.table(), crashed)
+
+    execute_instant(t.table(), ts, RUNNER)
+
+    t.forget(crashed)
+    (rollback,) = _mdt_rollbacks_of(t.path, crashed)
+    assert rollback.timestamp == (ts if version >= 8 else ts + "006")
+    assert not _mdt_instant(t.path, crashed)
+    assert not _mdt_log_files_with_blocks_of(t.path, crashed), "its log files are deleted"
+    at_ts = {i.action for i in _mdt_instant(t.path, ts).values()}
+    assert at_ts == ({ROLLBACK} if version >= 8 else {DELTA_COMMIT})
+    t.check()
+    t.write([rec(i, 100) for i in range(0, 40, 6)])
+    t.check()
+
+
+def test_mdt_rollback_runs_before_the_failed_instant_leaves_the_data_timeline(tmp_path, monkeypatch):
+    """A crash between the two never leaves a completed MDT delta commit whose data instant is gone (Java's
+    readers count such a delta commit): the failed instant is still pending, the rollback runs again."""
+    import tms.execute.rollback as rollback_module
+    t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 9)
+    write_history(t)
+    crashed = t.write([rec(i, 99, "crashed") for i in range(0, 40, 3)], leave_inflight=True)
+    ts = _plan_rollback(t.table(), crashed)
+
+    def killed(*_a, **_k):
+        raise DriverKilledError(ts)
+    monkeypatch.setattr(rollback_module, "write_metadata_rollback", killed)
+    with pytest.raises(DriverKilledError):
+        execute_instant(t.table(), ts, RUNNER)
+    assert t.table().timeline.states_of(crashed), "the failed instant is still pending"
+    assert State.COMPLETED in _mdt_instant(t.path, crashed)
+    monkeypatch.undo()
+
+    execute_instant(t.table(), ts, RUNNER)
+
+    t.forget(crashed)
+    assert not t.table().timeline.states_of(crashed)
+    assert [r.timestamp for r in _mdt_rollbacks_of(t.path, crashed)] == [ts]
+    t.check()
+
+
+def test_retry_marks_the_attempts_blocks_in_a_log_file_a_v6_writer_appended_to(tmp_path):
+    """On a v6 MDT, Hudi's writers append their blocks to the latest log file of a slice, which may be the
+    one holding a killed attempt's blocks: the retry's MDT rollback keeps the writer's blocks and marks the
+    attempt's with a rollback command block; the retried delta commit of the same instant time counts."""
+    t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 6)
+    write_history(t)
+    ts = plan_clustering(t.table())
+    executor = executor_for(t.table(), ts)
+    results = RUNNER.map(executor.task_function, executor.start(no_fence))
+
+    def killed(*_a, **_k):
+        raise DriverKilledError(ts)
+    executor.timeline.complete = killed
+    with pytest.raises(DriverKilledError):
+        executor.finish(results, no_fence)
+    attempt_logs = {LogFileName.parse(f.name).file_id: f for f in _mdt_log_files_with_blocks_of(t.path, ts)}
+    # A Java writer's commit, its blocks appended to the attempt's log files where it has one.
+    written = t.write([rec(i, 70) for i in range(100, 104)], "insert")
+    shared = []
+    for f in _mdt_log_files_with_blocks_of(t.path, written):
+        target = attempt_logs.get(LogFileName.parse(f.name).file_id)
+        if target is not None:
+            target.write_bytes(target.read_bytes() + f.read_bytes())
+            f.unlink()
+            shared.append(target)
+    assert shared, "the writer's commit shares a log file with the attempt"
+    t.check()
+
+    prepare_retry(t.table(), ts)
+
+    (rollback,) = _mdt_rollbacks_of(t.path, ts)
+    assert all(f.exists() for f in shared), "the shared log files keep the writer's blocks"
+    assert not set(_mdt_log_files_with_blocks_of(t.path, ts)) - set(shared), "the attempt's own files are deleted"
+    t.check()
+    execute_instant(t.table(), ts, RUNNER)
+    assert State.COMPLETED in _mdt_instant(t.path, ts)
     t.check()
 
 

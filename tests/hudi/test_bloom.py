@@ -2,39 +2,36 @@
 no false negatives for any key."""
 import base64
 import glob
+import os
+import random
+import shutil
 import struct
+import subprocess
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pyspark
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tms.hudi.bloom import FOOTER_KEY, TYPE_CODE_KEY, dynamic_bloom_filter, might_contain
+from tms.hudi.bloom import (
+    FOOTER_KEY,
+    TYPE_CODE_KEY,
+    dynamic_bloom_filter,
+    might_contain,
+    num_hashes,
+    vector_size,
+)
 
 
-def _tables_where(root, text: str) -> set[str]:
-    return {str(p.parent.parent) for p in root.glob("*/.hoodie/hoodie.properties") if text in p.read_text()}
-
-
-def _fixture_base_files(root, *, meta_fields: bool = True, version9: bool = False) -> list[str]:
-    """Base files of the fixture tables that populate meta fields (or, with meta_fields=False, that do not),
-    of table versions 6 and 8 (or, with version9, of version 9)."""
-    virtual = _tables_where(root, "hoodie.populate.meta.fields=false")
-    v9 = _tables_where(root, "hoodie.table.version=9")
+def _fixture_base_files(root, *, meta_fields: bool = True) -> list[str]:
+    """Base files of the fixture tables that populate meta fields (or, with meta_fields=False, that do not)."""
+    virtual = {str(p.parent.parent) for p in root.glob("*/.hoodie/hoodie.properties")
+               if "hoodie.populate.meta.fields=false" in p.read_text()}
     return sorted(f for f in glob.glob(f"{root}/**/*.parquet", recursive=True)
-                  if "/.hoodie/" not in f and any(f.startswith(v + "/") for v in virtual) != meta_fields
-                  and any(f.startswith(v + "/") for v in v9) == version9)
-
-
-@pytest.mark.xfail(strict=True, reason="Hudi 1.1 (table version 9) sets other bits than Hudi 0.x/1.0 for the same "
-                                      "keys and header: not yet understood")
-def test_same_bytes_as_java_for_version_9_base_files(fixtures_root):
-    files = _fixture_base_files(fixtures_root, version9=True)
-    assert files
-    for path in files:
-        keys = pq.read_table(path, columns=["_hoodie_record_key"]).column(0)
-        assert dynamic_bloom_filter(keys) == pq.read_metadata(path).metadata[FOOTER_KEY], path
+                  if "/.hoodie/" not in f and any(f.startswith(v + "/") for v in virtual) != meta_fields)
 
 
 def test_virtual_key_base_files_carry_no_bloom_filter(fixtures_root):
@@ -46,13 +43,42 @@ def test_virtual_key_base_files_carry_no_bloom_filter(fixtures_root):
 
 
 def test_same_bytes_as_java_for_every_fixture_base_file(fixtures_root):
+    """Tables versions 6, 8 and 9; their keys' UTF-8 lengths leave 0, 1 and 3 bytes after the 4-byte blocks."""
     files = _fixture_base_files(fixtures_root)
     assert len(files) > 10
+    tails = set()
     for path in files:
         footer = pq.read_metadata(path).metadata
         keys = pq.read_table(path, columns=["_hoodie_record_key"]).column(0)  # in write order
+        tails |= {len(k.encode()) % 4 for k in keys.to_pylist()}
         assert footer[TYPE_CODE_KEY] == b"DYNAMIC_V0"
         assert dynamic_bloom_filter(keys) == footer[FOOTER_KEY], path
+    assert tails == {0, 1, 3}
+
+
+def _java_filter(keys: list[str], num_entries: int) -> bytes:
+    """The filter Hadoop's DynamicBloomFilter (the code Hudi's InternalDynamicBloomFilter copies) builds."""
+    java = shutil.which("java")
+    assert java, "a JDK is needed (Spark's): java not found on PATH"
+    jar, = glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", "hadoop-client-api-*.jar"))
+    bits = vector_size(num_entries)
+    run = subprocess.run([java, "-cp", jar, str(Path(__file__).parent / "java" / "DynamicBloomOracle.java"),
+                          str(bits), str(num_hashes(bits, num_entries)), str(num_entries)],
+                         input="\n".join(k.encode().hex() for k in keys), capture_output=True, text=True,
+                         check=True)
+    return run.stdout.encode()
+
+
+def test_same_bytes_as_hadoops_filter_for_any_key():
+    """Keys of every UTF-8 length modulo 4, with bytes >= 0x80 (sign-extended by Java) in the blocks and in the
+    tail, more keys than one row holds: byte-identical to the filter Java builds from the same keys."""
+    rng = random.Random(20261123)
+    alphabet = "abcXYZ019-_:/=é€𝄞\u0080\u00ff"
+    keys = list(dict.fromkeys("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 23)))
+                            for _ in range(4_000)))
+    assert {len(k.encode()) % 4 for k in keys} == {0, 1, 2, 3}
+    num_entries = 1_500   # three rows of the default false positive rate
+    assert dynamic_bloom_filter(pa.array(keys), num_entries=num_entries) == _java_filter(keys, num_entries)
 
 
 @settings(max_examples=30, deadline=None)

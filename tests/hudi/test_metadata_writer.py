@@ -16,9 +16,10 @@ from tms.hudi.file_names import LogFileName
 from tms.hudi.hfile import read_hfile
 from tms.hudi.instant import State
 from tms.hudi.log_format import BlockType, HeaderKey, read_log_file
+from tms.hudi.metadata import keys as K
 from tms.hudi.metadata.init import init_instant
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.metadata.records import decode_value
+from tms.hudi.metadata.records import decode_value, millis_from_instant
 from tms.hudi.table import HudiTable
 
 cli = CliRunner()
@@ -132,3 +133,38 @@ def test_writer_refuses_tables_whose_indexes_it_would_leave_stale(tmp_path):
     with pytest.raises(UnsupportedTableError, match="secondary_index_name_idx"):
         HudiWriter(t.table()).write([rec(1, 20)])
     assert sorted(p.name for p in (t.path / ".hoodie" / "timeline").iterdir()) == before
+
+
+@pytest.fixture
+def us_central(monkeypatch):
+    """This process in the zone the JVM that wrote the v9 fixtures ran in (US Central)."""
+    monkeypatch.setenv("TZ", "America/Chicago")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_java_writes_record_index_times_in_its_jvms_zone(fixture_tables, us_central):
+    """The fixture's record index times are its instants read as US Central wall-clock times, not UTC ones."""
+    table = HudiTable.load(str(fixture_tables["cow_v9_txns_simple_meta"]))
+    index = MetadataTable(table).records(K.RECORD_INDEX)
+    local = {millis_from_instant(i.timestamp, utc=False) for i in table.timeline}
+    utc = {millis_from_instant(i.timestamp, utc=True) for i in table.timeline}
+    assert index and all(r.location.instant_millis in local - utc for r in index.values())
+
+
+@pytest.mark.parametrize("timeline_zone,utc", [(None, False), ("LOCAL", False), ("UTC", True)])
+def test_record_index_times_are_parsed_in_the_timeline_zone(tmp_path, us_central, timeline_zone, utc):
+    """As Java's createRecordIndexUpdate: in hoodie.table.timeline.timezone, LOCAL (the default) being the
+    zone of the process that writes (TMS's, as the JVM's for a Java writer on the same host)."""
+    t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 9)
+    if timeline_zone is not None:
+        props = t.path / ".hoodie" / "hoodie.properties"
+        props.write_text(props.read_text() + f"hoodie.table.timeline.timezone={timeline_zone}\n")
+        t.writer.table = t.table()
+    ts = t.write([rec(i, 10) for i in range(5)], "insert")
+    index = MetadataTable(t.table()).records(K.RECORD_INDEX)
+    assert millis_from_instant(ts, utc=True) != millis_from_instant(ts, utc=False)
+    assert {r.location.instant_millis for r in index.values()} == {millis_from_instant(ts, utc=utc)}
+    t.check()

@@ -3,6 +3,7 @@ import pytest
 
 from tms.hudi import timeline as timeline_module
 from tms.hudi.errors import InstantConflictError
+from tms.hudi.file_names import BaseFileName
 from tms.hudi.instant import Instant, State, instant_file_name, parse_instant_file_name
 from tms.hudi.properties import new_table_properties
 from tms.hudi.table import HudiTable
@@ -22,6 +23,9 @@ from tms.hudi.table import HudiTable
     ("20240101000000000.rollback.requested", Instant("20240101000000000", State.REQUESTED, "rollback"), 8),
     ("20240101000000000_20240101000001000.clean",
      Instant("20240101000000000", State.COMPLETED, "clean", "20240101000001000"), 8),
+    # A v6 metadata table's own operations: the data instant + HoodieTableMetadataUtil's suffix.
+    ("20240101000000000001.commit", Instant("20240101000000000001", State.COMPLETED, "commit"), 6),
+    ("20240101000000000006.rollback.inflight", Instant("20240101000000000006", State.INFLIGHT, "rollback"), 6),
 ])
 def test_instant_file_names_round_trip(name, expected, version):
     parsed = parse_instant_file_name(name)
@@ -30,7 +34,8 @@ def test_instant_file_names_round_trip(name, expected, version):
 
 
 @pytest.mark.parametrize("name", ["hoodie.properties", ".aux", "20240101.commit", "x.commit",
-                                  "20240101000000000.commit.crc", "20240101000000000.bogus"])
+                                  "20240101000000000.commit.crc", "20240101000000000.bogus",
+                                  "2024010100000000000.commit", "202401010000000000010.commit"])
 def test_other_files_are_not_instants(name):
     assert parse_instant_file_name(name) is None
 
@@ -133,3 +138,9 @@ def test_new_instant_times_increase_past_completion_times(tmp_path):
         done = tl.complete(tl.transition_to_inflight(tl.create_requested("deltacommit")), b"")
         seen += [done.timestamp, done.completion_time]
     assert seen == sorted(seen) and len(set(seen)) == len(seen)
+
+
+def test_v6_metadata_table_base_files_of_its_compactions_are_base_files():
+    """Java names an MDT compaction `<latest delta commit>001`, and its HFile base files after it."""
+    name = BaseFileName.parse("files-0000-0_0-11-21_20240101000000000001.hfile")
+    assert name is not None and name.instant == "20240101000000000001" and name.file_id == "files-0000-0"

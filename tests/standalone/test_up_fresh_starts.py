@@ -1,5 +1,6 @@
-"""Fresh `tms up` starts in a row (5 on CI; TMS_TEST_UP_STARTS=20 for a soak) — each on a new data directory, so each creates its embedded PostgreSQL —
-reach a completed compaction and leave no process behind. Before the parent made the database ready once,
+"""Fresh `tms up` starts in a row (5 on CI; TMS_TEST_UP_STARTS=20 for a soak) — each on a new data directory,
+so each creates its embedded PostgreSQL — reach a completed compaction and leave no process behind. Before
+the parent made the database ready once,
 the roles raced to create it and a third of fresh starts never ran a task.
 
 The jobs run in plain Python (TMS_WORKER_RUNNER=python) unless TMS_TEST_UP_RUNNER=spark: what is proven here

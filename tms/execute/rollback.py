@@ -7,17 +7,15 @@ A failed write is removed from the timeline. A compaction or clustering attempt 
 instead: its plan stays, to run again (Hudi's rollback of an inflight table service does the same)."""
 from __future__ import annotations
 
-import posixpath
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tms.hudi.errors import HudiError, InstantConflictError
-from tms.hudi.file_names import LogFileName
 from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, Instant, State
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.log_format import rollback_command_block
 from tms.hudi.metadata.writer import write_metadata_rollback
+from tms.hudi.rollback_blocks import write_rollback_block_file
 from tms.hudi.serde import (
     RollbackMetadata,
     RollbackPartitionMetadata,
@@ -26,7 +24,6 @@ from tms.hudi.serde import (
     parse_rollback_plan,
     serialize_rollback_metadata,
 )
-from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.table_path import table_relative
 
@@ -65,28 +62,10 @@ def roll_back_file_group(task: RollbackTask, token: str) -> RollbackResult:
         (deleted if storage.delete(table_relative(storage.base_uri, path, task.partition)) else failed).append(path)
     command_files = []
     for path, _ in task.log_files:
-        rel = _write_command_block(storage, table_relative(storage.base_uri, path, task.partition), task, token)
+        rel = write_rollback_block_file(storage, table_relative(storage.base_uri, path, task.partition),
+                                        task.failed_instant, task.rollback_instant, token)
         command_files.append((storage.uri(rel), storage.info(rel).size))
     return RollbackResult(task.partition, tuple(deleted), tuple(failed), tuple(command_files), task.log_files)
-
-
-def _write_command_block(storage: Storage, log_rel: str, task: RollbackTask, token: str) -> str:
-    """A new version of the log file's series holding one rollback command block; returns its path."""
-    name = LogFileName.parse(log_rel)
-    if name is None:
-        raise HudiError(f"rollback plan of {task.failed_instant} marks {log_rel}, which is not a log file")
-    folder = posixpath.dirname(log_rel)
-    series = [n for n in (LogFileName.parse(i.name) for i in storage.listdir(folder))
-              if n and n.file_id == name.file_id and n.instant == name.instant]
-    version = max([n.version for n in series] + [name.version]) + 1
-    block = rollback_command_block(task.failed_instant, task.rollback_instant)
-    while True:  # a writer may take the next version first: exclusive create, then the one after
-        rel = posixpath.join(folder, str(LogFileName(name.file_id, name.instant, version, token)))
-        try:
-            storage.write_new(rel, block)
-            return rel
-        except (FileExistsError, InstantConflictError):
-            version += 1
 
 
 def keeps_plan(table: HudiTable, timestamp: str, action: str) -> bool:
@@ -136,10 +115,18 @@ class RollbackExecutor(ActionExecutor):
             meta.failed_delete_files += r.failed
             meta.rollback_log_files.update(dict(r.rollback_log_files))
             meta.log_files_from_failed_commit.update(dict(r.log_files_from_failed_commit))
+        deleted = sum(len(m.success_delete_files) for m in by_partition.values())
+        metadata = RollbackMetadata(
+            start_rollback_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
+            total_files_deleted=deleted, commits_rollback=[failed_ts], partition_metadata=by_partition,
+            instants_rollback=[self.failed])
         with self.transactions.transaction():  # the failed instant leaves, the rollback completes: under the lock
             fence()
-            # As Hudi 0.14+: the failed instant leaves the timeline before the rollback completes, so a crash in
-            # between leaves an inflight rollback to re-run, never a completed rollback of a live instant.
+            # As Hudi's finishRollback: the MDT first, while the failed instant is still pending on the data
+            # timeline (an MDT delta commit whose data instant is neither pending nor completed counts for
+            # Java's readers); then the failed instant leaves the timeline before the rollback completes, so a
+            # crash in between leaves an inflight rollback to re-run, never a completed rollback of a live one.
+            write_metadata_rollback(self.table, self.timestamp, failed_ts, metadata)
             if keeps_plan(self.table, failed_ts, self.failed.action):
                 if self.timeline.states_of(failed_ts):
                     self.timeline.revert_to_requested(failed_ts)
@@ -147,12 +134,6 @@ class RollbackExecutor(ActionExecutor):
                 self.timeline.delete_pending(failed_ts)
             delete_markers(self.storage, failed_ts)
             self.storage.delete(f"{HEARTBEAT_DIR}/{failed_ts}")
-            deleted = sum(len(m.success_delete_files) for m in by_partition.values())
-            metadata = RollbackMetadata(
-                start_rollback_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
-                total_files_deleted=deleted, commits_rollback=[failed_ts], partition_metadata=by_partition,
-                instants_rollback=[self.failed])
-            write_metadata_rollback(self.table, self.timestamp, failed_ts, metadata)  # the MDT first, then the data
             done = self.timeline.complete(self.inflight, serialize_rollback_metadata(metadata))
         return ExecutionResult(done, self.action_name, len(results),
                                files_written=sum(len(m.rollback_log_files) for m in by_partition.values()),

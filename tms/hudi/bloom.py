@@ -66,9 +66,12 @@ def _positions_of_length(matrix: np.ndarray, length: int, bits: int, hashes: int
         chunks *= _M
         chunks ^= chunks >> np.uint32(24)
         chunks *= _M
+        # Hadoop's tail, unlike MurmurHash2's C original, puts the first left-over byte highest:
+        # 3 bytes a b c give a << 16 ^ b << 8 ^ c. Java bytes are signed: each is sign-extended.
+        left = length - whole * 4
         tail = np.zeros(len(matrix), np.uint32)
-        for i in range(length - whole * 4 - 1, -1, -1):  # Java bytes are signed: the tail is sign-extended
-            signed = matrix[:, whole * 4 + i].astype(np.int8).astype(np.int32) << (8 * i)
+        for i in range(left):
+            signed = matrix[:, whole * 4 + i].astype(np.int8).astype(np.int32) << (8 * (left - 1 - i))
             tail ^= signed.astype(np.uint32)
         out = np.empty((hashes, len(matrix)), np.int32)
         h = np.zeros(len(matrix), np.uint32)  # each hash is seeded with the one before

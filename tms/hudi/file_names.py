@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 # Any extension: a base file of a format TMS cannot read must be seen (and refused), never skipped.
-_BASE = re.compile(r"^(?!\.)([^_]+)_([^_]+)_(\d{14,17})\.([A-Za-z0-9]+)$")
+_BASE = re.compile(r"^(?!\.)([^_]+)_([^_]+)_(\d{14}(?:\d{3}){0,2})\.([A-Za-z0-9]+)$")  # see instant._TS
 _LOG = re.compile(r"^\.([^_]+)_(\d+)\.log\.(\d+)_(.+)$")
 
 

@@ -27,7 +27,9 @@ COMPLETED_ACTION = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT, CLUSTERING
 # Actions that write data files a reader sees.
 WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING)
 
-_TS = re.compile(r"^\d{17}$|^\d{14}$")
+# yyyyMMddHHmmss[SSS]; a v6 metadata table's own operations add a 3-digit suffix to the data instant they
+# follow (HoodieTableMetadataUtil.OperationSuffix: compaction T + "001", rollback R + "006", ...).
+_TS = re.compile(r"^\d{14}(?:\d{3}){0,2}$")
 
 
 class State(IntEnum):
@@ -104,7 +106,7 @@ def instant_file_name(instant: Instant, table_version: int) -> str:
     return f"{ts}.{action}"
 
 
-_NAME = re.compile(r"^(\d{14,17})(?:_(\d{14,17}))?\.([a-z]+)(?:\.(requested|inflight))?$")
+_NAME = re.compile(r"^(\d{14}(?:\d{3}){0,2})(?:_(\d{14,17}))?\.([a-z]+)(?:\.(requested|inflight))?$")
 
 
 def parse_instant_file_name(name: str) -> Instant | None:

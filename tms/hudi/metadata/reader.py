@@ -9,7 +9,7 @@ from functools import cached_property
 from ..errors import HudiError
 from ..fs_view import FileSlice, FileSystemView
 from ..hfile import read_hfile
-from ..log_format import BlockType, HeaderKey, read_log_file
+from ..log_format import BlockType, HeaderKey, LogBlock, read_log_file
 from ..storage import FileInfo
 from ..table import HudiTable
 from .keys import ALL_PARTITIONS_KEY, METADATA_DIR, data_partition_path
@@ -112,17 +112,19 @@ class MetadataTable:
             schema = h.file_info["schema"].decode()
             for key, value in h.items():
                 out[key] = decode_value(value, key, schema)
-        blocks = []
+        blocks: list[LogBlock] = []
         for lf in fs.log_files:
-            blocks.extend(read_log_file(st.read_bytes(lf.path)))
-        rolled_back = {b.target_instant_time for b in blocks
-                       if b.block_type is BlockType.COMMAND and b.is_rollback}
+            for b in read_log_file(st.read_bytes(lf.path)):
+                if b.block_type is BlockType.COMMAND and b.is_rollback:
+                    # As Java's log scanner: the target's blocks read so far are skipped; a later block of
+                    # the same instant time (a retried delta commit's) counts.
+                    blocks = [x for x in blocks if x.instant_time != b.target_instant_time]
+                elif b.block_type in (BlockType.HFILE_DATA, BlockType.DELETE):
+                    blocks.append(b)
         for b in blocks:
-            if b.block_type not in (BlockType.HFILE_DATA, BlockType.DELETE):
-                continue
             # A block without an instant time is never valid (no completed instant has none).
             instant = b.instant_time
-            if instant is None or instant in rolled_back or not self.is_valid_instant(instant):
+            if instant is None or not self.is_valid_instant(instant):
                 continue
             if b.block_type is BlockType.DELETE:
                 for key, _partition, _ord in b.deleted_keys():

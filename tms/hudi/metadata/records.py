@@ -91,7 +91,7 @@ class RecordLocation:
     """Where the record index says a record is."""
     partition: str
     file_id: str
-    instant_time: str | None   # the commit time (yyyyMMddHHmmssSSS), from epoch milliseconds
+    instant_millis: int | None   # the commit time, epoch milliseconds (see millis_from_instant)
     position: int | None
 
     @classmethod
@@ -103,8 +103,8 @@ class RecordLocation:
         else:
             file_id = info["fileId"]
         ms = info.get("instantTime")
-        return cls(info.get("partitionName") or "", file_id,
-                   None if ms is None or ms < 0 else instant_from_millis(ms), info.get("position"))
+        return cls(info.get("partitionName") or "", file_id, None if ms is None or ms < 0 else ms,
+                   info.get("position"))
 
 
 def _branch(value: Any) -> dict[str, Any] | None:
@@ -116,14 +116,20 @@ def _branch(value: Any) -> dict[str, Any] | None:
     return branch
 
 
-def instant_from_millis(ms: int) -> str:
-    """Hudi formats an instant in the JVM's time zone; TMS's writers (and these tables') use UTC
-    unless told otherwise (hoodie.table.timeline.timezone)."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y%m%d%H%M%S%f")[:17]
+TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
 
 
-def millis_from_instant(instant: str) -> int:
-    dt = datetime.strptime(instant[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+def timeline_is_utc(props: dict[str, str]) -> bool:
+    """Java parses instant times in `hoodie.table.timeline.timezone`: UTC, or LOCAL (the default), the
+    writing JVM's default zone."""
+    return (props.get(TIMELINE_TIMEZONE) or "LOCAL").upper() == "UTC"
+
+
+def millis_from_instant(instant: str, *, utc: bool) -> int:
+    """`parseDateFromInstantTime(instant).getTime()`: the instant's wall-clock time in UTC, or else in this
+    process's local zone (what a JVM on this host takes as its default, daylight saving included)."""
+    naive = datetime.strptime(instant[:14], "%Y%m%d%H%M%S")
+    dt = naive.replace(tzinfo=UTC) if utc else naive.astimezone()
     return int(dt.timestamp()) * 1000 + int(instant[14:17] or 0)
 
 
@@ -185,13 +191,13 @@ def bloom_filter_record(key: str, type_code: str, instant: str, bloom: bytes, de
     return MetadataRecord(key, RecordType.BLOOM_FILTER, fields)
 
 
-def record_index_record(record_key: str, partition: str, file_id: str, instant: str,
+def record_index_record(record_key: str, partition: str, file_id: str, instant: str, *, utc: bool,
                         position: int | None = None) -> MetadataRecord:
     """`HoodieMetadataPayload.createRecordIndexUpdate`: a UUID-based file id (`<uuid>-<n>`) is stored
     as its two 64-bit halves and index (encoding 0), any other as a string (encoding 1)."""
     fields = _empty_fields(record_key, RecordType.RECORD_INDEX)
     info: dict[str, Any] = {"partitionName": partition, "fileIdHighBits": None, "fileIdLowBits": None,
-                            "fileIndex": None, "fileId": None, "instantTime": millis_from_instant(instant),
+                            "fileIndex": None, "fileId": None, "instantTime": millis_from_instant(instant, utc=utc),
                             "fileIdEncoding": 1, "position": position}
     u: uuid.UUID | None
     index: int | None

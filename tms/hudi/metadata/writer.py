@@ -16,14 +16,24 @@ What each action changes (and what stays valid without a change):
 - `expr_index_*` and partitions TMS does not know: not maintained; `unmaintainable_partitions` names them
   so that planning refuses the action.
 
-A retry of T first undoes what an earlier attempt wrote on the MDT (its log files and instant files), so no
-MDT instant is left inflight and no block is written twice. The rollback of a failed data instant F undoes
-F's MDT delta commit, if F got one, the same way.
+An MDT delta commit that must not count (a failed attempt's, retried or given up, or the one of a failed
+data instant F that a rollback R removes) is rolled back on the MDT as Hudi's MDT write client does: a
+`rollback` instant on the MDT timeline whose plan deletes the log files holding only its blocks and marks its
+blocks in a log file it shares with other instants' blocks (a v6 MDT's writers append to the latest log file
+of a slice) with a rollback command block; the delta commit's completed file goes first (readers stop
+reading it), its requested and inflight files before the rollback completes. So no MDT instant is left
+inflight, no block is read twice, and a retried delta commit of the same instant time counts.
+For the rollback R of F, as `HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata)`:
+- table version 8+: the MDT rollback of F has R's instant time; no MDT delta commit (the files F wrote were
+  listed only by F's delta commit).
+- table version 6: an MDT delta commit R records R's file changes (files deleted, command-block log files
+  added), then F's delta commit is rolled back at R + "006".
 """
 from __future__ import annotations
 
 import json
 import posixpath
+import time as clock
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +44,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ...table_path import table_relative
 from ...table_service import TableService
 from ..base_format import PARQUET, table_base_format
 from ..bloom import DYNAMIC_V0, dynamic_bloom_filter
@@ -43,11 +54,24 @@ from ..errors import HudiError, UnsupportedTableError
 from ..file_names import LogFileName, write_token
 from ..fs_view import FileSlice
 from ..hfile import write_hfile
-from ..instant import DELTA_COMMIT, State
+from ..instant import DELTA_COMMIT, ROLLBACK, Instant, State
 from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
+from ..rollback_blocks import write_rollback_block_file
 from ..schema import with_meta_fields
-from ..serde import CleanMetadata, CommitMetadata, RollbackMetadata, WriteStat, serialize_commit_metadata
-from ..storage import Storage
+from ..serde import (
+    CleanMetadata,
+    CommitMetadata,
+    InstantInfo,
+    RollbackMetadata,
+    RollbackPartitionMetadata,
+    RollbackPlan,
+    RollbackRequest,
+    WriteStat,
+    parse_rollback_plan,
+    serialize_commit_metadata,
+    serialize_rollback_metadata,
+    serialize_rollback_plan,
+)
 from ..table import HudiTable
 from . import keys as K
 from .avro_schema import schema_text
@@ -63,10 +87,14 @@ from .records import (
     merge,
     merge_column_stats,
     record_index_record,
+    timeline_is_utc,
 )
 
 INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
 MAX_INDEXED_COLUMNS = 32          # hoodie.metadata.index.column.stats.max.columns.to.index
+# The suffix of the MDT rollback a v6 table's rollback R makes (R + suffix): HoodieTableMetadataUtil's
+# OperationSuffix.ROLLBACK, kept by Hudi 1.x's writer for table version 6.
+V6_ROLLBACK_SUFFIX = "006"
 
 # The MDT partitions TMS keeps valid through every service it runs (changing them or needing no change).
 _MAINTAINED = {K.FILES, K.COLUMN_STATS, K.PARTITION_STATS, K.BLOOM_FILTERS, K.RECORD_INDEX}
@@ -263,7 +291,7 @@ class MetadataWriter:
         its CommitMetadata, or clean with its CleanMetadata), completed on the MDT."""
         if not self.enabled:
             return
-        self._undo(instant)
+        self._roll_back_delta_commit(instant)   # an earlier attempt's, as Java's re-attempt does
         if isinstance(metadata, CleanMetadata):
             changes = [_FileChange(p.partition_path or "", {}, [posixpath.basename(f) for f in p.success_delete_files])
                        for p in metadata.partition_metadata.values()]
@@ -281,12 +309,13 @@ class MetadataWriter:
         self._write_delta_commit(instant, records, deletes)
 
     def rollback(self, instant: str, failed_instant: str, metadata: RollbackMetadata) -> None:
-        """The MDT side of the rollback `instant` of the failed data instant `failed_instant`: undo the
-        failed instant's MDT delta commit (if it got one), then record the rollback's file changes."""
+        """The MDT side of the rollback `instant` of the failed data instant `failed_instant` (see the module
+        docstring); called before the failed instant leaves the data timeline, as Java does, so its MDT
+        delta commit never counts for a reader (it does once its data instant is neither pending nor
+        completed). Re-running it after a crash finishes what the first run left."""
         if not self.enabled:
             return
-        self._undo(failed_instant)
-        self._undo(instant)
+        v6 = self.table.config.version < 8
         listed = self._open_mdt.file_listing()
         changes = []
         for p in metadata.partition_metadata.values():
@@ -295,13 +324,14 @@ class MetadataWriter:
             added = {posixpath.basename(f): int(size) for f, size in (p.rollback_log_files or {}).items()}
             if added or deleted:
                 changes.append(_FileChange(part, added, deleted))
-        records, deletes = self._records(instant, changes)
-        self._write_delta_commit(instant, records, deletes)
-
-    def abandon(self, instant: str) -> None:
-        """Undo what an attempt of `instant` wrote on the MDT (for a failed attempt not retried)."""
-        if self.enabled:
-            self._undo(instant)
+        if v6 or changes:
+            # Table version 8+ has changes to record only for a plan that marks log blocks (Java's plans
+            # delete a v8+ failed write's files): the MDT rollback then takes a fresh instant time.
+            self._roll_back_delta_commit(instant)   # a crashed earlier run's
+            records, deletes = self._records(instant, changes)
+            self._write_delta_commit(instant, records, deletes)
+        self._roll_back_delta_commit(failed_instant, None if changes and not v6
+                                     else instant + V6_ROLLBACK_SUFFIX if v6 else instant)
 
     # --- records ----------------------------------------------------------------------------------
     def _records(self, instant: str, changes: list[_FileChange], *, dropped: Iterable[str] = (),
@@ -367,6 +397,7 @@ class MetadataWriter:
         is (a rewritten base file no longer holds the keys it dropped); a log file's blocks of this instant
         add keys (data blocks) or delete them (delete blocks)."""
         index = self._open_mdt.records(K.RECORD_INDEX)
+        utc = timeline_is_utc(self.table.config.props)
         at: dict[tuple[str, str], set[str]] = defaultdict(set)
         for key, rec in index.items():
             loc = rec.location
@@ -385,7 +416,7 @@ class MetadataWriter:
                 ts = file_instant(name)
                 if ts is None:
                     raise HudiError(f"no instant time in the name of base file {rel}")
-                located += [record_index_record(k, part, fid, ts) for k in keys if k not in here]
+                located += [record_index_record(k, part, fid, ts, utc=utc) for k in keys if k not in here]
                 gone += sorted(here - set(keys))
                 continue
             for block in read_log_file(self.table.storage.read_bytes(rel)):
@@ -395,7 +426,8 @@ class MetadataWriter:
                     gone += [k for k, _p, _o in block.deleted_keys() if k in here]
                 elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
                     keys = block.records().column("_hoodie_record_key").to_pylist()
-                    located += [record_index_record(k, part, fid, instant) for k in keys if k not in here]
+                    located += [record_index_record(k, part, fid, instant, utc=utc)
+                                for k in keys if k not in here]
         return located, gone
 
     def _footer(self, rel: str) -> _Footer:
@@ -524,31 +556,110 @@ class MetadataWriter:
         st.write_new(rel, block)
         return rel
 
-    def _undo(self, instant: str) -> None:
-        """Remove every trace of an MDT delta commit at `instant` (an earlier attempt's, or a failed data
-        instant's): the log files holding its blocks, then its instant files (completed first, so it never
-        looks completed without its files... it is gone before its files are)."""
-        tl = self._open_mdt.table.timeline
+    def _roll_back_delta_commit(self, instant: str, rollback_instant: str | None = None) -> None:
+        """Roll back the MDT delta commit at `instant`, if the MDT has one (or finish the MDT rollback of it
+        an earlier run left pending): a `rollback` instant at `rollback_instant` (a fresh instant time if
+        None) on the MDT timeline, executed and completed as Java's MDT write client does it."""
+        mdt = self._open_mdt
+        tl, st = mdt.table.timeline, mdt.table.storage
         tl.reload(force=True)
-        states = tl.states_of(instant)
-        if not states:
-            return
-        st = self._open_mdt.table.storage
-        # Instant files first, newest state first: a reader never sees a completed instant without its blocks.
-        for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
-            inst = states.get(state)
-            if inst is not None:
-                st.delete(tl.path_of(inst))
-        for part in self._open_mdt.partitions:
-            for info in st.listdir(part):
+        states = {s: i for s, i in tl.states_of(instant).items() if i.action == DELTA_COMMIT}
+        pending = self._pending_rollback_of(instant)
+        if pending is None:
+            if not states:
+                return
+            plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=DELTA_COMMIT),
+                                rollback_requests=self._rollback_requests(instant))
+            pending = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan), timestamp=rollback_instant)
+        else:
+            plan = parse_rollback_plan(tl.read_plan(pending.timestamp))
+        started = clock.monotonic()
+        if pending.state is State.REQUESTED:
+            pending = tl.transition_to_inflight(pending, b"")
+        # Readers stop reading the delta commit before its blocks go: its completed file first.
+        if State.COMPLETED in states:
+            st.delete(tl.path_of(states[State.COMPLETED]))
+        by_partition: dict[str, RollbackPartitionMetadata] = {}
+        for request in plan.rollback_requests:
+            part = request.partition_path or ""
+            meta = by_partition.setdefault(part, RollbackPartitionMetadata(partition_path=part))
+            for path in request.files_to_be_deleted:
+                st.delete(table_relative(st.base_uri, path, part))
+                meta.success_delete_files.append(path)
+            for path, size in request.log_blocks_to_be_deleted.items():
+                rel = table_relative(st.base_uri, path, part)
+                marked = self._rollback_block_of(rel, instant, pending.timestamp) or write_rollback_block_file(
+                    st, rel, instant, pending.timestamp, write_token())
+                meta.rollback_log_files[st.uri(marked)] = st.info(marked).size
+                meta.log_files_from_failed_commit[path] = size
+        for state in (State.INFLIGHT, State.REQUESTED):
+            if state in states:
+                st.delete(tl.path_of(states[state]))
+        metadata = RollbackMetadata(
+            start_rollback_time=pending.timestamp, time_taken_in_millis=int((clock.monotonic() - started) * 1000),
+            total_files_deleted=sum(len(m.success_delete_files) for m in by_partition.values()),
+            commits_rollback=[instant], partition_metadata=by_partition,
+            instants_rollback=[InstantInfo(commit_time=instant, action=DELTA_COMMIT)])
+        tl.complete(pending, serialize_rollback_metadata(metadata))
+        tl.reload(force=True, full=True)
+        self.mdt = MetadataTable(self.table)
+
+    def _pending_rollback_of(self, instant: str) -> Instant | None:
+        tl = self._open_mdt.table.timeline
+        for pending in tl.pending([ROLLBACK]):
+            target = parse_rollback_plan(tl.read_plan(pending.timestamp)).instant_to_rollback
+            if target is not None and target.commit_time == instant:
+                return pending
+        return None
+
+    def _rollback_requests(self, instant: str) -> list[RollbackRequest]:
+        """What rolling back the delta commit `instant` undoes in each MDT file group: its own log files
+        (v8+ names them by it; on v6, those holding no other block) are deleted, a log file it shares with
+        other blocks has them marked."""
+        mdt = self._open_mdt
+        st = mdt.table.storage
+        v6 = mdt.table.config.version < 8
+        requests = []
+        for part in mdt.partitions:
+            for info in sorted(st.listdir(part), key=lambda i: i.name):
                 name = LogFileName.parse(info.name)
                 if name is None:
                     continue
-                v6 = self._open_mdt.table.config.version < 8
-                if name.instant == instant or (v6 and _only_blocks_of(st, info.path, instant)):
-                    st.delete(info.path)
-        tl.reload(force=True, full=True)
-        self.mdt = MetadataTable(self.table)
+                if not v6:
+                    if name.instant == instant:
+                        requests.append(RollbackRequest(partition_path=part, file_id=name.file_id,
+                                                        latest_base_instant=name.instant,
+                                                        files_to_be_deleted=[st.uri(info.path)]))
+                    continue
+                instants = {b.instant_time for b in read_log_file(st.read_bytes(info.path))
+                            if b.block_type is not BlockType.COMMAND}
+                if instant not in instants:
+                    continue
+                request = RollbackRequest(partition_path=part, file_id=name.file_id, latest_base_instant=name.instant)
+                if instants == {instant}:
+                    request.files_to_be_deleted = [st.uri(info.path)]
+                else:
+                    request.log_blocks_to_be_deleted = {st.uri(info.path): info.size}
+                requests.append(request)
+        return requests
+
+    def _rollback_block_of(self, log_rel: str, target: str, rollback_instant: str) -> str | None:
+        """The command-block file an earlier run of the rollback `rollback_instant` wrote in `log_rel`'s
+        series, if any (a re-run must not mark the blocks twice)."""
+        st = self._open_mdt.table.storage
+        name = LogFileName.parse(log_rel)
+        folder = posixpath.dirname(log_rel)
+        for info in st.listdir(folder):
+            other = LogFileName.parse(info.name)
+            if other is None or name is None or (other.file_id, other.instant) != (name.file_id, name.instant):
+                continue
+            if other.version <= name.version:
+                continue
+            for b in read_log_file(st.read_bytes(info.path)):
+                if (b.block_type is BlockType.COMMAND and b.is_rollback and b.target_instant_time == target
+                        and b.instant_time == rollback_instant):
+                    return info.path
+        return None
 
 
 def _latest_schema(table: HudiTable) -> dict[str, Any]:
@@ -561,11 +672,6 @@ def _latest_schema(table: HudiTable) -> dict[str, Any]:
         create_schema: dict[str, Any] = json.loads(table.config.create_schema)
         return create_schema
     raise HudiError(f"table {table.config.name} records no schema")
-
-
-def _only_blocks_of(st: Storage, rel: str, instant: str) -> bool:
-    blocks = read_log_file(st.read_bytes(rel))
-    return bool(blocks) and all(b.instant_time == instant for b in blocks)
 
 
 def _fold(older: MetadataRecord, newer: MetadataRecord) -> MetadataRecord:
