@@ -15,14 +15,13 @@ import sys
 
 from tms.errors import TMSError
 from tms.execute.dispatch import EXECUTORS, execute_instant
+from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.fencing import http_fence, no_fence
 from tms.execute.runner import Runner
 from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs
-
-CONFLICT_EXIT_STATUS = 3  # the task ends with reason `conflict`, not as a failure to retry
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import AlertRepo, Instance, RegisteredTable, ResourceQueue, Sighting, Task, TaskState
+from tms.hudi.conflicts import CONFLICT_REASON
 
 from .leadership import LeaderLease
 
@@ -36,8 +37,10 @@ class MonitorContext:
 
 
 def task_failed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
-    """Retries exhausted, or a failure that is not retried: FAILED for good."""
-    rows = session.scalars(select(Task).where(Task.state == S.FAILED, Task.next_attempt_at.is_(None)))
+    """Retries exhausted, or a failure that is not retried: FAILED for good. A conflict is not one: the writer
+    won as Hudi's MVCC promises, and the next plan takes its data."""
+    rows = session.scalars(select(Task).where(Task.state == S.FAILED, Task.next_attempt_at.is_(None),
+                                              Task.failure_kind.is_distinct_from(CONFLICT_REASON)))
     return {f"task:{t.id}": Sighting("critical", f"{t.action} {t.instant} failed for good after attempt "
                                                  f"{t.attempt}: {t.retry_reason or t.error or 'no reason recorded'}",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue,

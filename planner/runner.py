@@ -9,37 +9,29 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import datetime
 
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import AlertRepo, ConflictError, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
-from tms.errors import TMSError
+from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.table import PROPERTIES
 from tms.hudi.timeline_watch import TimelineWatcher
+from tms.plan_pass.on_request import OnRequestPlanner, locked_for_planning, planner_options, utc_now
+from tms.plan_pass.passes import PLANNING_ERRORS, PassContext, planning_pass
+from tms.plan_pass.table_cache import TableCache
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
 from tms.planning.digest import TimelineDigest
-from tms.planning.errors import PlanningError
 from tms.table_service import TableService
-
-from .passes import PLANNING_ERRORS, PassContext, planning_pass, requested_pass
-from .table_cache import TableCache
 
 log = logging.getLogger(__name__)
 
 EVENTS_PER_PASS = 1000
-_LOCK_RETRY_SECONDS = 0.2
 _PAGE = 500
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class Planner:
@@ -49,14 +41,14 @@ class Planner:
         self.options = options
         self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None)
         self.clock = clock
+        self.on_request = OnRequestPlanner(database, options, self.cache, clock)
         self._stopping = threading.Event()
 
     @classmethod
     def from_settings(cls, database: Database, settings: Settings, **kwargs) -> Planner:
-        options = PlannerOptions(services=frozenset(settings.planner_services),
-                                 clean_commits=settings.planner_clean_commits)
-        return cls(database, options, **{"cached_tables": settings.planner_cached_tables,
-                                         "watch_timelines": settings.planner_watch_timelines, **kwargs})
+        return cls(database, planner_options(settings), **{"cached_tables": settings.planner_cached_tables,
+                                                           "watch_timelines": settings.planner_watch_timelines,
+                                                           **kwargs})
 
     def stop(self) -> None:
         """Make a running periodic trigger or scan stop after the table at hand."""
@@ -69,7 +61,8 @@ class Planner:
             self.cache.watcher.drain_now()
 
     def close(self) -> None:
-        """Stop watching the cached timelines (after the last pass)."""
+        """Close the cached tables' locks and stop watching their timelines (after the last pass)."""
+        self.cache.close()
         if self.cache.watcher is not None:
             self.cache.watcher.close()
 
@@ -177,35 +170,8 @@ class Planner:
 
     # --- an operator's request -----------------------------------------------------------------------
     def plan_on_request(self, table_id: int, service: TableService, *, wait_seconds: float = 10.0) -> list[Task]:
-        """Plan `service` on one table now, whatever its trigger says (see `requested_pass`), under the
-        table's planning lock, waiting up to `wait_seconds` for a planner that holds it. Returns the tasks
-        recorded (none: there was nothing to plan). NotFoundError for an unknown table, ConflictError for a
-        disabled one or a lock not freed in time, PlanningError when the table cannot be planned as asked."""
-        deadline = time.monotonic() + wait_seconds
-        while True:
-            with self._locked(table_id) as (session, row):
-                if row is not None:
-                    return self._plan_locked(session, row, service)
-                TableRepo(session).get(table_id)  # raises NotFoundError for an unknown table
-            if time.monotonic() >= deadline:
-                raise ConflictError(f"table {table_id} is being planned by another process; try again")
-            time.sleep(_LOCK_RETRY_SECONDS)
-
-    def _plan_locked(self, session: Session, row: RegisteredTable, service: TableService) -> list[Task]:
-        if not row.enabled:
-            raise ConflictError(f"table {row.id} is disabled: enable it before planning it")
-        try:
-            ctx = PassContext(session, row, self.cache.get(row), TablePolicy.from_stored(row.policies),
-                              self.clock(), self.options.services)
-            digest, recorded = requested_pass(ctx, self._digest(row), service)
-        except PLANNING_ERRORS as e:
-            self.cache.forget(row.id)
-            if isinstance(e, TMSError):
-                raise
-            raise PlanningError(f"cannot plan {row.base_path}: {e}") from e
-        row.planned_at = ctx.now
-        row.planner_state = digest.to_state()
-        return recorded
+        """Plan `service` on one table now (see OnRequestPlanner.plan)."""
+        return self.on_request.plan(table_id, service, wait_seconds=wait_seconds)
 
     # --- shared -------------------------------------------------------------------------------------
     def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list[Task]:
@@ -213,6 +179,8 @@ class Planner:
         tasks recorded."""
         recorded: list[Task] = []
         if work:
+            cached = self.cache.with_current_properties(ctx.row)
+            ctx.table, ctx.transactions = cached.table, cached.transactions
             digest, recorded = planning_pass(ctx, digest, work)
             ctx.row.planned_at = ctx.now
         ctx.row.planner_state = digest.to_state()
@@ -221,18 +189,17 @@ class Planner:
     def _digest(self, row: RegisteredTable) -> TimelineDigest | None:
         return TimelineDigest.from_state(row.planner_state, self.options.services)
 
-    @contextmanager
-    def _locked(self, table_id: int) -> Iterator[tuple[Session, RegisteredTable | None]]:
-        with self.database.transaction() as session:
-            yield session, TableRepo(session).lock_for_planning(table_id)
+    def _locked(self, table_id: int) -> AbstractContextManager[tuple[Session, RegisteredTable | None]]:
+        return locked_for_planning(self.database, table_id)
 
     def _guarded(self, session: Session, row: RegisteredTable, run: Callable[[PassContext], object]):
         """Run `run` on the locked table. A table that cannot be read (gone, storage down, broken
         metadata) raises an alert and gives None; the tasks recorded before the failure stay (each has
         its plan on the timeline), and so does the table's digest — the next pass catches up."""
         try:
-            ctx = PassContext(session, row, self.cache.get(row), TablePolicy.from_stored(row.policies), self.clock(),
-                              self.options.services)
+            cached = self.cache.get(row)
+            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
+                              self.options.services, cached.transactions)
             return run(ctx)
         except PLANNING_ERRORS as e:  # not the database's: the transaction goes on
             self.cache.forget(row.id)

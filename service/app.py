@@ -9,11 +9,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from planner.runner import Planner
 from tms.config import Settings, load_settings
 from tms.db import Database, open_database
 from tms.db.intake import IntakeStore
 from tms.instance import tms_version
+from tms.plan_pass.on_request import OnRequestPlanner
 
 from . import docs, errors, openapi
 from .auth import Authenticator
@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         await intake_store.open()
         heartbeat.start()
         yield
+        app.state.planner.close()  # the cached tables' lock connections (ZooKeeper sessions)
         await heartbeat.stop()
         await intake_store.close()
 
@@ -63,8 +64,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.intake = Intake(intake_store, metrics, cache_seconds=settings.cache_seconds)
     app.state.heartbeat = heartbeat
     # Operators' requests to plan a table now run here, under the table's planning lock (no change feed).
-    app.state.planner = Planner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE,
-                                              watch_timelines=False)
+    app.state.planner = OnRequestPlanner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE)
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
     for module in (events, tables, tasks, admin, manager, health):

@@ -1,5 +1,6 @@
 """What the table on storage says: the facts stored at registration, and the live view served by
-GET /api/v1/tables/{id} (timeline summary, pending instants, file-group statistics, health)."""
+GET /api/v1/tables/{id} (timeline summary, pending instants, file-group statistics, what TMS can run on the
+table, health)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -7,12 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tms.db import TablePolicy
+from tms.hudi.capabilities import COMPACTION, READING, capabilities
 from tms.hudi.errors import HudiError
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
 from tms.planning import find_failed_writes
 
-from .schemas.tables import FileGroupOut, FileGroupSummary, Health, InstantOut, TimelineSummary
+from .schemas.tables import CapabilityOut, FileGroupOut, FileGroupSummary, Health, InstantOut, TimelineSummary
 
 LARGEST_SHOWN = 20
 
@@ -30,6 +32,27 @@ def registration_facts(table: HudiTable) -> dict[str, Any]:
         "partition_fields": config.partition_fields, "ordering_fields": config.ordering_fields,
         "merge_mode": merge_mode, "properties": dict(config.props),
     }
+
+
+def capability_report(table: HudiTable) -> dict[str, CapabilityOut]:
+    """Reading and each table service: whether TMS runs it on the table, and why not."""
+    return {service: CapabilityOut(can_run=c.can_run, reason=c.reason) for service, c in capabilities(table).items()}
+
+
+def registration_refusal(report: dict[str, CapabilityOut]) -> str | None:
+    """Why a table TMS can do nothing for (neither read it nor run a table service on it) is refused at
+    registration, in one line; None when it can do something."""
+    if any(c.can_run for c in report.values()):
+        return None
+    reasons = dict.fromkeys(reason for c in report.values() for reason in c.reason.split("; "))
+    return "TMS can neither read this table nor run any table service on it: " + "; ".join(reasons)
+
+
+def _refused_services(table: HudiTable, report: dict[str, CapabilityOut]) -> list[str]:
+    """Health lines for the services TMS cannot run (compaction of a COPY_ON_WRITE table does not apply)."""
+    return [f"TMS cannot run {service}: {c.reason}" if service != READING else f"TMS cannot read it: {c.reason}"
+            for service, c in report.items()
+            if not c.can_run and not (service == COMPACTION and not table.config.is_mor)]
 
 
 def _instant_out(instant) -> InstantOut:
@@ -70,9 +93,10 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     reasons: list[str] = []
     status = "ok"
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
-                            "file_group_stats": None}
+                            "file_group_stats": None, "capabilities": None}
     try:
         table = HudiTable.load(base_path)
+        view["capabilities"] = capability_report(table)
         timeline = table.timeline
         view["timeline"] = _timeline_summary(timeline)
         view["pending_instants"] = [_instant_out(i) for i in timeline.pending()]
@@ -88,6 +112,11 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     except HudiError as exc:
         status = "warning"
         reasons.append(f"cannot list file groups: {exc}")
+
+    refused = _refused_services(table, view["capabilities"])
+    if refused:
+        status = "warning"
+        reasons += refused
 
     # Writers presumed failed by the planner's rule (Hudi's heartbeat expiry): their instants need a rollback.
     try:

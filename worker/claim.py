@@ -7,7 +7,7 @@ free slot; the runnable tasks are read with SKIP LOCKED, so workers never wait f
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tms.db import Database, QueueRepo, RegisteredTable, TaskRepo, hash_secret
@@ -38,6 +38,9 @@ class ClaimedTask:
     queue_spark_conf: dict[str, str]
     resources: JobResources
     fence_key: str  # the attempt's secret for the fence endpoint (only its hash is stored)
+    # The table's concurrency control (hoodie.write.lock.*): the job, and the rollback of a failed attempt, run
+    # under the writers' lock.
+    concurrency_options: dict[str, str] = field(default_factory=dict)
     attempts_in_series: int = 1  # this attempt's number since the task's last rerun (retries count against it)
 
 
@@ -80,7 +83,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                action=claimed.action, instant=claimed.instant, table_name=table.name,
                                base_path=table.base_path, queue_name=queue.name, queue_kind=queue.kind,
                                master=queue.master, queue_spark_conf=dict(queue.spark_conf), resources=resources,
-                               fence_key=fence_key,
+                               fence_key=fence_key, concurrency_options=dict(table.concurrency_options),
                                attempts_in_series=claimed.attempt - claimed.retry_series_start)
     return None
 

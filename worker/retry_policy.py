@@ -2,10 +2,12 @@
 failure (the manager's leader makes the task RUNNABLE again when `next_attempt_at` comes).
 
 Retryable: the job crashed, timed out, lost its executors, ran out of memory (retried with 1.5x the executor
-memory), the worker stopped or died, a fencing or lock conflict. Not retryable: the plan cannot run on this
-table (unsupported, corrupt plan, files missing that TMS cannot restore). Waits: `retry_backoff_seconds`
-doubled per attempt of the series, +-20% jitter, at most `retry_backoff_max_seconds`; at most
-`retry_max_attempts` attempts per series (an operator's rerun starts a new one)."""
+memory), the worker stopped or died, the attempt lost its lease (`fenced`), the table's lock could not be
+taken in time (`lock_unavailable`). Not retryable: the plan cannot run on this table (unsupported, corrupt
+plan, files missing that TMS cannot restore), and a `conflict`: a write completed over the plan's file groups,
+the writer won and the plan was rolled back (the job's exit status 3; the next plan takes the new data).
+Waits: `retry_backoff_seconds` doubled per attempt of the series, +-20% jitter, at most
+`retry_backoff_max_seconds`; at most `retry_max_attempts` attempts per series (an operator's rerun starts a new one)."""
 from __future__ import annotations
 
 import random
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from tms.config import Settings
 from tms.db.repos.tasks import FailureRecord
+from tms.hudi.conflicts import CONFLICT_REASON
 
 OOM_MEMORY_GROWTH = 1.5
 JITTER = 0.2
@@ -26,8 +29,8 @@ _TAIL_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
 )
 # Looked for in the attempt's error only (the job's own last word), the first that matches wins.
 _ERROR_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
-    ("conflict", True, re.compile(r"lost (its|the) lease|FencingError|\bfence\b|InstantConflictError|\block(ed)?\b",
-                                  re.IGNORECASE)),
+    ("fenced", True, re.compile(r"lost (its|the) lease|FencingError|\bfence\b|InstantConflictError", re.IGNORECASE)),
+    ("lock_unavailable", True, re.compile(r"\block(ed)?\b", re.IGNORECASE)),
     ("missing_files", False, re.compile(r"FileNotFoundError|No such file|does not exist|not found", re.IGNORECASE)),
     ("unsupported", False, re.compile(r"Unsupported|not supported|NotImplementedError", re.IGNORECASE)),
     ("corrupt_plan", False, re.compile(r"MetadataFormatError|corrupt|cannot decode|not a valid", re.IGNORECASE)),
@@ -53,8 +56,13 @@ def backoff_seconds(attempts_in_series: int, limits: RetryLimits, rng: random.Ra
 
 
 def classify(*, timed_out: bool, stopped: bool, error: str | None, tail: str, attempts_in_series: int,
-             limits: RetryLimits) -> FailureRecord:
-    """The failure of an attempt, the `attempts_in_series`-th of its series."""
+             limits: RetryLimits, conflict: bool = False) -> FailureRecord:
+    """The failure of an attempt, the `attempts_in_series`-th of its series. `conflict`: the job gave way to a
+    conflicting write (its exit status 3)."""
+    if conflict:
+        return FailureRecord(CONFLICT_REASON, False, "not retried: a write completed over the plan's file groups "
+                                                     "and won; the plan was rolled back, the next plan takes the "
+                                                     "new data", None)
     if stopped:  # the worker shut down (tms up's Ctrl-C): run again as soon as a worker is back, uncounted
         return FailureRecord("stopped", True, "the worker stopped while the job ran; retried at once", 0.0)
     if timed_out:

@@ -13,9 +13,11 @@ from pathlib import Path
 from tms.db import Database, TaskRepo
 from tms.errors import ConfigError
 from tms.execute.dispatch import executor_for
+from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
 from tms.hudi.instant import State
+from tms.hudi.locks import TransactionManager
 from tms.hudi.table import HudiTable
 
 from .claim import ClaimedTask
@@ -80,7 +82,8 @@ class JobSupervisor:
         tail = job.tail()
         if outcome is Outcome.SUCCEEDED and not self._instant_completed():
             outcome = Outcome.FAILED
-        result = self._finish(outcome, tail, error=self._error(outcome, status, tail))
+        result = self._finish(outcome, tail, error=self._error(outcome, status, tail),
+                              conflict=outcome is Outcome.FAILED and status == CONFLICT_EXIT_STATUS)
         if result is Outcome.SUCCEEDED:
             job.log_path.unlink(missing_ok=True)  # its tail is on the attempt
         return result
@@ -88,8 +91,8 @@ class JobSupervisor:
     # --- before the job -----------------------------------------------------------------------------
     def _prepare(self) -> bool:
         """Roll back a failed earlier attempt of a compaction or clustering left inflight (a clean or
-        rollback just runs again). True if the instant already completed (an earlier attempt finished it
-        but could not record it)."""
+        rollback just runs again), under the table's lock as the writers take it. True if the instant already
+        completed (an earlier attempt finished it but could not record it)."""
         c = self.claimed
         table = HudiTable.load(c.base_path)
         states = table.timeline.states_of(c.instant)
@@ -97,7 +100,8 @@ class JobSupervisor:
             return True
         if State.INFLIGHT in states and not executor_for(table, c.instant).resumable_inflight:
             fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
-            result = prepare_retry(table, c.instant, LocalRunner(), fence)
+            with TransactionManager.from_options(table, c.concurrency_options) as transactions:
+                result = prepare_retry(table, c.instant, LocalRunner(), fence, transactions=transactions)
             log.info("task %s: rolled back the failed attempt: %s", c.task_id, result.summary() if result else "-")
         return False
 
@@ -195,16 +199,17 @@ class JobSupervisor:
         reason = last_error_line(tail)
         return f"the job {how}" + (f": {reason}" if reason else "")
 
-    def _finish(self, outcome: Outcome, tail: str, error: str | None) -> Outcome:
+    def _finish(self, outcome: Outcome, tail: str, error: str | None, *, conflict: bool = False) -> Outcome:
         """Record the outcome; a task that left RUNNING meanwhile (cancelled, taken over) keeps its state,
-        and only the log tail is added to the attempt."""
+        and only the log tail is added to the attempt. `conflict`: the job gave way to a conflicting write."""
         c = self.claimed
         with self.settings.database.transaction() as session:
             tasks = TaskRepo(session)
             finished = None
             if outcome is not Outcome.LEASE_LOST:
                 failure = None if outcome is Outcome.SUCCEEDED else classify(
-                    timed_out=outcome is Outcome.TIMED_OUT, stopped=outcome is Outcome.STOPPED, error=error,
+                    timed_out=outcome is Outcome.TIMED_OUT, stopped=outcome is Outcome.STOPPED, conflict=conflict,
+                    error=error,
                     tail=tail, attempts_in_series=c.attempts_in_series, limits=self.settings.retry_limits)
                 finished = tasks.finish(c.task_id, fencing_token=c.fencing_token,
                                         succeeded=outcome is Outcome.SUCCEEDED, error=error, log_tail=tail,

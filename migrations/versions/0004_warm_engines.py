@@ -1,7 +1,7 @@
 """Warm engines: a queue's warm engine settings, and the engine an attempt ran on (warm or dedicated).
 
 Revision ID: 0004
-Revises: 0003
+Revises: 0007
 Create Date: 2026-11-23
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
-down_revision = "0003"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -7,16 +7,27 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
 from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
+from tms.hudi.locks import LockConfigError, parse_concurrency_options
 from tms.hudi.table import HudiTable
+from tms.hudi.write_options import split_concurrency_options
 from tms.table_path import is_under_roots
 
 from ..auth import Admin, Operator, Viewer
 from ..errors import validation_error
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
-from ..schemas.tables import PlanRequest, PlanResult, TableChanges, TableDetail, TableOut, TablePage, TableRegistration
+from ..schemas.tables import (
+    PlanRequest,
+    PlanResult,
+    TableChanges,
+    TableDetail,
+    TableOut,
+    TablePage,
+    TableRegistered,
+    TableRegistration,
+)
 from ..schemas.tasks import TaskOut
-from ..table_view import live_view, registration_facts
+from ..table_view import capability_report, live_view, registration_facts, registration_refusal
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
 TableId = Annotated[Id, Path(description="The table's id")]
@@ -26,7 +37,7 @@ _COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback
 def _out(table: RegisteredTable) -> dict[str, Any]:
     return {**{name: getattr(table, name) for name in _COLUMNS},
             "has_callback_key": table.callback_key_hash is not None,
-            "policies": TablePolicy.from_stored(table.policies).options()}
+            "policies": {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}}
 
 
 def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:
@@ -36,33 +47,61 @@ def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:
         raise validation_error(exc.errors(), "body", "policies") from None
 
 
+def _concurrency(stored: dict[str, str], changes: dict[str, Any], *, base_path: str, table_name: str
+                 ) -> dict[str, str]:
+    """The table's concurrency options after `changes` (a None value removes one), validated as TMS will use
+    them to take the writers' lock: a provider TMS cannot share is refused with its one line."""
+    for key, value in changes.items():
+        if isinstance(value, dict | list):
+            raise _lock_error(key, f"{key} must be a string, number or boolean")
+    combined = {k: str(v) for k, v in {**stored, **changes}.items() if v is not None}
+    try:
+        config = parse_concurrency_options(combined, base_path=base_path, table_name=table_name)
+    except LockConfigError as exc:
+        raise _lock_error(next(iter(changes), "policies"), str(exc)) from None
+    return dict(config.options)
+
+
+def _lock_error(key: str, message: str):
+    return validation_error([{"loc": (key,), "type": "value_error", "msg": message}], "body", "policies")
+
+
 def _forget_cached_identities(request: Request) -> None:
     request.app.state.intake.tables.clear()
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=TableOut, dependencies=[Admin],
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=TableRegistered, dependencies=[Admin],
              summary="Register a table by its base path",
              responses=problems(*ADMIN, 400, 409, 413, 422, d409="The base path is registered already",
-                                d422="Malformed, outside the storage roots, or not a Hudi table TMS can read"))
+                                d422="Malformed, outside the storage roots, not a Hudi table TMS can read, or a "
+                                     "table TMS can neither read nor run any table service on"))
 def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     """Reads the table's `hoodie.properties` (type, version, key fields). The path must lie under
-    one of TMS_STORAGE_ROOTS. Registering changes nothing on storage."""
+    one of TMS_STORAGE_ROOTS. Registering changes nothing on storage. The answer's `capabilities` say what
+    TMS can do for the table: reading and each table service, and why not the others."""
     roots = request.app.state.settings.storage_roots
     if not is_under_roots(body.base_path, roots):
         raise validation_error([{"loc": ("base_path",), "type": "value_error",
                                  "msg": f"{body.base_path} is outside the storage roots ({', '.join(roots)})"}],
                                "body")
-    policy = _policy({}, body.policies)
+    concurrency_changes, policy_changes = split_concurrency_options(body.policies)
+    policy = _policy({}, policy_changes)
     try:
-        facts = registration_facts(HudiTable.load(body.base_path))
+        hudi_table = HudiTable.load(body.base_path)
+        facts = registration_facts(hudi_table)
+        report = capability_report(hudi_table)
     except Exception as exc:  # not a table, unreadable, unsupported version: all bad input here
         raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": str(exc)}], "body") from None
+    refusal = registration_refusal(report)
+    if refusal:
+        raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": refusal}], "body")
+    concurrency = _concurrency({}, concurrency_changes, base_path=body.base_path, table_name=facts["name"])
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).register(
             base_path=body.base_path, enabled=body.enabled, priority=body.priority, queue=body.queue, owner=body.owner,
-            policies=policy.explicit(), callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None,
-            **facts)
-        return _out(table)
+            policies=policy.explicit(), concurrency_options=concurrency,
+            callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **facts)
+        return {**_out(table), "capabilities": report}
 
 
 @router.get("", response_model=TablePage, dependencies=[Viewer], summary="List tables",
@@ -104,7 +143,11 @@ def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> 
         repo = TableRepo(session)
         table = repo.get(table_id)
         if "policies" in changes:
-            changes["policies"] = _policy(table.policies, changes["policies"] or {}).explicit()
+            concurrency_changes, policy_changes = split_concurrency_options(changes["policies"] or {})
+            changes["policies"] = _policy(table.policies, policy_changes).explicit()
+            if concurrency_changes:
+                changes["concurrency_options"] = _concurrency(table.concurrency_options, concurrency_changes,
+                                                              base_path=table.base_path, table_name=table.name)
         if "callback_key" in changes:
             key = changes.pop("callback_key")
             changes["callback_key_hash"] = hash_secret(key) if key else None
@@ -133,5 +176,5 @@ def delete_table(table_id: TableId, request: Request) -> Response:
                          "for a disabled table, or one another planner holds for longer than a few seconds; 422 "
                          "when the table cannot be planned as asked (compaction of a COPY_ON_WRITE table).")
 def plan_table(table_id: TableId, body: PlanRequest, request: Request) -> dict[str, Any]:
-    tasks = request.app.state.planner.plan_on_request(table_id, body.service)
+    tasks = request.app.state.planner.plan(table_id, body.service)
     return {"table_id": table_id, "service": body.service, "tasks": [TaskOut.model_validate(t) for t in tasks]}

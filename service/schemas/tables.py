@@ -18,7 +18,10 @@ class TableRegistration(BaseModel):
     priority: BodyInt = Field(0, ge=-1000, le=1000, description="Higher runs first; reserved queues by priority")
     queue: ShortText | None = Field(None, description="Preferred resource queue")
     owner: ShortText | None = Field(None, description="Who answers for the table (alert mutes can match it)")
-    policies: JsonObject = Field(default_factory=dict, description="Hudi option name -> value")
+    policies: JsonObject = Field(default_factory=dict, description=(
+        "Hudi option name -> value: TMS's policy options, and the writers' concurrency control "
+        "(hoodie.write.lock.provider and its hoodie.write.lock.* options, hoodie.write.concurrency.mode), "
+        "under which TMS plans, completes and rolls back; a lock provider TMS cannot share is refused (422)"))
     callback_key: ShortText | None = Field(
         None, min_length=8, description="A HUDI-CALLBACK-KEY accepted for this table only")
 
@@ -65,9 +68,23 @@ class TableOut(Record):
     queue: str | None
     owner: str | None = None
     has_callback_key: bool
-    policies: dict[str, Any] = Field(description="Every policy option with its effective value")
+    policies: dict[str, Any] = Field(description="Every policy option with its effective value, and the "
+                                                 "concurrency-control options (hoodie.write.lock.*) as set")
     created_at: datetime
     updated_at: datetime
+
+
+class CapabilityOut(BaseModel):
+    can_run: bool
+    reason: str = Field(description="Why TMS cannot run it, in one line (empty when it can)")
+
+
+CAPABILITIES_DESCRIPTION = ("What TMS can do for the table, decided from its hoodie.properties: `reading` and each "
+                            "table service, whether TMS runs it and, if not, why")
+
+
+class TableRegistered(TableOut):
+    capabilities: dict[str, CapabilityOut] = Field(description=CAPABILITIES_DESCRIPTION)
 
 
 class TablePage(BaseModel):
@@ -127,6 +144,8 @@ class TableDetail(TableOut):
     file_group_stats: FileGroupSummary | None = Field(
         description="None when the table's file groups cannot be listed (see health)")
     tasks_by_state: dict[str, int]
+    capabilities: dict[str, CapabilityOut] | None = Field(
+        description=CAPABILITIES_DESCRIPTION + " (as the table's properties are now; null when it cannot be read)")
     health: Health
 
 

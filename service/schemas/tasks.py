@@ -46,8 +46,9 @@ class TaskOut(Record):
     spark_app_id: str | None
     run_after: datetime | None
     error: str | None
-    failure_kind: str | None = Field(None, description="How the last failure was classified (crash, timeout, "
-                                                       "oom, lost_executors, conflict, stopped, missing_files, ...)")
+    failure_kind: str | None = Field(None, description=(
+        "How the last failure was classified (crash, timeout, oom, lost_executors, fenced, lock_unavailable, "
+        "stopped, missing_files, ...; conflict: a write won over the plan, which was rolled back, not retried)"))
     retryable: bool | None = None
     retry_reason: str | None = Field(None, description="Why (and when) the task is retried, or not")
     next_attempt_at: datetime | None = Field(None, description="When the manager makes it runnable again")

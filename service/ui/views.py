@@ -129,7 +129,8 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
     alerts, alert_total = AlertRepo(session).find(table_id=table_id, limit=PAGE_SIZE)
     size_chart, log_chart = file_group_charts(facts)
     return {"table": table, "policies": TablePolicy.from_stored(table.policies).options(),
-            "explicit_policies": table.policies, "view": view, "facts": facts,
+            "explicit_policies": table.policies, "concurrency_options": table.concurrency_options,
+            "view": view, "facts": facts,
             "timeline_chart": charts.timeline_chart(facts.timeline), "size_chart": size_chart,
             "log_chart": log_chart, "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,
             "pending_plans": [i for i in view["pending_instants"] if i.action in PLAN_ACTIONS], "held": held,

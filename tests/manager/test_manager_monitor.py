@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from sqlalchemy import text
+from sqlalchemy import text, update
 
 from manager.leadership import LeaderLease
 from manager.monitor import MonitorContext, evaluate
 from tms.config import Settings
-from tms.db import AlertRepo, TableRepo, TaskRepo, TaskState
+from tms.db import AlertRepo, TableRepo, Task, TaskRepo, TaskState
 
 S = TaskState
 
@@ -92,3 +92,19 @@ def test_a_running_task_predicted_past_its_timeout_is_warned_of_before_it_times_
     evaluate(lease, epoch, MonitorContext(Settings(worker_job_timeout_seconds=300), datetime.now(UTC), {}))
     [alert] = _alerts(db, "predicted_timeout")
     assert alert.task_id == big.id and 500 <= alert.details["predicted_seconds"] <= 600
+
+
+def test_a_task_that_gave_way_to_a_writer_is_not_a_failure_to_alert_on(db):
+    """A conflict (the writer won, the plan was rolled back) ends the task FAILED and not retried, as Hudi's
+    MVCC promises; only the other failures that are not retried fire task_failed."""
+    lease, epoch = _leader(db)
+    table_id = _table(db)
+    with db.transaction() as session:
+        ids = {}
+        for n, kind in enumerate(("conflict", "missing_files")):
+            task, _ = TaskRepo(session).create(table_id=table_id, action="clustering", state=S.FAILED,
+                                               instant=f"2026010100000{n}000")
+            session.execute(update(Task).where(Task.id == task.id).values(failure_kind=kind, retryable=False))
+            ids[kind] = task.id
+    evaluate(lease, epoch, MonitorContext(Settings(), datetime.now(UTC), {}))
+    assert [a.task_id for a in _alerts(db, "task_failed")] == [ids["missing_files"]]

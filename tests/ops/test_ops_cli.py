@@ -249,3 +249,23 @@ def test_mutes_and_webhooks_commands(tms, trips):
     assert as_json(tms("webhooks", "deliveries", str(hook["id"]), "--json"))["items"] == []
     assert "999999" in one_line_error(tms("webhooks", "delete", "999999"))
     assert ok(tms("webhooks", "delete", str(hook["id"]))).strip() == f"webhook {hook['id']} deleted"
+
+
+def test_tables_take_the_writers_lock_options(tms, trips):
+    fs_lock = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+    registered = as_json(tms("tables", "register", trips, "--option", f"hoodie.write.lock.provider={fs_lock}",
+                             "--option", "hoodie.write.lock.wait_time_ms=500", "--json"))
+    tid = registered["id"]
+    assert registered["policies"]["hoodie.write.lock.provider"] == fs_lock
+    shown = ok(tms("tables", "show", str(tid)))
+    assert "concurrency control:" in shown and fs_lock in shown.split("concurrency control:")[1]
+    refused = one_line_error(tms("tables", "update", str(tid), "--option",
+                                 "hoodie.write.lock.provider=org.apache.hudi.client.transaction.lock."
+                                 "InProcessLockProvider"))
+    assert "locks within one JVM" in refused
+    assert one_line_error(tms("tables", "update", str(tid), "--option", "hoodie.cleaner.commits.retained=3")) \
+        .startswith("error: --option hoodie.cleaner.commits.retained is not a concurrency-control option")
+    cleared = as_json(tms("tables", "update", str(tid), "--option", "hoodie.write.lock.provider=",
+                          "--option", "hoodie.write.lock.wait_time_ms=", "--json"))
+    assert not [k for k in cleared["policies"] if k.startswith("hoodie.write.lock.")]
+    assert "single writer (no lock)" in ok(tms("tables", "show", str(tid)))

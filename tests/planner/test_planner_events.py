@@ -48,7 +48,7 @@ def test_an_event_that_makes_nothing_due_does_not_read_the_timeline(db, tmp_path
     p.handle_events(t.id)  # first sight: the table is loaded and its digest built
 
     with db.transaction() as session:
-        cached = p.cache.get(TableRepo(session).get(t.id))  # the planner's own table object
+        cached = p.cache.get(TableRepo(session).get(t.id)).table  # the planner's own table object
     reads = []
     for method in ("names", "listdir", "read_bytes", "open", "exists", "info"):
         monkeypatch.setattr(cached.storage, method, lambda *a, _m=method, **k: reads.append(_m))
@@ -68,7 +68,7 @@ def test_planning_passes_take_a_watched_timeline_s_changes_and_only_the_scan_lis
     t.write([rec(i, 10) for i in range(6)], "insert")
     p.handle_events(t.id)  # first sight: loaded (listed once) and watched
     with db.transaction() as session:
-        cached = p.cache.get(TableRepo(session).get(t.id))
+        cached = p.cache.get(TableRepo(session).get(t.id)).table
     assert cached.timeline.changes is not None
     listings = []
     real = cached.storage.names

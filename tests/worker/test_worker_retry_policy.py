@@ -14,7 +14,9 @@ LIMITS = RetryLimits(backoff_seconds=60, backoff_max_seconds=3600, max_attempts=
     ("the job exited with status 1: error: injected crash", "", "crash", True),
     ("the job was killed by signal 9", "java.lang.OutOfMemoryError: Java heap space", "oom", True),
     ("the job exited with status 1", "ExecutorLostFailure (executor 2 exited)", "lost_executors", True),
-    ("the job exited with status 1: error: attempt 3 lost its lease", "", "conflict", True),
+    ("the job exited with status 1: error: attempt 3 lost its lease", "", "fenced", True),
+    ("the job exited with status 1: error: unable to acquire the table lock after 2 attempt(s): held", "",
+     "lock_unavailable", True),
     ("the job exited with status 1: FileNotFoundError: [Errno 2] No such file or directory: '/t/x.log'",
      "execute_instant(table, instant, LocalRunner(), fence, action)", "missing_files", False),
     ("the job exited with status 1: error: unsupported table version 9", "", "unsupported", False),
@@ -25,6 +27,15 @@ def test_failures_are_classified(error, tail, kind, retryable):
     assert (failure.kind, failure.retryable) == (kind, retryable)
     assert (failure.retry_in_seconds is not None) == retryable
     assert failure.memory_growth == (1.5 if kind == "oom" else 1.0)
+
+
+def test_a_conflict_ends_the_task_and_is_not_retried():
+    """The job gave way to a conflicting write (exit status 3): whatever its error says, never retried."""
+    failure = classify(timed_out=False, stopped=False, conflict=True, attempts_in_series=1, limits=LIMITS, tail="",
+                       error="the job exited with status 3: error: conflict: clustering 1 overlaps commit 2 "
+                             "(lost the table lock race)")
+    assert (failure.kind, failure.retryable, failure.retry_in_seconds) == ("conflict", False, None)
+    assert "the next plan takes the new data" in failure.reason
 
 
 def test_timeouts_and_stops_are_retried_and_stops_at_once():

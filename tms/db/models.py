@@ -93,6 +93,8 @@ class RegisteredTable(Base):
     merge_mode: Mapped[str | None] = mapped_column(String(32))
     properties: Mapped[dict[str, str]] = _json()
     policies: Mapped[dict[str, Any]] = _json()  # explicitly set options only (see TablePolicy)
+    # The writers' lock and concurrency mode, Hudi names -> string values (see tms.hudi.locks.config)
+    concurrency_options: Mapped[dict[str, str]] = _json()
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     priority: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     queue: Mapped[str | None] = mapped_column(Text)  # preferred resource queue
@@ -157,6 +159,8 @@ class Task(Base):
     requested_resources: Mapped[dict[str, Any]] = _json()
     plan_stats: Mapped[dict[str, Any]] = _json()
     blockers: Mapped[list[str]] = _texts()  # instants that must resolve before the task may run
+    # TMS's planner wrote the plan (False: adopted, a writer's): only TMS's own plans are TMS's to roll back.
+    planned_by_tms: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     lease_owner: Mapped[str | None] = mapped_column(Text)
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     fencing_token: Mapped[int] = mapped_column(BigInteger, server_default=text("0"))

@@ -20,5 +20,10 @@ class PlanHeldError(ExecutionError):
                          "it runs once they complete or are rolled back")
 
 
+# A job's exit status when a conflicting write won: its attempt and plan were rolled back, and the task ends with
+# reason `conflict` (tms.hudi.conflicts.CONFLICT_REASON), never retried (the next plan takes the new data).
+CONFLICT_EXIT_STATUS = 3
+
+
 class FencingError(ExecutionError):
     """This attempt lost its lease: another attempt owns the plan, so this one must not touch the timeline."""

@@ -333,6 +333,19 @@ class Timeline:
                 self.storage.delete(self.path_of(inst))
         self.reload(force=True)
 
+    def unschedule(self, timestamp: str) -> None:
+        """Remove a requested plan that nothing has started (as Hudi's `compaction unschedule` does): only
+        while it is requested and nothing else, so a plan a writer began running is never touched."""
+        self.reload(force=True)
+        states = self._states.get(timestamp, {})
+        if set(states) != {State.REQUESTED}:
+            state = self.get(timestamp)
+            raise InstantConflictError(
+                f"plan {timestamp} is {state.state.name.lower() if state else 'gone'}: only a requested plan is "
+                "unscheduled")
+        self.storage.delete(self.path_of(states[State.REQUESTED]))
+        self.reload(force=True)
+
     def revert_to_requested(self, timestamp: str) -> None:
         """Remove the inflight file of a pending instant, keeping its requested plan: what Hudi does after
         rolling back a failed compaction or clustering attempt, so the plan can run again."""

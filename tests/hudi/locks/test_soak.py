@@ -1,7 +1,7 @@
 """The multi-process soak, once per lock provider: three writer processes (upserts and deletes, two of them
 updating file groups being clustered) and TMS's planner and worker processes (through the library) on one
 table. Afterwards hudi-rs reads exactly what the model of acknowledged writes says, no two instants share a
-time, and instant and completion times increase in lock order."""
+time, instant and completion times increase in lock order, and `tms verify` finds nothing."""
 from __future__ import annotations
 
 import json
@@ -16,7 +16,9 @@ import pytest
 from concurrency_support import OCC, check, zk_options
 from soak_party import CITIES, record
 from table_model import TableModel
+from typer.testing import CliRunner
 
+from tms.cli import app
 from tms.execute.dispatch import execute_instant
 from tms.execute.errors import PlanHeldError
 from tms.execute.runner import LocalRunner
@@ -111,6 +113,8 @@ def test_writers_planner_and_worker_under_one_lock(kind, zookeeper, tmp_path):
     finishing = time.monotonic()
     _finish_pending_work(path, options)
     check(path, _model(acks))  # hudi-rs reads exactly the acknowledged writes
+    verified = CliRunner().invoke(app, ["verify", str(path)])
+    assert verified.exit_code == 0 and verified.stdout.strip().endswith("ok: no differences"), verified.stdout
     print(f"finishing and checking: {time.monotonic() - finishing:.0f} s")
 
     names = [n for n in (path / ".hoodie" / "timeline").iterdir() if parse_instant_file_name(n.name)]

@@ -3,7 +3,7 @@ condition clears; whether a mute matches it; and the webhook deliveries (the out
 resolution, written in the same transaction as the alert."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -102,6 +102,11 @@ class AlertRepo:
     def open_alert(self, kind: str, subject: str) -> Alert | None:
         return self.session.scalar(select(Alert).where(Alert.fingerprint == f"{kind}:{subject}",
                                                        Alert.resolved_at.is_(None)))
+
+    def open_for_table(self, table_id: int, kinds: Iterable[str]) -> list[Alert]:
+        """The table's open alerts of `kinds` (what a planning pass checks for conditions that cleared)."""
+        return list(self.session.scalars(select(Alert).where(Alert.table_id == table_id, Alert.kind.in_(list(kinds)),
+                                                             Alert.resolved_at.is_(None))))
 
     # --- reading ------------------------------------------------------------------------------------
     def find(self, *, table_id: int | None = None, kind: str | None = None, severity: str | None = None,

@@ -45,13 +45,14 @@ class TaskRepo:
     def create(self, *, table_id: int, action: str, instant: str, state: TaskState = S.PENDING,
                target_instant: str | None = None, priority: int = 0, queue: str | None = None,
                blockers: Iterable[str] = (), plan_stats: dict[str, Any] | None = None,
-               requested_resources: dict[str, Any] | None = None) -> tuple[Task, bool]:
+               requested_resources: dict[str, Any] | None = None, planned_by_tms: bool = False
+               ) -> tuple[Task, bool]:
         """Record the task of an instant, or return the one already recorded: (task, created).
         One task per (table, instant), so a plan adopted twice is never run twice."""
         stmt = (insert(Task).values(
             table_id=table_id, action=action, instant=instant, state=state.value, target_instant=target_instant,
             priority=priority, queue=queue, blockers=list(blockers), plan_stats=plan_stats or {},
-            requested_resources=requested_resources or {})
+            requested_resources=requested_resources or {}, planned_by_tms=planned_by_tms)
             .on_conflict_do_nothing(constraint="uq_tasks_table_id_instant").returning(Task.id))
         task_id = self.session.execute(stmt).scalar()
         if task_id is not None:

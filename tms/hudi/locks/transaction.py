@@ -6,13 +6,13 @@ reentrant). A table without a lock provider (a single writer) gets transactions 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from ..instant_time import TimeGenerator
 from ..table import HudiTable
 from ..timeline import Timeline
-from .config import ConcurrencyConfig
+from .config import ConcurrencyConfig, parse_concurrency_options
 from .lock_manager import LockManager
 
 
@@ -31,6 +31,12 @@ class TransactionManager:
     @classmethod
     def single_writer(cls, table: HudiTable) -> TransactionManager:
         return cls(table)
+
+    @classmethod
+    def from_options(cls, table: HudiTable, options: Mapping[str, str]) -> TransactionManager:
+        """The transaction manager of `table` under its concurrency options (Hudi names: a table registered
+        with TMS, or `--option`s); LockConfigError for options TMS cannot honour."""
+        return cls(table, parse_concurrency_options(options, base_path=table.base_path, table_name=table.name))
 
     @property
     def takes_lock(self) -> bool:
@@ -70,8 +76,10 @@ class TransactionManager:
             return timeline.new_instant_time()
 
     def close(self) -> None:
-        if self._lock is not None:
-            self._lock.close()
+        """Close the lock provider; a transaction in progress (another thread's) ends first."""
+        with self._threads:
+            if self._lock is not None:
+                self._lock.close()
 
     def __enter__(self) -> TransactionManager:
         return self

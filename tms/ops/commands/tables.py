@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from tms.errors import TMSError
+from tms.hudi.locks import is_concurrency_option
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, confirm, connect, key_values
@@ -16,6 +17,10 @@ app = typer.Typer(help="Registered tables (over the API).", no_args_is_help=True
 Ref = Annotated[str, typer.Argument(help="The table: its id, name or database.name.", show_default=False)]
 Policies = Annotated[list[str] | None, typer.Option(
     "--policy", help="A policy option, hoodie.key=value (repeatable); hoodie.key= restores its default.")]
+WriteOptions = Annotated[list[str] | None, typer.Option(
+    "--option", help="The writers' concurrency control, hoodie.write.lock.provider=... and its hoodie.write.lock.* "
+                     "options, hoodie.write.concurrency.mode (repeatable): TMS plans and completes under that lock; "
+                     "hoodie.key= removes one.")]
 
 COLUMNS = [("ID", output.field("id")), ("DATABASE", output.field("database")), ("NAME", output.field("name")),
            ("TYPE", output.field("table_type")), ("VERSION", output.field("table_version")),
@@ -27,7 +32,13 @@ def _show(table: dict[str, Any], as_json: bool, line: str) -> None:
     if as_json:
         output.print_json(table)
     else:
-        typer.echo(line)
+        typer.echo("\n".join([line, *_capability_lines(table)]))
+
+
+def _capability_lines(t: dict[str, Any]) -> list[str]:
+    """What TMS runs on the table: a line per service (runs, or refused and why)."""
+    return [f"  {service}: {'runs' if c['can_run'] else 'refused because ' + c['reason']}"
+            for service, c in (t.get("capabilities") or {}).items()]
 
 
 @app.command("list")
@@ -66,13 +77,29 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
                         f"{groups.get('log_files', 0)} log file(s)"),
         ("tasks", t.get("tasks_by_state") or {}),
     ])]
+    if t.get("capabilities"):
+        lines += ["", "what TMS runs:", *_capability_lines(t)]
     pending = t.get("pending_instants") or []
     if pending:
         lines += ["", "pending instants:", output.table(pending, [
             ("INSTANT", output.field("instant")), ("ACTION", output.field("action")),
             ("STATE", output.field("state"))])]
-    lines += ["", "policies:", output.record(sorted((t.get("policies") or {}).items()))]
+    policies = t.get("policies") or {}
+    lock = sorted((k, v) for k, v in policies.items() if is_concurrency_option(k))
+    own = sorted((k, v) for k, v in policies.items() if not is_concurrency_option(k))
+    lines += ["", "policies:", output.record(own)]
+    lines += ["", "concurrency control:", output.record(lock) if lock else "single writer (no lock)"]
     return lines
+
+
+def _policy_changes(policy: list[str] | None, option: list[str] | None, *, empty_is_none: bool) -> dict[str, Any]:
+    """The body's `policies`: TMS's policy options and the table's concurrency-control options."""
+    write_options = key_values(option, "--option", empty_is_none=empty_is_none)
+    others = sorted(k for k in write_options if not is_concurrency_option(k))
+    if others:
+        raise TMSError(f"--option {others[0]} is not a concurrency-control option (hoodie.write.lock.*, "
+                       "hoodie.write.concurrency.mode); give policies with --policy")
+    return {**key_values(policy, "--policy", empty_is_none=empty_is_none), **write_options}
 
 
 @app.command("show")
@@ -95,14 +122,14 @@ def _absolute(path: str) -> str:
 def register_table(path: Annotated[str, typer.Argument(help="The table's base path or URL.", show_default=False)],
                    priority: Annotated[int, typer.Option(help="Higher runs first.")] = 0,
                    queue: Annotated[str | None, typer.Option(help="Preferred resource queue.")] = None,
-                   policy: Policies = None,
+                   policy: Policies = None, option: WriteOptions = None,
                    callback_key: Annotated[str | None, typer.Option(
                        help="A HUDI-CALLBACK-KEY accepted for this table only.")] = None,
                    disabled: Annotated[bool, typer.Option("--disabled", help="Register it disabled.")] = False,
                    url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """Register a Hudi table (its files are not touched)."""
     body: dict[str, Any] = {"base_path": _absolute(path), "priority": priority, "enabled": not disabled,
-                            "policies": key_values(policy, "--policy")}
+                            "policies": _policy_changes(policy, option, empty_is_none=False)}
     if queue is not None:
         body["queue"] = queue
     if callback_key is not None:
@@ -114,16 +141,16 @@ def register_table(path: Annotated[str, typer.Argument(help="The table's base pa
 
 
 @app.command("update")
-def update_table(ref: Ref, policy: Policies = None,
+def update_table(ref: Ref, policy: Policies = None, option: WriteOptions = None,
                  priority: Annotated[int | None, typer.Option(help="Higher runs first.")] = None,
                  queue: Annotated[str | None, typer.Option(help="Preferred resource queue ('' for none).")] = None,
                  callback_key: Annotated[str | None, typer.Option(
                      help="The table's own callback key ('' removes it).")] = None,
                  url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
-    """Change a table's policies, priority, queue or callback key."""
+    """Change a table's policies, concurrency control (its writers' lock), priority, queue or callback key."""
     changes: dict[str, Any] = {}
-    if policy:
-        changes["policies"] = key_values(policy, "--policy", empty_is_none=True)
+    if policy or option:
+        changes["policies"] = _policy_changes(policy, option, empty_is_none=True)
     if priority is not None:
         changes["priority"] = priority
     if queue is not None:
@@ -131,7 +158,7 @@ def update_table(ref: Ref, policy: Policies = None,
     if callback_key is not None:
         changes["callback_key"] = callback_key or None
     if not changes:
-        raise TMSError("nothing to change: give --policy, --priority, --queue or --callback-key")
+        raise TMSError("nothing to change: give --policy, --option, --priority, --queue or --callback-key")
     with connect(url, token) as client:
         table = client.patch(f"/tables/{table_id(client, ref)}", changes)
     line = f"table {table['id']} ({table['name']}) updated"

@@ -7,6 +7,7 @@ two tasks for one instant. Held v6 compactions stay BLOCKED until their sync fin
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -45,8 +46,9 @@ class TaskRecorder:
         self.tasks = TaskRepo(session)
         self.recorded: list[Task] = []
 
-    def record(self, planned: Planned) -> Task:
-        """The task of a plan already on the timeline (the existing one if it was recorded before)."""
+    def record(self, planned: Planned, *, planned_by_tms: bool = True) -> Task:
+        """The task of a plan already on the timeline (the existing one if it was recorded before);
+        `planned_by_tms`: TMS wrote the plan (False: adopted)."""
         target = None
         if planned.action == TableService.ROLLBACK:
             target = parse_rollback_plan(self.table.timeline.read_plan(planned.instant)).instant_to_rollback
@@ -54,21 +56,23 @@ class TaskRecorder:
             table_id=self.row.id, action=planned.action, instant=planned.instant,
             state=TaskState.BLOCKED if planned.blockers else TaskState.RUNNABLE,
             target_instant=target.commit_time if target else None, priority=self.row.priority,
-            queue=self.row.queue, blockers=planned.blockers, plan_stats=stats_record(planned.stats))
+            queue=self.row.queue, blockers=planned.blockers, plan_stats=stats_record(planned.stats),
+            planned_by_tms=planned_by_tms)
         if created:
             self.recorded.append(task)
             log.info("table %s: %s %s planned%s", self.row.id, planned.action, planned.instant,
                      f", held by {', '.join(planned.blockers)}" if planned.blockers else "")
         return task
 
-    def adopt_unknown_plans(self) -> None:
-        """A task for each requested plan on the timeline that has none."""
+    def adopt_unknown_plans(self, unrunnable: Collection[str] = ()) -> None:
+        """A task for each requested plan on the timeline that has none, except the `unrunnable` ones (plans
+        TMS cannot run: left to the writers)."""
         pending = [i.timestamp for i in self.table.timeline.pending(_PLAN_ACTIONS) if i.is_requested]
         if not pending:
             return
-        known = self.tasks.instants_with_tasks(self.row.id, pending)
+        known = self.tasks.instants_with_tasks(self.row.id, pending) | set(unrunnable)
         for planned in find_unknown_plans(self.table, known):
-            self.record(planned)
+            self.record(planned, planned_by_tms=False)
 
     def sync_held_plans(self) -> None:
         """Sync every held compaction plan with its late commits (adding their log files), then release

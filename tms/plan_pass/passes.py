@@ -1,8 +1,9 @@
 """One planning pass over one table, run under the table's planning lock: reload the timeline (only new
-instant files are parsed), adopt plans that have no task, plan the rollback of failed writes (if asked),
-sync held plans, plan what the caller found possibly due — the library decides exactly, on the reloaded
-timeline, and builds a file-system view only then — record a task per plan, and rebuild the table's
-digest from the timeline."""
+instant files are parsed), settle the requested plans TMS can no longer run (refusals), adopt plans that
+have no task, plan the rollback of failed writes (if asked), sync held plans, plan what the caller found
+possibly due — each service only if TMS can run it on the table; the library decides exactly, on the
+reloaded timeline, and builds a file-system view only then — record a task per plan, and rebuild the
+table's digest from the timeline."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,7 +13,9 @@ from functools import partial
 from sqlalchemy.orm import Session
 
 from tms.db import AlertRepo, RegisteredTable, TablePolicy, Task
+from tms.hudi.capabilities import require_capability
 from tms.hudi.errors import HudiError
+from tms.hudi.locks import TransactionManager
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
 from tms.planning.clean import plan_clean
@@ -21,12 +24,14 @@ from tms.planning.compaction import plan_compaction
 from tms.planning.decisions import Work
 from tms.planning.digest import TimelineDigest
 from tms.planning.errors import PlanningError
+from tms.planning.failed_writes import find_failed_writes
 from tms.planning.planned import Planned
 from tms.planning.rollback import plan_failed_write_rollbacks
 from tms.planning.triggers import clustering_trigger, compaction_trigger
 from tms.table_service import TableService
 
 from .records import TaskRecorder
+from .refusals import Refusals
 
 # What a table's data or plans can make fail; anything else (the database) aborts the pass.
 PLANNING_ERRORS = (HudiError, PlanningError, MetadataFormatError, OSError)
@@ -40,6 +45,12 @@ class PassContext:
     policy: TablePolicy
     now: datetime
     services: frozenset[str]  # what the planner schedules
+    # The table's lock, as the writers take it: plans and rollbacks are written, and their instant times
+    # generated, while it is held (none: a single writer).
+    transactions: TransactionManager | None = None
+
+    def transaction(self):
+        return (self.transactions or TransactionManager.single_writer(self.table)).transaction()
 
 
 def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | None | bool:
@@ -59,24 +70,44 @@ def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | N
     return plan_clean(table, policy, now)
 
 
+def _due(ctx: PassContext, service: str) -> bool:
+    """Whether `service`'s trigger is due (reading only; a clean is attempted whenever the digest says so)."""
+    if service == TableService.COMPACTION:
+        return compaction_trigger(ctx.table, ctx.policy, ctx.now).due
+    if service == TableService.CLUSTERING:
+        return clustering_trigger(ctx.table, ctx.policy).due
+    return True
+
+
 def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
-    """Run `work` on the locked table; returns its new digest and the tasks recorded. The timeline is
-    listed once for the whole pass (its library calls would each list it again)."""
-    with ctx.table.timeline.pinned():
+    """Run `work` on the locked table, under its writers' lock; returns its new digest and the tasks recorded.
+    The timeline is listed once for the whole pass (its library calls would each list it again)."""
+    with ctx.transaction(), ctx.table.timeline.pinned():
         return _run_pass(ctx, digest, work)
 
 
 def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
     recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
-    _guarded(recorder, "adoption", recorder.adopt_unknown_plans)
+    refusals = Refusals(ctx.session, ctx.row, ctx.table)
+    unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
+    _guarded(recorder, "adoption", partial(recorder.adopt_unknown_plans, unrunnable))
     # Rollbacks first: a held plan synced after them, or a compaction planned after them, is not held by
     # the writes they remove.
     if work.rollbacks:
-        _guarded(recorder, TableService.ROLLBACK, lambda: [
-            recorder.record(p) for p in plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now)])
+        if refusals.can_run(TableService.ROLLBACK):
+            _guarded(recorder, TableService.ROLLBACK, lambda: [
+                recorder.record(p) for p in plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now)])
+        elif _guarded(recorder, TableService.ROLLBACK, partial(find_failed_writes, ctx.table, ctx.policy, ctx.now)):
+            refusals.refuse(TableService.ROLLBACK)
     _guarded(recorder, "compensation", recorder.sync_held_plans)
     for service in (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN):
         if service not in work.services:
+            continue
+        if not refusals.can_run(service):
+            # Nothing is written for a service TMS cannot run: if it is due, its alert says why. Its trigger
+            # stays armed, so it is planned on the first pass after the table's properties allow it again.
+            if _guarded(recorder, service, partial(_due, ctx, service)):
+                refusals.refuse(service)
             continue
         planned = _guarded(recorder, service, partial(_plan, ctx, service))
         if planned:
@@ -92,10 +123,14 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
     """An operator's request to plan `service` now (`POST /api/v1/tables/{id}:plan`): a planning pass that
     plans the service whatever its trigger says (a rollback: of the writes whose writer is gone), and raises
     what keeps it from planning instead of alerting. Returns the table's new digest and the tasks recorded
-    (the requested plan's, and those of plans adopted on the way)."""
-    with ctx.table.timeline.pinned():
+    (the requested plan's, and those of plans adopted on the way). A service TMS cannot run on the table
+    raises UnsupportedTableError before anything is written."""
+    require_capability(ctx.table, service)
+    with ctx.transaction(), ctx.table.timeline.pinned():
         recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
-        _guarded(recorder, "adoption", recorder.adopt_unknown_plans)
+        refusals = Refusals(ctx.session, ctx.row, ctx.table)
+        unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
+        _guarded(recorder, "adoption", partial(recorder.adopt_unknown_plans, unrunnable))
         if service == TableService.ROLLBACK:
             planned = plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now)
             _guarded(recorder, "compensation", recorder.sync_held_plans)

@@ -1,0 +1,92 @@
+"""An operator's request to plan a table service now (`POST /api/v1/tables/{id}:plan`), run by the service
+and by the planner alike: under the table's planning lock, waiting a little for a planner that holds it."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from tms.config import Settings
+from tms.db import ConflictError, Database, RegisteredTable, TablePolicy, TableRepo, Task
+from tms.errors import TMSError
+from tms.planning.decisions import PlannerOptions
+from tms.planning.digest import TimelineDigest
+from tms.planning.errors import PlanningError
+from tms.table_service import TableService
+
+from .passes import PLANNING_ERRORS, PassContext, requested_pass
+from .table_cache import TableCache
+
+_LOCK_RETRY_SECONDS = 0.2
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@contextmanager
+def locked_for_planning(database: Database, table_id: int) -> Iterator[tuple[Session, RegisteredTable | None]]:
+    """A transaction holding the table's planning lock (its row, FOR UPDATE SKIP LOCKED): the row, or None
+    when another process holds it (or the table is unknown)."""
+    with database.transaction() as session:
+        yield session, TableRepo(session).lock_for_planning(table_id)
+
+
+def planner_options(settings: Settings) -> PlannerOptions:
+    """What the planner schedules (TMS_PLANNER_SERVICES, TMS_PLANNER_CLEAN_COMMITS)."""
+    return PlannerOptions(services=frozenset(settings.planner_services), clean_commits=settings.planner_clean_commits)
+
+
+class OnRequestPlanner:
+    def __init__(self, database: Database, options: PlannerOptions, cache: TableCache,
+                 clock: Callable[[], datetime] = utc_now):
+        self.database = database
+        self.options = options
+        self.cache = cache
+        self.clock = clock
+
+    @classmethod
+    def from_settings(cls, database: Database, settings: Settings, *, cached_tables: int) -> OnRequestPlanner:
+        """The service's: keeps `cached_tables` loaded timelines, without a change feed."""
+        return cls(database, planner_options(settings), TableCache(cached_tables))
+
+    def close(self) -> None:
+        """Close the cached tables' locks (the service stops)."""
+        self.cache.close()
+
+    def plan(self, table_id: int, service: TableService, *, wait_seconds: float = 10.0) -> list[Task]:
+        """Plan `service` on one table now, whatever its trigger says (see `requested_pass`), under the
+        table's planning lock, waiting up to `wait_seconds` for a planner that holds it. Returns the tasks
+        recorded (none: there was nothing to plan). NotFoundError for an unknown table, ConflictError for a
+        disabled one or a lock not freed in time, PlanningError when the table cannot be planned as asked
+        (UnsupportedTableError: a service TMS cannot run on the table)."""
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            with locked_for_planning(self.database, table_id) as (session, row):
+                if row is not None:
+                    return self._plan_locked(session, row, service)
+                TableRepo(session).get(table_id)  # raises NotFoundError for an unknown table
+            if time.monotonic() >= deadline:
+                raise ConflictError(f"table {table_id} is being planned by another process; try again")
+            time.sleep(_LOCK_RETRY_SECONDS)
+
+    def _plan_locked(self, session: Session, row: RegisteredTable, service: TableService) -> list[Task]:
+        if not row.enabled:
+            raise ConflictError(f"table {row.id} is disabled: enable it before planning it")
+        try:
+            cached = self.cache.with_current_properties(row)
+            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
+                              self.options.services, cached.transactions)
+            digest, recorded = requested_pass(
+                ctx, TimelineDigest.from_state(row.planner_state, self.options.services), service)
+        except PLANNING_ERRORS as e:
+            self.cache.forget(row.id)
+            if isinstance(e, TMSError):
+                raise
+            raise PlanningError(f"cannot plan {row.base_path}: {e}") from e
+        row.planned_at = ctx.now
+        row.planner_state = digest.to_state()
+        return recorded
