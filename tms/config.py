@@ -65,6 +65,9 @@ class Settings(BaseSettings):
         16, ge=1, description="At most this many executors for one table's job, whatever its queue allows")
     worker_default_master: str = Field(
         "local[*]", description="Master of the `local` queue the worker creates when no queue exists")
+    worker_default_warm_engine: bool = Field(
+        True, description="The `local` queue the worker creates keeps a warm engine (spark runner): small plans "
+                          "run on one long-running Spark application instead of a spark-submit each")
 
     # The planner (`tms planner`): see tms/planning/ and the README's "Planner".
     planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback"]], NoDecode] = Field(

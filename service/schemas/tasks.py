@@ -18,6 +18,7 @@ class AttemptOut(Record):
     queue: str | None
     requested_resources: dict[str, Any]
     spark_app_id: str | None
+    engine_kind: str | None = Field(description="warm (the queue's warm engine) or dedicated (a spark-submit)")
     outcome: str
     error: str | None
     log_tail: str | None

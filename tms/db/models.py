@@ -216,6 +216,8 @@ class TaskAttempt(Base):
     queue: Mapped[str | None] = mapped_column(Text)
     requested_resources: Mapped[dict[str, Any]] = _json()
     spark_app_id: Mapped[str | None] = mapped_column(Text)
+    # Where the job ran: "dedicated" (a spark-submit of its own) or "warm" (the queue's warm engine).
+    engine_kind: Mapped[str | None] = mapped_column(String(16))
     outcome: Mapped[str] = mapped_column(String(16), server_default="RUNNING")
     error: Mapped[str | None] = mapped_column(Text)
     log_tail: Mapped[str | None] = mapped_column(Text)
@@ -259,6 +261,12 @@ class ResourceQueue(Base):
     allowed_tables: Mapped[list[str] | None] = _texts(nullable=True)  # "database.table"
     allowed_actions: Mapped[list[str] | None] = _texts(nullable=True)
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    # The queue's warm engine: one long-running Spark application with fixed executors that runs the plans
+    # whose sized job fits them, without a spark-submit of their own (worker/warm_engine.py).
+    warm_engine_enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    warm_engine_executors: Mapped[int] = mapped_column(Integer, server_default=text("2"))
+    warm_engine_executor_memory_mb: Mapped[int] = mapped_column(Integer, server_default=text("1024"))
+    warm_engine_executor_cores: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 

@@ -271,6 +271,10 @@ class TaskRepo:
         self._update_attempt(task_id, fencing_token, spark_app_id=spark_app_id)
         return True
 
+    def record_engine(self, task_id: int, *, fencing_token: int, engine_kind: str) -> None:
+        """Where the attempt's job runs: "warm" (its queue's warm engine) or "dedicated" (a job of its own)."""
+        self._update_attempt(task_id, fencing_token, engine_kind=engine_kind)
+
     def finish(self, task_id: int, *, fencing_token: int, succeeded: bool, error: str | None = None,
                log_tail: str | None = None, failure: FailureRecord | None = None) -> Task | None:
         """RUNNING -> SUCCEEDED or FAILED, only for the holder of `fencing_token`. A failure's classification

@@ -1,8 +1,8 @@
 """Scale: indexes for the hot queries at 100,000 tables (the claim's order, a state's tasks, a table's
 alerts, the periodic planning requests) and the timeline stamp the scan compares.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-11-23
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0006"
-down_revision = "0005"  # after main's 0005 (the integrator rechains)
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 
