@@ -2,9 +2,11 @@
 job (`spark-submit jobs/run.py`), beside, in the same run:
   (a) a peer lower bound: hudi-rs reading the same snapshot and pyarrow writing it as parquet;
   (b) the job's Spark startup alone: spark-submit of a script that starts Spark and runs one task that
-      imports the executor, then stops.
-Prints MB/s (plan input: base + log bytes), the ratio job/(a) (goal <= 1.5) and the startup share of the job;
-each is the fastest of --repeat interleaved rounds (a shared machine is noisy).
+      imports the executor, then stops;
+  (c) the same plan on a warm engine (worker/warm_engine.py: one long-running Spark application with as many
+      single-core executors as the machine has cores, started once before the rounds), handed over its socket.
+Prints MB/s (plan input: base + log bytes), the ratios job/(a) (goal <= 1.5) and warm/(a) (goal <= 1.2) and
+the startup share of the job; each is the fastest of --repeat interleaved rounds (a shared machine is noisy).
 
     .venv/bin/python bench/compaction.py                       # ~500 MB: 20M rows, 12 file groups
     .venv/bin/python bench/compaction.py --rows 1000000 --file-rows 150000    # a quick run
@@ -12,6 +14,7 @@ each is the fastest of --repeat interleaved rounds (a shared machine is noisy).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import tempfile
 import textwrap
@@ -25,6 +28,7 @@ from tms.execute.spark_submit import build_py_files, find_spark_submit, spark_su
 from tms.hudi.instant import COMPACTION
 from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.hudi.table import HudiTable
+from worker.warm_engine import EngineSpec, WarmEngine
 
 STARTUP_SCRIPT = textwrap.dedent("""
     from pyspark.sql import SparkSession
@@ -81,6 +85,29 @@ def peer_lower_bound(path: Path, out: Path) -> tuple[float, int]:
     return time.perf_counter() - started, sum(b.num_rows for b in batches)
 
 
+def start_warm_engine(tmp: Path, py_files: Path, master: str) -> WarmEngine:
+    spec = EngineSpec(queue="bench", kind="local" if master.startswith("local") else "standalone", master=master,
+                      spark_conf=(("spark.ui.showConsoleProgress", "false"),), executors=os.cpu_count() or 1,
+                      executor_memory_mb=1024, executor_cores=1, driver_memory_mb=1024, driver_cores=1)
+    engine = WarmEngine(spec, py_files=py_files, run_dir=tmp / "engine", log_dir=tmp)
+    started = time.perf_counter()
+    if engine.wait_ready(300) is None:
+        raise SystemExit(f"the warm engine did not start; see {tmp}/warm-engine-bench-1.log")
+    print(f"warm engine {engine.app_id} ready in {time.perf_counter() - started:.1f} s (not counted)")
+    return engine
+
+
+def timed_warm(engine: WarmEngine, path: Path, instant: str, log: Path) -> float:
+    started = time.perf_counter()
+    plan = engine.run(f"bench-{started}", ["--table", str(path), "--instant", instant, "--action", COMPACTION], log)
+    while (status := plan.wait(0.01)) is None:
+        pass
+    elapsed = time.perf_counter() - started
+    if status != 0:
+        raise SystemExit(f"the plan failed on the warm engine:\n{plan.tail()}")
+    return elapsed
+
+
 def snapshot_rows(path: Path) -> int:
     from hudi import HudiTableBuilder
     return sum(b.num_rows for b in HudiTableBuilder.from_base_uri(str(path)).build().read())
@@ -113,8 +140,9 @@ def main() -> None:
         py_files = build_py_files(tmp)
         startup_script = tmp / "startup.py"
         startup_script.write_text(STARTUP_SCRIPT)
-        startups, peers, jobs = [], [], []
-        for round_ in range(args.repeat):  # interleaved, so that all three see the same machine
+        engine = start_warm_engine(tmp, py_files, args.master)
+        startups, peers, jobs, warms = [], [], [], []
+        for round_ in range(args.repeat):  # interleaved, so that all four see the same machine
             if round_:
                 undo_compaction(path, instant)
             startups.append(timed_submit([find_spark_submit(), "--master", args.master, "--py-files", str(py_files),
@@ -125,14 +153,21 @@ def main() -> None:
                                                           action=COMPACTION), args.master))
             assert HudiTable.load(str(path)).timeline.get(instant).is_completed
             assert snapshot_rows(path) == peer_rows == args.rows
-        startup, peer, job = min(startups), min(peers), min(jobs)
-        print(f"rounds (s): startup {_fmt(startups)}, peer {_fmt(peers)}, job {_fmt(jobs)}")
+            undo_compaction(path, instant)
+            warms.append(timed_warm(engine, path, instant, tmp / "warm-plan.log"))
+            assert HudiTable.load(str(path)).timeline.get(instant).is_completed
+            assert snapshot_rows(path) == peer_rows
+        engine.stop()
+        startup, peer, job, warm = min(startups), min(peers), min(jobs), min(warms)
+        print(f"rounds (s): startup {_fmt(startups)}, peer {_fmt(peers)}, job {_fmt(jobs)}, warm {_fmt(warms)}")
 
         print(f"(b) Spark startup alone   {startup:7.1f} s")
         print(f"(a) hudi-rs + pyarrow     {peer:7.1f} s  {mb / peer:7.1f} MB/s")
         print(f"    compaction job        {job:7.1f} s  {mb / job:7.1f} MB/s  "
               f"(without startup: {job - startup:.1f} s, {mb / max(job - startup, 1e-9):.1f} MB/s)")
-        print(f"ratio job/(a): {job / peer:.2f} (goal <= 1.5); startup share of the job: {startup / job:.0%}")
+        print(f"(c) on the warm engine    {warm:7.1f} s  {mb / warm:7.1f} MB/s")
+        print(f"ratio job/(a): {job / peer:.2f} (goal <= 1.5); warm/(a): {warm / peer:.2f} (goal <= 1.2); "
+              f"startup share of the job: {startup / job:.0%}")
 
 
 def _fmt(times: list[float]) -> str:

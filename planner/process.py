@@ -28,7 +28,8 @@ ROLE = "planner"
 # A scan skips the tables another planner reconciled within this share of the scan interval.
 FRESH_SHARE = 0.9
 REQUESTS_POLL_SECONDS = 1.0  # how often a planner takes the tables the manager's leader marked due
-REQUESTS_PER_TAKE = 50
+REQUESTS_PER_TAKE = 500  # tables a planner takes at once: one transaction, one query for their rows
+EVENT_TABLES_PER_THREAD = 100  # tables with events one thread takes at once (their digests in one transaction)
 LEADER_LEASE = "manager"  # manager/leadership.py's LEASE_NAME
 
 
@@ -41,7 +42,8 @@ class PlannerService:
         self.id = new_instance_id()
         self._stopping = threading.Event()
         self._wake = threading.Event()
-        self._in_flight: set[int] = set()
+        self._in_flight: set[int] = set()  # tables handed to threads
+        self._jobs = 0  # shares of them in the threads' hands
         self._backoff: dict[int, float] = {}  # table -> monotonic time before which it is not tried again
         self._lock = threading.Lock()
         self._last_beat = float("-inf")
@@ -83,37 +85,42 @@ class PlannerService:
     def _dispatch(self, pool: ThreadPoolExecutor) -> int:
         """Hand tables with new events to free threads; how many were handed."""
         with self._lock:
-            free = self.settings.planner_threads - len(self._in_flight)
+            free = self.settings.planner_threads - self._jobs
             busy = set(self._in_flight)
             now = time.monotonic()
             busy |= {t for t, until in self._backoff.items() if until > now}
         if free <= 0:
             return 0
         try:
-            waiting = self.planner.tables_with_events(limit=4 * self.settings.planner_threads + len(busy))
+            waiting = self.planner.tables_with_events(limit=EVENT_TABLES_PER_THREAD * free + len(busy))
         except Exception:  # a database outage: try again after the poll interval
             log.exception("planner %s: cannot read the event queue", self.id)
             return 0
         candidates = [t for t in waiting if t not in busy]
         random.shuffle(candidates)  # planners on other machines read the same queue: spread the collisions
-        for table_id in candidates[:free]:
+        # Spread over the free threads, each taking its share in one transaction.
+        shares = [candidates[i::free] for i in range(min(free, len(candidates)))]
+        for share in shares:
             with self._lock:
-                self._in_flight.add(table_id)
-            pool.submit(self.planner.handle_events, table_id).add_done_callback(partial(self._done, table_id))
-        return min(free, len(candidates))
+                self._in_flight.update(share)
+                self._jobs += 1
+            pool.submit(self.planner.handle_events_of, share).add_done_callback(partial(self._done, share))
+        return len(shares)
 
-    def _done(self, table_id: int, future: Future) -> None:
+    def _done(self, table_ids: list[int], future: Future) -> None:
         try:
-            handled = future.result()
+            handled = set(future.result())
         except Exception:
-            log.exception("planner %s: table %s failed", self.id, table_id)
-            handled = False
+            log.exception("planner %s: tables %s failed", self.id, table_ids)
+            handled = set()
         with self._lock:
-            self._in_flight.discard(table_id)
-            if handled:
-                self._backoff.pop(table_id, None)
-            else:  # another planner holds it, or the database failed: not again before the next poll
-                self._backoff[table_id] = time.monotonic() + self.settings.planner_poll_seconds
+            self._jobs -= 1
+            for table_id in table_ids:
+                self._in_flight.discard(table_id)
+                if table_id in handled:
+                    self._backoff.pop(table_id, None)
+                else:  # another planner holds it, or the database failed: not again before the next poll
+                    self._backoff[table_id] = time.monotonic() + self.settings.planner_poll_seconds
         self._wake.set()
 
     # --- the periodic jobs --------------------------------------------------------------------------
@@ -137,13 +144,10 @@ class PlannerService:
                 if not ticks and not scans:
                     return
                 planned = self.planner.tick_tables(ticks) if ticks else 0
-                for table_id in scans:
-                    if self._stopping.is_set():
-                        return
-                    self.planner.reconcile(table_id)
-                if planned or scans:
-                    log.info("planner %s: asked by the leader: %s task(s) on the trigger, %s table(s) reconciled",
-                             self.id, planned, len(scans))
+                reconciled = self.planner.scan_tables(scans) if scans else 0
+                if planned or reconciled:
+                    log.info("planner %s: asked by the leader: %s task(s) on the trigger, %s of %s table(s) "
+                             "changed and reconciled", self.id, planned, reconciled, len(scans))
         except Exception:
             log.exception("planner %s: the leader's requests failed", self.id)
 

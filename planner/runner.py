@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from datetime import datetime
+from typing import Any
 
+from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.table import PROPERTIES
+from tms.hudi.timeline_stamp import timeline_stamp, unchanged_since
 from tms.hudi.timeline_watch import TimelineWatcher
 from tms.plan_pass.on_request import OnRequestPlanner, locked_for_planning, planner_options, utc_now
 from tms.plan_pass.passes import PLANNING_ERRORS, PassContext, planning_pass
@@ -31,15 +34,18 @@ from tms.table_service import TableService
 log = logging.getLogger(__name__)
 
 EVENTS_PER_PASS = 1000
+# What the periodic trigger reads of every table to tell whether time made work due (not the whole row).
+_TICK_COLUMNS = select(RegisteredTable.id, RegisteredTable.planner_state, RegisteredTable.policies,
+                       RegisteredTable.table_type)
 _PAGE = 500
 
 
 class Planner:
     def __init__(self, database: Database, options: PlannerOptions, *, cached_tables: int = 10_000,
-                 watch_timelines: bool = True, clock: Callable[[], datetime] = utc_now):
+                 cache_bytes: int | None = None, watch_timelines: bool = True, clock: Callable[[], datetime] = utc_now):
         self.database = database
         self.options = options
-        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None)
+        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None, max_bytes=cache_bytes)
         self.clock = clock
         self.on_request = OnRequestPlanner(database, options, self.cache, clock)
         self._stopping = threading.Event()
@@ -47,6 +53,7 @@ class Planner:
     @classmethod
     def from_settings(cls, database: Database, settings: Settings, **kwargs) -> Planner:
         return cls(database, planner_options(settings), **{"cached_tables": settings.planner_cached_tables,
+                                                           "cache_bytes": settings.planner_cache_mb * 2**20,
                                                            "watch_timelines": settings.planner_watch_timelines,
                                                            **kwargs})
 
@@ -86,6 +93,52 @@ class Planner:
             EventRepo(session).mark_processed(e.id for e in events)  # hints: taken into account, or moot
             return True
 
+    def handle_events_of(self, table_ids: list[int]) -> list[int]:
+        """Process the unprocessed events of many tables; returns those handled (the others another planner
+        holds). The common case — events that make nothing due, a digest update — is decided for all of them
+        in one transaction, without loading any table; a table whose events may make a plan due, that was
+        never read, or has a long backlog, then goes through `handle_events` on its own."""
+        handled: list[int] = []
+        alone: list[int] = []
+        with self.database.transaction() as session:
+            rows = TableRepo(session).lock_many_for_planning(table_ids)
+            events_of = EventRepo(session).unprocessed_of([row.id for row in rows])
+            now = self.clock()
+            done = []
+            for row in rows:
+                events = events_of.get(row.id, [])
+                try:
+                    digest_only = not row.enabled or self._digest_only(row, events, now)
+                except Exception:  # a bad event or policy: the table fails on its own, not its share
+                    log.exception("table %s: its events cannot be taken together", row.id)
+                    digest_only = False
+                if not digest_only:
+                    alone.append(row.id)
+                    continue
+                if not row.enabled and events:  # as handle_events: reconciled once enabled again
+                    row.planner_state = {}
+                log.debug("table %s: %s event(s)", row.id, len(events))
+                done += events
+                handled.append(row.id)
+            EventRepo(session).mark_processed(e.id for e in done)
+        handled += [t for t in alone if self.handle_events(t)]
+        return handled
+
+    def _digest_only(self, row: RegisteredTable, events: list, now: datetime) -> bool:
+        """Take `events` into the locked table's digest if that is all they call for (nothing may be due);
+        False, the row unchanged, if a planning pass or a reconciliation is needed."""
+        digest = self._digest(row)
+        if digest is None or len(events) >= EVENTS_PER_PASS:
+            return False
+        for event in events:
+            digest.observe(event.instant, event.action, event.state, now)
+        work = decisions.on_events(digest, events, TablePolicy.from_stored(row.policies), now, self.options,
+                                   is_mor=row.table_type == "MERGE_ON_READ")
+        if work:
+            return False
+        row.planner_state = digest.to_state()
+        return True
+
     def _on_events(self, ctx: PassContext, events) -> None:
         digest = self._digest(ctx.row)
         if digest is None:  # first sight: nothing is known of the timeline yet
@@ -100,15 +153,17 @@ class Planner:
     def tick(self) -> int:
         """Plan what time alone made due, on every enabled table whose digest says so. Returns the
         number of tasks recorded."""
-        return self._tick_rows(self._enabled_tables())
+        return sum(self._tick_rows(rows) for rows in self._enabled_pages(_TICK_COLUMNS))
 
     def tick_tables(self, table_ids: list[int]) -> int:
         """The periodic trigger on these tables only (those the manager's leader asked for)."""
         with self.database.transaction() as session:
-            rows = [row for t in table_ids if (row := session.get(RegisteredTable, t)) is not None and row.enabled]
+            rows = list(session.execute(_TICK_COLUMNS.where(RegisteredTable.id.in_(table_ids),
+                                                            RegisteredTable.enabled.is_(True))))
         return self._tick_rows(rows)
 
-    def _tick_rows(self, rows: list[RegisteredTable]) -> int:
+    def _tick_rows(self, rows: list[Any]) -> int:
+        """`rows`: _TICK_COLUMNS of tables; the table is locked (and read whole) only if time made work due."""
         now = self.clock()
         recorded = 0
         for row in rows:
@@ -134,17 +189,35 @@ class Planner:
 
     # --- the reconciliation scan --------------------------------------------------------------------
     def scan(self, *, fresh_seconds: float = 0.0) -> int:
-        """Reconcile every enabled table with its timeline, except those reconciled less than
-        `fresh_seconds` ago (by another planner). Returns the number of tables reconciled."""
+        """Reconcile every enabled table whose timeline changed since it was last read whole (see
+        `timeline_stamp`), except those reconciled less than `fresh_seconds` ago (by another planner).
+        Returns the number of tables reconciled."""
         now = self.clock().timestamp()
+        columns = select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp,
+                         RegisteredTable.planner_state["scanned_at"].as_float())
         reconciled = 0
-        for row in self._enabled_tables():
+        for rows in self._enabled_pages(columns):
+            for table_id, base_path, stamp, scanned_at in rows:
+                if self._stopping.is_set():
+                    return reconciled
+                if scanned_at is not None and now - scanned_at < fresh_seconds:
+                    continue
+                if not unchanged_since(base_path, stamp):
+                    reconciled += self.reconcile(table_id)
+        return reconciled
+
+    def scan_tables(self, table_ids: list[int]) -> int:
+        """The reconciliation scan on these tables only (those the manager's leader asked for): those
+        whose timeline changed are reconciled. Returns their number."""
+        with self.database.transaction() as session:
+            rows = session.execute(select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp)
+                                   .where(RegisteredTable.id.in_(table_ids), RegisteredTable.enabled.is_(True))).all()
+        reconciled = 0
+        for table_id, base_path, stamp in rows:
             if self._stopping.is_set():
                 break
-            digest = self._digest(row)
-            if digest is not None and digest.scanned_at is not None and now - digest.scanned_at < fresh_seconds:
-                continue
-            reconciled += self.reconcile(row.id)
+            if not unchanged_since(base_path, stamp):
+                reconciled += self.reconcile(table_id)
         return reconciled
 
     def reconcile(self, table_id: int) -> bool:
@@ -161,12 +234,15 @@ class Planner:
         # timeline is listed, whatever the change feed says.
         if not ctx.table.storage.exists(PROPERTIES):
             raise TableNotFoundError(f"no Hudi table at {ctx.row.base_path} any more: {PROPERTIES} not found")
+        ctx.row.timeline_stamp = None  # until this reading succeeds
+        stamp = timeline_stamp(ctx.table.storage, ctx.table.config.timeline_dir)  # before the listing
         ctx.table.timeline.reload(full=True)
         AlertRepo(ctx.session).resolve(_unreadable(ctx.row.id))  # it was read now
         digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, self.options.services)
         digest.scanned_at = ctx.now.timestamp()
         work = decisions.on_scan(digest, ctx.policy, ctx.now, self.options, is_mor=ctx.table.config.is_mor)
         self._run(ctx, digest, work)
+        ctx.row.timeline_stamp = stamp
 
     # --- an operator's request -----------------------------------------------------------------------
     def plan_on_request(self, table_id: int, service: TableService, *, wait_seconds: float = 10.0) -> list[Task]:
@@ -200,7 +276,9 @@ class Planner:
             cached = self.cache.get(row)
             ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
                               self.options.services, cached.transactions)
-            return run(ctx)
+            result = run(ctx)
+            self.cache.measure(row.id)
+            return result
         except PLANNING_ERRORS as e:  # not the database's: the transaction goes on
             self.cache.forget(row.id)
             log.warning("table %s (%s) cannot be planned: %s", row.id, row.base_path, e)
@@ -209,15 +287,19 @@ class Planner:
                                            fingerprint=_unreadable(row.id), table_id=row.id)
             return None
 
-    def _enabled_tables(self) -> list[RegisteredTable]:
-        rows: list[RegisteredTable] = []
-        with self.database.transaction() as session:
-            repo = TableRepo(session)
-            while True:
-                page, _ = repo.find(enabled=True, limit=_PAGE, offset=len(rows))
-                rows += page
-                if len(page) < _PAGE:
-                    return rows
+    def _enabled_pages(self, query: Select) -> Iterator[list[Any]]:
+        """The enabled tables' rows as `query` selects them (`id` among its columns), a page at a time by id:
+        each page is one index probe, and only one is held."""
+        after = 0
+        while True:
+            stmt = query.where(RegisteredTable.enabled.is_(True), RegisteredTable.id > after) \
+                .order_by(RegisteredTable.id).limit(_PAGE)
+            with self.database.transaction() as session:
+                page = list(session.execute(stmt))
+            if not page:
+                return
+            yield page
+            after = page[-1].id
 
 
 def _unreadable(table_id: int) -> str:

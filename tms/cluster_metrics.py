@@ -31,15 +31,23 @@ _QUERIES = {
 }
 
 
+def scrape_rows(database: Database, queries: dict[str, str]) -> dict[str, Sequence[Any]] | None:
+    """Each query's rows, read in one connection at scrape time; None when the database cannot be read (a scrape
+    must not fail because the database is briefly unreachable)."""
+    try:
+        with database.engine.connect() as connection:
+            return {name: connection.execute(text(sql)).all() for name, sql in queries.items()}
+    except Exception:
+        return None
+
+
 class ClusterCollector:
     def __init__(self, database: Database):
         self.database = database
 
     def collect(self) -> Iterator[Metric]:
-        try:
-            with self.database.engine.connect() as connection:
-                rows = {name: connection.execute(text(sql)).all() for name, sql in _QUERIES.items()}
-        except Exception:  # a scrape must not fail because the database is briefly unreachable
+        rows = scrape_rows(self.database, _QUERIES)
+        if rows is None:
             return
         tasks = GaugeMetricFamily("tms_tasks_by", "Tasks by state, action and queue",
                                   labels=["state", "action", "queue"])

@@ -65,6 +65,9 @@ class Settings(BaseSettings):
         16, ge=1, description="At most this many executors for one table's job, whatever its queue allows")
     worker_default_master: str = Field(
         "local[*]", description="Master of the `local` queue the worker creates when no queue exists")
+    worker_default_warm_engine: bool = Field(
+        True, description="The `local` queue the worker creates keeps a warm engine (spark runner): small plans "
+                          "run on one long-running Spark application instead of a spark-submit each")
 
     # The planner (`tms planner`): see tms/planning/ and the README's "Planner".
     planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback"]], NoDecode] = Field(
@@ -84,6 +87,9 @@ class Settings(BaseSettings):
                              "attempts the next one")
     planner_cached_tables: int = Field(
         10_000, ge=1, description="Tables whose loaded timeline a planner process keeps between passes")
+    planner_cache_mb: int = Field(
+        1024, ge=1, description="Memory (MB, estimated) the loaded timelines a planner keeps may hold; beyond it, "
+                                "or beyond TMS_PLANNER_CACHED_TABLES, the least recently planned are dropped")
     planner_watch_timelines: bool = Field(
         True, description="Have the kernel (Linux inotify) feed the planner the changes of cached timelines on "
                           "local filesystems, so a planning pass does not list the timeline folder; network "

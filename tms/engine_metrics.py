@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
-from sqlalchemy import text
 
-from tms.cluster_metrics import DURATION_BUCKETS
+from tms.cluster_metrics import DURATION_BUCKETS, scrape_rows
 from tms.db import Database
 
 _QUERIES = {
@@ -26,10 +25,8 @@ class EngineCollector:
         self.database = database
 
     def collect(self) -> Iterator[Metric]:
-        try:
-            with self.database.engine.connect() as connection:
-                rows = {name: connection.execute(text(sql)).all() for name, sql in _QUERIES.items()}
-        except Exception:  # a scrape must not fail because the database is briefly unreachable
+        rows = scrape_rows(self.database, _QUERIES)
+        if rows is None:
             return
         attempts = GaugeMetricFamily("tms_engine_attempts", "Attempts finished in the last day, by engine and "
                                      "outcome (SUCCEEDED, FAILED)", labels=["engine", "outcome"])

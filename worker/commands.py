@@ -1,5 +1,6 @@
 """The command line and environment of a claimed task's job: spark-submit of `jobs/run.py` to the queue's
-master with the job's sizing, or the plain Python job (jobs.python_job)."""
+master with the job's sizing, or the plain Python job (jobs.python_job); the arguments a plan is handed to a
+warm engine with."""
 from __future__ import annotations
 
 import os

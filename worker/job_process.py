@@ -41,10 +41,38 @@ def last_error_line(text: str) -> str | None:
     return None
 
 
-class JobProcess:
-    def __init__(self, command: list[str], env: dict[str, str], log_path: Path):
+class JobLog:
+    """The log file of a job: its new complete lines (scanned for the application id) and its tail."""
+
+    def __init__(self, log_path: Path):
         self.log_path = log_path
         self._read_to = 0
+
+    def new_output(self) -> str:
+        """The complete lines written since the last call."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._read_to)
+                data = log.read()
+        except FileNotFoundError:
+            return ""
+        complete = data[:data.rfind(b"\n") + 1]
+        self._read_to += len(complete)
+        return complete.decode(errors="replace")
+
+    def tail(self, chars: int = TAIL_CHARS) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                log.seek(max(0, size - chars))
+                return log.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+class JobProcess(JobLog):
+    def __init__(self, command: list[str], env: dict[str, str], log_path: Path):
+        super().__init__(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "wb") as log:
             self.process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=log,
@@ -73,24 +101,3 @@ class JobProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-
-    def new_output(self) -> str:
-        """The complete lines written since the last call."""
-        try:
-            with open(self.log_path, "rb") as log:
-                log.seek(self._read_to)
-                data = log.read()
-        except FileNotFoundError:
-            return ""
-        complete = data[:data.rfind(b"\n") + 1]
-        self._read_to += len(complete)
-        return complete.decode(errors="replace")
-
-    def tail(self, chars: int = TAIL_CHARS) -> str:
-        try:
-            with open(self.log_path, "rb") as log:
-                size = log.seek(0, os.SEEK_END)
-                log.seek(max(0, size - chars))
-                return log.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""

@@ -18,11 +18,13 @@ from tms.instance import new_instance_id, record_heartbeat
 from .claim import ClaimLimits, claim_next, restore_expired_leases
 from .retry_policy import RetryLimits
 from .supervisor import JobSettings, JobSupervisor
+from .warm_engine import WarmEngines
 
 log = logging.getLogger(__name__)
 DEFAULT_QUEUE = "local"
-
-
+# The created queue's job width: a dedicated job and its warm engine both get up to this many executors
+# (task slots on a local master), so every plan within its memory fits the warm engine.
+DEFAULT_QUEUE_EXECUTORS = 4
 
 def service_url(settings: Settings) -> str:
     """Where jobs reach the service's fence endpoint."""
@@ -46,6 +48,7 @@ class Worker:
         self._jobs: dict[int, tuple[JobSupervisor, threading.Thread]] = {}
         self._lock = threading.Lock()
         self._last_beat = float("-inf")
+        self.warm_engines: WarmEngines | None = None  # the spark runner's, made by run()
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -62,6 +65,8 @@ class Worker:
                 self._wake.clear()
         finally:
             self._stop_jobs()
+            if self.warm_engines is not None:
+                self.warm_engines.stop()
             self._deregister()
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -77,17 +82,24 @@ class Worker:
     def _job_settings(self, scratch: Path) -> JobSettings:
         s = self.settings
         py_files = build_py_files(scratch) if s.worker_runner == "spark" else None  # built once, shipped each job
+        log_dir = s.data_dir.resolve() / "jobs"
+        if py_files is not None:
+            self.warm_engines = WarmEngines(py_files=py_files, run_dir=scratch / "engines", log_dir=log_dir,
+                                            driver_memory_mb=s.worker_driver_memory_mb,
+                                            driver_cores=s.worker_driver_cores)
         return JobSettings(database=self.database, service_url=service_url(s), runner=s.worker_runner,
-                           py_files=py_files, log_dir=s.data_dir.resolve() / "jobs",
+                           py_files=py_files, log_dir=log_dir,
                            lease_seconds=s.worker_lease_seconds, timeout_seconds=s.worker_job_timeout_seconds,
-                           retry_limits=RetryLimits.from_settings(s))
+                           retry_limits=RetryLimits.from_settings(s), warm_engines=self.warm_engines)
 
     def _ensure_a_queue(self) -> None:
         """A first start with no queue configured gets a local one, so jobs run out of the box."""
         with self.database.transaction() as session:
             created = QueueRepo(session).create_if_none(
                 DEFAULT_QUEUE, kind="local", master=self.settings.worker_default_master,
-                capacity=self.settings.worker_slots)
+                capacity=self.settings.worker_slots, max_executors=DEFAULT_QUEUE_EXECUTORS,
+                warm_engine_enabled=self.settings.worker_default_warm_engine,
+                warm_engine_executors=DEFAULT_QUEUE_EXECUTORS)
         if created is not None:
             log.info("no queue was configured: created queue %r (%s)", created.name, created.master)
 
@@ -95,6 +107,8 @@ class Worker:
     def _turn(self, job_settings: JobSettings) -> None:
         try:
             self._beat()
+            if self.warm_engines is not None:
+                self.warm_engines.sync(self.database)
             for task_id in restore_expired_leases(self.database):
                 log.info("task %s: its worker's lease expired; runnable again", task_id)
             while len(self.running) < self.settings.worker_slots and not self._stopping.is_set():

@@ -21,10 +21,11 @@ from tms.hudi.locks import TransactionManager
 from tms.hudi.table import HudiTable
 
 from .claim import ClaimedTask
-from .commands import python_job, spark_job
+from .commands import plan_arguments, python_job, spark_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
 from .retry_policy import RetryLimits, classify
+from .warm_engine import WarmEngines, WarmPlan
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 0.5  # how often a running job is looked at (exit, timeout, a stop request)
@@ -49,6 +50,7 @@ class JobSettings:
     lease_seconds: float
     timeout_seconds: float
     retry_limits: RetryLimits = RetryLimits(60.0, 3600.0, 3)
+    warm_engines: WarmEngines | None = None  # the queues' warm engines (spark runner)
 
 
 class JobSupervisor:
@@ -104,9 +106,14 @@ class JobSupervisor:
             log.info("task %s: rolled back the failed attempt: %s", c.task_id, result.summary() if result else "-")
         return False
 
-    def _launch(self) -> JobProcess:
+    def _launch(self) -> JobProcess | WarmPlan:
         c = self.claimed
         url = fence_url(self.settings.service_url, c.task_id, c.fencing_token, c.fence_key)
+        log_path = self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log"
+        engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
+        self._record_engine("warm" if engine is not None else "dedicated")
+        if engine is not None:
+            return engine.run(f"task-{c.task_id}-attempt-{c.attempt}", plan_arguments(c, fence_url=url), log_path)
         if self.settings.runner == "python":
             command, env = python_job(c, fence_url=url)
         else:
@@ -114,10 +121,15 @@ class JobSupervisor:
                 raise ConfigError("the spark runner needs the py-files zip (WorkerSettings.py_files)")
             command, env = spark_job(c, py_files=self.settings.py_files, fence_url=url,
                                      engine_cache=self.settings.log_dir.parent / "engines")
-        return JobProcess(command, env, self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log")
+        return JobProcess(command, env, log_path)
+
+    def _record_engine(self, engine_kind: str) -> None:
+        c = self.claimed
+        with self.settings.database.transaction() as session:
+            TaskRepo(session).record_engine(c.task_id, fencing_token=c.fencing_token, engine_kind=engine_kind)
 
     # --- while it runs ------------------------------------------------------------------------------
-    def _watch(self, job: JobProcess) -> tuple[Outcome, int | None]:
+    def _watch(self, job: JobProcess | WarmPlan) -> tuple[Outcome, int | None]:
         """Wait for the job, renewing the lease; kill it when it must stop. The outcome and exit status."""
         renew_every = self.settings.lease_seconds / 4
         started = last_renewed = last_attempt = time.monotonic()

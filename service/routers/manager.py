@@ -11,6 +11,7 @@ from tms.db import AlertRepo, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, Webh
 from tms.leader_watch import MANAGER_LEASE
 
 from ..auth import Admin, Viewer
+from ..pagination import Cursor, decode_cursor, page
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.manager import (
     AlertPage,
@@ -54,12 +55,15 @@ def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None
                 state: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
                 muted: bool | None = None, subject: Annotated[ShortText | None, Query()] = None,
                 open_only: bool = False, since: datetime | None = None,
-                limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
+                limit: Limit = 50, offset: Offset = 0, cursor: Cursor = None) -> dict[str, Any]:
+    """Walk every page with `cursor` (each page's `next_cursor`), or with `offset`."""
+    before_id = decode_cursor("alerts", cursor, offset)
     with request.app.state.database.transaction() as session:
         alerts, total = AlertRepo(session).find(
             table_id=table_id, kind=type.value if type else kind, severity=severity.value if severity else None,
-            open_only=open_only, state=state, muted=muted, subject=subject, since=since, limit=limit, offset=offset)
-        return {"items": alerts, "total": total, "limit": limit, "offset": offset}
+            open_only=open_only, state=state, muted=muted, subject=subject, since=since, limit=limit + 1,
+            offset=offset, before_id=before_id, count=cursor is None)
+        return page("alerts", alerts, limit, total, offset, cursor)
 
 
 # --- mutes -----------------------------------------------------------------------------------------

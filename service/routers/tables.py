@@ -14,6 +14,7 @@ from tms.table_path import is_under_roots
 
 from ..auth import Admin, Operator, Viewer
 from ..errors import validation_error
+from ..pagination import Cursor, decode_cursor, page
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 from ..schemas.tables import (
@@ -109,11 +110,16 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
 def list_tables(request: Request, database: Annotated[ShortText | None, Query()] = None,
                 name: Annotated[ShortText | None, Query(description="Substring of the table name")] = None,
                 table_type: Annotated[str | None, Query(pattern="^(COPY_ON_WRITE|MERGE_ON_READ)$")] = None,
-                enabled: bool | None = None, limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
+                enabled: bool | None = None, limit: Limit = 50, offset: Offset = 0,
+                cursor: Cursor = None) -> dict[str, Any]:
+    """By id; walk every page with `cursor` (each page's `next_cursor`), or with `offset`."""
+    after_id = decode_cursor("tables", cursor, offset)
     with request.app.state.database.transaction() as session:
         tables, total = TableRepo(session).find(database=database, name=name, table_type=table_type,
-                                                enabled=enabled, limit=limit, offset=offset)
-        return {"items": [_out(t) for t in tables], "total": total, "limit": limit, "offset": offset}
+                                                enabled=enabled, limit=limit + 1, offset=offset, after_id=after_id,
+                                                count=cursor is None)
+        body = page("tables", tables, limit, total, offset, cursor)
+        return {**body, "items": [_out(t) for t in body["items"]]}
 
 
 @router.get("/{table_id}", response_model=TableDetail, dependencies=[Viewer],

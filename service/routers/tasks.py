@@ -9,6 +9,7 @@ from tms.db import ConflictError, OperatorAction, TaskRepo, TaskState, hash_secr
 from tms.table_service import TableService
 
 from ..auth import Operator, Viewer
+from ..pagination import Cursor, decode_cursor, page
 from ..schemas.common import DateTime, Id, Limit, Offset
 from ..schemas.problems import OPERATOR, VIEWER, problems
 from ..schemas.tasks import FenceOut, TaskDetail, TaskOut, TaskPage
@@ -25,11 +26,14 @@ def list_tasks(request: Request, table_id: Annotated[Id | None, Query()] = None,
                state: TaskState | None = None,
                since: Annotated[DateTime | None, Query(description="Created at or after")] = None,
                until: Annotated[DateTime | None, Query(description="Created before")] = None,
-               limit: Limit = 50, offset: Offset = 0) -> dict[str, Any]:
+               limit: Limit = 50, offset: Offset = 0, cursor: Cursor = None) -> dict[str, Any]:
+    """Walk every page with `cursor` (each page's `next_cursor`), or with `offset`."""
+    before_id = decode_cursor("tasks", cursor, offset)
     with request.app.state.database.transaction() as session:
         tasks, total = TaskRepo(session).find(table_id=table_id, service=service or action, state=state, since=since,
-                                              until=until, limit=limit, offset=offset)
-        return {"items": tasks, "total": total, "limit": limit, "offset": offset}
+                                              until=until, limit=limit + 1, offset=offset, before_id=before_id,
+                                              count=cursor is None)
+        return page("tasks", tasks, limit, total, offset, cursor)
 
 
 # `{task_id:int}`: `/tasks/1:cancel` is the cancel action's path (GET there is 405), not a task id "1:cancel".

@@ -32,6 +32,13 @@ class QueueIn(BaseModel):
     allowed_tables: list[ShortText] | None = None
     allowed_actions: list[ShortText] | None = None
     enabled: BodyBool = True
+    warm_engine_enabled: BodyBool = Field(
+        False, description="Keep a warm engine: one long-running Spark application with fixed executors that "
+                           "runs the plans whose sized job fits them, without a spark-submit of their own")
+    warm_engine_executors: BodyInt = Field(2, ge=1, le=1024, description="The warm engine's executors")
+    warm_engine_executor_memory_mb: BodyInt = Field(1024, ge=256, le=2**31 - 1,
+                                                    description="The warm engine's executor memory (MB)")
+    warm_engine_executor_cores: BodyInt = Field(1, ge=1, le=1024, description="Cores of each warm executor")
 
 
 class QueueOut(Record):
@@ -49,6 +56,10 @@ class QueueOut(Record):
     allowed_tables: list[str] | None
     allowed_actions: list[str] | None
     enabled: bool
+    warm_engine_enabled: bool
+    warm_engine_executors: int
+    warm_engine_executor_memory_mb: int
+    warm_engine_executor_cores: int
     running: int = 0
 
 

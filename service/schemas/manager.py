@@ -79,9 +79,10 @@ class AlertOut(Record):
 
 class AlertPage(BaseModel):
     items: list[AlertOut]
-    total: int
+    total: int | None = Field(description="Rows matching the filters; null on the pages after a cursor")
     limit: int
     offset: int
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")
 
 
 class MuteIn(BaseModel):

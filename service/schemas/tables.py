@@ -89,9 +89,10 @@ class TableRegistered(TableOut):
 
 class TablePage(BaseModel):
     items: list[TableOut]
-    total: int
+    total: int | None = Field(description="Rows matching the filters; null on the pages after a cursor")
     limit: int
     offset: int
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")
 
 
 class InstantOut(BaseModel):

@@ -18,6 +18,7 @@ class AttemptOut(Record):
     queue: str | None
     requested_resources: dict[str, Any]
     spark_app_id: str | None
+    engine_kind: str | None = Field(description="warm (the queue's warm engine) or dedicated (a spark-submit)")
     outcome: str
     error: str | None
     log_tail: str | None
@@ -77,6 +78,7 @@ class FenceOut(BaseModel):
 
 class TaskPage(BaseModel):
     items: list[TaskOut]
-    total: int
+    total: int | None = Field(description="Rows matching the filters; null on the pages after a cursor")
     limit: int
     offset: int
+    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page; null on the last")

@@ -126,3 +126,28 @@ def test_an_unreadable_table_raises_an_alert_and_its_events_are_handled(db, tmp_
     with db.transaction() as session:
         alerts, _ = AlertRepo(session).find(table_id=t.id)
     assert [a.kind for a in alerts] == ["table_unreadable"] and t.unprocessed() == []
+
+
+def test_many_tables_events_are_taken_together_and_a_due_one_is_planned(db, tmp_path):
+    """handle_events_of: the tables whose events make nothing due get their digests in one transaction; a
+    table whose events make a compaction due is planned; one another planner holds is left for later."""
+    tables = [TrackedTable(db, tmp_path / f"t{n}", policies=EVERY_3) for n in range(4)]
+    p = planner(db)
+    for t in tables:
+        t.write([rec(i, 10) for i in range(3)], "insert")
+    assert sorted(p.handle_events_of([t.id for t in tables])) == sorted(t.id for t in tables)  # first sight
+    for t in tables:
+        t.write([rec(0, 20)])
+    due = tables[0]
+    for ts in (30, 40):
+        due.write([rec(0, ts)])
+    held = tables[3]
+    with db.transaction() as session:  # another planner holds this one
+        TableRepo(session).lock_for_planning(held.id)
+        handled = p.handle_events_of([t.id for t in tables])
+    assert sorted(handled) == sorted(t.id for t in tables[:3])
+    assert [t.unprocessed() for t in tables[:3]] == [[], [], []] and len(held.unprocessed()) == 1
+    [task] = due.tasks()
+    assert task.action == "compaction" and pending_plans(due.table()) == [(task.instant, "compaction")]
+    assert [t.tasks() for t in tables[1:]] == [[], [], []]
+    assert p.handle_events_of([held.id]) == [held.id] and held.unprocessed() == []

@@ -106,11 +106,17 @@ class RegisteredTable(Base):
     # Periodic planning asked for by the manager's leader, done by whichever planner takes it first.
     tick_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     scan_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The modification times of the timeline's folders when the planner last read it whole: the scan
+    # rereads a table only when they changed (a stat, not a listing). None: read it.
+    timeline_stamp: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 
     __table_args__ = (
         Index(None, "database", "name"),
+        # The planners take the tables the leader marked (only the marked ones are indexed).
+        Index("ix_tables_tick_requested", "tick_requested_at", postgresql_where=text("tick_requested_at IS NOT NULL")),
+        Index("ix_tables_scan_requested", "scan_requested_at", postgresql_where=text("scan_requested_at IS NOT NULL")),
         CheckConstraint(_one_of("table_type", ("COPY_ON_WRITE", "MERGE_ON_READ")), name="table_type"),
     )
 
@@ -187,7 +193,9 @@ class Task(Base):
     __table_args__ = (
         UniqueConstraint("table_id", "instant"),  # one task per instant, so adoption never duplicates
         Index(None, "table_id", "state"),
-        Index("ix_tasks_runnable", "priority", "id", postgresql_where=text("state = 'RUNNABLE'")),
+        # The claim's order: the most urgent first, then the oldest.
+        Index("ix_tasks_runnable", text("priority DESC"), "id", postgresql_where=text("state = 'RUNNABLE'")),
+        Index(None, "state", "id"),  # a list of one state's tasks, newest first
         Index("ix_tasks_running_lease", "lease_expires_at", postgresql_where=text("state = 'RUNNING'")),
         Index("ix_tasks_retry_due", "next_attempt_at", postgresql_where=text("state = 'FAILED'")),
         Index(None, "created_at"),
@@ -208,6 +216,8 @@ class TaskAttempt(Base):
     queue: Mapped[str | None] = mapped_column(Text)
     requested_resources: Mapped[dict[str, Any]] = _json()
     spark_app_id: Mapped[str | None] = mapped_column(Text)
+    # Where the job ran: "dedicated" (a spark-submit of its own) or "warm" (the queue's warm engine).
+    engine_kind: Mapped[str | None] = mapped_column(String(16))
     outcome: Mapped[str] = mapped_column(String(16), server_default="RUNNING")
     error: Mapped[str | None] = mapped_column(Text)
     log_tail: Mapped[str | None] = mapped_column(Text)
@@ -251,6 +261,12 @@ class ResourceQueue(Base):
     allowed_tables: Mapped[list[str] | None] = _texts(nullable=True)  # "database.table"
     allowed_actions: Mapped[list[str] | None] = _texts(nullable=True)
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
+    # The queue's warm engine: one long-running Spark application with fixed executors that runs the plans
+    # whose sized job fits them, without a spark-submit of their own (worker/warm_engine.py).
+    warm_engine_enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+    warm_engine_executors: Mapped[int] = mapped_column(Integer, server_default=text("2"))
+    warm_engine_executor_memory_mb: Mapped[int] = mapped_column(Integer, server_default=text("1024"))
+    warm_engine_executor_cores: Mapped[int] = mapped_column(Integer, server_default=text("1"))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
 
@@ -363,6 +379,7 @@ class Alert(Base):
         Index("uq_alerts_open_fingerprint", "fingerprint", unique=True,
               postgresql_where=text("resolved_at IS NULL")),
         Index(None, "created_at"),
+        Index(None, "table_id", "id"),  # a table's alerts, newest first
         CheckConstraint(_one_of("severity", SEVERITIES), name="severity"),
     )
 

@@ -72,6 +72,16 @@ def spark_submit_command(table_path: str, instant: str, *, py_files: Path, maste
     return cmd
 
 
+def warm_engine_command(socket_path: Path, *, py_files: Path, master: str, conf: dict[str, str],
+                        name: str) -> list[str]:
+    """spark-submit of a warm engine (`jobs/warm_engine.py`): one long-running application that runs the
+    plans it is handed over the Unix socket at `socket_path`."""
+    cmd = [find_spark_submit(), "--master", master, "--name", name, "--py-files", str(py_files)]
+    for key, value in conf.items():
+        cmd += ["--conf", f"{key}={value}"]
+    return cmd + [str(_package_dir("jobs") / "warm_engine.py"), "--socket", str(socket_path), "--name", name]
+
+
 def spark_submit_env(master: str) -> dict[str, str]:
     """The environment of spark-submit. A client-mode driver runs here, on this Python (which has the
     dependencies); executors do too on a local master, and on a cluster use the cluster's Python

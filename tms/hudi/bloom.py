@@ -128,16 +128,32 @@ def dynamic_bloom_filter(keys: pa.Array, num_entries: int = NUM_ENTRIES, fpp: fl
     return base64.b64encode(b"".join(parts))
 
 
-def might_contain(serialized: bytes, key: str) -> bool:
-    """Membership test of a serialized DYNAMIC_V0 filter (any row holds all the key's bits)."""
+def _rows(serialized: bytes) -> tuple[int, int, list[np.ndarray]]:
+    """The bit count, hash count and bit vectors (one per row) of a serialized DYNAMIC_V0 filter."""
     raw = base64.b64decode(serialized)
     _, hashes, _, bits = struct.unpack_from(">iibi", raw, 0)
     _, _, n_rows = struct.unpack_from(">iii", raw, 13)
-    positions = murmur_positions(pa.array([key]), bits, hashes)[:, 0]
     offset, row_bytes = 25, (bits + 7) // 8
+    vectors = []
     for _ in range(n_rows):
-        vector = np.unpackbits(np.frombuffer(raw, np.uint8, row_bytes, offset + 13), bitorder="little")
-        if vector[positions].all():
-            return True
+        vectors.append(np.unpackbits(np.frombuffer(raw, np.uint8, row_bytes, offset + 13), bitorder="little"))
         offset += 13 + row_bytes
-    return False
+    return bits, hashes, vectors
+
+
+def keys_not_contained(serialized: bytes, keys: pa.Array) -> np.ndarray:
+    """Indices of the `keys` a serialized DYNAMIC_V0 filter does not contain: a filter's false negatives,
+    which make Hudi's BLOOM index miss a key and write it twice. Empty for a correct filter."""
+    bits, hashes, vectors = _rows(serialized)
+    found = np.zeros(len(keys), np.bool_)
+    for start in range(0, len(keys), _BATCH):
+        positions = murmur_positions(keys.slice(start, _BATCH), bits, hashes)
+        batch = found[start:start + positions.shape[1]]
+        for vector in vectors:  # a key is in the filter when any row holds all its bits
+            batch |= vector[positions].all(axis=0)
+    return np.nonzero(~found)[0]
+
+
+def might_contain(serialized: bytes, key: str) -> bool:
+    """Membership test of a serialized DYNAMIC_V0 filter (any row holds all the key's bits)."""
+    return len(keys_not_contained(serialized, pa.array([key]))) == 0

@@ -11,6 +11,7 @@ Watches are only made on filesystems whose changes all pass through this kernel:
 or other network filesystems, where another machine's writes raise no event."""
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -81,6 +82,8 @@ class TimelineWatcher:
         self._inotify: INotify | None = None
         self._by_wd: dict[int, list[FolderChanges]] = {}
         self._untaken = 0  # changes held in all folders
+        # The kernel refused a watch for lack of watches: no more are asked for until one is freed.
+        self.watch_limit_reached = False
 
     def watch(self, path: str) -> FolderChanges | None:
         """Start watching a folder; None if it is not on a local filesystem or cannot be watched."""
@@ -94,12 +97,20 @@ class TimelineWatcher:
 
     def rewatch(self, changes: FolderChanges) -> bool:
         """(Re)create the watch of `changes` (under the lock); False if the kernel refuses it."""
+        if self.watch_limit_reached:
+            return False
         try:
             if self._inotify is None:
                 self._inotify = INotify()
             wd = self._inotify.add_watch(changes.path, _MASK)
         except OSError as e:  # no such folder, or the watch limit (fs.inotify.max_user_watches) is reached
-            log.info("cannot watch %s (%s): its timeline is listed on every reload", changes.path, e)
+            if e.errno == errno.ENOSPC:
+                self.watch_limit_reached = True
+                log.warning("the kernel's inotify watch limit (fs.inotify.max_user_watches) is reached at %s "
+                            "watched timelines: the timelines loaded beyond it are listed on every reload",
+                            len(self._by_wd))
+            else:
+                log.info("cannot watch %s (%s): its timeline is listed on every reload", changes.path, e)
             return False
         changes.wd = wd
         self._by_wd.setdefault(wd, []).append(changes)
@@ -127,6 +138,7 @@ class TimelineWatcher:
             consumers.remove(changes)
         if wd is not None and not consumers:
             self._by_wd.pop(wd, None)
+            self.watch_limit_reached = False
             if self._inotify is not None:  # a folder is only watched through the inotify instance
                 try:
                     self._inotify.rm_watch(wd)

@@ -5,7 +5,9 @@
 - its record index against the records a snapshot read finds (key set and file group of each);
 - pending instants whose writer has no live heartbeat (a crashed write waiting for a rollback), and MDT
   instants left pending;
-- files that no instant accounts for (neither completed nor pending): leftovers of failed writes."""
+- files that no instant accounts for (neither completed nor pending): leftovers of failed writes;
+- the record-key bloom filter in each latest base file's footer against the file's keys (a key the filter
+  misses makes Hudi's BLOOM index write it twice)."""
 from __future__ import annotations
 
 import posixpath
@@ -15,6 +17,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from .bloom import FOOTER_KEY, keys_not_contained
 from .errors import UnsupportedTableError
 from .file_names import LogFileName
 from .instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, State
@@ -34,7 +37,7 @@ _WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
 @dataclass(frozen=True)
 class Problem:
-    check: str      # mdt_listing | column_stats | record_index | heartbeat | unreferenced_file
+    check: str      # mdt_listing | column_stats | record_index | heartbeat | unreferenced_file | bloom_filter
     where: str      # a partition, file or instant
     detail: str
 
@@ -52,6 +55,7 @@ def verify_table(table: HudiTable, *, now: float | None = None) -> list[Problem]
     problems: list[Problem] = []
     problems += _pending_without_heartbeat(table, time.time() if now is None else now)
     problems += _unreferenced_files(table)
+    problems += _footer_bloom_filters(table)
     mdt = MetadataTable.open(table)
     if mdt is not None:
         problems += _mdt_pending(mdt)
@@ -106,6 +110,28 @@ def _unreferenced_files(table: HudiTable) -> list[Problem]:
                 continue
             out.append(Problem("unreferenced_file", e.path, f"written by instant {ts}, which the timeline does "
                                                             "not have (a failed write's leftover)"))
+    return out
+
+
+def _footer_bloom_filters(table: HudiTable) -> list[Problem]:
+    """Every record key of a latest base file is in the bloom filter of its footer."""
+    if not table.config.populate_meta_fields:
+        return []   # no record-key column, and Java writes no filter
+    out = []
+    for sl in table.file_system_view().latest_slices():
+        if sl.base_file is None:
+            continue
+        with table.storage.open(sl.base_file.path) as fh:
+            pf = pq.ParquetFile(fh)
+            serialized = (pf.metadata.metadata or {}).get(FOOTER_KEY)
+            if serialized is None:
+                continue
+            keys = pf.read(columns=["_hoodie_record_key"]).column(0).combine_chunks()
+        missing = keys_not_contained(serialized, keys)
+        if len(missing):
+            out.append(Problem("bloom_filter", sl.base_file.path,
+                               f"{len(missing)} of {len(keys)} record keys missing from the footer's bloom filter "
+                               f"(e.g. {keys[int(missing[0])].as_py()!r}): Hudi's BLOOM index would write them twice"))
     return out
 
 

@@ -108,13 +108,15 @@ class TmsClient:
         return self.request("DELETE", API + path)
 
     def all_pages(self, path: str, *, page_size: int = 500, **params: Any) -> list[dict[str, Any]]:
-        """Every item of a paged listing (`items`, `total`)."""
+        """Every item of a paged listing, walked with its keyset cursors (`next_cursor`)."""
         items: list[dict[str, Any]] = []
+        cursor: dict[str, str] = {}
         while True:
-            page = self.get(path, **params, limit=page_size, offset=len(items))
+            page = self.get(path, **params, **cursor, limit=page_size)
             items += page["items"]
-            if not page["items"] or len(items) >= page["total"]:
+            if not page.get("next_cursor"):
                 return items
+            cursor = {"cursor": page["next_cursor"]}
 
 
 def _reason(error: httpx.ConnectError) -> str:

@@ -4,6 +4,10 @@ pass that plans loads it again if its `hoodie.properties` changed.
 With a watcher, each cached timeline on a local filesystem is fed its folder's changes by the kernel, so
 a reload does not list the folder (timeline_watch).
 
+The cache is bounded by a number of tables and by the memory their timelines hold (estimated after each
+pass, `Timeline.footprint`): beyond either, the least recently used tables are dropped (and unwatched),
+and are loaded again when next planned.
+
 Each cached table keeps its TransactionManager (the writers' lock, from the table's concurrency options), open
 while the table is cached and closed when the cache drops it (a ZooKeeper session is not reopened per pass).
 
@@ -35,11 +39,17 @@ class CachedTable:
 
 
 class TableCache:
-    def __init__(self, capacity: int, watcher: TimelineWatcher | None = None):
+    def __init__(self, capacity: int, watcher: TimelineWatcher | None = None, *, max_bytes: int | None = None):
         self.capacity = capacity
+        self.max_bytes = max_bytes
         self.watcher = watcher
         self._tables: OrderedDict[int, CachedTable] = OrderedDict()
+        self._bytes: dict[int, int] = {}  # each cached table's footprint when last measured
+        self.total_bytes = 0
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._tables)
 
     def get(self, row: RegisteredTable) -> CachedTable:
         """The loaded table of a registered one and its transaction manager (loaded now if absent, or if its
@@ -71,24 +81,52 @@ class TableCache:
             self._forget_timeline(table)
             raise
         with self._lock:
-            dropped = [self._tables.pop(row.id, None)]
+            dropped = [self._remove(row.id)]
             self._tables[row.id] = cached
-            while len(self._tables) > self.capacity:
-                dropped.append(self._tables.popitem(last=False)[1])
+            dropped += self._sized(row.id, table)
         self._drop(dropped)
         return cached
+
+    def measure(self, table_id: int) -> None:
+        """Account for what a pass added to the table's timeline (new instants, cached files)."""
+        with self._lock:
+            cached = self._tables.get(table_id)
+            dropped = self._sized(table_id, cached.table) if cached is not None else []
+        self._drop(dropped)
 
     def forget(self, table_id: int) -> None:
         """Drop a table whose files could not be read: the next pass loads it afresh."""
         with self._lock:
-            dropped = [self._tables.pop(table_id, None)]
+            dropped = [self._remove(table_id)]
         self._drop(dropped)
+
+    def _sized(self, table_id: int, table: HudiTable) -> list[CachedTable | None]:
+        """Record the table's footprint, then take out the least recently used others while over a bound
+        (under the lock); those taken out."""
+        size = table.timeline.footprint()
+        self.total_bytes += size - self._bytes.get(table_id, 0)
+        self._bytes[table_id] = size
+        dropped: list[CachedTable | None] = []
+        while len(self._tables) > 1 and (len(self._tables) > self.capacity or (
+                self.max_bytes is not None and self.total_bytes > self.max_bytes)):
+            oldest = next(iter(self._tables))
+            if oldest == table_id:  # the one in use stays: move past it
+                self._tables.move_to_end(table_id)
+                continue
+            dropped.append(self._remove(oldest))
+        return dropped
+
+    def _remove(self, table_id: int) -> CachedTable | None:
+        self.total_bytes -= self._bytes.pop(table_id, 0)
+        return self._tables.pop(table_id, None)
 
     def close(self) -> None:
         """Drop every table (the planner stops): their locks' connections are closed."""
         with self._lock:
             dropped: list[CachedTable | None] = list(self._tables.values())
             self._tables.clear()
+            self._bytes.clear()
+            self.total_bytes = 0
         self._drop(dropped)
 
     def _drop(self, dropped: list[CachedTable | None]) -> None:

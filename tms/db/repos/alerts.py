@@ -112,7 +112,9 @@ class AlertRepo:
     def find(self, *, table_id: int | None = None, kind: str | None = None, severity: str | None = None,
              open_only: bool = False, state: str | None = None, muted: bool | None = None,
              subject: str | None = None, since: datetime | None = None, limit: int = 50,
-             offset: int = 0) -> tuple[list[Alert], int]:
+             offset: int = 0, before_id: int | None = None, count: bool = True) -> tuple[list[Alert], int]:
+        """A page of alerts (newest first) matching every given filter, and the total; `before_id` starts
+        the page after that alert (keyset pagination); without `count`, the total is not counted (0)."""
         conditions = []
         if table_id is not None:
             conditions.append(Alert.table_id == table_id)
@@ -130,7 +132,9 @@ class AlertRepo:
             conditions.append(Alert.subject == subject)
         if since is not None:
             conditions.append(Alert.created_at >= since)
-        total = self.session.scalar(select(func.count()).select_from(Alert).where(*conditions))
+        total = self.session.scalar(select(func.count()).select_from(Alert).where(*conditions)) if count else 0
+        if before_id is not None:
+            conditions.append(Alert.id < before_id)
         rows = self.session.scalars(select(Alert).where(*conditions).order_by(Alert.id.desc())
                                     .limit(limit).offset(offset))
         return list(rows), total or 0

@@ -69,6 +69,14 @@ class EventRepo:
             select(Event).where(Event.table_id == table_id, Event.processed_at.is_(None))
             .order_by(Event.id).limit(limit)))
 
+    def unprocessed_of(self, table_ids: list[int]) -> dict[int, list[Event]]:
+        """The unprocessed events of these tables, oldest first, by table."""
+        out: dict[int, list[Event]] = {}
+        for e in self.session.scalars(select(Event).where(Event.table_id.in_(table_ids), Event.processed_at.is_(None))
+                                      .order_by(Event.table_id, Event.id)):
+            out.setdefault(e.table_id, []).append(e)
+        return out
+
     def tables_with_unprocessed(self, limit: int = 1000) -> list[int]:
         """Tables with events waiting, longest-waiting first."""
         rows = self.session.execute(
@@ -78,8 +86,8 @@ class EventRepo:
 
     def mark_processed(self, event_ids: Iterable[int]) -> None:
         ids = list(event_ids)
-        if ids:
-            self.session.execute(update(Event).where(Event.id.in_(ids)).values(processed_at=func.now()),
+        if ids:  # the clock's time, not the transaction's start: when the planner had decided
+            self.session.execute(update(Event).where(Event.id.in_(ids)).values(processed_at=func.clock_timestamp()),
                                  execution_options={"synchronize_session": False})
 
     def count(self, table_id: int | None = None) -> int:

@@ -28,6 +28,14 @@ class TableRepo:
                                 f"{existing.id if existing else '?'}")
         return self.get(table_id)
 
+    def register_many(self, rows: list[dict[str, Any]]) -> list[int]:
+        """Insert many tables in one statement (a bulk registration); their ids, in order. A base path
+        registered already fails the whole statement (IntegrityError)."""
+        if not rows:
+            return []
+        stmt = insert(RegisteredTable).returning(RegisteredTable.id, sort_by_parameter_order=True)
+        return list(self.session.scalars(stmt, rows))
+
     def get(self, table_id: int) -> RegisteredTable:
         table = self.session.get(RegisteredTable, table_id, populate_existing=True)
         if table is None:
@@ -38,8 +46,11 @@ class TableRepo:
         return self.session.scalar(select(RegisteredTable).where(RegisteredTable.base_path == base_path))
 
     def find(self, *, database: str | None = None, name: str | None = None, table_type: str | None = None,
-             enabled: bool | None = None, limit: int = 50, offset: int = 0) -> tuple[list[RegisteredTable], int]:
-        """A page of tables matching every given filter (`name` is a substring), and the total."""
+             enabled: bool | None = None, limit: int = 50, offset: int = 0,
+             after_id: int | None = None, count: bool = True) -> tuple[list[RegisteredTable], int]:
+        """A page of tables matching every given filter (`name` is a substring), by id, and the total of
+        matching tables; `after_id` starts the page after that table (keyset pagination); without `count`,
+        the total is not counted (0)."""
         conditions = []
         if database is not None:
             conditions.append(RegisteredTable.database == database)
@@ -49,7 +60,10 @@ class TableRepo:
             conditions.append(RegisteredTable.table_type == table_type)
         if enabled is not None:
             conditions.append(RegisteredTable.enabled.is_(enabled))
-        total = self.session.scalar(select(func.count()).select_from(RegisteredTable).where(*conditions))
+        total = self.session.scalar(select(func.count()).select_from(RegisteredTable).where(*conditions)) \
+            if count else 0
+        if after_id is not None:
+            conditions.append(RegisteredTable.id > after_id)
         rows = self.session.scalars(select(RegisteredTable).where(*conditions)
                                     .order_by(RegisteredTable.id).limit(limit).offset(offset))
         return list(rows), total or 0
@@ -81,6 +95,12 @@ class TableRepo:
         return list(self.session.scalars(update(RegisteredTable).where(RegisteredTable.id.in_(marked))
                                          .values({column: None}).returning(RegisteredTable.id),
                                          execution_options={"synchronize_session": False}))
+
+    def lock_many_for_planning(self, table_ids: list[int]) -> list[RegisteredTable]:
+        """Lock those of the tables no other planner holds (SKIP LOCKED), for this transaction; by id."""
+        return list(self.session.scalars(select(RegisteredTable).where(RegisteredTable.id.in_(table_ids))
+                                         .order_by(RegisteredTable.id).with_for_update(skip_locked=True)
+                                         .execution_options(populate_existing=True)))
 
     def lock_for_planning(self, table_id: int) -> RegisteredTable | None:
         """Lock the table's row for this transaction, or None if another planner holds it

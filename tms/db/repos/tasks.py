@@ -87,8 +87,10 @@ class TaskRepo:
 
     def find(self, *, table_id: int | None = None, service: str | None = None, state: TaskState | None = None,
              since: datetime | None = None, until: datetime | None = None, limit: int = 50,
-             offset: int = 0) -> tuple[list[Task], int]:
-        """A page of tasks (newest first) matching every given filter on creation time, and the total."""
+             offset: int = 0, before_id: int | None = None, count: bool = True) -> tuple[list[Task], int]:
+        """A page of tasks (newest first) matching every given filter on creation time, and the total;
+        `before_id` starts the page after that task (keyset pagination); without `count`, the total is not
+        counted (0)."""
         conditions = []
         if table_id is not None:
             conditions.append(Task.table_id == table_id)
@@ -100,7 +102,9 @@ class TaskRepo:
             conditions.append(Task.created_at >= since)
         if until is not None:
             conditions.append(Task.created_at < until)
-        total = self.session.scalar(select(func.count()).select_from(Task).where(*conditions))
+        total = self.session.scalar(select(func.count()).select_from(Task).where(*conditions)) if count else 0
+        if before_id is not None:
+            conditions.append(Task.id < before_id)
         rows = self.session.scalars(select(Task).where(*conditions).order_by(Task.id.desc())
                                     .limit(limit).offset(offset))
         return list(rows), total or 0
@@ -266,6 +270,10 @@ class TaskRepo:
             return False
         self._update_attempt(task_id, fencing_token, spark_app_id=spark_app_id)
         return True
+
+    def record_engine(self, task_id: int, *, fencing_token: int, engine_kind: str) -> None:
+        """Where the attempt's job runs: "warm" (its queue's warm engine) or "dedicated" (a job of its own)."""
+        self._update_attempt(task_id, fencing_token, engine_kind=engine_kind)
 
     def finish(self, task_id: int, *, fencing_token: int, succeeded: bool, error: str | None = None,
                log_tail: str | None = None, failure: FailureRecord | None = None) -> Task | None:

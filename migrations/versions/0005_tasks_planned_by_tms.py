@@ -2,8 +2,8 @@
 crash between writing a plan and recording its task): only the plans TMS wrote are TMS's to roll back
 when they can no longer run.
 
-Revision ID: 0007
-Revises: 0008
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-11-23
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007"
-down_revision = "0008"
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

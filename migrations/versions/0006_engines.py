@@ -1,8 +1,8 @@
 """Engines and rollouts: registered execution engines (Spark, job code version, confs), rollout rules with a
 canary, and the engine (and rollout) recorded on each task attempt.
 
-Revision ID: 0005
-Revises: 0007
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-11-23
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0005"
-down_revision = "0007"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """The table's concurrency-control options (hoodie.write.lock.*, hoodie.write.concurrency.mode): TMS takes the
 writers' lock with them.
 
-Revision ID: 0008
+Revision ID: 0004
 Revises: 0003
 Create Date: 2026-11-23
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0008"
+revision = "0004"
 down_revision = "0003"
 branch_labels = None
 depends_on = None

@@ -1,0 +1,49 @@
+"""`tms up` (what `./dev run` starts) keeps up with its demo writer: with a commit every 2 s for 10 minutes,
+the tasks waiting to run (pending, held or runnable) never number more than 2 after the first minute, and
+the compactions run on the local queue's warm engine."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import httpx
+import pytest
+from up_support import UpProcess, clean_env
+
+DURATION_SECONDS = float(os.environ.get("TMS_TEST_KEEP_UP_SECONDS", 600))
+WAITING = ("PENDING", "BLOCKED", "RUNNABLE")
+
+
+def _count(up: UpProcess, headers: dict[str, str], **params) -> int:
+    response = httpx.get(f"{up.url}/api/v1/tasks", params={"limit": 1, **params}, headers=headers, timeout=30)
+    assert response.status_code == 200, response.text
+    return int(response.json()["total"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(DURATION_SECONDS + 600)
+def test_the_demo_never_builds_a_backlog(tmp_path, data_dir):
+    up = UpProcess(data_dir, clean_env(tmp_path / "run"), "--interval", "2")
+    try:
+        headers = {"Authorization": f"Bearer {up.wait_for('admin token: ').split()[2]}"}
+        up.wait_for("TMS is up")
+        started = time.monotonic()
+        waiting: list[tuple[float, int]] = []
+        while (elapsed := time.monotonic() - started) < DURATION_SECONDS:
+            if elapsed >= 60:
+                waiting.append((round(elapsed), sum(_count(up, headers, state=s) for s in WAITING)))
+            time.sleep(5)
+        succeeded = httpx.get(f"{up.url}/api/v1/tasks", headers=headers, timeout=30,
+                              params={"state": "SUCCEEDED", "service": "compaction", "limit": 5}).json()["items"]
+        on_warm = []
+        for t in succeeded:
+            detail = httpx.get(f"{up.url}/api/v1/tasks/{t['id']}", headers=headers, timeout=30).json()
+            on_warm += [a["engine_kind"] == "warm" for a in detail["attempts"] if a["outcome"] == "SUCCEEDED"]
+        up.process.send_signal(signal.SIGTERM)
+        assert up.wait(timeout=120) == 0, up.output[-3000:]
+    finally:
+        up.kill()
+
+    assert max(n for _, n in waiting) <= 2, f"waiting tasks over time (s, count): {waiting}"
+    assert succeeded and all(on_warm), f"compactions that succeeded, on the warm engine: {on_warm}"
