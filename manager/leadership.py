@@ -51,6 +51,7 @@ class LeaderLease:
         self._lock = threading.Lock()
         self._epoch: int | None = None
         self._valid_until = float("-inf")
+        self._vacant_at: float | None = None  # when another holder's lease ends, unless renewed (monotonic)
 
     @property
     def epoch(self) -> int | None:
@@ -67,11 +68,20 @@ class LeaderLease:
         """Take or renew the lease: the epoch held, or None (another manager leads)."""
         asked = time.monotonic()
         with self.database.transaction() as session:
-            epoch = LeaseRepo(_bounded(session, self.idle_limit)).acquire(LEASE_NAME, self.holder, self.lease_seconds)
+            leases = LeaseRepo(_bounded(session, self.idle_limit))
+            epoch = leases.acquire(LEASE_NAME, self.holder, self.lease_seconds)
+            left = leases.expires_in(LEASE_NAME) if epoch is None else None
         with self._lock:
             self._epoch = epoch
             self._valid_until = asked + self.lease_seconds - self.margin if epoch is not None else float("-inf")
+            self._vacant_at = time.monotonic() + max(0.0, left) if left is not None else None
         return epoch
+
+    def vacant_in(self) -> float | None:
+        """Seconds until the other holder's lease ends unless it renews it (a standby tries again right
+        then, not at its next heartbeat: a dead leader is replaced within the lease); None when unknown."""
+        with self._lock:
+            return self._vacant_at - time.monotonic() if self._vacant_at is not None else None
 
     def forget(self) -> None:
         with self._lock:

@@ -31,6 +31,7 @@ from .retries import promote_due_retries
 
 log = logging.getLogger(__name__)
 ROLE = "manager"
+VACANT_GRACE_SECONDS = 0.02
 
 
 class ManagerService:
@@ -66,6 +67,11 @@ class ManagerService:
                 wait = next_beat - time.monotonic()
                 if self._leading is not None:  # wake when the local lease runs out, to stop in time
                     wait = min(wait, self.lease.valid_for())
+                elif (vacant := self.lease.vacant_in()) is not None and vacant < wait:
+                    # A standby: try again the moment the leader's lease ends (a few ms later, on the
+                    # database's clock), in case the leader is gone.
+                    next_beat = time.monotonic() + vacant + VACANT_GRACE_SECONDS
+                    wait = next_beat - time.monotonic()
                 self._wake.wait(max(0.01, wait))
                 self._wake.clear()
         finally:

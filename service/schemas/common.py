@@ -2,9 +2,10 @@
 is a 422 naming its field rather than a database error."""
 from __future__ import annotations
 
+import functools
 import json
 import re
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
@@ -16,7 +17,11 @@ from tms.table_path import normalize_base_path
 MAX_ID = 2**63 - 1  # bigint
 # The validators below, as JSON Schema says them (for clients, the API docs and schemathesis).
 NO_NUL_PATTERN = r"^[^\u0000]*$"
-INSTANT_PATTERN = r"^([0-9]{14}|[0-9]{17})$"
+# An instant time: a calendar time yyyyMMddHHmmss[SSS], or one of Hudi's reserved times (eight zeros of date:
+# the init and bootstrap instants, the metadata table's). The day is checked against its month in _instant.
+INSTANT_PATTERN = (r"^(([0-9]{4}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])([01][0-9]|2[0-3])[0-5][0-9][0-5][0-9])"
+                   r"|0{8}[0-9]{6})([0-9]{3})?$")
+_INSTANT = re.compile(INSTANT_PATTERN)
 # An absolute path, a file: URL of one, or a URL naming a bucket or host.
 BASE_PATH_PATTERN = r"^(/|file:/|[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s])"
 _BASE_PATH = re.compile(BASE_PATH_PATTERN)
@@ -64,9 +69,22 @@ def _base_path(value: str) -> str:
 
 
 def _instant(value: str) -> str:
-    if not (value.isascii() and value.isdigit() and len(value) in (14, 17)):
-        raise ValueError("must be an instant time: 17 digits (yyyyMMddHHmmssSSS) or 14 (yyyyMMddHHmmss)")
+    if not (value.isascii() and _INSTANT.match(value) and is_calendar_day(value[:8])):
+        raise ValueError("must be an instant time: 17 digits (yyyyMMddHHmmssSSS) or 14 (yyyyMMddHHmmss) "
+                         "of a real date and time")
     return value
+
+
+@functools.lru_cache(maxsize=4096)
+def is_calendar_day(yyyymmdd: str) -> bool:
+    """A day that exists (not February 30th), or Hudi's reserved zeros; of a string INSTANT_PATTERN matched."""
+    if yyyymmdd == "00000000":
+        return True
+    try:
+        date(int(yyyymmdd[:4]), int(yyyymmdd[4:6]), int(yyyymmdd[6:8]))
+    except ValueError:
+        return False
+    return True
 
 
 def _action(value: str) -> str:

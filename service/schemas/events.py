@@ -10,7 +10,18 @@ from pydantic_core import to_json
 
 from tms.hudi.instant import ACTIONS
 
-from .common import INSTANT_PATTERN, Action, BasePath, BodyId, InstantTime, JsonObject, JsonObjects, Text, doubtful_json
+from .common import (
+    INSTANT_PATTERN,
+    Action,
+    BasePath,
+    BodyId,
+    InstantTime,
+    JsonObject,
+    JsonObjects,
+    Text,
+    doubtful_json,
+    is_calendar_day,
+)
 
 MAX_BATCH = 10_000
 
@@ -92,6 +103,9 @@ def checked_batch(body: bytes) -> list[_CheckedEvent] | None:
     except ValidationError:
         return None
     if any((e.table_id is None) == (e.base_path is None) for e in events):
+        return None
+    if not all(is_calendar_day(e.instant[:8]) and (e.completion_time is None or is_calendar_day(e.completion_time[:8]))
+               for e in events):
         return None
     if doubtful_json(to_json([(e.write_stats, e.extra_metadata) for e in events])):
         return None

@@ -31,6 +31,20 @@ def test_one_holder_at_a_time_and_the_epoch_grows_with_each_new_holder(db):
     assert a.try_acquire() == 3
 
 
+def test_a_standby_knows_when_the_leaders_lease_ends_and_takes_it_then(db):
+    """A standby tries again when the leader's lease ends, not at its next heartbeat: after a leader's death
+    it takes over within the lease."""
+    a = LeaderLease(db, "a", lease_seconds=60, heartbeat_seconds=10)
+    b = LeaderLease(db, "b", lease_seconds=60, heartbeat_seconds=10)
+    assert a.vacant_in() is None and a.try_acquire() == 1 and a.vacant_in() is None  # the holder waits for no one
+    assert b.try_acquire() is None
+    vacant = b.vacant_in()
+    assert vacant is not None and 50 < vacant <= 60
+    _end_lease(db)
+    assert b.try_acquire() == 2 and b.vacant_in() is None
+    assert a.try_acquire() is None and a.vacant_in() == pytest.approx(60, abs=10)
+
+
 def test_a_leader_that_cannot_renew_stops_before_its_lease_ends(db, monkeypatch):
     a = LeaderLease(db, "a", lease_seconds=60, heartbeat_seconds=10)
     assert a.try_acquire() == 1 and a.epoch == 1

@@ -31,7 +31,7 @@ def test_batch_is_idempotent_and_all_or_nothing(client, app, register, callback_
               for i in range(200)]
     first = client.post("/api/v1/events:batch", json={"events": events + events[:10]}, headers=callback_headers)
     assert first.status_code == 202 and first.json() == {"received": 210, "stored": 200, "duplicates": 10}
-    mixed = events[:5] + [{"table_id": 999999, "instant": "20250331030999000", "action": "commit"}]
+    mixed = events[:5] + [{"table_id": 999999, "instant": "20250331030959000", "action": "commit"}]
     rejected = client.post("/api/v1/events:batch", json={"events": mixed}, headers=callback_headers)
     assert rejected.status_code == 404 and "999999" in rejected.json()["detail"]
     assert _count(app) == 200
@@ -66,6 +66,9 @@ def test_validation_names_the_field(client, callback_headers):
         ({"instant": "20250101000000000", "action": "commit"}, "table_id and base_path"),
         ({"table_id": 1, "base_path": "/t", "instant": "20250101000000000", "action": "commit"}, "exactly one"),
         ({"table_id": 1, "instant": "2025", "action": "commit"}, "body.instant"),
+        ({"table_id": 1, "instant": "20990000000000123", "action": "commit"}, "body.instant"),  # no month 00
+        ({"table_id": 1, "instant": "20250101000000000", "action": "commit",
+          "completion_time": "20230229000000000"}, "body.completion_time"),
         ({"table_id": 1, "instant": "20250101000000000", "action": "merge"}, "body.action"),
         ({"table_id": 1, "instant": "20250101000000000", "action": "commit", "state": "done"}, "body.state"),
         ({"table_id": 0, "instant": "20250101000000000", "action": "commit"}, "body.table_id"),
@@ -94,6 +97,8 @@ def test_oversized_body_is_413(client, register, callback_headers, settings):
 def _batch_cases(table_id):
     good = {"table_id": table_id, "instant": "20250101000000000", "action": "commit"}
     bad = [({"instant": "2025"}, "instant"), ({"instant": "2025010100000000٣"}, "instant"),
+           ({"instant": "20990000000000123"}, "real date"), ({"instant": "20250230120000000"}, "real date"),
+           ({"instant": "20250101246000000"}, "real date"), ({"completion_time": "20250229000000"}, "real date"),
            ({"action": "merge"}, "action"), ({"state": "done"}, "state"), ({"completion_time": "x"}, "completion_time"),
            ({"table_id": True}, "table_id"), ({"base_path": "/t"}, "exactly one"),
            ({"write_stats": [{"p": "a\x00b"}]}, "write_stats"), ({"write_stats": {"p": 1}}, "write_stats"),

@@ -66,6 +66,13 @@ class LeaseRepo:
             .values(holder=holder, epoch=Lease.epoch + 1, expires_at=expires, acquired_at=func.now())
             .returning(Lease.epoch), execution_options={"synchronize_session": False}).scalar()
 
+    def expires_in(self, name: str) -> float | None:
+        """Seconds until the lease's current term ends (database clock; <= 0: already over), None if no one
+        holds it."""
+        seconds = self.session.execute(select(func.extract("epoch", Lease.expires_at - func.now()))
+                                       .where(Lease.name == name, Lease.holder.is_not(None))).scalar()
+        return None if seconds is None else float(seconds)
+
     def holds(self, name: str, holder: str, epoch: int, *, lock: bool = False) -> bool:
         """True while `holder` holds the lease at `epoch` (database clock). With `lock`, the lease row is
         share-locked until commit, so no takeover commits between this check and the caller's commit."""
