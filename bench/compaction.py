@@ -31,15 +31,15 @@ from tms.hudi.table import HudiTable
 from worker.warm_engine import EngineSpec, WarmEngine
 
 STARTUP_SCRIPT = textwrap.dedent("""
-    from pyspark.sql import SparkSession
+    from pyspark import SparkConf, SparkContext
 
     def first_task(_):
         import tms.execute.compaction  # what the job's first task imports
         return 0
 
-    spark = SparkSession.builder.appName("tms startup").getOrCreate()
-    spark.sparkContext.parallelize([0], 1).map(first_task).collect()
-    spark.stop()
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("tms startup"))  # as jobs/run.py starts
+    sc.parallelize([0], 1).map(first_task).collect()
+    sc.stop()
 """)
 
 

@@ -57,17 +57,19 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # PySpark (heavy: it starts a JVM gateway) loads once the arguments are known good.
-    from pyspark.sql import SparkSession
+    # PySpark (heavy: it starts a JVM gateway) loads once the arguments are known good. A SparkContext, not a
+    # SparkSession: the plan runs as RDD tasks, and pyspark.sql's imports (pandas, pyarrow in the driver) add
+    # seconds to every job's start.
+    from pyspark import SparkConf, SparkContext
 
     from jobs.spark_runner import SparkRunner
 
-    spark = SparkSession.builder.appName(f"tms {args.action or 'plan'} {args.instant} {args.table}").getOrCreate()
-    print(f"spark application id: {spark.sparkContext.applicationId}", flush=True)  # the worker records it
+    sc = SparkContext.getOrCreate(SparkConf().setAppName(f"tms {args.action or 'plan'} {args.instant} {args.table}"))
+    print(f"spark application id: {sc.applicationId}", flush=True)  # the worker records it
     try:
-        return run_plan(args, SparkRunner(spark.sparkContext))
+        return run_plan(args, SparkRunner(sc))
     finally:
-        spark.stop()
+        sc.stop()
 
 
 if __name__ == "__main__":

@@ -196,22 +196,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", default="tms warm engine", help="the Spark application's name")
     args = ap.parse_args(argv)
     _die_with_the_jvm()
-    from pyspark.sql import SparkSession
+    from pyspark import SparkConf, SparkContext
 
-    spark = SparkSession.builder.appName(args.name).getOrCreate()
-    warm_up(spark.sparkContext)  # before it answers: the first plan finds its Python workers ready
+    sc = SparkContext.getOrCreate(SparkConf().setAppName(args.name))  # RDD tasks only: no SparkSession
+    warm_up(sc)  # before it answers: the first plan finds its Python workers ready
     output = _ThreadOutput(sys.stdout)
     sys.stdout = sys.stderr = output
     if os.path.exists(args.socket):
         os.unlink(args.socket)
-    server = EngineServer(args.socket, spark.sparkContext, output)
+    server = EngineServer(args.socket, sc, output)
     threading.Thread(target=_keep_warm, args=(server,), name="keep-warm", daemon=True).start()
-    print(f"spark application id: {spark.sparkContext.applicationId}; warm engine listening on {args.socket}",
-          flush=True)
+    print(f"spark application id: {sc.applicationId}; warm engine listening on {args.socket}", flush=True)
     try:
         server.serve_forever()
     finally:
-        spark.stop()
+        sc.stop()
     return 0
 
 
