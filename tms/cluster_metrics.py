@@ -27,7 +27,11 @@ _QUERIES = {
     "queues": "SELECT q.name, q.capacity, (SELECT count(*) FROM tasks t WHERE t.state = 'RUNNING' "
               "AND t.queue = q.name) FROM queues q",
     "lag": "SELECT coalesce(extract(epoch FROM now() - min(received_at)), 0) FROM events WHERE processed_at IS NULL",
-    "tables": "SELECT id, database, name, planner_state FROM tables WHERE enabled",
+    # Of each table's planner digest, only the two figures its metrics show (computed by the server: a digest
+    # holds up to a thousand instants per service, and there may be 100,000 tables).
+    "tables": "SELECT id, database, name, jsonb_array_length(planner_state->'counted'->'compaction'), "
+              "(SELECT min(value::float) FROM jsonb_each_text(planner_state->'pending_writes')) "
+              "FROM tables WHERE enabled",
 }
 
 
@@ -111,13 +115,10 @@ def _table_metrics(tables: Sequence[Any]) -> Iterator[Metric]:
     oldest = GaugeMetricFamily("tms_table_oldest_pending_instant_age_seconds", "Age of the oldest requested or "
                                "inflight write, per table", labels=["table_id", "database", "table"])
     now = time.time()
-    for table_id, database, name, state in tables:
+    for table_id, database, name, uncompacted, first_pending in tables:
         labels = [str(table_id), database, name]
-        state = state or {}
-        counted = (state.get("counted") or {}).get("compaction")
-        if counted is not None:
-            logs.add_metric(labels, float(len(counted)))
-        first_seen = [float(v) for v in (state.get("pending_writes") or {}).values()]
-        oldest.add_metric(labels, now - min(first_seen) if first_seen else 0.0)
+        if uncompacted is not None:
+            logs.add_metric(labels, float(uncompacted))
+        oldest.add_metric(labels, now - first_pending if first_pending is not None else 0.0)
     yield logs
     yield oldest

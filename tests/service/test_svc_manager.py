@@ -2,7 +2,11 @@
 webhooks (admin) with their deliveries."""
 from __future__ import annotations
 
-from tms.db import AlertRepo, InstanceRepo, LeaseRepo, Sighting
+import time
+
+from sqlalchemy import update
+
+from tms.db import AlertRepo, InstanceRepo, LeaseRepo, RegisteredTable, Sighting
 
 
 def test_manager_shows_the_leader_its_epoch_and_the_standbys(client, app, tokens):
@@ -108,3 +112,17 @@ def test_metrics_show_every_roles_work_from_the_database(client, app, tokens):
     for family in ("tms_tasks_by", "tms_task_duration_seconds", "tms_task_wait_seconds", "tms_planner_lag_seconds",
                    "tms_queue_capacity"):
         assert f"# TYPE {family}" in text, family
+
+
+def test_metrics_show_each_tables_uncompacted_delta_commits_and_oldest_pending_write(client, app, register):
+    table = register("mor_v6_trips_8i1u")
+    seen = time.time() - 100
+    with app.state.database.transaction() as session:
+        session.execute(update(RegisteredTable).where(RegisteredTable.id == table["id"]).values(planner_state={
+            "counted": {"compaction": ["20250101000000000", "20250101000001000", "20250101000002000"]},
+            "pending_writes": {"20250101000003000": seen + 40, "20250101000004000": seen}}))
+    lines = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in client.get("/metrics").text.splitlines()
+             if line.startswith("tms_table_")}
+    labels = f'{{database="{table["database"]}",table="{table["name"]}",table_id="{table["id"]}"}}'
+    assert lines[f"tms_table_uncompacted_delta_commits{labels}"] == 3
+    assert 100 <= lines[f"tms_table_oldest_pending_instant_age_seconds{labels}"] < 100 + 600
