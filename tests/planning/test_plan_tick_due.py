@@ -30,7 +30,8 @@ def _policies(draw) -> TablePolicy:
         "hoodie.compact.inline.max.delta.commits": draw(st.integers(1, 6)),
         "hoodie.compact.inline.max.delta.seconds": draw(_SECONDS),
         "hoodie.clustering.async.max.commits": draw(st.integers(1, 5)),
-        "hoodie.client.heartbeat.interval_in_ms": draw(st.one_of(st.integers(1, 10 ** 8), st.integers(10 ** 8, 10 ** 19))),
+        "hoodie.client.heartbeat.interval_in_ms": draw(st.one_of(st.integers(1, 10 ** 8),
+                                                                 st.integers(10 ** 8, 10 ** 19))),
         "hoodie.client.heartbeat.tolerable.misses": draw(st.integers(0, 4)),
     })
 

@@ -2,9 +2,7 @@
 each taken by one planner (SKIP LOCKED), which then scans the enabled tables in its range."""
 from __future__ import annotations
 
-from typing import Any, cast
-
-from sqlalchemy import CursorResult, delete, exists, func, insert, select
+from sqlalchemy import delete, exists, func, insert, select
 from sqlalchemy.orm import Session
 
 from ..models import RegisteredTable, ScanRequest
@@ -22,8 +20,8 @@ class ScanRequestRepo:
                                                // per_chunk).label("chunk")).subquery()
         chunks = (select(func.min(numbered.c.id), func.max(numbered.c.id))
                   .where(~exists(select(ScanRequest.id))).group_by(numbered.c.chunk))
-        result = self.session.execute(insert(ScanRequest).from_select(["first_table_id", "last_table_id"], chunks))
-        return cast(CursorResult[Any], result).rowcount
+        return len(self.session.scalars(insert(ScanRequest).from_select(["first_table_id", "last_table_id"], chunks)
+                                        .returning(ScanRequest.id)).all())
 
     def take(self) -> tuple[int, int] | None:
         """Take (and delete) one chunk no other planner is taking: its first and last table id, or None."""
