@@ -5,7 +5,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
-from sqlalchemy import func
 
 from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
@@ -158,8 +157,6 @@ def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> 
         if "callback_key" in changes:
             key = changes.pop("callback_key")
             changes["callback_key_hash"] = hash_secret(key) if key else None
-        if "policies" in changes or changes.get("enabled"):
-            changes["tick_due_at"] = func.now()  # the next periodic trigger looks at it under its new terms
         table = repo.update(table_id, **changes)
         out = _out(table)
     _forget_cached_identities(request)

@@ -69,7 +69,11 @@ class TableRepo:
         return list(rows), total or 0
 
     def update(self, table_id: int, **changes: Any) -> RegisteredTable:
+        """Change the table's columns. New policies, or enabling it, ask the next periodic trigger to look at
+        it (`tick_due_at` now): what is due by time may have changed."""
         table = self.get(table_id)
+        if "policies" in changes or changes.get("enabled"):
+            changes = {**changes, "tick_due_at": func.now()}
         for key, value in changes.items():
             setattr(table, key, value)
         self.session.flush()
