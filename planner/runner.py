@@ -191,7 +191,7 @@ class Planner:
             digest = self._digest(row)
             if digest is None or not decisions.on_tick(digest, TablePolicy.from_stored(row.policies), now,
                                                        self.options, is_mor=row.table_type == "MERGE_ON_READ"):
-                not_due.append(row.id)  # never seen: the scan reconciles it
+                not_due.append(row.id)  # no digest: never read, the scan reconciles it
                 continue
             with self._locked(row.id) as (session, locked):
                 if locked is not None and locked.enabled:

@@ -143,13 +143,18 @@ class TimelineDigest:
             self.counted[service] = _capped([i for i in instants if i > base])
 
     # --- the pre-checks -----------------------------------------------------------------------------
-    def compaction_may_be_due(self, policy: TablePolicy, now: datetime) -> bool:
-        """Hudi's compaction trigger (triggers.compaction_trigger) on what the digest knows."""
+    def _compaction_count(self) -> tuple[list[str] | None, str | None]:
+        """The delta commits the compaction trigger counts (None: not counted) and the instant its time bound
+        counts from (the last compaction or empty attempt, else the first of them; None: nothing yet)."""
         deltas = self.counted.get(TableService.COMPACTION)
         if deltas is None:
-            return False
-        since = self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)
-        if since is None:
+            return None, None
+        return deltas, self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)
+
+    def compaction_may_be_due(self, policy: TablePolicy, now: datetime) -> bool:
+        """Hudi's compaction trigger (triggers.compaction_trigger) on what the digest knows."""
+        deltas, since = self._compaction_count()
+        if deltas is None or since is None:
             return False
         by_count = len(deltas) >= policy.max_delta_commits
         elapsed_at = _elapsed_at(since, policy)
@@ -164,8 +169,7 @@ class TimelineDigest:
     def compaction_due_at(self, policy: TablePolicy) -> datetime | None:
         """The earliest time at which `compaction_may_be_due` holds: ALWAYS when the count alone makes it due,
         None when it never will by time alone (only new delta commits, which events report, can)."""
-        deltas = self.counted.get(TableService.COMPACTION)
-        since = (self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)) if deltas is not None else None
+        deltas, since = self._compaction_count()
         if deltas is None or since is None:
             return None
         by_count = len(deltas) >= policy.max_delta_commits
@@ -182,8 +186,7 @@ class TimelineDigest:
         (maybe in the future), as the trigger strategy combines them; None while the count is short for a
         strategy that needs it. Past MAX_LISTED delta commits the count is reached later than told (errs
         towards "not yet")."""
-        deltas = self.counted.get(TableService.COMPACTION)
-        since = (self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)) if deltas is not None else None
+        deltas, since = self._compaction_count()
         if deltas is None or since is None:
             return None
         by_count = instant_to_datetime(deltas[policy.max_delta_commits - 1]) \
