@@ -1,6 +1,7 @@
 """Scale benchmark (issue 14, item 4): 100,000 registered tables on one PostgreSQL.
 
     python bench/scale.py [--tables 100000] [--rate 1000] [--seconds 60] [--planners 2] [--changed 1000]
+                          [--due 0.01]
 
 The farm: `--tables` small real tables on disk (their `hoodie.properties` and timeline folder, see
 tests/scale/scale_support.py), registered in bulk, with 10 tasks and 10 processed events per table (1M
@@ -8,8 +9,8 @@ each at 100,000 tables) and alerts on a tenth of them. Each table carries the di
 planner leaves after reading it (the steady state: every table was read once).
 
 (1) The event path: `tms serve` and `--planners` `tms planner` processes run (default settings but an idle
-planner polling the events every 0.1 s, TMS_PLANNER_POLL_SECONDS; the
-periodic trigger every 60 s and the first scan at start run too, over every table); commit events are
+planner polling the events every 0.1 s, TMS_PLANNER_POLL_SECONDS; with no manager, the periodic trigger
+every 60 s over the due tables and the first scan at start over every table run too); commit events are
 POSTed to `/api/v1/events:batch` at `--rate` events/s, each on a random table, for `--seconds`. Event to
 plan: from the event's storing (`received_at`) to the planner's decision on it (`processed_at`: it planned
 what the event made due). Meanwhile `GET /api/v1/tables` is timed, pages walked by cursor and, side by side,
@@ -17,8 +18,10 @@ the same depth by offset (a cursor page is one index probe; an offset page also 
 `total`). Planner memory: the processes' resident set at the end.
 
 (2) The scan: `--changed` tables get a new instant; a planner's scan over every table (stat of the timeline
-folders, a reading of the changed ones) is timed, then the leader's way (mark every table, planners take
-and check them). Also the periodic trigger over every table, and the leader's marking.
+folders, a reading of the changed ones) is timed, then the leader's way (its request: a row per chunk of
+table ids; a planner takes the chunks and checks their tables). Then the periodic trigger once time made
+`--due` of the tables due: the leader's marking of the due tables, a planner taking and evaluating them,
+and the trigger of a planner with no leader (the due tables only).
 
 Goal: event-to-plan p99 <= 1 s. PostgreSQL: TMS_DATABASE_URL's server if set, else the local one
 (tms.db.testing), in a scratch database dropped at the end."""
@@ -44,14 +47,15 @@ import httpx  # noqa: E402
 from scale_support import fill_history, make_tables, register  # noqa: E402
 from sqlalchemy import text, update  # noqa: E402
 
+from manager.planning_requests import SCAN_CHUNK_TABLES  # noqa: E402
 from planner.process import REQUESTS_PER_TAKE  # noqa: E402
 from planner.runner import Planner  # noqa: E402
-from tms.db import Database, InstanceRepo, RegisteredTable, TableRepo  # noqa: E402
+from tms.db import Database, InstanceRepo, RegisteredTable, ScanRequestRepo, TablePolicy, TableRepo  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
 from tms.hudi.storage import LocalStorage  # noqa: E402
 from tms.hudi.table import HudiTable  # noqa: E402
 from tms.hudi.timeline_stamp import timeline_stamp  # noqa: E402
-from tms.planning.decisions import PlannerOptions  # noqa: E402
+from tms.planning.decisions import PlannerOptions, next_tick_at  # noqa: E402
 from tms.planning.digest import TimelineDigest  # noqa: E402
 
 OPTIONS = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=5)
@@ -65,14 +69,16 @@ def _ms(values: list[float], q: float) -> float:
 
 
 def seed_steady_state(db: Database, ids: list[int], paths: list[str]) -> None:
-    """Every table as a planner leaves it after reading it: its digest and timeline stamp."""
+    """Every table as a planner leaves it after reading it: its digest, tick time and timeline stamp."""
     digest = TimelineDigest.of(HudiTable.load(paths[0]), None, datetime.now(UTC), OPTIONS.services)
     digest.scanned_at = time.time()
+    due_at = next_tick_at(digest, TablePolicy(), OPTIONS, is_mor=True)  # an empty timeline: never by time
     state = digest.to_state()
     for at in range(0, len(ids), 5000):
         with db.transaction() as session:
             session.execute(update(RegisteredTable), [
-                {"id": t, "planner_state": state, "timeline_stamp": timeline_stamp(LocalStorage(p), TIMELINE)}
+                {"id": t, "planner_state": state, "tick_due_at": due_at,
+                 "timeline_stamp": timeline_stamp(LocalStorage(p), TIMELINE)}
                 for t, p in zip(ids[at:at + 5000], paths[at:at + 5000], strict=True)])
 
 
@@ -225,7 +231,7 @@ def _read_tables(base: str, headers: dict, tables: int, stop: threading.Event, c
             time.sleep(0.05)
 
 
-def scan(db: Database, ids: list[int], paths: list[str], changed: int) -> None:
+def scan(db: Database, ids: list[int], paths: list[str], changed: int, due_share: float) -> None:
     rng = random.Random(11)
     touched = rng.sample(paths, changed)
     past = time.time() - 600
@@ -238,26 +244,57 @@ def scan(db: Database, ids: list[int], paths: list[str], changed: int) -> None:
     elapsed = time.perf_counter() - started
     print(f"(2) scan of {len(ids):,} tables, {changed:,} changed: {elapsed:.1f} s, {reconciled:,} timelines read "
           f"({1000 * elapsed / len(ids):.3f} ms per table)")
+    for path in rng.sample(touched, changed // 2):  # half of them change again for the leader's way
+        HudiTable.load(path).timeline.create_requested("deltacommit")
+        os.utime(Path(path) / TIMELINE, (past + 60, past + 60))
     started = time.perf_counter()
     with db.transaction() as session:
-        marked = session.execute(update(RegisteredTable).where(RegisteredTable.enabled.is_(True))
-                                 .values(scan_requested_at=text("now()"))).rowcount
-    mark = time.perf_counter() - started
+        chunks = ScanRequestRepo(session).request(SCAN_CHUNK_TABLES)
+    request = time.perf_counter() - started
     started = time.perf_counter()
     reconciled = 0
     while True:
         with db.transaction() as session:
-            taken = TableRepo(session).take_requested("scan", REQUESTS_PER_TAKE)
+            chunk = ScanRequestRepo(session).take()
+        if not chunk:
+            break
+        reconciled += planner.scan_range(*chunk)
+    print(f"    the leader's way: asking {chunks:,} chunks of {SCAN_CHUNK_TABLES} table ids {1000 * request:.0f} ms; "
+          f"one planner taking and checking them {time.perf_counter() - started:.1f} s ({reconciled} read again)")
+    periodic_trigger(db, ids, planner, due_share)
+    print(f"    planner cache: {len(planner.cache):,} tables, {planner.cache.total_bytes / 2**20:.1f} MB estimated")
+
+
+def periodic_trigger(db: Database, ids: list[int], planner: Planner, due_share: float) -> None:
+    """Time made `due_share` of the tables due (their tick_due_at passed, the digest unchanged): the leader's
+    marking, a planner taking and evaluating them, and the trigger with no leader."""
+    due = random.Random(12).sample(ids, int(due_share * len(ids)))
+
+    def make_due() -> None:
+        with db.transaction() as session:
+            session.execute(update(RegisteredTable).where(RegisteredTable.id.in_(due))
+                            .values(tick_due_at=text("now() - interval '1 minute'")))
+
+    make_due()
+    started = time.perf_counter()
+    with db.transaction() as session:
+        marked = TableRepo(session).request_ticks()
+    mark = time.perf_counter() - started
+    started = time.perf_counter()
+    planned = 0
+    while True:
+        with db.transaction() as session:
+            taken = TableRepo(session).take_tick_requests(REQUESTS_PER_TAKE)
         if not taken:
             break
-        reconciled += planner.scan_tables(taken)
-    print(f"    the leader's way: marking {marked:,} tables {mark:.1f} s; one planner taking and checking them "
-          f"{time.perf_counter() - started:.1f} s ({reconciled} read again)")
+        planned += planner.tick_tables(taken)
+    print(f"    periodic trigger, {len(due):,} tables due: the leader marking {marked:,} tables {1000 * mark:.0f} ms; "
+          f"one planner taking and evaluating them {time.perf_counter() - started:.1f} s ({planned} task(s))")
+    make_due()
     started = time.perf_counter()
     planned = planner.tick()
-    print(f"    periodic trigger over every table (one planner, no leader): {time.perf_counter() - started:.1f} s, "
-          f"{planned} task(s)")
-    print(f"    planner cache: {len(planner.cache):,} tables, {planner.cache.total_bytes / 2**20:.1f} MB estimated")
+    print(f"    periodic trigger with no leader (one planner, the due tables only): "
+          f"{time.perf_counter() - started:.1f} s, {planned} task(s)")
 
 
 def main() -> None:
@@ -268,6 +305,7 @@ def main() -> None:
     ap.add_argument("--planners", type=int, default=2)
     ap.add_argument("--threads", type=int, default=4, help="threads per planner")
     ap.add_argument("--changed", type=int, default=1000, help="tables changed before the scan")
+    ap.add_argument("--due", type=float, default=0.01, help="share of the tables time made due for the trigger")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="tms-scale-") as tmp, scratch_database() as url:
         root = Path(tmp)
@@ -281,7 +319,7 @@ def main() -> None:
             print(f"farm: {len(ids):,} tables, {10 * len(ids):,} tasks and events, in "
                   f"{time.perf_counter() - started:.0f} s")
             event_path(db, url, root, ids, args)
-            scan(db, ids, paths, args.changed)
+            scan(db, ids, paths, args.changed, args.due)
         finally:
             db.dispose()
 

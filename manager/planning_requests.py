@@ -1,28 +1,24 @@
-"""The planners' periodic work, decided by the leader: it marks the enabled tables due for the periodic
-trigger (every `planner_tick_seconds`) or the reconciliation scan (every `planner_scan_seconds`), and the
-planners take the marked tables (SKIP LOCKED), so a scan over many tables is spread over every planner."""
+"""The planners' periodic work, decided by the leader: every `planner_tick_seconds` it marks the enabled
+tables the periodic trigger is due on (their `tick_due_at` passed: an index range, not every table), and
+every `planner_scan_seconds` it asks for a reconciliation scan as a handful of chunks of table ids. The
+planners take marked tables and chunks (SKIP LOCKED), so a scan over many tables is spread over every
+planner."""
 from __future__ import annotations
 
-from typing import Any, cast
-
-from sqlalchemy import CursorResult, func, update
-
-from tms.db import RegisteredTable
+from tms.db import ScanRequestRepo, TableRepo
 
 from .leadership import LeaderLease
 
+SCAN_CHUNK_TABLES = 500  # table ids per scan request: what one planner takes at once
+
 
 def request_ticks(lease: LeaderLease, epoch: int) -> int:
-    return _request(lease, epoch, RegisteredTable.tick_requested_at)
+    """Mark the tables due for the periodic trigger; the number marked."""
+    with lease.fenced(epoch) as session:
+        return TableRepo(session).request_ticks()
 
 
 def request_scans(lease: LeaderLease, epoch: int) -> int:
-    return _request(lease, epoch, RegisteredTable.scan_requested_at)
-
-
-def _request(lease: LeaderLease, epoch: int, column: Any) -> int:
-    """Mark every enabled table not already marked; the number marked."""
+    """Ask for a scan of every table; the number of chunks (0 while the previous scan's wait)."""
     with lease.fenced(epoch) as session:
-        result = session.execute(update(RegisteredTable).where(RegisteredTable.enabled.is_(True), column.is_(None))
-                                 .values({column: func.now()}), execution_options={"synchronize_session": False})
-        return cast(CursorResult[Any], result).rowcount
+        return ScanRequestRepo(session).request(SCAN_CHUNK_TABLES)

@@ -1,9 +1,11 @@
 """The planner process (`tms planner`): a dispatcher hands the tables with new events to a pool of
 threads; the periodic trigger and the reconciliation scan are decided by the manager's leader, which marks
-the tables due, and every planner takes marked tables (SKIP LOCKED), so a scan of many tables is shared.
+the tables the trigger is due on and asks for a scan in chunks of table ids; every planner takes marked
+tables and chunks (SKIP LOCKED), so a scan of many tables is shared.
 
-With no live leader (no manager runs), each planner runs both periodic jobs over every table itself, as
-APScheduler jobs: the table lock and idempotent planning make that safe, only less shared."""
+With no live leader (no manager runs), each planner runs both periodic jobs itself, as APScheduler jobs
+(the trigger over the tables it is due on, the scan over every table): the table lock and idempotent
+planning make that safe, only less shared."""
 from __future__ import annotations
 
 import logging
@@ -17,7 +19,7 @@ from functools import partial
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
-from tms.db import Database, InstanceRepo, LeaseRepo, TableRepo
+from tms.db import Database, InstanceRepo, LeaseRepo, ScanRequestRepo, TableRepo
 from tms.instance import new_instance_id, record_heartbeat
 
 from .runner import Planner
@@ -28,7 +30,7 @@ ROLE = "planner"
 # A scan skips the tables another planner reconciled within this share of the scan interval.
 FRESH_SHARE = 0.9
 REQUESTS_POLL_SECONDS = 1.0  # how often a planner takes the tables the manager's leader marked due
-REQUESTS_PER_TAKE = 500  # tables a planner takes at once: one transaction, one query for their rows
+REQUESTS_PER_TAKE = 500  # marked tables a planner takes at once: one transaction, one query for their rows
 EVENT_TABLES_PER_THREAD = 100  # tables with events one thread takes at once (their digests in one transaction)
 LEADER_LEASE = "manager"  # manager/leadership.py's LEASE_NAME
 
@@ -135,19 +137,21 @@ class PlannerService:
             return True
 
     def _take_requests(self) -> None:
-        """Plan the tables the leader marked due for the periodic trigger or the scan."""
+        """Plan the tables the leader marked due for the periodic trigger, and scan the chunks of tables it
+        asked a scan of."""
         try:
             while not self._stopping.is_set():
                 with self.database.transaction() as session:
-                    ticks = TableRepo(session).take_requested("tick", REQUESTS_PER_TAKE)
-                    scans = TableRepo(session).take_requested("scan", REQUESTS_PER_TAKE)
-                if not ticks and not scans:
+                    ticks = TableRepo(session).take_tick_requests(REQUESTS_PER_TAKE)
+                    chunk = ScanRequestRepo(session).take()
+                if not ticks and not chunk:
                     return
                 planned = self.planner.tick_tables(ticks) if ticks else 0
-                reconciled = self.planner.scan_tables(scans) if scans else 0
+                reconciled = self.planner.scan_range(*chunk) if chunk else 0
                 if planned or reconciled:
-                    log.info("planner %s: asked by the leader: %s task(s) on the trigger, %s of %s table(s) "
-                             "changed and reconciled", self.id, planned, reconciled, len(scans))
+                    log.info("planner %s: asked by the leader: %s task(s) on the trigger, %s table(s) of ids %s "
+                             "changed and reconciled", self.id, planned, reconciled,
+                             "-".join(map(str, chunk)) if chunk else "none")
         except Exception:
             log.exception("planner %s: the leader's requests failed", self.id)
 

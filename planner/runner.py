@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, select, tuple_
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
@@ -25,6 +25,7 @@ from tms.hudi.timeline_stamp import timeline_stamp, unchanged_since
 from tms.hudi.timeline_watch import TimelineWatcher
 from tms.plan_pass.on_request import OnRequestPlanner, locked_for_planning, planner_options, utc_now
 from tms.plan_pass.passes import PLANNING_ERRORS, PassContext, planning_pass
+from tms.plan_pass.stored_digest import store_digest, stored_digest, tick_due_at
 from tms.plan_pass.table_cache import TableCache
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
@@ -89,7 +90,7 @@ class Planner:
             if events and row.enabled:
                 self._guarded(session, row, lambda ctx: self._on_events(ctx, events))
             elif events:  # a disabled table: once enabled again, its first event reconciles it
-                row.planner_state = {}
+                store_digest(row, None, self.options)
             EventRepo(session).mark_processed(e.id for e in events)  # hints: taken into account, or moot
             return True
 
@@ -116,7 +117,7 @@ class Planner:
                     alone.append(row.id)
                     continue
                 if not row.enabled and events:  # as handle_events: reconciled once enabled again
-                    row.planner_state = {}
+                    store_digest(row, None, self.options)
                 log.debug("table %s: %s event(s)", row.id, len(events))
                 done += events
                 handled.append(row.id)
@@ -136,7 +137,7 @@ class Planner:
                                    is_mor=row.table_type == "MERGE_ON_READ")
         if work:
             return False
-        row.planner_state = digest.to_state()
+        store_digest(row, digest, self.options)
         return True
 
     def _on_events(self, ctx: PassContext, events) -> None:
@@ -151,9 +152,24 @@ class Planner:
 
     # --- the periodic trigger -----------------------------------------------------------------------
     def tick(self) -> int:
-        """Plan what time alone made due, on every enabled table whose digest says so. Returns the
-        number of tasks recorded."""
-        return sum(self._tick_rows(rows) for rows in self._enabled_pages(_TICK_COLUMNS))
+        """Plan what time alone made due, on the enabled tables whose `tick_due_at` passed (a range of its
+        index, not every table), in pages by (time, id). Returns the number of tasks recorded."""
+        now = self.clock()
+        recorded = 0
+        after: tuple[datetime, int] | None = None
+        while not self._stopping.is_set():
+            stmt = _TICK_COLUMNS.add_columns(RegisteredTable.tick_due_at).where(
+                RegisteredTable.enabled.is_(True), RegisteredTable.tick_due_at <= now)
+            if after is not None:
+                stmt = stmt.where(tuple_(RegisteredTable.tick_due_at, RegisteredTable.id) > tuple_(*after))
+            with self.database.transaction() as session:
+                page = list(session.execute(stmt.order_by(RegisteredTable.tick_due_at, RegisteredTable.id)
+                                            .limit(_PAGE)))
+            if not page:
+                break
+            recorded += self._tick_rows(page)
+            after = (page[-1].tick_due_at, page[-1].id)
+        return recorded
 
     def tick_tables(self, table_ids: list[int]) -> int:
         """The periodic trigger on these tables only (those the manager's leader asked for)."""
@@ -163,22 +179,35 @@ class Planner:
         return self._tick_rows(rows)
 
     def _tick_rows(self, rows: list[Any]) -> int:
-        """`rows`: _TICK_COLUMNS of tables; the table is locked (and read whole) only if time made work due."""
+        """`rows`: _TICK_COLUMNS of tables; the table is locked (and read whole) only if time made work due.
+        The others get their `tick_due_at` rewritten from their digest (a policy changed, or the migration
+        asked for a look), so the trigger does not come back to them before it is due."""
         now = self.clock()
         recorded = 0
+        not_due = []
         for row in rows:
             if self._stopping.is_set():
                 break
             digest = self._digest(row)
-            if digest is None:  # never seen: the scan reconciles it
-                continue
-            if not decisions.on_tick(digest, TablePolicy.from_stored(row.policies), now, self.options,
-                                     is_mor=row.table_type == "MERGE_ON_READ"):
+            if digest is None or not decisions.on_tick(digest, TablePolicy.from_stored(row.policies), now,
+                                                       self.options, is_mor=row.table_type == "MERGE_ON_READ"):
+                not_due.append(row.id)  # no digest: never read, the scan reconciles it
                 continue
             with self._locked(row.id) as (session, locked):
                 if locked is not None and locked.enabled:
                     recorded += self._guarded(session, locked, self._on_tick) or 0
+        if not_due:
+            self._retime(not_due)
         return recorded
+
+    def _retime(self, table_ids: list[int]) -> None:
+        """Rewrite the tables' `tick_due_at` from the digest each holds now, under their planning lock: a
+        table another planner holds is skipped (SKIP LOCKED), its pass stores the time with its digest."""
+        with self.database.transaction() as session:
+            for row in TableRepo(session).lock_many_for_planning(table_ids):
+                due_at = tick_due_at(row, self._digest(row), self.options)
+                if row.tick_due_at != due_at:
+                    row.tick_due_at = due_at
 
     def _on_tick(self, ctx: PassContext) -> int:
         digest = self._digest(ctx.row)  # as the last lock holder left it
@@ -206,18 +235,18 @@ class Planner:
                     reconciled += self.reconcile(table_id)
         return reconciled
 
-    def scan_tables(self, table_ids: list[int]) -> int:
-        """The reconciliation scan on these tables only (those the manager's leader asked for): those
-        whose timeline changed are reconciled. Returns their number."""
-        with self.database.transaction() as session:
-            rows = session.execute(select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp)
-                                   .where(RegisteredTable.id.in_(table_ids), RegisteredTable.enabled.is_(True))).all()
+    def scan_range(self, first_id: int, last_id: int) -> int:
+        """The reconciliation scan on the enabled tables with ids from `first_id` to `last_id` (a chunk the
+        manager's leader asked for): those whose timeline changed are reconciled. Returns their number."""
+        columns = select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp) \
+            .where(RegisteredTable.id.between(first_id, last_id))
         reconciled = 0
-        for table_id, base_path, stamp in rows:
-            if self._stopping.is_set():
-                break
-            if not unchanged_since(base_path, stamp):
-                reconciled += self.reconcile(table_id)
+        for rows in self._enabled_pages(columns):
+            for table_id, base_path, stamp in rows:
+                if self._stopping.is_set():
+                    return reconciled
+                if not unchanged_since(base_path, stamp):
+                    reconciled += self.reconcile(table_id)
         return reconciled
 
     def reconcile(self, table_id: int) -> bool:
@@ -259,11 +288,11 @@ class Planner:
             ctx.table, ctx.transactions = cached.table, cached.transactions
             digest, recorded = planning_pass(ctx, digest, work)
             ctx.row.planned_at = ctx.now
-        ctx.row.planner_state = digest.to_state()
+        store_digest(ctx.row, digest, self.options)
         return recorded
 
     def _digest(self, row: RegisteredTable) -> TimelineDigest | None:
-        return TimelineDigest.from_state(row.planner_state, self.options.services)
+        return stored_digest(row, self.options)
 
     def _locked(self, table_id: int) -> AbstractContextManager[tuple[Session, RegisteredTable | None]]:
         return locked_for_planning(self.database, table_id)

@@ -6,8 +6,9 @@ import os
 import shutil
 
 import pytest
+from sqlalchemy import text
 
-from tms.db import TaskRepo, TaskState
+from tms.db import RegisteredTable, TaskRepo, TaskState
 
 EXPECTED = {  # fixture -> (type, version, record keys, partition fields)
     "cow_v6_nonpartitioned": ("COPY_ON_WRITE", 6, ["id"], []),
@@ -198,3 +199,27 @@ def test_two_tables_under_symlinked_folders_stay_two_tables(client, tokens, hudi
     assert len(ids) == 2
     for table_id in ids:
         assert client.delete(f"/api/v1/tables/{table_id}", headers=tokens["admin"]).status_code == 204
+
+
+def test_a_policy_change_or_enabling_asks_the_periodic_trigger_for_a_look(client, app, register, tokens):
+    table = register("mor_v8_trips_8i3u1d")
+    url = f"/api/v1/tables/{table['id']}"
+    admin = tokens["admin"]
+
+    def tick_due_at():
+        with app.state.database.transaction() as session:
+            return session.get(RegisteredTable, table["id"], populate_existing=True).tick_due_at
+
+    assert tick_due_at() is None, "never read yet: the scan's business"
+    assert client.patch(url, json={"priority": 3}, headers=admin).status_code == 200
+    assert tick_due_at() is None, "a change the trigger does not depend on"
+    assert client.patch(url, json={"policies": {"hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED"}},
+                        headers=admin).status_code == 200
+    assert tick_due_at() is not None
+    with app.state.database.transaction() as session:
+        session.execute(text("UPDATE tables SET tick_due_at = NULL, enabled = false WHERE id = :id"),
+                        {"id": table["id"]})
+    assert client.patch(url, json={"enabled": True}, headers=admin).status_code == 200
+    assert tick_due_at() is not None
+    with app.state.database.transaction() as session:  # asked for now: the leader's next marking takes it
+        assert session.scalar(text("SELECT tick_due_at <= now() FROM tables WHERE id = :id"), {"id": table["id"]})

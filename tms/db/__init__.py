@@ -21,6 +21,7 @@ from .models import (
                      RegisteredTable,
                      ResourceQueue,
                      Rollout,
+                     ScanRequest,
                      Task,
                      TaskAttempt,
                      Webhook,
@@ -31,6 +32,7 @@ from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo
 from .repos.events import EventRepo, NewEvent
 from .repos.instances import InstanceRepo, LeaseRepo
 from .repos.queues import QueueRepo
+from .repos.scan_requests import ScanRequestRepo
 from .repos.tables import TableRepo
 from .repos.tasks import TaskRepo
 from .repos.tokens import TokenRepo, hash_secret
@@ -43,7 +45,8 @@ __all__ = [
     "Alert", "AlertRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
     "ConflictError", "Database", "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
-    "RegisteredTable", "ResourceQueue", "Sighting", "TRANSITIONS", "TablePolicy", "TableRepo", "Task",
-    "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy", "Webhook", "WebhookDelivery",
-    "WebhookRepo", "can_transition", "database_url", "hash_secret", "open_database", "sqlalchemy_url",
+    "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "Sighting", "TRANSITIONS",
+    "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
+    "Webhook", "WebhookDelivery", "WebhookRepo", "can_transition", "database_url", "hash_secret", "open_database",
+    "sqlalchemy_url",
 ]

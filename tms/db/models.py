@@ -103,9 +103,11 @@ class RegisteredTable(Base):
     callback_key_hash: Mapped[str | None] = mapped_column(String(64))
     planner_state: Mapped[dict[str, Any]] = _json()  # the planner's incremental cursor, opaque here
     planned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # Periodic planning asked for by the manager's leader, done by whichever planner takes it first.
+    # When time alone makes the periodic trigger find work on the table (its digest's next_tick_at), kept
+    # with the digest; None: never (only events or the scan can). The trigger looks at due tables only.
+    tick_due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The periodic trigger asked for by the manager's leader, done by whichever planner takes it first.
     tick_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    scan_requested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     # The modification times of the timeline's folders when the planner last read it whole: the scan
     # rereads a table only when they changed (a stat, not a listing). None: read it.
     timeline_stamp: Mapped[str | None] = mapped_column(Text)
@@ -114,11 +116,24 @@ class RegisteredTable(Base):
 
     __table_args__ = (
         Index(None, "database", "name"),
-        # The planners take the tables the leader marked (only the marked ones are indexed).
+        # The periodic trigger reads the due tables by time (keyset: time, id); the planners take the tables
+        # the leader marked. Only the rows with a time are indexed.
+        Index("ix_tables_tick_due", "tick_due_at", "id", postgresql_where=text("tick_due_at IS NOT NULL")),
         Index("ix_tables_tick_requested", "tick_requested_at", postgresql_where=text("tick_requested_at IS NOT NULL")),
-        Index("ix_tables_scan_requested", "scan_requested_at", postgresql_where=text("scan_requested_at IS NOT NULL")),
         CheckConstraint(_one_of("table_type", ("COPY_ON_WRITE", "MERGE_ON_READ")), name="table_type"),
     )
+
+
+class ScanRequest(Base):
+    """One chunk of a reconciliation scan the manager's leader asked for: the enabled tables whose ids are
+    in [first_table_id, last_table_id], taken (and deleted) by one planner."""
+
+    __tablename__ = "scan_requests"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    first_table_id: Mapped[int] = mapped_column(BigInteger)
+    last_table_id: Mapped[int] = mapped_column(BigInteger)
+    requested_at: Mapped[datetime] = _created()
 
 
 class Event(Base):

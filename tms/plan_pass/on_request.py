@@ -18,6 +18,7 @@ from tms.planning.errors import PlanningError
 from tms.table_service import TableService
 
 from .passes import PLANNING_ERRORS, PassContext, requested_pass
+from .stored_digest import store_digest
 from .table_cache import TableCache
 
 _LOCK_RETRY_SECONDS = 0.2
@@ -88,5 +89,5 @@ class OnRequestPlanner:
                 raise
             raise PlanningError(f"cannot plan {row.base_path}: {e}") from e
         row.planned_at = ctx.now
-        row.planner_state = digest.to_state()
+        store_digest(row, digest, self.options)
         return recorded

@@ -11,7 +11,7 @@ from typing import Protocol
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
 from tms.table_service import TableService
 
-from .digest import TimelineDigest
+from .digest import ALWAYS, TimelineDigest
 from .failed_writes import heartbeat_tolerance_seconds
 from .policy import TablePolicy
 
@@ -78,10 +78,35 @@ def on_tick(digest: TimelineDigest, policy: TablePolicy, now: datetime, options:
     """The periodic trigger: what time alone may have made due — time-based compaction triggers, writers
     whose heartbeat may have expired, and held plans (whose blockers our own rollbacks may have removed,
     which no event reports)."""
-    expired_before = now.timestamp() - heartbeat_tolerance_seconds(policy)
-    rollbacks = TableService.ROLLBACK in options.services and bool(digest.writes_pending_since(expired_before))
-    return Work(services=_due_services(digest, policy, now, options, is_mor), rollbacks=rollbacks,
-                reconcile=bool(digest.held))
+    expiry = _rollbacks_due_at(digest, policy, options)
+    return Work(services=_due_services(digest, policy, now, options, is_mor),
+                rollbacks=expiry is not None and now >= expiry, reconcile=bool(digest.held))
+
+
+def next_tick_at(digest: TimelineDigest | None, policy: TablePolicy, options: PlannerOptions, *,
+                 is_mor: bool) -> datetime | None:
+    """The earliest time at which `on_tick` returns work for this digest: ALWAYS (or another past moment)
+    when it already does, None when time alone never makes anything due (then only events, whose pass
+    stores a new digest and its time, or the scan can). No digest (a table never read): None, the scan's
+    business. Stored with the digest as the table's `tick_due_at`, which the periodic trigger looks up."""
+    if digest is None:
+        return None
+    if digest.held:
+        return ALWAYS
+    due: list[datetime | None] = [_rollbacks_due_at(digest, policy, options)]
+    if is_mor:
+        due.append(digest.compaction_due_at(policy))
+    if digest.clustering_may_be_due(policy) or digest.clean_may_be_due(options.clean_commits):
+        due.append(ALWAYS)
+    return min((d for d in due if d is not None), default=None)
+
+
+def _rollbacks_due_at(digest: TimelineDigest, policy: TablePolicy, options: PlannerOptions) -> datetime | None:
+    """When the periodic trigger plans rollbacks: once the first pending write seen may have outlived its
+    writer's heartbeat (only then can any have)."""
+    if TableService.ROLLBACK not in options.services:
+        return None
+    return digest.first_write_expiry(heartbeat_tolerance_seconds(policy))
 
 
 def on_scan(digest: TimelineDigest, policy: TablePolicy, now: datetime, options: PlannerOptions, *,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import islice
 from typing import Any
 
@@ -34,6 +34,8 @@ FORMAT = 2
 # oldest entry is kept because the time-based compaction trigger counts from it.
 MAX_LISTED = 1000
 COMPLETED = "completed"
+# "Due whatever the time": a moment before any instant (what `compaction_due_at` says of a count reached).
+ALWAYS = datetime(1970, 1, 1, tzinfo=UTC)
 COUNTED = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN)  # the services with a counting trigger
 
 
@@ -141,16 +143,22 @@ class TimelineDigest:
             self.counted[service] = _capped([i for i in instants if i > base])
 
     # --- the pre-checks -----------------------------------------------------------------------------
-    def compaction_may_be_due(self, policy: TablePolicy, now: datetime) -> bool:
-        """Hudi's compaction trigger (triggers.compaction_trigger) on what the digest knows."""
+    def _compaction_count(self) -> tuple[list[str] | None, str | None]:
+        """The delta commits the compaction trigger counts (None: not counted) and the instant its time bound
+        counts from (the last compaction or empty attempt, else the first of them; None: nothing yet)."""
         deltas = self.counted.get(TableService.COMPACTION)
         if deltas is None:
-            return False
-        since = self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)
-        if since is None:
+            return None, None
+        return deltas, self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)
+
+    def compaction_may_be_due(self, policy: TablePolicy, now: datetime) -> bool:
+        """Hudi's compaction trigger (triggers.compaction_trigger) on what the digest knows."""
+        deltas, since = self._compaction_count()
+        if deltas is None or since is None:
             return False
         by_count = len(deltas) >= policy.max_delta_commits
-        by_time = (now - instant_to_datetime(since)).total_seconds() >= policy.max_delta_seconds
+        elapsed_at = _elapsed_at(since, policy)
+        by_time = elapsed_at is not None and now >= elapsed_at
         # NUM_COMMITS_AFTER_LAST_REQUEST counts from the last compaction request, which the digest does not
         # keep: the delta commits since the last completed compaction are an upper bound of those.
         return {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST: by_count,
@@ -158,26 +166,39 @@ class TimelineDigest:
                 TriggerStrategy.NUM_AND_TIME: by_count and by_time,
                 TriggerStrategy.NUM_OR_TIME: by_count or by_time}[policy.trigger_strategy]
 
+    def compaction_due_at(self, policy: TablePolicy) -> datetime | None:
+        """The earliest time at which `compaction_may_be_due` holds: ALWAYS when the count alone makes it due,
+        None when it never will by time alone (only new delta commits, which events report, can)."""
+        deltas, since = self._compaction_count()
+        if deltas is None or since is None:
+            return None
+        by_count = len(deltas) >= policy.max_delta_commits
+        by_time = _elapsed_at(since, policy)
+        return {TriggerStrategy.NUM_COMMITS: ALWAYS if by_count else None,
+                TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST: ALWAYS if by_count else None,
+                TriggerStrategy.TIME_ELAPSED: by_time,
+                TriggerStrategy.NUM_AND_TIME: by_time if by_count else None,
+                TriggerStrategy.NUM_OR_TIME: ALWAYS if by_count else by_time}[policy.trigger_strategy]
+
     def compaction_due_since(self, policy: TablePolicy) -> datetime | None:
         """Since when the compaction trigger (compaction_may_be_due) holds on what the digest knows: the
         instant time of the delta commit that reached the count, or the moment the time bound passed
         (maybe in the future), as the trigger strategy combines them; None while the count is short for a
         strategy that needs it. Past MAX_LISTED delta commits the count is reached later than told (errs
         towards "not yet")."""
-        deltas = self.counted.get(TableService.COMPACTION)
-        since = (self._base(TableService.COMPACTION) or (deltas[0] if deltas else None)) if deltas is not None else None
+        deltas, since = self._compaction_count()
         if deltas is None or since is None:
             return None
         by_count = instant_to_datetime(deltas[policy.max_delta_commits - 1]) \
             if len(deltas) >= policy.max_delta_commits else None
-        by_time = instant_to_datetime(since) + timedelta(seconds=policy.max_delta_seconds)
+        by_time = _elapsed_at(since, policy)
         strategy = policy.trigger_strategy
         if strategy == TriggerStrategy.TIME_ELAPSED:
             return by_time
         if strategy == TriggerStrategy.NUM_OR_TIME:
-            return min(by_count, by_time) if by_count else by_time
+            return min(by_count, by_time or by_count) if by_count else by_time
         if strategy == TriggerStrategy.NUM_AND_TIME:
-            return max(by_count, by_time) if by_count else None
+            return max(by_count, by_time) if by_count and by_time else None
         return by_count
 
     def clustering_may_be_due(self, policy: TablePolicy) -> bool:
@@ -189,9 +210,23 @@ class TimelineDigest:
     def blockers(self) -> set[str]:
         return {b for blockers in self.held.values() for b in blockers}
 
-    def writes_pending_since(self, before_epoch: float) -> list[str]:
-        """Pending writes first seen before `before_epoch`: only they can have outlived their heartbeat."""
-        return [ts for ts, seen in self.pending_writes.items() if seen <= before_epoch]
+    def first_write_expiry(self, tolerance_seconds: float) -> datetime | None:
+        """When the first pending write seen may have outlived its writer's heartbeat (`tolerance_seconds`
+        after its first sighting); None when no write is pending."""
+        if not self.pending_writes:
+            return None
+        try:
+            return datetime.fromtimestamp(min(self.pending_writes.values()), UTC) + timedelta(seconds=tolerance_seconds)
+        except OverflowError:  # a tolerance past the calendar's end: never
+            return None
+
+
+def _elapsed_at(since: str, policy: TablePolicy) -> datetime | None:
+    """When `max_delta_seconds` will have passed since the instant `since`; None past the calendar's end."""
+    try:
+        return instant_to_datetime(since) + timedelta(seconds=policy.max_delta_seconds)
+    except OverflowError:
+        return None
 
 
 def _counted(services: frozenset[str]) -> set[str]:

@@ -1,9 +1,9 @@
 """Registered tables: registration, look-ups, filters and the per-table planning lock."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select, update
+from sqlalchemy import CursorResult, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -69,7 +69,11 @@ class TableRepo:
         return list(rows), total or 0
 
     def update(self, table_id: int, **changes: Any) -> RegisteredTable:
+        """Change the table's columns. New policies, or enabling it, ask the next periodic trigger to look at
+        it (`tick_due_at` now): what is due by time may have changed."""
         table = self.get(table_id)
+        if "policies" in changes or changes.get("enabled"):
+            changes = {**changes, "tick_due_at": func.now()}
         for key, value in changes.items():
             setattr(table, key, value)
         self.session.flush()
@@ -86,14 +90,23 @@ class TableRepo:
         self.session.delete(table)
         self.session.flush()
 
-    def take_requested(self, kind: str, limit: int = 100) -> list[int]:
-        """Take (and clear) up to `limit` of the periodic planning requests the manager's leader marked:
-        `kind` is "tick" or "scan". SKIP LOCKED, so planners share the marked tables."""
-        column = {"tick": RegisteredTable.tick_requested_at, "scan": RegisteredTable.scan_requested_at}[kind]
-        marked = (select(RegisteredTable.id).where(column.is_not(None)).order_by(column).limit(limit)
+    def request_ticks(self) -> int:
+        """Mark the enabled tables the periodic trigger is due on (`tick_due_at` passed) and not marked yet,
+        for the planners to take: a range of the due-time index, not every table. The number marked."""
+        result = self.session.execute(
+            update(RegisteredTable).where(RegisteredTable.tick_due_at <= func.now(), RegisteredTable.enabled.is_(True),
+                                          RegisteredTable.tick_requested_at.is_(None))
+            .values(tick_requested_at=func.now()), execution_options={"synchronize_session": False})
+        return cast(CursorResult[Any], result).rowcount
+
+    def take_tick_requests(self, limit: int = 100) -> list[int]:
+        """Take (and clear) up to `limit` of the tables the manager's leader marked for the periodic trigger.
+        SKIP LOCKED, so planners share the marked tables."""
+        marked = (select(RegisteredTable.id).where(RegisteredTable.tick_requested_at.is_not(None))
+                  .order_by(RegisteredTable.tick_requested_at).limit(limit)
                   .with_for_update(skip_locked=True).scalar_subquery())
         return list(self.session.scalars(update(RegisteredTable).where(RegisteredTable.id.in_(marked))
-                                         .values({column: None}).returning(RegisteredTable.id),
+                                         .values(tick_requested_at=None).returning(RegisteredTable.id),
                                          execution_options={"synchronize_session": False}))
 
     def lock_many_for_planning(self, table_ids: list[int]) -> list[RegisteredTable]:

@@ -1,0 +1,27 @@
+"""A table's digest as its row keeps it (`planner_state`), with the time it makes the periodic trigger due
+(`tick_due_at`): stored together, by every pass and under the table's planning lock, so the trigger reads
+only the tables time made due."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from tms.db import RegisteredTable, TablePolicy
+from tms.planning.decisions import PlannerOptions, next_tick_at
+from tms.planning.digest import TimelineDigest
+
+
+def stored_digest(row: RegisteredTable, options: PlannerOptions) -> TimelineDigest | None:
+    """The row's digest, None if it has none the planner can use (see TimelineDigest.from_state)."""
+    return TimelineDigest.from_state(row.planner_state, options.services)
+
+
+def tick_due_at(row: RegisteredTable, digest: TimelineDigest | None, options: PlannerOptions) -> datetime | None:
+    """When the periodic trigger finds work on the table with this digest (next_tick_at, under its policy)."""
+    return next_tick_at(digest, TablePolicy.from_stored(row.policies), options,
+                        is_mor=row.table_type == "MERGE_ON_READ")
+
+
+def store_digest(row: RegisteredTable, digest: TimelineDigest | None, options: PlannerOptions) -> None:
+    """Keep `digest` in the locked row (None: forget it, the next reading rebuilds it) and its tick time."""
+    row.tick_due_at = tick_due_at(row, digest, options)
+    row.planner_state = digest.to_state() if digest is not None else {}
