@@ -78,7 +78,7 @@ def test_keep_latest_by_hours(tmp_path):
     t, c = _versions(tmp_path)
     hour = policy(hoodie__cleaner__policy=HOURS, hoodie__cleaner__hours__retained=1)
     assert plan_clean(t.table(), hour, now()) is None, "every commit is within the last hour"
-    an_hour_after_c3 = instant_to_datetime(c[3]) + timedelta(hours=1)
+    an_hour_after_c3 = instant_to_datetime(c[3], t.table().config.timeline_zone) + timedelta(hours=1)
     assert earliest_instant_to_retain(t.table(), hour, an_hour_after_c3).timestamp == c[3]
     planned = plan_clean(t.table(), hour, an_hour_after_c3)
     assert _doomed(t, planned) == {"": _base_files(t, c[:3])}, "no version kept before the window"

@@ -37,7 +37,7 @@ def test_trigger_strategies(tmp_path, strategy, count_only, time_only, both):
     t = _table(tmp_path)
     table = t.table()
     first = table.timeline.instants()[0].timestamp
-    later = instant_to_datetime(first) + timedelta(hours=2)
+    later = instant_to_datetime(first, table.config.timeline_zone) + timedelta(hours=2)
     assert not compaction_trigger(table, _trigger(strategy), now()).due
     assert compaction_trigger(table, _trigger(strategy), later).due is time_only
     t.write([rec(0, 20)])

@@ -51,9 +51,11 @@ def _local_zone(setting: str | None, tz: str | None) -> tzinfo:
         return UTC  # no zone configured at all: the JVM's default is GMT too
 
 
-def local_zone() -> tzinfo:
-    """The zone of LOCAL timelines: TMS_TIMELINE_LOCAL_TIMEZONE, else this process's local zone."""
-    return _local_zone(os.environ.get(LOCAL_TIMEZONE_ENV) or None, os.environ.get("TZ") or None)
+def local_zone(setting: str | None = None) -> tzinfo:
+    """The zone of LOCAL timelines: `setting` (default: TMS_TIMELINE_LOCAL_TIMEZONE from the environment), else
+    this process's local zone. HudiError if it names no zone."""
+    setting = setting or os.environ.get(LOCAL_TIMEZONE_ENV) or None
+    return _local_zone(setting, os.environ.get("TZ") or None)
 
 
 def is_utc_timeline(props: Mapping[str, str]) -> bool:
