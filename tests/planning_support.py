@@ -2,7 +2,8 @@
 plans run by the real executors (in this process) so a plan's effect can be read back with hudi-rs."""
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, tzinfo
+from zoneinfo import ZoneInfo
 
 from table_model import CITIES, COLUMNS, ModelledTable, rec  # noqa: F401 (re-exported to the tests)
 
@@ -11,6 +12,7 @@ from tms.execute.dispatch import execute_instant
 from tms.execute.fencing import no_fence
 from tms.execute.runner import LocalRunner
 from tms.hudi.instant import State
+from tms.hudi.instant_time import TimeGenerator
 from tms.hudi.serde import RollbackMetadata, parse_cleaner_plan, parse_rollback_metadata
 from tms.hudi.table import HudiTable
 from tms.planning.policy import TablePolicy
@@ -19,6 +21,37 @@ from tms.table_path import table_relative
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+class JavaWriterClock(TimeGenerator):
+    """The instant times of a Java writer whose JVM runs in `zone` (a LOCAL timeline), as if it wrote `ago`
+    before now: its wall clock, worked out here without TMS's conversions. Install it on a writer's
+    transactions (`writes_in`), set `ago` before each write."""
+
+    def __init__(self, zone: str):
+        super().__init__()
+        self.zone = ZoneInfo(zone)
+        self.ago = timedelta()
+
+    def next_time(self, zone: tzinfo, after: str = "") -> str:
+        wall = datetime.now(self.zone) - self.ago
+        return wall.strftime("%Y%m%d%H%M%S") + f"{wall.microsecond // 1000:03d}"
+
+
+def set_timeline_zone(t: ModelledTable, value: str) -> None:
+    """Give the table `hoodie.table.timeline.timezone=value`, and a writer that has read it."""
+    from tms.hudi.timeline_zone import TIMELINE_TIMEZONE
+    from tms.hudi.writer import HudiWriter
+    props = t.path / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + f"{TIMELINE_TIMEZONE}={value}\n")
+    t.writer = HudiWriter(t.table())
+
+
+def writes_in(t: ModelledTable, zone: str) -> JavaWriterClock:
+    """Have the table's writes take their instant times from a Java writer's wall clock in `zone`."""
+    clock = JavaWriterClock(zone)
+    t.writer.transactions.time_generator = clock
+    return clock
 
 
 def policy(**options) -> TablePolicy:

@@ -17,6 +17,8 @@ from pydantic_settings import (
 )
 
 from tms.errors import ConfigError
+from tms.hudi.errors import HudiError
+from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone, zone_named
 
 CONFIG_FILE_ENV = "TMS_CONFIG_FILE"
 
@@ -44,6 +46,11 @@ class Settings(BaseSettings):
         10.0, ge=0, description="How long a verified API token, or a table's identity and callback key, "
                                 "is reused without a database look-up")
     heartbeat_seconds: float = Field(10.0, gt=0, description="Instance heartbeat interval")
+    timeline_local_timezone: str | None = Field(
+        None, validate_default=True,
+        description="The zone (IANA name, such as Asia/Shanghai) the Hudi writers of tables with a LOCAL timeline "
+                    "(hoodie.table.timeline.timezone LOCAL or unset, Hudi's default) run in: their instant times "
+                    "are wall-clock times there; unset: this host's local zone (TZ, else /etc/localtime)")
 
     # The worker (`tms worker`): see worker/ and the README's "Worker and execution".
     worker_slots: int = Field(2, ge=1, description="Jobs one worker process runs at the same time")
@@ -148,6 +155,15 @@ class Settings(BaseSettings):
             return [root.strip() for root in value.split(",") if root.strip()]
         return value
 
+    @field_validator("timeline_local_timezone")
+    @classmethod
+    def _known_zone(cls, value):
+        try:
+            zone_named(value) if value else local_zone()  # unset: this host's zone, which must be one too
+        except HudiError as e:
+            raise ValueError(str(e)) from None
+        return value or None
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value):
@@ -181,8 +197,12 @@ def load_settings(**overrides) -> Settings:
     """Settings from the environment and config file; keyword arguments take precedence. ConfigError (one
     line naming the setting) for a value that cannot be used."""
     try:
-        return Settings(**overrides)
+        settings = Settings(**overrides)
     except ValidationError as e:
         error = e.errors()[0]
         name = "TMS_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
         raise ConfigError(f"{name}: {error['msg']}") from None
+    if settings.timeline_local_timezone:
+        # The library reads it from the environment, in this process and in the jobs it starts.
+        os.environ[LOCAL_TIMEZONE_ENV] = settings.timeline_local_timezone
+    return settings

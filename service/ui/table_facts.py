@@ -4,7 +4,7 @@ table service and when the next is due."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from tms.db import RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
@@ -30,9 +30,9 @@ class TableFacts:
     error: str | None = None
 
 
-def _moment(instant_time: str | None) -> datetime | None:
+def _moment(instant_time: str | None, zone: tzinfo) -> datetime | None:
     try:
-        return instant_to_datetime(instant_time) if instant_time else None
+        return instant_to_datetime(instant_time, zone) if instant_time else None
     except HudiError:
         return None
 
@@ -70,11 +70,12 @@ def read_table_facts(row: RegisteredTable, tasks: list[Task], *, with_timeline: 
         instants = timeline.instants()
         facts.instants = len(instants)
         if with_timeline:
+            zone = hudi.config.timeline_zone
             for instant in instants[-TIMELINE_SHOWN:]:
-                start = _moment(instant.timestamp)
+                start = _moment(instant.timestamp, zone)
                 if start is None:
                     continue
-                end = _moment(timeline.completion_time(instant)) if instant.is_completed else None
+                end = _moment(timeline.completion_time(instant), zone) if instant.is_completed else None
                 facts.timeline.append(TimelineEntry(instant=instant.timestamp, lane=instant.action,
                                                     state=instant.state.name.lower(), start=start,
                                                     end=max(end, start) if end else (start if instant.is_completed

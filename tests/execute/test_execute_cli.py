@@ -15,6 +15,7 @@ from tms.cli import app
 from tms.execute.spark_submit import build_py_files, spark_submit_command, spark_submit_env
 from tms.hudi.file_names import BaseFileName
 from tms.hudi.instant import State
+from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +92,18 @@ def test_job_killed_mid_write_leaves_the_table_readable_and_the_retry_completes(
                if BaseFileName.parse(p.name).instant == tc}
     assert on_disk == written, "no file of the killed attempt is left"
     t.check()
+
+
+def test_jobs_read_local_timelines_in_the_configured_zone(tmp_path, monkeypatch):
+    """The driver inherits TMS_TIMELINE_LOCAL_TIMEZONE; executors on a cluster get it through spark.executorEnv."""
+    def command():
+        return spark_submit_command("/t", "20250101000000000", py_files=tmp_path / "tms-jobs.zip",
+                                    master="spark://h:7077", spark_submit="spark-submit")
+    monkeypatch.setenv(LOCAL_TIMEZONE_ENV, "Asia/Shanghai")
+    assert f"spark.executorEnv.{LOCAL_TIMEZONE_ENV}=Asia/Shanghai" in command()
+    assert spark_submit_env("spark://h:7077")[LOCAL_TIMEZONE_ENV] == "Asia/Shanghai"
+    monkeypatch.delenv(LOCAL_TIMEZONE_ENV)
+    assert not [arg for arg in command() if LOCAL_TIMEZONE_ENV in arg]
 
 
 def test_refusals_change_nothing(tmp_path, tms):

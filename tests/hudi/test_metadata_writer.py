@@ -5,6 +5,7 @@ data blocks with sorted keys; random writes and table services keep `tms verify`
 import json
 import os
 import time
+from datetime import UTC
 
 import pytest
 from mdt_model import MdtModelledTable, check_metadata_table
@@ -14,13 +15,14 @@ from typer.testing import CliRunner
 from tms.cli import app
 from tms.hudi.file_names import LogFileName
 from tms.hudi.hfile import read_hfile
-from tms.hudi.instant import State
+from tms.hudi.instant import State, millis_from_instant
 from tms.hudi.log_format import BlockType, HeaderKey, read_log_file
 from tms.hudi.metadata import keys as K
 from tms.hudi.metadata.init import init_instant
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.metadata.records import decode_value, millis_from_instant
+from tms.hudi.metadata.records import decode_value
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline_zone import local_zone
 
 cli = CliRunner()
 
@@ -149,8 +151,8 @@ def test_java_writes_record_index_times_in_its_jvms_zone(fixture_tables, us_cent
     """The fixture's record index times are its instants read as US Central wall-clock times, not UTC ones."""
     table = HudiTable.load(str(fixture_tables["cow_v9_txns_simple_meta"]))
     index = MetadataTable(table).records(K.RECORD_INDEX)
-    local = {millis_from_instant(i.timestamp, utc=False) for i in table.timeline}
-    utc = {millis_from_instant(i.timestamp, utc=True) for i in table.timeline}
+    local = {millis_from_instant(i.timestamp, local_zone()) for i in table.timeline}
+    utc = {millis_from_instant(i.timestamp, UTC) for i in table.timeline}
     assert index and all(r.location.instant_millis in local - utc for r in index.values())
 
 
@@ -165,6 +167,7 @@ def test_record_index_times_are_parsed_in_the_timeline_zone(tmp_path, us_central
         t.writer.table = t.table()
     ts = t.write([rec(i, 10) for i in range(5)], "insert")
     index = MetadataTable(t.table()).records(K.RECORD_INDEX)
-    assert millis_from_instant(ts, utc=True) != millis_from_instant(ts, utc=False)
-    assert {r.location.instant_millis for r in index.values()} == {millis_from_instant(ts, utc=utc)}
+    assert millis_from_instant(ts, UTC) != millis_from_instant(ts, local_zone())
+    zone = UTC if utc else local_zone()
+    assert {r.location.instant_millis for r in index.values()} == {millis_from_instant(ts, zone)}
     t.check()

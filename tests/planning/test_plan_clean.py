@@ -3,11 +3,13 @@ delete (latest, needed by a pending compaction, by a pending write, replaced fil
 import shutil
 from datetime import timedelta
 
-from planning_support import ModelledTable, now, policy, rec, run_clean, run_compaction
+import pytest
+from planning_support import ModelledTable, now, policy, rec, run_clean, run_compaction, set_timeline_zone, writes_in
 
 from tms.hudi.instant import instant_to_datetime
 from tms.hudi.serde import parse_cleaner_plan
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
 from tms.planning import earliest_instant_to_retain, plan_clean, plan_compaction, plan_stats
 
 COMMITS = "KEEP_LATEST_COMMITS"
@@ -78,10 +80,30 @@ def test_keep_latest_by_hours(tmp_path):
     t, c = _versions(tmp_path)
     hour = policy(hoodie__cleaner__policy=HOURS, hoodie__cleaner__hours__retained=1)
     assert plan_clean(t.table(), hour, now()) is None, "every commit is within the last hour"
-    an_hour_after_c3 = instant_to_datetime(c[3]) + timedelta(hours=1)
+    an_hour_after_c3 = instant_to_datetime(c[3], t.table().config.timeline_zone) + timedelta(hours=1)
     assert earliest_instant_to_retain(t.table(), hour, an_hour_after_c3).timestamp == c[3]
     planned = plan_clean(t.table(), hour, an_hour_after_c3)
     assert _doomed(t, planned) == {"": _base_files(t, c[:3])}, "no version kept before the window"
+    run_clean(t.table(), planned.instant)
+    t.check()
+
+
+@pytest.mark.parametrize("timeline,writers", [("LOCAL", "Asia/Shanghai"), ("UTC", "UTC")])
+def test_keep_latest_by_hours_counts_in_the_writers_zone(tmp_path, monkeypatch, timeline, writers):
+    """Writers in Shanghai on a LOCAL table (TMS told so): the last hour holds exactly the commits written in
+    it (read as UTC times, every commit would be in the future and none cleaned)."""
+    monkeypatch.setenv(LOCAL_TIMEZONE_ENV, "Asia/Shanghai")
+    t = ModelledTable(tmp_path / "t", table_type="COPY_ON_WRITE", partitioned=False)
+    set_timeline_zone(t, timeline)
+    writer = writes_in(t, writers)
+    c = []
+    for n, minutes_ago in enumerate((300, 180, 70, 50, 10)):
+        writer.ago = timedelta(minutes=minutes_ago)
+        c.append(t.write([rec(0, 10), rec(1, 10)], "insert") if n == 0 else t.write([rec(0, 10 + n)]))
+    hour = policy(hoodie__cleaner__policy=HOURS, hoodie__cleaner__hours__retained=1)
+    assert earliest_instant_to_retain(t.table(), hour, now()).timestamp == c[3]
+    planned = plan_clean(t.table(), hour, now())
+    assert _doomed(t, planned) == {"": _base_files(t, c[:3])}
     run_clean(t.table(), planned.instant)
     t.check()
 

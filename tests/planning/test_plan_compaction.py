@@ -3,13 +3,15 @@ strategies and per-operation metrics, and plans that read back as Hudi writes th
 from datetime import timedelta
 
 import pytest
-from planning_support import ModelledTable, now, policy, rec, run_compaction
+from planning_support import ModelledTable, now, policy, rec, run_compaction, set_timeline_zone, writes_in
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.instant import State, instant_to_datetime
 from tms.hudi.serde import CompactionOperation, parse_compaction_plan
+from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
 from tms.planning import PlanningError, compaction_trigger, plan_compaction, plan_stats
 from tms.planning.compaction_strategy import capture_metrics, order_and_filter
+from tms.planning.digest import TimelineDigest
 from tms.planning.policy import CompactionStrategy, TriggerStrategy
 
 MB = 1024 * 1024
@@ -37,7 +39,7 @@ def test_trigger_strategies(tmp_path, strategy, count_only, time_only, both):
     t = _table(tmp_path)
     table = t.table()
     first = table.timeline.instants()[0].timestamp
-    later = instant_to_datetime(first) + timedelta(hours=2)
+    later = instant_to_datetime(first, table.config.timeline_zone) + timedelta(hours=2)
     assert not compaction_trigger(table, _trigger(strategy), now()).due
     assert compaction_trigger(table, _trigger(strategy), later).due is time_only
     t.write([rec(0, 20)])
@@ -46,6 +48,32 @@ def test_trigger_strategies(tmp_path, strategy, count_only, time_only, both):
     assert (decision.commits, decision.since) == (3, first)
     assert decision.due is count_only
     assert compaction_trigger(t.table(), _trigger(strategy), later).due is both
+
+
+@pytest.mark.parametrize("timeline,writers", [("LOCAL", "Asia/Shanghai"), ("UTC", "UTC")])
+@pytest.mark.parametrize("ago,due", [(timedelta(minutes=30), False), (timedelta(hours=2), True)])
+def test_a_time_elapsed_trigger_counts_in_the_writers_zone(tmp_path, monkeypatch, timeline, writers, ago, due):
+    """Writers in Shanghai on a LOCAL table (TMS told so): delta commits written 30 minutes ago are not an hour
+    old, written 2 hours ago they are; and the compaction TMS plans comes after them on the timeline. Read as
+    UTC times they would be 8 hours ahead: never due, and a plan would go before them."""
+    monkeypatch.setenv(LOCAL_TIMEZONE_ENV, "Asia/Shanghai")
+    t = ModelledTable(tmp_path / "t")
+    set_timeline_zone(t, timeline)
+    writer = writes_in(t, writers)
+    writer.ago = ago
+    deltas = [t.write([rec(i, 10) for i in range(9)], "insert")]
+    writer.ago = ago - timedelta(minutes=1)
+    deltas.append(t.write([rec(0, 20)]))
+    hourly = _trigger(TriggerStrategy.TIME_ELAPSED)
+    at = now()
+    assert compaction_trigger(t.table(), hourly, at).due is due
+    digest = TimelineDigest.of(t.table(), None, at, frozenset({"compaction"}))
+    assert digest.compaction_may_be_due(hourly, at) is due
+    assert (digest.compaction_due_since(hourly) <= at) is due
+    planned = plan_compaction(t.table(), hourly, at)
+    assert (planned is not None) is due
+    if planned is not None:
+        assert planned.instant > max(deltas)
 
 
 def test_delta_commits_are_counted_since_the_last_completed_compaction(tmp_path):

@@ -25,6 +25,7 @@ from tms.db import Database, TablePolicy, TokenRepo
 from tms.db.testing import scratch_database
 from tms.hudi.instant import instant_to_datetime, parse_instant_file_name
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline_zone import local_zone
 from tms.planning.schedule import schedule
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,7 +76,7 @@ def _restore_completion_times(timeline: Path) -> None:
     for instant_file in timeline.iterdir():
         instant = parse_instant_file_name(instant_file.name)
         if instant is not None and instant.is_completed:
-            completed = instant_to_datetime(instant.timestamp).timestamp() + 1
+            completed = instant_to_datetime(instant.timestamp, local_zone()).timestamp() + 1
             os.utime(instant_file, (completed, completed))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tms.hudi.errors import HudiError
+from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
 
 PY_FILES_NAME = "tms-jobs.zip"
 _PACKAGES = ("tms", "jobs")
@@ -60,7 +61,7 @@ def spark_submit_command(table_path: str, instant: str, *, py_files: Path, maste
     `entry`: an engine's own spark-submit and job entry point (default: this installation's)."""
     cmd = [spark_submit or find_spark_submit(), "--master", master, "--name", f"tms {action or 'plan'} {instant}",
            "--py-files", str(py_files)]
-    for key, value in (conf or {}).items():
+    for key, value in {**_executor_env(), **(conf or {})}.items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(entry or entry_point()), "--table", table_path, "--instant", instant]
     if action:
@@ -77,9 +78,16 @@ def warm_engine_command(socket_path: Path, *, py_files: Path, master: str, conf:
     """spark-submit of a warm engine (`jobs/warm_engine.py`): one long-running application that runs the
     plans it is handed over the Unix socket at `socket_path`."""
     cmd = [find_spark_submit(), "--master", master, "--name", name, "--py-files", str(py_files)]
-    for key, value in conf.items():
+    for key, value in {**_executor_env(), **conf}.items():
         cmd += ["--conf", f"{key}={value}"]
     return cmd + [str(_package_dir("jobs") / "warm_engine.py"), "--socket", str(socket_path), "--name", name]
+
+
+def _executor_env() -> dict[str, str]:
+    """Settings the library reads from the environment, for executors: the driver inherits this process's
+    environment, executors on a cluster do not."""
+    zone = os.environ.get(LOCAL_TIMEZONE_ENV)
+    return {f"spark.executorEnv.{LOCAL_TIMEZONE_ENV}": zone} if zone else {}
 
 
 def spark_submit_env(master: str) -> dict[str, str]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 from enum import IntEnum
 
 from .errors import HudiError
@@ -42,17 +42,39 @@ def is_valid_instant_time(ts: str) -> bool:
     return bool(_TS.match(ts))
 
 
-def new_instant_time(now: datetime | None = None) -> str:
-    """`yyyyMMddHHmmssSSS` in UTC."""
-    now = now or datetime.now(UTC)
-    return now.strftime("%Y%m%d%H%M%S") + f"{now.microsecond // 1000:03d}"
-
-
-def instant_to_datetime(ts: str) -> datetime:
+def instant_wall_clock(ts: str) -> datetime:
+    """The wall-clock time (naive) instant time `ts` writes; HudiError for a malformed one, ValueError for one
+    that is no calendar time."""
     if not is_valid_instant_time(ts):
         raise HudiError(f"malformed instant time {ts!r}: expected yyyyMMddHHmmssSSS")
-    base = datetime.strptime(ts[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-    return base.replace(microsecond=int(ts[14:17] or 0) * 1000)
+    return datetime.strptime(ts[:14], "%Y%m%d%H%M%S").replace(microsecond=int(ts[14:17] or 0) * 1000)
+
+
+def format_wall_clock(wall: datetime) -> str:
+    """`yyyyMMddHHmmssSSS` of a wall-clock time."""
+    return wall.strftime("%Y%m%d%H%M%S") + f"{wall.microsecond // 1000:03d}"
+
+
+def new_instant_time(zone: tzinfo, now: datetime | None = None) -> str:
+    """The instant time of `now` (default: the clock): its wall-clock time in `zone`, the table's timeline
+    zone (TableConfig.timeline_zone)."""
+    return format_wall_clock((now or datetime.now(UTC)).astimezone(zone))
+
+
+def instant_to_datetime(ts: str, zone: tzinfo) -> datetime:
+    """The moment (in UTC) instant time `ts`, a wall-clock time in `zone`, names. A wall-clock time that a
+    daylight-saving change skips or repeats reads as Java's `LocalDateTime.atZone` reads it: a skipped one
+    with the offset before the gap (so it lands as far past the gap), a repeated one at its first occurrence
+    (fold 0)."""
+    return instant_wall_clock(ts).replace(tzinfo=zone).astimezone(UTC)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def millis_from_instant(ts: str, zone: tzinfo) -> int:
+    """Java's `parseDateFromInstantTime(ts).getTime()`: epoch milliseconds of the instant time in `zone`."""
+    return (instant_to_datetime(ts, zone) - _EPOCH) // timedelta(milliseconds=1)
 
 
 @dataclass(frozen=True, order=True)

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
 from .errors import HudiError, UnsupportedTableError
+from .timeline_zone import timeline_zone
 
 SUPPORTED_VERSIONS = (6, 8, 9)
 
@@ -178,6 +179,11 @@ class TableConfig:
         if self.version >= 8:
             return ".hoodie/" + self.props.get("hoodie.timeline.path", "timeline")
         return ".hoodie"
+
+    @property
+    def timeline_zone(self) -> tzinfo:
+        """The zone the table's instant times are wall-clock times in (see timeline_zone)."""
+        return timeline_zone(self.props)
 
     @property
     def record_key_fields(self) -> list[str]:

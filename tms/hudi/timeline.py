@@ -236,7 +236,9 @@ class Timeline:
         if done.completion_time:
             return done.completion_time
         info = self.storage.info(f"{self.dir}/{instant_file_name(done, self.config.version)}")
-        return new_instant_time(datetime.fromtimestamp(info.mtime, UTC)) if info.mtime else None
+        if not info.mtime:
+            return None
+        return new_instant_time(self.config.timeline_zone, datetime.fromtimestamp(info.mtime, UTC))
 
     @contextmanager
     def pinned(self) -> Iterator[Timeline]:
@@ -371,9 +373,10 @@ class Timeline:
         self.reload(force=True)
 
     def new_instant_time(self) -> str:
-        """A fresh instant time later than every instant on the timeline (and than its completions), from
-        `time_generator` (a transaction installs the table's skew-waiting generator while it holds the lock)."""
-        ts = self.time_generator.next_time(self._max_time)
+        """A fresh instant time (wall-clock time in the table's timeline zone) later than every instant on the
+        timeline (and than its completions), from `time_generator` (a transaction installs the table's
+        skew-waiting generator while it holds the lock)."""
+        ts = self.time_generator.next_time(self.config.timeline_zone, self._max_time)
         self._max_time = ts
         return ts
 

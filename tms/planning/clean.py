@@ -62,7 +62,7 @@ def earliest_instant_to_retain(table: HudiTable, policy: TablePolicy, now: datet
             return next(_completed(tl, before=pending[0].timestamp, reverse=True), None)
         return nth
     if policy.cleaner_policy is CleanerPolicy.KEEP_LATEST_BY_HOURS:
-        cutoff = new_instant_time(now - timedelta(hours=policy.cleaner_hours_retained))
+        cutoff = new_instant_time(table.config.timeline_zone, now - timedelta(hours=policy.cleaner_hours_retained))
         return next(_completed(tl, since=cutoff), None)
     return None
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from itertools import islice
 from typing import Any
 
 from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, instant_to_datetime
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import WRITE_ACTIONS, Timeline
+from tms.hudi.timeline_zone import is_utc_timeline, zone_of
 from tms.table_service import TableService
 
 from .compensation import held_compactions
@@ -29,7 +30,7 @@ from .policy import TablePolicy, TriggerStrategy
 from .rollback_targets import rollback_targets
 from .triggers import last_clustering
 
-FORMAT = 2
+FORMAT = 3  # 3: timeline_utc
 # Instants remembered per trigger: a count past this is "many" (no trigger needs more), and the
 # oldest entry is kept because the time-based compaction trigger counts from it.
 MAX_LISTED = 1000
@@ -56,6 +57,7 @@ class TimelineDigest:
     held: dict[str, list[str]] = field(default_factory=dict)  # held v6 compaction plan -> its blockers
     attempts: dict[str, str] = field(default_factory=dict)    # service -> newest instant at an empty attempt
     scanned_at: float | None = None  # last reconciliation with the timeline (epoch s)
+    timeline_utc: bool = False       # the table's instant times are UTC, else LOCAL (timeline_zone)
 
     # --- storage in planner_state -------------------------------------------------------------------
     @classmethod
@@ -68,7 +70,8 @@ class TimelineDigest:
         return cls(compacted=state["compacted"], clustered=state["clustered"], cleaned=state["cleaned"],
                    counted={k: list(v) for k, v in state["counted"].items()},
                    pending_writes=dict(state["pending_writes"]), held={k: list(v) for k, v in state["held"].items()},
-                   attempts=dict(state["attempts"]), scanned_at=state["scanned_at"])
+                   attempts=dict(state["attempts"]), scanned_at=state["scanned_at"],
+                   timeline_utc=state["timeline_utc"])
 
     def to_state(self) -> dict[str, Any]:
         return {"format": FORMAT, **vars(self)}  # the row keeps it; this digest is not used after
@@ -83,7 +86,8 @@ class TimelineDigest:
         pending ones, not the timeline's length."""
         tl = table.timeline
         out = cls(attempts=dict(previous.attempts) if previous else {},
-                  scanned_at=previous.scanned_at if previous else None)
+                  scanned_at=previous.scanned_at if previous else None,
+                  timeline_utc=is_utc_timeline(table.config.props))
         out.compacted = _timestamp(tl.last_of((COMMIT, REPLACE_COMMIT), completed=True))
         out.cleaned = _timestamp(tl.last_of((CLEAN,)))
         counted = _counted(services)
@@ -142,6 +146,11 @@ class TimelineDigest:
             base = self._base(service)
             self.counted[service] = _capped([i for i in instants if i > base])
 
+    @property
+    def zone(self) -> tzinfo:
+        """The zone of the table's instant times."""
+        return zone_of(self.timeline_utc)
+
     # --- the pre-checks -----------------------------------------------------------------------------
     def _compaction_count(self) -> tuple[list[str] | None, str | None]:
         """The delta commits the compaction trigger counts (None: not counted) and the instant its time bound
@@ -157,7 +166,7 @@ class TimelineDigest:
         if deltas is None or since is None:
             return False
         by_count = len(deltas) >= policy.max_delta_commits
-        elapsed_at = _elapsed_at(since, policy)
+        elapsed_at = _elapsed_at(since, policy, self.zone)
         by_time = elapsed_at is not None and now >= elapsed_at
         # NUM_COMMITS_AFTER_LAST_REQUEST counts from the last compaction request, which the digest does not
         # keep: the delta commits since the last completed compaction are an upper bound of those.
@@ -189,9 +198,9 @@ class TimelineDigest:
         deltas, since = self._compaction_count()
         if deltas is None or since is None:
             return None
-        by_count = instant_to_datetime(deltas[policy.max_delta_commits - 1]) \
+        by_count = instant_to_datetime(deltas[policy.max_delta_commits - 1], self.zone) \
             if len(deltas) >= policy.max_delta_commits else None
-        by_time = _elapsed_at(since, policy)
+        by_time = _elapsed_at(since, policy, self.zone)
         strategy = policy.trigger_strategy
         if strategy == TriggerStrategy.TIME_ELAPSED:
             return by_time
@@ -221,10 +230,11 @@ class TimelineDigest:
             return None
 
 
-def _elapsed_at(since: str, policy: TablePolicy) -> datetime | None:
-    """When `max_delta_seconds` will have passed since the instant `since`; None past the calendar's end."""
+def _elapsed_at(since: str, policy: TablePolicy, zone: tzinfo) -> datetime | None:
+    """When `max_delta_seconds` will have passed since the instant `since` (a wall-clock time in `zone`); None
+    past the calendar's end."""
     try:
-        return instant_to_datetime(since) + timedelta(seconds=policy.max_delta_seconds)
+        return instant_to_datetime(since, zone) + timedelta(seconds=policy.max_delta_seconds)
     except OverflowError:
         return None
 

@@ -61,7 +61,7 @@ def compaction_trigger(table: HudiTable, policy: TablePolicy, now: datetime) -> 
             return TriggerDecision(False, 0, None)
         since = first.timestamp
         deltas = sum(1 for _ in tl.iter_instants((DELTA_COMMIT,), since=since))
-    elapsed = (now - instant_to_datetime(since)).total_seconds()
+    elapsed = (now - instant_to_datetime(since, table.config.timeline_zone)).total_seconds()
     by_count = deltas >= policy.max_delta_commits
     by_time = elapsed >= policy.max_delta_seconds
     due = {TriggerStrategy.NUM_COMMITS: by_count, TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST: by_count,

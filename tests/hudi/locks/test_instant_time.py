@@ -3,6 +3,8 @@ waited out while the lock is held; a time is always later than every instant and
 timeline, so a slow clock never makes times go back; transactions install the table's generator."""
 from __future__ import annotations
 
+from datetime import UTC
+
 from concurrency_support import create_table, fs_lock_options
 
 from tms.hudi.instant_time import TimeGenerator, later_than
@@ -14,13 +16,13 @@ def test_the_clock_is_read_before_waiting_out_the_skew():
     events = []
     generator = TimeGenerator(200, clock=lambda: events.append("clock") or 1_700_000_000.123,
                               sleep=lambda s: events.append(("sleep", s)))
-    assert generator.next_time() == "20231114221320123"
+    assert generator.next_time(UTC) == "20231114221320123"
     assert events == ["clock", ("sleep", 0.2)]
 
 
 def test_a_slow_clock_never_goes_back_past_the_timeline():
     slow = TimeGenerator(0, clock=lambda: 1_000_000_000.0)  # 2001
-    assert slow.next_time("20250101000059999") == "20250101000100000"  # carries into the next minute
+    assert slow.next_time(UTC, "20250101000059999") == "20250101000100000"  # carries into the next minute
     assert later_than("20251231235959999") == "20260101000000000"
     assert later_than("20250101120000") == "20250101120000001"       # second precision counts as .000
     assert later_than("00000000000000") == "00000000000001"           # not a calendar time

@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import tzinfo
 from enum import IntEnum
 from functools import lru_cache
 from typing import Any
@@ -16,6 +16,7 @@ import fastavro
 from fastavro.types import Schema
 
 from ..errors import HudiError
+from ..instant import millis_from_instant
 
 NAMESPACE = "org.apache.hudi.avro.model"
 
@@ -116,23 +117,6 @@ def _branch(value: Any) -> dict[str, Any] | None:
     return branch
 
 
-TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
-
-
-def timeline_is_utc(props: dict[str, str]) -> bool:
-    """Java parses instant times in `hoodie.table.timeline.timezone`: UTC, or LOCAL (the default), the
-    writing JVM's default zone."""
-    return (props.get(TIMELINE_TIMEZONE) or "LOCAL").upper() == "UTC"
-
-
-def millis_from_instant(instant: str, *, utc: bool) -> int:
-    """`parseDateFromInstantTime(instant).getTime()`: the instant's wall-clock time in UTC, or else in this
-    process's local zone (what a JVM on this host takes as its default, daylight saving included)."""
-    naive = datetime.strptime(instant[:14], "%Y%m%d%H%M%S")
-    dt = naive.replace(tzinfo=UTC) if utc else naive.astimezone()
-    return int(dt.timestamp()) * 1000 + int(instant[14:17] or 0)
-
-
 # --- Avro ------------------------------------------------------------------------------------------
 
 def decode_value(value: bytes, key: str, schema_json: str) -> MetadataRecord:
@@ -191,13 +175,13 @@ def bloom_filter_record(key: str, type_code: str, instant: str, bloom: bytes, de
     return MetadataRecord(key, RecordType.BLOOM_FILTER, fields)
 
 
-def record_index_record(record_key: str, partition: str, file_id: str, instant: str, *, utc: bool,
+def record_index_record(record_key: str, partition: str, file_id: str, instant: str, *, zone: tzinfo,
                         position: int | None = None) -> MetadataRecord:
     """`HoodieMetadataPayload.createRecordIndexUpdate`: a UUID-based file id (`<uuid>-<n>`) is stored
     as its two 64-bit halves and index (encoding 0), any other as a string (encoding 1)."""
     fields = _empty_fields(record_key, RecordType.RECORD_INDEX)
     info: dict[str, Any] = {"partitionName": partition, "fileIdHighBits": None, "fileIdLowBits": None,
-                            "fileIndex": None, "fileId": None, "instantTime": millis_from_instant(instant, utc=utc),
+                            "fileIndex": None, "fileId": None, "instantTime": millis_from_instant(instant, zone),
                             "fileIdEncoding": 1, "position": position}
     u: uuid.UUID | None
     index: int | None

@@ -87,7 +87,6 @@ from .records import (
     merge,
     merge_column_stats,
     record_index_record,
-    timeline_is_utc,
 )
 
 INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
@@ -397,7 +396,7 @@ class MetadataWriter:
         is (a rewritten base file no longer holds the keys it dropped); a log file's blocks of this instant
         add keys (data blocks) or delete them (delete blocks)."""
         index = self._open_mdt.records(K.RECORD_INDEX)
-        utc = timeline_is_utc(self.table.config.props)
+        zone = self.table.config.timeline_zone
         at: dict[tuple[str, str], set[str]] = defaultdict(set)
         for key, rec in index.items():
             loc = rec.location
@@ -416,7 +415,7 @@ class MetadataWriter:
                 ts = file_instant(name)
                 if ts is None:
                     raise HudiError(f"no instant time in the name of base file {rel}")
-                located += [record_index_record(k, part, fid, ts, utc=utc) for k in keys if k not in here]
+                located += [record_index_record(k, part, fid, ts, zone=zone) for k in keys if k not in here]
                 gone += sorted(here - set(keys))
                 continue
             for block in read_log_file(self.table.storage.read_bytes(rel)):
@@ -426,7 +425,7 @@ class MetadataWriter:
                     gone += [k for k, _p, _o in block.deleted_keys() if k in here]
                 elif block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
                     keys = block.records().column("_hoodie_record_key").to_pylist()
-                    located += [record_index_record(k, part, fid, instant, utc=utc)
+                    located += [record_index_record(k, part, fid, instant, zone=zone)
                                 for k in keys if k not in here]
         return located, gone
 
