@@ -182,7 +182,7 @@ class TimelineDigest:
         if deltas is None or since is None:
             return None
         by_count = len(deltas) >= policy.max_delta_commits
-        by_time = _elapsed_at(since, policy)
+        by_time = _elapsed_at(since, policy, self.zone)
         return {TriggerStrategy.NUM_COMMITS: ALWAYS if by_count else None,
                 TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST: ALWAYS if by_count else None,
                 TriggerStrategy.TIME_ELAPSED: by_time,
