@@ -67,7 +67,8 @@ def test_a_time_based_compaction_is_planned_by_the_tick_at_its_time_and_not_befo
     assert p.handle_events_of([hourly.id, by_count.id]) == [hourly.id, by_count.id]
     # the event pass stored the time with the digest: an hour after the first delta commit; never by time alone
     due = _row(db, hourly.id).tick_due_at
-    assert due == _stored_time(db, hourly.id) == instant_to_datetime(first, hourly.table().config.timeline_zone) + timedelta(hours=1)
+    zone = hourly.table().config.timeline_zone
+    assert due == _stored_time(db, hourly.id) == instant_to_datetime(first, zone) + timedelta(hours=1)
     assert _row(db, by_count.id).tick_due_at is None is _stored_time(db, by_count.id)
 
     evaluated = _evaluated(monkeypatch, p)
