@@ -47,7 +47,13 @@ from tms.db.testing import scratch_database  # noqa: E402
 
 KEY = "bench-callback-key"
 STATS = json.dumps([{"fileId": "f-0", "path": "p/.f-0_1.log.1", "numWrites": 100, "totalWriteBytes": 4096}])
-_instants = itertools.count(10**16)  # unique 17-digit instants across the whole run
+_instants = itertools.count()  # unique instants across the whole run: milliseconds from 2099-01-01
+_FIRST_DAY = 4_102_444_800  # 2099-01-01 00:00:00 UTC, in epoch seconds
+
+
+def _instant(n: int) -> str:
+    """The n-th instant: a real date and time (the service refuses others), n milliseconds after the first."""
+    return time.strftime("%Y%m%d%H%M%S", time.gmtime(_FIRST_DAY + n // 1000)) + f"{n % 1000:03d}"
 
 
 @dataclass
@@ -86,7 +92,7 @@ class Endpoint:
 
 
 def _event(table_id: int) -> str:
-    return (f'{{"table_id":{table_id},"instant":"{next(_instants)}","action":"deltacommit",'
+    return (f'{{"table_id":{table_id},"instant":"{_instant(next(_instants))}","action":"deltacommit",'
             f'"write_stats":{STATS}}}')
 
 

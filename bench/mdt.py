@@ -11,6 +11,7 @@ shared machine is noisy).
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -21,7 +22,6 @@ from trips_table import build_trips_table
 import tms.execute.compaction as compaction_executor
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.metadata.writer import MetadataWriter
 from tms.hudi.table import HudiTable
 
 PARTITIONS = ["files", "column_stats", "record_index"]
@@ -69,6 +69,8 @@ def main() -> None:
         build_trips_table(with_mdt, args.rows, args.update_fraction, file_rows=args.file_rows, metadata=PARTITIONS)
         print(f"built two tables of {args.rows} rows in {time.perf_counter() - t0:.1f} s")
         plans = {p: plan_compaction(p)[0] for p in (plain, with_mdt)}
+        pristine = Path(tmp) / "mdt-pristine"  # the MDT table as planned, restored after each round
+        shutil.copytree(with_mdt, pristine)
         best = {plain: float("inf"), with_mdt: float("inf")}
         files_changed = mdt_bytes = 0
         for r in range(args.repeat):
@@ -78,8 +80,10 @@ def main() -> None:
                 best[path] = min(best[path], elapsed)
                 if path == with_mdt:
                     mdt_bytes = mdt_bytes_of(path, instant)
-                    MetadataWriter(HudiTable.load(str(path))).abandon(instant)   # for the next round
-                undo_compaction(path, instant)
+                    shutil.rmtree(path)  # for the next round: the table and its MDT as they were planned
+                    shutil.copytree(pristine, path)
+                else:
+                    undo_compaction(path, instant)
             print(f"round {r + 1}: without MDT {best[plain]:.2f} s, with MDT {best[with_mdt]:.2f} s (best so far)")
         ratio = best[with_mdt] / best[plain]
         sync = min(SYNC_SECONDS)

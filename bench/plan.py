@@ -63,12 +63,13 @@ class TimelineWriter:
     def __init__(self, table: HudiTable, start: datetime):
         self.dir = Path(table.storage.full(table.config.timeline_dir))
         self.clock = start
+        self.zone = table.config.timeline_zone
         self.meta = serialize_commit_metadata(CommitMetadata(partition_to_write_stats={}, operation_type="UPSERT"),
                                               VERSION)
 
     def _tick(self) -> str:
         self.clock += timedelta(milliseconds=2)
-        return new_instant_time(self.clock)
+        return new_instant_time(self.zone, self.clock)
 
     def instant(self, pending_action: str, completed_action: str) -> str:
         ts = self._tick()

@@ -11,7 +11,7 @@ from support import hudi_rs_table, rows
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi.partitions import PARTITION_METAFILE, list_partitions
+from tms.hudi.partitions import PARTITION_METAFILE, committed_partitions, list_partitions
 from tms.hudi.reader import read_snapshot
 from tms.hudi.table import HudiTable
 
@@ -77,3 +77,28 @@ def test_cli_creates_v9_time_based_table(tmp_path):
     assert len(hudi_rs_table(path)) == 6
     listed = CliRunner().invoke(app, ["read", str(path)])
     assert listed.exit_code == 0 and len(listed.output.splitlines()) == 6
+
+
+def test_committed_partitions_follow_the_timeline_as_instants_come_and_go(tmp_path):
+    """A loaded timeline's committed partitions are kept up to date from what was added (a planning pass
+    costs the new instants, not the timeline) and equal a fresh reading after additions and removals."""
+    path = tmp_path / "t"
+    write_table(path, "hive_style", "COPY_ON_WRITE", 8)
+    table = HudiTable.load(str(path))
+
+    def fresh() -> set[str]:
+        return committed_partitions(HudiTable.load(str(path)).timeline)
+
+    everything = committed_partitions(table.timeline)
+    assert everything == fresh() and everything
+    timeline_dir = path / ".hoodie" / "timeline"
+    newest = max(timeline_dir.glob("*.commit"))
+    moved = tmp_path / newest.name
+    newest.rename(moved)  # removed (as archival or a restore does)
+    table.timeline.reload()
+    assert committed_partitions(table.timeline) == fresh()
+    moved.rename(newest)  # and back: taken from what was added
+    table.timeline.reload()
+    assert committed_partitions(table.timeline) == fresh() == everything
+    added, _ = table.timeline.added_since((table.timeline._era, 0))
+    assert added == [newest.name.split("_")[0]]

@@ -9,13 +9,15 @@ further; other folders are searched level by level (`.hoodie` and hidden folders
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
 
 from .errors import InstantVanishedError
+from .instant import Instant
 from .parts import TableParts
 from .storage import FileInfo, Storage
-from .timeline import Timeline
+from .timeline import WRITE_ACTIONS, Timeline
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 
@@ -48,28 +50,40 @@ def find_partition_folders(storage: Storage) -> PartitionListing:
     return PartitionListing(sorted(found), found)
 
 
-# timeline -> {(instant time, action): partitions its commit metadata names}. A completed instant's file never
-# changes, so each is parsed once per loaded timeline (the planner keeps timelines loaded between passes).
-_PARTITIONS_OF_COMMIT: WeakKeyDictionary[Timeline, dict[tuple[str, str], frozenset[str]]] = WeakKeyDictionary()
+@dataclass
+class _CommittedPartitions:
+    """What a loaded timeline's completed writes name, kept up to date with what is added to it."""
+    mark: tuple[int, int]
+    counted: set[str] = field(default_factory=set)  # instant times whose partitions are in `partitions`
+    partitions: set[str] = field(default_factory=set)
+
+
+# The planner keeps timelines loaded between passes: each completed write's metadata is read once, and a pass
+# costs the instants added since the last one (all of them again only after an instant file was removed).
+_COMMITTED: WeakKeyDictionary[Timeline, _CommittedPartitions] = WeakKeyDictionary()
 
 
 def committed_partitions(timeline: Timeline) -> set[str]:
     """The partition paths the completed writes and table services name in their commit metadata."""
-    known = _PARTITIONS_OF_COMMIT.setdefault(timeline, {})
-    out: set[str] = set()
-    for inst in timeline.completed_writes():
-        key = (inst.timestamp, inst.action)
-        partitions = known.get(key)
-        if partitions is None:
-            try:
-                meta = timeline.commit_metadata(inst)
-            except InstantVanishedError:
-                continue  # rolled back or archived since the timeline was listed: it names nothing to read
-            partitions = known[key] = frozenset(
-                [p or "" for p in meta.partition_to_write_stats]
-                + [p or "" for p in (meta.partition_to_replace_file_ids or {})])
-        out |= partitions
-    return out
+    state = _COMMITTED.get(timeline)
+    added, mark = timeline.added_since(state.mark if state else None)
+    if state is None or added is None:
+        state = _COMMITTED[timeline] = _CommittedPartitions(mark)
+        candidates: Iterable[Instant] = timeline.completed_writes()
+    else:
+        state.mark = mark
+        candidates = [i for i in map(timeline.get, dict.fromkeys(added)) if i is not None]
+    for inst in candidates:
+        if inst.timestamp in state.counted or not inst.is_completed or inst.action not in WRITE_ACTIONS:
+            continue
+        try:
+            meta = timeline.commit_metadata(inst)
+        except InstantVanishedError:
+            continue  # rolled back or archived since the timeline was listed: it names nothing to read
+        state.counted.add(inst.timestamp)
+        state.partitions.update(p or "" for p in meta.partition_to_write_stats)
+        state.partitions.update(p or "" for p in (meta.partition_to_replace_file_ids or {}))
+    return set(state.partitions)
 
 
 def list_partitions(table: TableParts) -> PartitionListing:

@@ -57,6 +57,10 @@ class Timeline:
         self._max_time = ""                   # latest instant or completion time ever seen
         self._latest: list[Instant] | None = None  # instants() cache, dropped on any change
         self._pinned = 0                      # > 0 inside pinned(): reads reuse one listing
+        # What was added since a point (added_since): the instant times of the files added, in order, since
+        # the last removal; a removal starts a new era (readers then read everything again).
+        self._era = 0
+        self._added_times: list[str] = []
         self.time_generator = TimeGenerator()  # instant and completion times (see instant_time)
         self.reload()
 
@@ -83,6 +87,9 @@ class Timeline:
             removed = [n for n, present in now_present.items() if not present and n in known]
         if added or removed:
             self._latest = None
+        if removed:
+            self._era += 1
+            self._added_times.clear()
         for name in removed:
             known.discard(name)
             self._content.pop(name, None)
@@ -96,9 +103,18 @@ class Timeline:
             if inst is None:
                 continue
             self._put_state(inst)
+            self._added_times.append(inst.timestamp)
             new.append(inst)
         new.sort()
         return new
+
+    def added_since(self, mark: tuple[int, int] | None) -> tuple[list[str] | None, tuple[int, int]]:
+        """The instant times of the instant files added since `mark` (None as `mark`, or after a removal since
+        it: None, read the whole timeline), and the mark of now. Costs what was added, not the timeline."""
+        now = (self._era, len(self._added_times))
+        if mark is None or mark[0] != self._era:
+            return None, now
+        return self._added_times[mark[1]:], now
 
     # --- the indexes ---------------------------------------------------------------------------------
     def _put_state(self, inst: Instant) -> None:
