@@ -113,6 +113,11 @@ def snapshot_rows(path: Path) -> int:
     return sum(b.num_rows for b in HudiTableBuilder.from_base_uri(str(path)).build().read())
 
 
+def _completed(path: Path, instant: str) -> bool:
+    found = HudiTable.load(str(path)).timeline.get(instant)
+    return found is not None and found.is_completed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=20_000_000, help="rows in the table (20M: about 500 MB of base files)")
@@ -124,8 +129,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="rounds of (b), (a) and the job; the fastest of each counts")
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="tms-bench-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="tms-bench-") as tmp_dir:
+        tmp = Path(tmp_dir)
         path = tmp / "trips"
         started = time.perf_counter()
         build_trips_table(path, args.rows, args.update_fraction, file_rows=args.file_rows,
@@ -151,11 +156,11 @@ def main() -> None:
             peers.append(elapsed)
             jobs.append(timed_submit(spark_submit_command(str(path), instant, py_files=py_files, master=args.master,
                                                           action=COMPACTION), args.master))
-            assert HudiTable.load(str(path)).timeline.get(instant).is_completed
+            assert _completed(path, instant)
             assert snapshot_rows(path) == peer_rows == args.rows
             undo_compaction(path, instant)
             warms.append(timed_warm(engine, path, instant, tmp / "warm-plan.log"))
-            assert HudiTable.load(str(path)).timeline.get(instant).is_completed
+            assert _completed(path, instant)
             assert snapshot_rows(path) == peer_rows
         engine.stop()
         startup, peer, job, warm = min(startups), min(peers), min(jobs), min(warms)

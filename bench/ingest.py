@@ -254,7 +254,7 @@ def main() -> None:
             proc.terminate()
             proc.wait(timeout=30)
         with database.autocommit() as conn:
-            stored = conn.exec_driver_sql("SELECT count(*) FROM events").scalar()
+            stored = conn.exec_driver_sql("SELECT count(*) FROM events").scalar_one()
         database.dispose()
 
     _report(args, [rounds[e.name] for e in endpoints], stored, (load_before, os.getloadavg()))

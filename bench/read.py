@@ -39,7 +39,7 @@ def main() -> None:
         build_trips_table(path, args.rows, args.update_fraction, log_blocks=args.log_blocks)
         print(f"built MOR v8 table: {args.rows} rows, {args.update_fraction:.0%} updated in {args.log_blocks} "
               f"log blocks, in {time.perf_counter() - t0:.1f} s")
-        times = {"tms": [], "hudi-rs": []}
+        times: dict[str, list[float]] = {"tms": [], "hudi-rs": []}
         counts = {}
         for _ in range(args.repeat):  # interleaved, so both see the same machine state
             for name, fn in (("tms", read_ours), ("hudi-rs", read_hudi_rs)):

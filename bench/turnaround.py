@@ -87,8 +87,8 @@ def main() -> None:
     ap.add_argument("--poll", type=float, default=0.2, help="the worker's poll interval (TMS_WORKER_POLL_SECONDS)")
     args = ap.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="tms-turnaround-") as tmp, scratch_database() as db_url:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="tms-turnaround-") as tmp_dir, scratch_database() as db_url:
+        tmp = Path(tmp_dir)
         pristine = tmp / "pristine"
         build_trips_table(pristine, args.rows, 0.1, file_rows=args.rows)
         instant, base_bytes, log_bytes = plan_compaction(pristine)
@@ -101,9 +101,9 @@ def main() -> None:
                             worker_poll_seconds=args.poll, worker_slots=2, worker_driver_memory_mb=1024)
         url, server = serve(create_app(settings, database))
         with database.transaction() as session:
-            for name, warm in (("warm", True), ("dedicated", False)):
+            for name, has_warm in (("warm", True), ("dedicated", False)):
                 QueueRepo(session).put(name, kind="local", master="local[2]", capacity=1, spark_conf=QUIET,
-                                       max_executors=2, warm_engine_enabled=warm, warm_engine_executors=2,
+                                       max_executors=2, warm_engine_enabled=has_warm, warm_engine_executors=2,
                                        warm_engine_executor_memory_mb=1024)
         worker = Worker(database, Settings(**{**settings.model_dump(), "worker_service_url": url}))
         thread = threading.Thread(target=worker.run, daemon=True)

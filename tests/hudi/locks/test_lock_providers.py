@@ -21,6 +21,7 @@ from tms.hudi.locks.config import FILESYSTEM, STORAGE, ZOOKEEPER, LockConfigErro
 from tms.hudi.locks.lock_manager import LockManager, open_lock_provider
 from tms.hudi.locks.provider import LockError
 from tms.hudi.locks.storage_based import StorageLockData
+from tms.hudi.locks.zookeeper import SHARED_CLIENTS
 
 CONTENDER = Path(__file__).with_name("lock_contender.py")
 CURATOR_NODE = re.compile(r"^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-\d{10}$")
@@ -86,6 +87,27 @@ def test_zookeeper_lock_waits_for_a_lower_sequence_node_created_as_curator_creat
     finally:
         provider.close()
         java.stop()
+
+
+def test_zookeeper_providers_of_one_process_share_one_session_and_still_exclude_each_other(zookeeper, tmp_path):
+    """A planner caching many tables keeps one ZooKeeper session per ensemble: the providers of three tables
+    share it, two providers of one table still exclude each other, and the session ends with its last user."""
+    sessions_before = SHARED_CLIENTS.open_sessions()
+    providers = [open_lock_provider(config_of(zk_options(zookeeper, key), tmp_path))
+                 for key in ("shared_a", "shared_b", "shared_a")]
+    first, other_table, same_table = providers
+    try:
+        assert SHARED_CLIENTS.open_sessions() == sessions_before + 1
+        assert first.client is other_table.client is same_table.client  # type: ignore[attr-defined]
+        assert first.try_lock(5) and other_table.try_lock(5)  # different tables: both held
+        assert not same_table.try_lock(0.5)  # the same table, the same session: still excluded
+        first.close()  # its lock goes with it; the shared session stays up for the others
+        assert same_table.try_lock(5)
+        assert other_table.describe().startswith("ZooKeeper lock")
+    finally:
+        for provider in providers:
+            provider.close()
+    assert SHARED_CLIENTS.open_sessions() == sessions_before
 
 
 # --- every provider: processes exclude each other; a dead holder's lock is taken over ------------------

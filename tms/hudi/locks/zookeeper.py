@@ -37,22 +37,68 @@ class CuratorMutex(Lock):  # type: ignore[misc]  # kazoo is untyped
         self.create_path = f"{self.path}/{self.prefix}"
 
 
+class _SharedClients:
+    """One started KazooClient per ZooKeeper ensemble and session settings, shared by every table's provider in
+    the process and closed with its last user: a planner caching thousands of tables keeps one session (and
+    kazoo's two threads) per ensemble, not one per table. Each provider still holds its own mutex node."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._clients: dict[tuple[object, ...], tuple[KazooClient, int]] = {}
+
+    @staticmethod
+    def key(options: ZookeeperLockOptions, retries: LockRetries) -> tuple[object, ...]:
+        return (options.connect_string, options.session_timeout_ms, options.connection_timeout_ms,
+                retries.num_retries, retries.wait_time_ms_between_retry, retries.max_wait_time_ms_between_retry)
+
+    def acquire(self, options: ZookeeperLockOptions, retries: LockRetries) -> KazooClient:
+        key = self.key(options, retries)
+        with self._guard:  # held while connecting, so that one ensemble never gets two sessions
+            if key in self._clients:
+                client, users = self._clients[key]
+                self._clients[key] = (client, users + 1)
+                return client
+            retry = KazooRetry(max_tries=retries.num_retries, delay=retries.wait_time_ms_between_retry / 1000,
+                               max_delay=retries.max_wait_time_ms_between_retry / 1000, ignore_expire=False)
+            client = KazooClient(hosts=options.connect_string, timeout=options.session_timeout_ms / 1000,
+                                 connection_retry=retry.copy(), command_retry=retry.copy())
+            try:
+                client.start(timeout=options.connection_timeout_ms / 1000)
+            except (KazooTimeoutError, KazooException) as e:
+                client.close()
+                raise LockError(f"cannot connect to ZooKeeper at {options.connect_string} for the table lock "
+                                f"{options.lock_path}: {e or type(e).__name__}") from None
+            self._clients[key] = (client, 1)
+            return client
+
+    def release(self, options: ZookeeperLockOptions, retries: LockRetries) -> None:
+        key = self.key(options, retries)
+        with self._guard:
+            client, users = self._clients[key]
+            if users > 1:
+                self._clients[key] = (client, users - 1)
+                return
+            del self._clients[key]
+        client.stop()
+        client.close()
+
+    def open_sessions(self) -> int:
+        with self._guard:
+            return len(self._clients)
+
+
+SHARED_CLIENTS = _SharedClients()
+
+
 class ZookeeperLockProvider:
     def __init__(self, options: ZookeeperLockOptions, retries: LockRetries):
         self.options = options
-        retry = KazooRetry(max_tries=retries.num_retries, delay=retries.wait_time_ms_between_retry / 1000,
-                           max_delay=retries.max_wait_time_ms_between_retry / 1000, ignore_expire=False)
-        self.client = KazooClient(hosts=options.connect_string, timeout=options.session_timeout_ms / 1000,
-                                  connection_retry=retry.copy(), command_retry=retry.copy())
-        try:
-            self.client.start(timeout=options.connection_timeout_ms / 1000)
-        except (KazooTimeoutError, KazooException) as e:
-            self.client.close()
-            raise LockError(f"cannot connect to ZooKeeper at {options.connect_string} for the table lock "
-                            f"{options.lock_path}: {e or type(e).__name__}") from None
+        self._retries = retries
+        self.client = SHARED_CLIENTS.acquire(options, retries)
         self._identifier = f"{socket.gethostname()} pid {os.getpid()} (TMS)"
         self._mutex: CuratorMutex | None = None
         self._guard = threading.Lock()
+        self._closed = False
 
     @property
     def node(self) -> str | None:
@@ -86,11 +132,13 @@ class ZookeeperLockProvider:
                                 f"{e or type(e).__name__}") from None
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         try:
             self.unlock()
         finally:
-            self.client.stop()
-            self.client.close()
+            SHARED_CLIENTS.release(self.options, self._retries)
 
     def describe(self) -> str:
         holder = ""
