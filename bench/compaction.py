@@ -24,7 +24,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from trips_table import build_trips_table
 
-from tms.execute.spark_submit import build_py_files, find_spark_submit, spark_submit_command, spark_submit_env
+from tms.execute.spark_submit import (
+    DRIVER_JAVA_OPTIONS,
+    build_py_files,
+    find_spark_submit,
+    spark_submit_command,
+    spark_submit_env,
+)
 from tms.hudi.instant import COMPACTION
 from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.hudi.table import HudiTable
@@ -37,9 +43,9 @@ STARTUP_SCRIPT = textwrap.dedent("""
         import tms.execute.compaction  # what the job's first task imports
         return 0
 
-    sc = SparkContext.getOrCreate(SparkConf().setAppName("tms startup"))  # as jobs/run.py starts
+    sc = SparkContext.getOrCreate(SparkConf().setAppName("tms startup"))  # as jobs/run.py starts and stops
     sc.parallelize([0], 1).map(first_task).collect()
-    sc.stop()
+    sc._jsc.stop()
 """)
 
 
@@ -151,6 +157,7 @@ def main() -> None:
             if round_:
                 undo_compaction(path, instant)
             startups.append(timed_submit([find_spark_submit(), "--master", args.master, "--py-files", str(py_files),
+                                          "--conf", f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS}",
                                           str(startup_script)], args.master))
             elapsed, peer_rows = peer_lower_bound(path, tmp / "peer.parquet")
             peers.append(elapsed)

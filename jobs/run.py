@@ -69,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run_plan(args, SparkRunner(sc))
     finally:
-        sc.stop()
+        # The application ends in the JVM; pyspark's own stop() then waits up to a second for its accumulator
+        # server's poll loop, a daemon thread that the driver's exit ends anyway.
+        sc._jsc.stop()
 
 
 if __name__ == "__main__":
