@@ -76,7 +76,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
             resources = size_job(_plan_stats(task.plan_stats, table, task.instant), queue,
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
                                  max_executors_per_table=limits.max_executors_per_table,
-                                 memory_factor=task.memory_factor)
+                                 memory_factor=task.memory_factor, action=task.action)
             choice = choose_engine(session, task_id=task.id, table=table, queue=queue.name)
             claimed = tasks.claim(task.id, expected_version=task.version, owner=owner,
                                   lease_seconds=limits.lease_seconds, queue=queue.name,
@@ -105,7 +105,8 @@ def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str) 
     except Exception as exc:  # an unreadable plan fails in the job, with its own error; size it minimally
         log.warning("cannot measure plan %s of %s: %s", instant, table.base_path, exc)
         return {}
-    return {"operations": stats.operations, "largest_file_group_bytes": stats.largest_file_group_bytes}
+    return {"operations": stats.operations, "largest_file_group_bytes": stats.largest_file_group_bytes,
+            "operation_bytes": list(stats.operation_bytes)}
 
 
 def restore_expired_leases(database: Database) -> list[int]:

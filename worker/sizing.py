@@ -1,5 +1,9 @@
 """Sizing a job from its plan: executor memory follows the largest file group (one Spark task holds a whole
-file group's base and log files in memory while it merges them), parallelism follows the operations."""
+file group's base and log files in memory while it merges them), parallelism follows the operations.
+
+The merge runs in the executors' Python workers, outside the JVM heap that `spark.executor.memory` sizes. On
+YARN and Kubernetes a Python worker's memory counts against the container's `spark.executor.memoryOverhead`,
+and a worker past it gets the container killed: the overhead is sized for the Python workers (one per core)."""
 from __future__ import annotations
 
 import math
@@ -8,9 +12,18 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tms.db import ResourceQueue
+from tms.hudi.instant import CLUSTERING, COMPACTION
 
 MEMORY_FACTOR = 1.4  # decoded rows, the merge and the written file take more than the bytes on storage
 MB = 1024 * 1024
+# A Python worker's peak while it merges one operation's files: the interpreter with pyarrow and the format
+# library loaded (~170 MB), plus the decoded base rows, log records, merged rows and written file: measured
+# at 20-28x the bytes on storage for the benchmark's table, the higher end for a worker that merged several
+# file groups in turn (tests/worker/test_worker_python_memory.py checks the estimate covers it).
+PYTHON_BASE_MB = 256
+PYTHON_MEMORY_FACTOR = 32
+SPARK_MIN_OVERHEAD_MB = 384  # Spark's own minimum executor overhead, for the JVM's off-heap memory
+MERGING_ACTIONS = frozenset({COMPACTION, CLUSTERING})  # clean and rollback only delete files
 
 
 @dataclass(frozen=True)
@@ -21,6 +34,7 @@ class JobResources:
     driver_memory_mb: int
     driver_cores: int
     largest_file_group_bytes: int
+    python_memory_mb: int = 0  # the executor's Python workers together (0: not sized, Spark's default overhead)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -33,16 +47,20 @@ class JobResources:
                 "spark.dynamicAllocation.maxExecutors": str(self.executors),
                 "spark.driver.memory": f"{self.driver_memory_mb}m",
                 "spark.driver.cores": str(self.driver_cores)}
+        if self.python_memory_mb:
+            conf["spark.executor.memoryOverhead"] = f"{self.python_memory_mb + SPARK_MIN_OVERHEAD_MB}m"
         if queue_kind == "standalone":  # a standalone master grants cores, not executor instances
             conf["spark.cores.max"] = str(self.executors * self.executor_cores)
         return conf
 
 
 def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memory_mb: int, driver_cores: int,
-             max_executors_per_table: int, memory_factor: float = 1.0) -> JobResources:
+             max_executors_per_table: int, memory_factor: float = 1.0, action: str = COMPACTION) -> JobResources:
     """Executor memory = largest file group x 1.4 (x `memory_factor`, which grows 1.5x with each attempt that
     ran out of memory), within the queue's bounds; one executor per operation, within the queue's and the
-    per-table cap. `plan_stats` is what the planner recorded (PlanStats)."""
+    per-table cap. The Python workers' memory follows the largest operation a task merges (a file group, a
+    clustering group), grows with `memory_factor` too and stays within the queue's maximum.
+    `plan_stats` is what the planner recorded (PlanStats)."""
     largest = int(plan_stats.get("largest_file_group_bytes") or 0)
     operations = int(plan_stats.get("operations") or 1)
     memory_mb = math.ceil(largest * MEMORY_FACTOR / MB)
@@ -52,4 +70,20 @@ def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memo
     executors = max(1, min(operations, queue.max_executors, max_executors_per_table))
     return JobResources(executor_memory_mb=memory_mb, executors=executors, executor_cores=queue.executor_cores,
                         driver_memory_mb=driver_memory_mb, driver_cores=driver_cores,
-                        largest_file_group_bytes=largest)
+                        largest_file_group_bytes=largest,
+                        python_memory_mb=_python_memory_mb(plan_stats, action, queue, memory_factor))
+
+
+def python_task_memory_mb(operation_bytes: int) -> int:
+    """What one Python worker needs to merge an operation of `operation_bytes` on storage."""
+    return PYTHON_BASE_MB + math.ceil(operation_bytes * PYTHON_MEMORY_FACTOR / MB)
+
+
+def _python_memory_mb(plan_stats: Mapping[str, Any], action: str, queue: ResourceQueue,
+                      memory_factor: float) -> int:
+    merged = 0
+    if action in MERGING_ACTIONS:  # a task merges a whole operation: a file group, or a clustering group
+        merged = max([int(plan_stats.get("largest_file_group_bytes") or 0),
+                      *(int(b) for b in plan_stats.get("operation_bytes") or ())])
+    per_executor = python_task_memory_mb(merged) * queue.executor_cores
+    return min(math.ceil(per_executor * memory_factor), queue.max_executor_memory_mb)

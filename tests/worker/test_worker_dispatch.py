@@ -19,7 +19,7 @@ from tms.planning import plan_stats
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import spark_job
 from worker.queues import admits, choose_queue
-from worker.sizing import MB, size_job
+from worker.sizing import MB, python_task_memory_mb, size_job
 
 LIMITS = ClaimLimits(lease_seconds=30, driver_memory_mb=768, driver_cores=1, max_executors_per_table=16)
 
@@ -83,6 +83,30 @@ def test_sizing_follows_the_plan_within_the_queue_and_table_caps():
     assert (huge.executor_memory_mb, huge.executors) == (4096, 5), "the queue's maximum, the table's cap"
     assert size_job({"operations": 50, "largest_file_group_bytes": 1}, q, driver_memory_mb=1024, driver_cores=1,
                     max_executors_per_table=16).executors == 8, "the queue's cap"
+
+
+def test_python_workers_memory_is_sized_into_the_executor_overhead_and_grows_with_oom_retries():
+    """The merge runs in the Python workers, outside the JVM heap: on YARN and Kubernetes their memory counts
+    against `spark.executor.memoryOverhead`, one worker per executor core."""
+    q = queue("q", min_executor_memory_mb=512, max_executor_memory_mb=16384, executor_cores=2)
+    stats = {"operations": 3, "largest_file_group_bytes": 100 * MB, "operation_bytes": [100 * MB, 40 * MB, 0]}
+    sized = size_job(stats, q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16)
+    per_task = python_task_memory_mb(100 * MB)
+    assert per_task >= 28 * 100, "28x the file group on storage, as measured"
+    assert sized.python_memory_mb == 2 * per_task
+    assert sized.spark_conf("yarn")["spark.executor.memoryOverhead"] == f"{2 * per_task + 384}m"
+    retried = size_job(stats, q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16,
+                       memory_factor=1.5)
+    assert retried.python_memory_mb == math.ceil(2 * per_task * 1.5), "an attempt out of memory grows it too"
+    # A clustering task merges a whole group of file groups: its largest operation counts.
+    grouped = size_job({"operations": 1, "largest_file_group_bytes": 10 * MB, "operation_bytes": [150 * MB]}, q,
+                       driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16, action="clustering")
+    assert grouped.python_memory_mb == 2 * python_task_memory_mb(150 * MB)
+    assert size_job(stats, q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16,
+                    action="clean").python_memory_mb == 2 * python_task_memory_mb(0), "a clean deletes files only"
+    huge = size_job({"operations": 1, "largest_file_group_bytes": 5000 * MB}, q, driver_memory_mb=1024,
+                    driver_cores=1, max_executors_per_table=16)
+    assert huge.python_memory_mb == 16384, "within the queue's maximum"
 
 
 def test_a_plan_with_skewed_file_groups_asks_for_1_4x_its_largest_group(tmp_path, service, db, local_queue):
