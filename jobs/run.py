@@ -17,6 +17,7 @@ from tms.errors import TMSError
 from tms.execute.dispatch import EXECUTORS, execute_instant
 from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.fencing import http_fence, no_fence
+from tms.execute.job_result import result_line
 from tms.execute.runner import Runner
 from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
@@ -52,6 +53,7 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(result.summary())
+    print(result_line(result), flush=True)  # the worker records it
     return 0
 
 

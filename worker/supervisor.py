@@ -1,6 +1,6 @@
 """Running one claimed task to its end: roll back what a failed earlier attempt left, launch the job, renew
 the lease while it runs (a cancel or a takeover shows up as a refused renewal), kill it past its timeout,
-and record its Spark application id, log tail and outcome on the attempt."""
+and record its Spark application id, its result record, log tail and outcome on the attempt."""
 from __future__ import annotations
 
 import logging
@@ -9,11 +9,13 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from tms.db import Database, TaskRepo
 from tms.errors import ConfigError
 from tms.execute.dispatch import executor_for
 from tms.execute.errors import CONFLICT_EXIT_STATUS
+from tms.execute.job_result import find_result
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
 from tms.hudi.instant import State
@@ -59,6 +61,7 @@ class JobSupervisor:
         self.claimed = claimed
         self._stop = threading.Event()
         self._app_id: str | None = None
+        self._result: dict[str, Any] | None = None  # the job's result record, once it printed it
 
     def stop(self) -> None:
         """Ask the supervisor to kill the job and fail the attempt (the worker is shutting down)."""
@@ -79,7 +82,7 @@ class JobSupervisor:
             outcome, status = self._watch(job)
         finally:
             job.kill()  # what is left of its process group; never a job running unsupervised
-        self._record_app_id(job.new_output())
+        self._read_output(job.new_output())
         tail = job.tail()
         if outcome is Outcome.SUCCEEDED and not self._instant_completed():
             outcome = Outcome.FAILED
@@ -135,7 +138,7 @@ class JobSupervisor:
         started = last_renewed = last_attempt = time.monotonic()
         while True:
             status = job.wait(TICK_SECONDS)
-            self._record_app_id(job.new_output())
+            self._read_output(job.new_output())
             if status is not None:
                 return (Outcome.SUCCEEDED if status == 0 else Outcome.FAILED), status
             now = time.monotonic()
@@ -164,6 +167,10 @@ class JobSupervisor:
         except Exception as exc:  # a database outage: keep the job while the lease may still hold
             log.warning("task %s: cannot renew the lease: %s", c.task_id, exc)
             return None
+
+    def _read_output(self, new_output: str) -> None:
+        self._result = find_result(new_output) or self._result
+        self._record_app_id(new_output)
 
     def _record_app_id(self, new_output: str) -> None:
         if self._app_id is not None:
@@ -215,9 +222,10 @@ class JobSupervisor:
                     tail=tail, attempts_in_series=c.attempts_in_series, limits=self.settings.retry_limits)
                 finished = tasks.finish(c.task_id, fencing_token=c.fencing_token,
                                         succeeded=outcome is Outcome.SUCCEEDED, error=error, log_tail=tail,
-                                        failure=failure)
+                                        failure=failure, result=self._result)
             if finished is None:  # the lease was lost: the task's state is someone else's now
-                tasks.annotate_attempt(c.task_id, fencing_token=c.fencing_token, log_tail=tail, error=error)
+                tasks.annotate_attempt(c.task_id, fencing_token=c.fencing_token, log_tail=tail, error=error,
+                                       result=self._result)
                 outcome = Outcome.LEASE_LOST
         log.info("task %s: %s %s %s%s", c.task_id, c.action, c.instant, outcome, f" ({error})" if error else "")
         return outcome

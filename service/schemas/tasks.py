@@ -22,6 +22,9 @@ class AttemptOut(Record):
     outcome: str
     error: str | None
     log_tail: str | None
+    result: dict[str, Any] | None = Field(None, description="What the job reported: the instant it completed "
+                                          "(completed_as, completion_time), tasks, files and bytes written, "
+                                          "files deleted")
     started_at: datetime
     finished_at: datetime | None
     engine: str | None = Field(None, description="The registered engine that ran it (null: the worker's own code)")

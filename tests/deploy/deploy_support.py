@@ -102,9 +102,54 @@ def interpolate(value):
     return _INTERPOLATION.sub(sub, value)
 
 
+class ComposeLoader(yaml.SafeLoader):
+    """YAML as Docker Compose reads it, merge keys by the YAML merge-key spec, which Compose follows: the
+    mapping's own keys win over merged ones and, in a list `<<: [*a, *b]`, an earlier mapping wins over a
+    later one. PyYAML's own order for lists changed between releases (6.0.3 -> 6.0.4), so it is not used."""
+
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        own, merged = [], []
+        for key, value in node.value:
+            if key.tag != "tag:yaml.org,2002:merge":
+                own.append((key, value))
+                continue
+            sources = value.value if isinstance(value, yaml.SequenceNode) else [value]
+            for source in sources:
+                if not isinstance(source, yaml.MappingNode):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, "a merge key takes a mapping or a list of mappings", source.start_mark)
+                self.flatten_mapping(source)
+                merged.append(source.value)
+        pairs: dict[object, tuple] = {}
+        # Later sources first, so that earlier ones overwrite them; the mapping's own keys last of all.
+        for source in reversed(merged):
+            for key, value in source:
+                pairs[key.value] = (key, value)
+        for key, value in own:
+            pairs[key.value] = (key, value)
+        node.value = list(pairs.values())
+
+
+def compose_merge_lists(text: str) -> list[int]:
+    """Lines of `<<:` keys whose value is a list: parsers disagree on their precedence."""
+    lines = []
+    for node in yaml.compose_all(text, Loader=yaml.SafeLoader):
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, yaml.MappingNode):
+                for key, value in n.value:
+                    if key.tag == "tag:yaml.org,2002:merge" and isinstance(value, yaml.SequenceNode):
+                        lines.append(key.start_mark.line + 1)
+                    stack.append(value)
+            elif isinstance(n, yaml.SequenceNode):
+                stack.extend(n.value)
+    return lines
+
+
 @cache
 def compose() -> dict:
-    return yaml.safe_load(COMPOSE_FILE.read_text())
+    return yaml.load(COMPOSE_FILE.read_text(), Loader=ComposeLoader)  # noqa: S506 (a SafeLoader)
 
 
 def compose_services() -> dict[str, dict]:

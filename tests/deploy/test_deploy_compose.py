@@ -18,6 +18,7 @@ from deploy_support import (
     compose_command,
     compose_env,
     compose_healthcheck,
+    compose_merge_lists,
     compose_role_services,
     compose_services,
     compose_volumes,
@@ -236,8 +237,27 @@ def test_spark_services_and_the_worker_use_the_java_image():
     services = compose_services()
     for name in (_service_named("worker"), "spark-master", "spark-worker"):
         assert services[name]["build"]["target"] == "tms-spark", f"{name} needs Java (tms-spark)"
+        assert interpolate(services[name]["image"]) == "tms-spark:dev", name
     for role in ("serve", "planner", "manager"):
         assert services[_service_named(role)]["build"]["target"] == "tms"
+        assert interpolate(services[_service_named(role)]["image"]) == "tms:dev", role
+
+
+def test_no_merge_key_takes_a_list():
+    """`<<: [*a, *b]` is read with one precedence by Docker Compose and PyYAML <= 6.0.3 and with the other
+    by PyYAML 6.0.4: each service states its image and build itself, merges take one mapping."""
+    assert compose_merge_lists((REPO / "docker-compose.yml").read_text()) == []
+
+
+def test_merge_keys_are_read_as_compose_reads_them():
+    """The YAML merge-key spec: the mapping's own keys win, then the earlier of the merged mappings."""
+    import yaml
+    from deploy_support import ComposeLoader
+
+    text = "a: &a {k: a, x: 1}\nb: &b {k: b, y: 2}\nc: {<<: [*a, *b], z: 3}\nd: {<<: *a, k: own}\n"
+    doc = yaml.load(text, Loader=ComposeLoader)  # noqa: S506 (a SafeLoader)
+    assert doc["c"] == {"k": "a", "x": 1, "y": 2, "z": 3}
+    assert doc["d"] == {"k": "own", "x": 1}
 
 
 def test_prometheus_scrapes_the_service_and_grafana_is_provisioned():

@@ -91,21 +91,36 @@ def test_every_package_of_the_project_is_copied():
     assert required <= copied, f"not copied: {sorted(required - copied)}"
 
 
-def test_installed_with_the_object_store_extras(tmp_path):
-    """The requirements the image installs are pyproject.toml's dependencies plus its extras: the
-    Dockerfile's own command, run here on the real pyproject.toml."""
+def test_installed_from_the_lock_with_the_object_store_extras(tmp_path):
+    """The image installs uv.lock's versions with their hashes: pyproject.toml's dependencies and the
+    object-store extras, and nothing of the test extra. The Dockerfile's own command, run here on the real
+    pyproject.toml and uv.lock (with this checkout's uv)."""
+    import shutil
+    import sys
+
     extras = dockerfile_args()["TMS_EXTRAS"]
     assert extras == "object-stores"
-    run = next(a for i, a in dockerfile_instructions() if i == "RUN" and "tomllib" in a)
-    command = run.replace("/tmp/requirements.txt", str(tmp_path / "requirements.txt"))
-    command = command.replace("${TMS_EXTRAS}", extras).replace("python -c", "python3 -c")
-    (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
-    subprocess.run(["sh", "-c", command], cwd=tmp_path, check=True)
-    listed = {Requirement(line).name for line in (tmp_path / "requirements.txt").read_text().splitlines()}
+    run = next(a for i, a in dockerfile_instructions() if i == "RUN" and "uv export" in a)
+    assert "--require-hashes" in run and "uv-requirements.txt" in run
+    export = run[run.index("uv export"):run.index("-o /tmp/requirements.txt")]
+    uv = REPO / ".tools" / "uv" / "bin" / "uv"
+    uv_bin = str(uv) if uv.is_file() else shutil.which("uv")
+    assert uv_bin, "uv is installed by ./dev"
+    for name in ("pyproject.toml", "uv.lock", "README.md"):
+        shutil.copy(REPO / name, tmp_path / name)
+    command = export.replace("uv export", f"'{uv_bin}' export").replace("${TMS_EXTRAS}", extras)
+    env = {"PATH": "/usr/bin:/bin", "UV_PYTHON": sys.executable, "UV_PYTHON_DOWNLOADS": "never"}
+    out = subprocess.run(["sh", "-c", command + " -o requirements.txt"], cwd=tmp_path, check=True, env=env)
+    assert out.returncode == 0
+    text = (tmp_path / "requirements.txt").read_text()
+    listed = {Requirement(line.split(" \\")[0].split(";")[0]).name.lower()
+              for line in text.splitlines() if line and not line.startswith((" ", "#"))}
+    assert text.count("--hash=sha256:") >= len(listed), "every pinned package carries its hashes"
     project = pyproject()["project"]
-    wanted = {Requirement(r).name for r in project["dependencies"] + project["optional-dependencies"][extras]}
-    assert listed == wanted
+    wanted = {Requirement(r).name.lower() for r in project["dependencies"] + project["optional-dependencies"][extras]}
+    assert wanted <= listed, f"not installed: {sorted(wanted - listed)}"
     assert {"s3fs", "gcsfs", "adlfs", "pyspark"} <= listed
+    assert not {"pytest", "mypy", "ruff"} & listed, "the test extra is not in the image"
     assert any(i == "RUN" and "pip install --no-deps -e ." in a for i, a in dockerfile_stages()["tms"])
 
 

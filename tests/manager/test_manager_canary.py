@@ -28,16 +28,14 @@ if __name__ == "__main__":
 
 
 def job_code(root: Path, version: str, *, broken: bool = False) -> Path:
-    """A copy of the jobs package as job code `version` (its job says which version it is)."""
+    """A copy of the jobs package as job code `version` (its result record says which version it is)."""
     code = root / version
     shutil.copytree(JOBS, code / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
-    job = code / "jobs" / "python_job.py"
     if broken:
-        job.write_text(BROKEN_JOB)
+        (code / "jobs" / "python_job.py").write_text(BROKEN_JOB)
     else:
-        job.write_text(job.read_text().replace("def main(argv: list[str] | None = None) -> int:\n",
-                                               f"def main(argv: list[str] | None = None) -> int:\n"
-                                               f"    print('job code {version}', flush=True)\n"))
+        run = code / "jobs" / "run.py"
+        run.write_text(run.read_text().replace("result_line(result)", f"result_line(result, job_code={version!r})"))
     return code
 
 
@@ -86,7 +84,7 @@ def test_a_failing_canary_on_20_percent_of_a_queue_is_rolled_back_and_every_task
     for t in task_ids:
         tried = attempts(db, t)
         assert tried[-1].engine == "v1" and tried[-1].outcome == "SUCCEEDED" and tried[-1].rollout == rule
-        assert "job code v1" in tried[-1].log_tail
+        assert tried[-1].result["job_code"] == "v1", "the stable engine's own job code ran"
         on_canary = [a for a in tried if a.engine == "v2"]
         if t in canaries:  # one try on the canary, its retry on stable
             assert [a.outcome for a in on_canary] == ["FAILED"], [(a.engine, a.outcome) for a in tried]

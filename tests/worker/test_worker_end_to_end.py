@@ -60,7 +60,9 @@ def test_compaction_through_the_service_on_spark(tmp_path, service, db, local_qu
     done = task(db, task_id)
     assert t.table().timeline.get(done.instant).is_completed
     [attempt] = attempts(db, task_id)
-    assert attempt.outcome == "SUCCEEDED" and f"compaction {done.instant} completed" in attempt.log_tail
+    assert attempt.outcome == "SUCCEEDED"
+    assert attempt.result["action"] == "compaction" and attempt.result["instant"] == done.instant
+    assert attempt.result["completed_as"] == "commit" and attempt.result["completion_time"]
     assert attempt.requested_resources["executors"] == done.plan_stats["operations"]
     t.check()
 

@@ -139,8 +139,7 @@ def test_a_compaction_runs_on_spark_with_an_engines_own_code_and_spark_submit(tm
     code = tmp_path / "code-1.1"
     shutil.copytree(JOBS, code / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
     run = code / "jobs" / "run.py"
-    run.write_text(run.read_text().replace("    print(result.summary())",
-                                           "    print('job code 1.1:', result.summary())"))
+    run.write_text(run.read_text().replace("result_line(result)", "result_line(result, job_code='1.1')"))
     response = httpx.put(f"{service.url}/api/v1/engines/spark-1.1", headers=service.admin, timeout=30, json={
         "spark_home": str(spark_home()), "code_version": "1.1", "code_path": str(code),
         "spark_conf": {"spark.tms.engine": "1.1"}})
@@ -158,6 +157,7 @@ def test_a_compaction_runs_on_spark_with_an_engines_own_code_and_spark_submit(tm
     [attempt] = attempts(db, task_id)
     assert done.state == TaskState.SUCCEEDED, attempt.log_tail
     assert (attempt.engine, attempt.rollout) == ("spark-1.1", "spark")
-    assert f"job code 1.1: compaction {done.instant} completed" in attempt.log_tail
+    assert attempt.result["instant"] == done.instant and attempt.result["action"] == "compaction"
+    assert attempt.result["job_code"] == "1.1", "the engine's own job code ran"
     assert attempt.spark_app_id is not None
     t.check()

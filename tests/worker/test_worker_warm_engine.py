@@ -100,7 +100,8 @@ def test_a_small_compaction_runs_on_the_warm_engine_and_a_big_one_on_a_dedicated
 
     [on_warm] = attempts(db, small_task)
     assert on_warm.engine_kind == "warm" and on_warm.spark_app_id == engine.app_id
-    assert f"compaction {task(db, small_task).instant} completed" in on_warm.log_tail
+    assert on_warm.result["instant"] == task(db, small_task).instant
+    assert on_warm.result["completed_as"] == "commit" and on_warm.result["files_written"] > 0
     assert not submits.named(small.path), "no spark-submit was started for the small compaction"
     [dedicated] = attempts(db, big_task)
     assert dedicated.engine_kind == "dedicated" and dedicated.requested_resources["executors"] == 3

@@ -236,6 +236,9 @@ class TaskAttempt(Base):
     outcome: Mapped[str] = mapped_column(String(16), server_default="RUNNING")
     error: Mapped[str | None] = mapped_column(Text)
     log_tail: Mapped[str | None] = mapped_column(Text)
+    # What the job reported of its result (tms/execute/job_result.py): the instant it completed, files and
+    # bytes written; None when it reported none (it failed first).
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     # SHA-256 of the attempt's fence key: the secret its job shows when it asks the service whether its
     # fencing token still holds the lease (GET /api/v1/tasks/{id}/fence).
     fence_key_hash: Mapped[str | None] = mapped_column(String(64))

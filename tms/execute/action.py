@@ -29,6 +29,13 @@ class ExecutionResult:
     bytes_written: int = 0
     files_deleted: int = 0
 
+    def record(self) -> dict[str, Any]:
+        """The result as the job reports it to its worker (the attempt's `result`)."""
+        return {"action": self.action, "instant": self.instant.timestamp, "completed_as": self.instant.action,
+                "completion_time": self.instant.completion_time, "tasks": self.tasks,
+                "files_written": self.files_written, "bytes_written": self.bytes_written,
+                "files_deleted": self.files_deleted}
+
     def summary(self) -> str:
         done = f" at {self.instant.completion_time}" if self.instant.completion_time else ""
         return (f"{self.action} {self.instant.timestamp} completed as {self.instant.action}{done}: "

@@ -254,10 +254,10 @@ class TaskRepo:
         return attempt
 
     def annotate_attempt(self, task_id: int, *, fencing_token: int, log_tail: str | None = None,
-                         error: str | None = None) -> None:
-        """Attach the job's log tail (and an error, unless one is recorded) to an attempt that already
-        ended: one whose task was cancelled or whose lease was taken over while its job ran."""
-        values: dict[str, Any] = {"log_tail": log_tail}
+                         error: str | None = None, result: dict[str, Any] | None = None) -> None:
+        """Attach the job's log tail and result (and an error, unless one is recorded) to an attempt that
+        already ended: one whose task was cancelled or whose lease was taken over while its job ran."""
+        values: dict[str, Any] = {"log_tail": log_tail, "result": result}
         if error is not None:
             values["error"] = func.coalesce(TaskAttempt.error, error)
         self._update_attempt(task_id, fencing_token, **values)
@@ -276,7 +276,8 @@ class TaskRepo:
         self._update_attempt(task_id, fencing_token, engine_kind=engine_kind)
 
     def finish(self, task_id: int, *, fencing_token: int, succeeded: bool, error: str | None = None,
-               log_tail: str | None = None, failure: FailureRecord | None = None) -> Task | None:
+               log_tail: str | None = None, failure: FailureRecord | None = None,
+               result: dict[str, Any] | None = None) -> Task | None:
         """RUNNING -> SUCCEEDED or FAILED, only for the holder of `fencing_token`. A failure's classification
         (`failure`) says whether and when the manager retries it."""
         to = S.SUCCEEDED if succeeded else S.FAILED
@@ -293,7 +294,7 @@ class TaskRepo:
         task = self._cas(values, Task.id == task_id, Task.state == S.RUNNING.value, Task.fencing_token == fencing_token)
         if task is not None:
             self._update_attempt(task_id, fencing_token, outcome=to.value, error=error, log_tail=log_tail,
-                                 finished_at=func.now())
+                                 result=result, finished_at=func.now())
         return task
 
     def expired_leases(self, limit: int = 100) -> list[Task]:
