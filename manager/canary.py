@@ -8,12 +8,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, EngineRepo, Rollout, RolloutRepo, Task, TaskRepo, TaskState
-
-from .leadership import LeaderLease
+from tms.db import AlertRepo, EngineRepo, Rollout, RolloutRepo, TaskRepo, TaskState
+from tms.leadership import LeaderLease
 
 log = logging.getLogger(__name__)
 ALERT = "canary_rolled_back"
@@ -83,8 +81,6 @@ def _retry_on_stable(session: Session, rollouts: RolloutRepo, rollout: Rollout) 
         if tasks.transition(task.id, expected_state=TaskState.FAILED, expected_version=task.version,
                             to=TaskState.RUNNABLE, next_attempt_at=None, retry_reason=reason) is None:
             continue
-        session.execute(update(Task).where(Task.id == task.id).values(retry_series_start=Task.attempt,
-                                                                        memory_factor=1.0),
-                        execution_options={"synchronize_session": False})
+        tasks.start_new_series(task.id)
         retried.append(task.id)
     return retried

@@ -11,24 +11,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Float, ScalarSelect, cast, func, or_, select
-from sqlalchemy.orm import Session, aliased
-
 from tms.config import Settings
-from tms.db import AlertRepo, Instance, RegisteredTable, ResourceQueue, Sighting, TablePolicy, Task, TaskState
+from tms.db import AlertRepo, RegisteredTable, Sighting, TablePolicy, TaskState
+from tms.db.read_models import MonitorReads
 from tms.hudi.capabilities import capabilities
 from tms.hudi.conflicts import CONFLICT_REASON
 from tms.hudi.errors import HudiError
 from tms.hudi.table import HudiTable
+from tms.leadership import LeaderLease
 from tms.planning.digest import TimelineDigest
 from tms.table_service import TableService
 
 from .early_warning import HISTORY, Run, forecast
-from .leadership import LeaderLease
 
 log = logging.getLogger(__name__)
 S = TaskState
-Rule = Callable[[Session, "MonitorContext"], dict[str, Sighting]]
+Rule = Callable[[MonitorReads, "MonitorContext"], dict[str, Sighting]]
 
 
 @dataclass
@@ -42,11 +40,10 @@ class MonitorContext:
     compactable: dict[int, tuple[tuple[str, str, int], bool]] = field(default_factory=dict)
 
 
-def task_failed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def task_failed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """Retries exhausted, or a failure that is not retried: FAILED for good. A conflict is not one: the writer
     won as Hudi's MVCC promises, and the next plan takes its data."""
-    rows = session.scalars(select(Task).where(Task.state == S.FAILED, Task.next_attempt_at.is_(None),
-                                              Task.failure_kind.is_distinct_from(CONFLICT_REASON)))
+    rows = reads.failed_for_good(except_kind=CONFLICT_REASON)
     return {f"task:{t.id}": Sighting("critical", f"{t.action} {t.instant} failed for good after attempt "
                                                  f"{t.attempt}: {t.retry_reason or t.error or 'no reason recorded'}",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue,
@@ -54,32 +51,29 @@ def task_failed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
             for t in rows}
 
 
-def task_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def task_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """The last attempt ran past its timeout (firing until the task succeeds or is given up)."""
-    rows = session.scalars(select(Task).where(Task.failure_kind == "timeout",
-                                              Task.state.in_([S.FAILED, S.RUNNABLE, S.RUNNING])))
+    rows = reads.timed_out()
     timeout = ctx.settings.worker_job_timeout_seconds
     return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} ran past its timeout of "
                                                 f"{timeout:.0f} s (attempt {t.attempt})",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
 
 
-def not_scheduled(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def not_scheduled(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A runnable task no worker claimed for `monitor_unclaimed_seconds`, or a table whose compaction has
     been due for `monitor_unplanned_seconds` with nothing planned for it."""
-    return {**_unclaimed(session, ctx), **_unplanned(session, ctx)}
+    return {**_unclaimed(reads, ctx), **_unplanned(reads, ctx)}
 
 
-def _unclaimed(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
-    limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unclaimed_seconds)
-    rows = session.scalars(select(Task).where(Task.state == S.RUNNABLE, Task.updated_at < limit,
-                                              (Task.run_after.is_(None)) | (Task.run_after < limit)))
+def _unclaimed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    rows = reads.unclaimed_since(ctx.now - timedelta(seconds=ctx.settings.monitor_unclaimed_seconds))
     return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} has been runnable since "
                                                 f"{t.updated_at:%Y-%m-%d %H:%M:%S} and no worker claimed it",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
 
 
-def _unplanned(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """Enabled MERGE_ON_READ tables whose compaction trigger (Hudi's rule, on the planner's digest of the
     timeline) has held for `monitor_unplanned_seconds` while no compaction of theirs is planned, pending,
     running or awaiting a retry, and that TMS can compact (a refusal by the table's capabilities is the
@@ -87,12 +81,10 @@ def _unplanned(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
     if TableService.COMPACTION not in ctx.settings.planner_services:
         return {}
     limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unplanned_seconds)
-    planned = set(session.scalars(select(Task.table_id).where(Task.action == TableService.COMPACTION,
-                                                              Task.state.not_in([S.SUCCEEDED, S.CANCELLED]))))
+    planned = reads.tables_with_open(TableService.COMPACTION)
     services = frozenset(ctx.settings.planner_services)
     sightings = {}
-    for row in session.scalars(select(RegisteredTable).where(RegisteredTable.enabled.is_(True),
-                                                             RegisteredTable.table_type == "MERGE_ON_READ")):
+    for row in reads.enabled_tables("MERGE_ON_READ"):
         digest = TimelineDigest.from_state(row.planner_state, services)
         if row.id in planned or digest is None:  # never planned yet: the planner's first scan decides
             continue
@@ -125,34 +117,31 @@ def _can_compact(row: RegisteredTable, digest: TimelineDigest, ctx: MonitorConte
     return known[1]
 
 
-def held_too_long(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def held_too_long(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A compensation hold (a plan BLOCKED by writes pending before it) older than `monitor_hold_seconds`."""
-    limit = ctx.now - timedelta(seconds=ctx.settings.monitor_hold_seconds)
-    rows = session.scalars(select(Task).where(Task.state == S.BLOCKED, Task.created_at < limit))
+    rows = reads.held_since(ctx.now - timedelta(seconds=ctx.settings.monitor_hold_seconds))
     return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} has been held since "
                                                 f"{t.created_at:%Y-%m-%d %H:%M:%S} by {', '.join(t.blockers)}",
                                      table_id=t.table_id, task_id=t.id, details={"blockers": list(t.blockers)})
             for t in rows}
 
 
-def instance_down(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def instance_down(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A process whose heartbeat is missing (a clean stop deregisters; a crash leaves its row behind)."""
-    limit = ctx.now - timedelta(seconds=ctx.settings.monitor_instance_missing_seconds)
-    rows = session.scalars(select(Instance).where(Instance.heartbeat_at < limit))
+    rows = reads.silent_instances(ctx.now - timedelta(seconds=ctx.settings.monitor_instance_missing_seconds))
     return {f"instance:{i.id}": Sighting("critical" if "manager" in i.roles else "warning",
                                          f"{','.join(i.roles)} {i.id} has not beaten since "
                                          f"{i.heartbeat_at:%Y-%m-%d %H:%M:%S}", details={"roles": list(i.roles)})
             for i in rows}
 
 
-def queue_saturated(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def queue_saturated(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A queue running at capacity while its backlog (runnable tasks preferring it, or unassigned) grew
     over the last three evaluations."""
-    running = dict(session.execute(select(Task.queue, func.count()).where(Task.state == S.RUNNING)
-                                   .group_by(Task.queue)).all())
-    waiting = session.scalar(select(func.count()).select_from(Task).where(Task.state == S.RUNNABLE)) or 0
+    running = reads.running_per_queue()
+    waiting = reads.runnable_count()
     sightings = {}
-    for queue in session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True))):
+    for queue in reads.enabled_queues():
         history = ctx.backlog.setdefault(queue.name, [])
         history.append(waiting if running.get(queue.name, 0) >= queue.capacity else -1)
         del history[:-3]
@@ -164,18 +153,14 @@ def queue_saturated(session: Session, ctx: MonitorContext) -> dict[str, Sighting
 
 
 BACKLOG_EVALUATIONS = 4  # backlog_growing: rising at each of the last three evaluations
-PENDING = (S.PENDING, S.BLOCKED, S.RUNNABLE, S.RUNNING)
 
 
-def backlog_growing(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def backlog_growing(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A table whose pending plans, or whose delta commits awaiting a compaction (its pending log files),
     rose at each of the last three evaluations: work arrives faster than it is served."""
-    pending = dict(session.execute(select(Task.table_id, func.count()).where(Task.state.in_(PENDING))
-                                   .group_by(Task.table_id)).all())
+    pending = reads.pending_per_table()
     sightings = {}
-    for table_id, name, state in session.execute(select(RegisteredTable.id, RegisteredTable.name,
-                                                        RegisteredTable.planner_state)
-                                                 .where(RegisteredTable.enabled.is_(True))):
+    for table_id, name, state in reads.enabled_table_digests():
         logs = len(((state or {}).get("counted") or {}).get("compaction") or [])
         history = ctx.table_backlog.setdefault(table_id, [])
         history.append((pending.get(table_id, 0), logs))
@@ -193,25 +178,25 @@ def backlog_growing(session: Session, ctx: MonitorContext) -> dict[str, Sighting
     return sightings
 
 
-def predicted_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighting]:
+def predicted_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """Early warning (manager.early_warning): a running or waiting task likely to pass its timeout, by a
     model of its table's past runs of the action (duration against bytes and the queue's load) and, for a
     running one, how long it has run already."""
     timeout = ctx.settings.worker_job_timeout_seconds
-    loads = _queue_loads(session)
+    loads = _queue_loads(reads)
     models: dict[tuple[int, str], list[Run]] = {}
     sightings = {}
-    for t in session.scalars(select(Task).where(Task.state.in_([S.RUNNING, S.RUNNABLE]))):
+    for t in reads.running_or_runnable():
         size = _plan_bytes(t.plan_stats)
         if not size:
             continue
         history = models.get((t.table_id, t.action))
         if history is None:
-            history = models[(t.table_id, t.action)] = _history(session, t.table_id, t.action)
+            history = models[(t.table_id, t.action)] = _history(reads, t.table_id, t.action)
         running = t.state == S.RUNNING and t.started_at is not None
         elapsed = (ctx.now - t.started_at).total_seconds() if running and t.started_at else 0.0
         # A running task at the load it started under (as its peers are known), a waiting one at today's.
-        load = (session.scalar(select(_load_at_start()).where(Task.id == t.id)) or 0.0) if running else \
+        load = reads.load_at_start(t.id) if running else \
             loads.get(t.queue or "", min(loads.values(), default=0.0))
         predicted = forecast(history, size, load, elapsed, timeout)
         if predicted is not None and predicted.warn:
@@ -225,35 +210,16 @@ def predicted_timeout(session: Session, ctx: MonitorContext) -> dict[str, Sighti
     return sightings
 
 
-def _queue_loads(session: Session) -> dict[str, float]:
+def _queue_loads(reads: MonitorReads) -> dict[str, float]:
     """Each enabled queue's running jobs per slot now."""
-    running = dict(session.execute(select(Task.queue, func.count()).where(Task.state == S.RUNNING)
-                                   .group_by(Task.queue)).all())
-    return {q.name: running.get(q.name, 0) / max(q.capacity, 1)
-            for q in session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True)))}
+    running = reads.running_per_queue()
+    return {q.name: running.get(q.name, 0) / max(q.capacity, 1) for q in reads.enabled_queues()}
 
 
-def _load_at_start() -> ScalarSelect[float]:
-    """Per task row: its queue's load when it started, the runs of that queue under way then per slot (0
-    without a queue)."""
-    other = aliased(Task)
-    concurrent = (select(func.count()).select_from(other)
-                  .where(other.queue == Task.queue, other.started_at <= Task.started_at,
-                         or_(other.finished_at.is_(None), other.finished_at > Task.started_at))
-                  .scalar_subquery())
-    return (select(func.coalesce(cast(concurrent, Float) / func.nullif(ResourceQueue.capacity, 0), 0.0))
-            .where(ResourceQueue.name == Task.queue).scalar_subquery())
-
-
-def _history(session: Session, table_id: int, action: str) -> list[Run]:
+def _history(reads: MonitorReads, table_id: int, action: str) -> list[Run]:
     """The table's last succeeded runs of `action`: bytes, seconds, and their queue's load when they started."""
-    rows = session.execute(
-        select(Task.plan_stats, Task.started_at, Task.finished_at, _load_at_start())
-        .where(Task.table_id == table_id, Task.action == action, Task.state == S.SUCCEEDED,
-               Task.started_at.is_not(None), Task.finished_at.is_not(None))
-        .order_by(Task.id.desc()).limit(HISTORY)).all()
-    return [Run(_plan_bytes(stats), (finished - started).total_seconds(), load or 0.0)
-            for stats, started, finished, load in rows]
+    return [Run(_plan_bytes(stats), (finished - started).total_seconds(), load)
+            for stats, started, finished, load in reads.succeeded_runs(table_id, action, HISTORY)]
 
 
 def _plan_bytes(stats: dict | None) -> int:
@@ -272,10 +238,11 @@ def evaluate(lease: LeaderLease, epoch: int, ctx: MonitorContext) -> dict[str, t
     """Evaluate every rule in one fenced transaction: kind -> (fired, resolved)."""
     changes: dict[str, tuple[int, int]] = {}
     with lease.fenced(epoch) as session:
-        ctx.now = session.execute(select(func.now())).scalar_one()
+        reads = MonitorReads(session)
+        ctx.now = reads.now()
         alerts = AlertRepo(session)
         for kind, rule in RULES.items():
-            fired, resolved = alerts.sync(kind, rule(session, ctx))
+            fired, resolved = alerts.sync(kind, rule(reads, ctx))
             if fired or resolved:
                 changes[kind] = (len(fired), len(resolved))
     for kind, (n_fired, n_resolved) in changes.items():

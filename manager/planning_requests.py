@@ -6,8 +6,7 @@ planner."""
 from __future__ import annotations
 
 from tms.db import ScanRequestRepo, TableRepo
-
-from .leadership import LeaderLease
+from tms.leadership import LeaderLease
 
 SCAN_CHUNK_TABLES = 500  # table ids per scan request: what one planner takes at once
 

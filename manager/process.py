@@ -1,5 +1,5 @@
 """The manager process (`tms manager`): it beats, and takes or renews the leader lease every heartbeat (then
-resolves `no_leader` once a manager leads, tms.leader_watch). The leader runs the periodic work on
+resolves `no_leader` once a manager leads, tms.leadership.watch). The leader runs the periodic work on
 APScheduler; a standby only waits for the lease. Any number of managers may
 run: the lease and the fenced transactions (leadership.py) make one leader's writes count at a time.
 
@@ -19,11 +19,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from tms.config import Settings
 from tms.db import Database, InstanceRepo
 from tms.instance import new_instance_id, record_heartbeat
-from tms.leader_watch import LeaderWatch
+from tms.leadership import LeaderLease, LeaderWatch, NotLeader
 from tms.webhook_delivery import Deliverer
 
 from .canary import check_canaries
-from .leadership import LeaderLease, NotLeader
 from .monitor import MonitorContext, evaluate
 from .planning_requests import request_scans, request_ticks
 from .restore import restore

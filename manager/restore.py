@@ -14,13 +14,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select
-
-from tms.db import RegisteredTable, Task, TaskRepo, TaskState
+from tms.db import TaskRepo, TaskState
 from tms.hudi.instant import State
 from tms.hudi.table import HudiTable
-
-from .leadership import LeaderLease
+from tms.leadership import LeaderLease
 
 log = logging.getLogger(__name__)
 S = TaskState
@@ -68,10 +65,7 @@ def _read_timelines(lease: LeaderLease) -> dict[tuple[int, S, int], tuple[S, str
     """(task, state, version) -> (the state the timeline says it is in, a reason), for the tasks it differs."""
     since = datetime.now(UTC) - CANCELLED_LOOKBACK
     with lease.database.transaction() as session:
-        rows = session.execute(
-            select(Task.id, Task.state, Task.version, Task.instant, Task.updated_at, RegisteredTable.base_path)
-            .join(RegisteredTable, RegisteredTable.id == Task.table_id)
-            .where(Task.state.in_([s.value for s in RECONCILED]))).all()
+        rows = TaskRepo(session).in_states_with_tables(RECONCILED)
     by_table: dict[str, list] = defaultdict(list)
     for row in rows:
         if row.state != S.CANCELLED or row.updated_at >= since:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 
 from tms.db import TaskRepo
-
-from .leadership import LeaderLease
+from tms.leadership import LeaderLease
 
 log = logging.getLogger(__name__)
 

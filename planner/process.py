@@ -21,6 +21,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from tms.config import Settings
 from tms.db import Database, InstanceRepo, LeaseRepo, ScanRequestRepo, TableRepo
 from tms.instance import new_instance_id, record_heartbeat
+from tms.leadership import LEASE_NAME
 
 from .runner import Planner
 
@@ -32,7 +33,6 @@ FRESH_SHARE = 0.9
 REQUESTS_POLL_SECONDS = 1.0  # how often a planner takes the tables the manager's leader marked due
 REQUESTS_PER_TAKE = 500  # marked tables a planner takes at once: one transaction, one query for their rows
 EVENT_TABLES_PER_THREAD = 100  # tables with events one thread takes at once (their digests in one transaction)
-LEADER_LEASE = "manager"  # manager/leadership.py's LEASE_NAME
 
 
 
@@ -130,7 +130,7 @@ class PlannerService:
         """True while a manager holds the leader lease: it asks for the periodic work."""
         try:
             with self.database.transaction() as session:
-                lease = LeaseRepo(session).get(LEADER_LEASE)
+                lease = LeaseRepo(session).get(LEASE_NAME)
                 return lease is not None and lease.holder is not None and lease.expires_at is not None \
                     and lease.expires_at > datetime.now(UTC)
         except Exception:  # the database is down: so is planning

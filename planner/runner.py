@@ -14,7 +14,6 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, select, tuple_
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
@@ -35,9 +34,6 @@ from tms.table_service import TableService
 log = logging.getLogger(__name__)
 
 EVENTS_PER_PASS = 1000
-# What the periodic trigger reads of every table to tell whether time made work due (not the whole row).
-_TICK_COLUMNS = select(RegisteredTable.id, RegisteredTable.planner_state, RegisteredTable.policies,
-                       RegisteredTable.table_type)
 _PAGE = 500
 
 
@@ -158,13 +154,8 @@ class Planner:
         recorded = 0
         after: tuple[datetime, int] | None = None
         while not self._stopping.is_set():
-            stmt = _TICK_COLUMNS.add_columns(RegisteredTable.tick_due_at).where(
-                RegisteredTable.enabled.is_(True), RegisteredTable.tick_due_at <= now)
-            if after is not None:
-                stmt = stmt.where(tuple_(RegisteredTable.tick_due_at, RegisteredTable.id) > tuple_(*after))
             with self.database.transaction() as session:
-                page = list(session.execute(stmt.order_by(RegisteredTable.tick_due_at, RegisteredTable.id)
-                                            .limit(_PAGE)))
+                page = TableRepo(session).tick_due_page(now, after, _PAGE)
             if not page:
                 break
             recorded += self._tick_rows(page)
@@ -174,12 +165,11 @@ class Planner:
     def tick_tables(self, table_ids: list[int]) -> int:
         """The periodic trigger on these tables only (those the manager's leader asked for)."""
         with self.database.transaction() as session:
-            rows = list(session.execute(_TICK_COLUMNS.where(RegisteredTable.id.in_(table_ids),
-                                                            RegisteredTable.enabled.is_(True))))
+            rows = TableRepo(session).tick_rows(table_ids)
         return self._tick_rows(rows)
 
     def _tick_rows(self, rows: list[Any]) -> int:
-        """`rows`: _TICK_COLUMNS of tables; the table is locked (and read whole) only if time made work due.
+        """`rows`: TableRepo.tick_rows of tables; the table is locked (and read whole) only if time made work due.
         The others get their `tick_due_at` rewritten from their digest (a policy changed, or the migration
         asked for a look), so the trigger does not come back to them before it is due."""
         now = self.clock()
@@ -222,10 +212,8 @@ class Planner:
         `timeline_stamp`), except those reconciled less than `fresh_seconds` ago (by another planner).
         Returns the number of tables reconciled."""
         now = self.clock().timestamp()
-        columns = select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp,
-                         RegisteredTable.planner_state["scanned_at"].as_float())
         reconciled = 0
-        for rows in self._enabled_pages(columns):
+        for rows in self._enabled_pages():
             for table_id, base_path, stamp, scanned_at in rows:
                 if self._stopping.is_set():
                     return reconciled
@@ -238,11 +226,9 @@ class Planner:
     def scan_range(self, first_id: int, last_id: int) -> int:
         """The reconciliation scan on the enabled tables with ids from `first_id` to `last_id` (a chunk the
         manager's leader asked for): those whose timeline changed are reconciled. Returns their number."""
-        columns = select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp) \
-            .where(RegisteredTable.id.between(first_id, last_id))
         reconciled = 0
-        for rows in self._enabled_pages(columns):
-            for table_id, base_path, stamp in rows:
+        for rows in self._enabled_pages(ids=(first_id, last_id)):
+            for table_id, base_path, stamp, _ in rows:
                 if self._stopping.is_set():
                     return reconciled
                 if not unchanged_since(base_path, stamp):
@@ -316,15 +302,13 @@ class Planner:
                                            fingerprint=_unreadable(row.id), table_id=row.id)
             return None
 
-    def _enabled_pages(self, query: Select) -> Iterator[list[Any]]:
-        """The enabled tables' rows as `query` selects them (`id` among its columns), a page at a time by id:
-        each page is one index probe, and only one is held."""
+    def _enabled_pages(self, *, ids: tuple[int, int] | None = None) -> Iterator[list[Any]]:
+        """The enabled tables' (id, base path, timeline stamp, scanned at), a page at a time by id: each page is
+        one index probe, and only one is held."""
         after = 0
         while True:
-            stmt = query.where(RegisteredTable.enabled.is_(True), RegisteredTable.id > after) \
-                .order_by(RegisteredTable.id).limit(_PAGE)
             with self.database.transaction() as session:
-                page = list(session.execute(stmt))
+                page = TableRepo(session).stamps_page(after, _PAGE, ids=ids)
             if not page:
                 return
             yield page

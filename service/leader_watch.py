@@ -1,5 +1,5 @@
 """The service's watch for a leading manager: every `heartbeat_seconds` it fires or resolves the `no_leader`
-alert and, while no manager leads, sends that alert's webhooks itself (tms.leader_watch). The service runs
+alert and, while no manager leads, sends that alert's webhooks itself (tms.leadership.watch). The service runs
 whenever TMS does, so a deployment whose managers are all gone or stuck is still told."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tms.config import Settings
 from tms.db import Database
-from tms.leader_watch import LeaderWatch
+from tms.leadership import LeaderWatch
 from tms.webhook_delivery import Deliverer
 
 

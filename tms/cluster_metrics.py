@@ -10,39 +10,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
-from sqlalchemy import text
 
 from tms.db import Database
+from tms.db.read_models import cluster_rows
 
 DURATION_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400)
-_QUERIES = {
-    "tasks": "SELECT state, action, coalesce(queue, '') AS queue, count(*) FROM tasks GROUP BY 1, 2, 3",
-    "retries": "SELECT action, sum(greatest(attempt - 1, 0)) FROM tasks GROUP BY 1",
-    "durations": "SELECT action, extract(epoch FROM finished_at - started_at) FROM tasks "
-                 "WHERE state = 'SUCCEEDED' AND finished_at > now() - interval '1 day' AND started_at IS NOT NULL",
-    "waits": "SELECT action, extract(epoch FROM started_at - created_at) FROM tasks "
-             "WHERE started_at > now() - interval '1 day'",
-    "alerts": "SELECT kind, severity, count(*) FROM alerts WHERE resolved_at IS NULL GROUP BY 1, 2",
-    "leader": "SELECT coalesce(holder, ''), epoch, expires_at > now() FROM leases WHERE name = 'manager'",
-    "queues": "SELECT q.name, q.capacity, (SELECT count(*) FROM tasks t WHERE t.state = 'RUNNING' "
-              "AND t.queue = q.name) FROM queues q",
-    "lag": "SELECT coalesce(extract(epoch FROM now() - min(received_at)), 0) FROM events WHERE processed_at IS NULL",
-    # Of each table's planner digest, only the two figures its metrics show (computed by the server: a digest
-    # holds up to a thousand instants per service, and there may be 100,000 tables).
-    "tables": "SELECT id, database, name, jsonb_array_length(planner_state->'counted'->'compaction'), "
-              "(SELECT min(value::float) FROM jsonb_each_text(planner_state->'pending_writes')) "
-              "FROM tables WHERE enabled",
-}
-
-
-def scrape_rows(database: Database, queries: dict[str, str]) -> dict[str, Sequence[Any]] | None:
-    """Each query's rows, read in one connection at scrape time; None when the database cannot be read (a scrape
-    must not fail because the database is briefly unreachable)."""
-    try:
-        with database.engine.connect() as connection:
-            return {name: connection.execute(text(sql)).all() for name, sql in queries.items()}
-    except Exception:
-        return None
 
 
 class ClusterCollector:
@@ -50,7 +22,7 @@ class ClusterCollector:
         self.database = database
 
     def collect(self) -> Iterator[Metric]:
-        rows = scrape_rows(self.database, _QUERIES)
+        rows = cluster_rows(self.database)
         if rows is None:
             return
         tasks = GaugeMetricFamily("tms_tasks_by", "Tasks by state, action and queue",

@@ -7,17 +7,9 @@ from collections.abc import Iterator
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from tms.cluster_metrics import DURATION_BUCKETS, scrape_rows
+from tms.cluster_metrics import DURATION_BUCKETS
 from tms.db import Database
-
-_QUERIES = {
-    "attempts": "SELECT coalesce(engine, 'builtin'), outcome, count(*) FROM task_attempts "
-                "WHERE outcome IN ('SUCCEEDED', 'FAILED') AND finished_at > now() - interval '1 day' GROUP BY 1, 2",
-    "durations": "SELECT coalesce(engine, 'builtin'), extract(epoch FROM finished_at - started_at) FROM task_attempts "
-                 "WHERE outcome IN ('SUCCEEDED', 'FAILED') AND finished_at > now() - interval '1 day'",
-    "rollouts": "SELECT name, coalesce(canary_engine, ''), state, "
-                "CASE WHEN state = 'active' THEN canary_percent ELSE 0 END FROM rollouts",
-}
+from tms.db.read_models import engine_rows
 
 
 class EngineCollector:
@@ -25,7 +17,7 @@ class EngineCollector:
         self.database = database
 
     def collect(self) -> Iterator[Metric]:
-        rows = scrape_rows(self.database, _QUERIES)
+        rows = engine_rows(self.database)
         if rows is None:
             return
         attempts = GaugeMetricFamily("tms_engine_attempts", "Attempts finished in the last day, by engine and "

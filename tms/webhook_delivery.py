@@ -2,7 +2,7 @@
 each with backoff until the receiver accepts it (2xx) or it is older than `webhook_max_age_seconds`.
 
 The manager's leader sends every delivery, in its fenced transactions; whoever notices that no manager
-leads (tms.leader_watch) sends the `no_leader` alert's own, in plain ones, since no leader would.
+leads (tms.leadership.watch) sends the `no_leader` alert's own, in plain ones, since no leader would.
 
 A delivery is taken (its next attempt pushed past the request's timeout, its row locked SKIP LOCKED) in one
 transaction, sent outside any transaction, and its attempt recorded in another: a leader change between
@@ -14,14 +14,13 @@ import time
 from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import httpx
-from sqlalchemy import func, update
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import WebhookDelivery, WebhookRepo
+from tms.db import WebhookRepo
 from tms.webhook_payload import signature
 
 log = logging.getLogger(__name__)
@@ -72,9 +71,7 @@ class Deliverer:
                             self.settings.webhook_max_age_seconds)
             taken = [Outgoing(d.id, w.url, w.secret, d.body, d.attempts) for d, w in repo.due(BATCH, kinds=kinds)]
             if taken:
-                session.execute(update(WebhookDelivery).where(WebhookDelivery.id.in_([o.delivery_id for o in taken]))
-                                .values(next_attempt_at=func.now() + timedelta(seconds=hold)),
-                                execution_options={"synchronize_session": False})
+                repo.hold([o.delivery_id for o in taken], hold)
         return taken
 
     def _send(self, outgoing: Outgoing) -> tuple[int | None, str | None]:
@@ -92,11 +89,12 @@ class Deliverer:
         """Record a batch of attempts in one transaction."""
         at = datetime.now(UTC).isoformat()
         with transaction() as session:
+            repo = WebhookRepo(session)
             for outgoing, status, error in results:
-                delivery = session.get(WebhookDelivery, outgoing.delivery_id, with_for_update=True)
-                if delivery is None or delivery.state != "pending":
+                delivery = repo.pending_delivery(outgoing.delivery_id)
+                if delivery is None:
                     continue
-                WebhookRepo(session).record_attempt(delivery, at=at, status=status, error=error,
+                repo.record_attempt(delivery, at=at, status=status, error=error,
                                                     delivered=_accepted(status), retry_in_seconds=self._wait(outgoing))
         for outgoing, status, error in results:
             if _accepted(status):

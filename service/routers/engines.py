@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response, status
-from sqlalchemy import func, select
 
 from tms.db import AlertRepo, Engine, EngineRepo, EngineResults, Rollout, RolloutRepo
 from tms.execute.engine_code import check_pyspark_version, resolve_code_path, spark_submit_of
@@ -42,8 +41,7 @@ def _rollout_out(rollout: Rollout, repo: EngineRepo) -> RolloutOut:
 
 
 def _day_results(repo: EngineRepo) -> dict[str, EngineResults]:
-    since = repo.session.execute(select(func.now())).scalar_one() - RESULTS_WINDOW
-    return repo.results(since=since)
+    return repo.recent_results(RESULTS_WINDOW)
 
 
 @router.get("/engines", response_model=list[EngineOut], dependencies=[Viewer], tags=["engines"],

@@ -4,7 +4,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
 
 from tms.db import migrate
 
@@ -19,11 +18,10 @@ def healthz() -> dict[str, str]:
 @router.get("/readyz", summary="The database is reachable and its schema is at head",
             responses={503: {"description": "Not ready; the body says why"}})
 def readyz(request: Request) -> JSONResponse:
-    engine = request.app.state.database.engine
+    database = request.app.state.database
     try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        revision, head = migrate.current_revision(engine), migrate.head_revision()
+        database.ping()
+        revision, head = migrate.current_revision(database.engine), migrate.head_revision()
     except Exception as exc:  # any failure to reach the database means "not ready"
         return JSONResponse(status_code=503, content={"status": "unavailable", "database": str(exc).splitlines()[0]})
     if revision != head:

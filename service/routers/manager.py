@@ -5,10 +5,9 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
-from sqlalchemy import func, select
 
 from tms.db import AlertRepo, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
-from tms.leader_watch import MANAGER_LEASE
+from tms.leadership import LEASE_NAME
 
 from ..auth import Admin, Viewer
 from ..pagination import Cursor, decode_cursor, page
@@ -35,9 +34,9 @@ router = APIRouter(prefix="/api/v1")
 def get_manager(request: Request) -> dict[str, Any]:
     settings = request.app.state.settings
     with request.app.state.database.transaction() as session:
-        lease = LeaseRepo(session).get(MANAGER_LEASE)
-        live = lease is not None and lease.holder is not None and lease.expires_at is not None \
-            and session.scalar(select(lease.expires_at > func.now()))
+        leases = LeaseRepo(session)
+        lease = leases.get(LEASE_NAME)
+        live = lease is not None and leases.is_live(lease)
         leader = lease.holder if live and lease is not None else None
         alive = InstanceRepo(session).alive("manager", 2 * settings.manager_heartbeat_seconds + 1)
         return {"leader": leader, "epoch": lease.epoch if lease else 0,

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import text
 
 from manager import leadership
-from manager.leadership import LEASE_NAME, LeaderLease, NotLeader
 from tms.db import AlertRepo, LeaseRepo, Sighting
+from tms.leadership import LEASE_NAME, LeaderLease, NotLeader
 
 
 def _end_lease(db) -> None:

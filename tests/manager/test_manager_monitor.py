@@ -9,11 +9,11 @@ from pathlib import Path
 
 from sqlalchemy import text, update
 
-from manager.leadership import LeaderLease
 from manager.monitor import MonitorContext, evaluate
 from planner.runner import Planner
 from tms.config import Settings
 from tms.db import AlertRepo, TableRepo, Task, TaskRepo, TaskState
+from tms.leadership import LeaderLease
 
 S = TaskState
 

@@ -15,11 +15,10 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from support import served
 
-from manager.leadership import LeaderLease
 from service.app import create_app
 from tms.config import Settings
 from tms.db import Alert, Database, Lease, WebhookRepo
-from tms.leader_watch import LeaderWatch
+from tms.leadership import LeaderLease, LeaderWatch
 from tms.webhook_payload import verify
 
 SECRET = "no-leader-secret"

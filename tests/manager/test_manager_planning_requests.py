@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from sqlalchemy import select, text
 
-from manager.leadership import LeaderLease
 from manager.planning_requests import SCAN_CHUNK_TABLES, request_scans, request_ticks
 from planner import runner
 from planner.runner import Planner
 from tms.db import RegisteredTable, ScanRequestRepo, TableRepo
+from tms.leadership import LeaderLease
 from tms.planning.decisions import PlannerOptions
 
 OPTIONS = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=5)

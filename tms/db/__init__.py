@@ -7,7 +7,7 @@
 """
 from tms.planning.policy import CleanerPolicy, CompactionStrategy, TablePolicy, TriggerStrategy
 
-from .engine import Database, sqlalchemy_url
+from .engine import Database, bounded_idle, sqlalchemy_url
 from .errors import ConflictError, IllegalTransitionError, NotFoundError
 from .models import (
                      Alert,
@@ -47,6 +47,6 @@ __all__ = [
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
-    "Webhook", "WebhookDelivery", "WebhookRepo", "can_transition", "database_url", "hash_secret", "open_database",
-    "sqlalchemy_url",
+    "Webhook", "WebhookDelivery", "WebhookRepo", "bounded_idle", "can_transition", "database_url", "hash_secret",
+    "open_database", "sqlalchemy_url",
 ]

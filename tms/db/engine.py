@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Connection, Engine, create_engine, make_url
+from sqlalchemy import Connection, Engine, create_engine, make_url, text
 from sqlalchemy.orm import Session, sessionmaker
 
 DRIVER = "postgresql+psycopg"
@@ -47,5 +47,17 @@ class Database:
         with self.engine.connect() as connection:
             yield connection.execution_options(isolation_level="AUTOCOMMIT")
 
+    def ping(self) -> None:
+        """One round trip (readiness): raises if the database cannot be reached."""
+        with self.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def bounded_idle(session: Session, seconds: float) -> Session:
+    """Have the server end `session`'s transaction (and free its row locks) if the process goes quiet in it for
+    `seconds`: when it wakes, its connection is gone and nothing of the transaction commits."""
+    session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {max(1, int(seconds * 1000))}"))
+    return session

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, func, select, update
@@ -83,6 +83,10 @@ class EngineRepo:
     def last_attempt(self, task_id: int) -> TaskAttempt | None:
         return self.session.scalar(select(TaskAttempt).where(TaskAttempt.task_id == task_id)
                                    .order_by(TaskAttempt.attempt.desc()).limit(1))
+
+    def recent_results(self, window: timedelta) -> dict[str, EngineResults]:
+        """`results` of the attempts started within `window` of now (database clock)."""
+        return self.results(since=self.session.execute(select(func.now())).scalar_one() - window)
 
     def results(self, *, since: datetime | None = None, rollout: str | None = None) -> dict[str, EngineResults]:
         """Finished attempts per engine (`builtin`: the worker's own code), those started since `since`, and

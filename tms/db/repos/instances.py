@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import builtins
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import any_, delete, func, literal, or_, select, update
@@ -95,3 +95,19 @@ class LeaseRepo:
 
     def get(self, name: str) -> Lease | None:
         return self.session.get(Lease, name, populate_existing=True)
+
+    def term(self, name: str) -> tuple[str | None, datetime, datetime]:
+        """(holder, end of the current or last term, the database's now). A lease never held, or given up by an
+        older version, has its term end now: a vacancy is counted from then."""
+        self.session.execute(insert(Lease).values(name=name, expires_at=func.now()).on_conflict_do_nothing())
+        self.session.execute(update(Lease).where(Lease.name == name, Lease.expires_at.is_(None))
+                             .values(expires_at=func.now()), execution_options={"synchronize_session": False})
+        holder, expires_at, now = self.session.execute(
+            select(Lease.holder, Lease.expires_at, func.now()).where(Lease.name == name)).one()
+        assert expires_at is not None  # set just above
+        return holder, expires_at, now
+
+    def is_live(self, lease: Lease) -> bool:
+        """True while `lease` is held and its term has not ended (database clock)."""
+        return bool(lease.holder is not None and lease.expires_at is not None
+                    and self.session.scalar(select(lease.expires_at > func.now())))

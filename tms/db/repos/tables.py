@@ -1,15 +1,20 @@
 """Registered tables: registration, look-ups, filters and the per-table planning lock."""
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, func, select, update
+from sqlalchemy import CursorResult, Row, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task
 from ..states import TaskState
+
+# What the periodic trigger reads of a table to tell whether time made work due (not the whole row).
+_TICK_COLUMNS = (RegisteredTable.id, RegisteredTable.planner_state, RegisteredTable.policies,
+                 RegisteredTable.table_type)
 
 
 class TableRepo:
@@ -120,3 +125,28 @@ class TableRepo:
         (SKIP LOCKED: planners on many machines share the tables without waiting)."""
         return self.session.scalar(select(RegisteredTable).where(RegisteredTable.id == table_id)
                                    .with_for_update(skip_locked=True).execution_options(populate_existing=True))
+
+    # --- what the planner's periodic trigger and reconciliation scan read (a few columns, in pages) ----
+    def tick_due_page(self, now: datetime, after: tuple[datetime, int] | None, limit: int) -> list[Row[Any]]:
+        """Enabled tables whose `tick_due_at` passed, after `after` in (tick_due_at, id) order: (id,
+        planner_state, policies, table_type, tick_due_at) rows, one range of the index."""
+        stmt = select(*_TICK_COLUMNS, RegisteredTable.tick_due_at).where(
+            RegisteredTable.enabled.is_(True), RegisteredTable.tick_due_at <= now)
+        if after is not None:
+            stmt = stmt.where(tuple_(RegisteredTable.tick_due_at, RegisteredTable.id) > tuple_(*after))
+        return list(self.session.execute(stmt.order_by(RegisteredTable.tick_due_at, RegisteredTable.id).limit(limit)))
+
+    def tick_rows(self, table_ids: list[int]) -> list[Row[Any]]:
+        """(id, planner_state, policies, table_type) of these tables, the enabled ones."""
+        return list(self.session.execute(select(*_TICK_COLUMNS).where(RegisteredTable.id.in_(table_ids),
+                                                                      RegisteredTable.enabled.is_(True))))
+
+    def stamps_page(self, after: int, limit: int, *, ids: tuple[int, int] | None = None) -> list[Row[Any]]:
+        """(id, base_path, timeline_stamp, scanned_at) of the enabled tables with ids past `after` (and within
+        `ids`, inclusive, if given), by id: what the scan needs to tell whose timeline changed."""
+        stmt = select(RegisteredTable.id, RegisteredTable.base_path, RegisteredTable.timeline_stamp,
+                      RegisteredTable.planner_state["scanned_at"].as_float().label("scanned_at")) \
+            .where(RegisteredTable.enabled.is_(True), RegisteredTable.id > after)
+        if ids is not None:
+            stmt = stmt.where(RegisteredTable.id.between(*ids))
+        return list(self.session.execute(stmt.order_by(RegisteredTable.id).limit(limit)))

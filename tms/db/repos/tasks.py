@@ -4,7 +4,7 @@ None back and re-reads. A worker's writes are fenced by its lease's fencing toke
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -270,6 +270,21 @@ class TaskRepo:
             return False
         self._update_attempt(task_id, fencing_token, spark_app_id=spark_app_id)
         return True
+
+    def in_states_with_tables(self, states: Collection[TaskState]) -> list[Any]:
+        """(id, state, version, instant, updated_at, base_path) of the tasks in `states`, with their table's
+        base path: what the manager's restore compares with the timelines."""
+        return list(self.session.execute(
+            select(Task.id, Task.state, Task.version, Task.instant, Task.updated_at, RegisteredTable.base_path)
+            .join(RegisteredTable, RegisteredTable.id == Task.table_id)
+            .where(Task.state.in_([s.value for s in states]))).all())
+
+    def start_new_series(self, task_id: int) -> None:
+        """Attempts from now on are a new series: earlier failures count neither against the task's retries nor
+        in its memory growth (a canary's failure, once the canary is rolled back)."""
+        self.session.execute(update(Task).where(Task.id == task_id).values(retry_series_start=Task.attempt,
+                                                                           memory_factor=1.0),
+                             execution_options={"synchronize_session": False})
 
     def record_engine(self, task_id: int, *, fencing_token: int, engine_kind: str) -> None:
         """Where the attempt's job runs: "warm" (its queue's warm engine) or "dedicated" (a job of its own)."""

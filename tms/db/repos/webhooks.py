@@ -78,6 +78,17 @@ class WebhookRepo:
                                           WebhookDelivery.created_at < func.now() - timedelta(seconds=max_age_seconds))
             .values(state="expired"), execution_options={"synchronize_session": False}))
 
+    def hold(self, delivery_ids: Collection[int], seconds: float) -> None:
+        """Put the deliveries' next attempt `seconds` ahead: no second sender takes them while one tries."""
+        self.session.execute(update(WebhookDelivery).where(WebhookDelivery.id.in_(list(delivery_ids)))
+                             .values(next_attempt_at=func.now() + timedelta(seconds=seconds)),
+                             execution_options={"synchronize_session": False})
+
+    def pending_delivery(self, delivery_id: int) -> WebhookDelivery | None:
+        """The delivery, row-locked for this transaction, if it is still pending."""
+        delivery = self.session.get(WebhookDelivery, delivery_id, with_for_update=True)
+        return delivery if delivery is not None and delivery.state == "pending" else None
+
     def record_attempt(self, delivery: WebhookDelivery, *, at: str, status: int | None, error: str | None,
                        delivered: bool, retry_in_seconds: float) -> None:
         delivery.attempts += 1

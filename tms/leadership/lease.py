@@ -16,15 +16,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from tms.db import Database, LeaseRepo
+from tms.db import Database, LeaseRepo, bounded_idle
 from tms.errors import TMSError
-from tms.leader_watch import MANAGER_LEASE
 
 log = logging.getLogger(__name__)
-LEASE_NAME = MANAGER_LEASE
+LEASE_NAME = "manager"
 
 
 class NotLeader(TMSError):
@@ -32,11 +30,9 @@ class NotLeader(TMSError):
 
 
 def _bounded(session: Session, seconds: float) -> Session:
-    """Have the server end this transaction (and free its row locks) if this process goes quiet in it for
-    `seconds`: a manager paused (SIGSTOP, GC) inside a transaction on the lease row must not keep a standby
-    from taking the lease over. When it wakes, its connection is gone and nothing of it commits."""
-    session.execute(text(f"SET LOCAL idle_in_transaction_session_timeout = {max(1, int(seconds * 1000))}"))
-    return session
+    """A manager paused (SIGSTOP, GC) inside a transaction on the lease row must not keep a standby from taking
+    the lease over: the server ends the transaction if it goes quiet; when it wakes, nothing of it commits."""
+    return bounded_idle(session, seconds)
 
 
 class LeaderLease:

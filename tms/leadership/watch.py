@@ -16,17 +16,15 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from sqlalchemy import func, select, update
-from sqlalchemy.dialects.postgresql import insert
-
 from tms.config import Settings
-from tms.db import AlertRepo, Database, Lease, Sighting
+from tms.db import AlertRepo, Database, LeaseRepo, Sighting
 from tms.webhook_delivery import Deliverer
 
+from .lease import LEASE_NAME
+
 log = logging.getLogger(__name__)
-MANAGER_LEASE = "manager"
 KIND = "no_leader"
-SUBJECT = f"lease:{MANAGER_LEASE}"
+SUBJECT = f"lease:{LEASE_NAME}"
 
 
 class LeaderWatch:
@@ -43,14 +41,7 @@ class LeaderWatch:
         """Fire, count or resolve the `no_leader` alert from the lease row now: True while it fires."""
         grace = self.settings.manager_lease_seconds + self.settings.manager_heartbeat_seconds
         with self.database.transaction() as session:
-            # A lease never held, or given up by an older version, starts its vacancy now.
-            session.execute(insert(Lease).values(name=MANAGER_LEASE, expires_at=func.now())
-                            .on_conflict_do_nothing())
-            session.execute(update(Lease).where(Lease.name == MANAGER_LEASE, Lease.expires_at.is_(None))
-                            .values(expires_at=func.now()), execution_options={"synchronize_session": False})
-            holder, expires_at, now = session.execute(
-                select(Lease.holder, Lease.expires_at, func.now()).where(Lease.name == MANAGER_LEASE)).one()
-            assert expires_at is not None  # set just above
+            holder, expires_at, now = LeaseRepo(session).term(LEASE_NAME)
             self.watching_since = self.watching_since or now
             alerts = AlertRepo(session)
             live = holder is not None and expires_at > now

@@ -1,0 +1,60 @@
+"""The rows the Prometheus collectors of the service's `/metrics` show, read at scrape time in one connection:
+the whole deployment (tms.cluster_metrics) and the engines (tms.engine_metrics). Plain SQL: they are
+aggregates PostgreSQL computes, never model objects."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+
+from ..engine import Database
+
+_CLUSTER = {
+    "tasks": "SELECT state, action, coalesce(queue, '') AS queue, count(*) FROM tasks GROUP BY 1, 2, 3",
+    "retries": "SELECT action, sum(greatest(attempt - 1, 0)) FROM tasks GROUP BY 1",
+    "durations": "SELECT action, extract(epoch FROM finished_at - started_at) FROM tasks "
+                 "WHERE state = 'SUCCEEDED' AND finished_at > now() - interval '1 day' AND started_at IS NOT NULL",
+    "waits": "SELECT action, extract(epoch FROM started_at - created_at) FROM tasks "
+             "WHERE started_at > now() - interval '1 day'",
+    "alerts": "SELECT kind, severity, count(*) FROM alerts WHERE resolved_at IS NULL GROUP BY 1, 2",
+    "leader": "SELECT coalesce(holder, ''), epoch, expires_at > now() FROM leases WHERE name = 'manager'",
+    "queues": "SELECT q.name, q.capacity, (SELECT count(*) FROM tasks t WHERE t.state = 'RUNNING' "
+              "AND t.queue = q.name) FROM queues q",
+    "lag": "SELECT coalesce(extract(epoch FROM now() - min(received_at)), 0) FROM events WHERE processed_at IS NULL",
+    # Of each table's planner digest, only the two figures its metrics show (computed by the server: a digest
+    # holds up to a thousand instants per service, and there may be 100,000 tables).
+    "tables": "SELECT id, database, name, jsonb_array_length(planner_state->'counted'->'compaction'), "
+              "(SELECT min(value::float) FROM jsonb_each_text(planner_state->'pending_writes')) "
+              "FROM tables WHERE enabled",
+}
+
+_ENGINES = {
+    "attempts": "SELECT coalesce(engine, 'builtin'), outcome, count(*) FROM task_attempts "
+                "WHERE outcome IN ('SUCCEEDED', 'FAILED') AND finished_at > now() - interval '1 day' GROUP BY 1, 2",
+    "durations": "SELECT coalesce(engine, 'builtin'), extract(epoch FROM finished_at - started_at) FROM task_attempts "
+                 "WHERE outcome IN ('SUCCEEDED', 'FAILED') AND finished_at > now() - interval '1 day'",
+    "rollouts": "SELECT name, coalesce(canary_engine, ''), state, "
+                "CASE WHEN state = 'active' THEN canary_percent ELSE 0 END FROM rollouts",
+}
+
+
+def _scrape(database: Database, queries: dict[str, str]) -> dict[str, Sequence[Any]] | None:
+    """Each query's rows, read in one connection at scrape time; None when the database cannot be read (a scrape
+    must not fail because the database is briefly unreachable)."""
+    try:
+        with database.engine.connect() as connection:
+            return {name: connection.execute(text(sql)).all() for name, sql in queries.items()}
+    except Exception:
+        return None
+
+
+def cluster_rows(database: Database) -> dict[str, Sequence[Any]] | None:
+    """tasks (state, action, queue, count), retries, durations, waits (action, seconds), alerts firing, the
+    leader lease, queues (name, capacity, running), the planners' lag, and two figures of each table's digest."""
+    return _scrape(database, _CLUSTER)
+
+
+def engine_rows(database: Database) -> dict[str, Sequence[Any]] | None:
+    """attempts (engine, outcome, count) and durations (engine, seconds) of the last day, and the rollouts."""
+    return _scrape(database, _ENGINES)
