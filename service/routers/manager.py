@@ -5,7 +5,9 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
+from sqlalchemy.orm import Session
 
+from tms.config import Settings
 from tms.db import AlertRepo, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
 from tms.leadership import LEASE_NAME
 
@@ -32,17 +34,21 @@ router = APIRouter(prefix="/api/v1")
 @router.get("/manager", response_model=ManagerOut, dependencies=[Viewer], tags=["manager"],
             responses=problems(*VIEWER), summary="The leading manager, its epoch and the standbys")
 def get_manager(request: Request) -> dict[str, Any]:
-    settings = request.app.state.settings
     with request.app.state.database.transaction() as session:
-        leases = LeaseRepo(session)
-        lease = leases.get(LEASE_NAME)
-        live = lease is not None and leases.is_live(lease)
-        leader = lease.holder if live and lease is not None else None
-        alive = InstanceRepo(session).alive("manager", 2 * settings.manager_heartbeat_seconds + 1)
-        return {"leader": leader, "epoch": lease.epoch if lease else 0,
-                "since": lease.acquired_at if leader and lease else None,
-                "last_work_at": lease.last_work_at if leader and lease else None,
-                "standbys": [{"instance": i.id, "heartbeat_at": i.heartbeat_at} for i in alive if i.id != leader]}
+        return manager_status(session, request.app.state.settings)
+
+
+def manager_status(session: Session, settings: Settings) -> dict[str, Any]:
+    """The leading manager, its epoch and the standbys (the API's and the dashboard's)."""
+    leases = LeaseRepo(session)
+    lease = leases.get(LEASE_NAME)
+    live = lease is not None and leases.is_live(lease)
+    leader = lease.holder if live and lease is not None else None
+    alive = InstanceRepo(session).alive("manager", 2 * settings.manager_heartbeat_seconds + 1)
+    return {"leader": leader, "epoch": lease.epoch if lease else 0,
+            "since": lease.acquired_at if leader and lease else None,
+            "last_work_at": lease.last_work_at if leader and lease else None,
+            "standbys": [{"instance": i.id, "heartbeat_at": i.heartbeat_at} for i in alive if i.id != leader]}
 
 
 @router.get("/alerts", response_model=AlertPage, dependencies=[Viewer], tags=["alerts"],
@@ -71,11 +77,16 @@ def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None
              summary="Mute alerts by table, database, owner or queue (all types or some)")
 def create_mute(body: MuteIn, request: Request) -> MuteOut:
     with request.app.state.database.transaction() as session:
-        if body.table_id is not None:
-            TableRepo(session).get(body.table_id)  # 404 for an unknown table
-        fields = body.model_dump()
-        fields["alert_types"] = [t.value for t in body.alert_types]
-        return MuteOut.model_validate(MuteRepo(session).create(**fields))
+        return add_mute(session, body)
+
+
+def add_mute(session: Session, body: MuteIn) -> MuteOut:
+    """A new mute (the API's and the dashboard's); NotFoundError for an unknown table."""
+    if body.table_id is not None:
+        TableRepo(session).get(body.table_id)
+    fields = body.model_dump()
+    fields["alert_types"] = [t.value for t in body.alert_types]
+    return MuteOut.model_validate(MuteRepo(session).create(**fields))
 
 
 @router.get("/mutes", response_model=list[MuteOut], dependencies=[Viewer], tags=["alerts"],
@@ -105,7 +116,7 @@ def _webhook_fields(values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _webhook_out(hook: Any) -> WebhookOut:
+def webhook_out(hook: Any) -> WebhookOut:
     return WebhookOut.model_validate({**{c: getattr(hook, c) for c in ("id", "name", "url", "min_severity",
                                                                         "format", "enabled", "created_at")},
                                       "kinds": hook.kinds or [], "has_secret": bool(hook.secret)})
@@ -116,14 +127,14 @@ def _webhook_out(hook: Any) -> WebhookOut:
              responses=problems(*ADMIN, 400, 413, 422), summary="Send alerts (firing and resolved) to a URL")
 def create_webhook(body: WebhookIn, request: Request) -> WebhookOut:
     with request.app.state.database.transaction() as session:
-        return _webhook_out(WebhookRepo(session).create(**_webhook_fields(body.model_dump())))
+        return webhook_out(WebhookRepo(session).create(**_webhook_fields(body.model_dump())))
 
 
 @router.get("/webhooks", response_model=list[WebhookOut], dependencies=[Admin], tags=["webhooks"],
             responses=problems(*ADMIN), summary="Webhooks (without their secrets)")
 def list_webhooks(request: Request) -> list[WebhookOut]:
     with request.app.state.database.transaction() as session:
-        return [_webhook_out(h) for h in WebhookRepo(session).list()]
+        return [webhook_out(h) for h in WebhookRepo(session).list()]
 
 
 @router.patch("/webhooks/{webhook_id}", response_model=WebhookOut, dependencies=[Admin], tags=["webhooks"],
@@ -131,7 +142,7 @@ def list_webhooks(request: Request) -> list[WebhookOut]:
 def update_webhook(webhook_id: Annotated[Id, Path()], body: WebhookChanges, request: Request) -> WebhookOut:
     with request.app.state.database.transaction() as session:
         changes = _webhook_fields(body.model_dump(exclude_unset=True))
-        return _webhook_out(WebhookRepo(session).update(webhook_id, **changes))
+        return webhook_out(WebhookRepo(session).update(webhook_id, **changes))
 
 
 @router.delete("/webhooks/{webhook_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Admin],

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -17,17 +17,19 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
-from tms.db import ACTION_SOURCES, AlertRepo, InstanceRepo, OperatorAction, QueueRepo, TaskRepo, TaskState
+from tms.db import ACTION_SOURCES, AlertRepo, InstanceRepo, MuteRepo, OperatorAction, QueueRepo, TaskRepo, TaskState
 from tms.errors import TMSError
 from tms.hudi.inspect import human_size
 from tms.table_service import TableService
 
 from ..auth import Role
 from ..errors import validation_detail
+from ..routers.manager import add_mute
 from ..routers.tables import apply_table_changes
 from ..schemas.admin import QueueIn, QueueKind
+from ..schemas.manager import MuteIn
 from ..schemas.tables import TableChanges
-from . import manager_api, views
+from . import manager_data, views
 from .session import (
     CSRF_FIELD,
     SIGN_IN_CSRF_COOKIE,
@@ -141,7 +143,7 @@ async def sign_out(request: Request, user: User) -> Response:
 async def overview_page(request: Request, user: User) -> HTMLResponse:
     with _database(request).transaction() as session:
         data = views.overview(session, datetime.now(UTC))
-    manager = await manager_api.call(request, user.token, "GET", manager_api.MANAGER)
+        manager = manager_data.leader(session, request.app.state.settings)
     return _page(request, "overview.html", user, manager=manager, **data)
 
 
@@ -322,64 +324,67 @@ async def alerts_page(request: Request, user: User, show: str = "firing", severi
                                                 else None, limit=views.PAGE_SIZE,
                                                 offset=(page - 1) * views.PAGE_SIZE)
         names = views.table_names(session, {a.table_id for a in alerts if a.table_id})
-    can_mute = manager_api.has_route(request, manager_api.MUTES, "POST")
     return _page(request, "alerts.html", user, alerts=alerts, total=total, names=names, show=show,
-                 severity=severity, page=page, pages=max(1, -(-total // views.PAGE_SIZE)), can_mute=can_mute)
+                 severity=severity, page=page, pages=max(1, -(-total // views.PAGE_SIZE)))
 
 
 @router.post("/alerts/{alert_id}/mute")
 async def alert_mute(request: Request, user: User, alert_id: int) -> Response:
     form = await _form(request, user)
     _require(user, Role.ADMIN)  # as the API: mutes are an admin's
+    try:
+        hours = float(form["hours"]) if form.get("hours", "").strip() else None
+    except ValueError:
+        return _back("/ui/alerts", f"The alert was not muted: {form['hours']!r} is not a number of hours", "error")
     with _database(request).transaction() as session:
         try:
             alert = AlertRepo(session).get(alert_id)
         except LookupError:
             raise Refused(404, f"There is no alert with id {alert_id}.") from None
-    body: dict[str, Any] = {"alert_types": [alert.kind], "reason": form.get("reason", "")}
-    if alert.table_id is not None:
-        body["table_id"] = alert.table_id
-    if form.get("hours", "").strip():
-        body["expires_at"] = (datetime.now(UTC) + timedelta(hours=float(form["hours"]))).isoformat()
-    answer = await manager_api.call(request, user.token, "POST", manager_api.MUTES, json=body)
-    if not answer.ok:
-        return _back("/ui/alerts", f"The alert was not muted: {answer.error}", "error")
+        body: dict[str, Any] = {"alert_types": [alert.kind], "reason": form.get("reason", "")}
+        if alert.table_id is not None:
+            body["table_id"] = alert.table_id
+        if hours is not None:
+            body["expires_at"] = datetime.now(UTC) + timedelta(hours=hours)
+        try:
+            add_mute(session, MuteIn.model_validate(body))
+        except (ValidationError, TMSError) as exc:
+            return _back("/ui/alerts", f"The alert was not muted: {_message(exc)}", "error")
     return _back("/ui/alerts", f"Alerts of kind {alert.kind} muted.")
 
 
 @router.get("/mutes")
-async def mutes_page(request: Request, user: User) -> HTMLResponse:
-    mutes = await manager_api.call(request, user.token, "GET", manager_api.MUTES)
+def mutes_page(request: Request, user: User) -> HTMLResponse:
+    with _database(request).transaction() as session:
+        mutes = manager_data.mutes(session)
     return _page(request, "mutes.html", user, mutes=mutes)
 
 
 @router.post("/mutes/{mute_id}/delete")
 async def mute_delete(request: Request, user: User, mute_id: int) -> Response:
     await _form(request, user)
-    _require(user, Role.OPERATOR)
-    answer = await manager_api.call(request, user.token, "DELETE", f"{manager_api.MUTES}/{mute_id}")
-    if not answer.ok:
-        return _back("/ui/mutes", f"The mute was not removed: {answer.error}", "error")
+    _require(user, Role.ADMIN)  # as the API: mutes are an admin's
+    try:
+        with _database(request).transaction() as session:
+            MuteRepo(session).delete(mute_id)
+    except TMSError as exc:
+        return _back("/ui/mutes", f"The mute was not removed: {_message(exc)}", "error")
     return _back("/ui/mutes", f"Mute {mute_id} removed.")
 
 
 @router.get("/webhooks")
-async def webhooks_page(request: Request, user: User) -> HTMLResponse:
-    hooks = await manager_api.call(request, user.token, "GET", manager_api.WEBHOOKS)
-    deliveries: dict[Any, manager_api.ApiAnswer] = {}
-    if hooks.ok and isinstance(hooks.body, list):
-        for hook in hooks.body:
-            if isinstance(hook, dict) and "id" in hook:
-                deliveries[hook["id"]] = await manager_api.call(
-                    request, user.token, "GET", f"{manager_api.WEBHOOKS}/{quote(str(hook['id']))}/deliveries")
-    return _page(request, "webhooks.html", user, hooks=hooks, deliveries=deliveries)
+def webhooks_page(request: Request, user: User) -> HTMLResponse:
+    _require(user, Role.ADMIN)  # as the API: webhooks (their URLs and deliveries) are an admin's
+    with _database(request).transaction() as session:
+        hooks = manager_data.webhooks(session)
+    return _page(request, "webhooks.html", user, hooks=hooks)
 
 
 @router.get("/instances")
-async def instances_page(request: Request, user: User) -> HTMLResponse:
+def instances_page(request: Request, user: User) -> HTMLResponse:
     with _database(request).transaction() as session:
         instances = InstanceRepo(session).list()
-    manager = await manager_api.call(request, user.token, "GET", manager_api.MANAGER)
+        manager = manager_data.leader(session, request.app.state.settings)
     return _page(request, "instances.html", user, instances=instances, manager=manager,
                  stale_after=3 * request.app.state.settings.heartbeat_seconds, now=datetime.now(UTC))
 
