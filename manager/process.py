@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
-from tms.db import Database, InstanceRepo
-from tms.instance import new_instance_id, record_heartbeat
+from tms.db import Database
+from tms.instance import InstanceRow
 from tms.leadership import LeaderLease, LeaderWatch, NotLeader
 from tms.webhook_delivery import Deliverer
 
@@ -37,7 +37,9 @@ class ManagerService:
     def __init__(self, database: Database, settings: Settings, *, instance_id: str | None = None):
         self.database = database
         self.settings = settings
-        self.id = instance_id or new_instance_id()
+        self.instance = InstanceRow(database, [ROLE], interval_seconds=settings.manager_heartbeat_seconds,
+                                    instance_id=instance_id)
+        self.id = self.instance.id
         self.lease = LeaderLease(database, self.id, lease_seconds=settings.manager_lease_seconds,
                                  heartbeat_seconds=settings.manager_heartbeat_seconds)
         self.deliverer = Deliverer(settings)
@@ -80,7 +82,7 @@ class ManagerService:
             except Exception as exc:  # it then simply expires
                 log.warning("manager %s: could not release the lease: %s", self.id, exc)
             self.deliverer.close()
-            self._deregister()
+            self.instance.deregister()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -93,9 +95,7 @@ class ManagerService:
         except Exception as exc:  # a database outage: the local lease runs out and the work stops
             log.warning("manager %s: cannot reach the lease: %s", self.id, exc)
         try:
-            with self.database.transaction() as session:
-                record_heartbeat(session, self.id, [ROLE], {"leader": self.lease.epoch is not None,
-                                                            "epoch": self.lease.epoch})
+            self.instance.beat({"leader": self.lease.epoch is not None, "epoch": self.lease.epoch})
         except Exception as exc:
             log.warning("manager %s: heartbeat failed: %s", self.id, exc)
         try:  # resolves `no_leader` once this manager leads (a live manager takes a vacant lease itself)
@@ -147,10 +147,3 @@ class ManagerService:
             except Exception:
                 log.exception("manager %s: %s failed", self.id, name)
         return run
-
-    def _deregister(self) -> None:
-        try:
-            with self.database.transaction() as session:
-                InstanceRepo(session).remove(self.id)
-        except Exception as exc:  # the row then simply goes stale
-            log.warning("could not deregister manager %s: %s", self.id, exc)

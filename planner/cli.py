@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import logging
-import signal
 from datetime import UTC, datetime
 
 import typer
@@ -73,18 +72,10 @@ def register(app: typer.Typer) -> None:
         """Run the planner role: plan on each table's events, on the periodic trigger and on the
         reconciliation scan, and record a task per plan."""
         # The role's process (the database, the scheduler) loads only for `tms planner`.
-        from tms.db import open_database
+        from tms.instance import run_role
 
         from .process import PlannerService
 
         settings = load_settings(**({"planner_threads": threads} if threads is not None else {}))
-        logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-        logging.getLogger("apscheduler").setLevel(max(logging.WARNING, logging.getLogger().level))  # a line per run
-        database = open_database(settings)
-        service = PlannerService(database, settings)
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: service.stop())
-        try:
-            service.run()
-        finally:
-            database.dispose()
+        run_role(settings, lambda database: PlannerService(database, settings),
+                 quiet_loggers={"apscheduler": logging.WARNING})  # a line per run

@@ -19,8 +19,8 @@ from functools import partial
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
-from tms.db import Database, InstanceRepo, LeaseRepo, ScanRequestRepo, TableRepo
-from tms.instance import new_instance_id, record_heartbeat
+from tms.db import Database, LeaseRepo, ScanRequestRepo, TableRepo
+from tms.instance import InstanceRow
 from tms.leadership import LEASE_NAME
 
 from .runner import Planner
@@ -41,14 +41,14 @@ class PlannerService:
         self.database = database
         self.settings = settings
         self.planner = planner or Planner.from_settings(database, settings)
-        self.id = new_instance_id()
+        self.instance = InstanceRow(database, [ROLE], interval_seconds=settings.heartbeat_seconds)
+        self.id = self.instance.id
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._in_flight: set[int] = set()  # tables handed to threads
         self._jobs = 0  # shares of them in the threads' hands
         self._backoff: dict[int, float] = {}  # table -> monotonic time before which it is not tried again
         self._lock = threading.Lock()
-        self._last_beat = float("-inf")
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -67,7 +67,7 @@ class PlannerService:
                  ",".join(s.planner_services), s.planner_tick_seconds, s.planner_scan_seconds)
         try:
             while not self._stopping.is_set():
-                self._beat()
+                self.instance.beat_if_due(lambda: {"threads": s.planner_threads})
                 self.planner.drain_timeline_changes()
                 if not self._dispatch(pool):
                     self._wake.wait(s.planner_poll_seconds)
@@ -76,7 +76,7 @@ class PlannerService:
             scheduler.shutdown(wait=True)
             pool.shutdown(wait=True)
             self.planner.close()
-            self._deregister()
+            self.instance.deregister()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -175,20 +175,3 @@ class PlannerService:
         except Exception:
             log.exception("planner %s: reconciliation scan failed", self.id)
 
-    # --- instance row -------------------------------------------------------------------------------
-    def _beat(self) -> None:
-        if time.monotonic() - self._last_beat < self.settings.heartbeat_seconds:
-            return
-        self._last_beat = time.monotonic()
-        try:
-            with self.database.transaction() as session:
-                record_heartbeat(session, self.id, [ROLE], {"threads": self.settings.planner_threads})
-        except Exception as exc:  # keep planning through a heartbeat failure
-            log.warning("planner %s: heartbeat failed: %s", self.id, exc)
-
-    def _deregister(self) -> None:
-        try:
-            with self.database.transaction() as session:
-                InstanceRepo(session).remove(self.id)
-        except Exception as exc:  # the row then simply goes stale
-            log.warning("could not deregister planner %s: %s", self.id, exc)

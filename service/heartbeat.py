@@ -7,8 +7,8 @@ import logging
 
 from starlette.concurrency import run_in_threadpool
 
-from tms.db import Database, InstanceRepo
-from tms.instance import new_instance_id, record_heartbeat
+from tms.db import Database
+from tms.instance import InstanceRow
 
 log = logging.getLogger(__name__)
 
@@ -20,12 +20,12 @@ class Heartbeat:
         self.roles = roles
         self.interval = interval_seconds
         self.info = info
-        self.instance_id = new_instance_id()
+        self.row = InstanceRow(database, roles, interval_seconds=interval_seconds)
+        self.instance_id = self.row.id
         self._task: asyncio.Task | None = None
 
     def beat(self) -> None:
-        with self.database.transaction() as session:
-            record_heartbeat(session, self.instance_id, self.roles, self.info)
+        self.row.beat(self.info)
 
     async def _loop(self) -> None:
         while True:
@@ -41,8 +41,4 @@ class Heartbeat:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-        try:
-            with self.database.transaction() as session:
-                InstanceRepo(session).remove(self.instance_id)
-        except Exception as exc:  # the row then simply goes stale
-            log.warning("could not deregister instance %s: %s", self.instance_id, exc)
+        self.row.deregister()

@@ -1,8 +1,6 @@
 """`tms worker`: run the worker role. Mounted on the `tms` app by `register(app)`."""
 from __future__ import annotations
 
-import logging
-import signal
 from typing import Annotated
 
 import typer
@@ -17,22 +15,14 @@ def worker(slots: Annotated[int | None, typer.Option(help="Jobs run at once [TMS
                help="The service URL jobs check their lease at [TMS_WORKER_SERVICE_URL]")] = None) -> None:
     """Claim runnable tasks, submit their Spark jobs sized to their plans, and track them to the end."""
     # The role's process (the database, the job supervisor) loads only for `tms worker`.
-    from tms.db import open_database
+    from tms.instance import run_role
 
     from .loop import Worker
 
     overrides = {k: v for k, v in (("worker_slots", slots), ("worker_runner", runner),
                                    ("worker_service_url", service_url)) if v is not None}
     settings = load_settings(**overrides)
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    database = open_database(settings)
-    w = Worker(database, settings)
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: w.stop())
-    try:
-        w.run()
-    finally:
-        database.dispose()
+    run_role(settings, lambda database: Worker(database, settings))
 
 
 def register(app: typer.Typer) -> None:

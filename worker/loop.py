@@ -7,13 +7,12 @@ import logging
 import shutil
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from tms.config import Settings
-from tms.db import Database, InstanceRepo, QueueRepo
+from tms.db import Database, QueueRepo
 from tms.execute.spark_submit import build_py_files
-from tms.instance import new_instance_id, record_heartbeat
+from tms.instance import InstanceRow
 
 from .claim import ClaimLimits, claim_next, restore_expired_leases
 from .retry_policy import RetryLimits
@@ -38,7 +37,9 @@ class Worker:
     def __init__(self, database: Database, settings: Settings, *, worker_id: str | None = None):
         self.database = database
         self.settings = settings
-        self.id = worker_id or new_instance_id()
+        self.instance = InstanceRow(database, ["worker"], interval_seconds=settings.heartbeat_seconds,
+                                    instance_id=worker_id)
+        self.id = self.instance.id
         self.limits = ClaimLimits(lease_seconds=settings.worker_lease_seconds,
                                   driver_memory_mb=settings.worker_driver_memory_mb,
                                   driver_cores=settings.worker_driver_cores,
@@ -47,7 +48,6 @@ class Worker:
         self._wake = threading.Event()
         self._jobs: dict[int, tuple[JobSupervisor, threading.Thread]] = {}
         self._lock = threading.Lock()
-        self._last_beat = float("-inf")
         self.warm_engines: WarmEngines | None = None  # the spark runner's, made by run()
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ class Worker:
             self._stop_jobs()
             if self.warm_engines is not None:
                 self.warm_engines.stop()
-            self._deregister()
+            self.instance.deregister()
             shutil.rmtree(scratch, ignore_errors=True)
 
     def stop(self) -> None:
@@ -138,12 +138,7 @@ class Worker:
             self._wake.set()  # a free slot: look for work now
 
     def _beat(self) -> None:
-        if time.monotonic() - self._last_beat < self.settings.heartbeat_seconds:
-            return
-        self._last_beat = time.monotonic()
-        with self.database.transaction() as session:
-            record_heartbeat(session, self.id, ["worker"], {"slots": self.settings.worker_slots,
-                                                            "running": self.running})
+        self.instance.beat_if_due(lambda: {"slots": self.settings.worker_slots, "running": self.running})
 
     def _stop_jobs(self) -> None:
         with self._lock:
@@ -153,9 +148,3 @@ class Worker:
         for _, thread in jobs:
             thread.join()
 
-    def _deregister(self) -> None:
-        try:
-            with self.database.transaction() as session:
-                InstanceRepo(session).remove(self.id)
-        except Exception as exc:  # the row then simply goes stale
-            log.warning("could not deregister worker %s: %s", self.id, exc)

@@ -7,9 +7,9 @@ import time
 import pytest
 from sqlalchemy import text
 
-from manager import leadership
 from tms.db import AlertRepo, LeaseRepo, Sighting
 from tms.leadership import LEASE_NAME, LeaderLease, NotLeader
+from tms.leadership import lease as leadership
 
 
 def _end_lease(db) -> None:
