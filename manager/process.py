@@ -20,7 +20,7 @@ from tms.config import Settings
 from tms.db import Database
 from tms.instance import InstanceRow
 from tms.leadership import LeaderLease, LeaderWatch, NotLeader
-from tms.webhook_delivery import Deliverer
+from tms.webhooks.delivery import Deliverer
 
 from .canary import check_canaries
 from .monitor import MonitorContext, evaluate

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from tms.config import Settings
 from tms.db import Database
 from tms.leadership import LeaderWatch
-from tms.webhook_delivery import Deliverer
+from tms.webhooks.delivery import Deliverer
 
 
 class LeaderWatchLoop:

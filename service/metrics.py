@@ -8,9 +8,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tms.cluster_metrics import ClusterCollector
 from tms.db import Database, TaskRepo, TaskState
-from tms.engine_metrics import EngineCollector
+
+from .cluster_metrics import ClusterCollector
+from .engine_metrics import EngineCollector
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

@@ -18,12 +18,12 @@ import httpx
 
 from tms import local_instances
 from tms.config import load_settings
-from tms.demo import ensure_demo_table, run_demo_writer
 from tms.errors import TMSError
 from tms.ops.client import TmsClient
 
 from . import database as local_database
 from .credentials import kept_secret
+from .demo import ensure_demo_table, run_demo_writer
 from .supervisor import Supervisor
 
 # The roles started as child processes, each a `tms` subcommand.

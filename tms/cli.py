@@ -16,7 +16,7 @@ from manager import cli as manager_cli
 from planner import cli as planner_cli
 from service import cli as service_cli
 from standalone import cli as standalone_cli
-from tms.demo import run_demo_writer
+from standalone.demo import run_demo_writer
 from tms.errors import TMSError
 from tms.execute import cli as execute_cli
 from tms.hudi.inspect import describe_table, format_description

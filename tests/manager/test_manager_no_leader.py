@@ -19,7 +19,7 @@ from service.app import create_app
 from tms.config import Settings
 from tms.db import Alert, Database, Lease, WebhookRepo
 from tms.leadership import LeaderLease, LeaderWatch
-from tms.webhook_payload import verify
+from tms.webhooks.payload import verify
 
 SECRET = "no-leader-secret"
 # The service looks every 0.2 s; a lease of 4 s and a heartbeat of 1 s (roomy: a loaded machine may delay a

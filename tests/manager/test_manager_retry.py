@@ -11,7 +11,7 @@ from worker_support import ModelledTable, attempts, plan, register, task, wait_f
 from tms.db import AlertRepo, TaskState
 from tms.hudi.instant import State
 from tms.hudi.table import HudiTable
-from tms.webhook_payload import verify
+from tms.webhooks.payload import verify
 
 SECRET = "webhook-secret-for-tests"
 

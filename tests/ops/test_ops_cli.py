@@ -10,8 +10,8 @@ import sys
 import pytest
 from support import REPO
 
+from standalone.demo import run_demo_writer
 from tms.db import AlertRepo, TaskRepo
-from tms.demo import run_demo_writer
 from tms.hudi.instant import COMPACTION
 from tms.hudi.table import HudiTable
 

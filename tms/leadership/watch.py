@@ -10,7 +10,7 @@ never held), and from the watcher's own first look, so a failover that goes as d
 over within one heartbeat of the expiry) never fires it, nor a deployment started again after a long stop.
 
 With no leader, nobody sends the webhooks either: a watcher sends the `no_leader` alert's own deliveries
-(tms.webhook_delivery); the rest wait for the next leader."""
+(tms.webhooks.delivery); the rest wait for the next leader."""
 from __future__ import annotations
 
 import logging
@@ -18,7 +18,7 @@ from datetime import datetime
 
 from tms.config import Settings
 from tms.db import AlertRepo, Database, LeaseRepo, Sighting
-from tms.webhook_delivery import Deliverer
+from tms.webhooks.delivery import Deliverer
 
 from .lease import LEASE_NAME
 

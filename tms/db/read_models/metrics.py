@@ -1,5 +1,5 @@
 """The rows the Prometheus collectors of the service's `/metrics` show, read at scrape time in one connection:
-the whole deployment (tms.cluster_metrics) and the engines (tms.engine_metrics). Plain SQL: they are
+the whole deployment (service.cluster_metrics) and the engines (service.engine_metrics). Plain SQL: they are
 aggregates PostgreSQL computes, never model objects."""
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from sqlalchemy import any_, func, literal, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from tms.webhook_payload import SEVERITY_RANK, render
+from tms.webhooks.payload import SEVERITY_RANK, render
 
 from ..errors import NotFoundError
 from ..models import Alert, Mute, RegisteredTable, Task, Webhook, WebhookDelivery

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import WebhookRepo
-from tms.webhook_payload import signature
+from tms.webhooks.payload import signature
 
 log = logging.getLogger(__name__)
 BATCH = 50

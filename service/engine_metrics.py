@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 
-from tms.cluster_metrics import DURATION_BUCKETS
 from tms.db import Database
 from tms.db.read_models import engine_rows
+
+from .cluster_metrics import DURATION_BUCKETS
 
 
 class EngineCollector:
