@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tms.db import TablePolicy
-from tms.hudi.capabilities import COMPACTION, READING, capabilities
+from tms.fleet.registration import registration_facts as registration_facts
+from tms.fleet.registration import registration_refusal as fleet_refusal
+from tms.hudi.capabilities import COMPACTION, READING, Capability, capabilities
 from tms.hudi.errors import HudiError
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
@@ -19,33 +21,14 @@ from .schemas.tables import CapabilityOut, FileGroupOut, FileGroupSummary, Healt
 LARGEST_SHOWN = 20
 
 
-def registration_facts(table: HudiTable) -> dict[str, Any]:
-    """The columns a registration stores, from `hoodie.properties`."""
-    config = table.config
-    try:
-        merge_mode = config.merge_mode.value
-    except HudiError:  # an unknown merge mode: recorded as unknown, refused later by the jobs
-        merge_mode = None
-    return {
-        "name": config.name, "database": config.database, "table_type": config.table_type.value,
-        "table_version": config.version, "record_key_fields": config.record_key_fields,
-        "partition_fields": config.partition_fields, "ordering_fields": config.ordering_fields,
-        "merge_mode": merge_mode, "properties": dict(config.props),
-    }
-
-
 def capability_report(table: HudiTable) -> dict[str, CapabilityOut]:
     """Reading and each table service: whether TMS runs it on the table, and why not."""
     return {service: CapabilityOut(can_run=c.can_run, reason=c.reason) for service, c in capabilities(table).items()}
 
 
 def registration_refusal(report: dict[str, CapabilityOut]) -> str | None:
-    """Why a table TMS can do nothing for (neither read it nor run a table service on it) is refused at
-    registration, in one line; None when it can do something."""
-    if any(c.can_run for c in report.values()):
-        return None
-    reasons = dict.fromkeys(reason for c in report.values() for reason in c.reason.split("; "))
-    return "TMS can neither read this table nor run any table service on it: " + "; ".join(reasons)
+    """Why a table TMS can do nothing for is refused at registration (tms.fleet.registration)."""
+    return fleet_refusal({service: Capability(c.can_run, c.reason) for service, c in report.items()})
 
 
 def _refused_services(table: HudiTable, report: dict[str, CapabilityOut]) -> list[str]:

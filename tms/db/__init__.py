@@ -13,6 +13,7 @@ from .models import (
                      Alert,
                      ApiToken,
                      Base,
+                     DiscoveredTable,
                      Engine,
                      Event,
                      Instance,
@@ -28,6 +29,7 @@ from .models import (
                      WebhookDelivery,
 )
 from .repos.alerts import AlertRepo, Sighting
+from .repos.discovery import DiscoveryRepo
 from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo
 from .repos.events import EventRepo, NewEvent
 from .repos.instances import InstanceRepo, LeaseRepo
@@ -43,7 +45,8 @@ from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_
 __all__ = [
     "ACTION_SOURCES", "BUILTIN", "Engine", "EngineRepo", "EngineResults", "Rollout", "RolloutRepo",
     "Alert", "AlertRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
-    "ConflictError", "Database", "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
+    "ConflictError", "Database", "DiscoveredTable", "DiscoveryRepo",
+    "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",

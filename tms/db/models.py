@@ -484,3 +484,23 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (CheckConstraint(_one_of("role", ROLES), name="role"),)
+
+
+class DiscoveredTable(Base):
+    """A Hudi table that discovery found under a storage root: registered (its table id), refused (TMS can do
+    nothing for it: the reason), or missing (registered once, gone from storage since: disabled, never deleted)."""
+
+    __tablename__ = "discovered_tables"
+
+    base_path: Mapped[str] = mapped_column(Text, primary_key=True)
+    root: Mapped[str] = mapped_column(Text)
+    state: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str | None] = mapped_column(Text)
+    table_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("tables.id", ondelete="SET NULL"))
+    first_seen_at: Mapped[datetime] = _created()
+    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (
+        Index(None, "root", "state"),
+        CheckConstraint(_one_of("state", ("registered", "refused", "missing")), name="state"),
+    )

@@ -1,0 +1,55 @@
+"""Discovery: scan storage roots for Hudi tables and onboard them (tms.fleet)."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+
+from tms.db import DiscoveryRepo
+from tms.fleet.onboarding import scan_root
+from tms.table_path import is_under_roots, normalize_base_path
+
+from ..auth import Admin, Viewer
+from ..errors import validation_error
+from ..schemas.common import Limit, Offset
+from ..schemas.discovery import DiscoveredOut, DiscoveredPage, ScanRequest, ScanResult
+from ..schemas.problems import ADMIN, VIEWER, problems
+from .tables import _forget_cached_identities, _policy
+
+router = APIRouter(prefix="/api/v1/discovery", tags=["discovery"])
+
+
+@router.post("/scan", response_model=ScanResult, dependencies=[Admin],
+             responses=problems(*ADMIN, 400, 413, 422, d422="A root outside the storage roots, or bad policies"),
+             summary="Find the Hudi tables under a storage root and onboard them")
+def scan(body: ScanRequest, request: Request) -> dict[str, Any]:
+    """Registers each table found that TMS can serve (with `policies`), records the ones it refuses with the
+    reason, and disables registered tables gone from storage (never deletes them). Idempotent: tables found
+    again are left as they are. Without `root`, scans every storage root."""
+    roots = request.app.state.settings.storage_roots
+    if body.root is not None and not is_under_roots(body.root, roots):
+        raise validation_error([{"loc": ("root",), "type": "value_error",
+                                 "msg": f"{body.root} is outside the storage roots ({', '.join(roots)})"}], "body")
+    if body.root is None and not roots:
+        raise validation_error([{"loc": ("root",), "type": "value_error",
+                                 "msg": "no root given and TMS_STORAGE_ROOTS is empty: name the root to scan"}],
+                               "body")
+    policies = _policy({}, body.policies).explicit()
+    scans = []
+    for root in [body.root] if body.root is not None else [normalize_base_path(r) for r in roots]:
+        report = scan_root(request.app.state.database, root, policies=policies, max_depth=body.max_depth,
+                           refresh=lambda: _forget_cached_identities(request))
+        scans.append(asdict(report))
+    return {"scans": scans}
+
+
+@router.get("/tables", response_model=DiscoveredPage, dependencies=[Viewer], responses=problems(*VIEWER, 422),
+            summary="What discovery found: registered, refused (with the reason) and missing tables")
+def discovered(request: Request,
+               state: Annotated[Literal["registered", "refused", "missing"] | None, Query()] = None,
+               limit: Limit = 100, offset: Offset = 0) -> dict[str, Any]:
+    with request.app.state.database.transaction() as session:
+        rows, total = DiscoveryRepo(session).list(state=state, limit=limit, offset=offset)
+        return {"items": [DiscoveredOut.model_validate(r) for r in rows], "total": total, "limit": limit,
+                "offset": offset}
