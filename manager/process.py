@@ -18,6 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
 from tms.db import Database
+from tms.fleet.onboarding import scan_root
 from tms.instance import InstanceRow
 from tms.leadership import LeaderLease, LeaderWatch, NotLeader
 from tms.webhooks.delivery import Deliverer
@@ -130,11 +131,22 @@ class ManagerService:
             ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),
             ("planner scan", s.planner_scan_seconds, lambda e: request_scans(self.lease, e)),
         ]
+        if s.discovery_scan_seconds > 0:
+            jobs.append(("discovery", s.discovery_scan_seconds, lambda e: self._discover()))
         for name, seconds, work in jobs:
             scheduler.add_job(self._leader_job(name, epoch, work), "interval", seconds=seconds, max_instances=1,
                               coalesce=True, next_run_time=now, id=name)
         scheduler.start()
         return scheduler
+
+    def _discover(self) -> None:
+        """Onboard what the storage roots hold now (tms.fleet): idempotent, so a scan that overlaps a
+        takeover does no harm."""
+        for root in self.settings.storage_roots:
+            report = scan_root(self.database, root, max_depth=self.settings.discovery_max_depth)
+            if report.registered or report.missing:
+                log.info("discovery of %s: %s registered, %s refused, %s gone (disabled)", root,
+                         len(report.registered), len(report.refused), len(report.missing))
 
     def _leader_job(self, name: str, epoch: int, work: Callable[[int], object]) -> Callable[[], None]:
         def run() -> None:

@@ -89,6 +89,12 @@ class Settings(BaseSettings):
     planner_scan_seconds: float = Field(
         600.0, gt=0, description="Reconciliation scan of every enabled table's timeline, which catches what "
                                  "events missed (lost callbacks, writers that send none)")
+    discovery_scan_seconds: float = Field(
+        0.0, ge=0, description="How often the manager's leader scans every storage root for new, refused and gone "
+                               "Hudi tables and onboards them (POST /api/v1/discovery/scan does it on request); "
+                               "0: only on request")
+    discovery_max_depth: int = Field(
+        4, ge=0, le=16, description="Folder levels below a storage root that discovery looks into for tables")
     planner_clean_commits: int = Field(
         5, ge=1, description="Completed writes since a table's last clean (or clean attempt) before the planner "
                              "attempts the next one")

@@ -12,6 +12,7 @@ from typing import Any
 from tms.db import AlertRepo, Database, DiscoveryRepo, TableRepo
 from tms.hudi.errors import HudiError
 from tms.hudi.table import HudiTable
+from tms.table_path import normalize_base_path
 
 from .discovery import find_tables
 from .registration import assess, registration_facts
@@ -34,6 +35,7 @@ def scan_root(database: Database, root: str, *, policies: dict[str, Any] | None 
               refresh: Callable[[], None] | None = None) -> ScanReport:
     """Find the tables under `root` and onboard what is new. `policies`: the stored policies new tables get.
     `refresh`: called after tables were registered (the caller's caches of table identities)."""
+    root = normalize_base_path(root).rstrip("/") or "/"
     report = ScanReport(root)
     with database.transaction() as session:
         known = DiscoveryRepo(session).under(root)
