@@ -20,6 +20,7 @@ from tms.hudi.errors import HudiError
 from tms.hudi.table import HudiTable
 from tms.leadership import LeaderLease
 from tms.planning.digest import TimelineDigest
+from tms.planning.freshness import forecast_freshness
 from tms.table_service import TableService
 
 from .early_warning import HISTORY, Run, forecast
@@ -227,10 +228,42 @@ def _plan_bytes(stats: dict | None) -> int:
     return int(stats.get("total_bytes") or sum(stats.get("operation_bytes") or ()))
 
 
+def freshness_at_risk(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A MERGE_ON_READ table with a freshness objective whose oldest uncompacted delta commit is forecast to be
+    compacted after its deadline (tms.planning.freshness): warned before the objective is missed, with the lead."""
+    if TableService.COMPACTION not in ctx.settings.planner_services:
+        return {}
+    services = frozenset(ctx.settings.planner_services)
+    sightings = {}
+    for row in reads.enabled_tables("MERGE_ON_READ"):
+        policy = TablePolicy.from_stored(row.policies)
+        digest = TimelineDigest.from_state(row.planner_state, services)
+        if not policy.freshness_max_uncompacted_seconds or digest is None:
+            continue
+        durations = [(finished - started).total_seconds() for _, started, finished, _ in
+                     reads.succeeded_runs(row.id, TableService.COMPACTION, HISTORY)]
+        predicted = forecast_freshness(digest, policy, ctx.now, durations)
+        if predicted is None or not predicted.at_risk:
+            continue
+        when = f"at {predicted.compacted_at:%Y-%m-%d %H:%M:%S} UTC" if predicted.compacted_at else "not in sight"
+        sightings[f"table:{row.id}"] = Sighting(
+            "warning", f"table {row.name}: its oldest uncompacted delta commit "
+                       f"({predicted.oldest:%Y-%m-%d %H:%M:%S} UTC) must be compacted by "
+                       f"{predicted.deadline:%Y-%m-%d %H:%M:%S} UTC; the forecast compaction is {when}",
+            table_id=row.id,
+            details={"objective_seconds": policy.freshness_max_uncompacted_seconds,
+                     "oldest_uncompacted": predicted.oldest.isoformat(), "deadline": predicted.deadline.isoformat(),
+                     "forecast_planned_at": predicted.planned_at.isoformat() if predicted.planned_at else None,
+                     "forecast_compacted_at": predicted.compacted_at.isoformat() if predicted.compacted_at else None,
+                     "lead_seconds": round(predicted.lead_seconds, 1)})
+    return sightings
+
+
 RULES: dict[str, Rule] = {
     "task_failed": task_failed, "task_timeout": task_timeout, "not_scheduled": not_scheduled,
     "held_too_long": held_too_long, "instance_down": instance_down, "queue_saturated": queue_saturated,
     "predicted_timeout": predicted_timeout, "backlog_growing": backlog_growing,
+    "freshness_at_risk": freshness_at_risk,
 }
 
 

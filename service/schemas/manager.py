@@ -38,6 +38,8 @@ class AlertType(StrEnum):
     BACKLOG_GROWING = "backlog_growing"
     PREDICTED_TIMEOUT = "predicted_timeout"
     CANARY_ROLLED_BACK = "canary_rolled_back"
+    FRESHNESS_AT_RISK = "freshness_at_risk"
+    TABLE_MISSING = "table_missing"
 
 
 class StandbyOut(BaseModel):

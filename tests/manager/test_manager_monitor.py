@@ -165,3 +165,43 @@ def test_a_task_that_gave_way_to_a_writer_is_not_a_failure_to_alert_on(db):
             ids[kind] = task.id
     evaluate(lease, epoch, MonitorContext(Settings(), datetime.now(UTC), {}))
     assert [a.task_id for a in _alerts(db, "task_failed")] == [ids["missing_files"]]
+
+
+def test_a_table_whose_compactions_come_too_late_gets_freshness_at_risk_with_its_lead(db):
+    """The rule on the database: the digest the planner stored (a delta commit a minute for 3 minutes, a count
+    trigger of 40) and the table's past compactions (20 minutes each) put the compaction past the 30-minute
+    objective: warned now, with the lead (time left before the objective is missed) in the alert."""
+    from datetime import timedelta
+
+    from tms.planning.digest import TimelineDigest
+    from tms.table_service import TableService
+
+    lease, epoch = _leader(db)
+    with db.transaction() as session:
+        now = session.execute(text("SELECT now()")).scalar_one()
+    commits = [(now - timedelta(minutes=m)).astimezone(UTC) for m in (3, 2, 1)]
+    digest = TimelineDigest(counted={TableService.COMPACTION: [c.strftime("%Y%m%d%H%M%S") + "000" for c in commits],
+                                     TableService.CLEAN: []}, timeline_utc=True)  # what the default services count
+    policies = {"tms.freshness.max.uncompacted.seconds": 1800, "hoodie.compact.inline.max.delta.commits": 40}
+    with db.transaction() as session:
+        table = TableRepo(session).register(base_path="/nowhere/fresh", name="fresh", database="d",
+                                            table_type="MERGE_ON_READ", table_version=8, policies=policies,
+                                            planner_state=digest.to_state())
+        for n in range(3):  # past compactions of 20 minutes each
+            task, _ = TaskRepo(session).create(table_id=table.id, action="compaction",
+                                               instant=f"2026010100000{n}000", state=S.SUCCEEDED)
+            started = now - timedelta(hours=n + 1)
+            session.execute(update(Task).where(Task.id == task.id).values(
+                started_at=started, finished_at=started + timedelta(minutes=20)))
+    ctx = MonitorContext(Settings(), datetime.now(UTC), {})
+    evaluate(lease, epoch, ctx)
+    [alert] = _alerts(db, "freshness_at_risk")
+    assert alert.table_id == table.id and alert.state == "firing"
+    lead = alert.details["lead_seconds"]
+    assert 26 * 60 < lead <= 27 * 60 + 5, lead  # the oldest delta commit is 3 minutes old: 27 minutes left
+    assert alert.details["forecast_compacted_at"] > alert.details["deadline"]
+    with db.transaction() as session:  # the objective relaxed: the forecast is within it, the alert resolves
+        TableRepo(session).update(table.id, policies={**policies, "tms.freshness.max.uncompacted.seconds": 7200})
+    evaluate(lease, epoch, ctx)
+    [alert] = _alerts(db, "freshness_at_risk")
+    assert alert.state == "resolved"

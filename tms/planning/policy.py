@@ -79,6 +79,9 @@ class TablePolicy(BaseModel):
     # Writers with Hudi's EAGER failed-writes policy keep no heartbeat: TMS presumes such a pending
     # write failed once its instant files have not changed for this long.
     rollback_no_heartbeat_age_seconds: int = Field(3600, ge=1, alias="tms.rollback.no.heartbeat.age.seconds")
+    # The freshness objective: no delta commit stays uncompacted longer than this (0: none). The manager warns
+    # (`freshness_at_risk`) when the forecast says the objective will be missed, before it is.
+    freshness_max_uncompacted_seconds: int = Field(0, ge=0, alias="tms.freshness.max.uncompacted.seconds")
 
     @field_validator("compaction_strategy", mode="before")
     @classmethod

@@ -50,7 +50,7 @@ class MonitorReads:
     def pending_per_table(self) -> dict[int, int]:
         """Table -> its tasks not yet finished."""
         return dict(self.session.execute(select(Task.table_id, func.count()).where(Task.state.in_(PENDING))
-                                         .group_by(Task.table_id)).tuples().all())
+                                         .group_by(Task.table_id)).all())
 
     def running_or_runnable(self) -> list[Task]:
         return list(self.session.scalars(select(Task).where(Task.state.in_([S.RUNNING, S.RUNNABLE]))))
@@ -60,7 +60,7 @@ class MonitorReads:
 
     def running_per_queue(self) -> dict[str | None, int]:
         return dict(self.session.execute(select(Task.queue, func.count()).where(Task.state == S.RUNNING)
-                                         .group_by(Task.queue)).tuples().all())
+                                         .group_by(Task.queue)).all())
 
     def load_at_start(self, task_id: int) -> float:
         """The task's queue's load when it started: runs of that queue under way then, per slot."""
