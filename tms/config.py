@@ -38,7 +38,8 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Largest request body accepted")
     host: str = Field("127.0.0.1", description="Interface `tms serve` listens on")
     port: int = Field(8080, ge=0, le=65535, description="Port `tms serve` listens on")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        "INFO", description="Level of every process's log (any case)")
     db_pool_size: int = Field(
         10, ge=1, description="Database connections per process and pool (the service: up to 3x this)")
     migrate_on_start: bool = Field(True, description="Upgrade the database schema to head on start")
