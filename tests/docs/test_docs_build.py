@@ -2,6 +2,7 @@
 route, and the README's links lead to files that exist."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -20,8 +21,14 @@ REMOTE_ASSET = re.compile(r"<(?:script|img|iframe)[^>]*\ssrc=\"(?:https?:)?//|<l
 
 
 def sphinx_build(source: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """sphinx-build with warnings as errors; a request it tried to send anywhere would go to a dead proxy and
+    fail (the site must build offline)."""
+    dead_proxy = "http://127.0.0.1:9"
+    env = {**os.environ, "HTTP_PROXY": dead_proxy, "HTTPS_PROXY": dead_proxy, "ALL_PROXY": dead_proxy,
+           "http_proxy": dead_proxy, "https_proxy": dead_proxy, "all_proxy": dead_proxy, "NO_PROXY": "",
+           "no_proxy": ""}
     return subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(source),
-                           str(out)], cwd=REPO, capture_output=True, text=True)
+                           str(out)], cwd=REPO, capture_output=True, text=True, env=env)
 
 
 # Building the site imports the service to take its OpenAPI document: most of a minute on a busy machine.
