@@ -38,7 +38,8 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Largest request body accepted")
     host: str = Field("127.0.0.1", description="Interface `tms serve` listens on")
     port: int = Field(8080, ge=0, le=65535, description="Port `tms serve` listens on")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        "INFO", description="Level of every process's log (any case)")
     db_pool_size: int = Field(
         10, ge=1, description="Database connections per process and pool (the service: up to 3x this)")
     migrate_on_start: bool = Field(True, description="Upgrade the database schema to head on start")
@@ -52,7 +53,7 @@ class Settings(BaseSettings):
                     "(hoodie.table.timeline.timezone LOCAL or unset, Hudi's default) run in: their instant times "
                     "are wall-clock times there; unset: this host's local zone (TZ, else /etc/localtime)")
 
-    # The worker (`tms worker`): see worker/ and the README's "Worker and execution".
+    # The worker (`tms worker`): see worker/ and docs/operating/worker.md.
     worker_slots: int = Field(2, ge=1, description="Jobs one worker process runs at the same time")
     worker_poll_seconds: float = Field(2.0, gt=0, description="How often an idle worker looks for runnable tasks")
     worker_lease_seconds: float = Field(
@@ -76,7 +77,7 @@ class Settings(BaseSettings):
         True, description="The `local` queue the worker creates keeps a warm engine (spark runner): small plans "
                           "run on one long-running Spark application instead of a spark-submit each")
 
-    # The planner (`tms planner`): see tms/planning/ and the README's "Planner".
+    # The planner (`tms planner`): see tms/planning/ and docs/operating/planner.md.
     planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback"]], NoDecode] = Field(
         ["compaction", "clean", "rollback"],
         description="Comma-separated table services the planner schedules on its own; clustering is opt-in, "
@@ -116,7 +117,7 @@ class Settings(BaseSettings):
     retry_max_attempts: int = Field(3, ge=1, description="Attempts of a task before it is FAILED for good "
                                                          "(a `task_failed` alert); an operator's rerun starts anew")
 
-    # The manager (`tms manager`): see manager/ and the README's "Manager".
+    # The manager (`tms manager`): see manager/ and docs/operating/manager.md.
     manager_lease_seconds: float = Field(
         30.0, gt=0, description="The leader lease; a standby takes over when it expires (database clock)")
     manager_heartbeat_seconds: float = Field(
@@ -136,7 +137,7 @@ class Settings(BaseSettings):
         6 * 3600.0, gt=0, description="A compensation hold (BLOCKED task) older than this fires `held_too_long`")
     monitor_instance_missing_seconds: float = Field(
         60.0, gt=0, description="A process without a heartbeat this long fires `instance_down`")
-    # Engines and rollouts: see tms/engines.py and the README's "Engines and canary rollout".
+    # Engines and rollouts: see worker/engine_choice.py, manager/canary.py and docs/operating/engines.md.
     engine_code_dir: Path | None = Field(
         None, description="Where an engine's `code_version` is looked up when no `code_path` is given: "
                           "<dir>/<version> (a folder holding the `jobs` package) or <dir>/<version>.zip")
