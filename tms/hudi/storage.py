@@ -234,7 +234,11 @@ class FsspecStorage:
 
     def __init__(self, base_path: str, storage_options: dict[str, Any] | None = None):
         self.base_uri = base_path.rstrip("/")
-        self._fs, root = fsspec.core.url_to_fs(self.base_uri, **(storage_options or {}))
+        # No listings cache: fsspec keeps a filesystem instance per process and options, and s3fs, gcsfs and
+        # adlfs keep each folder's listing in it without expiry, so a long-lived process (the service, the
+        # planner) would list a timeline as it first saw it and never see another writer's new instants.
+        options = {**(storage_options or {}), "use_listings_cache": False}
+        self._fs, root = fsspec.core.url_to_fs(self.base_uri, **options)
         self.root = root.rstrip("/") or "/"
 
     def full(self, rel: str) -> str:
