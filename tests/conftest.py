@@ -38,3 +38,26 @@ def db(scratch_db):
     with scratch_db.transaction() as session:
         session.execute(text(f"TRUNCATE {names} CASCADE"))
     return scratch_db
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint(tmp_path_factory):
+    """An S3 API (the moto server) on loopback with a bucket, for the session; the AWS variables that
+    reach it are set in this process (and so passed on to the processes the tests start)."""
+    from s3_endpoint import S3Endpoint
+    endpoint = S3Endpoint.start(tmp_path_factory.mktemp("s3") / "moto.log")
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in endpoint.env().items():
+                mp.setenv(name, value)
+            yield endpoint
+    finally:
+        endpoint.stop()
+
+
+@pytest.fixture
+def s3_base(s3_endpoint, request):
+    """A fresh key prefix per test: `s3://bucket/<test name>` (no trailing slash)."""
+    import re
+    import uuid
+    return s3_endpoint.uri(f"{re.sub(r'[^A-Za-z0-9_-]', '-', request.node.name)[:60]}-{uuid.uuid4().hex[:8]}")

@@ -81,7 +81,7 @@ def plan_clean_of_old_versions(table: HudiTable) -> tuple[str, list[str]]:
     for group in view.file_groups():
         for fs in group.slices[:-1]:
             files = ([fs.base_file.path] if fs.base_file else []) + [f.path for f in fs.log_files]
-            doomed.setdefault(group.partition, []).extend(CleanFileInfo(file_path=table.storage.full(p)) for p in files)
+            doomed.setdefault(group.partition, []).extend(CleanFileInfo(file_path=table.storage.uri(p)) for p in files)
             paths += files
     last = table.timeline.last_completed()
     plan = CleanerPlan(earliest_instant_to_retain=ActionInstant(timestamp=last.timestamp, action=last.action,

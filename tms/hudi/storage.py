@@ -4,7 +4,12 @@ timeline needs: a written file appears whole or not at all, and a create never r
 `Storage` is the protocol every caller uses; `open_storage` picks the backend by the base path's URL scheme:
 `LocalStorage` for local paths (and `file:` URLs) works on the operating system's files directly (atomic
 exclusive create by hard link, and a local folder's changes can be watched by the kernel); `FsspecStorage`
-reaches object stores and HDFS through fsspec (`s3://`, `gs://`, `abfs://`, `hdfs://`, `memory://`, ...)."""
+reaches object stores and HDFS through fsspec (`s3://`, `gs://`, `abfs://`, `hdfs://`, `memory://`, ...).
+
+On S3 a create-once file (an instant file, a new data or log file) is one conditional request, a PUT (or the
+completion of a multipart upload) with `If-None-Match: *`: of two writers exactly one wins, the other gets
+InstantConflictError. Object stores cannot append: `appends` is False there, and a writer starts a new log
+file version where it would have appended a block."""
 from __future__ import annotations
 
 import os
@@ -36,6 +41,7 @@ class Storage(Protocol):
     """Files of one table, addressed by paths relative to its base path."""
 
     base_uri: str   # the base path as given (no trailing slash)
+    appends: bool   # `append` adds to an existing file (False on object stores: an object is written once)
 
     def full(self, rel: str) -> str:
         """The backend's own path of `rel` (what `open` and the Arrow filesystem take)."""
@@ -83,7 +89,7 @@ class Storage(Protocol):
         ...
 
     def append(self, rel: str, data: bytes) -> None:
-        """Append to a log file (v6 appends blocks to the slice's current log file)."""
+        """Append to a log file (v6 appends blocks to the slice's current log file); only where `appends`."""
         ...
 
     def touch(self, rel: str) -> None: ...
@@ -105,6 +111,8 @@ def _join(root: str, rel: str) -> str:
 
 class LocalStorage:
     """A table on a local (or locally mounted) filesystem."""
+
+    appends = True
 
     def __init__(self, base_path: str):
         self.base_uri = base_path.rstrip("/")
@@ -228,14 +236,63 @@ class LocalStorage:
             os.unlink(path)
 
 
+# fsspec protocols whose create-if-absent is one conditional request to the store (s3fs sends If-None-Match: *
+# with the PUT, or with the completion of a multipart upload). fsspec's default for the others checks, then puts.
+CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a"})
+# Object stores: an object is written whole, once; there is no append.
+OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
+
+
+def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
+    protocol = fs.protocol
+    return {protocol} if isinstance(protocol, str) else set(protocol)
+
+
+class _CreateOnClose:
+    """A file opened for an exclusive create on a store that decides it when the upload completes (at
+    `close`): a conflict is reported as InstantConflictError, as everywhere else."""
+
+    def __init__(self, fh: Any, rel: str):
+        self._fh = fh
+        self._rel = rel
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fh, name)
+
+    def write(self, data: bytes) -> int:
+        return int(self._fh.write(data))
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        except FileExistsError:
+            raise InstantConflictError(f"{self._rel} already exists") from None
+
+    def __enter__(self) -> _CreateOnClose:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class FsspecStorage:
-    """A table on an object store or HDFS, through fsspec. Object stores make a PUT visible atomically;
-    exclusivity is checked before it (conditional writes are the lock providers' business)."""
+    """A table on an object store or HDFS, through fsspec. Object stores make a PUT visible atomically; on S3
+    a create is conditional (`If-None-Match: *`), elsewhere exclusivity is checked before the write."""
 
     def __init__(self, base_path: str, storage_options: dict[str, Any] | None = None):
         self.base_uri = base_path.rstrip("/")
-        self._fs, root = fsspec.core.url_to_fs(self.base_uri, **(storage_options or {}))
+        # No listings cache: fsspec keeps a filesystem instance per process and options, and s3fs, gcsfs and
+        # adlfs keep each folder's listing in it without expiry, so a long-lived process (the service, the
+        # planner) would list a timeline as it first saw it and never see another writer's new instants.
+        options = {**(storage_options or {}), "use_listings_cache": False}
+        self._fs, root = fsspec.core.url_to_fs(self.base_uri, **options)
         self.root = root.rstrip("/") or "/"
+        protocols = _protocols(self._fs)
+        self._conditional_create = bool(protocols & CONDITIONAL_CREATE_PROTOCOLS)
+        # s3fs asks an object's size (a HEAD) before each whole-object read, to split large ones into parallel
+        # ranged GETs; one GET is what a timeline read needs (instant files are small): half the requests.
+        self._read_options: dict[str, Any] = {"max_concurrency": 1} if protocols & {"s3", "s3a"} else {}
+        self.appends = not protocols & OBJECT_STORE_PROTOCOLS
 
     def full(self, rel: str) -> str:
         return _join(self.root, rel)
@@ -253,7 +310,7 @@ class FsspecStorage:
         return bool(self._fs.exists(self.full(rel)))
 
     def read_bytes(self, rel: str) -> bytes:
-        return bytes(self._fs.cat_file(self.full(rel)))
+        return bytes(self._fs.cat_file(self.full(rel), **self._read_options))
 
     def open(self, rel: str, mode: str = "rb") -> IO[bytes]:
         return self._fs.open(self.full(rel), mode)  # type: ignore[no-any-return]
@@ -287,23 +344,40 @@ class FsspecStorage:
 
     def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
         target = self.full(rel)
-        if not overwrite and self._fs.exists(target):
-            raise InstantConflictError(f"{rel} already exists")
-        self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
-        self._fs.pipe_file(target, data)
+        if overwrite:
+            if self.appends:  # a filesystem (HDFS): the folder first; an object store has none
+                self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
+            self._fs.pipe_file(target, data)
+        else:
+            self._create(rel, data)
 
     def write_new(self, rel: str, data: bytes) -> None:
+        self._create(rel, data)
+
+    def _create(self, rel: str, data: bytes) -> None:
         target = self.full(rel)
+        if self._conditional_create:
+            try:
+                self._fs.pipe_file(target, data, mode="create")
+            except FileExistsError:
+                raise InstantConflictError(f"{rel} already exists") from None
+            return
         if self._fs.exists(target):
             raise InstantConflictError(f"{rel} already exists")
+        if self.appends:
+            self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
         self._fs.pipe_file(target, data)
 
     def open_new(self, rel: str) -> IO[bytes]:
+        if self._conditional_create:  # decided when the upload completes
+            return _CreateOnClose(self._fs.open(self.full(rel), "xb"), rel)  # type: ignore[return-value]
         if self._fs.exists(self.full(rel)):
             raise InstantConflictError(f"{rel} already exists")
         return self._fs.open(self.full(rel), "wb")  # type: ignore[no-any-return]
 
     def append(self, rel: str, data: bytes) -> None:
+        if not self.appends:
+            raise NotImplementedError(f"{self.base_uri} is on an object store, which cannot append to {rel}")
         with self._fs.open(self.full(rel), "ab") as fh:
             fh.write(data)
 

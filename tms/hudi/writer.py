@@ -404,7 +404,8 @@ class HudiWriter:
 
     def _append_log(self, ts: str, fs: FileSlice, rows: pa.Table, op: str, ordering: str | None,
                     full_schema: dict[str, Any], task: int) -> WriteStat:
-        """MOR update or delete: one block in the slice's log (v6 appends to its current log file)."""
+        """MOR update or delete: one block in the slice's log (v6 appends to its current log file where the
+        storage can append)."""
         storage = self.table.storage
         if op == "delete":
             ord_type = "int"  # Hudi's orderingVal for tables without event-time ordering
@@ -423,7 +424,9 @@ class HudiWriter:
         else:
             own = [f for f in fs.log_files if f.name.instant == fs.base_instant]
             latest = max(own, key=lambda f: f.name.sort_key).name if own else None
-            if latest is None or self.new_log_file_per_commit:
+            # Where the storage cannot append (an object store), the block starts the next log version,
+            # as Hudi does on storage without append.
+            if latest is None or self.new_log_file_per_commit or not storage.appends:
                 name = LogFileName(fs.file_id, fs.base_instant, latest.version + 1 if latest else 1, write_token(task))
                 offset = 0
             else:

@@ -1,0 +1,259 @@
+"""Object-store benchmark: the requests (LIST, GET, HEAD, PUT) and the time the planner spends on one commit
+event of a MERGE_ON_READ v8 table whose timeline holds 100 and 10,000 completed instants, on S3 (the moto
+server on loopback) and, side by side, on a local disk.
+
+    python bench/object_store.py [--events 20] [--instants 100,10000]
+
+The timelines are seeded as in bench/plan.py (four delta commits then a compaction, over and over; instant
+files only, no data files), straight into the S3 endpoint's memory (no requests) or onto the disk. After the
+planner first sees a table, each event is a new delta commit's instant files and its callback event; the
+planner's `handle_events` on it is timed and its requests counted. With Hudi's default trigger every fifth
+event runs a planning pass (the timeline reloaded, the file-system view built); the others are decided from
+the table's digest. Requests on S3 are the HTTP requests the endpoint received during `handle_events`,
+classified as S3 bills them (a GET with `list-type` or `prefix` on the bucket is a LIST); on the local disk,
+the same operations of the table's Storage (names/listdir as LIST, read_bytes/open as GET, exists/info as
+HEAD, writes as PUT). The local planner lists the folder on every pass (no change feed), as on object stores.
+
+Goal (issue 22): requests per planning pass, 10,000 / 100 instants <= 1.1. PostgreSQL: a throwaway scratch
+database (tms.db.testing)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+BUCKET = "tms-bench"
+KINDS = ("LIST", "GET", "HEAD", "PUT", "other")
+S3_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
+          "AWS_DEFAULT_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+class RequestCount:
+    """Requests counted while `counting` (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.counting = False
+        self._lock = threading.Lock()
+
+    def add(self, kind: str) -> None:
+        if self.counting:
+            with self._lock:
+                self.counts[kind] += 1
+
+    @contextmanager
+    def window(self) -> Iterator[Counter[str]]:
+        """Counts of the requests made inside the `with` block."""
+        self.counts = Counter()
+        self.counting = True
+        try:
+            yield self.counts
+        finally:
+            self.counting = False
+
+
+def _s3_kind(environ: dict[str, Any]) -> str:
+    method = environ["REQUEST_METHOD"]
+    path = environ.get("PATH_INFO", "").strip("/")
+    query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+    if method == "GET" and "/" not in path and ("list-type" in query or "prefix" in query or "delimiter" in query):
+        return "LIST"
+    return method if method in KINDS else "other"
+
+
+def start_moto(count: RequestCount) -> str:
+    """moto's S3 app in a thread of this process (its state can be seeded without requests), each request
+    counted and handled one at a time; the endpoint's URL."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    app = DomainDispatcherApplication(create_backend_app)
+    one_at_a_time = threading.Lock()
+
+    def counted(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        count.add(_s3_kind(environ))
+        with one_at_a_time:
+            return list(app(environ, start_response))
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = make_server("127.0.0.1", port, counted, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{port}"
+
+
+def _moto_put(key: str, data: bytes) -> None:
+    """An object put straight into the moto server's memory (no request)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+    s3_backends[DEFAULT_ACCOUNT_ID]["global"].put_object(BUCKET, key, data)
+
+
+def count_storage_calls(storage: Any, count: RequestCount) -> None:
+    """Count a local table's Storage operations as the requests they would be on an object store."""
+    kinds = {"names": "LIST", "listdir": "LIST", "read_bytes": "GET", "open": "GET", "exists": "HEAD",
+             "info": "HEAD", "write_atomic": "PUT", "write_new": "PUT", "open_new": "PUT", "append": "PUT"}
+    for method, kind in kinds.items():
+        original = getattr(storage, method)
+
+        def counted(*args: Any, _original: Any = original, _kind: str = kind, **kwargs: Any) -> Any:
+            count.add(_kind)
+            return _original(*args, **kwargs)
+
+        setattr(storage, method, counted)
+
+
+class Run:
+    """One table (`instants` completed instants seeded), registered, first seen by its own planner."""
+
+    def __init__(self, db: Any, base_path: str, instants: int, put: Callable[[str, bytes], None],
+                 count: RequestCount, local: bool):
+        import pyarrow as pa
+
+        from planner.runner import Planner
+        from service.table_view import registration_facts
+        from tms.db import TableRepo
+        from tms.hudi.instant import new_instant_time
+        from tms.hudi.serde import CommitMetadata, serialize_commit_metadata
+        from tms.hudi.table import HudiTable
+        from tms.hudi.writer import HudiWriter
+        from tms.planning.decisions import PlannerOptions
+        schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
+        HudiWriter.create_table(base_path, table_type="MERGE_ON_READ", version=8, key=["id"], ordering=["ts"],
+                                partition=["city"], schema=schema)
+        self.table = HudiTable.load(base_path)
+        self.db, self.put, self.count, self.instants = db, put, count, instants
+        self.label = f"{'local' if local else 'S3'} {instants:,}"
+        self.timeline_key = self.table.config.timeline_dir
+        self.zone = self.table.config.timeline_zone
+        self.clock = datetime.now(UTC) - timedelta(hours=2)
+        self.meta = serialize_commit_metadata(CommitMetadata(partition_to_write_stats={}, operation_type="UPSERT"),
+                                              8)
+        self._new_time = new_instant_time
+        for n in range(instants):
+            compaction = (n + 1) % 5 == 0 or n == instants - 1
+            self.instant("compaction" if compaction else "deltacommit", "commit" if compaction else "deltacommit")
+        with db.transaction() as session:
+            self.table_id = TableRepo(session).register(base_path=base_path, **registration_facts(self.table)).id
+        self.planner = Planner(db, PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}),
+                                                  clean_commits=5), watch_timelines=False)
+        self.results: dict[str, list[tuple[Counter[str], float]]] = {
+            "first sight": [], "decided from the digest": [], "planning pass": []}
+        self.event("deltacommit", "first sight")
+        if local:
+            with db.transaction() as session:
+                cached = self.planner.cache.get(TableRepo(session).get(self.table_id)).table
+            count_storage_calls(cached.storage, count)
+
+    def _tick(self) -> str:
+        self.clock += timedelta(milliseconds=2)
+        return str(self._new_time(self.zone, self.clock))
+
+    def instant(self, pending: str, completed: str) -> str:
+        from tms.hudi.instant import Instant, State, instant_file_name
+        ts, done = self._tick(), self._tick()
+        for inst, content in ((Instant(ts, State.REQUESTED, pending), b""),
+                              (Instant(ts, State.INFLIGHT, pending), b""),
+                              (Instant(ts, State.COMPLETED, completed, done), self.meta)):
+            self.put(f"{self.timeline_key}/{instant_file_name(inst, 8)}", content)
+        return ts
+
+    def event(self, action: str = "deltacommit", kind: str | None = None) -> None:
+        from tms.db import EventRepo, NewEvent, TableRepo
+        ts = self.instant(action, action)
+        with self.db.transaction() as session:
+            EventRepo(session).add_many([NewEvent(self.table_id, ts, action, "completed", "hudi_callback")])
+            before = TableRepo(session).get(self.table_id).planned_at
+        with self.count.window() as counts:
+            started = time.perf_counter()
+            self.planner.handle_events(self.table_id)
+            elapsed = time.perf_counter() - started
+        with self.db.transaction() as session:
+            planned = TableRepo(session).get(self.table_id).planned_at != before
+        self.results[kind or ("planning pass" if planned else "decided from the digest")].append(
+            (Counter(counts), elapsed))
+
+
+def report(runs: list[Run]) -> None:
+    print("requests and time per commit event (MOR v8, Hudi's default policy; medians over the events):")
+    print(f"  {'table, instants':18} {'event':24} {'n':>3} " + " ".join(f"{k:>6}" for k in KINDS[:4])
+          + f" {'total':>6} {'ms':>8}")
+    medians: dict[tuple[str, str], float] = {}
+    for kind in ("planning pass", "decided from the digest", "first sight"):
+        for run in runs:
+            results = run.results[kind]
+            if not results:
+                continue
+            per_kind = [statistics.median(c[k] for c, _ in results) for k in KINDS[:4]]
+            total = statistics.median(sum(c.values()) for c, _ in results)
+            ms = 1000 * statistics.median(t for _, t in results)
+            medians[(run.label, kind)] = total
+            print(f"  {run.label:18} {kind:24} {len(results):>3} " + " ".join(f"{v:>6g}" for v in per_kind)
+                  + f" {total:>6g} {ms:>8.1f}")
+    for store in ("S3", "local"):
+        labels = sorted({r.label for r in runs if r.label.startswith(store + " ")}, key=lambda s: int(
+            s.split()[1].replace(",", "")))
+        if len(labels) == 2 and (labels[0], "planning pass") in medians:
+            a, b = medians[(labels[0], "planning pass")], medians[(labels[1], "planning pass")]
+            print(f"  {store}: requests per planning pass {labels[1]} / {labels[0]}: {b / a:.2f} (goal <= 1.1)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=20, help="timed events per table (every fifth plans)")
+    ap.add_argument("--instants", default="100,10000", help="completed instants of each table, comma-separated")
+    args = ap.parse_args()
+    sizes = [int(n) for n in args.instants.split(",")]
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    count = RequestCount()
+    url = start_moto(count)
+    os.environ.update({**S3_ENV, "AWS_ENDPOINT_URL": url})
+    import boto3
+    boto3.client("s3", endpoint_url=url).create_bucket(Bucket=BUCKET)
+
+    from tms.db import Database
+    from tms.db.testing import scratch_database
+
+    with tempfile.TemporaryDirectory(prefix="tms-bench-os-") as tmp, scratch_database() as db_url:
+        db = Database(db_url)
+        try:
+            runs = []
+            for n in sizes:
+                def put_s3(key: str, data: bytes, _n: int = n) -> None:
+                    _moto_put(f"t{_n}/{key}", data)
+
+                def put_local(key: str, data: bytes, _n: int = n) -> None:
+                    (Path(tmp) / f"t{_n}" / key).write_bytes(data)
+
+                runs.append(Run(db, f"s3://{BUCKET}/t{n}", n, put_s3, count, local=False))
+                runs.append(Run(db, str(Path(tmp) / f"t{n}"), n, put_local, count, local=True))
+            for _ in range(args.events):
+                for run in runs:
+                    run.event()
+            for run in runs:
+                run.planner.close()
+            report(runs)
+        finally:
+            db.dispose()
+
+
+if __name__ == "__main__":
+    main()
