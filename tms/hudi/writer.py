@@ -519,6 +519,23 @@ def _group_stats(stats: list[WriteStat]) -> dict[str, list[WriteStat]]:
     return dict(out)
 
 
+def records_schema(table_schema: pa.Schema, records: list[dict[str, Any]]) -> pa.Schema:
+    """The schema of records that may evolve the table's (as the schema of a DataFrame written to Hudi does):
+    a column keeps the table's type if every value fits it, else takes the type inferred from the values;
+    fields the table lacks are added (nullable), in the order the records first hold them."""
+    inferred = pa.Table.from_pylist(records).schema
+    fields = []
+    for f in table_schema:
+        values = [r.get(f.name) for r in records]
+        try:  # fits: converts, and back to the same values (pyarrow would truncate 0.5 into a long column)
+            fits = pa.array(values, f.type).to_pylist() == values
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            fits = False
+        fields.append(f if fits or f.name not in inferred.names else inferred.field(f.name))
+    added = [inferred.field(n) for n in inferred.names if n not in table_schema.names]
+    return pa.schema(fields + added)
+
+
 def create_table_for_records(base_path: str, records: list[dict[str, Any]], *, table_type: str | TableType,
                              version: int, key: list[str], ordering: list[str], partition: list[str],
                              **kwargs: Any) -> HudiWriter:
