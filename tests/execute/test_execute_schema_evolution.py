@@ -45,6 +45,13 @@ CHANGES: dict[str, tuple[Any, ...]] = {
     "struct_field_added": (pa.struct([("a", pa.int32())]), [{"a": 1}, {"a": None}, None, {"a": 4}],
                            pa.struct([("a", pa.int64()), ("b", pa.string())]), {"a": 9, "b": "new"},
                            [{"a": 1, "b": None}, {"a": None, "b": None}, None, {"a": 4, "b": None}]),
+    "list_of_structs_field_added": (pa.list_(pa.struct([("a", pa.int32())])), [[{"a": 1}, {"a": 2}], [], None, [None]],
+                                    pa.list_(pa.struct([("a", pa.int32()), ("b", pa.float64())])),
+                                    [{"a": 3, "b": 0.5}],
+                                    [[{"a": 1, "b": None}, {"a": 2, "b": None}], [], None, [None]]),
+    "map_values_int_to_string": (pa.map_(pa.string(), pa.int32()), [[("k", 1)], [], None, [("x", None)]],
+                                 pa.map_(pa.string(), pa.string()), [("k", "v")],
+                                 [[("k", "1")], [], None, [("x", None)]]),
 }
 TABLES = [("COPY_ON_WRITE", 6), ("COPY_ON_WRITE", 8), ("MERGE_ON_READ", 6), ("MERGE_ON_READ", 8)]
 
@@ -186,7 +193,7 @@ def _snapshot_of_files(path: Path) -> set[str]:
 
 
 @pytest.mark.parametrize(("old", "new", "words"), [
-    (pa.int64(), pa.int32(), "int64 in older files and int32"),
+    (pa.int64(), pa.int32(), "int64 in older files and int32 in the table.s schema, a narrowing"),
     (pa.string(), pa.int64(), "string in older files and int64"),
     (pa.float64(), pa.float32(), "double in older files and float"),
     (pa.decimal128(8, 3), pa.decimal128(8, 2), "a narrowing"),

@@ -99,6 +99,10 @@ def _kind(t: pa.DataType) -> str:
         return "int"
     if t in (pa.int64(), pa.uint32()):
         return "long"
+    if pa.types.is_time32(t):  # Avro's time-millis is an int, time-micros a long (TMS reads them as such)
+        return "int"
+    if pa.types.is_time64(t):
+        return "long"
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
@@ -106,7 +110,7 @@ def _kind(t: pa.DataType) -> str:
     checks: list[tuple[Callable[[pa.DataType], bool], str]] = [
         (pa.types.is_float32, "float"), (pa.types.is_float64, "double"), (pa.types.is_boolean, "boolean"),
         (pa.types.is_decimal, "decimal"), (pa.types.is_fixed_size_binary, "fixed"), (pa.types.is_date, "date"),
-        (pa.types.is_timestamp, "timestamp"), (pa.types.is_time, "time"), (pa.types.is_struct, "struct"),
+        (pa.types.is_timestamp, "timestamp"), (pa.types.is_struct, "struct"),
         (pa.types.is_map, "map"), (pa.types.is_list, "list"), (pa.types.is_large_list, "list"),
         (pa.types.is_null, "null")]
     for check, kind in checks:
@@ -160,8 +164,8 @@ def relation(old: pa.DataType, new: pa.DataType, path: str = "") -> str:
         return SAME
     if (ok, nk) in _PROMOTIONS:
         return CAST
-    raise _refusal(path, f"is {old} in older files and {new} in the table's schema, a change Hudi does not "
-                         "resolve")
+    change = "a narrowing" if (nk, ok) in _PROMOTIONS else "a change Hudi does not resolve"
+    raise _refusal(path, f"is {old} in older files and {new} in the table's schema, {change}")
 
 
 def _refusal(path: str, what: str) -> SchemaEvolutionError:
