@@ -24,9 +24,10 @@ from tms.hudi.instant import is_valid_instant_time
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.reader import iter_snapshot
+from tms.hudi.schema import avro_to_arrow
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs, parse_write_options
-from tms.hudi.writer import HudiWriter, create_table_for_records
+from tms.hudi.writer import HudiWriter, create_table_for_records, records_schema
 from tms.ops import commands as ops_commands
 from worker import cli as worker_cli
 
@@ -141,6 +142,9 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
                                                      help="POST Hudi's commit callback here after the commit."),
           callback_key: str | None = typer.Option(None, "--callback-key", envvar="TMS_CALLBACK_KEY",
                                                  help="HUDI-CALLBACK-KEY header value."),
+          evolve_schema: bool = typer.Option(
+              False, "--evolve-schema", help="Let the records evolve the table's schema (columns added, types "
+                                             "promoted as Hudi allows); other changes are refused."),
           option: list[str] | None = typer.Option(
               None, "--option", help="A Hudi write option key=value (repeatable): hoodie.write.lock.provider and "
                                      "hoodie.write.lock.*, hoodie.write.concurrency.mode, "
@@ -186,7 +190,8 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
     with TransactionManager(table, write_options.concurrency) as transactions:
         writer = HudiWriter(table, **opts, transactions=transactions,
                             allow_updates_to_clustering=write_options.allow_updates_to_clustering)
-        result = writer.write(rows, op, leave_inflight=leave_inflight)
+        schema = records_schema(avro_to_arrow(writer.data_avro_schema()), rows) if evolve_schema else None
+        result = writer.write(rows, op, leave_inflight=leave_inflight, schema=schema)
     typer.echo(result.instant)
 
 

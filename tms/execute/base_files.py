@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tms.hudi import base_format
+from tms.hudi import base_format, schema_evolution
 from tms.hudi.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, dynamic_bloom_filter
 from tms.hudi.errors import HudiError
 from tms.hudi.file_names import BaseFileName
@@ -25,15 +25,13 @@ FILE_NAME = "_hoodie_file_name"
 
 def latest_data_schema(table: HudiTable) -> dict:
     """The table's current data schema (Avro, no meta fields): from the latest completed write that records
-    one, else the create schema. Compaction and clustering write new files in it, as Hudi does."""
-    tl = table.timeline
-    for inst in reversed(tl.completed_writes()):
-        schema = tl.commit_metadata(inst).schema()
-        if schema:
-            return schema
-    if table.config.create_schema:
-        return json.loads(table.config.create_schema)
-    raise HudiError(f"table {table.name} records no schema (no commit has one, no hoodie.table.create.schema)")
+    one, else the create schema. Compaction and clustering write new files in it, as Hudi does; the schemas of
+    earlier writes must resolve to it (else SchemaEvolutionError, before anything is written)."""
+    schema = schema_evolution.latest_data_schema(table)
+    if schema is None:
+        raise HudiError(f"table {table.name} records no schema (no commit has one, no hoodie.table.create.schema)")
+    schema_evolution.require_resolvable_history(table, schema)
+    return schema
 
 
 def full_schema(data_schema: dict) -> dict:
@@ -55,7 +53,11 @@ def output_extension(table: HudiTable) -> str:
     return base_format.extension_of(fmt)
 
 
-def read_base_file(storage: Storage, rel: str) -> pa.Table:
+def read_base_file(storage: Storage, rel: str, schema: pa.Schema | None = None) -> pa.Table:
+    """The rows of a base file; with `schema` (the output's), a file whose schema does not evolve into it is
+    refused before its rows are read."""
+    if schema is not None:
+        schema_evolution.require_evolvable(base_format.read_base_schema(storage, rel), schema, f"base file {rel}")
     return base_format.read_base_file(storage, rel)
 
 

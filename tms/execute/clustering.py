@@ -76,8 +76,9 @@ def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
     ordering = merge_ordering_field(config)
     parts, input_bytes = [], 0
     for s in task.slices:
-        base = read_base_file(storage, s.base_file) if s.base_file else None
-        parts.append(merge_records(base, scan_logs(storage, list(s.log_files), task.valid), ordering, arrow_schema))
+        base = read_base_file(storage, s.base_file, arrow_schema) if s.base_file else None
+        scan = scan_logs(storage, list(s.log_files), task.valid, arrow_schema)
+        parts.append(merge_records(base, scan, ordering, arrow_schema))
         input_bytes += sum(storage.info(p).size for p in ((s.base_file,) if s.base_file else ()) + s.log_files)
     rows = pa.concat_tables(parts)
     if task.sort_columns:

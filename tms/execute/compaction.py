@@ -66,11 +66,12 @@ def compact_file_group(task: CompactionTask, token: str) -> WriteStat | None:
     (every block rolled back, every record deleted): Hudi writes nothing for it either."""
     storage, config = task.table.storage(), task.table.config()
     avro_schema = json.loads(task.schema)
+    arrow_schema = avro_to_arrow(avro_schema)
     started = time.monotonic()
-    scan = scan_logs(storage, list(task.log_files), task.valid)
+    scan = scan_logs(storage, list(task.log_files), task.valid, arrow_schema)
     scan_ms = _ms_since(started)
-    base = read_base_file(storage, task.base_file) if task.base_file else None
-    merged = merge_records(base, scan, merge_ordering_field(config), avro_to_arrow(avro_schema))
+    base = read_base_file(storage, task.base_file, arrow_schema) if task.base_file else None
+    merged = merge_records(base, scan, merge_ordering_field(config), arrow_schema)
     if base is None and merged.num_rows == 0:
         return None
     rel = base_file_path(task.partition, task.file_id, token, task.instant, task.extension)

@@ -83,6 +83,18 @@ def read_base_file(storage: Storage, rel: str, columns: list[str] | None = None)
     raise AssertionError("unreachable")
 
 
+def read_base_schema(storage: Storage, rel: str) -> pa.Schema:
+    """The schema of one base file, from its footer (Parquet) without reading its rows."""
+    fmt = format_of_extension(posixpath.splitext(rel)[1].lstrip("."))
+    if fmt == PARQUET:
+        return pq.read_schema(storage.full(rel), filesystem=storage.arrow_filesystem())
+    if fmt == LANCE:
+        with _readable_copy(storage, rel) as path:
+            return _lance_file().LanceFileReader(path).metadata().schema
+    require_readable_format(fmt, f"base file {rel}")
+    raise AssertionError("unreachable")
+
+
 # --- writing -----------------------------------------------------------------------------------
 
 def write_lance_file(storage: Storage, rel: str, rows: pa.Table, metadata: dict[bytes, bytes]) -> None:

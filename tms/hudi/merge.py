@@ -13,11 +13,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .base_format import read_base_file
+from .base_format import read_base_file, read_base_schema
 from .errors import HudiError
 from .fs_view import FileSlice
 from .log_format import BlockType, read_log_file
 from .properties import MergeMode, TableConfig
+from .schema import avro_to_arrow
+from .schema_evolution import evolve_column, project, require_evolvable, slice_schema
 from .storage import Storage
 
 KEY = "_hoodie_record_key"
@@ -35,12 +37,16 @@ class LogScan:
     corrupt_blocks: int = 0
 
 
-def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable[[str], bool]) -> LogScan:
+def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable[[str], bool],
+              schema: pa.Schema | None = None) -> LogScan:
     """Read the data and delete blocks of the given log files whose instant is completed (per
-    `is_valid_instant`) and not rolled back by a command block."""
-    blocks = []
+    `is_valid_instant`) and not rolled back by a command block. With `schema` (the table's, meta fields
+    included), a data block whose schema does not evolve into it is refused before its records are decoded."""
+    blocks, paths = [], []
     for path in log_paths:
-        blocks.extend(read_log_file(storage.read_bytes(path)))
+        read = read_log_file(storage.read_bytes(path))
+        blocks.extend(read)
+        paths.extend([path] * len(read))
     rolled_back = set()
     corrupt = 0
     for b in blocks:
@@ -57,9 +63,15 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
             continue
         if b.block_type is BlockType.DELETE:
             scan.deletes.append((pos, b.deleted_keys()))
-        else:
-            scan.data.append(b.records())
-            scan.positions.append(pos)
+            continue
+        what = f"the log block of instant {instant} in {paths[pos]}"
+        if schema is not None and b.schema is not None:
+            require_evolvable(avro_to_arrow(b.schema), schema, what)
+        records = b.records()
+        if schema is not None and b.schema is None:
+            require_evolvable(records.schema, schema, what)
+        scan.data.append(records)
+        scan.positions.append(pos)
     return scan
 
 
@@ -73,16 +85,27 @@ def merge_ordering_field(config: TableConfig) -> str | None:
 
 
 def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
-                is_valid_instant: Callable[[str], bool], columns: list[str] | None = None) -> pa.Table:
-    """The rows of one file slice. `columns` projects the result (merging still reads what it needs)."""
+                is_valid_instant: Callable[[str], bool], columns: list[str] | None = None,
+                schema: pa.Schema | None = None) -> pa.Table:
+    """The rows of one file slice. `columns` projects the result (merging still reads what it needs).
+    `schema` is the table's latest schema (meta fields included): files and blocks written with older
+    schemas are read in it (see `schema_evolution`), or refused before their rows are read."""
     ordering = merge_ordering_field(config)
+    if schema is not None and fs.base_file:
+        require_evolvable(read_base_schema(storage, fs.base_file.path), schema, f"base file {fs.base_file.path}")
     base = read_base_file(storage, fs.base_file.path) if fs.base_file else None
     if not fs.log_files:
         if base is None:
             raise HudiError(f"file slice {fs.file_id}@{fs.base_instant} has neither base nor log files")
+        if schema is not None:
+            base = project(base, slice_schema(base.schema, schema))
         return base.select(columns) if columns else base
-    scan = scan_logs(storage, [f.path for f in fs.log_files], is_valid_instant)
-    merged = merge_records(base, scan, ordering)
+    scan = scan_logs(storage, [f.path for f in fs.log_files], is_valid_instant, schema)
+    target = None
+    if schema is not None:
+        first = base.schema if base is not None else (scan.data[0].schema if scan.data else None)
+        target = slice_schema(first, schema) if first is not None else schema
+    merged = merge_records(base, scan, ordering, target)
     return merged.select(columns) if columns else merged
 
 
@@ -176,7 +199,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
 def _ord_column(t: pa.Table, ordering: str | None, ord_type: pa.DataType | None) -> pa.Array:
     if not ordering or ord_type is None or ordering not in t.column_names:
         return pa.nulls(t.num_rows, ord_type or pa.int64())
-    return t.column(ordering).cast(ord_type).combine_chunks()
+    return evolve_column(t.column(ordering), ord_type, ordering).combine_chunks()
 
 
 def _cast_ord(values: list[Any], ord_type: pa.DataType | None) -> pa.Array:
@@ -189,17 +212,8 @@ def _cast_ord(values: list[Any], ord_type: pa.DataType | None) -> pa.Array:
 
 
 def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """A log block's records in the base file's schema (columns missing from old blocks are null)."""
-    if t.schema.equals(schema):
-        return t
-    cols = []
-    for f in schema:
-        if f.name in t.column_names:
-            col = t.column(f.name)
-            cols.append(col if col.type.equals(f.type) else col.cast(f.type))
-        else:
-            cols.append(pa.nulls(t.num_rows, f.type))
-    return pa.Table.from_arrays(cols, schema=schema)
+    """Rows in the output schema (columns missing from old files and blocks are null, older types evolve)."""
+    return project(t, schema)
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:

@@ -12,6 +12,7 @@ from .capabilities import READING, require_capability
 from .fs_view import FileSlice
 from .merge import merge_slice
 from .schema import META_FIELDS
+from .schema_evolution import full_arrow_schema, latest_data_schema, require_resolvable_history
 from .table import HudiTable
 
 
@@ -19,8 +20,14 @@ def iter_snapshot(table: HudiTable, as_of: str | None = None, columns: list[str]
                   threads: int | None = None) -> Iterator[pa.Table]:
     """The merged rows of each latest file slice at `as_of` (default: now), one table per slice.
     Slices are merged in parallel threads (pyarrow and parquet decoding release the GIL).
+    Rows come in the table's latest schema (at `as_of`): files written with older schemas are projected to it.
     A table TMS cannot read exactly is refused (UnsupportedTableError) before any row is read."""
     require_capability(table, READING)
+    data_schema = latest_data_schema(table, as_of)
+    schema = None
+    if data_schema is not None:
+        require_resolvable_history(table, data_schema, as_of)
+        schema = full_arrow_schema(data_schema)
     view = table.file_system_view(as_of=as_of)
     slices = view.merged_latest_slices()
     for fs in slices:  # a base file of another format than the table's must not be half-read either
@@ -31,7 +38,7 @@ def iter_snapshot(table: HudiTable, as_of: str | None = None, columns: list[str]
     hidden = () if table.config.populate_meta_fields else META_FIELDS
 
     def one(fs: FileSlice) -> pa.Table:
-        rows = merge_slice(table.storage, table.config, fs, view.is_completed, columns)
+        rows = merge_slice(table.storage, table.config, fs, view.is_completed, columns, schema)
         return rows.drop_columns([c for c in hidden if c in rows.column_names]) if hidden else rows
 
     workers = threads or min(8, os.cpu_count() or 2)

@@ -35,6 +35,7 @@ from .metadata.writer import unmaintainable_partitions_for_writes, write_metadat
 from .partition_paths import record_partition_paths
 from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
+from .schema_evolution import full_arrow_schema, require_evolvable, require_resolvable_history
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
 from .table import HudiTable
 from .timeline import Timeline
@@ -75,6 +76,7 @@ class HudiWriter:
         self.new_log_file_per_commit = new_log_file_per_commit
         self.transactions = transactions or TransactionManager.single_writer(table)
         self.allow_updates_to_clustering = allow_updates_to_clustering
+        self._table_schema: pa.Schema | None = None  # of the write under way, meta fields included
         if self.transactions.config.non_blocking and not (self.config.is_mor and self.config.version >= 8):
             raise UnsupportedTableError(f"NON_BLOCKING_CONCURRENCY_CONTROL needs a MERGE_ON_READ table of version 8 "
                                         f"or later; {self.config.name} is {self.config.table_type.value} "
@@ -115,6 +117,19 @@ class HudiWriter:
         created: dict[str, Any] = json.loads(self.config.create_schema)
         return created
 
+    def _evolved_schema(self, current: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
+        """The Avro schema of records of `schema`, if the table's schema `current` evolves into it."""
+        evolved = arrow_to_avro(schema, self.config.name)
+        if avro_to_arrow(evolved).equals(avro_to_arrow(current)):
+            return current
+        for f in self.config.record_key_fields + self.config.ordering_fields + self.config.partition_fields:
+            if f not in schema.names:
+                raise HudiError(f"field {f!r} is not in the records' schema (fields: {', '.join(schema.names)})")
+        require_evolvable(avro_to_arrow(current), avro_to_arrow(evolved),
+                          f"table {self.config.name}: the records' schema")
+        require_resolvable_history(self.table, evolved)
+        return evolved
+
     def _record_keys(self, t: pa.Table) -> pa.Array:
         fields = self.config.record_key_fields
         for f in fields:
@@ -133,10 +148,13 @@ class HudiWriter:
 
     # --- writing ---------------------------------------------------------------------------------
     def write(self, records: list[dict[str, Any]] | pa.Table, op: str = "upsert", *,
-              leave_inflight: bool = False) -> WriteResult:
+              leave_inflight: bool = False, schema: pa.Schema | None = None) -> WriteResult:
         """One commit. `insert` behaves as `upsert` (Hudi's default of merging, not duplicating, keys
         that exist); `delete` takes records holding at least the key and partition fields, and an
-        ordering value if an event-time delete should lose to newer writes."""
+        ordering value if an event-time delete should lose to newer writes. `schema` is the records' schema
+        when it evolves the table's (columns added, types promoted as Hudi allows): it becomes the table's
+        schema from this commit on; a change Hudi's readers cannot resolve is refused before anything is
+        written (SchemaEvolutionError)."""
         if op not in OPERATIONS:
             raise HudiError(f"unknown operation {op!r} (one of {', '.join(OPERATIONS)})")
         stale = unmaintainable_partitions_for_writes(self.table)
@@ -147,7 +165,10 @@ class HudiWriter:
         tl = self.table.timeline
         tl.reload()
         avro_schema = self.data_avro_schema()
+        if schema is not None:
+            avro_schema = self._evolved_schema(avro_schema, schema)
         arrow_schema = avro_to_arrow(avro_schema)
+        self._table_schema = full_arrow_schema(avro_schema)
         incoming = self._to_arrow(records, arrow_schema, op)
         ordering = self.config.ordering_fields[0] if (
             self.config.ordering_fields and mode is MergeMode.EVENT_TIME_ORDERING) else None
@@ -300,7 +321,7 @@ class HudiWriter:
         for fs in view.merged_latest_slices():
             if fs.partition != partition:
                 continue
-            existing = merge_slice(self.table.storage, self.config, fs, view.is_completed, [KEY])
+            existing = merge_slice(self.table.storage, self.config, fs, view.is_completed, [KEY], self._table_schema)
             hit = pc.is_in(existing.column(KEY), value_set=keys)
             for k in existing.column(KEY).filter(hit).to_pylist():
                 where[k] = fs.file_id
@@ -376,7 +397,7 @@ class HudiWriter:
     def _rewrite_base(self, ts: str, view: FileSystemView, fs: FileSlice, rows: pa.Table, op: str,
                       ordering: str | None, full_schema: dict[str, Any], task: int) -> WriteStat:
         """COW update: merge the incoming rows into the file group's rows and write a new base file."""
-        current = merge_slice(self.table.storage, self.config, fs, view.is_completed)
+        current = merge_slice(self.table.storage, self.config, fs, view.is_completed, schema=self._table_schema)
         name = self._base_file_name(fs.file_id, task, ts)
         rel = posixpath.join(fs.partition, name) if fs.partition else name
         scan = self._as_log_scan(rows, op, ordering, ts, fs.partition, name, task)
@@ -499,6 +520,23 @@ def _group_stats(stats: list[WriteStat]) -> dict[str, list[WriteStat]]:
     for s in stats:
         out[s.partition_path or ""].append(s)  # the writer sets it on every stat
     return dict(out)
+
+
+def records_schema(table_schema: pa.Schema, records: list[dict[str, Any]]) -> pa.Schema:
+    """The schema of records that may evolve the table's (as the schema of a DataFrame written to Hudi does):
+    a column keeps the table's type if every value fits it, else takes the type inferred from the values;
+    fields the table lacks are added (nullable), in the order the records first hold them."""
+    inferred = pa.Table.from_pylist(records).schema
+    fields = []
+    for f in table_schema:
+        values = [r.get(f.name) for r in records]
+        try:  # fits: converts, and back to the same values (pyarrow would truncate 0.5 into a long column)
+            fits = pa.array(values, f.type).to_pylist() == values
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            fits = False
+        fields.append(f if fits or f.name not in inferred.names else inferred.field(f.name))
+    added = [inferred.field(n) for n in inferred.names if n not in table_schema.names]
+    return pa.schema(fields + added)
 
 
 def create_table_for_records(base_path: str, records: list[dict[str, Any]], *, table_type: str | TableType,
