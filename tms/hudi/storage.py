@@ -22,6 +22,13 @@ from .errors import InstantConflictError
 TEMP_PREFIX = ".tms-tmp-"
 
 
+def is_hadoop_checksum(name: str) -> bool:
+    """Hadoop's local filesystem writes `.<file>.crc` beside every file a Java writer writes, and hides it
+    from every listing; Hudi never sees it. TMS must not either: `..<fileId>_<instant>.log.1_0-1-2.crc` parses
+    as a log file of a file group `.<fileId>` that does not exist."""
+    return name.startswith(".") and name.endswith(".crc")
+
+
 @dataclass(frozen=True)
 class FileInfo:
     name: str       # base name
@@ -144,7 +151,7 @@ class LocalStorage:
         try:
             with os.scandir(self.full(rel)) as it:
                 for e in it:
-                    if e.name.startswith(TEMP_PREFIX):
+                    if e.name.startswith(TEMP_PREFIX) or is_hadoop_checksum(e.name):
                         continue
                     is_dir = e.is_dir()
                     st = None if is_dir else e.stat()
