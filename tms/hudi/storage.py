@@ -7,6 +7,7 @@ exclusive create by hard link, and a local folder's changes can be watched by th
 reaches object stores and HDFS through fsspec (`s3://`, `gs://`, `abfs://`, `hdfs://`, `memory://`, ...)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shutil
@@ -185,6 +186,7 @@ class LocalStorage:
             os.fsync(fh.fileno())
         try:
             if overwrite:
+                self._drop_checksum(rel)
                 os.replace(tmp, target)
             else:
                 try:
@@ -208,8 +210,17 @@ class LocalStorage:
             raise InstantConflictError(f"{rel} already exists") from None
 
     def append(self, rel: str, data: bytes) -> None:
+        self._drop_checksum(rel)
         with open(self.full(rel), "ab") as fh:
             fh.write(data)
+
+    def _drop_checksum(self, rel: str) -> None:
+        """Remove the Hadoop checksum a Java writer left beside `rel`: once TMS changes or removes the file it
+        would be stale, and Hadoop's local filesystem fails a read it cannot verify (without one, it reads
+        unchecked)."""
+        parent, name = posixpath.split(self.full(rel))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(posixpath.join(parent, f".{name}.crc"))
 
     def touch(self, rel: str) -> None:
         target = self.full(rel)
@@ -219,6 +230,7 @@ class LocalStorage:
         os.utime(target, None)
 
     def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
+        self._drop_checksum(rel)
         try:
             os.unlink(self.full(rel))
             return True
