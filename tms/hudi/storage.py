@@ -12,6 +12,7 @@ InstantConflictError. Object stores cannot append: `appends` is False there, and
 file version where it would have appended a block."""
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shutil
@@ -25,6 +26,13 @@ import pyarrow.fs as pafs
 from .errors import InstantConflictError
 
 TEMP_PREFIX = ".tms-tmp-"
+
+
+def is_hadoop_checksum(name: str) -> bool:
+    """Hadoop's local filesystem writes `.<file>.crc` beside every file a Java writer writes, and hides it
+    from every listing; Hudi never sees it. TMS must not either: `..<fileId>_<instant>.log.1_0-1-2.crc` parses
+    as a log file of a file group `.<fileId>` that does not exist."""
+    return name.startswith(".") and name.endswith(".crc")
 
 
 @dataclass(frozen=True)
@@ -152,7 +160,7 @@ class LocalStorage:
         try:
             with os.scandir(self.full(rel)) as it:
                 for e in it:
-                    if e.name.startswith(TEMP_PREFIX):
+                    if e.name.startswith(TEMP_PREFIX) or is_hadoop_checksum(e.name):
                         continue
                     is_dir = e.is_dir()
                     st = None if is_dir else e.stat()
@@ -186,6 +194,7 @@ class LocalStorage:
             os.fsync(fh.fileno())
         try:
             if overwrite:
+                self._drop_checksum(rel)
                 os.replace(tmp, target)
             else:
                 try:
@@ -209,8 +218,17 @@ class LocalStorage:
             raise InstantConflictError(f"{rel} already exists") from None
 
     def append(self, rel: str, data: bytes) -> None:
+        self._drop_checksum(rel)
         with open(self.full(rel), "ab") as fh:
             fh.write(data)
+
+    def _drop_checksum(self, rel: str) -> None:
+        """Remove the Hadoop checksum a Java writer left beside `rel`: once TMS changes or removes the file it
+        would be stale, and Hadoop's local filesystem fails a read it cannot verify (without one, it reads
+        unchecked)."""
+        parent, name = posixpath.split(self.full(rel))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(posixpath.join(parent, f".{name}.crc"))
 
     def touch(self, rel: str) -> None:
         target = self.full(rel)
@@ -220,6 +238,7 @@ class LocalStorage:
         os.utime(target, None)
 
     def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
+        self._drop_checksum(rel)
         try:
             os.unlink(self.full(rel))
             return True

@@ -1,0 +1,129 @@
+"""The Java harness's driver: one warm Spark 3.5 session with a Hudi Spark bundle on its classpath, writing and
+reading tables through Hudi's own datasource on command. Runs in the harness's PySpark 3.5 venv (not the
+product's); the tests talk to it through harness.py.
+
+Protocol: one JSON command per line on stdin, one JSON answer per line on stdout, prefixed with ANSWER (Spark
+may print to stdout too). Commands:
+  {"op": "write", "path", "name", "table_type", "operation", "rows": [...], "options": {...}}
+      -> {"instant": the instant the write completed}
+  {"op": "read", "path", "query_type": "snapshot" | "read_optimized", "options": {...}} -> {"rows": [...]}
+  {"op": "sql", "statement"} -> {"rows": [...]}
+  {"op": "quit"}
+Any failure answers {"error": "<the Java or Python exception>"}; the driver goes on.
+
+    python driver.py HUDI_BUNDLE_JAR"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+ANSWER = "ANSWER "
+SCHEMA = StructType([
+    StructField("id", StringType(), False),
+    StructField("part", StringType(), False),
+    StructField("ts", LongType(), False),
+    StructField("name", StringType(), True),
+    StructField("value", LongType(), True),
+])
+COLUMNS = [f.name for f in SCHEMA.fields]
+
+
+def start(bundle: str) -> SparkSession:
+    return (SparkSession.builder.master("local[2]").appName("tms-hudi-java-harness")
+            .config("spark.jars", bundle)
+            .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
+            .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
+            .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
+            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.hudi.catalog.HoodieCatalog")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", "1g")
+            .getOrCreate())
+
+
+def write(spark: SparkSession, command: dict) -> dict:
+    options = {
+        "hoodie.table.name": command["name"],
+        "hoodie.datasource.write.table.type": command["table_type"],
+        "hoodie.datasource.write.operation": command["operation"],
+        "hoodie.datasource.write.recordkey.field": "id",
+        "hoodie.datasource.write.partitionpath.field": "part",
+        "hoodie.datasource.write.precombine.field": "ts",
+        **command.get("options", {}),
+    }
+    rows = [tuple(r.get(c) for c in COLUMNS) for r in command["rows"]]
+    frame = spark.createDataFrame(rows, SCHEMA).coalesce(1)
+    frame.write.format("hudi").options(**options).mode("append").save(command["path"])
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    # The instant this write completed: the last completed commit of the write timeline.
+    meta = (jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+            .setConf(_storage_conf(spark)).setBasePath(command["path"]).build())
+    last = meta.getActiveTimeline().getWriteTimeline().filterCompletedInstants().lastInstant().get()
+    return {"instant": _instant_time(last)}
+
+
+def _storage_conf(spark: SparkSession):
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    try:  # Hudi 1.x: a StorageConfiguration
+        return jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(hadoop)
+    except Exception:  # noqa: BLE001 (Hudi 0.15 builds its meta client from Hadoop's Configuration)
+        return hadoop
+
+
+def _instant_time(instant) -> str:
+    for getter in ("requestedTime", "getTimestamp"):  # Hudi 1.x, 0.15
+        try:
+            return str(getattr(instant, getter)())
+        except Exception:  # noqa: BLE001, S112
+            continue
+    raise RuntimeError(f"cannot read the time of {instant}")
+
+
+def read(spark: SparkSession, command: dict) -> dict:
+    options = {"hoodie.datasource.query.type": command.get("query_type", "snapshot"), **command.get("options", {})}
+    frame = spark.read.format("hudi").options(**options).load(command["path"])
+    return {"rows": [r.asDict() for r in frame.select(*COLUMNS).collect()]}
+
+
+def sql(spark: SparkSession, command: dict) -> dict:
+    return {"rows": [{k: _plain(v) for k, v in r.asDict().items()} for r in spark.sql(command["statement"]).collect()]}
+
+
+def _plain(value):
+    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
+
+
+def main() -> int:
+    started = time.monotonic()
+    spark = start(sys.argv[1])
+    version = spark.sparkContext._jvm.org.apache.hudi.common.table.HoodieTableVersion.current()  # type: ignore
+    print(ANSWER + json.dumps({"ready": True, "seconds": time.monotonic() - started, "spark": spark.version,
+                               "table_version": version.versionCode()}), flush=True)
+    handlers = {"write": write, "read": read, "sql": sql}
+    for line in sys.stdin:
+        command = json.loads(line)
+        if command["op"] == "quit":
+            break
+        began = time.monotonic()
+        try:
+            answer = handlers[command["op"]](spark, command)
+        except Exception as exc:  # noqa: BLE001 (every failure is the test's to judge)
+            answer = {"error": f"{type(exc).__name__}: {exc}"[:4000], "trace": traceback.format_exc()[-4000:]}
+        answer["seconds"] = time.monotonic() - began
+        print(ANSWER + json.dumps(answer, default=str), flush=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""The tests' side of the Java harness: a warm driver (driver.py, in the harness's PySpark 3.5 venv with one
+Hudi bundle on its classpath) taking write, read and SQL commands, and the Hudi options of a writer that
+hands its table services to TMS (callbacks on, inline services off, optimistic concurrency control under the
+file-system lock TMS shares)."""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DRIVER = Path(__file__).resolve().parent / "driver.py"
+ANSWER = "ANSWER "
+FILESYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+
+
+class JavaHudiError(AssertionError):
+    """Java Hudi refused a command: the message is its exception."""
+
+
+def writer_options(callback_url: str, callback_key: str) -> dict[str, str]:
+    """A Java writer that hands its table services to TMS and tells it of every commit."""
+    return {
+        "hoodie.write.commit.callback.on": "true",
+        "hoodie.write.commit.callback.http.url": callback_url,
+        "hoodie.write.commit.callback.http.api.key": callback_key,
+        "hoodie.write.commit.callback.http.timeout.seconds": "30",
+        "hoodie.compact.inline": "false",
+        "hoodie.compact.schedule.inline": "false",
+        "hoodie.clustering.inline": "false",
+        "hoodie.clustering.schedule.inline": "false",
+        "hoodie.clean.automatic": "false",
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.cleaner.policy.failed.writes": "LAZY",
+        "hoodie.write.lock.provider": FILESYSTEM_LOCK,
+        # The harness's speed only (the table is the same): no embedded timeline server to start per write
+        # (Hudi then writes its markers directly).
+        "hoodie.embed.timeline.server": "false",
+    }
+
+
+def table_lock_policies() -> dict[str, str]:
+    """The same concurrency control, as TMS registers it for the table."""
+    return {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
+            "hoodie.write.lock.provider": FILESYSTEM_LOCK}
+
+
+class HudiDriver:
+    """One warm Spark 3.5 + Hudi session in a child process; `call` sends a command and returns its answer."""
+
+    def __init__(self, python: Path, bundle: Path, log: Path, start_timeout: float = 240):
+        self.log_path = log
+        self._log = log.open("w")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "VIRTUAL_ENV"))}
+        env["PYSPARK_PYTHON"] = str(python)
+        began = time.monotonic()
+        self.process = subprocess.Popen([str(python), str(DRIVER), str(bundle)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
+        self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        ready = self._next(start_timeout, "the driver to start")
+        self.start_seconds = time.monotonic() - began
+        self.table_version: int = ready["table_version"]
+        self.spark_version: str = ready["spark"]
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith(ANSWER):
+                self._answers.put(json.loads(line[len(ANSWER):]))
+        self._answers.put(None)
+
+    def _next(self, timeout: float, what: str) -> dict[str, Any]:
+        try:
+            answer = self._answers.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"timed out waiting for {what}; driver log: {self.log_path}") from None
+        if answer is None:
+            raise AssertionError(f"the Hudi driver ended while waiting for {what}:\n{self.tail()}")
+        return answer
+
+    def tail(self, chars: int = 4000) -> str:
+        self._log.flush()
+        return self.log_path.read_text()[-chars:]
+
+    def call(self, timeout: float = 300, **command: Any) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        answer = self._next(timeout, f"Java Hudi's {command['op']}")
+        if "error" in answer:
+            raise JavaHudiError(f"Java Hudi's {command['op']} failed: {answer['error']}\n{answer.get('trace', '')}")
+        return answer
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                assert self.process.stdin is not None
+                self.process.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.process.stdin.close()
+                self.process.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+class JavaWriter:
+    """A Java Hudi writer of one table (through a driver), and the model of the rows it was acknowledged."""
+
+    def __init__(self, driver: HudiDriver, path: Path, table_type: str, options: dict[str, str]):
+        self.driver, self.path, self.table_type, self.options = driver, path, table_type, options
+        self.model: dict[str, dict[str, Any]] = {}
+        self.instants: list[str] = []
+        self.write_seconds: list[float] = []
+
+    def write(self, operation: str, rows: list[dict[str, Any]]) -> str:
+        answer = self.driver.call(op="write", path=str(self.path), name=self.path.name, table_type=self.table_type,
+                                  operation=operation, rows=rows, options=self.options)
+        for row in rows:  # acknowledged: the model takes it (every write carries a newer ts)
+            if operation == "delete":
+                self.model.pop(row["id"], None)
+            else:
+                self.model[row["id"]] = dict(row)
+        self.instants.append(answer["instant"])
+        self.write_seconds.append(answer["seconds"])
+        return answer["instant"]
+
+    def read(self, query_type: str = "snapshot") -> list[dict[str, Any]]:
+        return sorted(self.driver.call(op="read", path=str(self.path), query_type=query_type)["rows"],
+                      key=lambda r: r["id"])
+
+    def expected(self) -> list[dict[str, Any]]:
+        return sorted(self.model.values(), key=lambda r: r["id"])
