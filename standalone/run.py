@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from tms import local_instances
+from tms import display, local_instances
 from tms.config import load_settings
 from tms.demo import ensure_demo_table, run_demo_writer
 from tms.errors import TMSError
@@ -75,11 +75,6 @@ def _register(client: TmsClient, path: str) -> int:
         if t["base_path"].rstrip("/").endswith(path.rstrip("/")):
             return int(t["id"])
     return int(client.post("/tables", {"base_path": path, "policies": DEMO_POLICIES})["id"])
-
-
-def took(seconds: float) -> str:
-    """A duration as people read it: milliseconds below a second, else seconds."""
-    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.0f} s"
 
 
 class TaskWatcher:
@@ -153,7 +148,7 @@ class TaskWatcher:
         elif task["state"] == "SUCCEEDED" and task["started_at"] and task["finished_at"]:
             seconds = (datetime.fromisoformat(task["finished_at"])
                        - datetime.fromisoformat(task["started_at"])).total_seconds()
-            line += f" in {took(seconds)}"
+            line += f" in {display.duration(seconds)}"
         elif task["error"]:
             line += f": {task['error']}"
         return line

@@ -1,15 +1,18 @@
-"""The ops commands' global options (--json, --url, --token) before or after the subcommand, and the console
+"""The ops commands' global options (--json, --url, --token) before or after the subcommand; the console
 of `tms up` (its task watcher) against a live service: one line summing up the past, then only the changes,
-each naming its table."""
+each naming its table; figures for people: times in UTC labelled, durations in ms below a second, sizes with
+units, a plan as a summary (each operation's size on request)."""
 from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from typer.testing import CliRunner
 
-from standalone.run import TaskWatcher, took
+from standalone.run import TaskWatcher
+from tms import display
 from tms.cli import app as tms_app
 from tms.db import TaskRepo
 from tms.demo import run_demo_writer
@@ -76,6 +79,19 @@ def test_the_console_prints_a_summary_of_the_past_then_the_changes_naming_the_ta
     watcher.poll()
     assert said[1:] == [f"task {old['id']} (table {table['name']}): compaction {old['instant']} RUNNING"]
 
+    # `tms tasks show`: the plan as a summary with units, each operation's size on request, times in UTC.
+    shown = _run("tasks", "show", str(old["id"]), env=client_env)
+    plan = re.search(r"^plan: +(.*)$", shown, re.M).group(1)
+    operations = json.loads(_run("tasks", "show", str(old["id"]), "--json", env=client_env))["plan_stats"]["operations"]
+    assert operations >= 1 and re.fullmatch(
+        rf"{operations} operations?, [\d.]+ (B|KB|MB) in all, the largest file group [\d.]+ (B|KB|MB)", plan), shown
+    assert "operations (bytes each reads)" not in shown
+    assert re.search(r"^created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", shown, re.M), shown
+    listed = _run("tasks", "show", str(old["id"]), "--operations", env=client_env)
+    each = listed.split("operations (bytes each reads):\n")[1].split("\n\n")[0].splitlines()
+    assert [line.split(".")[0].strip() for line in each] == [str(n) for n in range(1, operations + 1)], listed
+    assert all(re.fullmatch(r"  \d+\. [\d.]+ (B|KB|MB)", line) for line in each), listed
+
 
 def test_an_empty_past_is_one_line(service, tokens):
     said: list[str] = []
@@ -83,5 +99,14 @@ def test_an_empty_past_is_one_line(service, tokens):
     assert said == ["no task before this start"]
 
 
-def test_durations_below_a_second_are_milliseconds():
-    assert (took(0.25), took(0.0004), took(14.4)) == ("250 ms", "0 ms", "14 s")
+def test_figures_for_people_have_units_and_a_zone():
+    assert [display.duration(s) for s in (0.25, 0.0004, 14.4, 185, 7800)] == [
+        "250 ms", "0 ms", "14 s", "3m 05s", "2h 10m"]
+    assert [display.size(n) for n in (0, 512, 3 * 1024 + 400, 5 * 1024 ** 3)] == ["0 B", "512 B", "3.4 KB", "5.0 GB"]
+    assert display.moment("2026-11-26T08:44:08.123456+02:00") == "2026-11-26 06:44:08 UTC"
+    assert display.moment("2026-11-26T06:44:08") == "2026-11-26 06:44:08 UTC" and display.moment(None) == "-"
+    stats = {"operations": 3, "operation_bytes": [1024, 2048, 5 * 1024 ** 2], "largest_file_group_bytes": 5 * 1024 ** 2,
+             "total_bytes": 3072 + 5 * 1024 ** 2}
+    assert display.plan_summary(stats) == "3 operations, 5.0 MB in all, the largest file group 5.0 MB"
+    assert display.operation_sizes(stats) == ["1.0 KB", "2.0 KB", "5.0 MB"]
+    assert display.plan_summary({}) == "no statistics"
