@@ -1,9 +1,13 @@
 """Error responses: every failure a client can cause is a 4xx with one clear message; a database
-outage is a 503. Nothing a client sends should ever produce a 500."""
+outage is a 503. Nothing a client sends should ever produce a 500. Every error body has one shape, RFC 9457's
+problem details (`application/problem+json`: type, title, status, detail, instance; `errors` per field for a
+malformed request), made by `problem()` alone."""
 from __future__ import annotations
 
 import logging
 import re
+from http import HTTPStatus
+from typing import Any
 
 import psycopg
 from fastapi import FastAPI, Request, status
@@ -21,8 +25,55 @@ from tms.execute.errors import FencingError
 log = logging.getLogger(__name__)
 
 
+PROBLEM_JSON = "application/problem+json"
+NOT_JSON = "the request body is not valid JSON"
+# pydantic's errors for a body that is JSON but not an object; their messages differ by route and one names
+# the model (an internal name): each is told as this one message.
+_NOT_AN_OBJECT_TYPES = frozenset({"model_type", "model_attributes_type", "dict_type"})
+NOT_AN_OBJECT = "must be a JSON object"
+
+
+def problem(request: Request, status_code: int, detail: str, *, headers: dict[str, str] | None = None,
+            **extensions: Any) -> JSONResponse:
+    """The one error body of the API (RFC 9457): no type beyond the status's, so `about:blank` and the
+    status's phrase as the title; the request's path as the instance."""
+    body = {"type": "about:blank", "title": HTTPStatus(status_code).phrase, "status": status_code,
+            "detail": detail, "instance": request.url.path, **extensions}
+    return JSONResponse(status_code=status_code, content=jsonable_encoder(body), headers=headers,
+                        media_type=PROBLEM_JSON)
+
+
+class BodyNotJson(Exception):
+    """A request body that cannot be read as JSON (malformed, or sent as another content type): 400."""
+
+    def __init__(self, content_type: str | None):
+        super().__init__(not_json_detail(content_type))
+
+
+def is_json(content_type: str | None) -> bool:
+    if not content_type:  # as FastAPI: a body without a content type is read as JSON
+        return True
+    subtype = content_type.partition(";")[0].strip().lower().partition("/")[2]
+    return subtype == "json" or subtype.endswith("+json")
+
+
+def not_json_detail(content_type: str | None) -> str:
+    if is_json(content_type):
+        return NOT_JSON
+    media_type = (content_type or "").partition(";")[0].strip()
+    return f"the request body must be JSON (Content-Type: application/json), not {media_type}"
+
+
 def _field(loc) -> str:
     return ".".join(str(part) for part in loc)
+
+
+def _plain(error: dict[str, Any]) -> dict[str, Any]:
+    """An error as the API tells it: loc, msg and type only, no model name in the message."""
+    kept = {k: v for k, v in error.items() if k in ("loc", "msg", "type")}
+    if kept.get("type") in _NOT_AN_OBJECT_TYPES:
+        kept["msg"] = NOT_AN_OBJECT
+    return kept
 
 
 def validation_detail(errors) -> str:
@@ -35,10 +86,22 @@ def validation_error(errors, *prefix: str) -> RequestValidationError:
     return RequestValidationError([{**e, "loc": (*prefix, *e["loc"])} for e in errors])
 
 
+def _body_not_json(request: Request, errors: list[dict[str, Any]]) -> bool:
+    """Whether the errors come of a body that is not JSON: malformed, or of another content type."""
+    body_errors = [e for e in errors if e.get("loc") and e["loc"][0] == "body"]
+    return any(e.get("type") == "json_invalid" for e in body_errors) or (
+        bool(body_errors) and not is_json(request.headers.get("content-type")))
+
+
 async def _on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-    errors = [{k: v for k, v in e.items() if k in ("loc", "msg", "type")} for e in exc.errors()]
-    return JSONResponse(status_code=422, content=jsonable_encoder(
-        {"detail": validation_detail(errors), "errors": errors}))
+    if _body_not_json(request, list(exc.errors())):
+        return problem(request, status.HTTP_400_BAD_REQUEST, not_json_detail(request.headers.get("content-type")))
+    errors = [_plain(e) for e in exc.errors()]
+    return problem(request, status.HTTP_422_UNPROCESSABLE_CONTENT, validation_detail(errors), errors=errors)
+
+
+async def _on_body_not_json(request: Request, exc: BodyNotJson) -> JSONResponse:
+    return problem(request, status.HTTP_400_BAD_REQUEST, str(exc))
 
 
 # The status of each kind of TMSError, most specific first; any other TMSError is a request TMS refuses (422).
@@ -56,20 +119,19 @@ def status_of(exc: TMSError) -> int:
 
 
 async def _on_tms_error(request: Request, exc: TMSError) -> JSONResponse:
-    return JSONResponse(status_code=status_of(exc), content={"detail": str(exc)})
+    return problem(request, status_of(exc), str(exc))
 
 
 async def _on_data_error(request: Request, exc: DataError) -> JSONResponse:
     # A value that passed validation but PostgreSQL still refused (the validators should catch these).
     log.warning("database refused a value: %s", exc.orig)
-    return JSONResponse(status_code=422, content={"detail": f"invalid value: {exc.orig}"})
+    return problem(request, status.HTTP_422_UNPROCESSABLE_CONTENT, f"invalid value: {exc.orig}")
 
 
 async def _on_database_down(request: Request, exc: Exception) -> JSONResponse:
     log.error("database unavailable: %s", getattr(exc, "orig", exc))
-    return JSONResponse(status_code=status.HTTP_503_SERVICE_UNAVAILABLE,
-                        content={"detail": "the metadata database is unavailable; retry later"},
-                        headers={"Retry-After": "5"})
+    return problem(request, status.HTTP_503_SERVICE_UNAVAILABLE, "the metadata database is unavailable; retry later",
+                   headers={"Retry-After": "5"})
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
@@ -89,13 +151,14 @@ async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONR
         documented = allowed_methods(request.app, request.url.path)
         if documented:  # else a path outside the API (the dashboard's): Starlette's Allow stands
             headers["Allow"] = ", ".join(documented)
-    return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail}, headers=headers)
+    return problem(request, exc.status_code, str(exc.detail), headers=headers)
 
 
 def install(app: FastAPI) -> None:
     # Starlette types a handler as taking any Exception; each of these gets only the class it is registered for.
     app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _on_validation)  # type: ignore[arg-type]
+    app.add_exception_handler(BodyNotJson, _on_body_not_json)  # type: ignore[arg-type]
     app.add_exception_handler(TMSError, _on_tms_error)  # type: ignore[arg-type]
     app.add_exception_handler(DataError, _on_data_error)  # type: ignore[arg-type]
     for unavailable in (OperationalError, psycopg.OperationalError):

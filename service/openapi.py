@@ -1,5 +1,6 @@
-"""The OpenAPI document, completed with what only the running configuration knows: the storage roots a
-registered table's base path must lie under."""
+"""The OpenAPI document, completed with what only the running configuration knows (the storage roots a
+registered table's base path must lie under) and with the media type of the error bodies (RFC 9457's
+`application/problem+json`, which service/errors.py sends)."""
 from __future__ import annotations
 
 import re
@@ -10,6 +11,7 @@ from fastapi import FastAPI
 from tms.table_path import normalize_base_path
 
 from . import json_body
+from .errors import PROBLEM_JSON
 from .routers.events import BODIES
 
 
@@ -21,6 +23,16 @@ def roots_pattern(roots: list[str]) -> str | None:
     return "^(" + "|".join(re.escape(root) for root in spelled) + ")(/|$)"
 
 
+def problem_media_types(schema: dict[str, Any]) -> None:
+    """Every error response's JSON body declared as `application/problem+json`."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            for code, response in operation.get("responses", {}).items():
+                content = response.get("content", {})
+                if str(code)[0] in "45" and "application/json" in content:
+                    content[PROBLEM_JSON] = content.pop("application/json")
+
+
 def install(app: FastAPI, storage_roots: list[str]) -> None:
     generate = app.openapi
 
@@ -29,6 +41,7 @@ def install(app: FastAPI, storage_roots: list[str]) -> None:
             return app.openapi_schema
         schema = generate()
         json_body.add_schemas(schema, BODIES)
+        problem_media_types(schema)
         pattern = roots_pattern(storage_roots)
         registration = schema.get("components", {}).get("schemas", {}).get("TableRegistration")
         if pattern and registration:

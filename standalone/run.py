@@ -6,7 +6,9 @@ the roles, then the embedded PostgreSQL."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,12 +18,14 @@ from pathlib import Path
 
 import httpx
 
-from tms import local_instances
+from tms import display, local_instances
 from tms.config import load_settings
 from tms.errors import TMSError
 from tms.ops.client import TmsClient
+from tms.ops.names import TASK_STATES
 
 from . import database as local_database
+from . import port as service_port
 from .credentials import kept_secret
 from .demo import ensure_demo_table, run_demo_writer
 from .supervisor import Supervisor
@@ -74,11 +78,14 @@ def _register(client: TmsClient, path: str) -> int:
 
 
 class TaskWatcher:
-    """Polls the service's task list and prints every task's state changes."""
+    """Polls the service's task list and prints the tasks' state changes since it started: its first poll
+    prints one line summing up the tasks that were there before, and nothing of them until they change."""
 
     def __init__(self, url: str, admin: str, echo: Callable[[str], None], interval: float = 1.0):
         self.url, self.headers, self.echo, self.interval = url, {"Authorization": f"Bearer {admin}"}, echo, interval
         self.states: dict[int, str] = {}
+        self.table_names: dict[int, str] = {}
+        self._baseline_taken = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="task-watcher", daemon=True)
 
@@ -90,16 +97,31 @@ class TaskWatcher:
         if self._thread.is_alive():
             self._thread.join()
 
+    def _get(self, path: str, **params) -> dict:
+        return httpx.get(f"{self.url}/api/v1{path}", params=params, headers=self.headers, timeout=10).json()
+
     def poll(self) -> None:
         try:
-            tasks = httpx.get(f"{self.url}/api/v1/tasks", params={"limit": 100}, headers=self.headers,
-                              timeout=10).json()["items"]
+            tasks = self._get("/tasks", limit=100)["items"]
+            if not self._baseline_taken:
+                self.echo(self._summary())
         except (httpx.HTTPError, KeyError, ValueError):
             return  # the service is busy or stopping: next poll
         for task in sorted(tasks, key=lambda t: t["id"]):
             if self.states.get(task["id"]) != task["state"]:
                 self.states[task["id"]] = task["state"]
-                self.echo(self._describe(task))
+                if self._baseline_taken:
+                    self.echo(self._describe(task))
+        self._baseline_taken = True
+
+    def _summary(self) -> str:
+        """One line: the tasks there were before this start, by state."""
+        counts = {state: int(self._get("/tasks", state=state, limit=1)["total"]) for state in TASK_STATES}
+        total = sum(counts.values())
+        if not total:
+            return "no task before this start"
+        by_state = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+        return f"{total} task(s) before this start ({by_state}); from now on, their changes and the new ones'"
 
     def active(self) -> int:
         return sum(1 for state in self.states.values() if state in ACTIVE_STATES)
@@ -108,16 +130,25 @@ class TaskWatcher:
         while not self._stop.wait(self.interval):
             self.poll()
 
-    @staticmethod
-    def _describe(task: dict) -> str:
-        line = f"task {task['id']}: {task['action']} {task['instant']} {task['state']}"
+    def _table_name(self, table_id: int) -> str:
+        if table_id not in self.table_names:
+            try:
+                self.table_names[table_id] = str(self._get(f"/tables/{table_id}")["name"])
+            except (httpx.HTTPError, KeyError, ValueError):
+                return str(table_id)  # asked again next time
+        return self.table_names[table_id]
+
+    def _describe(self, task: dict) -> str:
+        line = (f"task {task['id']} (table {self._table_name(task['table_id'])}): "
+                f"{task['action']} {task['instant']} {task['state']}")
         resources = task["requested_resources"]
         if task["state"] == "RUNNING" and resources:
             line += (f" on queue {task['queue']} ({resources['executors']} executor(s) of "
                      f"{resources['executor_memory_mb']} MB)")
         elif task["state"] == "SUCCEEDED" and task["started_at"] and task["finished_at"]:
-            took = datetime.fromisoformat(task["finished_at"]) - datetime.fromisoformat(task["started_at"])
-            line += f" in {took.total_seconds():.0f} s"
+            seconds = (datetime.fromisoformat(task["finished_at"])
+                       - datetime.fromisoformat(task["started_at"])).total_seconds()
+            line += f" in {display.duration(seconds)}"
         elif task["error"]:
             line += f": {task['error']}"
         return line
@@ -186,29 +217,47 @@ def run_local(data_dir: Path, *, host: str, port: int, commits: int, interval: f
     """Run until the demo commits are done and their tasks finished (`commits` > 0), or a stop signal."""
     data_dir = data_dir.resolve()
     tables, logs = data_dir / "tables", data_dir / "logs"
-    tables.mkdir(parents=True, exist_ok=True)
-    logs.mkdir(parents=True, exist_ok=True)
     running = local_instances.running_for(data_dir)
     if running is not None:
         raise TMSError(f"TMS already runs from {data_dir} (pid {running.pid}, {running.url})")
+    service_port.ensure_free(host, port)  # before anything starts: a busy port is one line, at once
+    settings = load_settings(data_dir=data_dir)
+    tables.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
     with stop_on_signals(stop):
-        database = local_database.prepare(load_settings(data_dir=data_dir).database_url, data_dir)
+        database = local_database.prepare(settings.database_url, data_dir)
         try:
-            _run_roles(data_dir, database.url, tables, logs, host=host, port=port, commits=commits,
-                       interval=interval, echo=echo, stop=stop)
+            _run_roles(data_dir, database.url, storage_roots(settings.storage_roots, tables), tables, logs,
+                       host=host, port=port, commits=commits, interval=interval, echo=echo, stop=stop)
         except Stopped:
             echo("stopping")
         finally:
             database.stop()
 
 
-def _run_roles(data_dir: Path, database_url: str, tables: Path, logs: Path, *, host: str, port: int,
-               commits: int, interval: float, echo: Callable[[str], None], stop: threading.Event) -> None:
+def storage_roots(configured: list[str], tables: Path) -> list[str]:
+    """The user's TMS_STORAGE_ROOTS and the data directory's `tables` (the demo table's), in that order."""
+    return [*configured, str(tables)] if str(tables) not in configured else list(configured)
+
+
+def tms_command() -> str:
+    """How to run `tms` as printed, from any directory: `tms` when that is this installation's, else this
+    one's full path (`/home/me/tms/.venv/bin/tms`: `./dev run` does not put it on the PATH)."""
+    mine = Path(sys.executable).parent / "tms"
+    on_path = shutil.which("tms")
+    if not mine.exists() or (on_path is not None and Path(on_path).absolute() == mine.absolute()):
+        return "tms"
+    return str(mine.absolute())
+
+
+def _run_roles(data_dir: Path, database_url: str, roots: list[str], tables: Path, logs: Path, *, host: str,
+               port: int, commits: int, interval: float, echo: Callable[[str], None],
+               stop: threading.Event) -> None:
     admin = kept_secret(data_dir, "admin-token", "TMS_ADMIN_TOKEN")
     callback_key = kept_secret(data_dir, "callback-key", "TMS_CALLBACK_KEY")
     url = f"http://{host}:{port}"
-    env = {**os.environ, "TMS_DATA_DIR": str(data_dir), "TMS_STORAGE_ROOTS": str(tables),
+    env = {**os.environ, "TMS_DATA_DIR": str(data_dir), "TMS_STORAGE_ROOTS": ",".join(roots),
            "TMS_DATABASE_URL": database_url, "TMS_MIGRATE_ON_START": "false", "TMS_ADMIN_TOKEN": admin.value,
            "TMS_CALLBACK_KEY": callback_key.value, "TMS_HOST": host, "TMS_PORT": str(port)}
     supervisor = Supervisor(ROLES, env, logs, echo)
@@ -228,8 +277,9 @@ def _run_roles(data_dir: Path, database_url: str, tables: Path, logs: Path, *, h
         echo(f"admin token: {admin.value}" + (f" (kept in {admin.kept_in})" if admin.kept_in else ""))
         echo(f"callback key: {callback_key.value}"
              + (f" (kept in {callback_key.kept_in})" if callback_key.kept_in else ""))
-        echo(f"ops commands: export TMS_URL={url} TMS_TOKEN=$(cat {admin.kept_in}); tms status"
-             if admin.kept_in else f"ops commands: export TMS_URL={url} TMS_TOKEN=<the admin token>; tms status")
+        token = f"$(cat {admin.kept_in})" if admin.kept_in else "<the admin token>"
+        echo(f"ops commands: export TMS_URL={url} TMS_TOKEN={token}; {tms_command()} status")
+        echo(f"tables may be registered under: {', '.join(roots)} (TMS_STORAGE_ROOTS, and the data directory's)")
         echo(f"demo table {path} registered as table {table_id}; the demo writer posts callbacks to TMS, "
              f"and a compaction is due every {DEMO_POLICIES['hoodie.compact.inline.max.delta.commits']} commits")
         watcher.start()

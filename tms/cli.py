@@ -29,12 +29,17 @@ from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs, parse_write_options
 from tms.hudi.writer import HudiWriter, create_table_for_records, records_schema
 from tms.ops import commands as ops_commands
+from tms.ops.options import after_the_subcommand
 from worker import cli as worker_cli
 
 
 class _Commands(TyperGroup):
     """The one error handler of every `tms` command (the roles' included): a TMSError is one line on stderr
-    and exit status 1, never a traceback."""
+    and exit status 1, never a traceback. The ops commands' global options (--json, --url, --token) may come
+    before the subcommand: they are passed on to it."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, after_the_subcommand(args))
 
     def invoke(self, ctx: Any) -> Any:  # a context of the click Typer bundles (typer._click, private)
         try:
@@ -44,7 +49,9 @@ class _Commands(TyperGroup):
             raise typer.Exit(1) from None
 
 
-app = typer.Typer(cls=_Commands, help="TMS: a table management service for Apache Hudi tables.",
+app = typer.Typer(cls=_Commands, help="TMS: a table management service for Apache Hudi tables. The ops "
+                                       "commands' --json, --url and --token go before or after the subcommand "
+                                       "(tms --json tasks list, tms tasks list --json).",
                   no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
                   pretty_exceptions_enable=False)
 

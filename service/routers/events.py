@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from .. import json_body
 from ..auth import WriterCredential, writer_credential
+from ..errors import is_json
 from ..intake import IncomingEvent, Intake, ReportedEvent
 from ..schemas.events import EventBatch, EventIn, HudiCommitCallback, IngestResult, checked_batch, hudi_action
 from ..schemas.problems import WRITER, problems
@@ -58,7 +59,7 @@ async def post_event(credential: Writer, request: Request) -> Response:
 async def post_events(credential: Writer, request: Request) -> Response:
     """All or nothing: an unknown table or a wrong key rejects the whole batch."""
     events: Sequence[ReportedEvent] | None = None
-    if json_body.is_json(request.headers.get("content-type")):
+    if is_json(request.headers.get("content-type")):
         events = checked_batch(await request.body())
     if events is None:
         events = (await json_body.parse(request, EventBatch)).events

@@ -7,7 +7,9 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
 from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
+from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
+from tms.hudi.storage import open_storage
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import split_concurrency_options
 from tms.table_path import is_under_roots
@@ -67,6 +69,17 @@ def _lock_error(key: str, message: str):
     return validation_error([{"loc": (key,), "type": "value_error", "msg": message}], "body", "policies")
 
 
+def _no_table_there(base_path: str) -> str:
+    """Why there is no Hudi table at `base_path`: nothing is there, or something that is not a Hudi table."""
+    try:
+        there = open_storage(base_path).exists("")
+    except Exception:  # noqa: BLE001 (a storage that cannot say: the plain reason)
+        there = True
+    if not there:
+        return f"{base_path} does not exist"
+    return f"{base_path} is not a Hudi table: it has no .hoodie/hoodie.properties"
+
+
 def _forget_cached_identities(request: Request) -> None:
     request.app.state.intake.tables.clear()
 
@@ -91,7 +104,10 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
         hudi_table = HudiTable.load(body.base_path)
         facts = registration_facts(hudi_table)
         report = capability_report(hudi_table)
-    except Exception as exc:  # not a table, unreadable, unsupported version: all bad input here
+    except TableNotFoundError:
+        raise validation_error([{"loc": ("base_path",), "type": "value_error",
+                                 "msg": _no_table_there(body.base_path)}], "body") from None
+    except Exception as exc:  # unreadable, unsupported version: all bad input here
         raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": str(exc)}], "body") from None
     refusal = registration_refusal(report)
     if refusal:

@@ -8,9 +8,13 @@ from pydantic import BaseModel, Field
 
 
 class Problem(BaseModel):
-    """Every refusal but a validation error: one line saying what is wrong."""
+    """Every refusal (RFC 9457 problem details, `application/problem+json`): one line saying what is wrong."""
 
-    detail: str
+    type: str = Field("about:blank", description="No type beyond the status's")
+    title: str = Field(description="The status's phrase", examples=["Not Found"])
+    status: int = Field(description="The HTTP status code", examples=[404])
+    detail: str = Field(description="What is wrong, in one line", examples=["no table with id 7"])
+    instance: str = Field(description="The request's path", examples=["/api/v1/tables/7"])
 
 
 class ValidationIssue(BaseModel):
@@ -19,7 +23,7 @@ class ValidationIssue(BaseModel):
     type: str
 
 
-class ValidationProblem(BaseModel):
+class ValidationProblem(Problem):
     """A request TMS refuses: `detail` in one line; `errors` per field when the request's shape is wrong
     (absent when the shape is right but TMS cannot do it, such as a path that holds no Hudi table)."""
 
@@ -28,7 +32,7 @@ class ValidationProblem(BaseModel):
 
 
 _DESCRIPTIONS = {
-    400: "The body cannot be parsed (not JSON)",
+    400: "The body is not JSON (malformed, or sent as another content type)",
     401: "No credentials, or a token (or callback key) that is unknown, revoked or expired",
     403: "The token's role is too low for this",
     404: "No such resource",

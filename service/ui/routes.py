@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 
+from tms import display
 from tms.db import ACTION_SOURCES, AlertRepo, InstanceRepo, MuteRepo, OperatorAction, QueueRepo, TaskRepo, TaskState
 from tms.errors import TMSError
 from tms.hudi.inspect import human_size
@@ -62,10 +63,11 @@ def _ago(moment: datetime | None) -> str:
 
 
 def _when(moment: datetime | None) -> str:
-    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M:%S}" if moment else ""
+    return display.moment(moment) if moment else ""
 
 
-templates.env.filters.update(human_size=lambda n: human_size(int(n or 0)), ago=_ago, when=_when)
+templates.env.filters.update(human_size=lambda n: human_size(int(n or 0)), ago=_ago, when=_when,
+                             plan_summary=display.plan_summary, operation_sizes=display.operation_sizes)
 
 
 def _page(request: Request, name: str, user: DashboardUser | None, status_code: int = 200,

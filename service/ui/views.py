@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from tms import display
 from tms.db import (
     BUILTIN,
     AlertRepo,
@@ -161,9 +162,7 @@ def table_names(session: Session, table_ids: set[int]) -> dict[int, str]:
 def duration(start: datetime | None, end: datetime | None, now: datetime) -> str:
     if start is None:
         return ""
-    seconds = int(((end or now) - start).total_seconds())
-    text = f"{seconds // 3600}h {seconds % 3600 // 60}m" if seconds >= 3600 else (
-        f"{seconds // 60}m {seconds % 60}s" if seconds >= 60 else f"{seconds}s")
+    text = display.duration(max(((end or now) - start).total_seconds(), 0))
     return text if end else f"{text} (running)"
 
 

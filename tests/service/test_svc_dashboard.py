@@ -154,3 +154,21 @@ def test_manager_pages_show_the_manager_api_and_mute_an_alert(client, app, token
         remaining = (mute.expires_at - datetime.now(UTC)).total_seconds()
         assert 7000 < remaining <= 7200
     assert "deploy" in client.get("/ui/mutes").text
+
+
+def test_the_task_page_shows_its_plan_as_a_summary_with_units_and_times_in_utc(client, tokens, app, register):
+    table = register("mor_v8_trips_8i3u1d")
+    stats = {"operations": 3, "operation_bytes": [1024, 2048, 5 * 1024 ** 2], "largest_file_group_bytes": 5 * 1024 ** 2,
+             "total_bytes": 3072 + 5 * 1024 ** 2}
+    with app.state.database.transaction() as session:
+        task, _ = TaskRepo(session).create(table_id=table["id"], action="compaction", instant="20250331040000000",
+                                           state=TaskState.RUNNABLE, plan_stats=stats)
+    _sign_in(client, tokens["viewer"])
+    page = client.get(f"/ui/tasks/{task.id}").text
+    plan = re.search(r"<dt>plan</dt><dd>(.*?)</dd>", page, re.S).group(1)
+    assert plan.startswith("3 operations, 5.0 MB in all, the largest file group 5.0 MB"), plan
+    assert re.search(r"<details class=\"operations\"><summary>each operation's size</summary><ol>"
+                     r"<li>1.0 KB</li><li>2.0 KB</li><li>5.0 MB</li></ol></details>", plan), plan
+    assert "1024" not in plan and "5242880" not in plan  # no raw byte counts
+    created = re.search(r"<dt>created</dt><dd>(.*?)</dd>", page).group(1)
+    assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(", created), created

@@ -3,6 +3,7 @@ pages load everything from the service."""
 from __future__ import annotations
 
 import re
+from http import HTTPStatus
 
 from service.schemas.common import INSTANT_PATTERN
 
@@ -15,14 +16,17 @@ def test_error_statuses_and_bodies_are_declared(client, tokens):
     paths = _spec(client)["paths"]
     rerun = paths["/api/v1/tasks/{task_id}:rerun"]["post"]["responses"]
     assert set(rerun) == {"200", "401", "403", "404", "409", "422", "503"}
-    assert rerun["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ValidationProblem")
+    assert rerun["422"]["content"]["application/problem+json"]["schema"]["$ref"].endswith("/ValidationProblem")
     assert set(paths["/api/v1/queues"]["get"]["responses"]) == {"200", "401", "503"}
     assert set(paths["/api/v1/events"]["post"]["responses"]) == {"202", "400", "401", "403", "404", "413", "422",
                                                                  "503"}
-    # The 422 body the service sends has the declared shape: detail (one line) and errors per field.
+    # The 422 body the service sends has the declared shape: a problem (RFC 9457) with errors per field.
     refused = client.get("/api/v1/tasks", params={"state": "DONE", "limit": 0}, headers=tokens["viewer"])
     assert refused.status_code == 422
     body = refused.json()
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert (body["type"], body["title"], body["status"], body["instance"]) == (
+        "about:blank", HTTPStatus(422).phrase, 422, "/api/v1/tasks")
     assert isinstance(body["detail"], str) and "query.state" in body["detail"] and "query.limit" in body["detail"]
     assert {tuple(e["loc"]) for e in body["errors"]} == {("query", "state"), ("query", "limit")}
     assert "HTTPValidationError" not in _spec(client)["components"]["schemas"]

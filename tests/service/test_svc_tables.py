@@ -63,7 +63,10 @@ def test_registration_errors(client, tokens, hudi_tables, tmp_path, register):
     assert outside.status_code == 422 and "outside the storage roots" in outside.json()["detail"]
     root = hudi_tables["cow_v6_nonpartitioned"].parent
     missing = client.post("/api/v1/tables", json={"base_path": str(root / "nothing")}, headers=admin)
-    assert missing.status_code == 422 and "hoodie.properties not found" in missing.json()["detail"]
+    assert (missing.status_code, missing.json()["detail"]) == (
+        422, f"body.base_path: {root / 'nothing'} does not exist")
+    not_a_table = client.post("/api/v1/tables", json={"base_path": str(root)}, headers=admin)
+    assert not_a_table.status_code == 422 and "is not a Hudi table" in not_a_table.json()["detail"]
     relative = client.post("/api/v1/tables", json={"base_path": "data/t"}, headers=admin)
     assert relative.status_code == 422 and "body.base_path" in relative.json()["detail"]
     bad_policy = client.post("/api/v1/tables", json={"base_path": str(hudi_tables["cow_v6_nonpartitioned"]),

@@ -2,17 +2,18 @@
 `tms up` itself; a stop signal (SIGTERM, SIGHUP) stops every process it started, the embedded PostgreSQL
 included; `tms tokens create` from another directory finds the running instance's database (or says there
 is none, creating nothing); the admin token and callback key stay the same across restarts; a role that
-dies is restarted, and one that keeps dying stops `tms up` with the end of its log."""
+dies is restarted; a user's TMS_STORAGE_ROOTS is honoured; the banner's ops command works as printed. (A busy
+port: test_up_port.py; roles that exit on start or keep exiting: test_up_supervisor.py.)"""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import httpx
 import pytest
+from support import unzip_fixture
 from up_support import UpProcess, alive, clean_env, descendants, processes_naming
 
 
@@ -51,8 +52,10 @@ def test_a_stop_signal_leaves_no_process_behind(tmp_path, data_dir, signum):
 
 @pytest.mark.slow
 def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path, data_dir):
-    runtime, elsewhere = tmp_path / "run", tmp_path / "elsewhere"
+    runtime, elsewhere, lake = tmp_path / "run", tmp_path / "elsewhere", tmp_path / "lake"
     elsewhere.mkdir()
+    lake.mkdir()
+    outside = unzip_fixture("cow_v8_nonpartitioned", lake)  # a table under the user's storage root
     env = clean_env(runtime)
 
     none = _tokens_create(elsewhere, env)  # no `tms up` runs: nothing is created
@@ -60,7 +63,7 @@ def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path, data_di
         none.stderr
     assert len(none.stderr.splitlines()) == 1 and not (elsewhere / ".tms").exists()
 
-    up = UpProcess(data_dir, env)
+    up = UpProcess(data_dir, {**env, "TMS_STORAGE_ROOTS": str(lake)})
     try:
         admin = up.wait_for("admin token: ").split()[2]
         callback_key = up.wait_for("callback key: ").split()[2]
@@ -77,6 +80,21 @@ def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path, data_di
                                 capture_output=True, text=True, timeout=120,
                                 env={**env, "TMS_URL": up.url, "TMS_TOKEN": admin})
         assert status.returncode == 0, status.stderr
+
+        # The banner's ops command, run as printed from another directory, by a shell without the venv's PATH.
+        printed = up.wait_for("ops commands: ").removeprefix("ops commands: ")
+        assert printed.endswith(" status") and "<" not in printed, printed
+        banner = subprocess.run(["bash", "-c", printed], cwd=elsewhere, capture_output=True, text=True,
+                                timeout=120, env={**env, "PATH": "/usr/bin:/bin"})
+        assert banner.returncode == 0 and "open alerts:" in banner.stdout, banner.stdout + banner.stderr
+
+        # TMS_STORAGE_ROOTS set by the user is honoured, the data directory's tables folder added to it.
+        assert up.wait_for("tables may be registered under: ") == \
+            f"tables may be registered under: {lake}, {data_dir.resolve() / 'tables'} " \
+            "(TMS_STORAGE_ROOTS, and the data directory's)"
+        registered = httpx.post(f"{up.url}/api/v1/tables", json={"base_path": str(outside)},
+                                headers={"Authorization": f"Bearer {admin}"}, timeout=60)
+        assert registered.status_code == 201, registered.text
 
         # A role killed outright is started again.
         [(planner, _)] = [(pid, cmd) for pid, cmd in processes_naming("tms.cli planner")
@@ -103,22 +121,3 @@ def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path, data_di
         assert second.wait(timeout=90) == 0, second.output
     finally:
         second.kill()
-
-
-@pytest.mark.slow
-def test_a_role_that_keeps_dying_stops_tms_up_with_the_end_of_its_log(tmp_path, data_dir):
-    with socket.socket() as taken:  # the service's port is taken: the serve role exits at every start
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        up = UpProcess(data_dir, clean_env(tmp_path / "run"), port=taken.getsockname()[1])
-        try:
-            code = up.wait(timeout=300)
-        finally:
-            up.kill()
-    assert code == 1, up.output
-    assert "the serve role exited with status 3; restarting it in 1 s" in up.output
-    assert "the serve role exited with status 3; restarting it in 2 s" in up.output
-    assert f"the last lines of {data_dir.resolve() / 'logs' / 'serve.log'}:" in up.output
-    assert "address already in use" in up.output  # uvicorn's own reason, from its log (exit status 3)
-    assert up.lines[-1].startswith("error: the serve role exited 4 times in a row (last status 3)"), up.output
-    _nothing_left(set(), data_dir)

@@ -32,7 +32,7 @@ class UpProcess:
         self.data_dir, self.port = data_dir, port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tms.cli", "up", "--data-dir", str(data_dir), "--port", str(self.port), *args],
+            [sys.executable, "-m", "tms", "up", "--data-dir", str(data_dir), "--port", str(self.port), *args],
             cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -17,7 +17,31 @@ Token = Annotated[str | None, typer.Option("--token", envvar="TMS_TOKEN", show_d
                                            help="An API token (tms tokens create) [env: TMS_TOKEN]")]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of tables.")]
 
-__all__ = ["DEFAULT_URL", "Json", "Token", "Url", "confirm", "connect", "key_values", "one_of"]
+__all__ = ["DEFAULT_URL", "GLOBAL_OPTIONS", "Json", "Token", "Url", "after_the_subcommand", "confirm", "connect",
+           "key_values", "one_of"]
+
+# The options every ops command takes, which may also come before the subcommand (`tms --json tasks list`):
+# the name, and whether it takes a value.
+GLOBAL_OPTIONS = {"--json": False, "--url": True, "--token": True}
+
+
+def after_the_subcommand(args: list[str]) -> list[str]:
+    """The command line with the global options given before the subcommand moved after it, where the
+    subcommand takes them: `--json tasks list` -> `tasks list --json` (before a `--`, if there is one)."""
+    moved: list[str] = []
+    i = 0
+    while i < len(args):
+        name, has_value, _ = args[i].partition("=")
+        if name not in GLOBAL_OPTIONS:
+            break
+        width = 2 if GLOBAL_OPTIONS[name] and not has_value else 1
+        moved += args[i:i + width]
+        i += width
+    if not moved:
+        return args
+    rest = args[i:]
+    end = rest.index("--") if "--" in rest else len(rest)
+    return [*rest[:end], *moved, *rest[end:]]
 
 
 def connect(url: str, token: str | None) -> TmsClient:

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any
 
 import typer
+
+from tms import display
 
 Cell = Callable[[dict[str, Any]], Any]
 MAX_CELL = 60
@@ -20,7 +21,7 @@ def text(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return display.yes_no(value)
     if isinstance(value, (list, tuple)):
         return ",".join(text(v) for v in value) or "-"
     if isinstance(value, dict):
@@ -29,14 +30,8 @@ def text(value: Any) -> str:
 
 
 def when(value: str | None) -> str:
-    """An API timestamp as `YYYY-MM-DD HH:MM:SS` (UTC), or `-`."""
-    if not value:
-        return "-"
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return value
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    """An API timestamp as `YYYY-MM-DD HH:MM:SS UTC`, or `-`."""
+    return display.moment(value)
 
 
 def _clip(value: str, width: int = MAX_CELL) -> str:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tms import display
 from tms.errors import TMSError
 
 from .. import output
@@ -33,7 +34,7 @@ def _duration(task: dict[str, Any]) -> str | None:
     if not (task.get("started_at") and task.get("finished_at")):
         return None
     took = datetime.fromisoformat(task["finished_at"]) - datetime.fromisoformat(task["started_at"])
-    return f"{took.total_seconds():.0f} s"
+    return display.duration(took.total_seconds())
 
 
 COLUMNS = [("ID", output.field("id")), ("TABLE", output.field("table_id")), ("SERVICE", output.field("service")),
@@ -74,8 +75,11 @@ def list_tasks(table: TableRef = None, service: Service = None, state: State = N
 
 
 @app.command("show")
-def show_task(task_id: TaskId, url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
-    """A task and its attempts."""
+def show_task(task_id: TaskId,
+              operations: Annotated[bool, typer.Option("--operations", help="Also each operation's size, under "
+                                                                           "the plan's summary.")] = False,
+              url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """A task and its attempts; its plan as a summary (operations, total, largest)."""
     with connect(url, token) as client:
         task = client.get(f"/tasks/{task_id}")
     if as_json:
@@ -85,12 +89,16 @@ def show_task(task_id: TaskId, url: Url = DEFAULT_URL, token: Token = None, as_j
         ("task", task["id"]), ("table", task["table_id"]), ("service", task["service"]),
         ("instant", task["instant"]), ("target instant", task.get("target_instant")), ("state", task["state"]),
         ("attempt", task["attempt"]), ("priority", task["priority"]), ("queue", task["queue"]),
-        ("plan", task.get("plan_stats")), ("blockers", task.get("blockers")),
+        ("plan", display.plan_summary(task.get("plan_stats"))), ("blockers", task.get("blockers")),
         ("lease", f"{task['lease_owner']} until {output.when(task['lease_expires_at'])}"
          if task.get("lease_owner") else None),
         ("spark app", task.get("spark_app_id")), ("next attempt after", output.when(task.get("run_after"))),
         ("created", output.when(task["created_at"])), ("started", output.when(task.get("started_at"))),
         ("finished", output.when(task.get("finished_at"))), ("error", task.get("error"))]))
+    if operations:
+        sizes = display.operation_sizes(task.get("plan_stats"))
+        typer.echo("\noperations (bytes each reads):\n" + ("\n".join(f"  {n}. {s}" for n, s in enumerate(sizes, 1))
+                                                        or "  none"))
     typer.echo("\nattempts:\n" + output.table(task["attempts"], ATTEMPT_COLUMNS, empty="none yet"))
 
 

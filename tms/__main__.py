@@ -1,0 +1,4 @@
+"""`python -m tms`: the `tms` command."""
+from tms.entry import main
+
+main()
