@@ -66,16 +66,15 @@ def test_every_page_renders_for_a_viewer_without_actions(client, tokens, failed_
                            (f"/ui/tables/{table['id']}", "Timeline"), ("/ui/tasks", str(task_id)),
                            (f"/ui/tasks/{task_id}", "Attempts"), ("/ui/queues", "local[*]"),
                            ("/ui/alerts", "compaction failed"), ("/ui/instances", "Instances"),
-                           ("/ui/mutes", "Mutes"), ("/ui/webhooks", "Webhooks"),
-                           ("/ui/engines", "No rollout rule")]:
+                           ("/ui/mutes", "Mutes"), ("/ui/engines", "No rollout rule")]:
         page = client.get(path)
         assert page.status_code == 200, path
         assert expected in page.text, path
         assert "<button type=\"submit\" class=\"action" not in page.text, path
         assert "Save settings" not in page.text and "Save queue" not in page.text, path
-    # Without the manager's API, its pages say so.
-    # The manager's API is the service's own now: its pages render it (a viewer may not list webhooks).
-    assert "not available" not in client.get("/ui/mutes").text
+    # Webhooks (their URLs and deliveries) are an admin's, as in the API: no link, and a 403 page.
+    assert 'href="/ui/webhooks"' not in client.get("/ui/").text
+    assert client.get("/ui/webhooks").status_code == 403
     assert "Leader:" in client.get("/ui/").text
 
 
