@@ -18,6 +18,7 @@ from tms.plan_pass.on_request import OnRequestPlanner
 
 from . import docs, errors, openapi
 from .auth import Authenticator
+from .discovery_admission import callback_admission
 from .heartbeat import Heartbeat
 from .intake import Intake
 from .leader_watch import LeaderWatchLoop
@@ -71,7 +72,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.authenticator = Authenticator(
         database, admin_token=settings.admin_token.get_secret_value() if settings.admin_token else None,
         cache_seconds=settings.cache_seconds)
-    app.state.intake = Intake(intake_store, metrics, cache_seconds=settings.cache_seconds)
+    app.state.intake = Intake(intake_store, metrics, cache_seconds=settings.cache_seconds,
+                              admit=callback_admission(database, settings))
     app.state.heartbeat = heartbeat
     # Operators' requests to plan a table now run here, under the table's planning lock (no change feed).
     app.state.planner = OnRequestPlanner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE)

@@ -7,12 +7,13 @@ its share of an INSERT."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import psycopg
 from fastapi import HTTPException, status
+from starlette.concurrency import run_in_threadpool
 
 from tms.db import NewEvent
 from tms.db.intake import IntakeStore, TableIdentity
@@ -90,10 +91,14 @@ class TableCache:
 
 
 class Intake:
-    def __init__(self, store: IntakeStore, metrics: Metrics, *, cache_seconds: float):
+    def __init__(self, store: IntakeStore, metrics: Metrics, *, cache_seconds: float,
+                 admit: Callable[[str], bool] | None = None):
+        """`admit(base_path)`: onboard an unregistered table a trusted sender reports on (True: registered);
+        None: such events are refused."""
         self.store = store
         self.metrics = metrics
         self.tables = TableCache(cache_seconds)
+        self.admit = admit
 
     async def accept(self, events: Sequence[ReportedEvent], credential: WriterCredential, *,
                      kind: str) -> IngestResult:
@@ -102,6 +107,8 @@ class Intake:
         try:
             keys = [table_key(e) for e in events]
             tables = await self._resolve(set(keys))
+            if self.admit is not None and credential.trusted:
+                tables = await self._admit(set(keys), tables)
             self._check(keys, tables, credential)
             stored = await self._insert([self._row(e, tables[key], kind) for e, key in zip(events, keys, strict=True)])
         except HTTPException as exc:
@@ -124,6 +131,15 @@ class Intake:
                 self.tables.put(table)
                 found[table.id] = found[table.base_path] = table
         return found
+
+    async def _admit(self, keys: set[int | str], tables: dict[int | str, TableIdentity]
+                     ) -> dict[int | str, TableIdentity]:
+        """Onboard the unregistered base paths the events name (discovery's rule), then resolve them again."""
+        assert self.admit is not None
+        admit = self.admit
+        unknown = [k for k in keys if isinstance(k, str) and k not in tables]
+        admitted = [k for k in unknown if await run_in_threadpool(admit, k)]
+        return {**tables, **(await self._resolve(set(admitted)))} if admitted else tables
 
     @staticmethod
     def _check(keys: list[int | str], tables: dict[int | str, TableIdentity],

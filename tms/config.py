@@ -94,6 +94,10 @@ class Settings(BaseSettings):
         0.0, ge=0, description="How often the manager's leader scans every storage root for new, refused and gone "
                                "Hudi tables and onboards them (POST /api/v1/discovery/scan does it on request); "
                                "0: only on request")
+    discovery_admit_callbacks: bool = Field(
+        False, description="A commit callback from an unregistered table under TMS_STORAGE_ROOTS registers it "
+                           "(as discovery does: refused with the reason when TMS cannot serve it) instead of "
+                           "being refused; only for senders with the service-wide callback key")
     discovery_max_depth: int = Field(
         4, ge=0, le=16, description="Folder levels below a storage root that discovery looks into for tables")
     planner_clean_commits: int = Field(

@@ -83,6 +83,15 @@ def _onboard(database: Database, root: str, base_path: str, policies: dict[str, 
         discovered.record(base_path, root=root, state="registered", table_id=existing.id)
 
 
+def onboard_path(database: Database, base_path: str, root: str,
+                 policies: dict[str, Any] | None = None) -> ScanReport:
+    """Onboard one table (a callback from an unregistered base path under a storage root): registered if TMS
+    serves it, recorded as refused with the reason if not; a table registered already is left as it is."""
+    report = ScanReport(normalize_base_path(root).rstrip("/") or "/")
+    _onboard(database, report.root, normalize_base_path(base_path), policies or {}, report)
+    return report
+
+
 def _gone(database: Database, root: str, base_path: str, table_id: int | None, report: ScanReport) -> None:
     with database.transaction() as session:
         DiscoveryRepo(session).record(base_path, root=root, state="missing", reason="gone from storage",
