@@ -1,9 +1,10 @@
 """The event-driven path: a table's events are processed under its planning lock; a due compaction is
 planned on the timeline first and then recorded as exactly one task; handling an event that makes nothing
 due does not read the timeline."""
-from planner_db_support import TrackedTable, pending_plans, planner
+from planner_db_support import ALL_SERVICES, TrackedTable, pending_plans, planner
 from planning_support import rec
 
+from planner.runner import Planner
 from tms.db import AlertRepo, EventRepo, TableRepo, TaskState
 from tms.hudi.serde import parse_compaction_plan
 
@@ -87,6 +88,28 @@ def test_planning_passes_take_a_watched_timeline_s_changes_and_only_the_scan_lis
     with db.transaction() as session:
         state = TableRepo(session).get(t.id).planner_state
     assert len(state["pending_writes"]) == 1
+
+
+def test_a_planning_pass_on_a_listed_timeline_lists_it_once_before_it_plans(db, tmp_path, monkeypatch):
+    """Without a change feed (object stores), each listing is a LIST per 1,000 instant files: the pass lists
+    the timeline once under the lock, and once more only to write its plan (the create's own check)."""
+    t = TrackedTable(db, tmp_path / "t", policies=EVERY_3)
+    p = Planner(db, ALL_SERVICES, watch_timelines=False)
+    t.write([rec(i, 10) for i in range(6)], "insert")
+    p.handle_events(t.id)
+    with db.transaction() as session:
+        cached = p.cache.get(TableRepo(session).get(t.id)).table
+    assert cached.timeline.changes is None
+    listings = []
+    real = cached.storage.names
+    monkeypatch.setattr(cached.storage, "names", lambda rel: listings.append(rel) or real(rel))
+
+    t.write([rec(i, 20) for i in range(3)])
+    t.write([rec(i, 30) for i in range(3)])
+    assert p.handle_events(t.id)  # the third delta commit: a planning pass that plans a compaction
+    [task] = t.tasks()
+    assert task.action == "compaction"
+    assert listings == [cached.config.timeline_dir] * 2, "under the lock, then the plan's create"
 
 
 def test_a_table_locked_by_another_planner_is_skipped(db, tmp_path):

@@ -257,11 +257,14 @@ class Timeline:
         return new_instant_time(self.config.timeline_zone, datetime.fromtimestamp(info.mtime, UTC))
 
     @contextmanager
-    def pinned(self) -> Iterator[Timeline]:
+    def pinned(self, *, listed: bool = False) -> Iterator[Timeline]:
         """List the timeline once and let every read inside the block use that listing: a planning pass
         makes many library calls that would each list the folder again (O(timeline) each). Transitions
-        still list it, so writes stay as safe as outside."""
-        self.reload()
+        still list it, so writes stay as safe as outside. `listed`: the caller has just reloaded it (a
+        transaction does, under the lock), so it is not listed again (on an object store, a LIST per 1,000
+        instant files)."""
+        if not listed:
+            self.reload()
         self._pinned += 1
         try:
             yield self

@@ -82,7 +82,7 @@ def _due(ctx: PassContext, service: str) -> bool:
 def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
     """Run `work` on the locked table, under its writers' lock; returns its new digest and the tasks recorded.
     The timeline is listed once for the whole pass (its library calls would each list it again)."""
-    with ctx.transaction(), ctx.table.timeline.pinned():
+    with ctx.transaction(), ctx.table.timeline.pinned(listed=True):  # reloaded under the lock
         return _run_pass(ctx, digest, work)
 
 
@@ -126,7 +126,7 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
     (the requested plan's, and those of plans adopted on the way). A service TMS cannot run on the table
     raises UnsupportedTableError before anything is written."""
     require_capability(ctx.table, service)
-    with ctx.transaction(), ctx.table.timeline.pinned():
+    with ctx.transaction(), ctx.table.timeline.pinned(listed=True):  # reloaded under the lock
         recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
         refusals = Refusals(ctx.session, ctx.row, ctx.table)
         unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
