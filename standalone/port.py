@@ -4,14 +4,16 @@ psutil when this user may see it) or an unknown socket — and how to choose ano
 from __future__ import annotations
 
 import errno
+import http.client
+import json
 import socket
 
-import httpx
 import psutil
 
 from tms.errors import TMSError
 
 PROBE_SECONDS = 2.0  # a socket that accepts and never answers (not an HTTP server) costs this, once
+MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
 _ANY = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
@@ -32,17 +34,19 @@ def is_free(host: str, port: int) -> bool:
     return True
 
 
-def _url(host: str, port: int) -> str:
+def tms_version_at(host: str, port: int) -> str | None:
+    """The version of the TMS answering at host:port, None when what answers (if anything) is not TMS. The
+    standard library's client: no TLS context to build, nothing more to load (this runs before the CLI has)."""
     host = _ANY.get(host, host)
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def tms_version_at(url: str) -> str | None:
-    """The version of the TMS answering at `url`, None when what answers (if anything) is not TMS."""
+    connection = http.client.HTTPConnection(host, port, timeout=PROBE_SECONDS)
     try:
-        document = httpx.get(f"{url}/openapi.json", timeout=PROBE_SECONDS).json()
-    except (httpx.HTTPError, ValueError):
+        connection.request("GET", "/openapi.json")
+        answer = connection.getresponse()
+        document = json.loads(answer.read(MAX_DOCUMENT_BYTES)) if answer.status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError):
         return None
+    finally:
+        connection.close()
     info = document.get("info") if isinstance(document, dict) else None
     if isinstance(info, dict) and info.get("title") == "TMS":
         return str(info.get("version") or "of an unknown version")
@@ -72,6 +76,7 @@ def _describe(process: psutil.Process | None) -> str:
         command = " ".join(process.cmdline()) or process.name()
     except psutil.Error:
         return f"pid {process.pid}"
+    command = " ".join(command.split())  # one line, whatever the command line holds
     command = command if len(command) <= 80 else command[:79] + "…"
     return f"pid {process.pid}: {command}"
 
@@ -83,7 +88,7 @@ def free_port_after(host: str, port: int, tries: int = 50) -> int | None:
 def holder(host: str, port: int) -> str:
     """What holds host:port, in a few words."""
     process = _describe(listener(port))
-    version = tms_version_at(_url(host, port))
+    version = tms_version_at(host, port)
     if version is not None:
         return f"another TMS (version {version}{', ' + process if process else ''})"
     return f"another process ({process})" if process else "another process or socket"

@@ -67,7 +67,8 @@ def _when(moment: datetime | None) -> str:
 
 
 templates.env.filters.update(human_size=lambda n: human_size(int(n or 0)), ago=_ago, when=_when,
-                             plan_summary=display.plan_summary, operation_sizes=display.operation_sizes)
+                             plan_summary=display.plan_summary, operation_sizes=display.operation_sizes,
+                             shown=lambda v: display.yes_no(v) if isinstance(v, bool) else v)
 
 
 def _page(request: Request, name: str, user: DashboardUser | None, status_code: int = 200,

@@ -11,11 +11,11 @@ import re
 import pytest
 from typer.testing import CliRunner
 
+from standalone.demo import run_demo_writer
 from standalone.run import TaskWatcher
 from tms import display
 from tms.cli import app as tms_app
 from tms.db import TaskRepo
-from tms.demo import run_demo_writer
 from tms.ops.options import after_the_subcommand
 
 

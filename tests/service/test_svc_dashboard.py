@@ -171,3 +171,12 @@ def test_the_task_page_shows_its_plan_as_a_summary_with_units_and_times_in_utc(c
     assert "1024" not in plan and "5242880" not in plan  # no raw byte counts
     created = re.search(r"<dt>created</dt><dd>(.*?)</dd>", page).group(1)
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(", created), created
+
+
+def test_the_table_page_shows_boolean_policies_as_the_cli_does(client, tokens, register):
+    table = register("mor_v8_trips_8i3u1d")
+    _sign_in(client, tokens["viewer"])
+    page = client.get(f"/ui/tables/{table['id']}").text
+    values = re.findall(r"<tr[^>]*><td><code>[^<]+</code></td><td>([^<]*)</td></tr>", page)
+    assert values and ("yes" in values or "no" in values), values  # the policies have booleans
+    assert "True" not in values and "False" not in values, values

@@ -2,6 +2,7 @@
 `tms up` retries it (its manager's leader) and the job completes, with no operator."""
 from __future__ import annotations
 
+import re
 import signal
 import time
 
@@ -62,11 +63,16 @@ def test_jobs_killed_by_ctrl_c_of_tms_up_complete_after_the_restart_without_an_o
         try:
             done = _wait("the killed job completed after the restart",
                          lambda: (t := _first_compaction(database)) is not None and t.state == "SUCCEEDED" and t)
+            second.wait_for(f"task {done.id} (table trips): compaction {done.instant} SUCCEEDED", timeout=60)
             second.process.send_signal(signal.SIGINT)
             assert second.wait(timeout=120) == 0, second.output
         finally:
             second.kill()
         assert done.id == killed.id
+        # The restart's console: one line summing up the past, then only changes (no replay of the FAILED state
+        # the task had when it started), each naming the table.
+        assert re.search(r"^\d+ task\(s\) before this start \(.+\); from now on", second.output, re.M), second.output
+        assert f"task {killed.id} (table trips): compaction {killed.instant} FAILED" not in second.output
         with database.transaction() as session:
             outcomes = session.scalars(select(TaskAttempt.outcome).where(TaskAttempt.task_id == killed.id)
                                        .order_by(TaskAttempt.attempt)).all()

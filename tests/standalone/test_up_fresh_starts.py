@@ -31,7 +31,7 @@ def test_a_fresh_start_reaches_a_completed_compaction(tmp_path, data_dir, start)
     took = time.monotonic() - began
     print(f"fresh start {start}/{STARTS}: exit {code} in {took:.0f} s")
     assert code == 0, up.output
-    assert re.search(r"task \d+: compaction \d{17} SUCCEEDED", up.output), up.output
-    assert not re.search(r"task \d+: \w+ \d{17} FAILED", up.output), up.output
+    assert re.search(r"task \d+ \(table trips\): compaction \d{17} SUCCEEDED", up.output), up.output
+    assert not re.search(r"task \d+ \(table [^)]+\): \w+ \d{17} FAILED", up.output), up.output
     assert (data_dir / "postgres" / "PG_VERSION").exists(), "the embedded PostgreSQL was created"
     assert not processes_naming(str(data_dir)), processes_naming(str(data_dir))

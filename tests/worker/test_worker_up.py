@@ -37,8 +37,9 @@ def test_tms_up_shows_commits_turning_into_compactions_that_complete(tmp_path):
         finally:
             database.dispose()
 
-    assert re.search(r"task \d+: compaction \d{17} RUNNING on queue local", out.stdout), out.stdout
-    assert re.search(r"task \d+: compaction \d{17} SUCCEEDED in \d+ s", out.stdout), out.stdout
+    assert re.search(r"task \d+ \(table trips\): compaction \d{17} RUNNING on queue local", out.stdout), out.stdout
+    assert re.search(r"task \d+ \(table trips\): compaction \d{17} SUCCEEDED in (\d+ ms|\d+ s|\d+m \d\ds)$",
+                     out.stdout, re.M), out.stdout
     assert tasks and all(t.state == "SUCCEEDED" for t in tasks), [(t.state, t.error) for t in tasks]
     path = tmp_path / "tables" / "trips"
     table = HudiTable.load(str(path))
