@@ -35,7 +35,7 @@ from .metadata.writer import unmaintainable_partitions_for_writes, write_metadat
 from .partition_paths import record_partition_paths
 from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
-from .schema_evolution import full_arrow_schema, require_evolvable, require_resolvable_history
+from .schema_evolution import full_arrow_schema, latest_data_schema, require_evolvable, require_resolvable_history
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
 from .table import HudiTable
 from .timeline import Timeline
@@ -106,16 +106,10 @@ class HudiWriter:
     # --- schema and keys -------------------------------------------------------------------------
     def data_avro_schema(self) -> dict[str, Any]:
         """The latest data schema: of the last completed commit, else the table's create schema."""
-        tl = self.table.timeline
-        for inst in reversed(tl.completed_writes()):
-            schema = tl.commit_metadata(inst).extra_metadata.get("schema")
-            if schema:
-                latest: dict[str, Any] = json.loads(schema)
-                return latest
-        if not self.config.create_schema:
+        schema = latest_data_schema(self.table)
+        if schema is None:
             raise HudiError(f"table {self.config.name} has no schema yet (no commit, no create schema)")
-        created: dict[str, Any] = json.loads(self.config.create_schema)
-        return created
+        return schema
 
     def _evolved_schema(self, current: dict[str, Any], schema: pa.Schema) -> dict[str, Any]:
         """The Avro schema of records of `schema`, if the table's schema `current` evolves into it."""
