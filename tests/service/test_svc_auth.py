@@ -45,6 +45,8 @@ ENDPOINTS = [
     ("PATCH", "/api/v1/webhooks/1", "admin"),
     ("DELETE", "/api/v1/webhooks/1", "admin"),
     ("GET", "/api/v1/webhooks/1/deliveries", "admin"),
+    ("POST", "/api/v1/discovery/scan", "admin"),
+    ("GET", "/api/v1/discovery/tables", "viewer"),
     # Event senders: operator tokens (or the callback key, tested with the events).
     ("POST", "/api/v1/events", "operator"),
     ("POST", "/api/v1/events:batch", "operator"),

@@ -95,13 +95,13 @@ def test_a_callback_from_an_unregistered_table_registers_it_when_the_rule_admits
     """TMS_DISCOVERY_ADMIT_CALLBACKS: a callback with the service-wide key from a table under a storage root
     registers it and is stored; one from a table TMS cannot serve is refused as before (404), recorded as
     refused with the reason; a table's own key (not trusted for every table) registers nothing."""
-    from conftest import CALLBACK_KEY
     from fastapi.testclient import TestClient
     from test_svc_callback import hudi_message
 
     from service.app import create_app
     from tms.db import DiscoveryRepo, EventRepo
 
+    callback_key = settings.callback_key.get_secret_value()
     admitting = create_app(settings.model_copy(update={"discovery_admit_callbacks": True}), app.state.database)
     new_table = f"{root}/db1/trips_mor6"
     with TestClient(admitting) as admitting_client:
@@ -109,11 +109,11 @@ def test_a_callback_from_an_unregistered_table_registers_it_when_the_rule_admits
                                           headers={"HUDI-CALLBACK-KEY": "some-tables-own-key"})
         assert untrusted.status_code == 401
         accepted = admitting_client.post("/api/v1/hudi/callback", json=hudi_message(new_table, "20260101000000000"),
-                                         headers={"HUDI-CALLBACK-KEY": CALLBACK_KEY})
+                                         headers={"HUDI-CALLBACK-KEY": callback_key})
         assert accepted.status_code == 202, accepted.text
         refused = admitting_client.post("/api/v1/hudi/callback",
                                         json=hudi_message(f"{root}/db2/ancient", "20260101000000000"),
-                                        headers={"HUDI-CALLBACK-KEY": CALLBACK_KEY})
+                                        headers={"HUDI-CALLBACK-KEY": callback_key})
         assert refused.status_code == 404
     with app.state.database.transaction() as session:
         table = TableRepo(session).by_base_path(new_table)
@@ -124,4 +124,4 @@ def test_a_callback_from_an_unregistered_table_registers_it_when_the_rule_admits
     # Without the rule (the service's default), the same callback is refused.
     other = f"{root}/flat_cow6"
     assert client.post("/api/v1/hudi/callback", json=hudi_message(other, "20260101000000000"),
-                       headers={"HUDI-CALLBACK-KEY": CALLBACK_KEY}).status_code == 404
+                       headers={"HUDI-CALLBACK-KEY": callback_key}).status_code == 404
