@@ -34,10 +34,10 @@ class ClusterCollector:
         for action, count in rows["retries"]:
             retries.add_metric([action], int(count or 0))
         yield retries
-        yield _by_action(HistogramMetricFamily("tms_task_duration_seconds",
+        yield histogram_by_label(HistogramMetricFamily("tms_task_duration_seconds",
                                                "Run time of the tasks succeeded in the last day", labels=["action"]),
                          rows["durations"])
-        yield _by_action(HistogramMetricFamily("tms_task_wait_seconds",
+        yield histogram_by_label(HistogramMetricFamily("tms_task_wait_seconds",
                                                "Wait from creation to start of tasks started in the last day",
                                                labels=["action"]),
                          rows["waits"])
@@ -66,8 +66,8 @@ class ClusterCollector:
         yield from _table_metrics(rows["tables"])
 
 
-def _by_action(family: HistogramMetricFamily, samples: Sequence[Any]) -> HistogramMetricFamily:
-    """`family` with one histogram per action of the (action, seconds) samples."""
+def histogram_by_label(family: HistogramMetricFamily, samples: Sequence[Any]) -> HistogramMetricFamily:
+    """`family` with one histogram per label value of the (label value, seconds) samples (None: left out)."""
     by_action: dict[str, list[float]] = {}
     for action, seconds in samples:
         if seconds is not None:

@@ -10,7 +10,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from tms.db import Database
 from tms.db.read_models import engine_rows
 
-from .cluster_metrics import DURATION_BUCKETS
+from .cluster_metrics import histogram_by_label
 
 
 class EngineCollector:
@@ -35,18 +35,9 @@ class EngineCollector:
         for engine, (finished, succeeded) in totals.items():
             ratio.add_metric([engine], succeeded / finished)
         yield ratio
-        durations = HistogramMetricFamily("tms_engine_attempt_duration_seconds",
-                                          "Run time of the attempts finished in the last day, by engine",
-                                          labels=["engine"])
-        by_engine: dict[str, list[float]] = {}
-        for engine, seconds in rows["durations"]:
-            if seconds is not None:
-                by_engine.setdefault(engine, []).append(float(seconds))
-        for engine, values in by_engine.items():
-            buckets = [(str(b), sum(1 for v in values if v <= b)) for b in DURATION_BUCKETS]
-            buckets.append(("+Inf", len(values)))
-            durations.add_metric([engine], buckets, sum(values))
-        yield durations
+        yield histogram_by_label(HistogramMetricFamily("tms_engine_attempt_duration_seconds",
+                                                       "Run time of the attempts finished in the last day, by engine",
+                                                       labels=["engine"]), rows["durations"])
         canary = GaugeMetricFamily("tms_rollout_canary_percent", "Share of a rollout rule's tasks sent to its "
                                    "canary (0 once rolled back)", labels=["rollout", "canary_engine", "state"])
         for name, engine, state, percent in rows["rollouts"]:

@@ -29,12 +29,6 @@ class NotLeader(TMSError):
     """This manager does not hold the leader lease (any more): it must not write."""
 
 
-def _bounded(session: Session, seconds: float) -> Session:
-    """A manager paused (SIGSTOP, GC) inside a transaction on the lease row must not keep a standby from taking
-    the lease over: the server ends the transaction if it goes quiet; when it wakes, nothing of it commits."""
-    return bounded_idle(session, seconds)
-
-
 class LeaderLease:
     def __init__(self, database: Database, holder: str, *, lease_seconds: float, heartbeat_seconds: float):
         self.database = database
@@ -42,7 +36,8 @@ class LeaderLease:
         self.lease_seconds = lease_seconds
         # Stop leading this long before the lease ends in the database (a renewal that is late or slow).
         self.margin = min(heartbeat_seconds, lease_seconds / 3)
-        # A transaction quiet this long is a paused process's (see _bounded): half a lease.
+        # A transaction quiet this long is a paused process's: the server ends it (bounded_idle), so a manager
+        # paused on the lease row cannot keep a standby from taking over. Half a lease.
         self.idle_limit = lease_seconds / 2
         self._lock = threading.Lock()
         self._epoch: int | None = None
@@ -64,7 +59,7 @@ class LeaderLease:
         """Take or renew the lease: the epoch held, or None (another manager leads)."""
         asked = time.monotonic()
         with self.database.transaction() as session:
-            leases = LeaseRepo(_bounded(session, self.idle_limit))
+            leases = LeaseRepo(bounded_idle(session, self.idle_limit))
             epoch = leases.acquire(LEASE_NAME, self.holder, self.lease_seconds)
             left = leases.expires_in(LEASE_NAME) if epoch is None else None
         with self._lock:
@@ -89,7 +84,7 @@ class LeaderLease:
             epoch, self._epoch, self._valid_until = self._epoch, None, float("-inf")
         if epoch is not None:
             with self.database.transaction() as session:
-                LeaseRepo(_bounded(session, self.idle_limit)).release(LEASE_NAME, self.holder, epoch)
+                LeaseRepo(bounded_idle(session, self.idle_limit)).release(LEASE_NAME, self.holder, epoch)
 
     @contextmanager
     def fenced(self, epoch: int) -> Iterator[Session]:
@@ -100,13 +95,13 @@ class LeaderLease:
         if self.epoch != epoch:
             raise NotLeader(f"{self.holder} no longer leads at epoch {epoch}")
         with self.database.transaction() as session:
-            yield _bounded(session, self.idle_limit)
+            yield bounded_idle(session, self.idle_limit)
             if self.epoch != epoch:  # the local lease ran out during the work: roll it back
                 raise NotLeader(f"{self.holder}: the lease of epoch {epoch} ran out during the work")
             if not LeaseRepo(session).holds(LEASE_NAME, self.holder, epoch, lock=True):
                 raise NotLeader(f"{self.holder} lost the lease of epoch {epoch}")
         try:
             with self.database.transaction() as session:
-                LeaseRepo(_bounded(session, self.idle_limit)).mark_work(LEASE_NAME, self.holder, epoch)
+                LeaseRepo(bounded_idle(session, self.idle_limit)).mark_work(LEASE_NAME, self.holder, epoch)
         except Exception as exc:  # only a record of the work done
             log.debug("cannot record the leader's work: %s", exc)
