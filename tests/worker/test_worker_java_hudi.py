@@ -19,7 +19,7 @@ from tms.db import Event, TaskRepo, TaskState
 from tms.hudi.metadata.listing import file_instant
 from tms.hudi.table import HudiTable
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.beside]
 PARTITIONS = ["americas", "asia", "europe"]
 
 
