@@ -1,4 +1,9 @@
-"""The demo writer: a partitioned trips table that keeps receiving inserts, updates and deletes."""
+"""The demo writer: a partitioned trips table that keeps receiving inserts, updates and deletes.
+
+It writes as a well-behaved Hudi writer of a table TMS clusters: new trips go into the city's small file
+groups (so the table does not gain a file group per commit), and updates and deletes leave alone the trips
+whose file group is being clustered (Hudi's default update strategy would refuse them: the writer picks
+others instead of failing)."""
 from __future__ import annotations
 
 import random
@@ -9,12 +14,17 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from tms.hudi.errors import TableNotFoundError
+from tms.hudi.errors import TableNotFoundError, UpdateRejectedError
+from tms.hudi.merge import KEY, merge_slice
 from tms.hudi.reader import read_snapshot
+from tms.hudi.small_files import FileSizing
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import HudiWriter
 
 CITIES = ("san_francisco", "sao_paulo", "chennai")
+# New trips go into the city's small file group, as Hudi's writers route inserts (its default limits), so
+# the table keeps one file group per city instead of gaining one with every commit.
+DEMO_FILE_SIZING = FileSizing(small_file_limit=100 * 1024 * 1024)
 TRIPS_SCHEMA = pa.schema([("uuid", pa.string()), ("ts", pa.int64()), ("rider", pa.string()),
                           ("driver", pa.string()), ("fare", pa.float64()), ("city", pa.string())])
 
@@ -34,6 +44,18 @@ def _trip(rng: random.Random, key: str, ts: int, city: str | None = None) -> dic
             "fare": round(rng.uniform(5, 90), 2), "city": city or rng.choice(CITIES)}
 
 
+def _keys_being_clustered(table: HudiTable) -> set[str]:
+    """The record keys in file groups a pending clustering holds."""
+    table.timeline.reload()
+    view = table.file_system_view()
+    busy = set(view.pending_clustering)
+    keys: set[str] = set()
+    for fs in view.merged_latest_slices():
+        if (fs.partition, fs.file_id) in busy:
+            keys.update(merge_slice(table.storage, table.config, fs, view.is_completed, [KEY]).column(KEY).to_pylist())
+    return keys
+
+
 def run_demo_writer(path: str, *, commits: int = 0, interval: float = 5.0, table_type: str = "MERGE_ON_READ",
                     version: int = 8, callback_url: str | None = None, callback_key: str | None = None,
                     batch: int = 200, seed: int | None = None, echo: Callable[[str], None] = print,
@@ -42,7 +64,7 @@ def run_demo_writer(path: str, *, commits: int = 0, interval: float = 5.0, table
     inserts while the table is small, then mostly updates with some inserts, and now and then deletes."""
     rng = random.Random(seed)
     table = ensure_demo_table(path, table_type=table_type, version=version)
-    writer = HudiWriter(table, callback_url=callback_url, callback_key=callback_key)
+    writer = HudiWriter(table, callback_url=callback_url, callback_key=callback_key, file_sizing=DEMO_FILE_SIZING)
     live = {r["uuid"]: r["city"] for r in read_snapshot(table, columns=["uuid", "city"]).to_pylist()} \
         if table.timeline.completed_writes() else {}
     n = 0
@@ -51,18 +73,24 @@ def run_demo_writer(path: str, *, commits: int = 0, interval: float = 5.0, table
         if n and stop.wait(interval):
             break
         now = int(time.time() * 1000)
-        keys = list(live)
-        if len(keys) < batch:
+        clustering = _keys_being_clustered(table)
+        keys = [k for k in live if k not in clustering]
+        if len(live) < batch:
             rows = [_trip(rng, str(uuid.uuid4()), now) for _ in range(batch)]
             op, what = "insert", f"{len(rows)} inserts"
         elif rng.random() < 0.15:
-            rows = [{"uuid": k, "city": live[k]} for k in rng.sample(keys, max(1, batch // 20))]
+            rows = [{"uuid": k, "city": live[k]} for k in rng.sample(keys, min(len(keys), max(1, batch // 20)))]
             op, what = "delete", f"{len(rows)} deletes"
         else:
-            updates = [_trip(rng, k, now, live[k]) for k in rng.sample(keys, batch // 2)]
+            updates = [_trip(rng, k, now, live[k]) for k in rng.sample(keys, min(len(keys), batch // 2))]
             inserts = [_trip(rng, str(uuid.uuid4()), now) for _ in range(batch // 4)]
             rows, op, what = updates + inserts, "upsert", f"{len(updates)} updates, {len(inserts)} inserts"
-        result = writer.write(rows, op)
+        try:
+            result = writer.write(rows, op)
+        except UpdateRejectedError as e:  # a clustering was planned since the keys were picked: TMS rolls it back
+            echo(f"{op} refused ({e}); the next commit picks other trips")
+            n += 1
+            continue
         for r in rows:
             if op == "delete":
                 live.pop(r["uuid"], None)

@@ -155,7 +155,9 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
           option: list[str] | None = typer.Option(
               None, "--option", help="A Hudi write option key=value (repeatable): hoodie.write.lock.provider and "
                                      "hoodie.write.lock.*, hoodie.write.concurrency.mode, "
-                                     "hoodie.clustering.updates.strategy.")):
+                                     "hoodie.clustering.updates.strategy, hoodie.parquet.small.file.limit (0, the "
+                                     "default: each insert batch makes new file groups) and "
+                                     "hoodie.parquet.max.file.size.")):
     """One commit from JSON-lines records; prints the instant."""
     opts: dict[str, Any] = dict(callback_url=callback_url, callback_key=callback_key, log_block_format=log_blocks)
     if metadata and not create:
@@ -196,7 +198,8 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
         raise TMSError(f"no table at {path}")  # _load raised already; for the type checker
     with TransactionManager(table, write_options.concurrency) as transactions:
         writer = HudiWriter(table, **opts, transactions=transactions,
-                            allow_updates_to_clustering=write_options.allow_updates_to_clustering)
+                            allow_updates_to_clustering=write_options.allow_updates_to_clustering,
+                            file_sizing=write_options.file_sizing)
         schema = records_schema(avro_to_arrow(writer.data_avro_schema()), rows) if evolve_schema else None
         result = writer.write(rows, op, leave_inflight=leave_inflight, schema=schema)
     typer.echo(result.instant)

@@ -16,6 +16,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from tms.display import check_zone
 from tms.errors import ConfigError
 from tms.hudi.errors import HudiError
 from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone, zone_named
@@ -52,6 +53,9 @@ class Settings(BaseSettings):
         description="The zone (IANA name, such as Asia/Shanghai) the Hudi writers of tables with a LOCAL timeline "
                     "(hoodie.table.timeline.timezone LOCAL or unset, Hudi's default) run in: their instant times "
                     "are wall-clock times there; unset: this host's local zone (TZ, else /etc/localtime)")
+    display_timezone: str = Field(
+        "UTC", description="The zone (IANA name, such as Europe/Paris) the dashboard and the ops commands show "
+                           "times in, each labelled with it")
 
     # The worker (`tms worker`): see worker/ and docs/operating/worker.md.
     worker_slots: int = Field(2, ge=1, description="Jobs one worker process runs at the same time")
@@ -174,6 +178,14 @@ class Settings(BaseSettings):
         except HudiError as e:
             raise ValueError(str(e)) from None
         return value or None
+
+    @field_validator("display_timezone")
+    @classmethod
+    def _display_zone(cls, value):
+        try:
+            return check_zone(value)
+        except ConfigError as e:
+            raise ValueError(str(e)) from None
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -1,13 +1,46 @@
-"""How figures are shown to people, alike on the dashboard and in the CLI: times in one zone, labelled (UTC),
-durations below a second in milliseconds, sizes with units, booleans as yes/no, and a plan's statistics as a
-summary (operations, total, largest) rather than the list of every operation's bytes."""
+"""How figures are shown to people, alike on the dashboard and in the CLI: times in one zone, labelled
+(`TMS_DISPLAY_TIMEZONE`, UTC by default), durations below a second in milliseconds, sizes with units, booleans
+as yes/no, and a plan's statistics as a summary (operations, total, largest, a histogram of sizes) rather than
+the list of every operation's bytes."""
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import os
+from datetime import UTC, datetime, tzinfo
+from functools import cache
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-ZONE = "UTC"
+from tms.errors import ConfigError
+
+ZONE_ENV = "TMS_DISPLAY_TIMEZONE"
+DEFAULT_ZONE = "UTC"
 _UNITS = ("B", "KB", "MB", "GB", "TB")
+_MB = 1024 * 1024
+# Upper bounds of the plan-size histogram's buckets (the last is open).
+_BUCKETS = ((_MB, "< 1 MB"), (10 * _MB, "1-10 MB"), (100 * _MB, "10-100 MB"), (1024 * _MB, "100 MB-1 GB"),
+            (None, ">= 1 GB"))
+
+
+@cache
+def _zone_named(name: str) -> tzinfo:
+    if name.upper() == "UTC":
+        return UTC
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"{ZONE_ENV}={name} is not a time zone (an IANA name such as Europe/Paris, or UTC)"
+                          ) from None
+
+
+def zone_name() -> str:
+    """The zone times are shown in: `TMS_DISPLAY_TIMEZONE`, UTC when unset."""
+    return os.environ.get(ZONE_ENV) or DEFAULT_ZONE
+
+
+def check_zone(name: str) -> str:
+    """`name` if it is a zone times can be shown in, else ConfigError (one line)."""
+    _zone_named(name)
+    return name
 
 
 def size(n: float | None) -> str:
@@ -32,9 +65,23 @@ def duration(seconds: float) -> str:
     return f"{whole // 3600}h {whole % 3600 // 60:02d}m"
 
 
+def local(at: datetime) -> datetime:
+    """An aware time in the display zone (a naive one is taken as UTC)."""
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(_zone_named(zone_name()))
+
+
+def zone_label(at: datetime | None = None) -> str:
+    """`UTC`, or the zone's abbreviation at `at` (now by default) and its name: `CET (Europe/Paris)`."""
+    name = zone_name()
+    zone = _zone_named(name)
+    if zone is UTC:
+        return "UTC"
+    return f"{(at or datetime.now(UTC)).astimezone(zone).tzname()} ({name})"
+
+
 def moment(value: datetime | str | None) -> str:
-    """A time in UTC, labelled: `2026-11-26 06:44:08 UTC` (a time without a zone is taken as UTC); `-` for
-    none; an unreadable string as it is."""
+    """A time in the display zone, labelled: `2026-11-26 06:44:08 UTC`, `2026-11-26 07:44:08 CET
+    (Europe/Paris)` (a time without a zone is taken as UTC); `-` for none; an unreadable string as it is."""
     if value is None or value == "":
         return "-"
     if isinstance(value, datetime):
@@ -44,9 +91,7 @@ def moment(value: datetime | str | None) -> str:
             at = datetime.fromisoformat(value)
         except ValueError:
             return value
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)
-    return f"{at.astimezone(UTC):%Y-%m-%d %H:%M:%S} {ZONE}"
+    return f"{local(at):%Y-%m-%d %H:%M:%S} {zone_label(at)}"
 
 
 def yes_no(value: bool | None) -> str:
@@ -66,6 +111,14 @@ def plan_summary(stats: dict[str, Any] | None) -> str:
     if largest:
         text += f", the largest file group {size(largest)}"
     return text
+
+
+def size_histogram(stats: dict[str, Any] | None) -> list[tuple[str, int]]:
+    """How many of a plan's operations fall in each size bucket (< 1 MB, 1-10 MB, ...), the empty ones left out."""
+    counts = [0] * len(_BUCKETS)
+    for n in (stats or {}).get("operation_bytes") or []:
+        counts[next(i for i, (bound, _) in enumerate(_BUCKETS) if bound is None or n < bound)] += 1
+    return [(label, count) for (_, label), count in zip(_BUCKETS, counts, strict=True) if count]
 
 
 def operation_sizes(stats: dict[str, Any] | None) -> list[str]:

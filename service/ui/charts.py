@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+
+from tms import display
 
 WIDTH = 960
 GUTTER = 150  # room for lane labels left of the plot
@@ -49,6 +51,7 @@ class Chart:
     axis_y: float = 0.0  # where the x axis is drawn
     y_max_label: str = ""
     gutter: int = GUTTER  # where the plot starts
+    note: str = ""  # said under the chart: the zone of a time axis
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ def timeline_chart(entries: Sequence[TimelineEntry]) -> Chart:
     instant's bar runs to the latest time on the chart."""
     if not entries:
         return Chart(width=WIDTH, height=AXIS_HEIGHT, bars=[])
+    entries = [replace(e, start=display.local(e.start), end=display.local(e.end) if e.end else None) for e in entries]
     lanes = sorted({e.lane for e in entries})
     first = min(e.start for e in entries)
     last = max(max(e.start, e.end or e.start) for e in entries)
@@ -89,11 +93,11 @@ def timeline_chart(entries: Sequence[TimelineEntry]) -> Chart:
         lane_y = lanes.index(entry.lane) * LANE_HEIGHT
         x1 = x_of(entry.start)
         x2 = x_of(entry.end) if entry.end else x_of(last)
-        done = f"completed {entry.end:%Y-%m-%d %H:%M:%S}" if entry.end else f"still {entry.state}"
+        done = f"completed {display.moment(entry.end)}" if entry.end else f"still {entry.state}"
         bars.append(Bar(x=round(x1, 1), y=lane_y + 4, width=round(max(x2 - x1, 3.0), 1), height=LANE_HEIGHT - 8,
                         css=entry.state,
                         title=f"{entry.instant} {entry.lane} {entry.state}: requested "
-                              f"{entry.start:%Y-%m-%d %H:%M:%S}, {done}"))
+                              f"{display.moment(entry.start)}, {done}"))
     axis_y = len(lanes) * LANE_HEIGHT
     anchors = ["start", "middle", "middle", "middle", "end"]
     ticks = [Tick(x=round(x_of(first + span * i / 4), 1), label=_time_label(first + span * i / 4, span),
@@ -101,7 +105,7 @@ def timeline_chart(entries: Sequence[TimelineEntry]) -> Chart:
     return Chart(width=WIDTH, height=int(axis_y + AXIS_HEIGHT), bars=bars, ticks=ticks,
                  lanes=[Lane(y=i * LANE_HEIGHT + LANE_HEIGHT * 0.68, label=lane) for i, lane in enumerate(lanes)],
                  legend=[("requested", "requested"), ("inflight", "inflight"), ("completed", "completed")],
-                 axis_y=axis_y)
+                 axis_y=axis_y, note=f"times in {display.zone_label(last)}")
 
 
 def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str], *, width: int = WIDTH,

@@ -68,6 +68,7 @@ def _when(moment: datetime | None) -> str:
 
 templates.env.filters.update(human_size=lambda n: human_size(int(n or 0)), ago=_ago, when=_when,
                              plan_summary=display.plan_summary, operation_sizes=display.operation_sizes,
+                             size_histogram=display.size_histogram,
                              shown=lambda v: display.yes_no(v) if isinstance(v, bool) else v)
 
 

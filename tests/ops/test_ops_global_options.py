@@ -16,6 +16,7 @@ from standalone.run import TaskWatcher
 from tms import display
 from tms.cli import app as tms_app
 from tms.db import TaskRepo
+from tms.errors import ConfigError
 from tms.ops.options import after_the_subcommand
 
 
@@ -87,6 +88,9 @@ def test_the_console_prints_a_summary_of_the_past_then_the_changes_naming_the_ta
         rf"{operations} operations?, [\d.]+ (B|KB|MB) in all, the largest file group [\d.]+ (B|KB|MB)", plan), shown
     assert "operations (bytes each reads)" not in shown
     assert re.search(r"^created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", shown, re.M), shown
+    assert re.search(rf"^plan sizes: +< 1 MB: {operations}$", shown, re.M), shown
+    in_paris = _run("tasks", "show", str(old["id"]), env={**client_env, "TMS_DISPLAY_TIMEZONE": "Europe/Paris"})
+    assert re.search(r"^created: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CET \(Europe/Paris\)$", in_paris, re.M), in_paris
     listed = _run("tasks", "show", str(old["id"]), "--operations", env=client_env)
     each = listed.split("operations (bytes each reads):\n")[1].split("\n\n")[0].splitlines()
     assert [line.split(".")[0].strip() for line in each] == [str(n) for n in range(1, operations + 1)], listed
@@ -110,3 +114,18 @@ def test_figures_for_people_have_units_and_a_zone():
     assert display.plan_summary(stats) == "3 operations, 5.0 MB in all, the largest file group 5.0 MB"
     assert display.operation_sizes(stats) == ["1.0 KB", "2.0 KB", "5.0 MB"]
     assert display.plan_summary({}) == "no statistics"
+    mb = 1024 ** 2
+    assert display.size_histogram({"operation_bytes": [10, mb, 3 * mb, 20 * mb, 2048 * mb]}) == [
+        ("< 1 MB", 1), ("1-10 MB", 2), ("10-100 MB", 1), (">= 1 GB", 1)]
+    assert display.size_histogram(None) == []
+
+
+def test_times_are_shown_in_the_display_zone_said_with_it(monkeypatch):
+    monkeypatch.setenv("TMS_DISPLAY_TIMEZONE", "Asia/Tokyo")
+    assert display.moment("2026-11-26T06:44:08+00:00") == "2026-11-26 15:44:08 JST (Asia/Tokyo)"
+    monkeypatch.setenv("TMS_DISPLAY_TIMEZONE", "Mars/Olympus")
+    with pytest.raises(ConfigError, match="TMS_DISPLAY_TIMEZONE=Mars/Olympus is not a time zone"):
+        display.moment("2026-11-26T06:44:08+00:00")
+    result = CliRunner().invoke(tms_app, ["tasks", "list"], env={"TMS_DISPLAY_TIMEZONE": "Mars/Olympus",
+                                                                 "TMS_URL": "http://127.0.0.1:9"})
+    assert result.exit_code == 1 and "Traceback" not in result.output

@@ -34,6 +34,16 @@ def test_timeline_draws_each_instant_from_requested_to_completed():
     assert last.width > first.width and pending.css == "requested" and "still requested" in pending.title
     assert pending.y < first.y == last.y  # lanes by action
     assert [t.anchor for t in chart.ticks] == ["start", "middle", "middle", "middle", "end"]
+    assert chart.ticks[0].label == "00:00:00.000" and chart.note == "times in UTC"
+    assert "requested 2025-01-01 00:00:00 UTC, completed 2025-01-01 00:00:10 UTC" in first.title
+
+
+def test_the_time_axis_is_in_the_display_zone_and_says_so(monkeypatch):
+    monkeypatch.setenv("TMS_DISPLAY_TIMEZONE", "America/New_York")
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    chart = timeline_chart([TimelineEntry("20250101000000000", "deltacommit", "completed", start,
+                                          start + timedelta(seconds=10))])
+    assert chart.ticks[0].label == "19:00:00.000" and chart.note == "times in EST (America/New_York)"
 
 
 def test_stacked_columns_stack_series_in_order():

@@ -1,6 +1,7 @@
 """`tms up` (what `./dev run` starts) keeps up with its demo writer: with a commit every 2 s for 10 minutes,
-the tasks waiting to run (pending, held or runnable) never number more than 2 after the first minute, and
-the compactions run on the local queue's warm engine."""
+the tasks waiting to run (pending, held or runnable) never number more than 2 after the first minute, the
+compactions run on the local queue's warm engine, and the demo table stays healthy: a handful of file groups
+per city, not one more with every commit (new trips fill the small file groups, clustering merges the rest)."""
 from __future__ import annotations
 
 import os
@@ -11,8 +12,13 @@ import httpx
 import pytest
 from up_support import UpProcess, clean_env
 
+from tms.hudi.table import HudiTable
+
 DURATION_SECONDS = float(os.environ.get("TMS_TEST_KEEP_UP_SECONDS", 600))
 WAITING = ("PENDING", "BLOCKED", "RUNNABLE")
+# At most this many file groups per city at the end: the one new trips fill (the first commit's inserts make
+# one per city; one more when a city's group was being clustered as trips arrived).
+MAX_FILE_GROUPS_PER_CITY = 2
 
 
 def _count(up: UpProcess, headers: dict[str, str], **params) -> int:
@@ -46,5 +52,9 @@ def test_the_demo_never_builds_a_backlog(tmp_path, data_dir):
     finally:
         up.kill()
 
+    view = HudiTable.load(str(data_dir / "tables" / "trips")).file_system_view()
+    groups = {p: len(view.file_groups(p)) for p in view.partitions}
+    print(f"file groups per city after {DURATION_SECONDS:.0f} s: {groups}")
+    assert max(groups.values()) <= MAX_FILE_GROUPS_PER_CITY, groups
     assert max(n for _, n in waiting) <= 2, f"waiting tasks over time (s, count): {waiting}"
     assert succeeded and all(on_warm), f"compactions that succeeded, on the warm engine: {on_warm}"

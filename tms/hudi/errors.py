@@ -20,3 +20,7 @@ class InstantConflictError(HudiError):
 
 class InstantVanishedError(HudiError):
     """An instant the loaded timeline knew whose file is gone (rolled back, or archived) since it was listed."""
+
+
+class UpdateRejectedError(HudiError):
+    """An update to a file group a pending clustering holds, refused as Hudi's SparkRejectUpdateStrategy does."""

@@ -127,8 +127,8 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
             KEY: t.column(KEY).cast(pa.string()),
             _SEQ: pa.array([pos] * n, pa.int64()),
             _ORD: _ord_column(t, ordering, ord_type),
-            _DEL: pa.array([False] * n),
-            _RESET: pa.array([False] * n),
+            _DEL: pa.array([False] * n, pa.bool_()),
+            _RESET: pa.array([False] * n, pa.bool_()),
             _ROW: pa.array(range(offset, offset + n), pa.int64()),
         }))
         offset += n
@@ -140,10 +140,10 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
             KEY: pa.array(keys, pa.string()),
             _SEQ: pa.array([pos] * len(keys), pa.int64()),
             _ORD: _cast_ord(ords, ord_type),
-            _DEL: pa.array([True] * len(keys)),
+            _DEL: pa.array([True] * len(keys), pa.bool_()),
             # Only event-time ordering lets an older write survive a later one; a natural delete
             # (no ordering value) resets the key there.
-            _RESET: pa.array(natural if ordering else [False] * len(keys)),
+            _RESET: pa.array(natural if ordering else [False] * len(keys), pa.bool_()),
             _ROW: pa.array([-1] * len(keys), pa.int64()),
         }))
     if not parts:
@@ -159,8 +159,8 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
             KEY: base_keys.take(hit_idx),
             _SEQ: pa.array([-1] * len(hit_idx), pa.int64()),
             _ORD: _ord_column(base.take(hit_idx), ordering, ord_type),
-            _DEL: pa.array([False] * len(hit_idx)),
-            _RESET: pa.array([False] * len(hit_idx)),
+            _DEL: pa.array([False] * len(hit_idx), pa.bool_()),
+            _RESET: pa.array([False] * len(hit_idx), pa.bool_()),
             _ROW: hit_idx.cast(pa.int64()),
         })
         events = pa.concat_tables([base_hits, events])

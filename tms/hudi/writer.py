@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from .base_format import LANCE, extension_of, table_base_format, write_lance_file
 from .conflicts import WriteConflictError, clusterings_planned_over, find_conflicts, rollbacks_of, touched_file_groups
-from .errors import HudiError, InstantConflictError, UnsupportedTableError
+from .errors import HudiError, InstantConflictError, UnsupportedTableError, UpdateRejectedError
 from .file_names import BaseFileName, LogFileName, new_file_id, write_token
 from .fs_view import FileSlice, FileSystemView
 from .instant import COMMIT, DELTA_COMMIT, Instant, State
@@ -37,6 +37,7 @@ from .properties import MergeMode, TableType, new_table_properties
 from .schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from .schema_evolution import full_arrow_schema, latest_data_schema, require_evolvable, require_resolvable_history
 from .serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
+from .small_files import FileSizing, average_record_size, route_inserts, small_file_capacity
 from .table import HudiTable
 from .timeline import Timeline
 
@@ -57,14 +58,15 @@ class HudiWriter:
     def __init__(self, table: HudiTable, *, callback_url: str | None = None, callback_key: str | None = None,
                  log_block_format: str = "avro", max_file_records: int = 100_000,
                  new_log_file_per_commit: bool = False, transactions: TransactionManager | None = None,
-                 allow_updates_to_clustering: bool = False):
+                 allow_updates_to_clustering: bool = False, file_sizing: FileSizing | None = None):
         """`new_log_file_per_commit` (v6): each delta commit writes its blocks to a new log file version
         of the slice instead of appending to the current one, as Java writers do on storage that cannot
         append (object stores). `transactions`: the table's lock and concurrency mode (default: a single
         writer); under multi-writer concurrency control the instant time is generated and the commit is
         checked for conflicts and completed under the lock. `allow_updates_to_clustering`: Hudi's
         SparkAllowUpdateStrategy (update file groups being clustered; the clustering gives way at its commit)
-        rather than SparkRejectUpdateStrategy."""
+        rather than SparkRejectUpdateStrategy. `file_sizing`: Hudi's small-file options; with a small-file limit
+        set, new records go into the partition's small file groups first (see `small_files`)."""
         if log_block_format not in ("avro", "parquet"):
             raise HudiError(f"log block format must be avro or parquet, not {log_block_format!r}")
         self.table = table
@@ -76,6 +78,7 @@ class HudiWriter:
         self.new_log_file_per_commit = new_log_file_per_commit
         self.transactions = transactions or TransactionManager.single_writer(table)
         self.allow_updates_to_clustering = allow_updates_to_clustering
+        self.file_sizing = file_sizing or FileSizing()
         self._table_schema: pa.Schema | None = None  # of the write under way, meta fields included
         if self.transactions.config.non_blocking and not (self.config.is_mor and self.config.version >= 8):
             raise UnsupportedTableError(f"NON_BLOCKING_CONCURRENCY_CONTROL needs a MERGE_ON_READ table of version 8 "
@@ -187,6 +190,7 @@ class HudiWriter:
         stats: list[WriteStat] = []
         task = 0
         full_schema = with_meta_fields(avro_schema)
+        record_size = average_record_size(tl, self.file_sizing) if self.file_sizing.routes and op != "delete" else 0
         for partition, idx in sorted(by_partition.items()):
             batch = incoming.take(pa.array(idx))
             batch_keys = keys.take(pa.array(idx))
@@ -198,8 +202,16 @@ class HudiWriter:
                 if self.allow_updates_to_clustering:
                     break
                 if fid in {f for (p, f) in view.pending_clustering if p == partition}:
-                    raise HudiError(f"file group {fid} in {partition or '(root)'} is being clustered "
+                    raise UpdateRejectedError(f"file group {fid} in {partition or '(root)'} is being clustered "
                                     f"(instant {view.pending_clustering[(partition, fid)]}); updates are rejected")
+            if record_size and located.get(None):
+                capacity = small_file_capacity(view, partition, self.file_sizing, record_size,
+                                               merge_on_read=self.config.is_mor)
+                routed, located[None] = route_inserts(located[None], capacity)
+                for fid, positions in routed.items():
+                    located[fid] = located.get(fid, []) + positions
+                if not located[None]:
+                    del located[None]
             for fid, positions in sorted(located.items(), key=lambda kv: kv[0] or ""):
                 self._heartbeat(ts)  # a long write keeps its heartbeat fresh
                 rows = batch.take(pa.array(positions))

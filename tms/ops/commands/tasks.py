@@ -89,7 +89,9 @@ def show_task(task_id: TaskId,
         ("task", task["id"]), ("table", task["table_id"]), ("service", task["service"]),
         ("instant", task["instant"]), ("target instant", task.get("target_instant")), ("state", task["state"]),
         ("attempt", task["attempt"]), ("priority", task["priority"]), ("queue", task["queue"]),
-        ("plan", display.plan_summary(task.get("plan_stats"))), ("blockers", task.get("blockers")),
+        ("plan", display.plan_summary(task.get("plan_stats"))),
+        ("plan sizes", ", ".join(f"{label}: {n}" for label, n in display.size_histogram(task.get("plan_stats")))
+         or None), ("blockers", task.get("blockers")),
         ("lease", f"{task['lease_owner']} until {output.when(task['lease_expires_at'])}"
          if task.get("lease_owner") else None),
         ("spark app", task.get("spark_app_id")), ("next attempt after", output.when(task.get("run_after"))),
