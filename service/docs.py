@@ -18,12 +18,18 @@ ASSETS_PATH = "/static/docs"
 CONTENT_SECURITY_POLICY = ("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
                            "script-src 'self' 'unsafe-inline'; worker-src 'self' blob:; font-src 'self' data:")
 _HIDE_VENDOR_LOGO = '<style>img[src^="http"] { display: none; }</style>'
+# The way back to the dashboard (and to the other reference), above the documentation.
+_BACK = ('<nav style="font: 14px system-ui, sans-serif; padding: 8px 20px; background: #1d2330;">'
+         '<a href="{root}/ui/" style="color: #fff; text-decoration: none;">&larr; TMS dashboard</a>'
+         '<span style="color: #98a2b3;"> &middot; </span>'
+         '<a href="{other}" style="color: #cfd6e4; text-decoration: none;">{other_name}</a></nav>')
 
 
-def _offline(page: HTMLResponse, extra_head: str = "") -> HTMLResponse:
+def _offline(page: HTMLResponse, extra_head: str = "", *, root: str, other: str, other_name: str) -> HTMLResponse:
     body = bytes(page.body).decode()
     if extra_head:
         body = body.replace("</head>", f"{extra_head}</head>", 1)
+    body = body.replace("<body>", "<body>" + _BACK.format(root=root, other=root + other, other_name=other_name), 1)
     return HTMLResponse(body, headers={"Content-Security-Policy": CONTENT_SECURITY_POLICY})
 
 
@@ -42,7 +48,7 @@ def install(app: FastAPI) -> None:
             swagger_favicon_url=f"{root}{ASSETS_PATH}/favicon.png",
             oauth2_redirect_url=root + oauth2_redirect,
             # Swagger UI would otherwise send the spec to an online validator for its badge.
-            swagger_ui_parameters={"validatorUrl": None}))
+            swagger_ui_parameters={"validatorUrl": None}), root=root, other="/redoc", other_name="ReDoc")
 
     @app.get(oauth2_redirect, include_in_schema=False)
     def swagger_ui_redirect() -> HTMLResponse:
@@ -54,4 +60,5 @@ def install(app: FastAPI) -> None:
         return _offline(get_redoc_html(
             openapi_url=root + (app.openapi_url or "/openapi.json"), title=f"{app.title} - API reference",
             redoc_js_url=f"{root}{ASSETS_PATH}/redoc.standalone.js",
-            redoc_favicon_url=f"{root}{ASSETS_PATH}/favicon.png", with_google_fonts=False), _HIDE_VENDOR_LOGO)
+            redoc_favicon_url=f"{root}{ASSETS_PATH}/favicon.png", with_google_fonts=False), _HIDE_VENDOR_LOGO,
+            root=root, other="/docs", other_name="Swagger UI")

@@ -14,6 +14,7 @@ GUTTER = 150  # room for lane labels left of the plot
 RIGHT_MARGIN = 12
 LANE_HEIGHT = 24
 AXIS_HEIGHT = 28
+TICK_CHAR_WIDTH = 7.0  # an 11px DejaVu Sans character, a little over its average
 PLOT_HEIGHT = 160  # bar charts
 
 
@@ -127,7 +128,9 @@ def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]
             bars.append(Bar(x=round(gutter + i * slot + slot * 0.1, 1), y=round(base, 1),
                             width=round(max(slot * 0.8, 1.0), 1), height=round(height, 1), css=name,
                             title=f"{label}: {value} {name}"))
-    every = max(1, math.ceil(n / (8 if width >= WIDTH else 5)))
+    # Label every column whose label fits beside its neighbours' (at most 8, or 5 on a narrow chart).
+    longest = max((len(label) for label, _ in counts), default=0)
+    every = max(1, math.ceil(n / (8 if width >= WIDTH else 5)), math.ceil((longest * TICK_CHAR_WIDTH + 12) / slot))
     ticks = [Tick(x=round(gutter + i * slot + slot / 2, 1), label=label)
              for i, (label, _) in enumerate(counts) if i % every == 0]
     used = [name for name in series if any(c.get(name) for _, c in counts)]

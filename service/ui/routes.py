@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from pydantic import ValidationError
 
 from tms import display
@@ -62,13 +63,18 @@ def _ago(moment: datetime | None) -> str:
     return f"{views.duration(moment, datetime.now(UTC), datetime.now(UTC))} ago"
 
 
+def _dotted_breaks(key: str) -> Markup:
+    """A policy key that may wrap only after its dots (hoodie.<wbr>clustering.<wbr>...), never mid-word."""
+    return Markup(".<wbr>").join(escape(part) for part in key.split("."))
+
+
 def _when(moment: datetime | None) -> str:
     return display.moment(moment) if moment else ""
 
 
 templates.env.filters.update(human_size=lambda n: human_size(int(n or 0)), ago=_ago, when=_when,
                              plan_summary=display.plan_summary, operation_sizes=display.operation_sizes,
-                             size_histogram=display.size_histogram,
+                             size_histogram=display.size_histogram, dotted_breaks=_dotted_breaks,
                              shown=lambda v: display.yes_no(v) if isinstance(v, bool) else v)
 
 
@@ -393,6 +399,12 @@ def instances_page(request: Request, user: User) -> HTMLResponse:
                  stale_after=3 * request.app.state.settings.heartbeat_seconds, now=datetime.now(UTC))
 
 
+@router.get("/{path:path}", include_in_schema=False)
+def no_such_page(path: str, user: User) -> HTMLResponse:
+    """Any other dashboard path (registered last): the error page, with the navigation."""
+    raise Refused(404, f"There is no dashboard page at /ui/{path}.")
+
+
 # --- installation ----------------------------------------------------------------------------------------
 async def _on_sign_in_required(request: Request, exc: SignInRequired) -> Response:
     target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -404,7 +416,11 @@ async def _on_sign_in_required(request: Request, exc: SignInRequired) -> Respons
 
 
 async def _on_refused(request: Request, exc: Refused) -> Response:
-    return _page(request, "error.html", None, status_code=exc.status_code, message=exc.message,
+    try:  # the page keeps the navigation of a signed-in user
+        user: DashboardUser | None = await dashboard_user(request)
+    except SignInRequired:
+        user = None
+    return _page(request, "error.html", user, status_code=exc.status_code, message=exc.message,
                  status=exc.status_code)
 
 

@@ -177,6 +177,6 @@ def test_the_table_page_shows_boolean_policies_as_the_cli_does(client, tokens, r
     table = register("mor_v8_trips_8i3u1d")
     _sign_in(client, tokens["viewer"])
     page = client.get(f"/ui/tables/{table['id']}").text
-    values = re.findall(r"<tr[^>]*><td><code>[^<]+</code></td><td>([^<]*)</td></tr>", page)
+    values = re.findall(r"<tr[^>]*><td><code class=\"policy-key\">.+?</code></td><td>([^<]*)</td></tr>", page)
     assert values and ("yes" in values or "no" in values), values  # the policies have booleans
     assert "True" not in values and "False" not in values, values

@@ -6,21 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 from support import FIXTURE_TABLES
+from ui_support import sign_in
 
 from tms.db import AlertRepo, TaskRepo, TaskState
 
 pytestmark = pytest.mark.slow  # a browser, a service and a worker: about a minute
-
-
-def sign_in(page: Page, stack, role: str) -> None:
-    page.goto(stack.url + "/")
-    expect(page.get_by_role("heading", name="Sign in to TMS")).to_be_visible()
-    page.get_by_label("API token").fill(stack.tokens[role])
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(stack.url + "/ui/")
-    expect(page.get_by_text(role, exact=True)).to_be_visible()
 
 
 @pytest.fixture(scope="module")
