@@ -220,6 +220,11 @@ class WriteStat(_Record):
         return doc
 
 
+DELETE_PARTITION = "DELETE_PARTITION"  # the operation type of Hudi's delete_partition replacecommit
+# TMS's extra metadata of a compaction or clustering commit: how many expired records a record TTL dropped.
+TTL_DROPPED_KEY = "tms.ttl.dropped.records"
+
+
 @dataclass(kw_only=True)
 class CommitMetadata(_Record):
     """Content of a completed commit, deltacommit or replacecommit (and of their inflight files).

@@ -59,6 +59,8 @@ from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_
 from ..rollback_blocks import write_rollback_block_file
 from ..schema import with_meta_fields
 from ..serde import (
+    DELETE_PARTITION,
+    TTL_DROPPED_KEY,
     CleanMetadata,
     CommitMetadata,
     InstantInfo,
@@ -302,8 +304,19 @@ class MetadataWriter:
                 changes.append(_FileChange(part or "", {posixpath.basename(s.path): int(s.file_size_in_bytes)
                                                         for s in stats if s.path}, []))
                 written += [s.path for s in stats if s.path]
-            # Compaction keeps every record in its file group: the record index needs no change.
-            compaction = metadata.compacted or (metadata.operation_type or "").upper() == "COMPACT"
+            operation = (metadata.operation_type or "").upper()
+            if operation == DELETE_PARTITION:
+                # The partitions leave the MDT's partition list (their files go with the clean that deletes
+                # them), and their keys leave the record index.
+                dropped = sorted(metadata.partition_to_replace_file_ids or {})
+                records, deletes = self._records(instant, [], dropped=dropped)
+                if K.RECORD_INDEX in self.partitions:
+                    deletes[K.RECORD_INDEX].extend(self._keys_in(set(dropped)))
+                self._write_delta_commit(instant, records, deletes)
+                return
+            # Compaction keeps every record in its file group (the record index needs no change), unless it
+            # dropped expired records (a record TTL), whose keys then leave the index.
+            compaction = (metadata.compacted or operation == "COMPACT") and not _dropped_records(metadata)
             records, deletes = self._records(instant, changes, index_records_of=[] if compaction else written)
         self._write_delta_commit(instant, records, deletes)
 
@@ -390,6 +403,12 @@ class MetadataWriter:
             out[K.RECORD_INDEX].extend(located)
             deletes[K.RECORD_INDEX].extend(gone)
         return out, deletes
+
+    def _keys_in(self, partitions: set[str]) -> list[str]:
+        """The record index's keys located in `partitions`."""
+        index = self._open_mdt.records(K.RECORD_INDEX)
+        return sorted(k for k, rec in index.items()
+                      if rec.location is not None and rec.location.partition in partitions)
 
     def _record_index_changes(self, instant: str, written: Sequence[str]) -> tuple[list[MetadataRecord], list[str]]:
         """New locations and deleted keys from the files an instant wrote: a base file's keys are where it
@@ -659,6 +678,12 @@ class MetadataWriter:
                         and b.instant_time == rollback_instant):
                     return info.path
         return None
+
+
+def _dropped_records(metadata: CommitMetadata) -> bool:
+    """Whether a compaction wrote fewer records than it read from the base files and logs for some file
+    group beyond the deletes its logs held: a record TTL dropped expired ones."""
+    return (metadata.extra_metadata or {}).get(TTL_DROPPED_KEY, "0") != "0"
 
 
 def _latest_schema(table: HudiTable) -> dict[str, Any]:
