@@ -60,7 +60,7 @@ from ..rollback_blocks import write_rollback_block_file
 from ..schema import with_meta_fields
 from ..serde import (
     DELETE_PARTITION,
-    TTL_DROPPED_KEY,
+    TTL_CUTOFF_KEY,
     CleanMetadata,
     CommitMetadata,
     InstantInfo,
@@ -316,8 +316,13 @@ class MetadataWriter:
                 return
             # Compaction keeps every record in its file group (the record index needs no change), unless it
             # dropped expired records (a record TTL), whose keys then leave the index.
-            compaction = (metadata.compacted or operation == "COMPACT") and not _dropped_records(metadata)
-            records, deletes = self._records(instant, changes, index_records_of=[] if compaction else written)
+            dropped_records = _dropped_records(metadata)
+            compaction = (metadata.compacted or operation == "COMPACT") and not dropped_records
+            # A clustering that dropped expired records leaves their keys in the groups it replaced.
+            replaced = {(p, f) for p, fids in (metadata.partition_to_replace_file_ids or {}).items() for f in fids} \
+                if dropped_records else set()
+            records, deletes = self._records(instant, changes, index_records_of=[] if compaction else written,
+                                             replaced=replaced)
         self._write_delta_commit(instant, records, deletes)
 
     def rollback(self, instant: str, failed_instant: str, metadata: RollbackMetadata) -> None:
@@ -347,8 +352,10 @@ class MetadataWriter:
 
     # --- records ----------------------------------------------------------------------------------
     def _records(self, instant: str, changes: list[_FileChange], *, dropped: Iterable[str] = (),
-                 index_records_of: Sequence[str] = ()) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
-        """The records of the action's changes per MDT partition, and the keys it deletes per MDT partition."""
+                 index_records_of: Sequence[str] = (), replaced: set[tuple[str, str]] | None = None
+                 ) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
+        """The records of the action's changes per MDT partition, and the keys it deletes per MDT partition
+        (`replaced`: file groups whose keys the written files do not hold any more leave the record index)."""
         out: dict[str, list[MetadataRecord]] = defaultdict(list)
         deletes: dict[str, list[str]] = defaultdict(list)
         listing = self._open_mdt.file_listing()
@@ -402,6 +409,12 @@ class MetadataWriter:
             located, gone = self._record_index_changes(instant, index_records_of)
             out[K.RECORD_INDEX].extend(located)
             deletes[K.RECORD_INDEX].extend(gone)
+            if replaced:
+                moved = {rec.key for rec in located}
+                index = self._open_mdt.records(K.RECORD_INDEX)
+                deletes[K.RECORD_INDEX].extend(sorted(
+                    k for k, rec in index.items() if rec.location is not None and k not in moved
+                    and (rec.location.partition, rec.location.file_id) in replaced))
         return out, deletes
 
     def _keys_in(self, partitions: set[str]) -> list[str]:
@@ -681,9 +694,8 @@ class MetadataWriter:
 
 
 def _dropped_records(metadata: CommitMetadata) -> bool:
-    """Whether a compaction wrote fewer records than it read from the base files and logs for some file
-    group beyond the deletes its logs held: a record TTL dropped expired ones."""
-    return (metadata.extra_metadata or {}).get(TTL_DROPPED_KEY, "0") != "0"
+    """Whether a compaction may have dropped records: those its record TTL expired."""
+    return TTL_CUTOFF_KEY in (metadata.extra_metadata or {})
 
 
 def _latest_schema(table: HudiTable) -> dict[str, Any]:
