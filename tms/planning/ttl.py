@@ -14,12 +14,34 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pyarrow as pa
+
 from tms.hudi.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
 from tms.hudi.partition_paths import partition_time
+from tms.hudi.schema import META_FIELDS
+from tms.hudi.schema_evolution import full_arrow_schema, latest_data_schema
 from tms.hudi.serde import TTL_CUTOFF_KEY, TTL_FIELD_KEY
 from tms.hudi.table import HudiTable
+from tms.record_ttl import ttl_field_refusal
 
 from .policy import TablePolicy
+
+
+def ttl_policy_refusal(table: HudiTable, policy: TablePolicy) -> tuple[str, str] | None:
+    """Why `policy`'s TTL options cannot apply to `table`: (the option, one line), or None if they can (or none
+    is set). Checked when a policy is set, so that a TTL that could not run is never accepted."""
+    if policy.record_ttl:
+        data_schema = latest_data_schema(table)
+        if data_schema is None:
+            return "tms.ttl.field", f"table {table.name} has no schema yet to find tms.ttl.field in"
+        schema = full_arrow_schema(data_schema)
+        refusal = ttl_field_refusal(pa.schema([f for f in schema if f.name not in META_FIELDS]), policy.ttl_field)
+        if refusal:
+            return "tms.ttl.field", refusal
+    if policy.partition_ttl and not table.config.partition_fields:
+        return ("hoodie.partition.ttl.days.retain",
+                f"table {table.name} is not partitioned: partition TTL has no partition to delete")
+    return None
 
 
 def record_ttl_cutoff(policy: TablePolicy, now: datetime) -> datetime:
