@@ -33,3 +33,15 @@ def test_partition_ttl_is_refused_on_a_table_without_partitions(client, register
     assert refused.status_code == 422
     assert "hoodie.partition.ttl.days.retain" in refused.json()["detail"]
     assert "not partitioned" in refused.json()["detail"]
+
+
+def test_the_table_shows_its_ttl_state(client, register, tokens):
+    table = register("mor_v8_trips_8i3u1d")  # partitioned by city, written long before today
+    url = f"/api/v1/tables/{table['id']}"
+    assert client.get(url, headers=tokens["viewer"]).json()["ttl"] is None  # no TTL policy
+    client.patch(url, headers=tokens["admin"], json={"policies": {"hoodie.partition.ttl.days.retain": 1,
+                                                                  "tms.ttl.field": "ts", "tms.ttl.days": 30}})
+    ttl = client.get(url, headers=tokens["viewer"]).json()["ttl"]
+    cities = client.get(url, headers=tokens["viewer"]).json()["file_group_stats"]["partitions"]
+    assert ttl["expired_partitions_total"] == cities == len(ttl["expired_partitions"]) > 0  # by their last write
+    assert ttl["record_ttl_cutoff"] and (ttl["last_record_ttl"], ttl["last_partition_delete"]) == (None, None)

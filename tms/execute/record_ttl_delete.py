@@ -19,6 +19,7 @@ from tms.hudi.merge import merge_slice
 from tms.hudi.plans import pending_clustering_groups, pending_compaction_groups
 from tms.hudi.schema import META_FIELDS
 from tms.hudi.schema_evolution import full_arrow_schema, latest_data_schema
+from tms.hudi.serde import TTL_CUTOFF_KEY, TTL_FIELD_KEY
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import HudiWriter
 from tms.record_ttl import expired_mask, ttl_field_refusal
@@ -69,5 +70,6 @@ def delete_expired_records(table: HudiTable, field: str, cutoff: datetime, *,
     expired, groups = expired_records(table, field, cutoff, max_file_groups)
     if expired is None:
         return TtlDeletion(None, 0, 0)
-    result = HudiWriter(table, transactions=transactions).write(expired, "delete")
+    ttl = {TTL_FIELD_KEY: field, TTL_CUTOFF_KEY: str(int(cutoff.timestamp() * 1000))}  # the TTL state shows it
+    result = HudiWriter(table, transactions=transactions).write(expired, "delete", extra_metadata=ttl)
     return TtlDeletion(result.instant, expired.num_rows, groups)

@@ -12,6 +12,7 @@ writes on the active timeline that wrote into it (which a MERGE_ON_READ log appe
 former)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -20,7 +21,7 @@ from tms.hudi.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_da
 from tms.hudi.partition_paths import partition_time
 from tms.hudi.schema import META_FIELDS
 from tms.hudi.schema_evolution import full_arrow_schema, latest_data_schema
-from tms.hudi.serde import TTL_CUTOFF_KEY, TTL_FIELD_KEY
+from tms.hudi.serde import DELETE_PARTITION, TTL_CUTOFF_KEY, TTL_FIELD_KEY
 from tms.hudi.table import HudiTable
 from tms.record_ttl import ttl_field_refusal
 
@@ -55,6 +56,39 @@ def ttl_plan_metadata(policy: TablePolicy, now: datetime) -> dict[str, str]:
         return {}
     return {TTL_FIELD_KEY: policy.ttl_field,
             TTL_CUTOFF_KEY: str(int(record_ttl_cutoff(policy, now).timestamp() * 1000))}
+
+
+@dataclass(frozen=True)
+class TtlState:
+    """What TTL did and has to do on a table, for its page and `tms tables show`."""
+
+    record_ttl_cutoff: datetime | None    # records before this have expired (None: no record TTL)
+    last_record_ttl: str | None           # the last instant that applied the record TTL (compaction, clustering,
+                                          # or the TTL task's deletes)
+    last_partition_delete: str | None     # the last delete_partition replacecommit
+    expired_partitions: list[str]         # expired now and not deleted yet, oldest first (at most SHOWN)
+    expired_partitions_total: int
+
+
+SHOWN = 20
+
+
+def ttl_state(table: HudiTable, policy: TablePolicy, now: datetime) -> TtlState | None:
+    """The table's TTL state at `now`; None when no TTL is set."""
+    if not (policy.record_ttl or policy.partition_ttl):
+        return None
+    tl = table.timeline
+    last_record = last_partition = None
+    for inst in tl.completed((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)):
+        meta = tl.commit_metadata(inst)
+        if TTL_CUTOFF_KEY in (meta.extra_metadata or {}):
+            last_record = inst.timestamp
+        if (meta.operation_type or "").upper() == DELETE_PARTITION:
+            last_partition = inst.timestamp
+    expired = expired_partitions(table, policy.merged(
+        {"hoodie.partition.ttl.management.max.partitions.to.delete": 10**9}), now)
+    return TtlState(record_ttl_cutoff(policy, now) if policy.record_ttl else None, last_record, last_partition,
+                    expired[:SHOWN], len(expired))
 
 
 # --- partition TTL --------------------------------------------------------------------------------------
