@@ -22,7 +22,7 @@ from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction
 from tms.planning.policy import TablePolicy
 from tms.planning.ttl import record_ttl_cutoff
-from tms.record_ttl import ttl_field_refusal
+from tms.record_ttl import expired_mask, ttl_field_refusal
 
 NOW = datetime(2024, 2, 1, tzinfo=UTC)  # the injected clock
 TTL = TablePolicy.from_stored({"tms.ttl.field": "event_ms", "tms.ttl.days": 5})  # expired: before Jan 27
@@ -64,6 +64,22 @@ def test_the_ttl_field_must_hold_a_time():
     assert "is not a field" in ttl_field_refusal(schema, "nope")
     with pytest.raises(ValueError, match="set together"):
         TablePolicy.from_stored({"tms.ttl.field": "ts"})
+
+
+def test_each_kind_of_time_field_expires_before_the_cutoff_and_a_null_never():
+    day = lambda d: datetime(2024, 1, d, tzinfo=UTC)  # noqa: E731
+    millis = lambda d: int(day(d).timestamp() * 1000)  # noqa: E731
+    records = pa.table({
+        "utc": pa.array([day(9), day(11), None], pa.timestamp("ms", "UTC")),
+        "local": pa.array([day(9).replace(tzinfo=None), day(11).replace(tzinfo=None), None], pa.timestamp("us")),
+        "date": pa.array([day(9).date(), day(10).date(), None], pa.date32()),
+        "epoch_ms": pa.array([millis(9), millis(11), None], pa.int64()),
+        "text": pa.array(["2024-01-09", "2024-01-10T00:00:01", None]),
+        "bad_text": pa.array(["yesterday", None, None])})
+    for field in ("utc", "local", "date", "epoch_ms", "text"):
+        assert expired_mask(records, field, day(10)).to_pylist() == [True, False, False], field
+    with pytest.raises(HudiError, match="not an ISO date"):
+        expired_mask(records, "bad_text", day(10))
 
 
 def test_compaction_drops_expired_records_and_the_record_index_forgets_them(tmp_path):
