@@ -117,3 +117,24 @@ def test_a_partition_with_a_pending_write_is_not_deleted(tmp_path):
         delete_partitions(table, ["city=a"])
     assert [i.action for i in table.timeline.pending()] == ["commit"]  # nothing written
     assert _ids(path) == [1]
+
+
+def test_tms_ttl_applies_a_tables_ttl_now(tmp_path):
+    from typer.testing import CliRunner
+
+    from tms.cli import app
+    path = tmp_path / "t"
+    writer = create_table_for_records(str(path), [_event(0, 0)], table_type="MERGE_ON_READ", version=8, key=["id"],
+                                      ordering=["seq"], partition=["ts"], partition_time_format="yyyy-MM-dd")
+    writer.write([_event(i, i % 2) for i in range(6)])  # Jan 10 and 11, long past
+    policy = ["--policy", "hoodie.partition.ttl.days.retain=1",
+              "--policy", "hoodie.partition.ttl.management.max.partitions.to.delete=1"]
+    tms = CliRunner()
+    dry = tms.invoke(app, ["ttl", str(path), *policy, "--dry-run"])
+    assert (dry.exit_code, dry.output) == (0, "expired partitions: ts=2024-01-10\n")
+    assert _ids(path) == list(range(6))  # nothing written
+    done = tms.invoke(app, ["ttl", str(path), *policy])
+    assert done.exit_code == 0 and done.output.startswith("deleted 1 partition(s) (ts=2024-01-10) in replacecommit")
+    assert _ids(path) == [1, 3, 5]
+    refused = tms.invoke(app, ["ttl", str(path), "--policy", "tms.ttl.field=nope", "--policy", "tms.ttl.days=1"])
+    assert refused.exit_code != 0 and "tms.ttl.field 'nope' is not a field" in refused.output
