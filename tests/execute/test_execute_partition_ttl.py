@@ -40,11 +40,12 @@ def _ids(path) -> list[int]:
     return sorted(r["id"] for r in rows(hudi_rs_table(path)))
 
 
-@pytest.mark.parametrize("table_type", ["COPY_ON_WRITE", "MERGE_ON_READ"])
-def test_expired_day_partitions_are_deleted_and_gone_from_reads_mdt_and_storage(tmp_path, table_type):
+@pytest.mark.parametrize(("table_type", "version"), [("COPY_ON_WRITE", 8), ("MERGE_ON_READ", 8),
+                                                     ("MERGE_ON_READ", 6)])
+def test_expired_day_partitions_are_deleted_and_gone_from_reads_mdt_and_storage(tmp_path, table_type, version):
     path = tmp_path / "t"
     # Partitioned by day of `ts` (the time-based key generator): a partition's time is its value.
-    writer = create_table_for_records(str(path), [_event(0, 0)], table_type=table_type, version=8, key=["id"],
+    writer = create_table_for_records(str(path), [_event(0, 0)], table_type=table_type, version=version, key=["id"],
                                       ordering=["seq"], partition=["ts"], partition_time_format="yyyy-MM-dd")
     create_metadata_table(writer.table, ["files", "column_stats", "record_index"])
     writer.write([_event(i, i % 4) for i in range(12)])  # days 10..13, three records each
