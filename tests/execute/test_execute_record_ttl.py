@@ -82,14 +82,14 @@ def test_each_kind_of_time_field_expires_before_the_cutoff_and_a_null_never():
         expired_mask(records, "bad_text", day(10))
 
 
-def test_compaction_drops_expired_records_and_the_record_index_forgets_them(tmp_path):
+def test_compaction_drops_expired_records_and_the_record_index_forgets_them(tmp_path, spark_runner):
     path = tmp_path / "t"
     writer = _table(path, "MERGE_ON_READ")
     writer.write([_record(i, seq=2) for i in range(0, 24, 3)])  # log files to compact
     before = _read(path)
     table = HudiTable.load(str(path))
     planned = plan_compaction(table, TTL, NOW, force=True)
-    execute_instant(HudiTable.load(str(path)), planned.instant, LocalRunner(1))
+    execute_instant(HudiTable.load(str(path)), planned.instant, spark_runner)  # as the Spark job runs it
     after = _read(path)
     assert after == [r for r in before if not _expired(r)]  # unexpired rows untouched, expired ones gone
     assert len(after) < len(before)
