@@ -104,6 +104,23 @@ def test_compaction_drops_expired_records_and_the_record_index_forgets_them(tmp_
     assert len(_read(path)) == len(after) + len([i for i in range(1, 24, 3) if _expired(_record(i))])
 
 
+def test_a_record_updated_after_the_compaction_plan_stays_in_the_record_index(tmp_path):
+    path = tmp_path / "t"
+    writer = create_table_for_records(str(path), [_record(0)], table_type="MERGE_ON_READ", version=6, key=["id"],
+                                      ordering=["seq"], partition=["city"])
+    create_metadata_table(writer.table, ["files", "record_index"])
+    writer.write([_record(i) for i in range(12)])
+    writer.write([_record(i, seq=2) for i in range(12)])
+    planned = plan_compaction(HudiTable.load(str(path)), TTL, NOW, force=True)
+    revived = {**_record(0, seq=3), "event_ms": int(NOW.timestamp() * 1000)}  # expired in the plan, not any more
+    writer.table.timeline.reload()
+    writer.write([revived])  # into the slice the plan opened
+    execute_instant(HudiTable.load(str(path)), planned.instant, LocalRunner(1))
+    after = _read(path)
+    assert revived["id"] in [r["id"] for r in after] and not [r for r in after if _expired(r)]
+    assert _index_keys(path) == sorted(r["id"] for r in after)
+
+
 def test_clustering_drops_expired_records(tmp_path):
     path = tmp_path / "t"
     _table(path, "COPY_ON_WRITE")

@@ -69,6 +69,7 @@ from ..serde import (
     RollbackPlan,
     RollbackRequest,
     WriteStat,
+    parse_compaction_plan,
     parse_rollback_plan,
     serialize_commit_metadata,
     serialize_rollback_metadata,
@@ -323,6 +324,11 @@ class MetadataWriter:
                 if dropped_records else set()
             records, deletes = self._records(instant, changes, index_records_of=[] if compaction else written,
                                              replaced=replaced)
+            if dropped_records and metadata.compacted and deletes.get(K.RECORD_INDEX):
+                # A key the compaction dropped may live on in a log file it did not read (written into the slice
+                # it opened): the index keeps such a key where it is.
+                live = self._keys_outside_the_plan(instant)
+                deletes[K.RECORD_INDEX] = [k for k in deletes[K.RECORD_INDEX] if k not in live]
         self._write_delta_commit(instant, records, deletes)
 
     def rollback(self, instant: str, failed_instant: str, metadata: RollbackMetadata) -> None:
@@ -416,6 +422,24 @@ class MetadataWriter:
                     k for k, rec in index.items() if rec.location is not None and k not in moved
                     and (rec.location.partition, rec.location.file_id) in replaced))
         return out, deletes
+
+    def _keys_outside_the_plan(self, instant: str) -> set[str]:
+        """The record keys in the log files of the file groups the compaction at `instant` rewrote that its plan
+        does not list (in any state: erring towards keeping a key)."""
+        plan = parse_compaction_plan(self.table.timeline.read_plan(instant))
+        storage = self.table.storage
+        keys: set[str] = set()
+        for op in plan.operations:
+            part = op.partition_path or ""
+            planned = {posixpath.basename(p) for p in op.delta_file_paths}
+            for info in storage.listdir(part):
+                log = LogFileName.parse(info.name)
+                if log is None or log.file_id != op.file_id or info.name in planned:
+                    continue
+                for block in read_log_file(storage.read_bytes(info.path)):
+                    if block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+                        keys.update(block.records().column("_hoodie_record_key").to_pylist())
+        return keys
 
     def _keys_in(self, partitions: set[str]) -> list[str]:
         """The record index's keys located in `partitions`."""
