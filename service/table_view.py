@@ -15,8 +15,17 @@ from tms.hudi.errors import HudiError
 from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
 from tms.planning import find_failed_writes
+from tms.planning.ttl import ttl_state
 
-from .schemas.tables import CapabilityOut, FileGroupOut, FileGroupSummary, Health, InstantOut, TimelineSummary
+from .schemas.tables import (
+    CapabilityOut,
+    FileGroupOut,
+    FileGroupSummary,
+    Health,
+    InstantOut,
+    TimelineSummary,
+    TtlStateOut,
+)
 
 LARGEST_SHOWN = 20
 
@@ -76,7 +85,7 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     reasons: list[str] = []
     status = "ok"
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
-                            "file_group_stats": None, "capabilities": None}
+                            "file_group_stats": None, "capabilities": None, "ttl": None}
     try:
         table = HudiTable.load(base_path)
         view["capabilities"] = capability_report(table)
@@ -112,6 +121,12 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
         status = "warning"
         reasons.append(f"{len(failed_writes)} write(s) presumed failed, awaiting a rollback: "
                        + "; ".join(f"{f.instant.timestamp} ({f.reason})" for f in failed_writes[:5]))
+    try:
+        state = ttl_state(table, policy, datetime.now(UTC))
+        view["ttl"] = TtlStateOut(**vars(state)) if state else None
+    except (HudiError, MetadataFormatError, OSError) as exc:
+        status = "warning"
+        reasons.append(f"cannot tell what TTL has to do: {exc}")
     failed = tasks_by_state.get("FAILED", 0)
     if failed:
         status = "warning"

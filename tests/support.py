@@ -57,11 +57,13 @@ def copy_table(src: Path, dest: Path) -> Path:
     return dest
 
 
-def hudi_rs_table(path: Path | str, as_of: str | None = None) -> pa.Table:
-    """The snapshot hudi-rs 0.5.0 reads."""
-    from hudi import HudiReadOptions, HudiTableBuilder
+def hudi_rs_table(path: Path | str, as_of: str | None = None, start: str | None = None) -> pa.Table:
+    """The snapshot hudi-rs 0.5.0 reads; with `start`, its incremental read of what changed after `start`."""
+    from hudi import HudiQueryType, HudiReadOptions, HudiTableBuilder
     table = HudiTableBuilder.from_base_uri(str(path)).build()
     options = HudiReadOptions().with_as_of_timestamp(as_of) if as_of else None
+    if start is not None:
+        options = HudiReadOptions().with_query_type(HudiQueryType.Incremental).with_start_timestamp(start)
     batches = table.read(options)
     if not batches:
         return pa.table({})

@@ -12,6 +12,7 @@ from tms.hudi.locks import LockConfigError, parse_concurrency_options
 from tms.hudi.storage import open_storage
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import split_concurrency_options
+from tms.planning.ttl import ttl_policy_refusal
 from tms.table_path import is_under_roots
 
 from ..auth import Admin, Operator, Viewer
@@ -48,6 +49,14 @@ def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:
         return TablePolicy.from_stored(stored).merged(changes)
     except ValidationError as exc:
         raise validation_error(exc.errors(), "body", "policies") from None
+
+
+def _require_applicable_ttl(table: HudiTable, policy: TablePolicy) -> None:
+    """A TTL option the table cannot honour (a field that holds no time, no partitions) is refused, in one line."""
+    refusal = ttl_policy_refusal(table, policy)
+    if refusal:
+        option, message = refusal
+        raise validation_error([{"loc": (option,), "type": "value_error", "msg": message}], "body", "policies")
 
 
 def _concurrency(stored: dict[str, str], changes: dict[str, Any], *, base_path: str, table_name: str
@@ -112,6 +121,7 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     refusal = registration_refusal(report)
     if refusal:
         raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": refusal}], "body")
+    _require_applicable_ttl(hudi_table, policy)
     concurrency = _concurrency({}, concurrency_changes, base_path=body.base_path, table_name=facts["name"])
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).register(
@@ -166,7 +176,10 @@ def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> 
         table = repo.get(table_id)
         if "policies" in changes:
             concurrency_changes, policy_changes = split_concurrency_options(changes["policies"] or {})
-            changes["policies"] = _policy(table.policies, policy_changes).explicit()
+            policy = _policy(table.policies, policy_changes)
+            if policy.record_ttl or policy.partition_ttl:
+                _require_applicable_ttl(HudiTable.load(table.base_path), policy)
+            changes["policies"] = policy.explicit()
             if concurrency_changes:
                 changes["concurrency_options"] = _concurrency(table.concurrency_options, concurrency_changes,
                                                               base_path=table.base_path, table_name=table.name)

@@ -137,6 +137,17 @@ class Health(BaseModel):
     reasons: list[str]
 
 
+class TtlStateOut(BaseModel):
+    record_ttl_cutoff: datetime | None = Field(description="Records whose tms.ttl.field is before this have expired "
+                                                           "(null: no record TTL)")
+    last_record_ttl: str | None = Field(description="The last instant that dropped or deleted expired records "
+                                                    "(a compaction, a clustering or the TTL task's delete commit)")
+    last_partition_delete: str | None = Field(description="The last delete_partition replacecommit")
+    expired_partitions: list[str] = Field(description="Partitions expired now and not deleted yet, oldest first "
+                                                      "(the first 20)")
+    expired_partitions_total: int
+
+
 class TableDetail(TableOut):
     properties: dict[str, str]
     timeline: TimelineSummary | None
@@ -148,6 +159,7 @@ class TableDetail(TableOut):
     capabilities: dict[str, CapabilityOut] | None = Field(
         description=CAPABILITIES_DESCRIPTION + " (as the table's properties are now; null when it cannot be read)")
     health: Health
+    ttl: TtlStateOut | None = Field(None, description="Record and partition TTL (null: no TTL policy set)")
 
 
 class PlanRequest(BaseModel):

@@ -59,13 +59,16 @@ def test_tables_commands(tms, trips):
     detail = as_json(tms("tables", "show", name, "--json"))  # by name
     assert detail["id"] == tid and detail["timeline"]["completed"] >= 3 and "status" in detail["health"]
     shown = ok(tms("tables", "show", str(tid)))
-    assert registered["base_path"] in shown and "hoodie.cleaner.policy" in shown
+    assert registered["base_path"] in shown and "hoodie.cleaner.policy" in shown and "ttl:" not in shown
 
     updated = as_json(tms("tables", "update", str(tid), "--policy", "hoodie.cleaner.commits.retained=7",
                           "--policy", "hoodie.compact.inline.max.delta.commits=", "--priority", "5", "--json"))
     assert updated["policies"]["hoodie.cleaner.commits.retained"] == 7
     assert updated["policies"]["hoodie.compact.inline.max.delta.commits"] == 5  # back to Hudi's default
     assert updated["priority"] == 5
+    ok(tms("tables", "update", str(tid), "--policy", "tms.ttl.field=ts", "--policy", "tms.ttl.days=30"))
+    ttl = ok(tms("tables", "show", str(tid))).split("ttl:", 1)[1]
+    assert "records expire before" in ttl and "expired partitions" in ttl and "none yet" in ttl
     assert "hoodie.cleaner.commits.retained = 7" in ok(tms("tables", "update", name, "--policy",
                                                            "hoodie.cleaner.commits.retained=7"))
 

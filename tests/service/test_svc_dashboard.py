@@ -180,3 +180,13 @@ def test_the_table_page_shows_boolean_policies_as_the_cli_does(client, tokens, r
     values = re.findall(r"<tr[^>]*><td><code class=\"policy-key\">.+?</code></td><td>([^<]*)</td></tr>", page)
     assert values and ("yes" in values or "no" in values), values  # the policies have booleans
     assert "True" not in values and "False" not in values, values
+
+
+def test_the_table_page_shows_its_ttl_state(client, register, tokens):
+    table = register("mor_v8_trips_8i3u1d")  # partitioned by city, written long before today
+    client.patch(f"/api/v1/tables/{table['id']}", headers=tokens["admin"],
+                 json={"policies": {"hoodie.partition.ttl.days.retain": 1}})
+    _sign_in(client, tokens["viewer"])
+    page = client.get(f"/ui/tables/{table['id']}").text
+    ttl = page[page.index('id="ttl"'):page.index("</dl>", page.index('id="ttl"'))]
+    assert "no record TTL" in ttl and "city=" in ttl  # every city expired by its last write

@@ -27,6 +27,7 @@ from tms.hudi.serde import (
     serialize_commit_metadata,
 )
 from tms.hudi.table import HudiTable
+from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
 
 from .action import ActionExecutor, ExecutionResult
 from .base_files import (
@@ -66,10 +67,12 @@ class ClusteringTask:
     schema: str                 # the output's Avro schema (meta fields included), as JSON
     valid: ValidInstants
     extension: str = "parquet"  # of the base files to write: the table's base file format's
+    ttl: tuple[str, int] | None = None  # the plan's record TTL: (field, cutoff in epoch millis)
 
 
 def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
-    """Rewrite one input group; one write stat per new file group."""
+    """Rewrite one input group, without the records the plan's record TTL expired; one write stat per new file
+    group."""
     storage, config = task.table.storage(), task.table.config()
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
@@ -81,6 +84,8 @@ def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
         parts.append(merge_records(base, scan, ordering, arrow_schema))
         input_bytes += sum(storage.info(p).size for p in ((s.base_file,) if s.base_file else ()) + s.log_files)
     rows = pa.concat_tables(parts)
+    if task.ttl is not None:
+        rows = drop_expired(rows, *task.ttl)
     if task.sort_columns:
         rows = rows.sort_by([(c, "ascending") for c in task.sort_columns])
     files = min(rows.num_rows, max(task.min_output_files, math.ceil(input_bytes / task.target_file_bytes)))
@@ -152,7 +157,7 @@ class ClusteringExecutor(ActionExecutor):
                 tuple(self._relative(p, partition) for p in s.delta_file_paths)) for s in group.slices)
             tasks.append(ClusteringTask(self.ref, self.timestamp, partition, slices, self.sort_columns,
                                         max(1, group.num_output_file_groups or 1), self.target_file_bytes,
-                                        schema, valid, extension))
+                                        schema, valid, extension, ttl_of_plan(self.plan.extra_metadata)))
         return tasks
 
     def finish(self, results: Sequence[list[WriteStat]], fence: Fence) -> ExecutionResult:
@@ -166,7 +171,8 @@ class ClusteringExecutor(ActionExecutor):
             for input_slice in group.slices:
                 replaced[input_slice.partition_path or ""].append(input_slice.file_id or "")  # start checked it
         meta = CommitMetadata(partition_to_write_stats=dict(written),
-                              extra_metadata={"schema": json.dumps(self.data_schema)},
+                              extra_metadata={"schema": json.dumps(self.data_schema),
+                                              **ttl_commit_metadata(self.plan.extra_metadata)},
                               operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))
         with self.transactions.transaction():
             # The writer wins: a write into a file group it rewrites (Hudi's SparkAllowUpdateStrategy), completed

@@ -31,6 +31,7 @@ from tms.hudi.serde import (
     serialize_commit_metadata,
 )
 from tms.hudi.table import HudiTable
+from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
 
 from .action import ActionExecutor, ExecutionResult
 from .base_files import (
@@ -59,11 +60,13 @@ class CompactionTask:
     schema: str                 # the output's Avro schema (meta fields included), as JSON
     valid: ValidInstants
     extension: str = "parquet"  # of the base files to write: the table's base file format's
+    ttl: tuple[str, int] | None = None  # the plan's record TTL: (field, cutoff in epoch millis)
 
 
 def compact_file_group(task: CompactionTask, token: str) -> WriteStat | None:
-    """Merge one file group into a new base file. None when a log-only file group has no record left
-    (every block rolled back, every record deleted): Hudi writes nothing for it either."""
+    """Merge one file group into a new base file, without the records the plan's record TTL expired. None when
+    a log-only file group has no record left (every block rolled back, every record deleted): Hudi writes
+    nothing for it either (one whose records expired is written, empty, so that the record index drops them)."""
     storage, config = task.table.storage(), task.table.config()
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
@@ -72,15 +75,17 @@ def compact_file_group(task: CompactionTask, token: str) -> WriteStat | None:
     scan_ms = _ms_since(started)
     base = read_base_file(storage, task.base_file, arrow_schema) if task.base_file else None
     merged = merge_records(base, scan, merge_ordering_field(config), arrow_schema)
-    if base is None and merged.num_rows == 0:
+    kept = drop_expired(merged, *task.ttl) if task.ttl is not None else merged
+    expired = merged.num_rows - kept.num_rows
+    if base is None and kept.num_rows == 0 and not expired:
         return None
     rel = base_file_path(task.partition, task.file_id, token, task.instant, task.extension)
     create_marker(storage, task.instant, rel, MERGE if base is not None else CREATE)
-    size = write_base_file(storage, rel, with_file_name(merged, rel.rsplit("/", 1)[-1]), avro_schema)
+    size = write_base_file(storage, rel, with_file_name(kept, rel.rsplit("/", 1)[-1]), avro_schema)
     counts = _record_counts(base, scan, merged)
     return WriteStat(
         file_id=task.file_id, path=rel, prev_commit=task.base_instant, partition_path=task.partition,
-        num_writes=merged.num_rows, num_deletes=counts["deletes"], num_update_writes=counts["updates"],
+        num_writes=kept.num_rows, num_deletes=counts["deletes"] + expired, num_update_writes=counts["updates"],
         num_inserts=counts["inserts"], total_write_bytes=size, file_size_in_bytes=size,
         total_log_records=counts["log_records"], total_log_files_compacted=len(task.log_files),
         total_log_size_compacted=sum(storage.info(p).size for p in task.log_files),
@@ -156,7 +161,7 @@ class CompactionExecutor(ActionExecutor):
                 base_instant=op.base_instant_time,
                 base_file=self._relative(op.data_file_path, partition) if op.data_file_path else None,
                 log_files=tuple(self._relative(p, partition) for p in op.delta_file_paths),
-                schema=schema, valid=valid, extension=extension))
+                schema=schema, valid=valid, extension=extension, ttl=ttl_of_plan(self.plan.extra_metadata)))
         return tasks
 
     def finish(self, results: Sequence[WriteStat | None], fence: Fence) -> ExecutionResult:
@@ -166,7 +171,8 @@ class CompactionExecutor(ActionExecutor):
         for s in stats:
             by_partition[s.partition_path or ""].append(s)  # compact_file_group sets it
         meta = CommitMetadata(partition_to_write_stats=dict(by_partition), compacted=True,
-                              extra_metadata={"schema": json.dumps(self.data_schema)}, operation_type="COMPACT")
+                              extra_metadata={"schema": json.dumps(self.data_schema), **ttl_commit_metadata(
+                                  self.plan.extra_metadata)}, operation_type="COMPACT")
         with self.transactions.transaction():  # compaction never conflicts: later writes go to the next slice
             fence()
             write_metadata_commit(self.table, self.timestamp, COMMIT, meta)  # the MDT first, then the data instant

@@ -80,3 +80,21 @@ def record_partition_paths(config: TableConfig, records: pa.Table) -> pa.Array:
                   for v in values]
         parts.append([f"{f}={v}" for v in values] if hive else values)
     return pa.array(["/".join(p) for p in zip(*parts, strict=True)], pa.string())
+
+
+def partition_time(config: TableConfig, partition: str) -> dt.datetime | None:
+    """The time a time-based partition's path stands for (UTC), parsed with the table's output date format;
+    None for a table not partitioned by time, or a path that does not parse with that format."""
+    if not is_time_based(config) or not partition:
+        return None
+    value = partition
+    if config.hive_style_partitioning:  # `field=2024/01/15`: the format's '/' stay in the value
+        field = config.partition_fields[0]
+        if not value.startswith(f"{field}="):
+            return None
+        value = value[len(field) + 1:]
+    try:
+        parsed = dt.datetime.strptime(value, _strftime_pattern(config.get(OUTPUT_DATE_FORMAT) or "yyyy-MM-dd"))
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=dt.UTC)

@@ -220,6 +220,13 @@ class WriteStat(_Record):
         return doc
 
 
+DELETE_PARTITION = "DELETE_PARTITION"  # the operation type of Hudi's delete_partition replacecommit
+# TMS's extra metadata of a compaction or clustering plan, and of its commit: the record TTL it applies (the
+# field, and the moment before which a record has expired), so that every attempt drops the same records.
+TTL_FIELD_KEY = "tms.ttl.field"
+TTL_CUTOFF_KEY = "tms.ttl.cutoff.millis"
+
+
 @dataclass(kw_only=True)
 class CommitMetadata(_Record):
     """Content of a completed commit, deltacommit or replacecommit (and of their inflight files).

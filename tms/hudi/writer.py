@@ -145,13 +145,14 @@ class HudiWriter:
 
     # --- writing ---------------------------------------------------------------------------------
     def write(self, records: list[dict[str, Any]] | pa.Table, op: str = "upsert", *,
-              leave_inflight: bool = False, schema: pa.Schema | None = None) -> WriteResult:
+              leave_inflight: bool = False, schema: pa.Schema | None = None,
+              extra_metadata: dict[str, str] | None = None) -> WriteResult:
         """One commit. `insert` behaves as `upsert` (Hudi's default of merging, not duplicating, keys
         that exist); `delete` takes records holding at least the key and partition fields, and an
         ordering value if an event-time delete should lose to newer writes. `schema` is the records' schema
         when it evolves the table's (columns added, types promoted as Hudi allows): it becomes the table's
         schema from this commit on; a change Hudi's readers cannot resolve is refused before anything is
-        written (SchemaEvolutionError)."""
+        written (SchemaEvolutionError). `extra_metadata`: more entries of the commit's extra metadata."""
         if op not in OPERATIONS:
             raise HudiError(f"unknown operation {op!r} (one of {', '.join(OPERATIONS)})")
         stale = unmaintainable_partitions_for_writes(self.table)
@@ -231,7 +232,8 @@ class HudiWriter:
                 task += 1
 
         meta = CommitMetadata(partition_to_write_stats=_group_stats(stats), compacted=False,
-                              extra_metadata={"schema": json.dumps(avro_schema)}, operation_type=op.upper())
+                              extra_metadata={**(extra_metadata or {}), "schema": json.dumps(avro_schema)},
+                              operation_type=op.upper())
         self.table.storage.write_atomic(tl.path_of(inflight), serialize_commit_metadata(meta, self.config.version),
                                         overwrite=True)
         if leave_inflight:

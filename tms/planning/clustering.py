@@ -32,6 +32,7 @@ from .planned import Planned
 from .policy import TablePolicy
 from .stats import plan_stats
 from .triggers import CLUSTER_OPERATION, clustering_trigger
+from .ttl import ttl_plan_metadata
 
 EXECUTION_STRATEGY = "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
 SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
@@ -77,8 +78,8 @@ def _clustering_group(table: HudiTable, slices: list[FileSlice], policy: TablePo
 
 def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False) -> Planned | None:
     """Plan a clustering if enough commits landed since the last one (or `force`: an operator asked for one
-    now) and small files can be grouped; None otherwise. `now` is unused by Hudi's size-based strategy; it
-    keeps the planners' signature."""
+    now) and small files can be grouped; None otherwise. `now` is unused by Hudi's size-based strategy; the plan
+    carries the record TTL's cutoff at `now`."""
     tl = table.timeline
     tl.reload()
     if not force and not clustering_trigger(table, policy).due:
@@ -98,7 +99,7 @@ def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     params = {SORT_COLUMNS_PARAM: ",".join(policy.sort_columns)} if policy.sort_columns else {}
     plan = ClusteringPlan(input_groups=[_clustering_group(table, g, policy) for g in groups],
                           strategy=ClusteringStrategy(strategy_class_name=EXECUTION_STRATEGY, strategy_params=params),
-                          extra_metadata={}, version=1, preserve_hoodie_metadata=True)
+                          extra_metadata=ttl_plan_metadata(policy, now), version=1, preserve_hoodie_metadata=True)
     meta = RequestedReplaceMetadata(operation_type=CLUSTER_OPERATION, clustering_plan=plan, extra_metadata={})
     action = CLUSTERING if table.config.version >= 8 else REPLACE_COMMIT
     inst = tl.create_requested(action, serialize_requested_replace_metadata(meta))

@@ -25,6 +25,7 @@ from .planned import Planned
 from .policy import TablePolicy
 from .stats import plan_stats
 from .triggers import compaction_trigger
+from .ttl import ttl_plan_metadata
 
 _NOT_RECORDS = (BlockType.COMMAND, BlockType.CORRUPT)
 
@@ -85,7 +86,7 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     if not operations:
         return None
     blockers = pending_delta_commits_before(table, tc) if v6 else []
-    plan = CompactionPlan(operations=operations, extra_metadata=with_blockers({}, blockers))
+    plan = CompactionPlan(operations=operations, extra_metadata=with_blockers(ttl_plan_metadata(policy, now), blockers))
     tl.create_requested(COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 COMPACTION_STRATEGY_PACKAGE = "org.apache.hudi.table.action.compact.strategy."
 
@@ -30,6 +30,13 @@ class CleanerPolicy(StrEnum):
     KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
     KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
     KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
+
+
+class PartitionTtlStrategy(StrEnum):
+    """Hudi's partition TTL strategies TMS runs (Hudi's KEEP_BY_CREATION_TIME needs partition creation
+    times TMS does not keep)."""
+
+    KEEP_BY_TIME = "KEEP_BY_TIME"
 
 
 MB = 1024 * 1024
@@ -82,6 +89,17 @@ class TablePolicy(BaseModel):
     # The freshness objective: no delta commit stays uncompacted longer than this (0: none). The manager warns
     # (`freshness_at_risk`) when the forecast says the objective will be missed, before it is.
     freshness_max_uncompacted_seconds: int = Field(0, ge=0, alias="tms.freshness.max.uncompacted.seconds")
+    # Record TTL (tables not partitioned by time): records whose `ttl_field` is older than `ttl_days` are
+    # dropped by compaction and clustering, and deleted by the TTL task (ttl.py). Both or neither.
+    ttl_field: str = Field("", pattern=r"^[^\x00,]*$", alias="tms.ttl.field")
+    ttl_days: int = Field(0, ge=0, alias="tms.ttl.days")
+    # Partition TTL, as Hudi's: partitions older than `partition_ttl_days` (-1: off) are deleted, at most
+    # `partition_ttl_max_partitions` per run.
+    partition_ttl_strategy: PartitionTtlStrategy = Field(
+        PartitionTtlStrategy.KEEP_BY_TIME, alias="hoodie.partition.ttl.strategy.type")
+    partition_ttl_days: int = Field(-1, ge=-1, alias="hoodie.partition.ttl.days.retain")
+    partition_ttl_max_partitions: int = Field(
+        1000, ge=1, alias="hoodie.partition.ttl.management.max.partitions.to.delete")
 
     @field_validator("compaction_strategy", mode="before")
     @classmethod
@@ -90,6 +108,20 @@ class TablePolicy(BaseModel):
         if isinstance(value, str) and "." not in value:
             return COMPACTION_STRATEGY_PACKAGE + value
         return value
+
+    @model_validator(mode="after")
+    def _ttl_complete(self) -> TablePolicy:
+        if bool(self.ttl_field) != bool(self.ttl_days):
+            raise ValueError("tms.ttl.field and tms.ttl.days are set together (a field and a number of days > 0)")
+        return self
+
+    @property
+    def record_ttl(self) -> bool:
+        return bool(self.ttl_field and self.ttl_days)
+
+    @property
+    def partition_ttl(self) -> bool:
+        return self.partition_ttl_days > 0
 
     @property
     def sort_columns(self) -> list[str]:

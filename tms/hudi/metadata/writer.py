@@ -59,6 +59,8 @@ from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_
 from ..rollback_blocks import write_rollback_block_file
 from ..schema import with_meta_fields
 from ..serde import (
+    DELETE_PARTITION,
+    TTL_CUTOFF_KEY,
     CleanMetadata,
     CommitMetadata,
     InstantInfo,
@@ -67,6 +69,7 @@ from ..serde import (
     RollbackPlan,
     RollbackRequest,
     WriteStat,
+    parse_compaction_plan,
     parse_rollback_plan,
     serialize_commit_metadata,
     serialize_rollback_metadata,
@@ -302,9 +305,30 @@ class MetadataWriter:
                 changes.append(_FileChange(part or "", {posixpath.basename(s.path): int(s.file_size_in_bytes)
                                                         for s in stats if s.path}, []))
                 written += [s.path for s in stats if s.path]
-            # Compaction keeps every record in its file group: the record index needs no change.
-            compaction = metadata.compacted or (metadata.operation_type or "").upper() == "COMPACT"
-            records, deletes = self._records(instant, changes, index_records_of=[] if compaction else written)
+            operation = (metadata.operation_type or "").upper()
+            if operation == DELETE_PARTITION:
+                # The partitions leave the MDT's partition list (their files go with the clean that deletes
+                # them), and their keys leave the record index.
+                dropped = sorted(metadata.partition_to_replace_file_ids or {})
+                records, deletes = self._records(instant, [], dropped=dropped)
+                if K.RECORD_INDEX in self.partitions:
+                    deletes[K.RECORD_INDEX].extend(self._keys_in(set(dropped)))
+                self._write_delta_commit(instant, records, deletes)
+                return
+            # Compaction keeps every record in its file group (the record index needs no change), unless it
+            # dropped expired records (a record TTL), whose keys then leave the index.
+            dropped_records = _dropped_records(metadata)
+            compaction = (metadata.compacted or operation == "COMPACT") and not dropped_records
+            # A clustering that dropped expired records leaves their keys in the groups it replaced.
+            replaced = {(p, f) for p, fids in (metadata.partition_to_replace_file_ids or {}).items() for f in fids} \
+                if dropped_records else set()
+            records, deletes = self._records(instant, changes, index_records_of=[] if compaction else written,
+                                             replaced=replaced)
+            if dropped_records and metadata.compacted and deletes.get(K.RECORD_INDEX):
+                # A key the compaction dropped may live on in a log file it did not read (written into the slice
+                # it opened): the index keeps such a key where it is.
+                live = self._keys_outside_the_plan(instant)
+                deletes[K.RECORD_INDEX] = [k for k in deletes[K.RECORD_INDEX] if k not in live]
         self._write_delta_commit(instant, records, deletes)
 
     def rollback(self, instant: str, failed_instant: str, metadata: RollbackMetadata) -> None:
@@ -334,8 +358,10 @@ class MetadataWriter:
 
     # --- records ----------------------------------------------------------------------------------
     def _records(self, instant: str, changes: list[_FileChange], *, dropped: Iterable[str] = (),
-                 index_records_of: Sequence[str] = ()) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
-        """The records of the action's changes per MDT partition, and the keys it deletes per MDT partition."""
+                 index_records_of: Sequence[str] = (), replaced: set[tuple[str, str]] | None = None
+                 ) -> tuple[dict[str, list[MetadataRecord]], dict[str, list[str]]]:
+        """The records of the action's changes per MDT partition, and the keys it deletes per MDT partition
+        (`replaced`: file groups whose keys the written files do not hold any more leave the record index)."""
         out: dict[str, list[MetadataRecord]] = defaultdict(list)
         deletes: dict[str, list[str]] = defaultdict(list)
         listing = self._open_mdt.file_listing()
@@ -389,7 +415,37 @@ class MetadataWriter:
             located, gone = self._record_index_changes(instant, index_records_of)
             out[K.RECORD_INDEX].extend(located)
             deletes[K.RECORD_INDEX].extend(gone)
+            if replaced:
+                moved = {rec.key for rec in located}
+                index = self._open_mdt.records(K.RECORD_INDEX)
+                deletes[K.RECORD_INDEX].extend(sorted(
+                    k for k, rec in index.items() if rec.location is not None and k not in moved
+                    and (rec.location.partition, rec.location.file_id) in replaced))
         return out, deletes
+
+    def _keys_outside_the_plan(self, instant: str) -> set[str]:
+        """The record keys in the log files of the file groups the compaction at `instant` rewrote that its plan
+        does not list (in any state: erring towards keeping a key)."""
+        plan = parse_compaction_plan(self.table.timeline.read_plan(instant))
+        storage = self.table.storage
+        keys: set[str] = set()
+        for op in plan.operations:
+            part = op.partition_path or ""
+            planned = {posixpath.basename(p) for p in op.delta_file_paths}
+            for info in storage.listdir(part):
+                log = LogFileName.parse(info.name)
+                if log is None or log.file_id != op.file_id or info.name in planned:
+                    continue
+                for block in read_log_file(storage.read_bytes(info.path)):
+                    if block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA):
+                        keys.update(block.records().column("_hoodie_record_key").to_pylist())
+        return keys
+
+    def _keys_in(self, partitions: set[str]) -> list[str]:
+        """The record index's keys located in `partitions`."""
+        index = self._open_mdt.records(K.RECORD_INDEX)
+        return sorted(k for k, rec in index.items()
+                      if rec.location is not None and rec.location.partition in partitions)
 
     def _record_index_changes(self, instant: str, written: Sequence[str]) -> tuple[list[MetadataRecord], list[str]]:
         """New locations and deleted keys from the files an instant wrote: a base file's keys are where it
@@ -659,6 +715,11 @@ class MetadataWriter:
                         and b.instant_time == rollback_instant):
                     return info.path
         return None
+
+
+def _dropped_records(metadata: CommitMetadata) -> bool:
+    """Whether a compaction may have dropped records: those its record TTL expired."""
+    return TTL_CUTOFF_KEY in (metadata.extra_metadata or {})
 
 
 def _latest_schema(table: HudiTable) -> dict[str, Any]:

@@ -84,6 +84,16 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
         lines += ["", "pending instants:", output.table(pending, [
             ("INSTANT", output.field("instant")), ("ACTION", output.field("action")),
             ("STATE", output.field("state"))])]
+    ttl = t.get("ttl")
+    if ttl:
+        expired = ttl["expired_partitions"]
+        more = ttl["expired_partitions_total"] - len(expired)
+        lines += ["", "ttl:", output.record([
+            ("records expire before", ttl["record_ttl_cutoff"] or "no record TTL"),
+            ("last record TTL", ttl["last_record_ttl"] or "none yet"),
+            ("last partition delete", ttl["last_partition_delete"] or "none yet"),
+            ("expired partitions", ", ".join(expired) + (f" and {more} more" if more > 0 else "") or "none"),
+        ])]
     policies = t.get("policies") or {}
     lock = sorted((k, v) for k, v in policies.items() if is_concurrency_option(k))
     own = sorted((k, v) for k, v in policies.items() if not is_concurrency_option(k))
