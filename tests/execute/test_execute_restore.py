@@ -86,3 +86,33 @@ def test_restore_refuses_pending_write_and_newer_savepoint(tmp_path):
     t.model.rows.clear()
     t.model.upsert([rec(i, 10) for i in range(6)])
     t.check()
+
+
+@pytest.mark.parametrize("table_type,version", [("MERGE_ON_READ", 6), ("COPY_ON_WRITE", 8), ("MERGE_ON_READ", 9)])
+def test_restore_savepoint_to_new_path(tmp_path, table_type, version):
+    from support import hudi_rs_table, rows
+    from table_model import COLUMNS
+
+    from tms.execute.restore_copy import CopyRefused, restore_copy
+    from tms.hudi.reader import read_snapshot
+    from tms.hudi.table import HudiTable
+    t = MdtModelledTable(tmp_path / "t", table_type, version)
+    t.write([rec(i, 10) for i in range(12)], "insert")
+    kept = t.write([rec(i, 20) for i in range(6)])
+    expected = t.model.expected()
+    create_savepoint(t.table())
+    t.write([rec(i, 99, "bad") for i in range(12)])
+    t.write([rec(i, 99) for i in range(3)], "delete")
+    source_files = sorted(p.relative_to(t.path) for p in t.path.rglob("*") if p.is_file())
+
+    result = restore_copy(t.table(), kept, str(tmp_path / "copy"), LocalRunner())
+
+    copied = HudiTable.load(str(tmp_path / "copy"))
+    assert rows(read_snapshot(copied), COLUMNS) == expected
+    assert rows(hudi_rs_table(tmp_path / "copy"), COLUMNS) == expected
+    assert copied.timeline.last_completed().timestamp <= kept and copied.timeline.savepoints()
+    assert not (tmp_path / "copy" / ".hoodie" / "metadata").exists() and result.bytes_copied > 0
+    t.check()  # the source is untouched
+    assert sorted(p.relative_to(t.path) for p in t.path.rglob("*") if p.is_file()) == source_files
+    with pytest.raises(CopyRefused, match="not empty"):
+        restore_copy(t.table(), kept, str(tmp_path / "copy"), LocalRunner())
