@@ -82,6 +82,10 @@ class TablePolicy(BaseModel):
     # The freshness objective: no delta commit stays uncompacted longer than this (0: none). The manager warns
     # (`freshness_at_risk`) when the forecast says the objective will be missed, before it is.
     freshness_max_uncompacted_seconds: int = Field(0, ge=0, alias="tms.freshness.max.uncompacted.seconds")
+    # Savepoints TMS makes (tms.planning.savepoints): one of the latest completed write every this many hours
+    # (0: none), the oldest of its own beyond `keep` deleted (a writer's savepoints are never touched).
+    savepoint_interval_hours: int = Field(0, ge=0, alias="tms.savepoint.interval.hours")
+    savepoint_keep: int = Field(7, ge=1, alias="tms.savepoint.keep")
 
     @field_validator("compaction_strategy", mode="before")
     @classmethod
