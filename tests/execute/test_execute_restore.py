@@ -116,3 +116,28 @@ def test_restore_savepoint_to_new_path(tmp_path, table_type, version):
     assert sorted(p.relative_to(t.path) for p in t.path.rglob("*") if p.is_file()) == source_files
     with pytest.raises(CopyRefused, match="not empty"):
         restore_copy(t.table(), kept, str(tmp_path / "copy"), LocalRunner())
+
+
+def test_savepoint_and_restore_commands(tmp_path):
+    from support import hudi_rs_table, rows
+    from table_model import COLUMNS
+    from typer.testing import CliRunner
+
+    from tms.cli import app
+    t = MdtModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
+    kept = t.write([rec(i, 10) for i in range(6)], "insert")
+    expected = t.model.expected()
+    cli = CliRunner()
+    made = cli.invoke(app, ["savepoint", str(t.path), "--comment", "nightly"])
+    assert made.exit_code == 0 and f"savepoint {kept}" in made.output, made.output
+    assert "nightly" in cli.invoke(app, ["savepoints", str(t.path)]).output
+    t.write([rec(i, 99, "bad") for i in range(6)])
+    copied = cli.invoke(app, ["restore-copy", str(t.path), "--savepoint", kept, "--target-path",
+                              str(tmp_path / "copy")])
+    assert copied.exit_code == 0, copied.output
+    assert rows(hudi_rs_table(tmp_path / "copy"), COLUMNS) == expected
+    restored = cli.invoke(app, ["restore-savepoint", str(t.path), "--savepoint", kept])
+    assert restored.exit_code == 0 and "1 instant(s) rolled back" in restored.output, restored.output
+    assert rows(hudi_rs_table(t.path), COLUMNS) == expected
+    refused = cli.invoke(app, ["restore-savepoint", str(t.path), "--savepoint", "20200101000000000"])
+    assert refused.exit_code != 0 and "no savepoint at 20200101000000000" in refused.output
