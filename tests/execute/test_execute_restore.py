@@ -30,7 +30,7 @@ def test_restore_in_place_to_savepoint(tmp_path, table_type, version):
     bad = [t.write([rec(i, 99, "bad") for i in range(12)]), t.write([rec(i, 99) for i in range(3)], "delete")]
     if table_type == "MERGE_ON_READ":
         bad.append(execute_instant(t.table(), plan_compaction(t.table()), LocalRunner()).instant.timestamp)
-    t.write([rec(40, 99, "late")])
+    t.write([rec(40, 99, "late"), rec(1, 100, "late")])  # into the compacted slices too
 
     result = restore_in_place(t.table(), kept, LocalRunner())
 

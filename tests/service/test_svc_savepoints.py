@@ -59,3 +59,10 @@ def test_savepoint_then_restore_in_place(client, tokens, hudi_tables):
     assert HudiTable.load(str(path)).timeline.get(task["instant"]).is_completed
     gone = client.delete(f"{url}/savepoints/{kept}", headers=tokens["operator"])
     assert gone.status_code == 204 and client.get(f"{url}/savepoints", headers=tokens["viewer"]).json() == []
+
+
+def test_a_restore_is_not_planned(client, tokens, register):
+    table = register("cow_v8_nonpartitioned")
+    refused = client.post(f"/api/v1/tables/{table['id']}:plan", json={"service": "restore"},
+                          headers=tokens["operator"])
+    assert refused.status_code == 422 and "POST /api/v1/tables/{id}/restore" in refused.text
