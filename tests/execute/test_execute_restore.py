@@ -141,3 +141,18 @@ def test_savepoint_and_restore_commands(tmp_path):
     assert rows(hudi_rs_table(t.path), COLUMNS) == expected
     refused = cli.invoke(app, ["restore-savepoint", str(t.path), "--savepoint", "20200101000000000"])
     assert refused.exit_code != 0 and "no savepoint at 20200101000000000" in refused.output
+
+
+def test_restore_refuses_a_table_with_an_index_tms_does_not_maintain(tmp_path):
+    from tms.hudi.errors import UnsupportedTableError
+    t = MdtModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
+    kept = t.write([rec(i, 10) for i in range(6)], "insert")
+    create_savepoint(t.table())
+    t.write([rec(i, 20) for i in range(3)])
+    props = t.path / ".hoodie" / "hoodie.properties"
+    text = props.read_text()
+    partitions = next(line for line in text.splitlines() if line.startswith("hoodie.table.metadata.partitions="))
+    props.write_text(text.replace(partitions, partitions + ",expr_index_price"))
+    with pytest.raises(UnsupportedTableError, match="expr_index_price valid through a restore"):
+        restore_in_place(t.table(), kept, LocalRunner())
+    assert not [p for p in timeline_dir(t).iterdir() if "restore" in p.name or "rollback" in p.name]

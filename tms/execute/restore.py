@@ -135,8 +135,10 @@ def plan_restore(table: HudiTable, savepoint: str, *, roll_back_pending_writes: 
                  transactions: TransactionManager | None = None) -> Instant:
     """Write `R.restore.requested` (Hudi's HoodieRestorePlan, version 2) under the table's lock."""
     transactions = transactions or TransactionManager.single_writer(table)
-    require_maintainable(table, TableService.ROLLBACK)
-    require_capability(table, TableService.ROLLBACK)
+    # As a restore's: unlike the rollback of a failed write, it undoes completed writes, whose entries in an
+    # index TMS does not maintain (an expression index) would go stale.
+    require_maintainable(table, TableService.RESTORE)
+    require_capability(table, TableService.RESTORE)
     with transactions.transaction() as tl:
         undo = instants_to_undo(table, savepoint, roll_back_pending_writes=roll_back_pending_writes)
         plan = RestorePlan(instants_to_rollback=[InstantInfo(commit_time=i.timestamp, action=i.action) for i in undo],
