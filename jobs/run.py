@@ -20,6 +20,7 @@ from tms.execute.fencing import http_fence, no_fence
 from tms.execute.job_result import result_line
 from tms.execute.runner import Runner
 from tms.hudi.conflicts import WriteConflictError
+from tms.hudi.instant import RESTORE
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs
@@ -29,7 +30,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="jobs/run.py", description="Run one table-service plan of a Hudi table.")
     ap.add_argument("--table", required=True, help="base path (or URL) of the Hudi table")
     ap.add_argument("--instant", required=True, help="instant time of the pending plan")
-    ap.add_argument("--action", choices=sorted(EXECUTORS), help="refuse the plan if it is of another action")
+    ap.add_argument("--action", choices=sorted([*EXECUTORS, RESTORE]),
+                    help="refuse the plan if it is of another action")
     ap.add_argument("--fence-url", help="GET before each timeline change; a non-2xx answer means the lease is lost")
     ap.add_argument("--option", action="append", default=[],
                     help="the table's lock option key=value (repeatable): hoodie.write.lock.*, concurrency mode")

@@ -52,6 +52,18 @@ def task_failed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]
             for t in rows}
 
 
+RESTORE_DONE_FOR = timedelta(days=1)
+
+
+def restore_done(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A table restored to a savepoint (its restore task succeeded): told once (to the webhooks), resolved a
+    day later. A restore rewrites what readers see, so every owner of the table must hear of it."""
+    return {f"task:{t.id}": Sighting("info", f"table restored in place to savepoint {t.target_instant} "
+                                             f"(restore {t.instant})",
+                                     table_id=t.table_id, task_id=t.id, details={"savepoint": t.target_instant})
+            for t in reads.restores_done_since(ctx.now - RESTORE_DONE_FOR)}
+
+
 def task_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """The last attempt ran past its timeout (firing until the task succeeds or is given up)."""
     rows = reads.timed_out()
@@ -263,7 +275,7 @@ RULES: dict[str, Rule] = {
     "task_failed": task_failed, "task_timeout": task_timeout, "not_scheduled": not_scheduled,
     "held_too_long": held_too_long, "instance_down": instance_down, "queue_saturated": queue_saturated,
     "predicted_timeout": predicted_timeout, "backlog_growing": backlog_growing,
-    "freshness_at_risk": freshness_at_risk,
+    "freshness_at_risk": freshness_at_risk, "restore_done": restore_done,
 }
 
 

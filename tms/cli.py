@@ -19,7 +19,7 @@ from standalone import cli as standalone_cli
 from standalone.demo import run_demo_writer
 from tms.errors import TMSError
 from tms.execute import cli as execute_cli
-from tms.execute import ttl_cli
+from tms.execute import savepoint_cli, ttl_cli
 from tms.hudi.inspect import describe_table, format_description
 from tms.hudi.instant import is_valid_instant_time
 from tms.hudi.locks.transaction import TransactionManager
@@ -245,6 +245,7 @@ def _mount_role_commands() -> None:
     planner_cli.register(app)
     execute_cli.register(app)
     ttl_cli.register(app)
+    savepoint_cli.register(app)
     worker_cli.register(app)
     manager_cli.register(app)
     standalone_cli.register(app)

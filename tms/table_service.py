@@ -9,6 +9,7 @@ class TableService(StrEnum):
     CLUSTERING = "clustering"
     CLEAN = "clean"
     ROLLBACK = "rollback"
+    RESTORE = "restore"   # in place, to a savepoint (Hudi's restore action)
 
 
 SERVICES: tuple[TableService, ...] = tuple(TableService)

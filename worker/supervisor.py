@@ -18,7 +18,7 @@ from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.job_result import find_result
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import State
+from tms.hudi.instant import RESTORE, State
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table import HudiTable
 
@@ -102,7 +102,8 @@ class JobSupervisor:
         states = table.timeline.states_of(c.instant)
         if State.COMPLETED in states:
             return True
-        if State.INFLIGHT in states and not executor_for(table, c.instant).resumable_inflight:
+        # A restore left inflight resumes where it stopped (tms.execute.restore).
+        if State.INFLIGHT in states and c.action != RESTORE and not executor_for(table, c.instant).resumable_inflight:
             fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
             with TransactionManager.from_options(table, c.concurrency_options) as transactions:
                 result = prepare_retry(table, c.instant, LocalRunner(), fence, transactions=transactions)

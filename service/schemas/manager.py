@@ -40,6 +40,7 @@ class AlertType(StrEnum):
     CANARY_ROLLED_BACK = "canary_rolled_back"
     FRESHNESS_AT_RISK = "freshness_at_risk"
     TABLE_MISSING = "table_missing"
+    RESTORE_DONE = "restore_done"
 
 
 class StandbyOut(BaseModel):

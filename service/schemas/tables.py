@@ -166,6 +166,13 @@ class PlanRequest(BaseModel):
     service: TableService = Field(description="The table service to plan now, whatever its trigger says "
                                               "(a rollback: of the writes whose writer is gone)")
 
+    @field_validator("service")
+    @classmethod
+    def _plannable(cls, value: TableService) -> TableService:
+        if value is TableService.RESTORE:
+            raise ValueError("a restore is asked for with POST /api/v1/tables/{id}/restore, not planned")
+        return value
+
 
 class PlanResult(BaseModel):
     table_id: int

@@ -19,7 +19,17 @@ from markupsafe import Markup, escape
 from pydantic import ValidationError
 
 from tms import display
-from tms.db import ACTION_SOURCES, AlertRepo, InstanceRepo, MuteRepo, OperatorAction, QueueRepo, TaskRepo, TaskState
+from tms.db import (
+    ACTION_SOURCES,
+    AlertRepo,
+    InstanceRepo,
+    MuteRepo,
+    OperatorAction,
+    QueueRepo,
+    TableRepo,
+    TaskRepo,
+    TaskState,
+)
 from tms.errors import TMSError
 from tms.hudi.inspect import human_size
 from tms.table_service import TableService
@@ -28,6 +38,7 @@ from ..auth import Role
 from ..errors import validation_detail
 from ..routers.manager import add_mute
 from ..routers.tables import apply_table_changes
+from ..savepoint_restore import request_savepoint_restore
 from ..schemas.admin import QueueIn, QueueKind
 from ..schemas.manager import MuteIn
 from ..schemas.tables import TableChanges
@@ -194,6 +205,23 @@ async def table_settings(request: Request, user: User, table_id: int) -> Respons
     except TMSError as exc:
         return _back(page, str(exc), "error")
     return _back(page, "Table settings saved.")
+
+
+@router.post("/tables/{table_id}/restore")
+async def table_restore(request: Request, user: User, table_id: int) -> Response:
+    """An admin's restore in place to a savepoint (the form asks for confirmation first)."""
+    form = await _form(request, user)
+    _require(user, Role.ADMIN)
+    page = f"/ui/tables/{table_id}"
+    try:
+        with _database(request).transaction() as session:
+            row = TableRepo(session).get(table_id)
+            task = request_savepoint_restore(session, row, form.get("savepoint", ""), in_place=True,
+                                             target_path=None, force=form.get("force") == "on")
+            task_id = task.id
+    except TMSError as exc:
+        return _back(page, str(exc), "error")
+    return _back(page, f"Restore to savepoint {form.get('savepoint')}: task {task_id} recorded; a worker runs it.")
 
 
 def _policy_lines(text: str) -> dict[str, Any]:

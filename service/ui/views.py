@@ -24,6 +24,8 @@ from tms.db import (
 )
 from tms.hudi.inspect import human_size
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.savepoint import read_savepoint
+from tms.hudi.table import HudiTable
 
 from ..table_view import live_view
 from . import charts
@@ -132,13 +134,40 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)
     alerts, alert_total = AlertRepo(session).find(table_id=table_id, limit=PAGE_SIZE)
     size_chart, log_chart = file_group_charts(facts)
+    savepoints, savepoints_error = table_savepoints(table.base_path)
     return {"table": table, "policies": TablePolicy.from_stored(table.policies).options(),
             "explicit_policies": table.policies, "concurrency_options": table.concurrency_options,
             "view": view, "facts": facts,
             "timeline_chart": charts.timeline_chart(facts.timeline), "size_chart": size_chart,
             "log_chart": log_chart, "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,
             "pending_plans": [i for i in view["pending_instants"] if i.action in PLAN_ACTIONS], "held": held,
-            "alerts": alerts, "alert_total": alert_total, "queues": [q.name for q in QueueRepo(session).list()]}
+            "alerts": alerts, "alert_total": alert_total, "queues": [q.name for q in QueueRepo(session).list()],
+            "savepoints": savepoints, "savepoints_error": savepoints_error}
+
+
+@dataclass(frozen=True)
+class SavepointRow:
+    instant: str
+    by: str
+    made_at: datetime
+    files: int
+    comments: str
+
+
+def table_savepoints(base_path: str) -> tuple[list[SavepointRow], str | None]:
+    """The table's savepoints, newest first, or why they cannot be read now."""
+    try:
+        table = HudiTable.load(base_path)
+        out = []
+        for s in reversed(table.timeline.savepoints()):
+            meta = read_savepoint(table, s.timestamp)
+            out.append(SavepointRow(s.timestamp, meta.savepointed_by,
+                                    datetime.fromtimestamp(meta.savepointed_at / 1000, UTC),
+                                    sum(len(p.savepoint_data_file) for p in meta.partition_metadata.values()),
+                                    meta.comments))
+        return out, None
+    except Exception as exc:  # noqa: BLE001 (storage errors of any backend: shown, never raised)
+        return [], f"cannot read the savepoints: {exc}"
 
 
 def task_detail(session: Session, task_id: int) -> dict[str, Any]:

@@ -205,3 +205,17 @@ def test_a_table_whose_compactions_come_too_late_gets_freshness_at_risk_with_its
     evaluate(lease, epoch, ctx)
     [alert] = _alerts(db, "freshness_at_risk")
     assert alert.state == "resolved"
+
+
+def test_a_restore_that_succeeded_is_told_once_as_restore_done(db):
+    lease, epoch = _leader(db)
+    table_id = _table(db)
+    with db.transaction() as session:
+        done, _ = TaskRepo(session).create(table_id=table_id, action="restore", state=S.SUCCEEDED,
+                                           instant="20260101000009000", target_instant="20260101000001000")
+        session.execute(update(Task).where(Task.id == done.id).values(finished_at=datetime.now(UTC)))
+        TaskRepo(session).create(table_id=table_id, action="restore", state=S.RUNNABLE, instant="20260101000010000")
+    evaluate(lease, epoch, MonitorContext(Settings(), datetime.now(UTC), {}))
+    [alert] = _alerts(db, "restore_done")
+    assert (alert.task_id, alert.severity, alert.state) == (done.id, "info", "firing")
+    assert "savepoint 20260101000001000" in alert.message

@@ -150,3 +150,16 @@ def test_replaced_file_groups_are_cleaned(tmp_path, fixture_tables):
     assert doomed == {fs.base_file.file_name for g in replaced for fs in g.slices}
     assert plan_clean(HudiTable.load(str(path)), policy(hoodie__cleaner__policy=COMMITS), now()) is None
 
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_slice_a_tms_savepoint_keeps_is_not_cleaned(tmp_path, version):
+    from tms.hudi.savepoint import create_savepoint, delete_savepoint
+    t, c = _versions(tmp_path, version=version)
+    create_savepoint(t.table(), c[1])
+    keep1 = policy(hoodie__cleaner__policy=VERSIONS, hoodie__cleaner__fileversions__retained=1)
+    planned = plan_clean(t.table(), keep1, now())
+    assert _doomed(t, planned) == {"": _base_files(t, [c[0], c[2], c[3]])}  # c[1]'s slice stays
+    run_clean(t.table(), planned.instant)
+    delete_savepoint(t.table(), c[1])
+    assert _doomed(t, plan_clean(t.table(), keep1, now())) == {"": _base_files(t, [c[1]])}

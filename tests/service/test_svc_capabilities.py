@@ -15,7 +15,7 @@ from tms.db import TaskRepo
 from tms.hudi.properties import format_properties
 from tms.hudi.table import HudiTable
 
-SERVICES = {"reading", "compaction", "clustering", "clean", "rollback"}
+SERVICES = {"reading", "compaction", "clustering", "clean", "rollback", "restore"}
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_the_dashboards_table_page_shows_a_line_per_service(client, tokens, copy
     lines = re.findall(r'<li class="(runs|refused)"><b>(\w+)</b>: ([^<]*)</li>', page)
     assert [(state, service) for state, service, _ in lines] == [
         ("runs", "reading"), ("refused", "compaction"), ("refused", "clustering"), ("refused", "clean"),
-        ("runs", "rollback")]
+        ("runs", "rollback"), ("refused", "restore")]  # a restore undoes completed writes the index holds
     assert lines[0][2] == "runs"
     assert lines[1][2].startswith("refused because its metadata table has partitions TMS cannot keep in sync")
     assert "expr_index_price" in lines[1][2]

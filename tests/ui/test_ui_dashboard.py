@@ -154,3 +154,33 @@ def test_a_form_without_its_csrf_token_is_refused(stack, browsing, scene):
     page.get_by_role("button", name="Save settings").click()
     expect(page.get_by_role("status")).to_contain_text("Table settings saved.")
     assert stack.api("GET", f"/api/v1/tables/{scene['other']['id']}").json()["priority"] == 9
+
+
+def test_an_admin_restores_a_table_to_a_savepoint_after_confirming(stack, browsing, fixtures_root):
+    from support import hudi_rs_table, rows
+
+    from tms.hudi.table import HudiTable
+    table = stack.register(fixtures_root / FIXTURE_TABLES["cow_v6_nonpartitioned"], "restored_cow")
+    kept = HudiTable.load(table["base_path"]).timeline.completed_writes()[0].timestamp
+    expected = rows(hudi_rs_table(table["base_path"], as_of=kept))
+    made = stack.api("POST", f"/api/v1/tables/{table['id']}/savepoints",
+                     json={"instant": kept, "comment": "known good"})
+    assert made.status_code == 201, made.text
+    page = browsing.page()
+    sign_in(page, stack, "admin")
+    page.goto(f"{stack.url}/ui/tables/{table['id']}")
+    expect(page.locator("table.savepoints")).to_contain_text("known good")
+    page.locator("#restore summary").click()
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.get_by_role("button", name="Restore in place").click()
+    assert asked and "Restore this table in place?" in asked[0]
+    assert not HudiTable.load(table["base_path"]).timeline.pending()  # dismissed: nothing written
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Restore in place").click()
+    expect(page.get_by_text(re.compile(r"task \d+ recorded"))).to_be_visible()
+    browsing.shot(page, "restore-requested")
+    task_id = re.search(r"task (\d+) recorded", page.locator(".notice").first.inner_text()).group(1)
+    page.goto(f"{stack.url}/ui/tasks/{task_id}")
+    expect(page.locator("#task-state")).to_have_text("SUCCEEDED", timeout=120_000)  # the worker ran it
+    assert rows(hudi_rs_table(table["base_path"])) == expected

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.errors import HudiError, InstantConflictError
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.table import HudiTable
 
@@ -14,6 +14,7 @@ from .clean import CleanExecutor
 from .clustering import ClusteringExecutor
 from .compaction import CompactionExecutor
 from .fencing import Fence, no_fence
+from .restore import run_restore
 from .rollback import RollbackExecutor, keeps_plan
 from .runner import Runner
 
@@ -42,7 +43,16 @@ def executor_for(table: HudiTable, timestamp: str, transactions: TransactionMana
 def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fence = no_fence,
                     action: str | None = None, transactions: TransactionManager | None = None) -> ExecutionResult:
     """Run the pending plan at `timestamp`; with `action`, refuse a plan of another action. An attempt refused
-    at its commit by a conflicting write is rolled back with its plan, and WriteConflictError is raised."""
+    at its commit by a conflicting write is rolled back with its plan, and WriteConflictError is raised. A
+    restore (to a savepoint, in place) runs its rollbacks one after the other (tms.execute.restore)."""
+    table.timeline.reload()
+    pending = table.timeline.get(timestamp)
+    if pending is not None and pending.action == RESTORE:
+        if action is not None and action != RESTORE:
+            raise HudiError(f"instant {timestamp} is a restore plan, not {action}")
+        restored = run_restore(table, timestamp, runner, fence, transactions)
+        return ExecutionResult(restored.instant, RESTORE, len(restored.rolled_back),
+                               files_deleted=restored.files_deleted)
     executor = executor_for(table, timestamp, transactions)
     if action is not None and executor.action_name != action:
         raise HudiError(f"instant {timestamp} is a {executor.action_name} plan, not {action}")

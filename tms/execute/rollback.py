@@ -84,8 +84,12 @@ class RollbackExecutor(ActionExecutor):
     task_function = staticmethod(roll_back_file_group)
     resumable_inflight = True
 
-    def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
+    def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None,
+                 *, restoring: bool = False):
+        """`restoring`: the rollback is one step of a restore (tms.execute.restore), which undoes completed
+        instants too and removes each instant rolled back from the timeline, plan and all."""
         super().__init__(table, instant, transactions)
+        self.restoring = restoring
         self.plan: RollbackPlan = parse_rollback_plan(self.timeline.read_plan(self.timestamp))
         if self.plan.instant_to_rollback is None:
             raise HudiError(f"rollback plan {self.timestamp} names no instant to roll back")
@@ -93,7 +97,7 @@ class RollbackExecutor(ActionExecutor):
 
     def validate(self) -> None:
         super().validate()
-        if self.timeline.is_completed(self.failed.commit_time):
+        if self.timeline.is_completed(self.failed.commit_time) and not self.restoring:
             raise InstantConflictError(
                 f"rollback {self.timestamp} targets {self.failed.action} {self.failed.commit_time}, "
                 "which is completed: TMS rolls back failed instants only (no restore)")
@@ -127,7 +131,9 @@ class RollbackExecutor(ActionExecutor):
             # Java's readers); then the failed instant leaves the timeline before the rollback completes, so a
             # crash in between leaves an inflight rollback to re-run, never a completed rollback of a live one.
             write_metadata_rollback(self.table, self.timestamp, failed_ts, metadata)
-            if keeps_plan(self.table, failed_ts, self.failed.action):
+            if self.restoring:
+                self.timeline.delete_instant(failed_ts)
+            elif keeps_plan(self.table, failed_ts, self.failed.action):
                 if self.timeline.states_of(failed_ts):
                     self.timeline.revert_to_requested(failed_ts)
             else:

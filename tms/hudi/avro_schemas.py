@@ -315,6 +315,46 @@ ROLLBACK_METADATA = _record(
     _field("instantsRollback", _array(INSTANT_INFO, default=[]), []),
 )
 
+# --- savepoint and restore ----------------------------------------------------------------------------------
+
+SAVEPOINT_METADATA = _record(
+    "HoodieSavepointMetadata",
+    _field("savepointedBy", STRING),
+    _field("savepointedAt", "long"),
+    _field("comments", STRING),
+    _field(
+        "partitionMetadata",
+        _map(
+            _record(
+                "HoodieSavepointPartitionMetadata",
+                _field("partitionPath", STRING),
+                _field("savepointDataFile", _array(STRING)),
+            )
+        ),
+    ),
+    _version(),
+)
+
+RESTORE_PLAN = _record(
+    "HoodieRestorePlan",
+    _field("instantsToRollback", _array(INSTANT_INFO, default=None), []),
+    _version(2),
+    _field("savepointToRestoreTimestamp", [STRING, "null"], None),
+)
+
+RESTORE_METADATA = _record(
+    "HoodieRestoreMetadata",
+    _field("startRestoreTime", STRING),
+    _field("timeTakenInMillis", "long"),
+    _field("instantsToRollback", _array(STRING)),
+    # Java embeds each named record where it first appears and names it afterwards.
+    _field("hoodieRestoreMetadata", _map(_array(["null", ROLLBACK_METADATA], default=None,
+                                                name="hoodieRollbackMetadata"))),
+    _version(),
+    _field("restoreInstantInfo", _array(f"{NAMESPACE}.HoodieInstantInfo", default=None), []),
+    _optional("extraMetadata", _map(STRING)),
+)
+
 ALL = (
     COMMIT_METADATA,
     REPLACE_COMMIT_METADATA,
@@ -324,4 +364,7 @@ ALL = (
     CLEAN_METADATA,
     ROLLBACK_PLAN,
     ROLLBACK_METADATA,
+    SAVEPOINT_METADATA,
+    RESTORE_PLAN,
+    RESTORE_METADATA,
 )

@@ -594,3 +594,79 @@ def parse_rollback_metadata(data: bytes) -> RollbackMetadata:
 
 def serialize_rollback_metadata(meta: RollbackMetadata) -> bytes:
     return _serialize(meta)
+
+
+# --- savepoint and restore ----------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class SavepointPartitionMetadata(_Record):
+    partition_path: str
+    savepoint_data_file: list[str] = field(default_factory=list)  # file names the savepoint keeps
+
+
+@dataclass(kw_only=True)
+class SavepointMetadata(_Record):
+    """Content of a completed ``<T>.savepoint`` (its ``.savepoint.inflight`` is empty)."""
+
+    schema_name: ClassVar[str] = _full("HoodieSavepointMetadata")
+
+    savepointed_by: str
+    savepointed_at: int            # epoch milliseconds (System.currentTimeMillis in Java)
+    comments: str
+    partition_metadata: dict[str, SavepointPartitionMetadata] = _nested(
+        "map", SavepointPartitionMetadata, default_factory=dict
+    )
+    version: int | None = 1
+
+
+@dataclass(kw_only=True)
+class RestorePlan(_Record):
+    """Content of ``<T>.restore.requested``: the instants to roll back, newest first."""
+
+    schema_name: ClassVar[str] = _full("HoodieRestorePlan")
+
+    instants_to_rollback: list[InstantInfo] = _nested("list", InstantInfo, default_factory=list)
+    version: int | None = 2
+    savepoint_to_restore_timestamp: str | None = None
+
+
+@dataclass(kw_only=True)
+class RestoreMetadata(_Record):
+    """Content of a completed ``<T>.restore``: the metadata of each rollback, by the instant rolled back."""
+
+    schema_name: ClassVar[str] = _full("HoodieRestoreMetadata")
+
+    start_restore_time: str
+    time_taken_in_millis: int
+    instants_to_rollback: list[str] = field(default_factory=list)
+    hoodie_restore_metadata: dict[str, list[RollbackMetadata]] = _nested(
+        "map_list", RollbackMetadata, default_factory=dict
+    )
+    version: int | None = 1
+    restore_instant_info: list[InstantInfo] = _nested("list", InstantInfo, default_factory=list)
+    extra_metadata: dict[str, str] | None = None
+
+
+def parse_savepoint_metadata(data: bytes) -> SavepointMetadata:
+    return _parse(SavepointMetadata, data)
+
+
+def serialize_savepoint_metadata(meta: SavepointMetadata) -> bytes:
+    return _serialize(meta)
+
+
+def parse_restore_plan(data: bytes) -> RestorePlan:
+    return _parse(RestorePlan, data)
+
+
+def serialize_restore_plan(plan: RestorePlan) -> bytes:
+    return _serialize(plan)
+
+
+def parse_restore_metadata(data: bytes) -> RestoreMetadata:
+    return _parse(RestoreMetadata, data)
+
+
+def serialize_restore_metadata(meta: RestoreMetadata) -> bytes:
+    return _serialize(meta)

@@ -21,6 +21,7 @@ from .instant import (
     COMPACTION,
     DELTA_COMMIT,
     REPLACE_COMMIT,
+    SAVEPOINT,
     Instant,
     State,
     instant_file_name,
@@ -53,6 +54,8 @@ class Timeline:
         # Indexes over each instant's latest state (its action may change at completion):
         self._by_action: dict[str, list[str]] = {}  # action -> instant times, ascending
         self._pending: list[str] = []               # instant times without a completed file, ascending
+        # A savepoint has the instant time of the commit it keeps: savepoints are indexed apart.
+        self._savepoints: dict[str, dict[State, Instant]] = {}
         self._content: dict[str, bytes] = {}  # file name -> bytes (immutable once completed)
         self._max_time = ""                   # latest instant or completion time ever seen
         self._latest: list[Instant] | None = None  # instants() cache, dropped on any change
@@ -94,13 +97,21 @@ class Timeline:
             known.discard(name)
             self._content.pop(name, None)
             inst = parse_instant_file_name(name)
-            if inst is not None:
+            if inst is not None and inst.action == SAVEPOINT:
+                self._savepoints.get(inst.timestamp, {}).pop(inst.state, None)
+                if not self._savepoints.get(inst.timestamp, True):
+                    del self._savepoints[inst.timestamp]
+            elif inst is not None:
                 self._drop_state(inst.timestamp, inst.state)
         new = []
         for name in added:
             known.add(name)
             inst = parse_instant_file_name(name)
             if inst is None:
+                continue
+            if inst.action == SAVEPOINT:
+                self._savepoints.setdefault(inst.timestamp, {})[inst.state] = inst
+                self._max_time = max(self._max_time, inst.completion_time or "")
                 continue
             self._put_state(inst)
             self._added_times.append(inst.timestamp)
@@ -256,6 +267,15 @@ class Timeline:
             return None
         return new_instant_time(self.config.timeline_zone, datetime.fromtimestamp(info.mtime, UTC))
 
+    def savepoints(self) -> list[Instant]:
+        """The completed savepoints, ascending (each has the instant time of the commit it keeps)."""
+        return [states[State.COMPLETED] for ts, states in sorted(self._savepoints.items())
+                if State.COMPLETED in states]
+
+    def savepoint_files(self, timestamp: str) -> dict[State, Instant]:
+        """The savepoint files (inflight, completed) at `timestamp`."""
+        return dict(self._savepoints.get(timestamp, {}))
+
     @contextmanager
     def pinned(self, *, listed: bool = False) -> Iterator[Timeline]:
         """List the timeline once and let every read inside the block use that listing: a planning pass
@@ -307,6 +327,50 @@ class Timeline:
         self._put_state(instant)
         self._latest = None
         return instant
+
+    def _write_savepoint(self, instant: Instant, content: bytes) -> Instant:
+        name = instant_file_name(instant, self.config.version)
+        self.storage.write_atomic(f"{self.dir}/{name}", content)
+        self._names.add(name)
+        self._savepoints.setdefault(instant.timestamp, {})[instant.state] = instant
+        self._max_time = max(self._max_time, instant.completion_time or "")
+        return instant
+
+    def write_savepoint(self, timestamp: str, content: bytes) -> Instant:
+        """A savepoint of the completed commit at `timestamp`, as Hudi writes one: `T.savepoint.inflight`
+        (empty), then the completed `T.savepoint` holding `content`."""
+        self.reload(force=True)
+        if not self.is_completed(timestamp):
+            raise InstantConflictError(f"instant {timestamp} is not a completed instant: nothing to savepoint")
+        if self._savepoints.get(timestamp):
+            raise InstantConflictError(f"instant {timestamp} already has a savepoint")
+        self._write_savepoint(Instant(timestamp, State.INFLIGHT, SAVEPOINT), b"")
+        completion = self.new_instant_time() if self.config.version >= 8 else None
+        return self._write_savepoint(Instant(timestamp, State.COMPLETED, SAVEPOINT, completion), content)
+
+    def delete_savepoint(self, timestamp: str) -> None:
+        """Remove the savepoint at `timestamp`, completed file first (as Hudi's savepoint delete), so that
+        it never looks completed without its inflight file."""
+        self.reload(force=True)
+        states = self._savepoints.get(timestamp)
+        if not states:
+            raise InstantConflictError(f"no savepoint at {timestamp}")
+        for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+            inst = states.get(state)
+            if inst is not None:
+                self.storage.delete(self.path_of(inst))
+        self.reload(force=True)
+
+    def delete_instant(self, timestamp: str) -> None:
+        """Remove every file of the instant at `timestamp`, the completed one first so that readers stop
+        reading it before it looks pending: what a restore does with each instant it rolls back."""
+        self.reload(force=True)
+        states = self._states.get(timestamp, {})
+        for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+            inst = states.get(state)
+            if inst is not None:
+                self.storage.delete(self.path_of(inst))
+        self.reload(force=True)
 
     def create_requested(self, action: str, content: bytes = b"", timestamp: str | None = None) -> Instant:
         """A new requested instant. Refuses an instant time the timeline already has."""

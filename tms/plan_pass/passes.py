@@ -27,6 +27,7 @@ from tms.planning.errors import PlanningError
 from tms.planning.failed_writes import find_failed_writes
 from tms.planning.planned import Planned
 from tms.planning.rollback import plan_failed_write_rollbacks
+from tms.planning.savepoints import apply_savepoint_policy
 from tms.planning.triggers import clustering_trigger, compaction_trigger
 from tms.table_service import TableService
 
@@ -100,6 +101,8 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
         elif _guarded(recorder, TableService.ROLLBACK, partial(find_failed_writes, ctx.table, ctx.policy, ctx.now)):
             refusals.refuse(TableService.ROLLBACK)
     _guarded(recorder, "compensation", recorder.sync_held_plans)
+    if ctx.policy.savepoint_interval_hours:
+        _guarded(recorder, "savepoint", partial(apply_savepoint_policy, ctx.table, ctx.policy, ctx.now))
     for service in (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN):
         if service not in work.services:
             continue

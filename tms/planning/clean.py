@@ -29,7 +29,6 @@ from tms.hudi.instant import (
     DELTA_COMMIT,
     LOG_COMPACTION,
     REPLACE_COMMIT,
-    SAVEPOINT,
     Instant,
     new_instant_time,
 )
@@ -87,7 +86,7 @@ class _Guard:
             for op in parse_compaction_plan(tl.read_plan(inst.timestamp)).operations:
                 self.compaction_bases[(op.partition_path or "", op.file_id)] = op.base_instant_time
         self.pending = [i.timestamp for i in tl.pending() if i.action in _RETAINED_ACTIONS]
-        self.savepoints = [i.timestamp for i in tl.completed((SAVEPOINT,))]
+        self.savepoints = [i.timestamp for i in tl.savepoints()]
 
     def needed_for_compaction(self, group: FileGroup, fs: FileSlice) -> bool:
         base = self.compaction_bases.get((group.partition, group.file_id))

@@ -100,6 +100,10 @@ class TablePolicy(BaseModel):
     partition_ttl_days: int = Field(-1, ge=-1, alias="hoodie.partition.ttl.days.retain")
     partition_ttl_max_partitions: int = Field(
         1000, ge=1, alias="hoodie.partition.ttl.management.max.partitions.to.delete")
+    # Savepoints TMS makes (tms.planning.savepoints): one of the latest completed write every this many hours
+    # (0: none), the oldest of its own beyond `keep` deleted (a writer's savepoints are never touched).
+    savepoint_interval_hours: int = Field(0, ge=0, alias="tms.savepoint.interval.hours")
+    savepoint_keep: int = Field(7, ge=1, alias="tms.savepoint.keep")
 
     @field_validator("compaction_strategy", mode="before")
     @classmethod

@@ -9,6 +9,7 @@ strategy finds them: base files (and v8 log files) named with the instant, and t
 write stats name. Compaction and clustering only ever write new base files named with their instant."""
 from __future__ import annotations
 
+import posixpath
 from datetime import datetime
 
 from tms.hudi.file_names import BaseFileName, LogFileName
@@ -64,6 +65,29 @@ def _request(table: HudiTable, inst: Instant, f: WrittenFile) -> RollbackRequest
                                files_to_be_deleted=[join(table.base_path, f.path)])
     return RollbackRequest(partition_path=f.partition, file_id=log.file_id, latest_base_instant=log.instant,
                            log_blocks_to_be_deleted={join(table.base_path, f.path): table.storage.info(f.path).size})
+
+
+def _completed_files(table: HudiTable, inst: Instant) -> list[WrittenFile]:
+    """What a completed write, compaction or clustering wrote: the files its commit metadata names, and
+    the files named with its instant (Hudi's listing-based rollback of a completed instant, in a restore)."""
+    found = {f.path: f for f in _listed_files(table, inst)}
+    for stat in table.timeline.commit_metadata(inst).write_stats():
+        partition = stat.partition_path or ""
+        paths = [stat.path] if stat.path else []
+        paths += [posixpath.join(partition, n) for n in stat.log_files or []]
+        for path in paths:
+            if path not in found:
+                found[path] = WrittenFile(path, IOType.APPEND if LogFileName.parse(path) else IOType.CREATE)
+    return list(found.values())
+
+
+def restore_rollback_plan(table: HudiTable, inst: Instant) -> RollbackPlan:
+    """The rollback plan of one instant a restore undoes, completed or pending: every file it wrote is
+    deleted (its v6 log appends marked with a rollback command block)."""
+    files = _completed_files(table, inst) if inst.is_completed else _files_to_undo(table, inst)
+    requests = [r for r in (_request(table, inst, f) for f in sorted(files, key=lambda f: f.path)) if r is not None]
+    return RollbackPlan(instant_to_rollback=InstantInfo(commit_time=inst.timestamp, action=inst.action),
+                        rollback_requests=requests)
 
 
 def plan_rollback(table: HudiTable, timestamp: str) -> Planned | None:

@@ -28,6 +28,11 @@ class MonitorReads:
         return list(self.session.scalars(select(Task).where(Task.state == S.FAILED, Task.next_attempt_at.is_(None),
                                                             Task.failure_kind.is_distinct_from(except_kind))))
 
+    def restores_done_since(self, limit: datetime) -> list[Task]:
+        """Restore tasks (to a savepoint, in place) that succeeded at or after `limit`."""
+        return list(self.session.scalars(select(Task).where(Task.action == "restore", Task.state == S.SUCCEEDED,
+                                                            Task.finished_at >= limit)))
+
     def timed_out(self) -> list[Task]:
         """Tasks whose last attempt ran past its timeout and that are not done."""
         return list(self.session.scalars(select(Task).where(Task.failure_kind == "timeout",

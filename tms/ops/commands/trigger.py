@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from .. import output
-from ..names import SERVICES
+from ..names import PLANNED_SERVICES as SERVICES
 from ..options import DEFAULT_URL, Json, Token, Url, connect, one_of
 from .table_ref import table_id
 

@@ -1,0 +1,83 @@
+"""A table's savepoints (list, create now, delete) and its restore to one (in place, as a task)."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Request, Response, status
+
+from tms.db import TableRepo
+from tms.errors import TMSError
+from tms.hudi.locks import TransactionManager
+from tms.hudi.savepoint import create_savepoint, delete_savepoint, read_savepoint
+from tms.hudi.table import HudiTable
+
+from ..auth import Admin, Operator, Viewer
+from ..savepoint_restore import request_savepoint_restore
+from ..schemas.common import Id, InstantTime
+from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
+from ..schemas.savepoints import RestoreRequest, SavepointOut, SavepointRequest
+from ..schemas.tasks import TaskOut
+
+router = APIRouter(prefix="/api/v1/tables", tags=["savepoints"])
+TableId = Annotated[Id, Path(description="The table's id")]
+
+
+def _out(table: HudiTable, instant: str) -> dict[str, Any]:
+    meta = read_savepoint(table, instant)
+    files = sum(len(p.savepoint_data_file) for p in meta.partition_metadata.values())
+    return {"instant": instant, "savepointed_by": meta.savepointed_by, "savepointed_at": meta.savepointed_at,
+            "comments": meta.comments, "files": files}
+
+
+def _table(request: Request, table_id: int) -> tuple[HudiTable, dict[str, str]]:
+    with request.app.state.database.transaction() as session:
+        row = TableRepo(session).get(table_id)
+        return HudiTable.load(row.base_path), dict(row.concurrency_options)
+
+
+@router.get("/{table_id}/savepoints", response_model=list[SavepointOut], dependencies=[Viewer],
+            summary="The table's savepoints", responses=problems(*VIEWER, 404, 422))
+def list_savepoints(table_id: TableId, request: Request) -> list[dict[str, Any]]:
+    table, _ = _table(request, table_id)
+    return [_out(table, s.timestamp) for s in table.timeline.savepoints()]
+
+
+@router.post("/{table_id}/savepoints", response_model=SavepointOut, status_code=status.HTTP_201_CREATED,
+             dependencies=[Operator], summary="Savepoint the table now",
+             description="Writes a Hudi savepoint of the latest completed write (or of `instant`), as Hudi's "
+                         "savepoint action does, under the writers' lock. 422 for an instant that is not a "
+                         "completed write, already has a savepoint, or is older than what clean retained.",
+             responses=problems(*OPERATOR, 404, 422))
+def post_savepoint(table_id: TableId, body: SavepointRequest, request: Request) -> dict[str, Any]:
+    table, options = _table(request, table_id)
+    with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
+        made = create_savepoint(table, body.instant, user="tms-api", comment=body.comment)
+    return _out(table, made.timestamp)
+
+
+@router.delete("/{table_id}/savepoints/{instant}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Operator],
+               summary="Delete a savepoint", responses=problems(*OPERATOR, 404, 422))
+def remove_savepoint(table_id: TableId, instant: InstantTime, request: Request) -> Response:
+    table, options = _table(request, table_id)
+    with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
+        delete_savepoint(table, instant)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post("/{table_id}/restore", response_model=TaskOut, status_code=status.HTTP_202_ACCEPTED,
+             dependencies=[Admin], summary="Restore the table to a savepoint",
+             description="`{\"savepoint\": instant, \"in_place\": true}`: writes Hudi's restore plan (every instant "
+                         "after the savepoint, newest first) under the writers' lock and answers with its task; a "
+                         "worker rolls them back. 422, before anything is written, when it cannot be done exactly: "
+                         "no such savepoint, a newer savepoint, a writer's instant pending (unless `force`), a "
+                         "metadata table compacted since; and for a backup `version` or a `target_path`, which "
+                         "this build does not restore through the API.",
+             responses=problems(*ADMIN, 404, 422))
+def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> dict[str, Any]:
+    if body.savepoint is None:
+        raise TMSError("restores of a backup version are not available in this build")
+    with request.app.state.database.transaction() as session:
+        row = TableRepo(session).get(table_id)
+        task = request_savepoint_restore(session, row, body.savepoint, in_place=body.in_place,
+                                         target_path=body.target_path, force=body.force)
+        return TaskOut.model_validate(task).model_dump()
