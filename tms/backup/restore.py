@@ -1,0 +1,66 @@
+"""Restoring a backup version: materialise its manifest as a Hudi table at a new base path.
+
+Every file the version names is copied to its own path under the target; `hoodie.properties` is written
+without the metadata table's partitions (the backup holds no metadata table), so readers list the files and
+the table's next writer builds its metadata table afresh. A target that already holds anything is refused
+before anything is written."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
+from tms.hudi.properties import format_properties, parse_properties
+from tms.hudi.storage import Storage, open_storage
+from tms.hudi.table import PROPERTIES
+
+from .errors import BackupError
+from .layout import BackupStore, Manifest
+from .take import copy_file
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    version: int
+    instant: str
+    target_path: str
+    files: int
+    bytes_copied: int
+    seconds: float
+
+    def record(self) -> dict:
+        return {"action": "restore", "version": self.version, "instant": self.instant,
+                "target_path": self.target_path, "files": self.files, "bytes_copied": self.bytes_copied,
+                "seconds": round(self.seconds, 3)}
+
+    def summary(self) -> str:
+        return (f"restored backup version {self.version} ({self.instant}) to {self.target_path}: "
+                f"{self.files} file(s), {self.bytes_copied / 1e6:.1f} MB in {self.seconds:.1f} s")
+
+
+def require_empty_target(target: Storage) -> None:
+    if target.exists(PROPERTIES) or target.listdir(""):
+        raise BackupError(f"restore target {target.base_uri} is not empty; restore to a new path")
+
+
+def restore_version(store: BackupStore, version: int, target_path: str) -> RestoreResult:
+    """Materialise backup `version` at `target_path` (which must be empty or absent)."""
+    started = time.monotonic()
+    manifest: Manifest = store.manifest(version)
+    target = open_storage(target_path)
+    if target_path.rstrip("/") == manifest.source.rstrip("/"):
+        raise BackupError(f"restore target {target_path} is the backed-up table itself; restore to a new path")
+    require_empty_target(target)
+    copied = 0
+    for rel, stored in sorted(manifest.files.items()):
+        if rel == PROPERTIES:
+            continue
+        copy_file(store.storage, stored.object, stored.size, target, rel)
+        copied += stored.size
+    props = parse_properties(store.storage.read_bytes(manifest.files[PROPERTIES].object).decode())
+    for key in (PARTITIONS_PROP, PARTITIONS_INFLIGHT_PROP):
+        props.pop(key, None)
+    data = format_properties(props, f"restored from backup version {version} of {manifest.source}").encode()
+    target.write_atomic(PROPERTIES, data)  # last: the table exists once its files do
+    return RestoreResult(version, manifest.instant, target_path, len(manifest.files), copied + len(data),
+                         time.monotonic() - started)
