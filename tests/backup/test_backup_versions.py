@@ -90,3 +90,19 @@ def test_restore_refuses_a_target_that_holds_files(tmp_path):
     with pytest.raises(BackupError, match="not empty"):
         restore_version(store, 1, str(tmp_path / "busy"))
     assert [p.name for p in (tmp_path / "busy").iterdir()] == ["x"]
+
+
+def test_backups_to_an_s3_destination_restore_and_read(tmp_path, s3_endpoint, s3_base):
+    table = ModelledTable(tmp_path / "t")
+    first = _day(table, 0)
+    store = BackupStore(f"{s3_base}/backups/t-1")
+    take_backup(table.table(), store)
+    second = _day(table, 1)
+    take_backup(table.table(), store)
+    prefix = s3_base.split("/", 3)[3]
+    keys = s3_endpoint.keys(f"{prefix}/backups/t-1/versions/")
+    assert [k.rsplit("/", 1)[1] for k in keys] == ["1.json", "2.json"]
+    for version_no, instant in ((1, first), (2, second)):
+        target = tmp_path / f"restored-{version_no}"
+        restore_version(BackupStore(f"{s3_base}/backups/t-1"), version_no, str(target))
+        _reads_as(target, table.model.expected(as_of=instant))
