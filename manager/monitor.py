@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from tms.backup.schedule import missed_since
 from tms.config import Settings
 from tms.db import AlertRepo, RegisteredTable, Sighting, TablePolicy, TaskState
 from tms.db.read_models import MonitorReads
@@ -259,11 +260,58 @@ def freshness_at_risk(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     return sightings
 
 
+def backup_failed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A table whose newest backup failed for good (retries exhausted): firing until a backup succeeds."""
+    sightings = {}
+    for row in reads.tables_with_backups():
+        failed = reads.backup_history(row.id).failed_for_good
+        if failed is not None:
+            sightings[f"table:{row.id}"] = Sighting(
+                "critical", f"table {row.name}: backup {failed.instant} failed for good after attempt "
+                            f"{failed.attempt}: {failed.retry_reason or failed.error or 'no reason recorded'}",
+                table_id=row.id, task_id=failed.id, queue=failed.queue, details={"error": failed.error})
+    return sightings
+
+
+def backup_missed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A table whose scheduled backup is not done `tms.backup.grace.seconds` after its time."""
+    sightings = {}
+    for row in reads.tables_with_backups():
+        policy = TablePolicy.from_stored(row.policies)
+        history = reads.backup_history(row.id)
+        fire = missed_since(policy.backup_schedule, history.first_requested, history.last_succeeded_request,
+                            ctx.now, timedelta(seconds=policy.backup_grace_seconds))
+        if fire is not None:
+            last = history.last_succeeded_finish
+            sightings[f"table:{row.id}"] = Sighting(
+                "warning", f"table {row.name}: the backup due at {fire:%Y-%m-%d %H:%M} UTC "
+                           f"({policy.backup_schedule}) is not done; last backup "
+                           f"{f'{last:%Y-%m-%d %H:%M:%S} UTC' if last else 'never'}",
+                table_id=row.id, details={"due_at": fire.isoformat(), "schedule": policy.backup_schedule,
+                                          "last_backup_at": last.isoformat() if last else None})
+    return sightings
+
+
+RESTORE_DONE_SECONDS = 24 * 3600  # restore_done fires (info) for a day after the restore
+
+
+def restore_done(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A restore of a backup version that completed in the last day: worth telling its table's owners."""
+    since = ctx.now - timedelta(seconds=RESTORE_DONE_SECONDS)
+    return {f"task:{t.id}": Sighting("info", f"backup version {t.plan_stats.get('version')} of table {t.table_id} "
+                                             f"was restored to {t.plan_stats.get('target_path')}",
+                                     table_id=t.table_id, task_id=t.id,
+                                     details={"version": t.plan_stats.get("version"),
+                                              "target_path": t.plan_stats.get("target_path")})
+            for t in reads.restores_done_since(since)}
+
+
 RULES: dict[str, Rule] = {
     "task_failed": task_failed, "task_timeout": task_timeout, "not_scheduled": not_scheduled,
     "held_too_long": held_too_long, "instance_down": instance_down, "queue_saturated": queue_saturated,
     "predicted_timeout": predicted_timeout, "backlog_growing": backlog_growing,
-    "freshness_at_risk": freshness_at_risk,
+    "freshness_at_risk": freshness_at_risk, "backup_failed": backup_failed, "backup_missed": backup_missed,
+    "restore_done": restore_done,
 }
 
 

@@ -130,6 +130,9 @@ class Settings(BaseSettings):
         60.0, gt=0, description="How often the leader reconciles tasks with the timelines (and at start)")
     manager_retry_seconds: float = Field(5.0, gt=0, description="How often the leader looks for due retries")
     manager_monitor_seconds: float = Field(30.0, gt=0, description="How often the leader evaluates alert rules")
+    manager_backup_seconds: float = Field(
+        60.0, gt=0, description="How often the leader requests the backups (and backup-cleans) tables' backup "
+                                "schedules ask for")
     manager_metrics_port: int | None = Field(
         None, ge=0, le=65535, description="Port of the manager's Prometheus /metrics (unset: none)")
     monitor_unclaimed_seconds: float = Field(

@@ -9,6 +9,19 @@ class TableService(StrEnum):
     CLUSTERING = "clustering"
     CLEAN = "clean"
     ROLLBACK = "rollback"
+    # Copies of the table to and from its backup destination (tms.backup): they write nothing on its timeline.
+    BACKUP = "backup"
+    BACKUP_CLEAN = "backup_clean"
+    BACKUP_RESTORE = "backup_restore"
 
 
-SERVICES: tuple[TableService, ...] = tuple(TableService)
+# The services planned onto a table's timeline, each an instant TMS executes.
+SERVICES: tuple[TableService, ...] = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN,
+                                      TableService.ROLLBACK)
+# The services on a table's backups: their task's instant names the request, not an instant of the timeline.
+BACKUP_SERVICES: tuple[TableService, ...] = (TableService.BACKUP, TableService.BACKUP_CLEAN,
+                                             TableService.BACKUP_RESTORE)
+
+
+def is_backup_service(action: str) -> bool:
+    return action in BACKUP_SERVICES

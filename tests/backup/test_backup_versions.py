@@ -106,3 +106,18 @@ def test_backups_to_an_s3_destination_restore_and_read(tmp_path, s3_endpoint, s3
         target = tmp_path / f"restored-{version_no}"
         restore_version(BackupStore(f"{s3_base}/backups/t-1"), version_no, str(target))
         _reads_as(target, table.model.expected(as_of=instant))
+
+
+def test_a_table_with_a_metadata_table_restores_without_it_and_reads(tmp_path):
+    from tms.hudi.metadata.init import create_metadata_table
+
+    table = ModelledTable(tmp_path / "t", table_type="MERGE_ON_READ", version=8)
+    create_metadata_table(table.writer.table, ["files"])
+    done = _day(table, 0)
+    assert (tmp_path / "t" / ".hoodie" / "metadata").is_dir()
+    store = BackupStore(str(tmp_path / "b"))
+    manifest = take_backup(table.table(), store).manifest
+    assert not [rel for rel in manifest.files if rel.startswith(".hoodie/metadata/")]
+    restore_version(store, 1, str(tmp_path / "r"))
+    assert "hoodie.table.metadata.partitions=" not in (tmp_path / "r" / ".hoodie" / "hoodie.properties").read_text()
+    _reads_as(tmp_path / "r", table.model.expected(as_of=done))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
 from tms.hudi.properties import format_properties, parse_properties
 from tms.hudi.storage import Storage, open_storage
 from tms.hudi.table import PROPERTIES
@@ -17,6 +16,11 @@ from tms.hudi.table import PROPERTIES
 from .errors import BackupError
 from .layout import BackupStore, Manifest
 from .take import copy_file
+
+# The metadata table's partitions (tms.hudi.metadata.reader's names, not imported: it loads polars, seconds
+# of a job's start).
+PARTITIONS_PROP = "hoodie.table.metadata.partitions"
+PARTITIONS_INFLIGHT_PROP = "hoodie.table.metadata.partitions.inflight"
 
 
 @dataclass(frozen=True)

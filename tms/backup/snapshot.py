@@ -32,12 +32,14 @@ class TableSnapshot:
 
 
 def _walk(storage: Storage, rel: str = ""):
+    """Every file under `rel`, the folders a copy does without not entered (the metadata table's many files)."""
     stack = [rel]
     while stack:
         folder = stack.pop()
         for info in storage.listdir(folder):
             if info.is_dir:
-                stack.append(info.path)
+                if not _skipped(info.path):
+                    stack.append(info.path)
             else:
                 yield info
 
@@ -64,7 +66,7 @@ def take_snapshot(table: HudiTable) -> TableSnapshot:
     for info in _walk(table.storage):
         rel = info.path
         if rel.startswith(".hoodie/"):
-            if rel == PROPERTIES or not _skipped(rel) and _keeps_meta(rel, timeline.dir, timeline_paths):
+            if rel == PROPERTIES or _keeps_meta(rel, timeline.dir, timeline_paths):
                 files[rel] = info.size
                 timeline_files += 1
             continue

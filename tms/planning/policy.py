@@ -82,6 +82,12 @@ class TablePolicy(BaseModel):
     # The freshness objective: no delta commit stays uncompacted longer than this (0: none). The manager warns
     # (`freshness_at_risk`) when the forecast says the objective will be missed, before it is.
     freshness_max_uncompacted_seconds: int = Field(0, ge=0, alias="tms.freshness.max.uncompacted.seconds")
+    # Backups (tms.backup): where versions go ("": none), when ("daily", "hourly" or a cron expression, UTC),
+    # how many are kept, and how long a due backup may take before `backup_missed` fires.
+    backup_destination: str = Field("", pattern=r"^[^\x00]*$", alias="tms.backup.destination")
+    backup_schedule: str = Field("daily", pattern=r"^[^\x00]*$", alias="tms.backup.schedule")
+    backup_keep_versions: int = Field(7, ge=1, alias="tms.backup.keep.versions")
+    backup_grace_seconds: int = Field(3 * 3600, ge=1, alias="tms.backup.grace.seconds")
 
     @field_validator("compaction_strategy", mode="before")
     @classmethod
@@ -89,6 +95,13 @@ class TablePolicy(BaseModel):
         # Accept the simple class name users often write, as Hudi's docs do.
         if isinstance(value, str) and "." not in value:
             return COMPACTION_STRATEGY_PACKAGE + value
+        return value
+
+    @field_validator("backup_schedule")
+    @classmethod
+    def _known_schedule(cls, value: str) -> str:
+        from tms.backup.schedule import parse_schedule  # the one reading of a schedule
+        parse_schedule(value)
         return value
 
     @property

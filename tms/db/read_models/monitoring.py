@@ -9,6 +9,7 @@ from sqlalchemy import Float, ScalarSelect, cast, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from ..models import Instance, RegisteredTable, ResourceQueue, Task
+from ..repos.backups import BackupHistory, BackupTaskRepo
 from ..states import TaskState as S
 
 PENDING = (S.PENDING, S.BLOCKED, S.RUNNABLE, S.RUNNING)
@@ -21,6 +22,16 @@ class MonitorReads:
     def now(self) -> datetime:
         """The database clock, which every rule measures ages by."""
         return self.session.execute(select(func.now())).scalar_one()
+
+    # --- backups ------------------------------------------------------------------------------------
+    def tables_with_backups(self) -> list[RegisteredTable]:
+        return BackupTaskRepo(self.session).tables_with_backups()
+
+    def backup_history(self, table_id: int) -> BackupHistory:
+        return BackupTaskRepo(self.session).history(table_id)
+
+    def restores_done_since(self, since: datetime) -> list[Task]:
+        return BackupTaskRepo(self.session).succeeded_restores_since(since)
 
     # --- tasks --------------------------------------------------------------------------------------
     def failed_for_good(self, *, except_kind: str) -> list[Task]:
