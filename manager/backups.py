@@ -27,7 +27,7 @@ def schedule_backups(lease: LeaderLease, epoch: int, now: datetime | None = None
             if action is None:
                 continue
             try:
-                recorded.append(request_backup_task(session, table.id, action))
+                recorded.append(request_backup_task(session, table.id, action, at))
             except (ConflictError, BackupError) as exc:  # an operator's request came first
                 log.info("table %s: no %s now: %s", table.id, action, exc)
     for task in recorded:

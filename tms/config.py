@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     storage_roots: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated path or URL prefixes tables may live under; empty: any")
+    backup_roots: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated path or URL prefixes backup destinations may lie under, besides the storage "
+                    "roots; both empty: any")
     callback_key: SecretStr | None = Field(
         None, description="Service-wide key Hudi writers send in the HUDI-CALLBACK-KEY header")
     admin_token: SecretStr | None = Field(None, description="A bearer token with the admin role")
@@ -162,7 +166,7 @@ class Settings(BaseSettings):
     webhook_max_age_seconds: float = Field(
         86400.0, gt=0, description="A delivery not accepted within this long is given up (expired)")
 
-    @field_validator("storage_roots", "planner_services", mode="before")
+    @field_validator("storage_roots", "backup_roots", "planner_services", mode="before")
     @classmethod
     def _split_commas(cls, value):
         if isinstance(value, str):

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, Request, status
 from tms.backup.layout import backup_root
 from tms.backup.requests import request_backup_task, store_of
 from tms.db import BackupTaskRepo, NotFoundError, TablePolicy, TableRepo
+from tms.table_path import is_under_roots
 from tms.table_service import TableService
 
 from ..auth import Admin, Operator, Viewer
@@ -21,7 +22,8 @@ from ..schemas.tasks import TaskOut
 
 router = APIRouter(prefix="/api/v1/tables", tags=["backups"])
 TableId = Annotated[Id, Path(description="The table's id")]
-_POLICY_KEYS = ("tms.backup.destination", "tms.backup.schedule", "tms.backup.keep.versions")
+BACKUP_DESTINATION = "tms.backup.destination"
+_POLICY_KEYS = (BACKUP_DESTINATION, "tms.backup.schedule", "tms.backup.keep.versions")
 
 
 def _policy_out(table_id: int, name: str, policy: TablePolicy) -> dict[str, Any]:
@@ -30,16 +32,28 @@ def _policy_out(table_id: int, name: str, policy: TablePolicy) -> dict[str, Any]
             "root": backup_root(policy.backup_destination, name, table_id)}
 
 
+def require_backup_destination(request: Request, destination: str, *loc: str) -> None:
+    """A 422 unless `destination` lies under the storage or backup roots (either set) and fsspec can write it."""
+    settings = request.app.state.settings
+    roots = [*settings.storage_roots, *settings.backup_roots]
+    if not is_under_roots(destination, roots):
+        raise validation_error([{"loc": loc, "type": "value_error",
+                                 "msg": f"{destination} is outside the storage and backup roots "
+                                        f"({', '.join(roots)}; TMS_BACKUP_ROOTS adds one)"}], "body")
+    try:
+        fsspec.get_filesystem_class(fsspec.utils.get_protocol(destination))
+    except (ValueError, ImportError) as exc:
+        raise validation_error([{"loc": loc, "type": "value_error",
+                                 "msg": f"cannot write to {destination}: {exc}"}], "body") from None
+
+
 @router.put("/{table_id}/backup", response_model=BackupPolicyOut, dependencies=[Admin],
             summary="Set the table's backup policy", responses=problems(*ADMIN, 400, 404, 413, 422))
 def put_backup_policy(table_id: TableId, body: BackupPolicyIn, request: Request) -> dict[str, Any]:
-    """Stored as the table's `tms.backup.*` policy options. The manager's leader takes the first backup at
+    """The destination must lie under TMS_STORAGE_ROOTS or TMS_BACKUP_ROOTS (when either is set). Stored as the
+    table's `tms.backup.*` policy options. The manager's leader takes the first backup at
     once, then one at each time of the schedule, each followed by a backup-clean."""
-    try:
-        fsspec.get_filesystem_class(fsspec.utils.get_protocol(body.destination))
-    except (ValueError, ImportError) as exc:
-        raise validation_error([{"loc": ("destination",), "type": "value_error",
-                                 "msg": f"cannot write to {body.destination}: {exc}"}], "body") from None
+    require_backup_destination(request, body.destination, "destination")
     with request.app.state.database.transaction() as session:
         repo = TableRepo(session)
         table = repo.get(table_id)

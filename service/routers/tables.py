@@ -31,6 +31,7 @@ from ..schemas.tables import (
 )
 from ..schemas.tasks import TaskOut
 from ..table_view import capability_report, live_view, registration_facts, registration_refusal
+from .backups import BACKUP_DESTINATION, require_backup_destination
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
 TableId = Annotated[Id, Path(description="The table's id")]
@@ -43,11 +44,14 @@ def _out(table: RegisteredTable) -> dict[str, Any]:
             "policies": {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}}
 
 
-def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:
+def _policy(stored: dict[str, Any], changes: dict[str, Any], request: Request | None = None) -> TablePolicy:
     try:
-        return TablePolicy.from_stored(stored).merged(changes)
+        policy = TablePolicy.from_stored(stored).merged(changes)
     except ValidationError as exc:
         raise validation_error(exc.errors(), "body", "policies") from None
+    if request is not None and changes.get(BACKUP_DESTINATION):  # the same check as PUT .../backup's
+        require_backup_destination(request, policy.backup_destination, "policies", BACKUP_DESTINATION)
+    return policy
 
 
 def _concurrency(stored: dict[str, str], changes: dict[str, Any], *, base_path: str, table_name: str
@@ -99,7 +103,7 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
                                  "msg": f"{body.base_path} is outside the storage roots ({', '.join(roots)})"}],
                                "body")
     concurrency_changes, policy_changes = split_concurrency_options(body.policies)
-    policy = _policy({}, policy_changes)
+    policy = _policy({}, policy_changes, request)
     try:
         hudi_table = HudiTable.load(body.base_path)
         facts = registration_facts(hudi_table)
@@ -166,7 +170,7 @@ def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> 
         table = repo.get(table_id)
         if "policies" in changes:
             concurrency_changes, policy_changes = split_concurrency_options(changes["policies"] or {})
-            changes["policies"] = _policy(table.policies, policy_changes).explicit()
+            changes["policies"] = _policy(table.policies, policy_changes, request).explicit()
             if concurrency_changes:
                 changes["concurrency_options"] = _concurrency(table.concurrency_options, concurrency_changes,
                                                               base_path=table.base_path, table_name=table.name)

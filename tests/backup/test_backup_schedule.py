@@ -40,9 +40,9 @@ def test_a_backup_is_due_at_once_then_after_each_fire_time():
 
 def test_a_backup_clean_follows_each_backup_that_succeeded_and_nothing_starts_beside_another():
     done = history(first_requested=MIDNIGHT, last_requested=MIDNIGHT, last_succeeded_request=MIDNIGHT,
-                   last_succeeded_finish=MIDNIGHT + timedelta(minutes=2))
+                   last_succeeded_finish=MIDNIGHT + timedelta(minutes=2))  # requested at 00:00, done at 00:02
     assert next_backup_task("daily", done, NOW) is TableService.BACKUP_CLEAN
-    cleaned = history(**{**done.__dict__, "last_clean_requested": MIDNIGHT + timedelta(minutes=3)})
+    cleaned = history(**{**done.__dict__, "last_clean_requested": MIDNIGHT + timedelta(minutes=1)})
     assert next_backup_task("daily", cleaned, NOW) is None
     assert next_backup_task("daily", cleaned, NOW + timedelta(days=1)) is TableService.BACKUP
     busy = history(**{**cleaned.__dict__, "active": object()})

@@ -3,6 +3,7 @@ plan each records, checked before the task exists, so that a request TMS cannot 
 line and nothing is recorded."""
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -34,11 +35,12 @@ def _plan(table: RegisteredTable, **extra: Any) -> dict[str, Any]:
             "keep_versions": policy.backup_keep_versions, **extra}
 
 
-def request_backup_task(session: Session, table_id: int, action: TableService) -> Task:
-    """A backup or backup-clean of the table, now (ConflictError while another backup task is in progress)."""
+def request_backup_task(session: Session, table_id: int, action: TableService, now: datetime | None = None) -> Task:
+    """A backup or backup-clean of the table, now (ConflictError while another backup task is in progress);
+    `now`: the requester's clock (the schedule's), by default the database's."""
     table = TableRepo(session).get(table_id)
     return BackupTaskRepo(session).request(table_id, action, _plan(table), priority=table.priority,
-                                           queue=table.queue)
+                                           queue=table.queue, now=now)
 
 
 def request_restore(session: Session, table_id: int, version: int, target_path: str) -> Task:

@@ -114,8 +114,8 @@ def next_backup_task(schedule: str, history: BackupHistory, now: datetime) -> Ta
     nothing while one of its backup tasks is in progress."""
     if history.active is not None:
         return None
-    if history.last_succeeded_finish is not None and (
-            history.last_clean_requested is None or history.last_clean_requested < history.last_succeeded_finish):
+    if history.last_succeeded_request is not None and (
+            history.last_clean_requested is None or history.last_clean_requested < history.last_succeeded_request):
         return TableService.BACKUP_CLEAN
     if backup_due(schedule, history.last_requested, now):
         return TableService.BACKUP

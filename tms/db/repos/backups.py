@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import DateTime, func, select
 from sqlalchemy.orm import Session
 
 from tms.hudi.instant import format_wall_clock
@@ -24,9 +24,15 @@ ACTIVE = (S.PENDING, S.BLOCKED, S.RUNNABLE, S.RUNNING, S.SUSPENDED)
 _BACKUP_ACTIONS = [s.value for s in BACKUP_SERVICES]
 
 
+def _requested_at() -> Any:
+    """When a backup task was requested, on the requester's clock (its plan's `requested_at`: the schedule's, which
+    tests set), else when it was recorded."""
+    return func.coalesce(Task.plan_stats["requested_at"].astext.cast(DateTime(timezone=True)), Task.created_at)
+
+
 @dataclass(frozen=True)
 class BackupHistory:
-    """What the schedule and the alerts need of one table's backups (request times are task creation times)."""
+    """What the schedule and the alerts need of one table's backups, by the time each was requested."""
     first_requested: datetime | None
     last_requested: datetime | None
     last_succeeded_request: datetime | None     # created_at of the newest backup that succeeded
@@ -61,11 +67,11 @@ class BackupTaskRepo:
 
     def history(self, table_id: int) -> BackupHistory:
         backup = (Task.table_id == table_id, Task.action == TableService.BACKUP.value)
-        first, last = self.session.execute(select(func.min(Task.created_at), func.max(Task.created_at))
-                                           .where(*backup)).one()
-        done = self.session.execute(select(Task.created_at, Task.finished_at).where(
-            *backup, Task.state == S.SUCCEEDED.value).order_by(Task.created_at.desc()).limit(1)).first()
-        clean = self.session.scalar(select(func.max(Task.created_at)).where(
+        requested = _requested_at()
+        first, last = self.session.execute(select(func.min(requested), func.max(requested)).where(*backup)).one()
+        done = self.session.execute(select(requested, Task.finished_at).where(
+            *backup, Task.state == S.SUCCEEDED.value).order_by(requested.desc()).limit(1)).first()
+        clean = self.session.scalar(select(func.max(requested)).where(
             Task.table_id == table_id, Task.action == TableService.BACKUP_CLEAN.value))
         newest = self.session.scalar(select(Task).where(*backup).order_by(Task.id.desc()).limit(1))
         failed = newest if newest is not None and newest.state == S.FAILED.value \
@@ -84,10 +90,11 @@ class BackupTaskRepo:
             Task.finished_at >= since).order_by(Task.id)))
 
     def request(self, table_id: int, action: TableService, plan: dict[str, Any], *, priority: int = 0,
-                queue: str | None = None) -> Task:
+                queue: str | None = None, now: datetime | None = None) -> Task:
         """Record a runnable backup task of the table; ConflictError while another one is active. The table's
-        row is locked meanwhile, so two requests never both pass the check. Its instant is the request's time
-        (milliseconds, unique among the table's tasks): it names the request, not a timeline instant."""
+        row is locked meanwhile, so two requests never both pass the check. `now`: the requester's clock (default
+        the database's), recorded as the plan's `requested_at`. Its instant is the request's time (milliseconds,
+        unique among the table's tasks): it names the request, not a timeline instant."""
         table = self.session.get(RegisteredTable, table_id, with_for_update=True, populate_existing=True)
         if table is None:
             raise NotFoundError(f"no table with id {table_id}")
@@ -95,7 +102,9 @@ class BackupTaskRepo:
         if active is not None:
             raise ConflictError(f"table {table.name} has a {active.action} task ({active.id}, {active.state}) "
                                 "in progress; one backup task runs at a time")
-        now = self.now()
+        at = now or self.now()
+        plan = {**plan, "requested_at": at.isoformat()}
+        now = self.now()  # the instant: the database's time of the request, as the task's other times
         while True:
             instant = format_wall_clock(now.astimezone(UTC).replace(tzinfo=None))
             if self.tasks.for_instant(table_id, instant) is None:
