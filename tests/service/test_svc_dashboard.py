@@ -180,3 +180,34 @@ def test_the_table_page_shows_boolean_policies_as_the_cli_does(client, tokens, r
     values = re.findall(r"<tr[^>]*><td><code>[^<]+</code></td><td>([^<]*)</td></tr>", page)
     assert values and ("yes" in values or "no" in values), values  # the policies have booleans
     assert "True" not in values and "False" not in values, values
+
+
+def test_the_table_page_shows_the_backups_and_an_admin_restores_one_after_confirming(client, tokens, register,
+                                                                                    settings, hudi_tables):
+    import uuid
+
+    from tms.backup.layout import BackupStore, backup_root
+    from tms.backup.take import take_backup
+    from tms.hudi.table import HudiTable
+
+    table = register("mor_v8_trips_8i3u1d")
+    scratch = f"{settings.storage_roots[0]}/dashboard-backups-{uuid.uuid4().hex[:8]}"
+    client.put(f"/api/v1/tables/{table['id']}/backup", headers=tokens["admin"],
+               json={"destination": scratch}).raise_for_status()
+    version = take_backup(HudiTable.load(table["base_path"]),
+                          BackupStore(backup_root(scratch, table["name"], table["id"]))).manifest
+    _sign_in(client, tokens["viewer"])
+    page = client.get(f"/ui/tables/{table['id']}").text
+    assert 'id="backups"' in page and f"<code>{version.instant}</code>" in page
+    assert "Restore a version" not in page  # admins only
+    csrf = _sign_in(client, tokens["admin"])
+    assert "Restore a version" in client.get(f"/ui/tables/{table['id']}").text
+    target = f"{scratch}/restored"
+    unconfirmed = client.post(f"/ui/tables/{table['id']}/restore",
+                              data={CSRF_FIELD: csrf, "version": "1", "target_path": target})
+    assert "confirm the restore" in unconfirmed.text and "notice error" in unconfirmed.text
+    restored = client.post(f"/ui/tables/{table['id']}/restore",
+                           data={CSRF_FIELD: csrf, "version": "1", "target_path": target, "confirm": "on"})
+    assert "Restore requested: task" in restored.text
+    listed = client.get(f"/api/v1/tables/{table['id']}/backups", headers=tokens["admin"]).json()
+    assert [(t["action"], t["plan_stats"]["target_path"]) for t in listed["tasks"]] == [("backup_restore", target)]

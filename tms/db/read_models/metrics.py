@@ -32,7 +32,7 @@ _CLUSTER = {
                "coalesce((a.result->>'version')::bigint, 0), coalesce((a.result->>'bytes_copied')::bigint, 0) "
                "FROM tasks t JOIN tables r ON r.id = t.table_id LEFT JOIN task_attempts a ON a.task_id = t.id "
                "AND a.outcome = 'SUCCEEDED' WHERE t.action = 'backup' AND t.state = 'SUCCEEDED' "
-               "ORDER BY t.table_id, t.finished_at DESC",
+               "ORDER BY t.table_id, t.finished_at DESC, t.id DESC",
 }
 
 _ENGINES = {
