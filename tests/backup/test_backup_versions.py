@@ -121,3 +121,20 @@ def test_a_table_with_a_metadata_table_restores_without_it_and_reads(tmp_path):
     restore_version(store, 1, str(tmp_path / "r"))
     assert "hoodie.table.metadata.partitions=" not in (tmp_path / "r" / ".hoodie" / "hoodie.properties").read_text()
     _reads_as(tmp_path / "r", table.model.expected(as_of=done))
+
+
+def test_a_restore_that_stopped_halfway_goes_on_and_refuses_what_it_did_not_copy(tmp_path):
+    table = ModelledTable(tmp_path / "t")
+    done = _day(table, 0)
+    store = BackupStore(str(tmp_path / "b"))
+    take_backup(table.table(), store)
+    target = tmp_path / "r"
+    restore_version(store, 1, str(target))
+    (target / ".hoodie" / "hoodie.properties").unlink()  # what an attempt that stopped before its end leaves
+    next(p for p in target.rglob("*.parquet")).unlink()
+    restore_version(store, 1, str(target))  # its retry
+    _reads_as(target, table.model.expected(as_of=done))
+    (target / ".hoodie" / "hoodie.properties").unlink()
+    (target / "stranger.txt").write_text("not of the backup")
+    with pytest.raises(BackupError, match="not empty .*stranger.txt"):
+        restore_version(store, 1, str(target))

@@ -31,6 +31,6 @@ def run_backup_task(action: str, base_path: str, plan: dict[str, Any], fence: Fe
         return expiry.record(), expiry.summary()
     if action == TableService.BACKUP_RESTORE:
         fence()
-        restored = restore_version(store, int(plan["version"]), str(plan["target_path"]))
+        restored = restore_version(store, int(plan["version"]), str(plan["target_path"]), check=fence)
         return restored.record(), restored.summary()
     raise BackupError(f"{action} is not a backup task")

@@ -7,6 +7,7 @@ its listed size, so blocks appended later are not copied. The metadata table (`.
 out: a restored copy is listed by its readers, and its next writer rebuilds the metadata table."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tms.hudi.file_names import BaseFileName, LogFileName
@@ -31,14 +32,15 @@ class TableSnapshot:
     instants: frozenset[str]     # every instant time on the timeline then (any state)
 
 
-def _walk(storage: Storage, rel: str = ""):
-    """Every file under `rel`, the folders a copy does without not entered (the metadata table's many files)."""
+def walk_files(storage: Storage, rel: str = "", skip: Callable[[str], bool] = lambda path: False
+               ) -> Iterator[FileInfo]:
+    """Every file under `rel`; folders for which `skip` is true are not entered."""
     stack = [rel]
     while stack:
         folder = stack.pop()
         for info in storage.listdir(folder):
             if info.is_dir:
-                if not _skipped(info.path):
+                if not skip(info.path):
                     stack.append(info.path)
             else:
                 yield info
@@ -63,7 +65,7 @@ def take_snapshot(table: HudiTable) -> TableSnapshot:
 
     files: dict[str, int] = {}
     timeline_files = data_files = 0
-    for info in _walk(table.storage):
+    for info in walk_files(table.storage, skip=_skipped):  # the metadata table's many files not listed
         rel = info.path
         if rel.startswith(".hoodie/"):
             if rel == PROPERTIES or _keeps_meta(rel, timeline.dir, timeline_paths):
