@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from tms.backup.schedule import missed_since
 from tms.config import Settings
 from tms.db import AlertRepo, RegisteredTable, Sighting, TablePolicy, TaskState
 from tms.db.read_models import MonitorReads
@@ -53,15 +54,6 @@ def task_failed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]
 
 
 RESTORE_DONE_FOR = timedelta(days=1)
-
-
-def restore_done(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
-    """A table restored to a savepoint (its restore task succeeded): told once (to the webhooks), resolved a
-    day later. A restore rewrites what readers see, so every owner of the table must hear of it."""
-    return {f"task:{t.id}": Sighting("info", f"table restored in place to savepoint {t.target_instant} "
-                                             f"(restore {t.instant})",
-                                     table_id=t.table_id, task_id=t.id, details={"savepoint": t.target_instant})
-            for t in reads.restores_done_since(ctx.now - RESTORE_DONE_FOR)}
 
 
 def task_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -271,11 +263,61 @@ def freshness_at_risk(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     return sightings
 
 
+def backup_failed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A table whose newest backup failed for good (retries exhausted): firing until a backup succeeds."""
+    sightings = {}
+    for row in reads.tables_with_backups():
+        failed = reads.backup_history(row.id).failed_for_good
+        if failed is not None:
+            sightings[f"table:{row.id}"] = Sighting(
+                "critical", f"table {row.name}: backup {failed.instant} failed for good after attempt "
+                            f"{failed.attempt}: {failed.retry_reason or failed.error or 'no reason recorded'}",
+                table_id=row.id, task_id=failed.id, queue=failed.queue, details={"error": failed.error})
+    return sightings
+
+
+def backup_missed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A table whose scheduled backup is not done `tms.backup.grace.seconds` after its time."""
+    sightings = {}
+    for row in reads.tables_with_backups():
+        policy = TablePolicy.from_stored(row.policies)
+        history = reads.backup_history(row.id)
+        fire = missed_since(policy.backup_schedule, history.first_requested, history.last_succeeded_request,
+                            ctx.now, timedelta(seconds=policy.backup_grace_seconds))
+        if fire is not None:
+            last = history.last_succeeded_finish
+            sightings[f"table:{row.id}"] = Sighting(
+                "warning", f"table {row.name}: the backup due at {fire:%Y-%m-%d %H:%M} UTC "
+                           f"({policy.backup_schedule}) is not done; last backup "
+                           f"{f'{last:%Y-%m-%d %H:%M:%S} UTC' if last else 'never'}",
+                table_id=row.id, details={"due_at": fire.isoformat(), "schedule": policy.backup_schedule,
+                                          "last_backup_at": last.isoformat() if last else None})
+    return sightings
+
+
+def restore_done(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """A table restored in place to a savepoint, or a backup version restored to a new base path (its task
+    succeeded): told once (to the webhooks), resolved a day later. A restore changes what readers see, so
+    every owner of the table must hear of it."""
+    since = ctx.now - RESTORE_DONE_FOR
+    out = {f"task:{t.id}": Sighting("info", f"table restored in place to savepoint {t.target_instant} "
+                                            f"(restore {t.instant})",
+                                    table_id=t.table_id, task_id=t.id, details={"savepoint": t.target_instant})
+           for t in reads.savepoint_restores_done_since(since)}
+    for t in reads.backup_restores_done_since(since):
+        version, target = t.plan_stats.get("version"), t.plan_stats.get("target_path")
+        out[f"task:{t.id}"] = Sighting("info", f"backup version {version} of table {t.table_id} was restored to "
+                                               f"{target}", table_id=t.table_id, task_id=t.id,
+                                       details={"version": version, "target_path": target})
+    return out
+
+
 RULES: dict[str, Rule] = {
     "task_failed": task_failed, "task_timeout": task_timeout, "not_scheduled": not_scheduled,
     "held_too_long": held_too_long, "instance_down": instance_down, "queue_saturated": queue_saturated,
     "predicted_timeout": predicted_timeout, "backlog_growing": backlog_growing,
-    "freshness_at_risk": freshness_at_risk, "restore_done": restore_done,
+    "freshness_at_risk": freshness_at_risk, "backup_failed": backup_failed, "backup_missed": backup_missed,
+    "restore_done": restore_done,
 }
 
 

@@ -3,9 +3,9 @@ resolves `no_leader` once a manager leads, tms.leadership.watch). The leader run
 APScheduler; a standby only waits for the lease. Any number of managers may
 run: the lease and the fenced transactions (leadership.py) make one leader's writes count at a time.
 
-The leader's periodic work: restore (at start and every `manager_restore_seconds`), due retries, the alert
-rules, webhook deliveries, and the planners' periodic trigger and reconciliation scan (it asks, planners
-plan)."""
+The leader's periodic work: restore (at start and every `manager_restore_seconds`), due retries, the backups'
+schedule, the alert rules, webhook deliveries, and the planners' periodic trigger and reconciliation scan (it
+asks, planners plan)."""
 from __future__ import annotations
 
 import logging
@@ -23,6 +23,7 @@ from tms.instance import InstanceRow
 from tms.leadership import LeaderLease, LeaderWatch, NotLeader
 from tms.webhooks.delivery import Deliverer
 
+from .backups import schedule_backups
 from .canary import check_canaries
 from .monitor import MonitorContext, evaluate
 from .planning_requests import request_scans, request_ticks
@@ -126,6 +127,7 @@ class ManagerService:
             ("restore", s.manager_restore_seconds, lambda e: restore(self.lease, e)),
             ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
             ("canaries", s.manager_canary_seconds, lambda e: check_canaries(self.lease, e)),
+            ("backups", s.manager_backup_seconds, lambda e: schedule_backups(self.lease, e)),
             ("monitor", s.manager_monitor_seconds, lambda e: evaluate(self.lease, e, self.monitor)),
             ("webhooks", s.webhook_poll_seconds, lambda e: self.deliverer.run_once(lambda: self.lease.fenced(e))),
             ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),

@@ -1,8 +1,9 @@
 """Prometheus metrics of the whole deployment, read from the database at scrape time: every role's work as
 the database records it (tasks by state, action and queue; task duration and wait; retries; alerts firing
 by type; the leader and its epoch; queues' running jobs against capacity; the planners' lag; per table, the
-pending log files and the oldest pending instant). The service exposes them on its `/metrics`, so one
-scrape target serves them however many processes run; each process adds its own process metrics."""
+pending log files, the oldest pending instant and its newest backup). The service exposes them on its
+`/metrics`, so one scrape target serves them however many processes run; each process adds its own process
+metrics."""
 from __future__ import annotations
 
 import time
@@ -64,6 +65,7 @@ class ClusterCollector:
         yield GaugeMetricFamily("tms_planner_lag_seconds", "Age of the oldest unprocessed event",
                                 value=float(rows["lag"][0][0] if rows["lag"] else 0))
         yield from _table_metrics(rows["tables"])
+        yield from _backup_metrics(rows["backups"])
 
 
 def histogram_by_label(family: HistogramMetricFamily, samples: Sequence[Any]) -> HistogramMetricFamily:
@@ -94,3 +96,21 @@ def _table_metrics(tables: Sequence[Any]) -> Iterator[Metric]:
         oldest.add_metric(labels, now - first_pending if first_pending is not None else 0.0)
     yield logs
     yield oldest
+
+
+def _backup_metrics(backups: Sequence[Any]) -> Iterator[Metric]:
+    """Each table's newest backup that succeeded (tms.backup): when it finished, its version, the bytes it copied."""
+    labels = ["table_id", "database", "table"]
+    last = GaugeMetricFamily("tms_backup_last_success_timestamp_seconds", "When the table's newest backup that "
+                             "succeeded finished (Unix time)", labels=labels)
+    version = GaugeMetricFamily("tms_backup_last_version", "The version number of that backup", labels=labels)
+    copied = GaugeMetricFamily("tms_backup_last_bytes_copied", "The bytes that backup copied (what changed since "
+                               "the version before it)", labels=labels)
+    for table_id, database, name, finished, number, bytes_copied in backups:
+        values = [str(table_id), database, name]
+        last.add_metric(values, float(finished))
+        version.add_metric(values, float(number))
+        copied.add_metric(values, float(bytes_copied))
+    yield last
+    yield version
+    yield copied

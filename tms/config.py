@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     storage_roots: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated path or URL prefixes tables may live under; empty: any")
+    backup_roots: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated path or URL prefixes backup destinations may lie under, besides the storage "
+                    "roots; both empty: any")
     callback_key: SecretStr | None = Field(
         None, description="Service-wide key Hudi writers send in the HUDI-CALLBACK-KEY header")
     admin_token: SecretStr | None = Field(None, description="A bearer token with the admin role")
@@ -134,6 +138,9 @@ class Settings(BaseSettings):
         60.0, gt=0, description="How often the leader reconciles tasks with the timelines (and at start)")
     manager_retry_seconds: float = Field(5.0, gt=0, description="How often the leader looks for due retries")
     manager_monitor_seconds: float = Field(30.0, gt=0, description="How often the leader evaluates alert rules")
+    manager_backup_seconds: float = Field(
+        60.0, gt=0, description="How often the leader requests the backups (and backup-cleans) tables' backup "
+                                "schedules ask for")
     manager_metrics_port: int | None = Field(
         None, ge=0, le=65535, description="Port of the manager's Prometheus /metrics (unset: none)")
     monitor_unclaimed_seconds: float = Field(
@@ -163,7 +170,7 @@ class Settings(BaseSettings):
     webhook_max_age_seconds: float = Field(
         86400.0, gt=0, description="A delivery not accepted within this long is given up (expired)")
 
-    @field_validator("storage_roots", "planner_services", mode="before")
+    @field_validator("storage_roots", "backup_roots", "planner_services", mode="before")
     @classmethod
     def _split_commas(cls, value):
         if isinstance(value, str):

@@ -10,6 +10,19 @@ class TableService(StrEnum):
     CLEAN = "clean"
     ROLLBACK = "rollback"
     RESTORE = "restore"   # in place, to a savepoint (Hudi's restore action)
+    # Copies of the table to and from its backup destination (tms.backup): they write nothing on its timeline.
+    BACKUP = "backup"
+    BACKUP_CLEAN = "backup_clean"
+    BACKUP_RESTORE = "backup_restore"
 
 
-SERVICES: tuple[TableService, ...] = tuple(TableService)
+# The services on a table's timeline, each an instant TMS executes (a restore is asked for, the others planned).
+SERVICES: tuple[TableService, ...] = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN,
+                                      TableService.ROLLBACK, TableService.RESTORE)
+# The services on a table's backups: their task's instant names the request, not an instant of the timeline.
+BACKUP_SERVICES: tuple[TableService, ...] = (TableService.BACKUP, TableService.BACKUP_CLEAN,
+                                             TableService.BACKUP_RESTORE)
+
+
+def is_backup_service(action: str) -> bool:
+    return action in BACKUP_SERVICES

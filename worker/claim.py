@@ -15,6 +15,7 @@ from tms.execute.engine_code import EngineSpec
 from tms.hudi.instant import ROLLBACK
 from tms.hudi.table import HudiTable
 from tms.planning import plan_stats
+from tms.table_service import is_backup_service
 
 from .engine_choice import choose_engine
 from .fence import new_fence_key
@@ -45,6 +46,7 @@ class ClaimedTask:
     concurrency_options: dict[str, str] = field(default_factory=dict)
     attempts_in_series: int = 1  # this attempt's number since the task's last rerun (retries count against it)
     engine: EngineSpec | None = None  # the engine a rollout rule chose (None: the worker's own job code)
+    plan: dict[str, Any] = field(default_factory=dict)  # the task's recorded plan (a backup's root, ...)
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,13 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
             queue = choose_queue(queues, running, table, task.action)
             if queue is None:
                 continue
-            resources = size_job(_plan_stats(task.plan_stats, table, task.instant), queue,
+            resources = size_job(_plan_stats(task.plan_stats, table, task.instant, task.action), queue,
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
                                  max_executors_per_table=limits.max_executors_per_table,
                                  memory_factor=task.memory_factor, action=task.action)
-            choice = choose_engine(session, task_id=task.id, table=table, queue=queue.name)
+            # A backup task's job is the worker's own copy code: no engine runs it.
+            choice = None if is_backup_service(task.action) else \
+                choose_engine(session, task_id=task.id, table=table, queue=queue.name)
             claimed = tasks.claim(task.id, expected_version=task.version, owner=owner,
                                   lease_seconds=limits.lease_seconds, queue=queue.name,
                                   requested_resources=resources.as_dict(), fence_key_hash=hash_secret(fence_key))
@@ -92,13 +96,14 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                master=queue.master, queue_spark_conf=dict(queue.spark_conf), resources=resources,
                                fence_key=fence_key, concurrency_options=dict(table.concurrency_options),
                                attempts_in_series=claimed.attempt - claimed.retry_series_start,
-                               engine=choice.engine if choice else None)
+                               engine=choice.engine if choice else None, plan=dict(claimed.plan_stats))
     return None
 
 
-def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str) -> dict[str, Any]:
-    """The statistics the planner recorded; for a task recorded without them, measured from the plan."""
-    if "largest_file_group_bytes" in recorded:
+def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str, action: str) -> dict[str, Any]:
+    """The statistics the planner recorded; for a task recorded without them, measured from the plan (a
+    backup task has none on the timeline: its job copies files, sized minimally)."""
+    if "largest_file_group_bytes" in recorded or is_backup_service(action):
         return recorded
     try:
         stats = plan_stats(HudiTable.load(table.base_path), instant)

@@ -3,6 +3,7 @@ master with the job's sizing, or the plain Python job (jobs.python_job); the arg
 warm engine with."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -41,6 +42,13 @@ def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
     for key, value in claimed.concurrency_options.items():
         arguments += ["--option", f"{key}={value}"]
     return arguments
+
+
+def backup_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
+    """A backup task's job (jobs.backup_job), whatever the worker's runner: it copies files, Spark adds nothing."""
+    command = [sys.executable, "-m", "jobs.backup_job", "--table", claimed.base_path, "--instant", claimed.instant,
+               "--action", claimed.action, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
+    return command, dict(os.environ)
 
 
 def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:

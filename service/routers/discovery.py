@@ -35,7 +35,7 @@ def scan(body: ScanRequest, request: Request) -> dict[str, Any]:
         raise validation_error([{"loc": ("root",), "type": "value_error",
                                  "msg": "no root given and TMS_STORAGE_ROOTS is empty: name the root to scan"}],
                                "body")
-    policies = _policy({}, body.policies).explicit()
+    policies = _policy({}, body.policies, request).explicit()
     scans = []
     for root in [body.root] if body.root is not None else [normalize_base_path(r) for r in roots]:
         report = scan_root(request.app.state.database, root, policies=policies, max_depth=body.max_depth,

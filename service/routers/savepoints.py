@@ -6,16 +6,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request, Response, status
 
 from tms.db import TableRepo
-from tms.errors import TMSError
 from tms.hudi.locks import TransactionManager
 from tms.hudi.savepoint import create_savepoint, delete_savepoint, read_savepoint
 from tms.hudi.table import HudiTable
 
 from ..auth import Admin, Operator, Viewer
+from ..backup_restore import restore_from_backup
 from ..savepoint_restore import request_savepoint_restore
 from ..schemas.common import Id, InstantTime
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
-from ..schemas.savepoints import RestoreRequest, SavepointOut, SavepointRequest
+from ..schemas.restore import RestoreRequest
+from ..schemas.savepoints import SavepointOut, SavepointRequest
 from ..schemas.tasks import TaskOut
 
 router = APIRouter(prefix="/api/v1/tables", tags=["savepoints"])
@@ -65,17 +66,18 @@ def remove_savepoint(table_id: TableId, instant: InstantTime, request: Request) 
 
 
 @router.post("/{table_id}/restore", response_model=TaskOut, status_code=status.HTTP_202_ACCEPTED,
-             dependencies=[Admin], summary="Restore the table to a savepoint",
+             dependencies=[Admin], summary="Restore the table to a savepoint, or a backup version to a new path",
              description="`{\"savepoint\": instant, \"in_place\": true}`: writes Hudi's restore plan (every instant "
                          "after the savepoint, newest first) under the writers' lock and answers with its task; a "
-                         "worker rolls them back. 422, before anything is written, when it cannot be done exactly: "
-                         "no such savepoint, a newer savepoint, a writer's instant pending (unless `force`), a "
-                         "metadata table compacted since; and for a backup `version` or a `target_path`, which "
-                         "this build does not restore through the API.",
-             responses=problems(*ADMIN, 404, 422))
+                         "worker rolls them back. `{\"version\": N, \"target_path\": path}`: copies backup version N "
+                         "to a new base path (under the storage roots, empty or absent) as a task. 422, before "
+                         "anything is written, when it cannot be done exactly: no such savepoint or version, a newer "
+                         "savepoint, a writer's instant pending (unless `force`), a metadata table compacted since, "
+                         "a target that is not empty; a savepoint to a `target_path` (use `tms restore-copy`).",
+             responses=problems(*ADMIN, 404, 409, 422, d409="A backup task of the table is in progress"))
 def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> dict[str, Any]:
-    if body.savepoint is None:
-        raise TMSError("restores of a backup version are not available in this build")
+    if body.savepoint is None:  # a backup version (the body has exactly one of them)
+        return restore_from_backup(request, table_id, body)
     with request.app.state.database.transaction() as session:
         row = TableRepo(session).get(table_id)
         task = request_savepoint_restore(session, row, body.savepoint, in_place=body.in_place,

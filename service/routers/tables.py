@@ -32,6 +32,7 @@ from ..schemas.tables import (
 )
 from ..schemas.tasks import TaskOut
 from ..table_view import capability_report, live_view, registration_facts, registration_refusal
+from .backups import BACKUP_DESTINATION, require_backup_destination
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
 TableId = Annotated[Id, Path(description="The table's id")]
@@ -44,11 +45,14 @@ def _out(table: RegisteredTable) -> dict[str, Any]:
             "policies": {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}}
 
 
-def _policy(stored: dict[str, Any], changes: dict[str, Any]) -> TablePolicy:
+def _policy(stored: dict[str, Any], changes: dict[str, Any], request: Request | None = None) -> TablePolicy:
     try:
-        return TablePolicy.from_stored(stored).merged(changes)
+        policy = TablePolicy.from_stored(stored).merged(changes)
     except ValidationError as exc:
         raise validation_error(exc.errors(), "body", "policies") from None
+    if request is not None and changes.get(BACKUP_DESTINATION):  # the same check as PUT .../backup's
+        require_backup_destination(request, policy.backup_destination, "policies", BACKUP_DESTINATION)
+    return policy
 
 
 def _require_applicable_ttl(table: HudiTable, policy: TablePolicy) -> None:
@@ -108,7 +112,7 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
                                  "msg": f"{body.base_path} is outside the storage roots ({', '.join(roots)})"}],
                                "body")
     concurrency_changes, policy_changes = split_concurrency_options(body.policies)
-    policy = _policy({}, policy_changes)
+    policy = _policy({}, policy_changes, request)
     try:
         hudi_table = HudiTable.load(body.base_path)
         facts = registration_facts(hudi_table)
@@ -176,7 +180,7 @@ def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> 
         table = repo.get(table_id)
         if "policies" in changes:
             concurrency_changes, policy_changes = split_concurrency_options(changes["policies"] or {})
-            policy = _policy(table.policies, policy_changes)
+            policy = _policy(table.policies, policy_changes, request)
             if policy.record_ttl or policy.partition_ttl:
                 _require_applicable_ttl(HudiTable.load(table.base_path), policy)
             changes["policies"] = policy.explicit()

@@ -40,6 +40,8 @@ class AlertType(StrEnum):
     CANARY_ROLLED_BACK = "canary_rolled_back"
     FRESHNESS_AT_RISK = "freshness_at_risk"
     TABLE_MISSING = "table_missing"
+    BACKUP_FAILED = "backup_failed"
+    BACKUP_MISSED = "backup_missed"
     RESTORE_DONE = "restore_done"
 
 

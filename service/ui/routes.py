@@ -35,12 +35,14 @@ from tms.hudi.inspect import human_size
 from tms.table_service import TableService
 
 from ..auth import Role
+from ..backup_restore import restore_from_backup
 from ..errors import validation_detail
 from ..routers.manager import add_mute
 from ..routers.tables import apply_table_changes
 from ..savepoint_restore import request_savepoint_restore
 from ..schemas.admin import QueueIn, QueueKind
 from ..schemas.manager import MuteIn
+from ..schemas.restore import RestoreRequest
 from ..schemas.tables import TableChanges
 from . import manager_data, views
 from .session import (
@@ -222,6 +224,26 @@ async def table_restore(request: Request, user: User, table_id: int) -> Response
     except TMSError as exc:
         return _back(page, str(exc), "error")
     return _back(page, f"Restore to savepoint {form.get('savepoint')}: task {task_id} recorded; a worker runs it.")
+
+
+@router.post("/tables/{table_id}/backup-restore")
+async def table_backup_restore(request: Request, user: User, table_id: int) -> Response:
+    """An admin's restore of a backup version to a new base path, confirmed on the form."""
+    form = await _form(request, user)
+    _require(user, Role.ADMIN)
+    page = f"/ui/tables/{table_id}"
+    if form.get("confirm") != "on":
+        return _back(page, "Nothing restored: confirm the restore.", "error")
+    try:
+        body = RestoreRequest(version=int(form.get("version", "0") or 0), target_path=form.get("target_path") or None)
+        task = restore_from_backup(request, table_id, body)
+    except ValueError as exc:  # int(), pydantic's ValidationError
+        return _back(page, _message(exc), "error")
+    except RequestValidationError as exc:
+        return _back(page, validation_detail(exc.errors()), "error")
+    except TMSError as exc:
+        return _back(page, str(exc), "error")
+    return _back(page, f"Restore requested: task {task.id}.")
 
 
 def _policy_lines(text: str) -> dict[str, Any]:

@@ -9,9 +9,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms import display
+from tms.backup.requests import store_of
 from tms.db import (
     BUILTIN,
     AlertRepo,
+    BackupTaskRepo,
     EngineRepo,
     InstanceRepo,
     QueueRepo,
@@ -22,6 +24,7 @@ from tms.db import (
     TaskRepo,
     TaskState,
 )
+from tms.errors import TMSError
 from tms.hudi.inspect import human_size
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
 from tms.hudi.savepoint import read_savepoint
@@ -142,7 +145,8 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
             "log_chart": log_chart, "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,
             "pending_plans": [i for i in view["pending_instants"] if i.action in PLAN_ACTIONS], "held": held,
             "alerts": alerts, "alert_total": alert_total, "queues": [q.name for q in QueueRepo(session).list()],
-            "savepoints": savepoints, "savepoints_error": savepoints_error}
+            "savepoints": savepoints, "savepoints_error": savepoints_error,
+            "backups": table_backups(session, table)}
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,20 @@ def table_savepoints(base_path: str) -> tuple[list[SavepointRow], str | None]:
         return out, None
     except Exception as exc:  # noqa: BLE001 (storage errors of any backend: shown, never raised)
         return [], f"cannot read the savepoints: {exc}"
+
+
+def table_backups(session: Session, table: RegisteredTable) -> dict[str, Any]:
+    """The table's backup policy, the versions its destination keeps (read from their manifests) and its newest
+    backup tasks; `error` when the destination cannot be read."""
+    policy = TablePolicy.from_stored(table.policies)
+    out: dict[str, Any] = {"policy": policy if policy.backup_destination else None, "versions": [], "error": None,
+                           "tasks": BackupTaskRepo(session).recent(table.id, limit=5)}
+    if policy.backup_destination:
+        try:
+            out["versions"] = store_of(table).manifests()
+        except (TMSError, OSError, ValueError) as exc:  # a destination down or unreadable: said, not fatal
+            out["error"] = f"cannot read the backups: {exc}"
+    return out
 
 
 def task_detail(session: Session, task_id: int) -> dict[str, Any]:

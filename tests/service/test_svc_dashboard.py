@@ -190,3 +190,34 @@ def test_the_table_page_shows_its_ttl_state(client, register, tokens):
     page = client.get(f"/ui/tables/{table['id']}").text
     ttl = page[page.index('id="ttl"'):page.index("</dl>", page.index('id="ttl"'))]
     assert "no record TTL" in ttl and "city=" in ttl  # every city expired by its last write
+
+
+def test_the_table_page_shows_the_backups_and_an_admin_restores_one_after_confirming(client, tokens, register,
+                                                                                    settings, hudi_tables):
+    import uuid
+
+    from tms.backup.layout import BackupStore, backup_root
+    from tms.backup.take import take_backup
+    from tms.hudi.table import HudiTable
+
+    table = register("mor_v8_trips_8i3u1d")
+    scratch = f"{settings.storage_roots[0]}/dashboard-backups-{uuid.uuid4().hex[:8]}"
+    client.put(f"/api/v1/tables/{table['id']}/backup", headers=tokens["admin"],
+               json={"destination": scratch}).raise_for_status()
+    version = take_backup(HudiTable.load(table["base_path"]),
+                          BackupStore(backup_root(scratch, table["name"], table["id"]))).manifest
+    _sign_in(client, tokens["viewer"])
+    page = client.get(f"/ui/tables/{table['id']}").text
+    assert 'id="backups"' in page and f"<code>{version.instant}</code>" in page
+    assert "Restore a version" not in page  # admins only
+    csrf = _sign_in(client, tokens["admin"])
+    assert "Restore a version" in client.get(f"/ui/tables/{table['id']}").text
+    target = f"{scratch}/restored"
+    unconfirmed = client.post(f"/ui/tables/{table['id']}/backup-restore",
+                              data={CSRF_FIELD: csrf, "version": "1", "target_path": target})
+    assert "confirm the restore" in unconfirmed.text and "notice error" in unconfirmed.text
+    restored = client.post(f"/ui/tables/{table['id']}/backup-restore",
+                           data={CSRF_FIELD: csrf, "version": "1", "target_path": target, "confirm": "on"})
+    assert "Restore requested: task" in restored.text
+    listed = client.get(f"/api/v1/tables/{table['id']}/backups", headers=tokens["admin"]).json()
+    assert [(t["action"], t["plan_stats"]["target_path"]) for t in listed["tasks"]] == [("backup_restore", target)]

@@ -6,7 +6,7 @@ import time
 
 from sqlalchemy import update
 
-from tms.db import AlertRepo, InstanceRepo, LeaseRepo, RegisteredTable, Sighting
+from tms.db import AlertRepo, InstanceRepo, LeaseRepo, RegisteredTable, Sighting, TaskRepo, TaskState
 
 
 def test_manager_shows_the_leader_its_epoch_and_the_standbys(client, app, tokens):
@@ -126,3 +126,20 @@ def test_metrics_show_each_tables_uncompacted_delta_commits_and_oldest_pending_w
     labels = f'{{database="{table["database"]}",table="{table["name"]}",table_id="{table["id"]}"}}'
     assert lines[f"tms_table_uncompacted_delta_commits{labels}"] == 3
     assert 100 <= lines[f"tms_table_oldest_pending_instant_age_seconds{labels}"] < 100 + 600
+
+
+def test_metrics_show_each_tables_newest_backup(client, app, register):
+    table = register("mor_v6_trips_8i1u")
+    with app.state.database.transaction() as session:
+        tasks = TaskRepo(session)
+        for instant, version, copied in (("20250101000000000", 1, 5000), ("20250102000000000", 2, 120)):
+            task, _ = tasks.create(table_id=table["id"], action="backup", instant=instant, state=TaskState.RUNNABLE)
+            claimed = tasks.claim(task.id, expected_version=task.version, owner="w", lease_seconds=60)
+            tasks.finish(task.id, fencing_token=claimed.fencing_token, succeeded=True,
+                         result={"action": "backup", "version": version, "bytes_copied": copied})
+    lines = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in client.get("/metrics").text.splitlines()
+             if line.startswith("tms_backup_")}
+    labels = f'{{database="{table["database"]}",table="{table["name"]}",table_id="{table["id"]}"}}'
+    assert lines[f"tms_backup_last_version{labels}"] == 2
+    assert lines[f"tms_backup_last_bytes_copied{labels}"] == 120
+    assert abs(lines[f"tms_backup_last_success_timestamp_seconds{labels}"] - time.time()) < 600

@@ -29,6 +29,7 @@ from .models import (
                      WebhookDelivery,
 )
 from .repos.alerts import AlertRepo, Sighting
+from .repos.backups import BackupHistory, BackupTaskRepo
 from .repos.discovery import DiscoveryRepo
 from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo
 from .repos.events import EventRepo, NewEvent
@@ -44,7 +45,7 @@ from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_
 
 __all__ = [
     "ACTION_SOURCES", "BUILTIN", "Engine", "EngineRepo", "EngineResults", "Rollout", "RolloutRepo",
-    "Alert", "AlertRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
+    "Alert", "AlertRepo", "BackupHistory", "BackupTaskRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
     "ConflictError", "Database", "DiscoveredTable", "DiscoveryRepo",
     "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",

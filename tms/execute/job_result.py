@@ -16,6 +16,11 @@ def result_line(result: ExecutionResult, **extra: Any) -> str:
     return PREFIX + json.dumps(result.record() | extra, sort_keys=True)
 
 
+def record_line(record: dict[str, Any]) -> str:
+    """The result line of a job that completes no instant (a backup's copy): its own record."""
+    return PREFIX + json.dumps(record, sort_keys=True)
+
+
 def find_result(output: str) -> dict[str, Any] | None:
     """The last result record in complete lines of a job's output, if any."""
     found = None

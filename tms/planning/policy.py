@@ -104,6 +104,12 @@ class TablePolicy(BaseModel):
     # (0: none), the oldest of its own beyond `keep` deleted (a writer's savepoints are never touched).
     savepoint_interval_hours: int = Field(0, ge=0, alias="tms.savepoint.interval.hours")
     savepoint_keep: int = Field(7, ge=1, alias="tms.savepoint.keep")
+    # Backups (tms.backup): where versions go ("": none), when ("daily", "hourly" or a cron expression, UTC),
+    # how many are kept, and how long a due backup may take before `backup_missed` fires.
+    backup_destination: str = Field("", pattern=r"^[^\x00]*$", alias="tms.backup.destination")
+    backup_schedule: str = Field("daily", pattern=r"^[^\x00]*$", alias="tms.backup.schedule")
+    backup_keep_versions: int = Field(7, ge=1, alias="tms.backup.keep.versions")
+    backup_grace_seconds: int = Field(3 * 3600, ge=1, alias="tms.backup.grace.seconds")
 
     @field_validator("compaction_strategy", mode="before")
     @classmethod
@@ -126,6 +132,12 @@ class TablePolicy(BaseModel):
     @property
     def partition_ttl(self) -> bool:
         return self.partition_ttl_days > 0
+    @field_validator("backup_schedule")
+    @classmethod
+    def _known_schedule(cls, value: str) -> str:
+        from tms.backup.schedule import parse_schedule  # the one reading of a schedule
+        parse_schedule(value)
+        return value
 
     @property
     def sort_columns(self) -> list[str]:

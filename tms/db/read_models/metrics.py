@@ -27,6 +27,12 @@ _CLUSTER = {
     "tables": "SELECT id, database, name, jsonb_array_length(planner_state->'counted'->'compaction'), "
               "(SELECT min(value::float) FROM jsonb_each_text(planner_state->'pending_writes')) "
               "FROM tables WHERE enabled",
+    # Each table's newest backup that succeeded: when, the version, and the bytes it copied (its job's result).
+    "backups": "SELECT DISTINCT ON (t.table_id) t.table_id, r.database, r.name, extract(epoch FROM t.finished_at), "
+               "coalesce((a.result->>'version')::bigint, 0), coalesce((a.result->>'bytes_copied')::bigint, 0) "
+               "FROM tasks t JOIN tables r ON r.id = t.table_id LEFT JOIN task_attempts a ON a.task_id = t.id "
+               "AND a.outcome = 'SUCCEEDED' WHERE t.action = 'backup' AND t.state = 'SUCCEEDED' "
+               "ORDER BY t.table_id, t.finished_at DESC, t.id DESC",
 }
 
 _ENGINES = {
@@ -51,7 +57,8 @@ def _scrape(database: Database, queries: dict[str, str]) -> dict[str, Sequence[A
 
 def cluster_rows(database: Database) -> dict[str, Sequence[Any]] | None:
     """tasks (state, action, queue, count), retries, durations, waits (action, seconds), alerts firing, the
-    leader lease, queues (name, capacity, running), the planners' lag, and two figures of each table's digest."""
+    leader lease, queues (name, capacity, running), the planners' lag, two figures of each table's digest, and
+    each table's newest backup (table id, database, name, finished at, version, bytes copied)."""
     return _scrape(database, _CLUSTER)
 
 

@@ -9,6 +9,7 @@ from sqlalchemy import Float, ScalarSelect, cast, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from ..models import Instance, RegisteredTable, ResourceQueue, Task
+from ..repos.backups import BackupHistory, BackupTaskRepo
 from ..states import TaskState as S
 
 PENDING = (S.PENDING, S.BLOCKED, S.RUNNABLE, S.RUNNING)
@@ -22,13 +23,24 @@ class MonitorReads:
         """The database clock, which every rule measures ages by."""
         return self.session.execute(select(func.now())).scalar_one()
 
+    # --- backups ------------------------------------------------------------------------------------
+    def tables_with_backups(self) -> list[RegisteredTable]:
+        return BackupTaskRepo(self.session).tables_with_backups()
+
+    def backup_history(self, table_id: int) -> BackupHistory:
+        return BackupTaskRepo(self.session).history(table_id)
+
+    def backup_restores_done_since(self, since: datetime) -> list[Task]:
+        """Restores of a backup version to a new base path that succeeded at or after `since`."""
+        return BackupTaskRepo(self.session).succeeded_restores_since(since)
+
     # --- tasks --------------------------------------------------------------------------------------
     def failed_for_good(self, *, except_kind: str) -> list[Task]:
         """FAILED tasks the manager will not retry, but those whose failure kind is `except_kind`."""
         return list(self.session.scalars(select(Task).where(Task.state == S.FAILED, Task.next_attempt_at.is_(None),
                                                             Task.failure_kind.is_distinct_from(except_kind))))
 
-    def restores_done_since(self, limit: datetime) -> list[Task]:
+    def savepoint_restores_done_since(self, limit: datetime) -> list[Task]:
         """Restore tasks (to a savepoint, in place) that succeeded at or after `limit`."""
         return list(self.session.scalars(select(Task).where(Task.action == "restore", Task.state == S.SUCCEEDED,
                                                             Task.finished_at >= limit)))

@@ -272,10 +272,11 @@ class TaskRepo:
         return True
 
     def in_states_with_tables(self, states: Collection[TaskState]) -> list[Any]:
-        """(id, state, version, instant, updated_at, base_path) of the tasks in `states`, with their table's
-        base path: what the manager's restore compares with the timelines."""
+        """(id, state, version, instant, updated_at, base_path, action) of the tasks in `states`, with their
+        table's base path: what the manager's restore compares with the timelines."""
         return list(self.session.execute(
-            select(Task.id, Task.state, Task.version, Task.instant, Task.updated_at, RegisteredTable.base_path)
+            select(Task.id, Task.state, Task.version, Task.instant, Task.updated_at, RegisteredTable.base_path,
+                   Task.action)
             .join(RegisteredTable, RegisteredTable.id == Task.table_id)
             .where(Task.state.in_([s.value for s in states]))).all())
 

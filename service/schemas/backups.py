@@ -1,0 +1,55 @@
+"""Backup bodies: a table's backup policy, its versions, and the restore request."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tms.backup.schedule import parse_schedule
+
+from .common import BasePath, BodyInt, ShortText
+from .tasks import TaskOut
+
+
+class BackupPolicyIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    destination: BasePath = Field(description="The root backups go under (another bucket or store may hold it); "
+                                              "each table's versions under <destination>/<table name>-<id>")
+    schedule: ShortText = Field("daily", description="daily (00:00 UTC), hourly, or a cron expression "
+                                                     "(minute hour day month weekday, UTC)")
+    keep_versions: BodyInt = Field(7, ge=1, le=10_000, description="Versions kept; older ones are deleted by "
+                                                                   "the backup-clean after each backup")
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str) -> str:
+        parse_schedule(value)
+        return value
+
+
+class BackupPolicyOut(BaseModel):
+    table_id: int
+    destination: str
+    schedule: str
+    keep_versions: int
+    root: str = Field(description="Where this table's versions are: <destination>/<table name>-<id>")
+
+
+class BackupVersionOut(BaseModel):
+    version: int
+    instant: str = Field(description="The last completed instant the version holds")
+    state: str = Field(description="complete: its manifest is written (every file it names is copied)")
+    bytes_copied: int = Field(description="Bytes this version copied (what changed since the previous one)")
+    files_copied: int
+    files: int = Field(description="Files the version holds (copied by it or named from earlier versions)")
+    total_bytes: int = Field(description="Bytes the version holds: a full copy's size")
+    created_at: datetime
+
+
+class BackupList(BaseModel):
+    table_id: int
+    root: str
+    items: list[BackupVersionOut] = Field(description="The versions kept, oldest first")
+    tasks: list[TaskOut] = Field(description="The table's newest backup, backup-clean and restore tasks, "
+                                             "newest first (a version in progress is its running backup task)")

@@ -1,0 +1,25 @@
+"""The restore request (`POST /api/v1/tables/{id}/restore`): of a backup version or to a savepoint."""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .common import BasePath, BodyBool, BodyInt, InstantTime
+
+
+class RestoreRequest(BaseModel):
+    """Exactly one of `version` (a backup version) and `savepoint` (an instant); to `target_path` or `in_place`."""
+    model_config = ConfigDict(extra="forbid")
+
+    version: BodyInt | None = Field(None, ge=1, description="A backup version of the table")
+    savepoint: InstantTime | None = Field(None, description="The savepoint (its instant time) to restore")
+    target_path: BasePath | None = Field(None, description="A new base path (empty or absent) to restore to")
+    in_place: BodyBool = Field(False, description="Restore the table itself (Hudi's restore action)")
+    force: BodyBool = Field(False, description="In place: roll back the writers' pending instants too")
+
+    @model_validator(mode="after")
+    def _one_source_one_target(self) -> RestoreRequest:
+        if (self.version is None) == (self.savepoint is None):
+            raise ValueError("give exactly one of version and savepoint")
+        if self.in_place == (self.target_path is not None):
+            raise ValueError("give exactly one of target_path and in_place: true")
+        return self

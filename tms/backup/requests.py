@@ -1,0 +1,58 @@
+"""Requesting a table's backup tasks (the API, the ops CLI and the manager's schedule all come here): the
+plan each records, checked before the task exists, so that a request TMS cannot carry out is refused with one
+line and nothing is recorded."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tms.db import BackupTaskRepo, RegisteredTable, TablePolicy, TableRepo, Task
+from tms.hudi.storage import open_storage
+from tms.table_service import TableService
+
+from .errors import BackupError
+from .layout import BackupStore, backup_root
+from .restore import require_empty_target
+
+
+def backup_policy(table: RegisteredTable) -> TablePolicy:
+    """The table's policy; BackupError if it names no backup destination."""
+    policy = TablePolicy.from_stored(table.policies)
+    if not policy.backup_destination:
+        raise BackupError(f"table {table.name} has no backup policy (PUT /api/v1/tables/{table.id}/backup)")
+    return policy
+
+
+def store_of(table: RegisteredTable) -> BackupStore:
+    return BackupStore(backup_root(backup_policy(table).backup_destination, table.name, table.id))
+
+
+def _plan(table: RegisteredTable, **extra: Any) -> dict[str, Any]:
+    policy = backup_policy(table)
+    return {"root": backup_root(policy.backup_destination, table.name, table.id),
+            "keep_versions": policy.backup_keep_versions, **extra}
+
+
+def request_backup_task(session: Session, table_id: int, action: TableService, now: datetime | None = None) -> Task:
+    """A backup or backup-clean of the table, now (ConflictError while another backup task is in progress);
+    `now`: the requester's clock (the schedule's), by default the database's."""
+    table = TableRepo(session).get(table_id)
+    return BackupTaskRepo(session).request(table_id, action, _plan(table), priority=table.priority,
+                                           queue=table.queue, now=now)
+
+
+def request_restore(session: Session, table_id: int, version: int, target_path: str) -> Task:
+    """A restore of backup `version` to `target_path`: the version must exist and the target be empty now (the
+    job checks the target again before it writes)."""
+    table = TableRepo(session).get(table_id)
+    store = store_of(table)
+    if version not in store.versions():
+        raise BackupError(f"table {table.name} has no backup version {version} (kept: {store.versions() or 'none'})")
+    if target_path.rstrip("/") == table.base_path.rstrip("/"):
+        raise BackupError(f"restore target {target_path} is the table itself; restore a version to a new path")
+    require_empty_target(open_storage(target_path))  # the job's own check, made early too
+    return BackupTaskRepo(session).request(table_id, TableService.BACKUP_RESTORE,
+                                           _plan(table, version=version, target_path=target_path),
+                                           priority=table.priority, queue=table.queue)
