@@ -127,8 +127,8 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
             KEY: t.column(KEY).cast(pa.string()),
             _SEQ: pa.array([pos] * n, pa.int64()),
             _ORD: _ord_column(t, ordering, ord_type),
-            _DEL: pa.array([False] * n),
-            _RESET: pa.array([False] * n),
+            _DEL: pa.array([False] * n, pa.bool_()),
+            _RESET: pa.array([False] * n, pa.bool_()),
             _ROW: pa.array(range(offset, offset + n), pa.int64()),
         }))
         offset += n
@@ -159,8 +159,8 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
             KEY: base_keys.take(hit_idx),
             _SEQ: pa.array([-1] * len(hit_idx), pa.int64()),
             _ORD: _ord_column(base.take(hit_idx), ordering, ord_type),
-            _DEL: pa.array([False] * len(hit_idx)),
-            _RESET: pa.array([False] * len(hit_idx)),
+            _DEL: pa.array([False] * len(hit_idx), pa.bool_()),
+            _RESET: pa.array([False] * len(hit_idx), pa.bool_()),
             _ROW: hit_idx.cast(pa.int64()),
         })
         events = pa.concat_tables([base_hits, events])
