@@ -88,8 +88,9 @@ def build_file_group(path: Path, group_bytes: int, log_files: int = LOG_FILES) -
     return instant, fs.base_size + fs.log_bytes
 
 
-def compact(path: Path, instant: str, mode: str, budget: int) -> dict:
-    """Compact in a process of its own; its peak memory, time and rows. The output is removed after."""
+def compact(path: Path, instant: str, mode: str, budget: int, *, keep: bool = False) -> dict:
+    """Compact in a process of its own; its peak memory, time and rows. Unless `keep`, the output is removed
+    after and the plan is requested again."""
     done = subprocess.run([sys.executable, "-c", COMPACT, str(path), instant, mode, str(budget)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -97,6 +98,8 @@ def compact(path: Path, instant: str, mode: str, budget: int) -> dict:
     result: dict = json.loads(done.stdout.splitlines()[-1])
     out = path / result["path"]
     result["output_mb"] = out.stat().st_size / MB
+    if keep:
+        return result
     out.unlink()
     for marker in (path / ".hoodie" / ".temp").rglob("*"):
         if marker.is_file():

@@ -1,6 +1,7 @@
 """The bounded merge gives the rows of the in-memory merge (`merge_records`), spilled or not: random slices
 (a base file, data and delete blocks, rolled-back blocks, both orderings) with a budget so small that the logs
 spill to several buckets and the base streams in small batches."""
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -69,7 +70,8 @@ def _key_sorted(t: pa.Table) -> list[dict]:
     return sorted(t.to_pylist(), key=lambda r: (r["_hoodie_record_key"], r["v"] or ""))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("TMS_PROPERTY_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(base_keys=st.one_of(st.none(), st.lists(st.integers(0, 60), max_size=50, unique=True)),
        blocks=st.lists(block, min_size=1, max_size=8), ordering=st.sampled_from([None, "ts"]),
        budget=st.sampled_from([5_000, 50_000, 64 * 1024 * 1024]))

@@ -280,6 +280,15 @@ class BoundedMerge:
         return pa.Table.from_arrays([*control, *(pa.nulls(n, f.type) for f in self.payload)],
                                     schema=self.event_schema)
 
+    @staticmethod
+    def _chunks(blocks: Iterator[tuple[pa.Table, int, int]], limit: int) -> Iterator[tuple[pa.Table, int, int]]:
+        """A block's events in slices of about `limit` bytes: a block bigger than the budget is folded and
+        spilled a slice at a time (slices keep their order, the fold's ties go to the later one)."""
+        for events, consumed, total in blocks:
+            rows = max(1, int(limit / max(events.nbytes / max(events.num_rows, 1), 1)))
+            for start in range(0, events.num_rows, rows):
+                yield events.slice(start, rows), consumed, total
+
     def _scan_logs(self, stack: ExitStack, tmp: str) -> list[_Spill]:
         """The log events, folded, in one bucket in memory or in hash buckets on disk."""
         ordered = self.ordering is not None
@@ -287,7 +296,7 @@ class BoundedMerge:
         buffer: list[pa.Table] = []
         held = 0
         buckets: list[_Spill] | None = None
-        for events, consumed, total in self._log_events(stack):
+        for events, consumed, total in self._chunks(self._log_events(stack), limit):
             buffer.append(events)
             held += events.nbytes
             if held <= limit:
