@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tms.hudi.bounded_merge import BoundedMerge
-from tms.hudi.log_format import avro_data_block, delete_block, rollback_command_block
+from tms.hudi.log_format import avro_data_block, delete_block, parquet_data_block, rollback_command_block
 from tms.hudi.merge import merge_records, scan_logs
 from tms.hudi.schema import avro_to_arrow, with_meta_fields
 from tms.hudi.storage import LocalStorage
@@ -51,7 +51,8 @@ def _write_slice(root: Path, base_keys: list[int] | None, blocks: list) -> tuple
     for i, (kind, arg) in enumerate(blocks):
         instant = f"2024010200000{i:04d}"
         if kind == "data":
-            content += avro_data_block(_rows([k for k, _ in arg], [t for _, t in arg], instant), DATA_SCHEMA, instant)
+            encode = parquet_data_block if i % 2 else avro_data_block  # both block formats
+            content += encode(_rows([k for k, _ in arg], [t for _, t in arg], instant), DATA_SCHEMA, instant)
         elif kind == "delete":
             content += delete_block([(f"k{k:05d}", "", t) for k, t in arg], instant, ["null", "long"])
         else:

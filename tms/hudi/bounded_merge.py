@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .base_format import read_base_schema
-from .log_format import BlockType, read_log_file
+from .log_format import BlockType, LogBlock, read_log_file
 from .merge import KEY, _cast_ord, _ord_column
 from .schema import avro_to_arrow
 from .schema_evolution import project, require_evolvable
@@ -244,18 +244,32 @@ class BoundedMerge:
             if instant is None or instant in rolled_back or not self.is_valid_instant(instant):
                 continue
             if b.block_type is BlockType.DELETE:
-                events = self._delete_events(pos, b.deleted_keys(), arrival)
+                parts: Iterator[pa.Table] = iter([self._delete_events(pos, b.deleted_keys(), arrival)])
             else:
                 what = f"the log block of instant {instant} in {paths[pos]}"
                 if b.schema is not None:
                     require_evolvable(avro_to_arrow(b.schema), self.schema, what)
-                records = b.records()
-                if b.schema is None:
-                    require_evolvable(records.schema, self.schema, what)
-                events = self._data_events(pos, records, arrival)
-            arrival += events.num_rows
-            self.stats.log_records += events.num_rows
-            yield events, consumed, total
+                parts = self._block_records(b, what)
+            for part in parts:
+                events = part if b.block_type is BlockType.DELETE else self._data_events(pos, part, arrival)
+                arrival += events.num_rows
+                self.stats.log_records += events.num_rows
+                yield events, consumed, total
+
+    def _block_records(self, block: LogBlock, what: str) -> Iterator[pa.Table]:
+        """A data block's records; a Parquet block's by batches of about a quarter of the budget (its bytes stay
+        in memory, its rows are decoded a batch at a time), an Avro block's at once."""
+        if block.block_type is not BlockType.PARQUET_DATA:
+            records = block.records()
+            if block.schema is None:
+                require_evolvable(records.schema, self.schema, what)
+            yield records
+            return
+        pf = pq.ParquetFile(pa.BufferReader(block.content()))
+        if block.schema is None:
+            require_evolvable(pf.schema_arrow, self.schema, what)
+        for batch in pf.iter_batches(batch_size=self._batch_rows(pf) * 2):
+            yield pa.Table.from_batches([batch])
 
     def _control(self, keys: pa.Array | pa.ChunkedArray, pos: int, ords: pa.Array, deleted: bool,
                  resets: pa.Array, arrival: int) -> list[pa.Array | pa.ChunkedArray]:
