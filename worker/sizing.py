@@ -24,10 +24,10 @@ MB = 1024 * 1024
 # file groups in turn (tests/worker/test_worker_python_memory.py checks the estimate covers it).
 PYTHON_BASE_MB = 256
 PYTHON_MEMORY_FACTOR = 32
-# A Python worker compacting within a budget: the base plus this many budgets covers the peaks measured (1,451 MB
-# for a 0.9 GB file group within 256 MB, 528 MB for a 59 MB one: bench/merge_memory.py); the peak still grows
+# A Python worker compacting within a budget: the base plus this many budgets covers the peaks measured (1,504 MB
+# for a 0.9 GB file group within 256 MB, 609 MB for a 59 MB one: bench/merge_memory.py); the peak still grows
 # slowly with the group (spill buckets, a log block's bytes). tests/execute/test_compaction_memory.py checks it.
-PYTHON_BUDGET_FACTOR = 5
+PYTHON_BUDGET_FACTOR = 6
 SPARK_MIN_OVERHEAD_MB = 384  # Spark's own minimum executor overhead, for the JVM's off-heap memory
 MERGING_ACTIONS = frozenset({COMPACTION, CLUSTERING})  # clean and rollback only delete files
 

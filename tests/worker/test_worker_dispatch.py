@@ -121,7 +121,7 @@ def test_a_compactions_memory_follows_its_merge_budget_not_its_file_group():
 
     huge, big, small = sized(10_000 * MB), sized(256 * MB), sized(1 * MB)
     assert huge.python_memory_mb == big.python_memory_mb == python_task_memory_mb(10_000 * MB, budget)
-    assert huge.python_memory_mb == 256 + 5 * 256, "the base and five budgets, not 32x 10 GB"
+    assert huge.python_memory_mb == 256 + 6 * 256, "the base and six budgets, not 32x 10 GB"
     assert huge.executor_memory_mb == big.executor_memory_mb == math.ceil(256 * 1.4)
     assert small.python_memory_mb == python_task_memory_mb(1 * MB) < big.python_memory_mb
     assert sized(10_000 * MB, "clustering").python_memory_mb == 65536, "clustering: 32x its group, capped"
