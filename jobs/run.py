@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tms.config import load_settings
 from tms.errors import TMSError
 from tms.execute.dispatch import EXECUTORS, execute_instant
 from tms.execute.errors import CONFLICT_EXIT_STATUS
@@ -22,6 +23,7 @@ from tms.execute.runner import Runner
 from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.instant import RESTORE
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
+from tms.hudi.merge_budget import is_memory_option, merge_budget_bytes
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs
 
@@ -34,7 +36,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="refuse the plan if it is of another action")
     ap.add_argument("--fence-url", help="GET before each timeline change; a non-2xx answer means the lease is lost")
     ap.add_argument("--option", action="append", default=[],
-                    help="the table's lock option key=value (repeatable): hoodie.write.lock.*, concurrency mode")
+                    help="the table's lock option key=value (repeatable): hoodie.write.lock.*, concurrency mode; "
+                         "hoodie.memory.compaction.max.size=BYTES")
     return ap.parse_args(argv)
 
 
@@ -42,12 +45,15 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
     """Run the plan the arguments name on `runner`, under the table's lock; print the outcome; the exit status."""
     try:
         table = HudiTable.load(args.table)
-        concurrency = parse_concurrency_options(parse_option_pairs(args.option), base_path=args.table,
-                                                table_name=table.name)
+        options = parse_option_pairs(args.option)
+        memory = {k: v for k, v in options.items() if is_memory_option(k)}
+        budget = merge_budget_bytes(memory, table.config.props, load_settings().merge_memory_bytes)
+        concurrency = parse_concurrency_options({k: v for k, v in options.items() if k not in memory},
+                                                base_path=args.table, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:
             result = execute_instant(table, args.instant, runner,
                                      http_fence(args.fence_url) if args.fence_url else no_fence, args.action,
-                                     transactions)
+                                     transactions, budget)
     except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
         print(f"error: {e}", file=sys.stderr)
         return CONFLICT_EXIT_STATUS

@@ -75,6 +75,10 @@ class Settings(BaseSettings):
     worker_service_url: str | None = Field(
         None, description="The service URL a job's driver calls to check its lease (the fence); "
                           "unset: http://<host>:<port> of this configuration")
+    merge_memory_bytes: int = Field(
+        256 * 1024 * 1024, ge=16 * 1024 * 1024,
+        description="Memory budget of one compaction's merge of a file group, where neither the job's options nor "
+                    "the table set hoodie.memory.compaction.max.size: log records past it spill to local disk")
     worker_driver_memory_mb: int = Field(1024, ge=256, description="spark.driver.memory of every job (MB)")
     worker_driver_cores: int = Field(1, ge=1, description="spark.driver.cores of every job")
     worker_max_executors_per_table: int = Field(

@@ -55,6 +55,7 @@ class ClaimLimits:
     driver_memory_mb: int
     driver_cores: int
     max_executors_per_table: int
+    merge_budget_bytes: int | None = None  # a compaction's merge budget (TMS_MERGE_MEMORY_BYTES)
 
 
 def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTask | None:
@@ -78,7 +79,8 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
             resources = size_job(_plan_stats(task.plan_stats, table, task.instant, task.action), queue,
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
                                  max_executors_per_table=limits.max_executors_per_table,
-                                 memory_factor=task.memory_factor, action=task.action)
+                                 memory_factor=task.memory_factor, action=task.action,
+                                 budget_bytes=limits.merge_budget_bytes)
             # A backup task's job is the worker's own copy code: no engine runs it.
             choice = None if is_backup_service(task.action) else \
                 choose_engine(session, task_id=task.id, table=table, queue=queue.name)

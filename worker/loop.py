@@ -43,7 +43,8 @@ class Worker:
         self.limits = ClaimLimits(lease_seconds=settings.worker_lease_seconds,
                                   driver_memory_mb=settings.worker_driver_memory_mb,
                                   driver_cores=settings.worker_driver_cores,
-                                  max_executors_per_table=settings.worker_max_executors_per_table)
+                                  max_executors_per_table=settings.worker_max_executors_per_table,
+                                  merge_budget_bytes=settings.merge_memory_bytes)
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._jobs: dict[int, tuple[JobSupervisor, threading.Thread]] = {}

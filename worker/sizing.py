@@ -1,5 +1,7 @@
 """Sizing a job from its plan: executor memory follows the largest file group (one Spark task holds a whole
-file group's base and log files in memory while it merges them), parallelism follows the operations.
+file group's base and log files in memory while it merges them), parallelism follows the operations. A
+compaction merges a file group within its memory budget (hoodie.memory.compaction.max.size, TMS_MERGE_MEMORY_BYTES;
+see tms.hudi.bounded_merge): with a budget, its memory follows the budget once the file group outgrows it.
 
 The merge runs in the executors' Python workers, outside the JVM heap that `spark.executor.memory` sizes. On
 YARN and Kubernetes a Python worker's memory counts against the container's `spark.executor.memoryOverhead`,
@@ -22,6 +24,10 @@ MB = 1024 * 1024
 # file groups in turn (tests/worker/test_worker_python_memory.py checks the estimate covers it).
 PYTHON_BASE_MB = 256
 PYTHON_MEMORY_FACTOR = 32
+# A Python worker compacting within a budget: the base plus this many budgets covers the peaks measured (1,504 MB
+# for a 0.9 GB file group within 256 MB, 609 MB for a 59 MB one: bench/merge_memory.py); the peak still grows
+# slowly with the group (spill buckets, a log block's bytes). tests/execute/test_compaction_memory.py checks it.
+PYTHON_BUDGET_FACTOR = 6
 SPARK_MIN_OVERHEAD_MB = 384  # Spark's own minimum executor overhead, for the JVM's off-heap memory
 MERGING_ACTIONS = frozenset({COMPACTION, CLUSTERING})  # clean and rollback only delete files
 
@@ -55,15 +61,18 @@ class JobResources:
 
 
 def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memory_mb: int, driver_cores: int,
-             max_executors_per_table: int, memory_factor: float = 1.0, action: str = COMPACTION) -> JobResources:
+             max_executors_per_table: int, memory_factor: float = 1.0, action: str = COMPACTION,
+             budget_bytes: int | None = None) -> JobResources:
     """Executor memory = largest file group x 1.4 (x `memory_factor`, which grows 1.5x with each attempt that
     ran out of memory), within the queue's bounds; one executor per operation, within the queue's and the
     per-table cap. The Python workers' memory follows the largest operation a task merges (a file group, a
     clustering group), grows with `memory_factor` too and stays within the queue's maximum.
-    `plan_stats` is what the planner recorded (PlanStats)."""
+    `plan_stats` is what the planner recorded (PlanStats). With `budget_bytes` (a compaction's merge budget) the
+    memory of a compaction follows the budget where the largest file group is bigger."""
     largest = int(plan_stats.get("largest_file_group_bytes") or 0)
+    bounded = budget_bytes if action == COMPACTION else None
     operations = int(plan_stats.get("operations") or 1)
-    memory_mb = math.ceil(largest * MEMORY_FACTOR / MB)
+    memory_mb = math.ceil(min(largest, bounded or largest) * MEMORY_FACTOR / MB)
     if memory_factor > 1:  # grow from what the last attempt had, at least the queue's minimum
         memory_mb = math.ceil(max(memory_mb, queue.min_executor_memory_mb) * memory_factor)
     memory_mb = min(max(memory_mb, queue.min_executor_memory_mb), queue.max_executor_memory_mb)
@@ -71,19 +80,23 @@ def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memo
     return JobResources(executor_memory_mb=memory_mb, executors=executors, executor_cores=queue.executor_cores,
                         driver_memory_mb=driver_memory_mb, driver_cores=driver_cores,
                         largest_file_group_bytes=largest,
-                        python_memory_mb=_python_memory_mb(plan_stats, action, queue, memory_factor))
+                        python_memory_mb=_python_memory_mb(plan_stats, action, queue, memory_factor, bounded))
 
 
-def python_task_memory_mb(operation_bytes: int) -> int:
-    """What one Python worker needs to merge an operation of `operation_bytes` on storage."""
-    return PYTHON_BASE_MB + math.ceil(operation_bytes * PYTHON_MEMORY_FACTOR / MB)
+def python_task_memory_mb(operation_bytes: int, budget_bytes: int | None = None) -> int:
+    """What one Python worker needs to merge an operation of `operation_bytes` on storage (within
+    `budget_bytes`, when the merge has one)."""
+    merge_bytes = operation_bytes * PYTHON_MEMORY_FACTOR
+    if budget_bytes is not None:
+        merge_bytes = min(merge_bytes, budget_bytes * PYTHON_BUDGET_FACTOR)
+    return PYTHON_BASE_MB + math.ceil(merge_bytes / MB)
 
 
 def _python_memory_mb(plan_stats: Mapping[str, Any], action: str, queue: ResourceQueue,
-                      memory_factor: float) -> int:
+                      memory_factor: float, budget_bytes: int | None = None) -> int:
     merged = 0
     if action in MERGING_ACTIONS:  # a task merges a whole operation: a file group, or a clustering group
         merged = max([int(plan_stats.get("largest_file_group_bytes") or 0),
                       *(int(b) for b in plan_stats.get("operation_bytes") or ())])
-    per_executor = python_task_memory_mb(merged) * queue.executor_cores
+    per_executor = python_task_memory_mb(merged, budget_bytes) * queue.executor_cores
     return min(math.ceil(per_executor * memory_factor), queue.max_executor_memory_mb)

@@ -123,11 +123,14 @@ def test_refusals_change_nothing(tmp_path, tms):
     assert result.exit_code == 1 and "not a plan TMS executes" in result.output
     result = tms("execute", t.path, "--instant", tc, "--conf", "novalue")
     assert result.exit_code == 1 and "key=value" in result.output
+    result = tms("execute", t.path, "--instant", tc, "--local", "--option", "hoodie.memory.compaction.max.size=lots")
+    assert result.exit_code == 1 and "hoodie.memory.compaction.max.size=lots is not a number of bytes" in result.output
     assert set(t.table().timeline.states_of(tc)) == {State.REQUESTED}
 
     t.writer.complete(pending)
     t.model.upsert([rec(1, 30)])
-    result = tms("execute", t.path, "--instant", tc, "--local")
+    result = tms("execute", t.path, "--instant", tc, "--local", "--option", "hoodie.memory.compaction.max.size=1")
+    assert result.exit_code == 0 and "completed as commit" in result.output  # within the smallest budget
     assert result.exit_code == 0 and "completed as commit" in result.output
     result = tms("execute", t.path, "--instant", tc, "--local")
     assert result.exit_code == 1 and "already completed" in result.output

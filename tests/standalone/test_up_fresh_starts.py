@@ -1,7 +1,7 @@
-"""Fresh `tms up` starts in a row (5 on CI; TMS_TEST_UP_STARTS=20 for a soak) — each on a new data directory,
-so each creates its embedded PostgreSQL — reach a completed compaction and leave no process behind. Before
-the parent made the database ready once,
-the roles raced to create it and a third of fresh starts never ran a task.
+"""Fresh `tms up` starts in a row (3 on CI, in the second pytest: they mostly wait; TMS_TEST_UP_STARTS=20 for a
+soak) — each on a new data directory, so each creates its embedded PostgreSQL — reach a completed compaction
+and leave no process behind. Before the parent made the database ready once, the roles raced to create it and
+a third of fresh starts never ran a task.
 
 The jobs run in plain Python (TMS_WORKER_RUNNER=python) unless TMS_TEST_UP_RUNNER=spark: what is proven here
 is the start; tests/worker/test_worker_up.py runs `tms up` with Spark."""
@@ -14,10 +14,11 @@ import time
 import pytest
 from up_support import UpProcess, clean_env, processes_naming
 
-STARTS = int(os.environ.get("TMS_TEST_UP_STARTS", "5"))
+STARTS = int(os.environ.get("TMS_TEST_UP_STARTS", "3"))
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("start", range(1, STARTS + 1))
 def test_a_fresh_start_reaches_a_completed_compaction(tmp_path, data_dir, start):

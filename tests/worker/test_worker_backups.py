@@ -103,7 +103,7 @@ def test_backup_requests_and_refusals_through_the_api(tmp_path, service, db, loc
 
     savepoint = httpx.post(f"{url}/restore", headers=service.admin,
                            json={"savepoint": "20250101000000000", "target_path": str(tmp_path / "r")})
-    assert savepoint.status_code == 422 and "savepoint are not available" in savepoint.json()["detail"]
+    assert savepoint.status_code == 422 and "tms restore-copy" in savepoint.json()["detail"]
     in_place = httpx.post(f"{url}/restore", headers=service.admin, json={"version": 1, "in_place": True})
     assert in_place.status_code == 422 and "new base path" in in_place.json()["detail"]
     both = httpx.post(f"{url}/restore", headers=service.admin, json={"version": 1, "savepoint": "20250101000000000"})

@@ -109,6 +109,24 @@ def test_python_workers_memory_is_sized_into_the_executor_overhead_and_grows_wit
     assert huge.python_memory_mb == 16384, "within the queue's maximum"
 
 
+def test_a_compactions_memory_follows_its_merge_budget_not_its_file_group():
+    """A compaction merges within its budget: a 10 GB file group asks for what the budget implies, as a 256 MB
+    one does; a small group still asks for what it needs; clustering (merged in memory) still follows its group."""
+    q = queue("q", min_executor_memory_mb=128, max_executor_memory_mb=65536, executor_cores=1)
+    budget = 256 * MB
+
+    def sized(group_bytes, action="compaction"):
+        return size_job({"operations": 1, "largest_file_group_bytes": group_bytes}, q, driver_memory_mb=1024,
+                        driver_cores=1, max_executors_per_table=16, action=action, budget_bytes=budget)
+
+    huge, big, small = sized(10_000 * MB), sized(256 * MB), sized(1 * MB)
+    assert huge.python_memory_mb == big.python_memory_mb == python_task_memory_mb(10_000 * MB, budget)
+    assert huge.python_memory_mb == 256 + 6 * 256, "the base and six budgets, not 32x 10 GB"
+    assert huge.executor_memory_mb == big.executor_memory_mb == math.ceil(256 * 1.4)
+    assert small.python_memory_mb == python_task_memory_mb(1 * MB) < big.python_memory_mb
+    assert sized(10_000 * MB, "clustering").python_memory_mb == 65536, "clustering: 32x its group, capped"
+
+
 def test_a_plan_with_skewed_file_groups_asks_for_1_4x_its_largest_group(tmp_path, service, db, local_queue):
     local_queue(min_executor_memory_mb=1, max_executor_memory_mb=65536)
     t = ModelledTable(tmp_path / "skewed", "MERGE_ON_READ", 8)

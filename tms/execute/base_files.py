@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import posixpath
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tms.hudi import base_format, schema_evolution
-from tms.hudi.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, dynamic_bloom_filter
+from tms.hudi.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, DynamicBloomBuilder, dynamic_bloom_filter
 from tms.hudi.errors import HudiError
 from tms.hudi.file_names import BaseFileName
 from tms.hudi.merge import KEY
@@ -89,3 +90,57 @@ def write_base_file(storage: Storage, rel: str, rows: pa.Table, avro_schema: dic
         writer.write_table(rows.replace_schema_metadata(None))
         writer.add_key_value_metadata(footer)
     return storage.info(rel).size
+
+
+class StreamingBaseFileWriter:
+    """A new Parquet base file written batch by batch (a merge within a memory budget): the same file as
+    `write_base_file` writes for the same rows, the bloom filter and min/max keys built as the keys go by.
+    The file is created by the first batch, or by `close` when `always` (a base file that lost every row)."""
+
+    def __init__(self, storage: Storage, rel: str, schema: pa.Schema, avro_schema: dict, always: bool = True):
+        self.storage, self.rel, self.schema, self.avro_schema, self.always = storage, rel, schema, avro_schema, always
+        self.name = rel.rsplit("/", 1)[-1]
+        self.bloom = DynamicBloomBuilder()
+        self.min_key: str | None = None
+        self.max_key: str | None = None
+        self.rows = 0
+        self.null_keys = 0
+        self._fh: Any = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, rows: pa.Table) -> None:
+        if self._writer is None:
+            self._fh = self.storage.open_new(self.rel)
+            self._writer = pq.ParquetWriter(self._fh, self.schema.remove_metadata(), compression="snappy",
+                                            store_schema=False)
+        if not rows.num_rows:
+            return
+        rows = with_file_name(rows, self.name)
+        keys = rows.column(KEY)
+        self.rows += rows.num_rows
+        self.null_keys += keys.null_count
+        present = keys.drop_null()
+        if len(present):
+            self.bloom.add(present)
+            low, high = pc.min(present).as_py(), pc.max(present).as_py()
+            self.min_key = low if self.min_key is None or low < self.min_key else self.min_key
+            self.max_key = high if self.max_key is None or high > self.max_key else self.max_key
+        self._writer.write_table(rows.replace_schema_metadata(None))
+
+    def close(self) -> int | None:
+        """Finish the file; its size, or None when no row came and the file need not exist."""
+        if self._writer is None:
+            if not self.always:
+                return None
+            self.write(self.schema.empty_table())
+        assert self._writer is not None
+        footer = {b"parquet.avro.schema": json.dumps(self.avro_schema).encode(), b"writer.model.name": b"avro"}
+        if not (self.rows and self.null_keys == self.rows):  # Java writes no keys without meta fields
+            footer |= {FOOTER_KEY: self.bloom.serialize(), TYPE_CODE_KEY: DYNAMIC_V0}
+        if self.rows and self.null_keys != self.rows and self.min_key is not None and self.max_key is not None:
+            footer |= {b"hoodie_min_record_key": self.min_key.encode(),
+                       b"hoodie_max_record_key": self.max_key.encode()}
+        self._writer.add_key_value_metadata(footer)
+        self._writer.close()
+        self._fh.close()
+        return self.storage.info(self.rel).size

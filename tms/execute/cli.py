@@ -7,9 +7,11 @@ from pathlib import Path
 
 import typer
 
+from tms.config import load_settings
 from tms.errors import TMSError
 from tms.hudi.instant import State, is_valid_instant_time
 from tms.hudi.locks import TransactionManager, is_concurrency_option, parse_concurrency_options
+from tms.hudi.merge_budget import MAX_SIZE, is_memory_option, merge_budget_bytes
 from tms.hudi.table import HudiTable
 from tms.hudi.write_options import parse_option_pairs
 
@@ -39,19 +41,23 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
             retry: bool = typer.Option(False, "--retry", help="First roll back a failed attempt left inflight."),
             option: list[str] | None = typer.Option(
                 None, "--option", help="The table's lock option key=value (repeatable): hoodie.write.lock.provider, "
-                                       "hoodie.write.lock.*, hoodie.write.concurrency.mode.")) -> None:
+                                       "hoodie.write.lock.*, hoodie.write.concurrency.mode; and the merge's "
+                                       f"memory budget, {MAX_SIZE}=BYTES.")) -> None:
     """Run one compaction, clustering, clean or rollback plan of a table, through spark-submit."""
     if not is_valid_instant_time(instant):
         raise TMSError(f"--instant {instant!r} is not an instant time (yyyyMMddHHmmssSSS)")
     confs = _parse_conf(conf or [])
     if "://" not in path:
         path = str(Path(path).resolve())  # executors and a cluster driver do not share our working directory
-    lock_options = parse_option_pairs(option or [])
-    unknown = sorted(k for k in lock_options if not is_concurrency_option(k))
+    options = parse_option_pairs(option or [])
+    unknown = sorted(k for k in options if not is_concurrency_option(k) and not is_memory_option(k))
     if unknown:
         raise TMSError(f"--option {unknown[0]} is not a lock option "
-                       "(hoodie.write.lock.*, hoodie.write.concurrency.mode)")
+                       f"(hoodie.write.lock.*, hoodie.write.concurrency.mode) nor {MAX_SIZE}")
+    lock_options = {k: v for k, v in options.items() if is_concurrency_option(k)}
+    memory_options = {k: v for k, v in options.items() if is_memory_option(k)}
     table = HudiTable.load(path)
+    budget = merge_budget_bytes(memory_options, table.config.props, load_settings().merge_memory_bytes)
     concurrency = parse_concurrency_options(lock_options, base_path=path, table_name=table.name)
     with TransactionManager(table, concurrency) as transactions:
         executor = executor_for(table, instant, transactions)
@@ -62,11 +68,12 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
             executor = executor_for(table, instant, transactions)
         executor.validate()
         if local:
-            typer.echo(execute_instant(table, instant, LocalRunner(), transactions=transactions).summary())
+            typer.echo(execute_instant(table, instant, LocalRunner(), transactions=transactions,
+                                       budget_bytes=budget).summary())
             return
     with tempfile.TemporaryDirectory(prefix="tms-execute-") as tmp:
         cmd = spark_submit_command(table.base_path, instant, py_files=build_py_files(Path(tmp)), master=master,
-                                   conf=confs, action=executor.action_name, options=lock_options)
+                                   conf=confs, action=executor.action_name, options={**lock_options, **memory_options})
         code = subprocess.call(cmd, env=spark_submit_env(master))
     if code != 0:
         raise TMSError(f"the Spark job of {executor.action_name} {instant} failed (spark-submit exit status {code})")

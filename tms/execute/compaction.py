@@ -16,10 +16,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tms.hudi.bounded_merge import BoundedMerge
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.instant import COMMIT, Instant
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
+from tms.hudi.merge_budget import DEFAULT_BYTES, merge_budget_bytes
 from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.schema import avro_to_arrow
 from tms.hudi.serde import (
@@ -35,6 +37,7 @@ from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
 
 from .action import ActionExecutor, ExecutionResult
 from .base_files import (
+    StreamingBaseFileWriter,
     base_file_path,
     full_schema,
     latest_data_schema,
@@ -61,12 +64,24 @@ class CompactionTask:
     valid: ValidInstants
     extension: str = "parquet"  # of the base files to write: the table's base file format's
     ttl: tuple[str, int] | None = None  # the plan's record TTL: (field, cutoff in epoch millis)
+    budget_bytes: int = DEFAULT_BYTES  # the merge's memory budget (see merge_budget)
 
 
 def compact_file_group(task: CompactionTask, token: str) -> WriteStat | None:
     """Merge one file group into a new base file, without the records the plan's record TTL expired. None when
     a log-only file group has no record left (every block rolled back, every record deleted): Hudi writes
-    nothing for it either (one whose records expired is written, empty, so that the record index drops them)."""
+    nothing for it either (one whose records expired is written, empty, so that the record index drops them).
+    Parquet file groups are merged within the task's memory budget (`BoundedMerge`); Lance ones, and those of
+    a plan with a record TTL, in memory."""
+    if task.ttl is None and task.extension == "parquet" and (task.base_file is None
+                                                             or task.base_file.endswith(".parquet")):
+        return _compact_within_budget(task, token)
+    return compact_in_memory(task, token)
+
+
+def compact_in_memory(task: CompactionTask, token: str) -> WriteStat | None:
+    """The merge of the whole file group in memory (Lance file groups, record TTL; bench/merge_memory.py
+    compares)."""
     storage, config = task.table.storage(), task.table.config()
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
@@ -95,6 +110,45 @@ def compact_file_group(task: CompactionTask, token: str) -> WriteStat | None:
         total_log_read_time_ms=scan_ms,
         runtime_stats=RuntimeStats(total_scan_time=scan_ms, total_upsert_time=_ms_since(started) if base else 0,
                                    total_create_time=0 if base else _ms_since(started)))
+
+
+def _compact_within_budget(task: CompactionTask, token: str) -> WriteStat | None:
+    storage, config = task.table.storage(), task.table.config()
+    avro_schema = json.loads(task.schema)
+    arrow_schema = avro_to_arrow(avro_schema)
+    started = time.monotonic()
+    rel = base_file_path(task.partition, task.file_id, token, task.instant, task.extension)
+    merge = BoundedMerge(storage, task.base_file, list(task.log_files), task.valid, merge_ordering_field(config),
+                         arrow_schema, task.budget_bytes)
+    writer = StreamingBaseFileWriter(storage, rel, arrow_schema, avro_schema, always=task.base_file is not None)
+    marked = False
+
+    def write(rows: pa.Table) -> None:
+        nonlocal marked
+        if not marked:  # the marker before the file, as Hudi's write handles create them
+            create_marker(storage, task.instant, rel, MERGE if task.base_file is not None else CREATE)
+            marked = True
+        writer.write(rows)
+
+    stats = merge.run(write)
+    if task.base_file is not None and not marked:
+        write(arrow_schema.empty_table())
+    size = writer.close()
+    if size is None:
+        return None
+    return WriteStat(
+        file_id=task.file_id, path=rel, prev_commit=task.base_instant, partition_path=task.partition,
+        num_writes=stats.rows_written, num_deletes=stats.deletes, num_update_writes=stats.updates,
+        num_inserts=stats.inserts, total_write_bytes=size, file_size_in_bytes=size,
+        total_log_records=stats.log_records, total_log_files_compacted=len(task.log_files),
+        total_log_size_compacted=sum(storage.info(p).size for p in task.log_files),
+        total_updated_records_compacted=stats.log_keys, total_log_blocks=stats.blocks_read,
+        total_corrupt_log_block=stats.corrupt_blocks, total_rollback_blocks=stats.rollback_blocks,
+        prev_base_file=task.base_file.rsplit("/", 1)[-1] if task.base_file else None,
+        total_log_read_time_ms=stats.scan_ms,
+        runtime_stats=RuntimeStats(total_scan_time=stats.scan_ms,
+                                   total_upsert_time=_ms_since(started) if task.base_file else 0,
+                                   total_create_time=0 if task.base_file else _ms_since(started)))
 
 
 def _record_counts(base: pa.Table | None, scan: LogScan, merged: pa.Table) -> dict[str, int]:
@@ -133,6 +187,7 @@ class CompactionExecutor(ActionExecutor):
 
     def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
         super().__init__(table, instant, transactions)
+        self.budget_bytes = merge_budget_bytes({}, self.config.props)
         self.plan: CompactionPlan = parse_compaction_plan(self.timeline.read_plan(self.timestamp))
 
     def validate(self) -> None:
@@ -161,7 +216,8 @@ class CompactionExecutor(ActionExecutor):
                 base_instant=op.base_instant_time,
                 base_file=self._relative(op.data_file_path, partition) if op.data_file_path else None,
                 log_files=tuple(self._relative(p, partition) for p in op.delta_file_paths),
-                schema=schema, valid=valid, extension=extension, ttl=ttl_of_plan(self.plan.extra_metadata)))
+                schema=schema, valid=valid, extension=extension, ttl=ttl_of_plan(self.plan.extra_metadata),
+                budget_bytes=self.budget_bytes))
         return tasks
 
     def finish(self, results: Sequence[WriteStat | None], fence: Fence) -> ExecutionResult:

@@ -41,10 +41,12 @@ def executor_for(table: HudiTable, timestamp: str, transactions: TransactionMana
 
 
 def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fence = no_fence,
-                    action: str | None = None, transactions: TransactionManager | None = None) -> ExecutionResult:
+                    action: str | None = None, transactions: TransactionManager | None = None,
+                    budget_bytes: int | None = None) -> ExecutionResult:
     """Run the pending plan at `timestamp`; with `action`, refuse a plan of another action. An attempt refused
     at its commit by a conflicting write is rolled back with its plan, and WriteConflictError is raised. A
-    restore (to a savepoint, in place) runs its rollbacks one after the other (tms.execute.restore)."""
+    restore (to a savepoint, in place) runs its rollbacks one after the other (tms.execute.restore).
+    `budget_bytes`: the memory budget of each merge (default: the table's, else TMS's default)."""
     table.timeline.reload()
     pending = table.timeline.get(timestamp)
     if pending is not None and pending.action == RESTORE:
@@ -54,6 +56,8 @@ def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fen
         return ExecutionResult(restored.instant, RESTORE, len(restored.rolled_back),
                                files_deleted=restored.files_deleted)
     executor = executor_for(table, timestamp, transactions)
+    if budget_bytes is not None and isinstance(executor, CompactionExecutor):
+        executor.budget_bytes = budget_bytes
     if action is not None and executor.action_name != action:
         raise HudiError(f"instant {timestamp} is a {executor.action_name} plan, not {action}")
     tasks = executor.start(fence)

@@ -96,36 +96,61 @@ def _positions_of_length(matrix: np.ndarray, length: int, bits: int, hashes: int
     return out
 
 
-def _row_of_each_key(count: int, num_entries: int, max_entries: int) -> tuple[np.ndarray, int, int]:
-    """The filter row each key goes to, in add order, the number of rows, and the active row's count."""
+def _filter_shape(count: int, num_entries: int, max_entries: int) -> tuple[int, int]:
+    """The number of rows of a filter holding `count` keys, and the active row's count."""
     rows_cap = max(1, math.ceil(max_entries / num_entries))  # rows are added while rows * entries < max
     filled = min(count, rows_cap * num_entries)
-    rows = np.arange(filled) // num_entries
     if count <= filled:
-        n_rows = int(rows[-1]) + 1 if count else 1
-        return rows, n_rows, count - (n_rows - 1) * num_entries
-    # Once full, the first extra key goes to row 0, then the rows take turns.
-    extra = np.arange(count - filled)
-    extra_rows = np.where(extra == 0, 0, (extra - 1) % rows_cap)
-    return np.concatenate([rows, extra_rows]), rows_cap, num_entries + (count - filled)
+        n_rows = (count - 1) // num_entries + 1 if count else 1
+        return n_rows, count - (n_rows - 1) * num_entries
+    return rows_cap, num_entries + (count - filled)
 
 
 def dynamic_bloom_filter(keys: pa.Array, num_entries: int = NUM_ENTRIES, fpp: float = FALSE_POSITIVE_RATE,
                          max_entries: int = MAX_ENTRIES) -> bytes:
     """The footer value (base64 text, as bytes) of a DYNAMIC_V0 filter holding `keys` in write order."""
-    bits = vector_size(num_entries, fpp)
-    hashes = num_hashes(bits, num_entries)
-    key_rows, n_rows, active_count = _row_of_each_key(len(keys), num_entries, max_entries)
-    vectors = np.zeros((n_rows, bits), np.bool_)
-    flat = vectors.reshape(-1)
-    for start in range(0, len(keys), _BATCH):  # bounded memory: positions of one batch at a time
-        positions = murmur_positions(keys.slice(start, _BATCH), bits, hashes)
-        flat[(positions + key_rows[start:start + _BATCH] * bits).reshape(-1)] = True
-    header = struct.pack(">iibi", _FILTER_VERSION, hashes, _MURMUR_HASH, bits)
-    parts = [header, struct.pack(">iii", num_entries, active_count, n_rows)]
-    for vector in vectors:
-        parts += [header, np.packbits(vector, bitorder="little").tobytes()]
-    return base64.b64encode(b"".join(parts))
+    builder = DynamicBloomBuilder(num_entries, fpp, max_entries)
+    builder.add(keys)
+    return builder.serialize()
+
+
+class DynamicBloomBuilder:
+    """A DYNAMIC_V0 filter built from keys added batch by batch (a base file written as it is merged)."""
+
+    def __init__(self, num_entries: int = NUM_ENTRIES, fpp: float = FALSE_POSITIVE_RATE,
+                 max_entries: int = MAX_ENTRIES):
+        self.num_entries, self.max_entries = num_entries, max_entries
+        self.bits = vector_size(num_entries, fpp)
+        self.hashes = num_hashes(self.bits, num_entries)
+        self.rows_cap = max(1, math.ceil(max_entries / num_entries))
+        self.vectors = np.zeros((self.rows_cap, self.bits), np.bool_)
+        self.count = 0
+
+    def add(self, keys: pa.Array | pa.ChunkedArray) -> None:
+        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        flat = self.vectors.reshape(-1)
+        for start in range(0, len(keys), _BATCH):  # bounded memory: positions of one batch at a time
+            part = keys.slice(start, _BATCH)
+            rows = _rows_of(np.arange(self.count, self.count + len(part)), self.num_entries, self.rows_cap)
+            positions = murmur_positions(part, self.bits, self.hashes)
+            flat[(positions + rows * self.bits).reshape(-1)] = True
+            self.count += len(part)
+
+    def serialize(self) -> bytes:
+        n_rows, active_count = _filter_shape(self.count, self.num_entries, self.max_entries)
+        header = struct.pack(">iibi", _FILTER_VERSION, self.hashes, _MURMUR_HASH, self.bits)
+        parts = [header, struct.pack(">iii", self.num_entries, active_count, n_rows)]
+        for vector in self.vectors[:n_rows]:
+            parts += [header, np.packbits(vector, bitorder="little").tobytes()]
+        return base64.b64encode(b"".join(parts))
+
+
+def _rows_of(index: np.ndarray, num_entries: int, rows_cap: int) -> np.ndarray:
+    """The filter row of the keys added at positions `index`: rows fill in turn; once all are full, the first
+    extra key goes to row 0, then the rows take turns."""
+    filled = rows_cap * num_entries
+    extra = index - filled
+    return np.where(index < filled, index // num_entries, np.where(extra <= 0, 0, (extra - 1) % rows_cap))
 
 
 def _rows(serialized: bytes) -> tuple[int, int, list[np.ndarray]]:
