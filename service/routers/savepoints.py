@@ -48,7 +48,7 @@ def list_savepoints(table_id: TableId, request: Request) -> list[dict[str, Any]]
              description="Writes a Hudi savepoint of the latest completed write (or of `instant`), as Hudi's "
                          "savepoint action does, under the writers' lock. 422 for an instant that is not a "
                          "completed write, already has a savepoint, or is older than what clean retained.",
-             responses=problems(*OPERATOR, 404, 422))
+             responses=problems(*OPERATOR, 400, 404, 413, 422))
 def post_savepoint(table_id: TableId, body: SavepointRequest, request: Request) -> dict[str, Any]:
     table, options = _table(request, table_id)
     with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
@@ -74,7 +74,7 @@ def remove_savepoint(table_id: TableId, instant: InstantTime, request: Request) 
                          "anything is written, when it cannot be done exactly: no such savepoint or version, a newer "
                          "savepoint, a writer's instant pending (unless `force`), a metadata table compacted since, "
                          "a target that is not empty; a savepoint to a `target_path` (use `tms restore-copy`).",
-             responses=problems(*ADMIN, 404, 409, 422, d409="A backup task of the table is in progress"))
+             responses=problems(*ADMIN, 400, 404, 409, 413, 422, d409="A backup task of the table is in progress"))
 def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> dict[str, Any]:
     if body.savepoint is None:  # a backup version (the body has exactly one of them)
         return restore_from_backup(request, table_id, body)
