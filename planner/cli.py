@@ -20,7 +20,7 @@ from tms.hudi.write_options import parse_option_pairs, split_concurrency_options
 from tms.planning.planned import Planned
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule
-from tms.table_service import SERVICES
+from tms.table_service import PLANNED_SERVICES
 
 
 def _policy(changes: dict[str, str]) -> TablePolicy:
@@ -47,8 +47,8 @@ def register(app: typer.Typer) -> None:
                                        "(hoodie.write.lock.*, hoodie.write.concurrency.mode) plan under its lock.")):
         """Plan one table service now: sync held compaction plans, then write the new plan's requested
         instant and print it (or say there is nothing to do)."""
-        if action not in SERVICES:
-            raise TMSError(f"--action must be one of {', '.join(SERVICES)}, not {action!r}")
+        if action not in PLANNED_SERVICES:
+            raise TMSError(f"--action must be one of {', '.join(PLANNED_SERVICES)}, not {action!r}")
         concurrency_options, policy_options = split_concurrency_options(parse_option_pairs(option or []))
         policy = _policy(policy_options)
         table = HudiTable.load(path)

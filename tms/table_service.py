@@ -19,6 +19,8 @@ class TableService(StrEnum):
 # The services on a table's timeline, each an instant TMS executes (a restore is asked for, the others planned).
 SERVICES: tuple[TableService, ...] = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN,
                                       TableService.ROLLBACK, TableService.RESTORE)
+# The services TMS plans (the planner on its own, `tms schedule` and `tms trigger` on request): a restore is asked for.
+PLANNED_SERVICES: tuple[TableService, ...] = tuple(s for s in SERVICES if s is not TableService.RESTORE)
 # The services on a table's backups: their task's instant names the request, not an instant of the timeline.
 BACKUP_SERVICES: tuple[TableService, ...] = (TableService.BACKUP, TableService.BACKUP_CLEAN,
                                              TableService.BACKUP_RESTORE)

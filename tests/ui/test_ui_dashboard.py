@@ -65,7 +65,7 @@ def test_operator_finds_a_table_opens_its_timeline_and_reruns_a_task_until_it_su
     expect(page.locator("section", has_text="Pending plans").get_by_text(scene["instant"])).to_be_visible()
     services = page.locator("#capabilities li")  # what TMS runs on the table: a line per service
     expect(services).to_have_text(["reading: runs", "compaction: runs", "clustering: runs", "clean: runs",
-                                   "rollback: runs"])
+                                   "rollback: runs", "restore: runs"])
     browsing.shot(page, "table")
 
     # The task: rerun, confirmed; the worker claims it and the page shows it succeed by itself.

@@ -9,7 +9,7 @@ from datetime import datetime
 from tms.hudi.capabilities import require_capability
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.table import HudiTable
-from tms.table_service import SERVICES, TableService
+from tms.table_service import PLANNED_SERVICES, TableService
 
 from .clean import plan_clean
 from .clustering import plan_clustering
@@ -31,8 +31,8 @@ def schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime,
              transactions: TransactionManager | None = None) -> ScheduleResult:
     """Plan under `transactions` (the table's lock, as Hudi schedules table services): plan instant times are
     generated, and plans written, while the lock is held."""
-    if action not in SERVICES:
-        raise PlanningError(f"unknown action {action!r} (one of {', '.join(SERVICES)})")
+    if action not in PLANNED_SERVICES:
+        raise PlanningError(f"unknown action {action!r} (one of {', '.join(PLANNED_SERVICES)})")
     require_capability(table, action)  # nothing planned that cannot run: refused before anything is written
     with (transactions or TransactionManager.single_writer(table)).transaction():
         return _schedule(table, action, policy, now)
