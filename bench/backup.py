@@ -25,25 +25,16 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from trips_table import trips_records  # noqa: E402
+
 from tms.backup.layout import BackupStore  # noqa: E402
 from tms.backup.take import take_backup  # noqa: E402
 from tms.hudi.table import HudiTable  # noqa: E402
 from tms.hudi.writer import HudiWriter  # noqa: E402
 
-CITIES = np.array(["san_francisco", "sao_paulo", "chennai", "berlin"])
-
 
 def build_table(path: Path, files: int, file_rows: int) -> HudiWriter:
-    rows = files * file_rows
-    rng = np.random.default_rng(7)
-    ids = np.arange(rows)
-    records = pa.table({
-        "uuid": pa.array([f"trip-{i:09d}" for i in ids]),
-        "ts": pa.array(rng.integers(1_000, 2_000, rows), pa.int64()),
-        "rider": pa.array([f"rider-{i % 997}" for i in ids]),
-        "fare": pa.array(rng.uniform(5, 90, rows)),
-        "city": pa.array(CITIES[ids % len(CITIES)]),
-    })
+    records = trips_records(files * file_rows, np.random.default_rng(7))
     writer = HudiWriter.create_table(str(path), table_type="COPY_ON_WRITE", version=8, key=["uuid"],
                                      ordering=["ts"], partition=["city"], schema=records.schema,
                                      max_file_records=file_rows)
@@ -59,7 +50,7 @@ def change_files(writer: HudiWriter, path: Path, fraction: float) -> int:
     keys = []
     for s in chosen:
         assert s.base_file is not None
-        column = pq.read_table(str(path / s.base_file.path), columns=["uuid", "ts", "rider", "fare", "city"])
+        column = pq.read_table(str(path / s.base_file.path), columns=["uuid", "ts", "rider", "driver", "fare", "city"])
         keys.append(column.slice(0, 1))
     updates = pa.concat_tables(keys)
     updates = updates.set_column(1, "ts", pa.array([5_000] * updates.num_rows, pa.int64()))
