@@ -5,8 +5,7 @@ to a restored table (its metadata table rebuilt from the restored files)."""
 from __future__ import annotations
 
 import pytest
-from hudi_java import harness_env
-from hudi_java.harness import HudiDriver, JavaWriter
+from hudi_java.harness import JavaWriter, start_driver
 from support import hudi_rs_table
 
 from tms.backup.expire import expire_versions
@@ -32,11 +31,7 @@ def _rs_rows(path) -> list[dict]:
 
 
 def test_java_hudi_reads_and_writes_restored_backup_versions(tmp_path):
-    try:
-        python, jars = harness_env.ensure()
-    except harness_env.HarnessEnvError as exc:
-        pytest.fail(f"the Java Hudi harness is missing: {exc}", pytrace=False)
-    driver = HudiDriver(python, jars[8], tmp_path / "hudi-driver.log")
+    driver = start_driver(8, tmp_path / "hudi-driver.log")
     try:
         writer = JavaWriter(driver, tmp_path / "trips", "MERGE_ON_READ", OPTIONS)
         store = BackupStore(str(tmp_path / "backups" / "trips-1"))

@@ -8,8 +8,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hudi_java import harness_env
-from hudi_java.harness import FILESYSTEM_LOCK, HudiDriver, JavaWriter, table_lock_policies
+from hudi_java.harness import FILESYSTEM_LOCK, JavaWriter, start_driver, table_lock_policies
 from support import hudi_rs_table
 
 from tms.execute.restore import restore_in_place
@@ -36,11 +35,7 @@ def _plain(rows: list[dict]) -> list[dict]:
 
 
 def test_java_reads_and_writes_a_table_restored_to_a_savepoint(tmp_path):
-    try:
-        python, jars = harness_env.ensure()
-    except harness_env.HarnessEnvError as exc:
-        pytest.fail(f"the Java Hudi harness is missing: {exc}", pytrace=False)
-    driver = HudiDriver(python, jars[8], tmp_path / "hudi-driver.log")
+    driver = start_driver(8, tmp_path / "hudi-driver.log")
     try:
         writer = JavaWriter(driver, tmp_path / "restored", "MERGE_ON_READ", OPTIONS)
         writer.write("insert", [row(i, 1) for i in range(12)])

@@ -7,8 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hudi_java import harness_env
-from hudi_java.harness import HudiDriver, JavaWriter
+from hudi_java.harness import JavaWriter, start_driver
 from support import hudi_rs_table, rows
 
 from tms.execute.partition_delete import delete_partitions
@@ -25,11 +24,7 @@ OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clean.automatic": "false", 
 
 @pytest.fixture
 def java_driver(tmp_path):
-    try:
-        python, jars = harness_env.ensure()
-    except harness_env.HarnessEnvError as exc:
-        pytest.fail(f"the Java Hudi harness is missing: {exc}", pytrace=False)
-    driver = HudiDriver(python, jars[8], tmp_path / "hudi-driver-v8.log")
+    driver = start_driver(8, tmp_path / "hudi-driver-v8.log")
     yield driver
     driver.close()
 

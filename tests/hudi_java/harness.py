@@ -109,6 +109,19 @@ class HudiDriver:
         self._log.close()
 
 
+def start_driver(version: int, log: Path) -> HudiDriver:
+    """A driver of the Hudi release pinned for table `version`; a machine without the harness fails the test in
+    one line naming what is missing (never a skip)."""
+    import pytest
+
+    from . import harness_env
+    try:
+        python, jars = harness_env.ensure()
+    except harness_env.HarnessEnvError as exc:
+        pytest.fail(f"the Java Hudi harness is missing: {exc}", pytrace=False)
+    return HudiDriver(python, jars[version], log)
+
+
 class JavaWriter:
     """A Java Hudi writer of one table (through a driver), and the model of the rows it was acknowledged."""
 
