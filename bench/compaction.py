@@ -163,7 +163,7 @@ def main() -> None:
             elapsed, peer_rows = peer_lower_bound(path, tmp / "peer.parquet")
             peers.append(elapsed)
             jobs.append(timed_submit(spark_submit_command(str(path), instant, py_files=py_files, master=args.master,
-                                                          action=COMPACTION), args.master))
+                                                          service=COMPACTION), args.master))
             assert _completed(path, instant)
             assert snapshot_rows(path) == peer_rows == args.rows
             undo_compaction(path, instant)

@@ -61,7 +61,7 @@ def run_once(database: Database, url: str, pristine: Path, copy: Path, queue: st
     stats = plan_stats(HudiTable.load(str(copy)), instant)
     recorded = {"operations": stats.operations, "largest_file_group_bytes": stats.largest_file_group_bytes}
     with database.transaction() as session:
-        task, _ = TaskRepo(session).create(table_id=response.json()["id"], action="compaction", instant=instant,
+        task, _ = TaskRepo(session).create(table_id=response.json()["id"], service="compaction", instant=instant,
                                            state=TaskState.RUNNABLE, plan_stats=recorded)
     started = time.perf_counter()
     while True:

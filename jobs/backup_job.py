@@ -2,7 +2,7 @@
 root, in this process (no Spark: the work is the storage's, not a computation), with the fence and exit
 status of `jobs/run.py`.
 
-    python -m jobs.backup_job --table PATH --instant T --action backup --plan JSON [--fence-url URL]
+    python -m jobs.backup_job --table PATH --instant T --service backup --plan JSON [--fence-url URL]
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="jobs.backup_job", description="Run one backup task of a Hudi table.")
     ap.add_argument("--table", required=True, help="base path (or URL) of the Hudi table")
     ap.add_argument("--instant", required=True, help="the task's instant (the time it was requested)")
-    ap.add_argument("--action", required=True, choices=[s.value for s in BACKUP_SERVICES])
+    ap.add_argument("--service", "--action", dest="service", required=True, choices=[s.value for s in BACKUP_SERVICES])
     ap.add_argument("--plan", required=True, help="the task's plan, as JSON (the backup root, ...)")
     ap.add_argument("--fence-url", help="GET before each write that needs the lease; non-2xx: the lease is lost")
     return ap.parse_args(argv)
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     fence = http_fence(args.fence_url) if args.fence_url else no_fence
     try:
-        record, summary = run_backup_task(args.action, args.table, json.loads(args.plan), fence)
+        record, summary = run_backup_task(args.service, args.table, json.loads(args.plan), fence)
     except (TMSError, OSError) as e:  # one line, as every TMS command ends
         print(f"error: {e}", file=sys.stderr)
         return 1

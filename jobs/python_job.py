@@ -2,7 +2,7 @@
 arguments, fence and exit status as `jobs/run.py`. The worker launches it when TMS_WORKER_RUNNER=python
 (small tables, machines without Java, tests of scheduling), as a process it can time out and kill.
 
-    python -m jobs.python_job --table PATH --instant T [--action A] [--fence-url URL] [--option k=v ...]
+    python -m jobs.python_job --table PATH --instant T [--service S] [--fence-url URL] [--option k=v ...]
 """
 from __future__ import annotations
 

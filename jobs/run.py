@@ -2,7 +2,7 @@
 rollback) of one table. The driver starts and completes the instant; the plan's operations run as Spark tasks.
 
     spark-submit --master local[*] --py-files tms-jobs.zip jobs/run.py \\
-        --table PATH --instant T [--action compaction] [--fence-url URL] [--option hoodie.write.lock.k=v ...]
+        --table PATH --instant T [--service compaction] [--fence-url URL] [--option hoodie.write.lock.k=v ...]
 
 `tms execute` builds the zip and this command line (tms/execute/spark_submit.py); jobs/README.md shows how to
 submit to a standalone master, YARN or Kubernetes. Exit status 0: the instant completed; 1: it did not; 3: a
@@ -32,8 +32,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="jobs/run.py", description="Run one table-service plan of a Hudi table.")
     ap.add_argument("--table", required=True, help="base path (or URL) of the Hudi table")
     ap.add_argument("--instant", required=True, help="instant time of the pending plan")
-    ap.add_argument("--action", choices=sorted([*EXECUTORS, RESTORE]),
-                    help="refuse the plan if it is of another action")
+    # --action: the name every version of the job code knows (a registered engine's older code too).
+    ap.add_argument("--service", "--action", dest="service", choices=sorted([*EXECUTORS, RESTORE]),
+                    help="the table service: refuse the plan if it is of another service")
     ap.add_argument("--fence-url", help="GET before each timeline change; a non-2xx answer means the lease is lost")
     ap.add_argument("--option", action="append", default=[],
                     help="the table's lock option key=value (repeatable): hoodie.write.lock.*, concurrency mode; "
@@ -52,7 +53,7 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
                                                 base_path=args.table, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:
             result = execute_instant(table, args.instant, runner,
-                                     http_fence(args.fence_url) if args.fence_url else no_fence, args.action,
+                                     http_fence(args.fence_url) if args.fence_url else no_fence, args.service,
                                      transactions, budget)
     except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
         print(f"error: {e}", file=sys.stderr)
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from jobs.spark_runner import SparkRunner
 
-    sc = SparkContext.getOrCreate(SparkConf().setAppName(f"tms {args.action or 'plan'} {args.instant} {args.table}"))
+    sc = SparkContext.getOrCreate(SparkConf().setAppName(f"tms {args.service or 'plan'} {args.instant} {args.table}"))
     print(f"spark application id: {sc.applicationId}", flush=True)  # the worker records it
     try:
         return run_plan(args, SparkRunner(sc))

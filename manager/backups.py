@@ -23,13 +23,13 @@ def schedule_backups(lease: LeaderLease, epoch: int, now: datetime | None = None
         at = now or repo.now()
         for table in repo.tables_with_backups():
             policy = TablePolicy.from_stored(table.policies)
-            action = next_backup_task(policy.backup_schedule, repo.history(table.id), at)
-            if action is None:
+            service = next_backup_task(policy.backup_schedule, repo.history(table.id), at)
+            if service is None:
                 continue
             try:
-                recorded.append(request_backup_task(session, table.id, action, at))
+                recorded.append(request_backup_task(session, table.id, service, at))
             except (ConflictError, BackupError) as exc:  # an operator's request came first
-                log.info("table %s: no %s now: %s", table.id, action, exc)
+                log.info("table %s: no %s now: %s", table.id, service, exc)
     for task in recorded:
-        log.info("task %s: %s of table %s requested by the schedule", task.id, task.action, task.table_id)
+        log.info("task %s: %s of table %s requested by the schedule", task.id, task.service, task.table_id)
     return recorded

@@ -1,7 +1,7 @@
 """Early warning: will a running or waiting task pass its timeout? Pure (no database): the monitor's
 `predicted_timeout` rule and bench/early_warning.py's replay call the same code.
 
-The model, fitted on a table's past runs of one action: seconds = a + b·bytes + c·load + d·bytes·load, `load`
+The model, fitted on a table's past runs of one table service: seconds = a + b·bytes + c·load + d·bytes·load, `load`
 being its queue's running jobs per slot when the run started (shared executors slow every job), by least
 squares of the relative errors, then again without the outliers; with fewer than MIN_FIT runs, one
 seconds-per-byte rate (their median). The spread `sigma` of log(seconds / predicted) makes a log-logistic
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HISTORY = 20             # a table's last succeeded runs of an action the model is fitted on
+HISTORY = 20             # a table's last succeeded runs of a table service the model is fitted on
 MIN_FIT = 8               # runs needed to fit the three coefficients (fewer: a median rate)
 MIN_SIGMA = 0.1           # a floor on the spread: a few alike runs do not make a certainty
 FEW_RUNS_SIGMA = 0.35     # the spread assumed with fewer than MIN_FIT runs
@@ -102,7 +102,7 @@ def _relative_least_squares(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def forecast(history: Sequence[Run], size: int, load: float, elapsed: float, timeout: float) -> Forecast | None:
-    """The forecast of a task of `size` bytes from its table's `history` of the action; None without one."""
+    """The forecast of a task of `size` bytes from its table's `history` of the service; None without one."""
     model = DurationModel.fit(history) if size > 0 else None
     return model.forecast(size, load, elapsed, timeout) if model is not None else None
 

@@ -46,7 +46,7 @@ def task_failed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]
     """Retries exhausted, or a failure that is not retried: FAILED for good. A conflict is not one: the writer
     won as Hudi's MVCC promises, and the next plan takes its data."""
     rows = reads.failed_for_good(except_kind=CONFLICT_REASON)
-    return {f"task:{t.id}": Sighting("critical", f"{t.action} {t.instant} failed for good after attempt "
+    return {f"task:{t.id}": Sighting("critical", f"{t.service} {t.instant} failed for good after attempt "
                                                  f"{t.attempt}: {t.retry_reason or t.error or 'no reason recorded'}",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue,
                                      details={"error": t.error, "failure_kind": t.failure_kind})
@@ -60,7 +60,7 @@ def task_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting
     """The last attempt ran past its timeout (firing until the task succeeds or is given up)."""
     rows = reads.timed_out()
     timeout = ctx.settings.worker_job_timeout_seconds
-    return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} ran past its timeout of "
+    return {f"task:{t.id}": Sighting("warning", f"{t.service} {t.instant} ran past its timeout of "
                                                 f"{timeout:.0f} s (attempt {t.attempt})",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
 
@@ -73,7 +73,7 @@ def not_scheduled(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sightin
 
 def _unclaimed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     rows = reads.unclaimed_since(ctx.now - timedelta(seconds=ctx.settings.monitor_unclaimed_seconds))
-    return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} has been runnable since "
+    return {f"task:{t.id}": Sighting("warning", f"{t.service} {t.instant} has been runnable since "
                                                 f"{t.updated_at:%Y-%m-%d %H:%M:%S} and no worker claimed it",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
 
@@ -125,7 +125,7 @@ def _can_compact(row: RegisteredTable, digest: TimelineDigest, ctx: MonitorConte
 def held_too_long(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A compensation hold (a plan BLOCKED by writes pending before it) older than `monitor_hold_seconds`."""
     rows = reads.held_since(ctx.now - timedelta(seconds=ctx.settings.monitor_hold_seconds))
-    return {f"task:{t.id}": Sighting("warning", f"{t.action} {t.instant} has been held since "
+    return {f"task:{t.id}": Sighting("warning", f"{t.service} {t.instant} has been held since "
                                                 f"{t.created_at:%Y-%m-%d %H:%M:%S} by {', '.join(t.blockers)}",
                                      table_id=t.table_id, task_id=t.id, details={"blockers": list(t.blockers)})
             for t in rows}
@@ -195,9 +195,9 @@ def predicted_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
         size = _plan_bytes(t.plan_stats)
         if not size:
             continue
-        history = models.get((t.table_id, t.action))
+        history = models.get((t.table_id, t.service))
         if history is None:
-            history = models[(t.table_id, t.action)] = _history(reads, t.table_id, t.action)
+            history = models[(t.table_id, t.service)] = _history(reads, t.table_id, t.service)
         running = t.state == S.RUNNING and t.started_at is not None
         elapsed = (ctx.now - t.started_at).total_seconds() if running and t.started_at else 0.0
         # A running task at the load it started under (as its peers are known), a waiting one at today's.
@@ -206,7 +206,7 @@ def predicted_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
         predicted = forecast(history, size, load, elapsed, timeout)
         if predicted is not None and predicted.warn:
             sightings[f"task:{t.id}"] = Sighting(
-                "warning", f"{t.action} {t.instant} ({'running' if running else 'waiting'}) is predicted to take "
+                "warning", f"{t.service} {t.instant} ({'running' if running else 'waiting'}) is predicted to take "
                            f"{predicted.seconds:.0f} s, past its timeout of {timeout:.0f} s with probability "
                            f"{predicted.probability:.2f}", table_id=t.table_id, task_id=t.id, queue=t.queue,
                 details={"predicted_seconds": round(predicted.seconds, 1),

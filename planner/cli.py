@@ -1,6 +1,6 @@
 """The planner's commands, mounted on the `tms` app by `register(app)`:
 
-    tms schedule PATH --action A   plan one table service on one table without the service, as Hudi's
+    tms schedule PATH --service S  plan one table service on one table without the service, as Hudi's
                                    `HoodieCompactor --mode schedule` does
     tms planner                    run the planner role process"""
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _policy(changes: dict[str, str]) -> TablePolicy:
 
 def _describe(planned: Planned) -> str:
     s = planned.stats
-    return (f"{planned.instant} {planned.action} planned: {s.operations} operation(s), {human_size(s.total_bytes)}, "
+    return (f"{planned.instant} {planned.service} planned: {s.operations} operation(s), {human_size(s.total_bytes)}, "
             f"largest file group {human_size(s.largest_file_group_bytes)}")
 
 
@@ -41,20 +41,21 @@ def register(app: typer.Typer) -> None:
     @app.command("schedule")
     def schedule_command(
             path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
-            action: str = typer.Option(..., "--action", help="compaction | clustering | clean | rollback"),
+            service: str = typer.Option(..., "--service", "--action",
+                                        help="compaction | clustering | clean | rollback (--action: its older name)"),
             option: list[str] | None = typer.Option(
                 None, "--option", help="A policy option, hoodie.key=value (repeatable); the table's lock options "
                                        "(hoodie.write.lock.*, hoodie.write.concurrency.mode) plan under its lock.")):
         """Plan one table service now: sync held compaction plans, then write the new plan's requested
         instant and print it (or say there is nothing to do)."""
-        if action not in PLANNED_SERVICES:
-            raise TMSError(f"--action must be one of {', '.join(PLANNED_SERVICES)}, not {action!r}")
+        if service not in PLANNED_SERVICES:
+            raise TMSError(f"--service must be one of {', '.join(PLANNED_SERVICES)}, not {service!r}")
         concurrency_options, policy_options = split_concurrency_options(parse_option_pairs(option or []))
         policy = _policy(policy_options)
         table = HudiTable.load(path)
         concurrency = parse_concurrency_options(concurrency_options, base_path=path, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:
-            result = schedule(table, action, policy, datetime.now(UTC), transactions)
+            result = schedule(table, service, policy, datetime.now(UTC), transactions)
         for tc, blockers in result.synced.items():
             typer.echo(f"{tc} compaction held by delta commits in flight: {', '.join(blockers)}" if blockers
                        else f"{tc} compaction synced with its late commits: runnable")
@@ -63,7 +64,7 @@ def register(app: typer.Typer) -> None:
             if planned.blockers:
                 typer.echo(f"  held until these delta commits complete or roll back: {', '.join(planned.blockers)}")
         if not result.planned:
-            typer.echo(f"nothing to do: no {action} is due")
+            typer.echo(f"nothing to do: no {service} is due")
 
     @app.command("planner")
     def planner_command(

@@ -25,7 +25,7 @@ def request_savepoint_restore(session: Session, row: RegisteredTable, savepoint:
     with TransactionManager.from_options(table, row.concurrency_options) as transactions:
         restore = plan_restore(table, savepoint, roll_back_pending_writes=force, transactions=transactions)
     task, _ = TaskRepo(session).create(
-        table_id=row.id, action=TableService.RESTORE.value, instant=restore.timestamp, state=TaskState.RUNNABLE,
+        table_id=row.id, service=TableService.RESTORE.value, instant=restore.timestamp, state=TaskState.RUNNABLE,
         target_instant=savepoint, planned_by_tms=True,
         plan_stats={"operations": 1, "largest_file_group_bytes": 0, "operation_bytes": []})
     return task

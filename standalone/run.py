@@ -147,7 +147,7 @@ class TaskWatcher:
 
     def _describe(self, task: dict) -> str:
         line = (f"task {task['id']} (table {self._table_name(task['table_id'])}): "
-                f"{task['action']} {task['instant']} {task['state']}")
+                f"{task['service']} {task['instant']} {task['state']}")
         resources = task["requested_resources"]
         if task["state"] == "RUNNING" and resources:
             line += (f" on queue {task['queue']} ({resources['executors']} executor(s) of "

@@ -31,7 +31,7 @@ class ClaimedTask:
     task_id: int
     fencing_token: int
     attempt: int
-    action: str
+    service: str
     instant: str
     table_name: str
     base_path: str
@@ -68,21 +68,21 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
         candidates = tasks.claimable(limit=CANDIDATES)
         rolling_back = tasks.tables_rolling_back({t.table_id for t in candidates})
         for task in candidates:
-            if task.action != ROLLBACK and task.table_id in rolling_back:
+            if task.service != ROLLBACK and task.table_id in rolling_back:
                 continue
             table = session.get(RegisteredTable, task.table_id)
             if table is None:  # unregistered since the task was read
                 continue
-            queue = choose_queue(queues, running, table, task.action)
+            queue = choose_queue(queues, running, table, task.service)
             if queue is None:
                 continue
-            resources = size_job(_plan_stats(task.plan_stats, table, task.instant, task.action), queue,
+            resources = size_job(_plan_stats(task.plan_stats, table, task.instant, task.service), queue,
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
                                  max_executors_per_table=limits.max_executors_per_table,
-                                 memory_factor=task.memory_factor, action=task.action,
+                                 memory_factor=task.memory_factor, service=task.service,
                                  budget_bytes=limits.merge_budget_bytes)
             # A backup task's job is the worker's own copy code: no engine runs it.
-            choice = None if is_backup_service(task.action) else \
+            choice = None if is_backup_service(task.service) else \
                 choose_engine(session, task_id=task.id, table=table, queue=queue.name)
             claimed = tasks.claim(task.id, expected_version=task.version, owner=owner,
                                   lease_seconds=limits.lease_seconds, queue=queue.name,
@@ -93,7 +93,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                 EngineRepo(session).record_on_attempt(claimed.id, fencing_token=claimed.fencing_token,
                                                       engine=choice.engine.name, rollout=choice.rollout)
             return ClaimedTask(task_id=claimed.id, fencing_token=claimed.fencing_token, attempt=claimed.attempt,
-                               action=claimed.action, instant=claimed.instant, table_name=table.name,
+                               service=claimed.service, instant=claimed.instant, table_name=table.name,
                                base_path=table.base_path, queue_name=queue.name, queue_kind=queue.kind,
                                master=queue.master, queue_spark_conf=dict(queue.spark_conf), resources=resources,
                                fence_key=fence_key, concurrency_options=dict(table.concurrency_options),
@@ -102,10 +102,10 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
     return None
 
 
-def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str, action: str) -> dict[str, Any]:
+def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str, service: str) -> dict[str, Any]:
     """The statistics the planner recorded; for a task recorded without them, measured from the plan (a
     backup task has none on the timeline: its job copies files, sized minimally)."""
-    if "largest_file_group_bytes" in recorded or is_backup_service(action):
+    if "largest_file_group_bytes" in recorded or is_backup_service(service):
         return recorded
     try:
         stats = plan_stats(HudiTable.load(table.base_path), instant)

@@ -26,7 +26,7 @@ def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str,
     conf = {**(engine.spark_conf if engine else {}), **claimed.queue_spark_conf,
             **claimed.resources.spark_conf(claimed.queue_kind)}
     command = spark_submit_command(claimed.base_path, claimed.instant, py_files=py_files, master=claimed.master,
-                                   conf=conf, action=claimed.action, fence_url=fence_url,
+                                   conf=conf, service=claimed.service, fence_url=fence_url,
                                    options=claimed.concurrency_options,
                                    spark_submit=engine.spark_submit if engine else None, entry=entry)
     env = spark_submit_env(claimed.master)
@@ -37,7 +37,7 @@ def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str,
 
 def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
     """The arguments of jobs/run.py (and of the plain Python job, and of a plan on a warm engine)."""
-    arguments = ["--table", claimed.base_path, "--instant", claimed.instant, "--action", claimed.action,
+    arguments = ["--table", claimed.base_path, "--instant", claimed.instant, "--action", claimed.service,
                  "--fence-url", fence_url]
     for key, value in claimed.concurrency_options.items():
         arguments += ["--option", f"{key}={value}"]
@@ -47,7 +47,7 @@ def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
 def backup_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
     """A backup task's job (jobs.backup_job), whatever the worker's runner: it copies files, Spark adds nothing."""
     command = [sys.executable, "-m", "jobs.backup_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.action, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
+               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
     return command, dict(os.environ)
 
 

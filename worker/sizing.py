@@ -29,7 +29,7 @@ PYTHON_MEMORY_FACTOR = 32
 # slowly with the group (spill buckets, a log block's bytes). tests/execute/test_compaction_memory.py checks it.
 PYTHON_BUDGET_FACTOR = 6
 SPARK_MIN_OVERHEAD_MB = 384  # Spark's own minimum executor overhead, for the JVM's off-heap memory
-MERGING_ACTIONS = frozenset({COMPACTION, CLUSTERING})  # clean and rollback only delete files
+MERGING_SERVICES = frozenset({COMPACTION, CLUSTERING})  # clean and rollback only delete files
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class JobResources:
 
 
 def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memory_mb: int, driver_cores: int,
-             max_executors_per_table: int, memory_factor: float = 1.0, action: str = COMPACTION,
+             max_executors_per_table: int, memory_factor: float = 1.0, service: str = COMPACTION,
              budget_bytes: int | None = None) -> JobResources:
     """Executor memory = largest file group x 1.4 (x `memory_factor`, which grows 1.5x with each attempt that
     ran out of memory), within the queue's bounds; one executor per operation, within the queue's and the
@@ -70,7 +70,7 @@ def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memo
     `plan_stats` is what the planner recorded (PlanStats). With `budget_bytes` (a compaction's merge budget) the
     memory of a compaction follows the budget where the largest file group is bigger."""
     largest = int(plan_stats.get("largest_file_group_bytes") or 0)
-    bounded = budget_bytes if action == COMPACTION else None
+    bounded = budget_bytes if service == COMPACTION else None
     operations = int(plan_stats.get("operations") or 1)
     memory_mb = math.ceil(min(largest, bounded or largest) * MEMORY_FACTOR / MB)
     if memory_factor > 1:  # grow from what the last attempt had, at least the queue's minimum
@@ -80,7 +80,7 @@ def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memo
     return JobResources(executor_memory_mb=memory_mb, executors=executors, executor_cores=queue.executor_cores,
                         driver_memory_mb=driver_memory_mb, driver_cores=driver_cores,
                         largest_file_group_bytes=largest,
-                        python_memory_mb=_python_memory_mb(plan_stats, action, queue, memory_factor, bounded))
+                        python_memory_mb=_python_memory_mb(plan_stats, service, queue, memory_factor, bounded))
 
 
 def python_task_memory_mb(operation_bytes: int, budget_bytes: int | None = None) -> int:
@@ -92,10 +92,10 @@ def python_task_memory_mb(operation_bytes: int, budget_bytes: int | None = None)
     return PYTHON_BASE_MB + math.ceil(merge_bytes / MB)
 
 
-def _python_memory_mb(plan_stats: Mapping[str, Any], action: str, queue: ResourceQueue,
+def _python_memory_mb(plan_stats: Mapping[str, Any], service: str, queue: ResourceQueue,
                       memory_factor: float, budget_bytes: int | None = None) -> int:
     merged = 0
-    if action in MERGING_ACTIONS:  # a task merges a whole operation: a file group, or a clustering group
+    if service in MERGING_SERVICES:  # a task merges a whole operation: a file group, or a clustering group
         merged = max([int(plan_stats.get("largest_file_group_bytes") or 0),
                       *(int(b) for b in plan_stats.get("operation_bytes") or ())])
     per_executor = python_task_memory_mb(merged, budget_bytes) * queue.executor_cores

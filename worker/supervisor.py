@@ -70,7 +70,7 @@ class JobSupervisor:
 
     def run(self) -> Outcome:
         c = self.claimed
-        log.info("task %s: %s %s of %s, attempt %s on queue %s, engine %s (%s)", c.task_id, c.action, c.instant,
+        log.info("task %s: %s %s of %s, attempt %s on queue %s, engine %s (%s)", c.task_id, c.service, c.instant,
                  c.table_name, c.attempt, c.queue_name, c.engine.name if c.engine else "builtin",
                  c.resources.as_dict())
         try:
@@ -99,14 +99,14 @@ class JobSupervisor:
         rollback just runs again), under the table's lock as the writers take it. True if the instant already
         completed (an earlier attempt finished it but could not record it)."""
         c = self.claimed
-        if is_backup_service(c.action):  # nothing of its own on the timeline
+        if is_backup_service(c.service):  # nothing of its own on the timeline
             return False
         table = HudiTable.load(c.base_path)
         states = table.timeline.states_of(c.instant)
         if State.COMPLETED in states:
             return True
         # A restore left inflight resumes where it stopped (tms.execute.restore).
-        if State.INFLIGHT in states and c.action != RESTORE and not executor_for(table, c.instant).resumable_inflight:
+        if State.INFLIGHT in states and c.service != RESTORE and not executor_for(table, c.instant).resumable_inflight:
             fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
             with TransactionManager.from_options(table, c.concurrency_options) as transactions:
                 result = prepare_retry(table, c.instant, LocalRunner(), fence, transactions=transactions)
@@ -117,7 +117,7 @@ class JobSupervisor:
         c = self.claimed
         url = fence_url(self.settings.service_url, c.task_id, c.fencing_token, c.fence_key)
         log_path = self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log"
-        if is_backup_service(c.action):
+        if is_backup_service(c.service):
             self._record_engine("dedicated")
             return JobProcess(*backup_job(c, fence_url=url), log_path)
         engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
@@ -195,7 +195,7 @@ class JobSupervisor:
 
     # --- after it -----------------------------------------------------------------------------------
     def _instant_completed(self) -> bool:
-        if is_backup_service(self.claimed.action):  # done when its job reported what it did
+        if is_backup_service(self.claimed.service):  # done when its job reported what it did
             return self._result is not None
         table = HudiTable.load(self.claimed.base_path)
         return State.COMPLETED in table.timeline.states_of(self.claimed.instant)
@@ -236,5 +236,5 @@ class JobSupervisor:
                 tasks.annotate_attempt(c.task_id, fencing_token=c.fencing_token, log_tail=tail, error=error,
                                        result=self._result)
                 outcome = Outcome.LEASE_LOST
-        log.info("task %s: %s %s %s%s", c.task_id, c.action, c.instant, outcome, f" ({error})" if error else "")
+        log.info("task %s: %s %s %s%s", c.task_id, c.service, c.instant, outcome, f" ({error})" if error else "")
         return outcome

@@ -5,7 +5,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, computed_field
+
+from tms.table_service import TableService
 
 from ..auth import Role
 from .common import BodyBool, BodyInt, JsonObject, Record, ShortText
@@ -30,7 +32,10 @@ class QueueIn(BaseModel):
     reserved_for_priority: BodyInt | None = Field(None, ge=-1000, le=1000)
     allowed_databases: list[ShortText] | None = None
     allowed_tables: list[ShortText] | None = None
-    allowed_actions: list[ShortText] | None = None
+    allowed_services: list[TableService] | None = Field(
+        None, validation_alias=AliasChoices("allowed_services", "allowed_actions"),
+        description="The table services the queue runs (null: any); `allowed_actions` is accepted as its "
+                    "deprecated alias")
     enabled: BodyBool = True
     warm_engine_enabled: BodyBool = Field(
         False, description="Keep a warm engine: one long-running Spark application with fixed executors that "
@@ -54,13 +59,19 @@ class QueueOut(Record):
     reserved_for_priority: int | None
     allowed_databases: list[str] | None
     allowed_tables: list[str] | None
-    allowed_actions: list[str] | None
+    allowed_services: list[str] | None
     enabled: bool
     warm_engine_enabled: bool
     warm_engine_executors: int
     warm_engine_executor_memory_mb: int
     warm_engine_executor_cores: int
     running: int = 0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def allowed_actions(self) -> list[str] | None:
+        """Deprecated: the same as `allowed_services`, under its older name."""
+        return self.allowed_services
 
 
 class TokenIn(BaseModel):

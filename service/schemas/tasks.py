@@ -34,7 +34,7 @@ class AttemptOut(Record):
 class TaskOut(Record):
     id: int
     table_id: int
-    action: TableService = Field(description="The table service (also named `service`)")
+    service: TableService = Field(description="The table service this task runs")
     instant: str
     target_instant: str | None
     state: str
@@ -64,9 +64,9 @@ class TaskOut(Record):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def service(self) -> TableService:
-        """The table service this task runs (the same as `action`, its older name)."""
-        return self.action
+    def action(self) -> TableService:
+        """Deprecated: the same as `service`, under its older name (kept for clients written before it)."""
+        return self.service
 
 
 class TaskDetail(TaskOut):

@@ -347,7 +347,7 @@ def _queue_fields(form: dict[str, str]) -> dict[str, Any]:
                               "spark_conf": {k: str(v) for k, v in _policy_lines(form.get("spark_conf", "")).items()},
                               "allowed_databases": listed("allowed_databases"),
                               "allowed_tables": listed("allowed_tables"),
-                              "allowed_actions": listed("allowed_actions")}
+                              "allowed_services": listed("allowed_services")}
     for key in ("capacity", "executor_cores", "min_executor_memory_mb", "max_executor_memory_mb", "max_executors",
                 "reserved_for_priority"):
         if form.get(key, "").strip():

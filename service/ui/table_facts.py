@@ -46,7 +46,7 @@ def _service_actions(table_type: str) -> tuple[str, ...]:
 def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], now: datetime) -> str:
     if waiting:
         task = min(waiting, key=lambda t: t.id)
-        return f"{task.action} {task.instant} ({task.state})"
+        return f"{task.service} {task.instant} ({task.state})"
     if not row.enabled:
         return "none: the table is disabled"
     if row.table_type != "MERGE_ON_READ":

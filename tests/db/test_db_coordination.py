@@ -61,7 +61,7 @@ def test_register_twice_is_a_conflict_and_running_tasks_block_unregistering(db, 
         TableRepo(session).register(base_path="/data/t1", name="t1", database="default",
                                     table_type="MERGE_ON_READ", table_version=6)
     with db.transaction() as session:
-        TaskRepo(session).create(table_id=table_id, action="clean", instant="20250101000000000",
+        TaskRepo(session).create(table_id=table_id, service="clean", instant="20250101000000000",
                                  state=TaskState.RUNNABLE)
         TaskRepo(session).claim_next(owner="w", lease_seconds=30)
     with db.transaction() as session, pytest.raises(ConflictError, match="running"):

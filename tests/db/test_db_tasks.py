@@ -16,7 +16,7 @@ INSTANT = "20250101000000000"
 
 def _create(db, table_id, state=S.RUNNABLE, instant=INSTANT, **kw):
     with db.transaction() as session:
-        task, created = TaskRepo(session).create(table_id=table_id, action="compaction", instant=instant,
+        task, created = TaskRepo(session).create(table_id=table_id, service="compaction", instant=instant,
                                                  state=state, **kw)
         assert created
         return task
@@ -25,7 +25,7 @@ def _create(db, table_id, state=S.RUNNABLE, instant=INSTANT, **kw):
 def test_one_task_per_instant(db, table_id):
     first = _create(db, table_id, S.PENDING, plan_stats={"operations": 3})
     with db.transaction() as session:
-        again, created = TaskRepo(session).create(table_id=table_id, action="compaction", instant=INSTANT)
+        again, created = TaskRepo(session).create(table_id=table_id, service="compaction", instant=INSTANT)
     assert not created and again.id == first.id and again.plan_stats == {"operations": 3}
 
 

@@ -103,7 +103,7 @@ def test_schedule_writes_nothing_on_a_table_whose_metadata_table_cannot_be_kept(
     path = _copy(fixture_tables, "mor_v8_trips_8i3u1d", tmp_path)
     _set(path, {"hoodie.table.metadata.partitions.inflight": "expr_index_price"})
     before = _timeline_files(path)
-    result = runner.invoke(app, ["schedule", str(path), "--action", action])
+    result = runner.invoke(app, ["schedule", str(path), "--service", action])
     assert result.exit_code == 1 and result.stdout == ""
     [line] = result.stderr.splitlines()
     assert f"TMS cannot run {action} on table" in line and "expr_index_price" in line
@@ -115,7 +115,7 @@ def test_schedule_writes_nothing_on_a_custom_merge_table(fixture_tables, tmp_pat
     path = _copy(fixture_tables, "mor_v6_trips_8i1u", tmp_path)
     _set(path, {"hoodie.compaction.payload.class": "com.acme.MyPayload"})
     before = _timeline_files(path)
-    result = runner.invoke(app, ["schedule", str(path), "--action", action, "--option",
+    result = runner.invoke(app, ["schedule", str(path), "--service", action, "--option",
                                  "hoodie.compact.inline.max.delta.commits=1"])
     assert result.exit_code == 1 and "CUSTOM" in result.stderr
     assert _timeline_files(path) == before
@@ -136,7 +136,7 @@ def test_plans_that_can_no_longer_run_are_named(fixture_tables, tmp_path):
     """A compaction planned while the table was serviceable, then the writers turned the metadata table on:
     the plan is one TMS can no longer run (the planner rolls such plans back, with an alert)."""
     path = _copy(fixture_tables, "mor_v6_trips_8i1u", tmp_path)
-    result = runner.invoke(app, ["schedule", str(path), "--action", "compaction", "--option",
+    result = runner.invoke(app, ["schedule", str(path), "--service", "compaction", "--option",
                                  "hoodie.compact.inline.max.delta.commits=1"])
     assert result.exit_code == 0, result.output
     planned = result.stdout.split()[0]

@@ -50,7 +50,7 @@ def _failed_due(database: Database, table_id: int, instant: str) -> tuple[int, i
     """A task whose only attempt failed retryably and whose retry is due now: (id, version)."""
     with database.transaction() as session:
         tasks = TaskRepo(session)
-        task, _ = tasks.create(table_id=table_id, action="compaction", instant=instant, state=S.RUNNABLE)
+        task, _ = tasks.create(table_id=table_id, service="compaction", instant=instant, state=S.RUNNABLE)
         claimed = tasks.claim(task.id, expected_version=task.version, owner="test-worker", lease_seconds=30)
         done = tasks.finish(task.id, fencing_token=claimed.fencing_token, succeeded=False, error="crashed",
                             failure=FailureRecord("crash", True, "crash: attempt 2 of 3 in 0 s", 0.0))
@@ -156,7 +156,7 @@ def test_twenty_failovers_retry_no_task_twice_and_duplicate_no_alert(database, m
         task_id, version = _failed_due(database, table_id, f"2026010100{n:02d}00000")
         tasks[task_id] = version
         with database.transaction() as session:  # a compensation hold: held_too_long fires for it
-            blocked, _ = TaskRepo(session).create(table_id=table_id, action="compaction", state=S.BLOCKED,
+            blocked, _ = TaskRepo(session).create(table_id=table_id, service="compaction", state=S.BLOCKED,
                                                   instant=f"2026020100{n:02d}00000", blockers=["20250101000000000"])
             held.append(blocked.id)
         time.sleep(rng.uniform(0, 1.0))

@@ -40,7 +40,7 @@ def test_a_hold_too_long_fires_once_counts_its_sightings_and_resolves_when_relea
     lease, epoch = _leader(db)
     table_id = _table(db)
     with db.transaction() as session:
-        task, _ = TaskRepo(session).create(table_id=table_id, action="compaction", instant="20260101000000000",
+        task, _ = TaskRepo(session).create(table_id=table_id, service="compaction", instant="20260101000000000",
                                            state=S.BLOCKED, blockers=["20251231000000000"])
     ctx = MonitorContext(Settings(monitor_hold_seconds=0.05), datetime.now(UTC), {})
     time.sleep(0.1)
@@ -63,7 +63,7 @@ def test_a_backlog_growing_at_each_evaluation_fires_and_resolves_when_it_stops(d
     ctx = MonitorContext(Settings(), datetime.now(UTC), {})
     for n in range(4):
         with db.transaction() as session:
-            TaskRepo(session).create(table_id=table_id, action="clean", instant=f"2026010100000{n}000",
+            TaskRepo(session).create(table_id=table_id, service="clean", instant=f"2026010100000{n}000",
                                      state=S.RUNNABLE)
         evaluate(lease, epoch, ctx)
         assert bool(_alerts(db, "backlog_growing")) == (n == 3), n  # rising three times: four evaluations
@@ -82,13 +82,13 @@ def test_tasks_predicted_past_their_timeout_are_warned_of_before_they_time_out(d
     with db.transaction() as session:
         tasks = TaskRepo(session)
         for n, seconds in enumerate((100, 120, 110)):
-            done, _ = tasks.create(table_id=table_id, action="compaction", instant=f"2025010100000{n}000",
+            done, _ = tasks.create(table_id=table_id, service="compaction", instant=f"2025010100000{n}000",
                                    state=S.RUNNABLE, plan_stats={"total_bytes": 100 * mb})
             claimed = tasks.claim(done.id, expected_version=done.version, owner="w", lease_seconds=60)
             tasks.finish(done.id, fencing_token=claimed.fencing_token, succeeded=True)
             session.execute(text("UPDATE tasks SET finished_at = started_at + make_interval(secs => :s) "
                                  "WHERE id = :id"), {"s": seconds, "id": done.id})
-        made = {name: tasks.create(table_id=table_id, action="compaction", instant=f"2026010100000{n}000",
+        made = {name: tasks.create(table_id=table_id, service="compaction", instant=f"2026010100000{n}000",
                                    state=S.RUNNABLE, plan_stats={"total_bytes": size * mb})[0]
                 for n, (name, size) in enumerate([("big", 500), ("small", 50), ("slow", 60), ("big waiting", 500)])}
         for name in ("big", "small", "slow"):
@@ -159,7 +159,7 @@ def test_a_task_that_gave_way_to_a_writer_is_not_a_failure_to_alert_on(db):
     with db.transaction() as session:
         ids = {}
         for n, kind in enumerate(("conflict", "missing_files")):
-            task, _ = TaskRepo(session).create(table_id=table_id, action="clustering", state=S.FAILED,
+            task, _ = TaskRepo(session).create(table_id=table_id, service="clustering", state=S.FAILED,
                                                instant=f"2026010100000{n}000")
             session.execute(update(Task).where(Task.id == task.id).values(failure_kind=kind, retryable=False))
             ids[kind] = task.id
@@ -188,7 +188,7 @@ def test_a_table_whose_compactions_come_too_late_gets_freshness_at_risk_with_its
                                             table_type="MERGE_ON_READ", table_version=8, policies=policies,
                                             planner_state=digest.to_state())
         for n in range(3):  # past compactions of 20 minutes each
-            task, _ = TaskRepo(session).create(table_id=table.id, action="compaction",
+            task, _ = TaskRepo(session).create(table_id=table.id, service="compaction",
                                                instant=f"2026010100000{n}000", state=S.SUCCEEDED)
             started = now - timedelta(hours=n + 1)
             session.execute(update(Task).where(Task.id == task.id).values(
@@ -211,10 +211,10 @@ def test_a_restore_that_succeeded_is_told_once_as_restore_done(db):
     lease, epoch = _leader(db)
     table_id = _table(db)
     with db.transaction() as session:
-        done, _ = TaskRepo(session).create(table_id=table_id, action="restore", state=S.SUCCEEDED,
+        done, _ = TaskRepo(session).create(table_id=table_id, service="restore", state=S.SUCCEEDED,
                                            instant="20260101000009000", target_instant="20260101000001000")
         session.execute(update(Task).where(Task.id == done.id).values(finished_at=datetime.now(UTC)))
-        TaskRepo(session).create(table_id=table_id, action="restore", state=S.RUNNABLE, instant="20260101000010000")
+        TaskRepo(session).create(table_id=table_id, service="restore", state=S.RUNNABLE, instant="20260101000010000")
     evaluate(lease, epoch, MonitorContext(Settings(), datetime.now(UTC), {}))
     [alert] = _alerts(db, "restore_done")
     assert (alert.task_id, alert.severity, alert.state) == (done.id, "info", "firing")

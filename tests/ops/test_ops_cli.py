@@ -162,15 +162,15 @@ def test_trigger_plans_a_compaction_now_and_the_task_commands_act_on_it(tms, tri
 
 def test_queues_commands(tms):
     created = as_json(tms("queues", "set", "spark", "--master", "spark://head:7077", "--capacity", "3",
-                          "--allowed-actions", "compaction,clean", "--spark-conf", "spark.eventLog.enabled=true",
+                          "--allowed-services", "compaction,clean", "--spark-conf", "spark.eventLog.enabled=true",
                           "--json"))
     assert (created["kind"], created["master"], created["capacity"]) == ("standalone", "spark://head:7077", 3)
-    assert created["allowed_actions"] == ["compaction", "clean"]
+    assert created["allowed_services"] == created["allowed_actions"] == ["compaction", "clean"]
     assert created["spark_conf"] == {"spark.eventLog.enabled": "true"}
     assert ok(tms("queues", "set", "spark", "--capacity", "5")) == \
         "queue spark changed: spark://head:7077, 5 job(s) at once\n"
     [queue] = as_json(tms("queues", "list", "--json"))
-    assert (queue["capacity"], queue["allowed_actions"], queue["running"]) == (5, ["compaction", "clean"], 0)
+    assert (queue["capacity"], queue["allowed_services"], queue["running"]) == (5, ["compaction", "clean"], 0)
     human = ok(tms("queues", "list"))
     assert "0/5" in human and "services compaction,clean" in human
     assert "needs the admin role" in one_line_error(tms("queues", "set", "spark", "--capacity", "1", role="operator"))

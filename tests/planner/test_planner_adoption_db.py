@@ -30,7 +30,7 @@ def test_a_crash_between_the_plan_and_its_task_is_repaired_by_adoption(db, tmp_p
 
     assert p.handle_events(t.id)  # the same event again
     [task] = t.tasks()
-    assert (task.instant, task.action, task.state) == (tc, "compaction", TaskState.RUNNABLE)
+    assert (task.instant, task.service, task.state) == (tc, "compaction", TaskState.RUNNABLE)
     assert task.plan_stats["operations"] == 3
     assert pending_plans(t.table()) == [(tc, "compaction")], "adopted, not planned again"
     assert p.reconcile(t.id) and len(t.tasks()) == 1
@@ -46,5 +46,5 @@ def test_a_plan_a_writer_scheduled_is_adopted_on_its_event(db, tmp_path):
     t.report(scheduled.instant, "requested", action="compaction")
     assert p.handle_events(t.id)
     [task] = t.tasks()
-    assert (task.instant, task.action, task.state) == (scheduled.instant, "compaction", TaskState.RUNNABLE)
+    assert (task.instant, task.service, task.state) == (scheduled.instant, "compaction", TaskState.RUNNABLE)
     assert task.plan_stats["operation_bytes"] == list(scheduled.stats.operation_bytes)

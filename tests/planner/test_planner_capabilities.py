@@ -73,7 +73,7 @@ def test_the_unchanged_fixtures_get_a_compaction(db, fixture_tables, tmp_path, n
     table_id = _register(db, path)
     assert planner(db).reconcile(table_id)
     [task] = _tasks(db, table_id)
-    assert task.action == "compaction" and task.planned_by_tms
+    assert task.service == "compaction" and task.planned_by_tms
     assert pending_plans(HudiTable.load(str(path))) == [(task.instant, "compaction")]
 
 
@@ -104,7 +104,7 @@ def test_tms_schedule_writes_no_plan_on_a_table_it_cannot_serve(fixture_tables, 
     path = _copy(fixture_tables, name, tmp_path)
     _set(path, changes)
     before = _timeline_files(path)
-    result = runner.invoke(app, ["schedule", str(path), "--action", "compaction", "--option",
+    result = runner.invoke(app, ["schedule", str(path), "--service", "compaction", "--option",
                                  "hoodie.compact.inline.max.delta.commits=1"])
     assert result.exit_code == 1 and result.stdout == ""
     [line] = result.stderr.splitlines()
@@ -140,7 +140,7 @@ def test_a_plan_tms_wrote_that_can_no_longer_run_is_rolled_back_with_an_alert(db
 def test_a_writers_plan_that_tms_cannot_run_is_left_and_not_adopted(db, fixture_tables, tmp_path):
     path = _copy(fixture_tables, "mor_v6_trips_8i1u", tmp_path)
     table_id = _register(db, path)
-    scheduled = runner.invoke(app, ["schedule", str(path), "--action", "compaction", "--option",
+    scheduled = runner.invoke(app, ["schedule", str(path), "--service", "compaction", "--option",
                                     "hoodie.compact.inline.max.delta.commits=1"])
     assert scheduled.exit_code == 0, scheduled.output
     instant = scheduled.stdout.split()[0]  # a plan outside TMS's planner: a writer's

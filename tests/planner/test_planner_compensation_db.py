@@ -46,7 +46,7 @@ def test_a_held_task_is_runnable_only_when_its_blockers_resolved_with_the_synced
     clock = Clock()
     t, p, task, dc1, dc2 = _held_compaction(db, tmp_path, clock)
     tc = task.instant
-    assert task.action == "compaction" and task.state == TaskState.BLOCKED and task.blockers == [dc1, dc2]
+    assert task.service == "compaction" and task.state == TaskState.BLOCKED and task.blockers == [dc1, dc2]
     files = _plan_files(t.table(), tc)
     late, doomed = _logs_of(t, dc1)["city=sf"], _logs_of(t, dc2)["city=nyc"]
     assert not set(late) & set(files["city=sf"]) and not set(doomed) & set(files["city=nyc"])

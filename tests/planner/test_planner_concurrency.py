@@ -72,5 +72,5 @@ def test_two_planner_processes_plan_each_due_action_once(db, tmp_path):
     tasks = t.tasks()
     assert sorted(task.instant for task in tasks) == sorted(instant for instant, _ in plans), \
         "one task per plan, no plan without a task"
-    rollback = next(task for task in tasks if task.action == "rollback")
+    rollback = next(task for task in tasks if task.service == "rollback")
     assert rollback.target_instant == failed

@@ -28,7 +28,7 @@ def test_compaction_is_planned_after_max_delta_commits_and_recorded_once(db, tmp
     plans = pending_plans(t.table())
     assert plans == [(task.instant, "compaction")], "the plan is on the timeline, with one task"
     plan = parse_compaction_plan(t.table().timeline.read_plan(task.instant))
-    assert task.action == "compaction" and task.state == TaskState.RUNNABLE and task.blockers == []
+    assert task.service == "compaction" and task.state == TaskState.RUNNABLE and task.blockers == []
     assert (task.priority, task.queue, task.target_instant) == (7, "big", None)
     assert task.plan_stats["operations"] == len(plan.operations) == 3
     assert len(task.plan_stats["operation_bytes"]) == 3
@@ -79,7 +79,7 @@ def test_planning_passes_take_a_watched_timeline_s_changes_and_only_the_scan_lis
     t.write([rec(i, 30) for i in range(3)])
     assert p.handle_events(t.id)  # the third delta commit: a planning pass
     [task] = t.tasks()
-    assert task.action == "compaction" and pending_plans(t.table()) == [(task.instant, "compaction")]
+    assert task.service == "compaction" and pending_plans(t.table()) == [(task.instant, "compaction")]
     t.write([rec(i, 40) for i in range(3)], leave_inflight=True, report=False)  # no event: the scan's business
     assert listings == [], "the passes took the timeline's changes from the feed"
 
@@ -108,7 +108,7 @@ def test_a_planning_pass_on_a_listed_timeline_lists_it_once_before_it_plans(db, 
     t.write([rec(i, 30) for i in range(3)])
     assert p.handle_events(t.id)  # the third delta commit: a planning pass that plans a compaction
     [task] = t.tasks()
-    assert task.action == "compaction"
+    assert task.service == "compaction"
     assert listings == [cached.config.timeline_dir] * 2, "under the lock, then the plan's create"
 
 
@@ -138,7 +138,7 @@ def test_events_of_a_disabled_table_are_dropped_and_it_is_reconciled_when_enable
         TableRepo(session).update(t.id, enabled=True)
     t.write([rec(0, 40)])
     assert p.handle_events(t.id)
-    assert [task.action for task in t.tasks()] == ["compaction"]
+    assert [task.service for task in t.tasks()] == ["compaction"]
 
 
 def test_an_unreadable_table_raises_an_alert_and_its_events_are_handled(db, tmp_path):
@@ -171,6 +171,6 @@ def test_many_tables_events_are_taken_together_and_a_due_one_is_planned(db, tmp_
     assert sorted(handled) == sorted(t.id for t in tables[:3])
     assert [t.unprocessed() for t in tables[:3]] == [[], [], []] and len(held.unprocessed()) == 1
     [task] = due.tasks()
-    assert task.action == "compaction" and pending_plans(due.table()) == [(task.instant, "compaction")]
+    assert task.service == "compaction" and pending_plans(due.table()) == [(task.instant, "compaction")]
     assert [t.tasks() for t in tables[1:]] == [[], [], []]
     assert p.handle_events_of([held.id]) == [held.id] and held.unprocessed() == []

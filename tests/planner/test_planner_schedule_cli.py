@@ -1,4 +1,4 @@
-"""`tms schedule PATH --action ... [--option hoodie.key=value ...]`: held plans synced first, then the new
+"""`tms schedule PATH --service ... [--option hoodie.key=value ...]`: held plans synced first, then the new
 instant printed, or "nothing to do"; one clear line and exit 1 for a bad path or option."""
 import pytest
 from planning_support import ModelledTable, rec
@@ -25,30 +25,39 @@ def _table(tmp_path, **kw) -> ModelledTable:
 def test_nothing_to_do_exits_zero(tmp_path):
     t = _table(tmp_path)
     for action in ("compaction", "clustering", "clean", "rollback"):
-        code, out, err = schedule(t.path, "--action", action)
+        code, out, err = schedule(t.path, "--service", action)
         assert (code, err) == (0, "") and out.strip() == f"nothing to do: no {action} is due"
+
+
+def test_action_is_the_older_name_of_service(tmp_path):
+    t = _table(tmp_path)
+    code, out, err = schedule(t.path, "--action", "clean")
+    assert (code, err, out.strip()) == (0, "", "nothing to do: no clean is due")
+    code, _, err = schedule(t.path, "--service", "backup")
+    assert code == 2 and "--service must be one of compaction, clustering, clean, rollback, not 'backup'" in err
 
 
 def test_held_compaction_is_printed_then_synced_on_the_next_run(tmp_path):
     t = _table(tmp_path)
     late = t.write([rec(3, 30)], leave_inflight=True)
-    code, out, err = schedule(t.path, "--action", "compaction", "--option", "hoodie.compact.inline.max.delta.commits=1")
+    code, out, err = schedule(t.path, "--service", "compaction",
+                              "--option", "hoodie.compact.inline.max.delta.commits=1")
     assert code == 0, err
     first, held = out.strip().splitlines()
     tc = first.split()[0]
     assert first.startswith(f"{tc} compaction planned: 1 operation(s)")
     assert held.strip() == f"held until these delta commits complete or roll back: {late}"
-    code, out, _ = schedule(t.path, "--action", "clean")
+    code, out, _ = schedule(t.path, "--service", "clean")
     assert out.strip().splitlines()[0] == f"{tc} compaction held by delta commits in flight: {late}"
     t.complete(late)
-    code, out, _ = schedule(t.path, "--action", "clean")
+    code, out, _ = schedule(t.path, "--service", "clean")
     assert out.strip().splitlines() == [f"{tc} compaction synced with its late commits: runnable",
                                         "nothing to do: no clean is due"]
 
 
 def test_options_reach_the_planner(tmp_path):
     t = _table(tmp_path)
-    code, out, err = schedule(t.path, "--action", "clustering", "--option", "hoodie.clustering.async.max.commits=1",
+    code, out, err = schedule(t.path, "--service", "clustering", "--option", "hoodie.clustering.async.max.commits=1",
                               "--option", "hoodie.clustering.plan.strategy.sort.columns=ts")
     assert code == 0, err
     instant, rest = out.split(" ", 1)
@@ -58,12 +67,12 @@ def test_options_reach_the_planner(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--action", "compaction", "--option", "hoodie.unknown=1"], "error: --option hoodie.unknown: "),
-    (["--action", "compaction", "--option", "hoodie.compact.inline.max.delta.commits=zero"],
+    (["--service", "compaction", "--option", "hoodie.unknown=1"], "error: --option hoodie.unknown: "),
+    (["--service", "compaction", "--option", "hoodie.compact.inline.max.delta.commits=zero"],
      "error: --option hoodie.compact.inline.max.delta.commits: "),
-    (["--action", "compaction", "--option", "no-equals-sign"],
+    (["--service", "compaction", "--option", "no-equals-sign"],
      "error: --option 'no-equals-sign' is not hoodie.key=value"),
-    (["--action", "defrag"], "error: --action must be one of compaction, clustering, clean, rollback, not 'defrag'"),
+    (["--service", "defrag"], "error: --action must be one of compaction, clustering, clean, rollback, not 'defrag'"),
 ])
 def test_bad_options_exit_one_with_one_line(tmp_path, args, message):
     t = _table(tmp_path)
@@ -72,10 +81,10 @@ def test_bad_options_exit_one_with_one_line(tmp_path, args, message):
 
 
 def test_bad_path_and_wrong_table_type_exit_one(tmp_path):
-    code, _, err = schedule(tmp_path / "nowhere", "--action", "clean")
+    code, _, err = schedule(tmp_path / "nowhere", "--service", "clean")
     assert code == 1 and err.startswith("error: no Hudi table at") and len(err.strip().splitlines()) == 1
     cow = ModelledTable(tmp_path / "cow", table_type="COPY_ON_WRITE")
-    code, _, err = schedule(cow.path, "--action", "compaction")
+    code, _, err = schedule(cow.path, "--service", "compaction")
     assert code == 1 and err.strip() == ("error: TMS cannot run compaction on table cow: "
                                          "compaction applies to MERGE_ON_READ tables; cow is COPY_ON_WRITE")
 
@@ -84,7 +93,7 @@ def test_clean_plan_written_by_the_command_reads_back(tmp_path):
     cow = ModelledTable(tmp_path / "cow", table_type="COPY_ON_WRITE", partitioned=False)
     for ts in range(10, 14):
         cow.write([rec(0, ts)])
-    code, out, err = schedule(cow.path, "--action", "clean",
+    code, out, err = schedule(cow.path, "--service", "clean",
                               "--option", "hoodie.cleaner.policy=KEEP_LATEST_FILE_VERSIONS",
                               "--option", "hoodie.cleaner.fileversions.retained=1")
     assert code == 0, err

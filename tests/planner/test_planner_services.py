@@ -21,7 +21,7 @@ def test_clustering_is_planned_only_when_the_planner_schedules_it(db, tmp_path):
         t.write([rec(i, 10) for i in range(3)], "insert")
         t.write([rec(i, 10) for i in range(3, 6)], "insert")
         assert p.handle_events(t.id)
-        assert [task.action for task in t.tasks()] == expected
+        assert [task.service for task in t.tasks()] == expected
         assert [action for _, action in pending_plans(t.table())] == ["replacecommit"] * len(expected)
 
 
@@ -35,7 +35,7 @@ def test_a_clean_is_attempted_every_few_writes_and_recorded(db, tmp_path):
     t.write([rec(i, 30) for i in range(3)])  # the third write since the table began: a clean is attempted
     assert p.handle_events(t.id)
     [task] = t.tasks()
-    assert task.action == "clean" and task.plan_stats["operations"] == 3  # one per partition
+    assert task.service == "clean" and task.plan_stats["operations"] == 3  # one per partition
     plan = parse_cleaner_plan(t.table().timeline.read_plan(task.instant))
     assert sum(len(files) for files in plan.file_paths_to_be_deleted_per_partition.values()) == 3
     t.write([rec(i, 40) for i in range(3)])

@@ -77,7 +77,7 @@ def test_a_time_based_compaction_is_planned_by_the_tick_at_its_time_and_not_befo
     clock.at = due
     assert p.tick() == 1 and evaluated == [hourly.id], "only the due table is read"
     [task] = hourly.tasks()
-    assert task.action == "compaction"
+    assert task.service == "compaction"
     assert _row(db, hourly.id).tick_due_at == _stored_time(db, hourly.id), "the tick's pass stores it too"
     assert by_count.tasks() == []
 

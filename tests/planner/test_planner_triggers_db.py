@@ -28,7 +28,7 @@ def test_a_time_elapsed_trigger_fires_from_the_periodic_job(db, tmp_path):
     clock.advance(minutes=2)
     assert p.tick() == 1
     [task] = t.tasks()
-    assert task.action == "compaction" and task.state == TaskState.RUNNABLE
+    assert task.service == "compaction" and task.state == TaskState.RUNNABLE
     assert p.tick() == 0, "nothing twice"
 
 
@@ -48,7 +48,7 @@ def test_a_time_elapsed_trigger_counts_in_the_writers_zone(db, tmp_path, monkeyp
     clock.advance(minutes=2)
     assert p.tick() == 1
     [task] = t.tasks()
-    assert task.action == "compaction" and task.instant > max(deltas)
+    assert task.service == "compaction" and task.instant > max(deltas)
 
 
 def test_a_lost_callback_is_caught_by_the_reconciliation_scan(db, tmp_path):
@@ -76,7 +76,7 @@ def test_a_table_whose_writer_sends_no_events_is_planned_by_the_scan(db, tmp_pat
     assert p.tick() == 0, "never seen: the scan's business"
     clock.advance(hours=2)
     assert p.scan() == 1
-    tasks = {task.action: task for task in t.tasks()}
+    tasks = {task.service: task for task in t.tasks()}
     assert set(tasks) == {"compaction", "rollback"} and tasks["rollback"].target_instant == failed
     # the failed write holds the compaction until its rollback has run (invariant 3)
     assert tasks["rollback"].state == TaskState.RUNNABLE

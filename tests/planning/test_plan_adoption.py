@@ -25,7 +25,7 @@ def test_unknown_requested_plans_are_found_with_their_statistics(tmp_path):
     assert clustering.stats.operations == 2  # the second sf and sp groups, one group each
 
     found = find_unknown_plans(t.table(), known_instants={compaction.instant, clustering.instant})
-    assert [(p.instant, p.action) for p in found] == [(foreign.timestamp, "compaction")]
+    assert [(p.instant, p.service) for p in found] == [(foreign.timestamp, "compaction")]
     assert found[0].stats.operations == 1 and found[0].stats.total_bytes == fs.base_file.size
     everything = find_unknown_plans(t.table(), known_instants=set())
     assert everything == [compaction, found[0], clustering]

@@ -14,7 +14,7 @@ def test_queues(client, app, tokens, register):
     assert replaced.json()["capacity"] == 4
     table = register("cow_v6_nonpartitioned")
     with app.state.database.transaction() as session:
-        TaskRepo(session).create(table_id=table["id"], action="clean", instant="20240418173552000",
+        TaskRepo(session).create(table_id=table["id"], service="clean", instant="20240418173552000",
                                  state=TaskState.RUNNABLE)
         TaskRepo(session).claim_next(owner="w", lease_seconds=60, queue="batch-1")
     (queue,) = client.get("/api/v1/queues", headers=viewer).json()
@@ -67,7 +67,7 @@ def test_metrics(client, register, callback_headers, app):
     client.post("/api/v1/events", json=event, headers=callback_headers)
     client.post("/api/v1/events", json={**event, "table_id": 987654}, headers=callback_headers)
     with app.state.database.transaction() as session:
-        TaskRepo(session).create(table_id=table["id"], action="clean", instant="20240418173553000",
+        TaskRepo(session).create(table_id=table["id"], service="clean", instant="20240418173553000",
                                  state=TaskState.BLOCKED)
     text = client.get("/metrics").text
     assert 'tms_events_total{kind="api",result="stored"}' in text

@@ -34,7 +34,7 @@ def _sign_in(client, headers: dict[str, str]) -> str:
 def failed_task(app, register):
     table = register("mor_v8_trips_8i3u1d")
     with app.state.database.transaction() as session:
-        task, _ = TaskRepo(session).create(table_id=table["id"], action="compaction", instant="20250331040000000",
+        task, _ = TaskRepo(session).create(table_id=table["id"], service="compaction", instant="20250331040000000",
                                            state=TaskState.FAILED)
         AlertRepo(session).raise_alert(kind="task_failed", severity="critical", message="compaction failed",
                                        fingerprint="t1", table_id=table["id"], task_id=task.id)
@@ -160,7 +160,7 @@ def test_the_task_page_shows_its_plan_as_a_summary_with_units_and_times_in_utc(c
     stats = {"operations": 3, "operation_bytes": [1024, 2048, 5 * 1024 ** 2], "largest_file_group_bytes": 5 * 1024 ** 2,
              "total_bytes": 3072 + 5 * 1024 ** 2}
     with app.state.database.transaction() as session:
-        task, _ = TaskRepo(session).create(table_id=table["id"], action="compaction", instant="20250331040000000",
+        task, _ = TaskRepo(session).create(table_id=table["id"], service="compaction", instant="20250331040000000",
                                            state=TaskState.RUNNABLE, plan_stats=stats)
     _sign_in(client, tokens["viewer"])
     page = client.get(f"/ui/tasks/{task.id}").text

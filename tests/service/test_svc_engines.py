@@ -101,7 +101,7 @@ def test_each_engines_success_rate_and_durations_show_in_the_api_and_metrics(cli
     with app.state.database.transaction() as session:
         tasks = TaskRepo(session)
         for n, (engine, succeeded) in enumerate(outcomes):
-            tasks.create(table_id=table["id"], action="clean", instant=f"2024041817355{n}000",
+            tasks.create(table_id=table["id"], service="clean", instant=f"2024041817355{n}000",
                          state=TaskState.RUNNABLE)
             claimed = tasks.claim_next(owner="w", lease_seconds=60)
             EngineRepo(session).record_on_attempt(claimed.id, fencing_token=claimed.fencing_token, engine=engine,

@@ -33,7 +33,7 @@ def test_no_server_errors(app, register, tokens, start_service, settings):
     # A table, a task and small ids, so generated ids sometimes hit real rows.
     table = register("mor_v6_trips_8i1u")
     with app.state.database.transaction() as session:
-        TaskRepo(session).create(table_id=table["id"], action="compaction", instant="20250331040000000",
+        TaskRepo(session).create(table_id=table["id"], service="compaction", instant="20250331040000000",
                                  state=TaskState.FAILED)
     url = start_service(UVICORN, {
         "TMS_DATABASE_URL": settings.database_url, "TMS_ADMIN_TOKEN": settings.admin_token.get_secret_value(),

@@ -133,7 +133,7 @@ def test_metrics_show_each_tables_newest_backup(client, app, register):
     with app.state.database.transaction() as session:
         tasks = TaskRepo(session)
         for instant, version, copied in (("20250101000000000", 1, 5000), ("20250102000000000", 2, 120)):
-            task, _ = tasks.create(table_id=table["id"], action="backup", instant=instant, state=TaskState.RUNNABLE)
+            task, _ = tasks.create(table_id=table["id"], service="backup", instant=instant, state=TaskState.RUNNABLE)
             claimed = tasks.claim(task.id, expected_version=task.version, owner="w", lease_seconds=60)
             tasks.finish(task.id, fencing_token=claimed.fencing_token, succeeded=True,
                          result={"action": "backup", "version": version, "bytes_copied": copied})

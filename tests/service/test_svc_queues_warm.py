@@ -33,7 +33,7 @@ def test_an_attempt_shows_the_engine_it_ran_on(client, app, tokens, register):
     table = register("cow_v6_nonpartitioned")
     with app.state.database.transaction() as session:
         tasks = TaskRepo(session)
-        created, _ = tasks.create(table_id=table["id"], action="clean", instant="20240418173552000",
+        created, _ = tasks.create(table_id=table["id"], service="clean", instant="20240418173552000",
                                   state=TaskState.RUNNABLE)
         claimed = tasks.claim_next(owner="w", lease_seconds=60, queue="small")
         tasks.record_engine(claimed.id, fencing_token=claimed.fencing_token, engine_kind="warm")

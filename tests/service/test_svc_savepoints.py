@@ -54,7 +54,7 @@ def test_savepoint_then_restore_in_place(client, tokens, hudi_tables):
     timeline = HudiTable.load(str(path)).timeline
     assert timeline.get(task["instant"]).action == RESTORE and timeline.get(task["instant"]).is_requested
 
-    execute_instant(HudiTable.load(str(path)), task["instant"], LocalRunner(), action="restore")  # as a worker
+    execute_instant(HudiTable.load(str(path)), task["instant"], LocalRunner(), service="restore")  # as a worker
     assert rows(hudi_rs_table(path)) == expected
     assert HudiTable.load(str(path)).timeline.get(task["instant"]).is_completed
     gone = client.delete(f"{url}/savepoints/{kept}", headers=tokens["operator"])

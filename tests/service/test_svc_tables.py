@@ -138,7 +138,7 @@ def test_delete_unregisters_without_touching_files(client, app, register, tokens
 def test_delete_is_refused_while_a_task_runs(client, app, register, tokens):
     table = register("mor_v6_trips_8i1u")
     with app.state.database.transaction() as session:
-        TaskRepo(session).create(table_id=table["id"], action="compaction", instant="20250331040000000",
+        TaskRepo(session).create(table_id=table["id"], service="compaction", instant="20250331040000000",
                                  state=TaskState.RUNNABLE)
         TaskRepo(session).claim_next(owner="w", lease_seconds=60)
     response = client.delete(f"/api/v1/tables/{table['id']}", headers=tokens["admin"])

@@ -14,7 +14,7 @@ def make_task(app, register):
 
     def _make(state: TaskState, instant: str = "20250331040000000", **kw):
         with app.state.database.transaction() as session:
-            task, _ = TaskRepo(session).create(table_id=table["id"], action="compaction", instant=instant,
+            task, _ = TaskRepo(session).create(table_id=table["id"], service="compaction", instant=instant,
                                                state=state, **kw)
             return task.id
 
@@ -83,7 +83,7 @@ def test_tasks_filter_by_table_service_not_timeline_action(client, app, register
     table = register("mor_v6_trips_8i1u")
     with app.state.database.transaction() as session:
         for n, service in enumerate(("compaction", "clustering", "clean")):
-            TaskRepo(session).create(table_id=table["id"], action=service, instant=f"2025033104000000{n}",
+            TaskRepo(session).create(table_id=table["id"], service=service, instant=f"2025033104000000{n}",
                                      state=S.RUNNABLE)
     viewer = tokens["viewer"]
     page = client.get("/api/v1/tasks", params={"service": "clustering"}, headers=viewer).json()

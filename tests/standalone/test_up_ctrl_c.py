@@ -25,7 +25,7 @@ if flag and any("jobs." in a or "python_job" in a for a in sys.orig_argv) and no
 
 def _first_compaction(database: Database) -> Task | None:
     with database.transaction() as session:
-        return session.scalars(select(Task).where(Task.action == "compaction").order_by(Task.id)).first()
+        return session.scalars(select(Task).where(Task.service == "compaction").order_by(Task.id)).first()
 
 
 def _wait(what: str, condition, timeout: float = 400):

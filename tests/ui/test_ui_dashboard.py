@@ -22,7 +22,7 @@ def scene(stack, fixtures_root):
     other = stack.register(fixtures_root / FIXTURE_TABLES["cow_v6_nonpartitioned"], "plain_cow")
     instant = stack.plan_compaction(trips)
     with stack.database.transaction() as session:
-        task, _ = TaskRepo(session).create(table_id=trips["id"], action="compaction", instant=instant,
+        task, _ = TaskRepo(session).create(table_id=trips["id"], service="compaction", instant=instant,
                                            state=TaskState.FAILED)
         TaskRepo(session).transition(task.id, expected_state=TaskState.FAILED, expected_version=task.version,
                                      to=TaskState.CANCELLED, error="cancelled before it ran")

@@ -28,7 +28,7 @@ def queue(name, capacity=2, **fields) -> ResourceQueue:
     values = {"kind": "local", "master": "local[2]", "spark_conf": {}, "executor_cores": 1,
               "min_executor_memory_mb": 512, "max_executor_memory_mb": 8192, "max_executors": 8,
               "reserved_for_priority": None, "allowed_databases": None, "allowed_tables": None,
-              "allowed_actions": None, "enabled": True, **fields}
+              "allowed_services": None, "enabled": True, **fields}
     return ResourceQueue(name=name, capacity=capacity, **values)
 
 
@@ -61,7 +61,7 @@ def test_a_tables_preferred_queue_comes_first():
 
 def test_restrictions_by_database_table_and_action():
     q = queue("etl", allowed_databases=["lake"], allowed_tables=["lake.trips", "lake.rides"],
-              allowed_actions=["compaction", "clean"])
+              allowed_services=["compaction", "clean"])
     assert admits(q, table("trips", "lake"), "compaction")
     assert not admits(q, table("trips", "other"), "compaction"), "database"
     assert not admits(q, table("users", "lake"), "compaction"), "table"
@@ -100,10 +100,10 @@ def test_python_workers_memory_is_sized_into_the_executor_overhead_and_grows_wit
     assert retried.python_memory_mb == math.ceil(2 * per_task * 1.5), "an attempt out of memory grows it too"
     # A clustering task merges a whole group of file groups: its largest operation counts.
     grouped = size_job({"operations": 1, "largest_file_group_bytes": 10 * MB, "operation_bytes": [150 * MB]}, q,
-                       driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16, action="clustering")
+                       driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16, service="clustering")
     assert grouped.python_memory_mb == 2 * python_task_memory_mb(150 * MB)
     assert size_job(stats, q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16,
-                    action="clean").python_memory_mb == 2 * python_task_memory_mb(0), "a clean deletes files only"
+                    service="clean").python_memory_mb == 2 * python_task_memory_mb(0), "a clean deletes files only"
     huge = size_job({"operations": 1, "largest_file_group_bytes": 5000 * MB}, q, driver_memory_mb=1024,
                     driver_cores=1, max_executors_per_table=16)
     assert huge.python_memory_mb == 16384, "within the queue's maximum"
@@ -115,9 +115,9 @@ def test_a_compactions_memory_follows_its_merge_budget_not_its_file_group():
     q = queue("q", min_executor_memory_mb=128, max_executor_memory_mb=65536, executor_cores=1)
     budget = 256 * MB
 
-    def sized(group_bytes, action="compaction"):
+    def sized(group_bytes, service="compaction"):
         return size_job({"operations": 1, "largest_file_group_bytes": group_bytes}, q, driver_memory_mb=1024,
-                        driver_cores=1, max_executors_per_table=16, action=action, budget_bytes=budget)
+                        driver_cores=1, max_executors_per_table=16, service=service, budget_bytes=budget)
 
     huge, big, small = sized(10_000 * MB), sized(256 * MB), sized(1 * MB)
     assert huge.python_memory_mb == big.python_memory_mb == python_task_memory_mb(10_000 * MB, budget)
@@ -158,7 +158,7 @@ def _runnable_tasks(db, n: int, priority: int = 0, actions: tuple[str, ...] = ("
                               table_type="MERGE_ON_READ", table_version=8, priority=priority)
         session.add(row)
         session.flush()
-        return [TaskRepo(session).create(table_id=row.id, action=actions[i % len(actions)],
+        return [TaskRepo(session).create(table_id=row.id, service=actions[i % len(actions)],
                                          instant=f"2025010100000{i:04d}", state=TaskState.RUNNABLE,
                                          priority=priority,
                                          plan_stats={"operations": 1, "largest_file_group_bytes": 0})[0].id
@@ -167,7 +167,7 @@ def _runnable_tasks(db, n: int, priority: int = 0, actions: tuple[str, ...] = ("
 
 def test_a_tables_rollbacks_go_before_its_other_services(db, local_queue):
     local_queue(capacity=4)
-    compaction, rollback = _runnable_tasks(db, 2, actions=("compaction", "rollback"))
+    compaction, rollback = _runnable_tasks(db, 2, services=("compaction", "rollback"))
     first = claim_next(db, "w", LIMITS)
     assert first.task_id == rollback, "the older compaction waits for the table's rollback"
     assert claim_next(db, "w", LIMITS) is None, "and keeps waiting while the rollback runs"

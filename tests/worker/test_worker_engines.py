@@ -95,7 +95,7 @@ def test_a_claim_records_the_chosen_engine_and_a_retry_after_a_canary_failure_ru
 
 def _claimed(engine: EngineSpec | None, **queue_conf):
     resources = SimpleNamespace(spark_conf=lambda kind: {"spark.executor.memory": "512m"})
-    return SimpleNamespace(base_path="/data/t", instant="20250101000000000", action="compaction", master="local[1]",
+    return SimpleNamespace(base_path="/data/t", instant="20250101000000000", service="compaction", master="local[1]",
                            queue_kind="local", queue_spark_conf=queue_conf, resources=resources, engine=engine,
                            concurrency_options={})
 

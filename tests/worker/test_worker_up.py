@@ -33,7 +33,7 @@ def test_tms_up_shows_commits_turning_into_compactions_that_complete(tmp_path):
         database = Database(url)
         try:
             with database.transaction() as session:
-                tasks = session.scalars(select(Task).where(Task.action == "compaction")).all()
+                tasks = session.scalars(select(Task).where(Task.service == "compaction")).all()
         finally:
             database.dispose()
 

@@ -59,7 +59,7 @@ def plan(database: Database, table_id: int, action: str) -> list[int]:
         for p in result.planned:
             stats = {"operations": p.stats.operations, "operation_bytes": list(p.stats.operation_bytes),
                      "largest_file_group_bytes": p.stats.largest_file_group_bytes}
-            task, _ = tasks.create(table_id=table_id, action=p.action, instant=p.instant, priority=priority,
+            task, _ = tasks.create(table_id=table_id, service=p.service, instant=p.instant, priority=priority,
                                    state=TaskState.RUNNABLE if p.runnable else TaskState.BLOCKED,
                                    blockers=p.blockers, plan_stats=stats)
             created.append(task.id)

@@ -16,21 +16,21 @@ from .restore import restore_version
 from .take import take_backup
 
 
-def run_backup_task(action: str, base_path: str, plan: dict[str, Any], fence: Fence) -> tuple[dict[str, Any], str]:
+def run_backup_task(service: str, base_path: str, plan: dict[str, Any], fence: Fence) -> tuple[dict[str, Any], str]:
     """Run it; (the result record, a one-line summary). BackupError when it cannot be done exactly."""
     root = plan.get("root")
     if not root:
-        raise BackupError(f"the {action} task's plan names no backup root")
+        raise BackupError(f"the {service} task's plan names no backup root")
     store = BackupStore(root)
-    if action == TableService.BACKUP:
+    if service == TableService.BACKUP:
         backup = take_backup(HudiTable.load(base_path), store, check=fence)
         return backup.record(), backup.summary()
-    if action == TableService.BACKUP_CLEAN:
+    if service == TableService.BACKUP_CLEAN:
         fence()
         expiry = expire_versions(store, int(plan.get("keep_versions") or 0))
         return expiry.record(), expiry.summary()
-    if action == TableService.BACKUP_RESTORE:
+    if service == TableService.BACKUP_RESTORE:
         fence()
         restored = restore_version(store, int(plan["version"]), str(plan["target_path"]), check=fence)
         return restored.record(), restored.summary()
-    raise BackupError(f"{action} is not a backup task")
+    raise BackupError(f"{service} is not a backup task")

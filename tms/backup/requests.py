@@ -35,11 +35,11 @@ def _plan(table: RegisteredTable, **extra: Any) -> dict[str, Any]:
             "keep_versions": policy.backup_keep_versions, **extra}
 
 
-def request_backup_task(session: Session, table_id: int, action: TableService, now: datetime | None = None) -> Task:
+def request_backup_task(session: Session, table_id: int, service: TableService, now: datetime | None = None) -> Task:
     """A backup or backup-clean of the table, now (ConflictError while another backup task is in progress);
     `now`: the requester's clock (the schedule's), by default the database's."""
     table = TableRepo(session).get(table_id)
-    return BackupTaskRepo(session).request(table_id, action, _plan(table), priority=table.priority,
+    return BackupTaskRepo(session).request(table_id, service, _plan(table), priority=table.priority,
                                            queue=table.queue, now=now)
 
 

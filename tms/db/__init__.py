@@ -3,7 +3,7 @@
     from tms.db import Database, open_database, TaskRepo, TaskState
     db = open_database(load_settings())
     with db.transaction() as session:
-        task, created = TaskRepo(session).create(table_id=1, action="compaction", instant="20250101000000000")
+        task, created = TaskRepo(session).create(table_id=1, service="compaction", instant="20250101000000000")
 """
 from tms.planning.policy import CleanerPolicy, CompactionStrategy, TablePolicy, TriggerStrategy
 

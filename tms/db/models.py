@@ -170,7 +170,7 @@ class Task(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     table_id: Mapped[int] = mapped_column(ForeignKey("tables.id", ondelete="CASCADE"))
-    action: Mapped[str] = mapped_column(String(32))
+    service: Mapped[str] = mapped_column(String(32))  # a TableService
     instant: Mapped[str] = mapped_column(INSTANT)
     target_instant: Mapped[str | None] = mapped_column(INSTANT)  # rollback: the failed instant it removes
     state: Mapped[str] = mapped_column(String(16), server_default=TaskState.PENDING.value)
@@ -277,7 +277,7 @@ class ResourceQueue(Base):
     # Restrictions; None: no restriction.
     allowed_databases: Mapped[list[str] | None] = _texts(nullable=True)
     allowed_tables: Mapped[list[str] | None] = _texts(nullable=True)  # "database.table"
-    allowed_actions: Mapped[list[str] | None] = _texts(nullable=True)
+    allowed_services: Mapped[list[str] | None] = _texts(nullable=True)  # TableServices
     enabled: Mapped[bool] = mapped_column(Boolean, server_default=text("true"))
     # The queue's warm engine: one long-running Spark application with fixed executors that runs the plans
     # whose sized job fits them, without a spark-submit of their own (worker/warm_engine.py).

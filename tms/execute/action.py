@@ -14,6 +14,7 @@ from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import require_maintainable
 from tms.hudi.table import HudiTable
 from tms.table_path import table_relative
+from tms.table_service import TableService
 
 from .errors import PlanHeldError
 from .fencing import Fence
@@ -23,28 +24,29 @@ from .table_ref import TableRef
 @dataclass(frozen=True)
 class ExecutionResult:
     instant: Instant        # the completed instant
-    action: str             # the plan's action: compaction, clustering, clean, rollback
+    service: str            # the plan's table service: compaction, clustering, clean, rollback
     tasks: int
     files_written: int = 0
     bytes_written: int = 0
     files_deleted: int = 0
 
     def record(self) -> dict[str, Any]:
-        """The result as the job reports it to its worker (the attempt's `result`)."""
-        return {"action": self.action, "instant": self.instant.timestamp, "completed_as": self.instant.action,
+        """The result as the job reports it to its worker (the attempt's `result`). The service is sent as
+        `action`, the key every version of the job code (a registered engine's too) reports it under."""
+        return {"action": self.service, "instant": self.instant.timestamp, "completed_as": self.instant.action,
                 "completion_time": self.instant.completion_time, "tasks": self.tasks,
                 "files_written": self.files_written, "bytes_written": self.bytes_written,
                 "files_deleted": self.files_deleted}
 
     def summary(self) -> str:
         done = f" at {self.instant.completion_time}" if self.instant.completion_time else ""
-        return (f"{self.action} {self.instant.timestamp} completed as {self.instant.action}{done}: "
+        return (f"{self.service} {self.instant.timestamp} completed as {self.instant.action}{done}: "
                 f"{self.tasks} task(s), {self.files_written} file(s) written ({self.bytes_written / 1e6:.1f} MB), "
                 f"{self.files_deleted} file(s) deleted")
 
 
 class ActionExecutor(ABC):
-    action_name: ClassVar[str]
+    service: ClassVar[TableService]
 
     @staticmethod
     @abstractmethod
@@ -73,15 +75,15 @@ class ActionExecutor(ABC):
     def validate(self) -> None:
         """Raise if the plan cannot run now; changes nothing. `start` calls it first."""
         self._require_serviceable_table()
-        require_capability(self.table, self.action_name)  # the same decision the planner made
+        require_capability(self.table, self.service)  # the same decision the planner made
         states = self.timeline.states_of(self.timestamp)
         if State.COMPLETED in states:
-            raise InstantConflictError(f"{self.action_name} {self.timestamp} is already completed")
+            raise InstantConflictError(f"{self.service} {self.timestamp} is already completed")
         if State.REQUESTED not in states:
-            raise InstantConflictError(f"{self.action_name} {self.timestamp} has no requested plan")
+            raise InstantConflictError(f"{self.service} {self.timestamp} has no requested plan")
         if State.INFLIGHT in states and not self.resumable_inflight:
             raise InstantConflictError(
-                f"{self.action_name} {self.timestamp} is inflight: an earlier attempt failed or is still running; "
+                f"{self.service} {self.timestamp} is inflight: an earlier attempt failed or is still running; "
                 "roll that attempt back first (tms execute --retry)")
 
     @abstractmethod
@@ -95,7 +97,7 @@ class ActionExecutor(ABC):
     # --- shared checks ---------------------------------------------------------------------------
     def _require_serviceable_table(self) -> None:
         # A metadata table is kept in sync (tms.hudi.metadata.writer), except partitions TMS cannot maintain.
-        require_maintainable(self.table, self.action_name)
+        require_maintainable(self.table, self.service)
 
     def _require_meta_fields(self) -> None:
         if not self.config.populate_meta_fields:
@@ -106,7 +108,7 @@ class ActionExecutor(ABC):
         """Writes that started before the plan may still add data to the file groups it rewrites."""
         blockers = [i for i in self.timeline.inflight_writes() if i.timestamp < self.timestamp]
         if blockers:
-            raise PlanHeldError(self.timestamp, self.action_name, blockers)
+            raise PlanHeldError(self.timestamp, self.service, blockers)
 
     def _requested(self) -> Instant:
         return self.timeline.states_of(self.timestamp)[State.REQUESTED]

@@ -18,6 +18,7 @@ from tms.hudi.serde import (
 )
 from tms.hudi.table import HudiTable
 from tms.table_path import table_relative
+from tms.table_service import TableService
 
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence
@@ -53,7 +54,7 @@ def clean_partition(task: CleanTask, token: str) -> CleanResult:
 
 
 class CleanExecutor(ActionExecutor):
-    action_name = "clean"
+    service = TableService.CLEAN
     task_function = staticmethod(clean_partition)
     resumable_inflight = True
 
@@ -92,4 +93,4 @@ class CleanExecutor(ActionExecutor):
             fence()
             write_metadata_commit(self.table, self.timestamp, CLEAN, meta)  # the MDT first, then the data instant
             done = self.timeline.complete(self.inflight, serialize_clean_metadata(meta))
-        return ExecutionResult(done, self.action_name, len(results), files_deleted=meta.total_files_deleted)
+        return ExecutionResult(done, self.service, len(results), files_deleted=meta.total_files_deleted)

@@ -73,10 +73,10 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
             return
     with tempfile.TemporaryDirectory(prefix="tms-execute-") as tmp:
         cmd = spark_submit_command(table.base_path, instant, py_files=build_py_files(Path(tmp)), master=master,
-                                   conf=confs, action=executor.action_name, options={**lock_options, **memory_options})
+                                   conf=confs, service=executor.service, options={**lock_options, **memory_options})
         code = subprocess.call(cmd, env=spark_submit_env(master))
     if code != 0:
-        raise TMSError(f"the Spark job of {executor.action_name} {instant} failed (spark-submit exit status {code})")
+        raise TMSError(f"the Spark job of {executor.service} {instant} failed (spark-submit exit status {code})")
 
 
 def register(app: typer.Typer) -> None:

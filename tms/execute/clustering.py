@@ -28,6 +28,7 @@ from tms.hudi.serde import (
 )
 from tms.hudi.table import HudiTable
 from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
+from tms.table_service import TableService
 
 from .action import ActionExecutor, ExecutionResult
 from .base_files import (
@@ -109,7 +110,7 @@ def _split(rows: pa.Table, files: int) -> list[pa.Table]:
 
 
 class ClusteringExecutor(ActionExecutor):
-    action_name = "clustering"
+    service = TableService.CLUSTERING
     task_function = staticmethod(cluster_group)
 
     def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
@@ -182,11 +183,11 @@ class ClusteringExecutor(ActionExecutor):
             conflicts = find_conflicts(self.timeline, self.timestamp, groups) + pending_writes_over(
                 self.timeline, self.timestamp, groups, lambda ts: marked_files(self.storage, ts))
             if conflicts:
-                raise WriteConflictError(self.action_name, self.timestamp, conflicts,
+                raise WriteConflictError(self.service, self.timestamp, conflicts,
                                          "the writer wins: this clustering is rolled back and its plan dropped")
             fence()
             write_metadata_commit(self.table, self.timestamp, REPLACE_COMMIT, meta)  # the MDT first, then the data
             done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
-        return ExecutionResult(done, self.action_name, len(results), len(stats),
+        return ExecutionResult(done, self.service, len(results), len(stats),
                                sum(s.file_size_in_bytes for s in stats))

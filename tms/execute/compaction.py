@@ -34,6 +34,7 @@ from tms.hudi.serde import (
 )
 from tms.hudi.table import HudiTable
 from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
+from tms.table_service import TableService
 
 from .action import ActionExecutor, ExecutionResult
 from .base_files import (
@@ -182,7 +183,7 @@ def _ms_since(started: float) -> int:
 
 
 class CompactionExecutor(ActionExecutor):
-    action_name = "compaction"
+    service = TableService.COMPACTION
     task_function = staticmethod(compact_file_group)
 
     def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
@@ -234,5 +235,5 @@ class CompactionExecutor(ActionExecutor):
             write_metadata_commit(self.table, self.timestamp, COMMIT, meta)  # the MDT first, then the data instant
             done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
-        return ExecutionResult(done, self.action_name, len(results), len(stats),
+        return ExecutionResult(done, self.service, len(results), len(stats),
                                sum(s.file_size_in_bytes for s in stats))

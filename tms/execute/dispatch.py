@@ -41,27 +41,27 @@ def executor_for(table: HudiTable, timestamp: str, transactions: TransactionMana
 
 
 def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fence = no_fence,
-                    action: str | None = None, transactions: TransactionManager | None = None,
+                    service: str | None = None, transactions: TransactionManager | None = None,
                     budget_bytes: int | None = None) -> ExecutionResult:
-    """Run the pending plan at `timestamp`; with `action`, refuse a plan of another action. An attempt refused
+    """Run the pending plan at `timestamp`; with `service`, refuse a plan of another table service. An attempt refused
     at its commit by a conflicting write is rolled back with its plan, and WriteConflictError is raised. A
     restore (to a savepoint, in place) runs its rollbacks one after the other (tms.execute.restore).
     `budget_bytes`: the memory budget of each merge (default: the table's, else TMS's default)."""
     table.timeline.reload()
     pending = table.timeline.get(timestamp)
     if pending is not None and pending.action == RESTORE:
-        if action is not None and action != RESTORE:
-            raise HudiError(f"instant {timestamp} is a restore plan, not {action}")
+        if service is not None and service != RESTORE:
+            raise HudiError(f"instant {timestamp} is a restore plan, not {service}")
         restored = run_restore(table, timestamp, runner, fence, transactions)
         return ExecutionResult(restored.instant, RESTORE, len(restored.rolled_back),
                                files_deleted=restored.files_deleted)
     executor = executor_for(table, timestamp, transactions)
     if budget_bytes is not None and isinstance(executor, CompactionExecutor):
         executor.budget_bytes = budget_bytes
-    if action is not None and executor.action_name != action:
-        raise HudiError(f"instant {timestamp} is a {executor.action_name} plan, not {action}")
+    if service is not None and executor.service != service:
+        raise HudiError(f"instant {timestamp} is a {executor.service} plan, not {service}")
     tasks = executor.start(fence)
-    results = runner.map(executor.task_function, tasks, f"{executor.action_name} {timestamp} of {table.name}")
+    results = runner.map(executor.task_function, tasks, f"{executor.service} {timestamp} of {table.name}")
     try:
         return executor.finish(results, fence)
     except WriteConflictError:

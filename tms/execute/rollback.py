@@ -26,6 +26,7 @@ from tms.hudi.serde import (
 )
 from tms.hudi.table import HudiTable
 from tms.table_path import table_relative
+from tms.table_service import TableService
 
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence
@@ -80,7 +81,7 @@ def keeps_plan(table: HudiTable, timestamp: str, action: str) -> bool:
 
 
 class RollbackExecutor(ActionExecutor):
-    action_name = "rollback"
+    service = TableService.ROLLBACK
     task_function = staticmethod(roll_back_file_group)
     resumable_inflight = True
 
@@ -141,6 +142,6 @@ class RollbackExecutor(ActionExecutor):
             delete_markers(self.storage, failed_ts)
             self.storage.delete(f"{HEARTBEAT_DIR}/{failed_ts}")
             done = self.timeline.complete(self.inflight, serialize_rollback_metadata(metadata))
-        return ExecutionResult(done, self.action_name, len(results),
+        return ExecutionResult(done, self.service, len(results),
                                files_written=sum(len(m.rollback_log_files) for m in by_partition.values()),
                                files_deleted=deleted)

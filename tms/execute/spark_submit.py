@@ -58,19 +58,19 @@ def find_spark_submit() -> str:
 
 
 def spark_submit_command(table_path: str, instant: str, *, py_files: Path, master: str = "local[*]",
-                         conf: dict[str, str] | None = None, action: str | None = None,
+                         conf: dict[str, str] | None = None, service: str | None = None,
                          fence_url: str | None = None, options: dict[str, str] | None = None,
                          spark_submit: str | None = None, entry: Path | None = None) -> list[str]:
     """`options`: the table's lock options, passed to the job as `--option key=value`. `spark_submit` and
     `entry`: an engine's own spark-submit and job entry point (default: this installation's)."""
-    cmd = [spark_submit or find_spark_submit(), "--master", master, "--name", f"tms {action or 'plan'} {instant}",
+    cmd = [spark_submit or find_spark_submit(), "--master", master, "--name", f"tms {service or 'plan'} {instant}",
            "--py-files", str(py_files)]
     defaults = {"spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS, **_executor_env()}
     for key, value in {**defaults, **(conf or {})}.items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(entry or entry_point()), "--table", table_path, "--instant", instant]
-    if action:
-        cmd += ["--action", action]
+    if service:  # jobs read it as --action, the name every version of the job code knows
+        cmd += ["--action", service]
     if fence_url:
         cmd += ["--fence-url", fence_url]
     for key, value in (options or {}).items():

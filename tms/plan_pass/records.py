@@ -50,17 +50,17 @@ class TaskRecorder:
         """The task of a plan already on the timeline (the existing one if it was recorded before);
         `planned_by_tms`: TMS wrote the plan (False: adopted)."""
         target = None
-        if planned.action == TableService.ROLLBACK:
+        if planned.service == TableService.ROLLBACK:
             target = parse_rollback_plan(self.table.timeline.read_plan(planned.instant)).instant_to_rollback
         task, created = self.tasks.create(
-            table_id=self.row.id, action=planned.action, instant=planned.instant,
+            table_id=self.row.id, service=planned.service, instant=planned.instant,
             state=TaskState.BLOCKED if planned.blockers else TaskState.RUNNABLE,
             target_instant=target.commit_time if target else None, priority=self.row.priority,
             queue=self.row.queue, blockers=planned.blockers, plan_stats=stats_record(planned.stats),
             planned_by_tms=planned_by_tms)
         if created:
             self.recorded.append(task)
-            log.info("table %s: %s %s planned%s", self.row.id, planned.action, planned.instant,
+            log.info("table %s: %s %s planned%s", self.row.id, planned.service, planned.instant,
                      f", held by {', '.join(planned.blockers)}" if planned.blockers else "")
         return task
 

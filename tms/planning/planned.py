@@ -10,11 +10,11 @@ from .stats import PlanStats
 
 @dataclass(frozen=True)
 class Planned:
-    """A requested plan on the timeline. `action` is the table service (clustering also on v6, where the
+    """A requested plan on the timeline. `service` is the table service (clustering also on v6, where the
     instant is a `replacecommit`). `blockers`: the delta commits a v6 compaction is held for."""
 
     instant: str
-    action: TableService
+    service: TableService
     stats: PlanStats
     blockers: tuple[str, ...] = ()
 

@@ -27,24 +27,24 @@ class ScheduleResult:
     planned: list[Planned] = field(default_factory=list)
 
 
-def schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime,
+def schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime,
              transactions: TransactionManager | None = None) -> ScheduleResult:
     """Plan under `transactions` (the table's lock, as Hudi schedules table services): plan instant times are
     generated, and plans written, while the lock is held."""
-    if action not in PLANNED_SERVICES:
-        raise PlanningError(f"unknown action {action!r} (one of {', '.join(PLANNED_SERVICES)})")
-    require_capability(table, action)  # nothing planned that cannot run: refused before anything is written
+    if service not in PLANNED_SERVICES:
+        raise PlanningError(f"unknown table service {service!r} (one of {', '.join(PLANNED_SERVICES)})")
+    require_capability(table, service)  # nothing planned that cannot run: refused before anything is written
     with (transactions or TransactionManager.single_writer(table)).transaction():
-        return _schedule(table, action, policy, now)
+        return _schedule(table, service, policy, now)
 
 
-def _schedule(table: HudiTable, action: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
+def _schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
     result = ScheduleResult(synced=sync_held_plans(table))
-    if action == TableService.ROLLBACK:
+    if service == TableService.ROLLBACK:
         result.planned = plan_failed_write_rollbacks(table, policy, now)
         return result
     planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering,
-               TableService.CLEAN: plan_clean}[TableService(action)]
+               TableService.CLEAN: plan_clean}[TableService(service)]
     planned = planner(table, policy, now)
     result.planned = [planned] if planned else []
     return result

@@ -44,12 +44,12 @@ def test_write_schedule_and_execute_take_the_writers_zookeeper_lock(zookeeper, t
     theirs = java.Lock("/hudi/locks/cli", "java-writer", extra_lock_patterns=["-lock-"])
     assert theirs.acquire(timeout=5)
     before = HudiTable.load(str(path)).timeline.instants()
-    code, out, err = tms("schedule", path, "--action", "clustering",
+    code, out, err = tms("schedule", path, "--service", "clustering",
                          "--option", "hoodie.clustering.async.max.commits=1", *_option_args(options))
     assert code == 1 and err.startswith("error: unable to acquire the table lock after 1 attempt(s): ZooKeeper lock")
     assert HudiTable.load(str(path)).timeline.instants() == before  # nothing planned without the lock
     theirs.release()
-    code, out, err = tms("schedule", path, "--action", "clustering",
+    code, out, err = tms("schedule", path, "--service", "clustering",
                          "--option", "hoodie.clustering.async.max.commits=1", *_option_args(options))
     assert code == 0, err
     planned = out.split()[0]
@@ -100,7 +100,7 @@ def test_lock_options_tms_cannot_honour_are_refused_with_one_line_and_change_not
     code, out, err = tms("execute", path, "--instant", "20250101000000000", "--local",
                          "--option", "hoodie.compact.inline.max.delta.commits=1")
     assert code == 1 and "is not a lock option" in err
-    code, out, err = tms("schedule", path, "--action", "clean", "--option",
+    code, out, err = tms("schedule", path, "--service", "clean", "--option",
                          "hoodie.write.lock.provider=org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider")
     assert code == 1 and "DynamoDB" in err
     check(path, model)

@@ -11,11 +11,11 @@ from sqlalchemy import text
 from ..engine import Database
 
 _CLUSTER = {
-    "tasks": "SELECT state, action, coalesce(queue, '') AS queue, count(*) FROM tasks GROUP BY 1, 2, 3",
-    "retries": "SELECT action, sum(greatest(attempt - 1, 0)) FROM tasks GROUP BY 1",
-    "durations": "SELECT action, extract(epoch FROM finished_at - started_at) FROM tasks "
+    "tasks": "SELECT state, service, coalesce(queue, '') AS queue, count(*) FROM tasks GROUP BY 1, 2, 3",
+    "retries": "SELECT service, sum(greatest(attempt - 1, 0)) FROM tasks GROUP BY 1",
+    "durations": "SELECT service, extract(epoch FROM finished_at - started_at) FROM tasks "
                  "WHERE state = 'SUCCEEDED' AND finished_at > now() - interval '1 day' AND started_at IS NOT NULL",
-    "waits": "SELECT action, extract(epoch FROM started_at - created_at) FROM tasks "
+    "waits": "SELECT service, extract(epoch FROM started_at - created_at) FROM tasks "
              "WHERE started_at > now() - interval '1 day'",
     "alerts": "SELECT kind, severity, count(*) FROM alerts WHERE resolved_at IS NULL GROUP BY 1, 2",
     "leader": "SELECT coalesce(holder, ''), epoch, expires_at > now() FROM leases WHERE name = 'manager'",
@@ -31,7 +31,7 @@ _CLUSTER = {
     "backups": "SELECT DISTINCT ON (t.table_id) t.table_id, r.database, r.name, extract(epoch FROM t.finished_at), "
                "coalesce((a.result->>'version')::bigint, 0), coalesce((a.result->>'bytes_copied')::bigint, 0) "
                "FROM tasks t JOIN tables r ON r.id = t.table_id LEFT JOIN task_attempts a ON a.task_id = t.id "
-               "AND a.outcome = 'SUCCEEDED' WHERE t.action = 'backup' AND t.state = 'SUCCEEDED' "
+               "AND a.outcome = 'SUCCEEDED' WHERE t.service = 'backup' AND t.state = 'SUCCEEDED' "
                "ORDER BY t.table_id, t.finished_at DESC, t.id DESC",
 }
 
@@ -56,7 +56,7 @@ def _scrape(database: Database, queries: dict[str, str]) -> dict[str, Sequence[A
 
 
 def cluster_rows(database: Database) -> dict[str, Sequence[Any]] | None:
-    """tasks (state, action, queue, count), retries, durations, waits (action, seconds), alerts firing, the
+    """tasks (state, service, queue, count), retries, durations, waits (service, seconds), alerts firing, the
     leader lease, queues (name, capacity, running), the planners' lag, two figures of each table's digest, and
     each table's newest backup (table id, database, name, finished at, version, bytes copied)."""
     return _scrape(database, _CLUSTER)

@@ -8,6 +8,8 @@ from typing import Any
 from sqlalchemy import Float, ScalarSelect, cast, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
+from tms.table_service import TableService
+
 from ..models import Instance, RegisteredTable, ResourceQueue, Task
 from ..repos.backups import BackupHistory, BackupTaskRepo
 from ..states import TaskState as S
@@ -42,8 +44,8 @@ class MonitorReads:
 
     def savepoint_restores_done_since(self, limit: datetime) -> list[Task]:
         """Restore tasks (to a savepoint, in place) that succeeded at or after `limit`."""
-        return list(self.session.scalars(select(Task).where(Task.action == "restore", Task.state == S.SUCCEEDED,
-                                                            Task.finished_at >= limit)))
+        return list(self.session.scalars(select(Task).where(
+            Task.service == TableService.RESTORE, Task.state == S.SUCCEEDED, Task.finished_at >= limit)))
 
     def timed_out(self) -> list[Task]:
         """Tasks whose last attempt ran past its timeout and that are not done."""
@@ -62,7 +64,7 @@ class MonitorReads:
     def tables_with_open(self, service: str) -> set[int]:
         """Tables with a task of `service` planned, pending, running or awaiting a retry."""
         return set(self.session.scalars(select(Task.table_id).where(
-            Task.action == service, Task.state.not_in([S.SUCCEEDED, S.CANCELLED]))))
+            Task.service == service, Task.state.not_in([S.SUCCEEDED, S.CANCELLED]))))
 
     def pending_per_table(self) -> dict[int, int]:
         """Table -> its tasks not yet finished."""
@@ -87,7 +89,7 @@ class MonitorReads:
         """The table's last `limit` succeeded runs of `service`: (plan stats, started, finished, queue load)."""
         rows = self.session.execute(
             select(Task.plan_stats, Task.started_at, Task.finished_at, _load_at_start())
-            .where(Task.table_id == table_id, Task.action == service, Task.state == S.SUCCEEDED,
+            .where(Task.table_id == table_id, Task.service == service, Task.state == S.SUCCEEDED,
                    Task.started_at.is_not(None), Task.finished_at.is_not(None))
             .order_by(Task.id.desc()).limit(limit)).all()
         return [(stats, started, finished, load or 0.0) for stats, started, finished, load in rows]

@@ -21,7 +21,7 @@ from .tasks import TaskRepo
 S = TaskState
 # A backup task in one of these holds the table's backups: no other backup task starts beside it.
 ACTIVE = (S.PENDING, S.BLOCKED, S.RUNNABLE, S.RUNNING, S.SUSPENDED)
-_BACKUP_ACTIONS = [s.value for s in BACKUP_SERVICES]
+_BACKUP_SERVICES = [s.value for s in BACKUP_SERVICES]
 
 
 def _requested_at() -> Any:
@@ -62,17 +62,17 @@ class BackupTaskRepo:
 
     def active(self, table_id: int) -> Task | None:
         return self.session.scalar(select(Task).where(
-            Task.table_id == table_id, Task.action.in_(_BACKUP_ACTIONS),
+            Task.table_id == table_id, Task.service.in_(_BACKUP_SERVICES),
             Task.state.in_([s.value for s in ACTIVE])).order_by(Task.id).limit(1))
 
     def history(self, table_id: int) -> BackupHistory:
-        backup = (Task.table_id == table_id, Task.action == TableService.BACKUP.value)
+        backup = (Task.table_id == table_id, Task.service == TableService.BACKUP.value)
         requested = _requested_at()
         first, last = self.session.execute(select(func.min(requested), func.max(requested)).where(*backup)).one()
         done = self.session.execute(select(requested, Task.finished_at).where(
             *backup, Task.state == S.SUCCEEDED.value).order_by(requested.desc()).limit(1)).first()
         clean = self.session.scalar(select(func.max(requested)).where(
-            Task.table_id == table_id, Task.action == TableService.BACKUP_CLEAN.value))
+            Task.table_id == table_id, Task.service == TableService.BACKUP_CLEAN.value))
         newest = self.session.scalar(select(Task).where(*backup).order_by(Task.id.desc()).limit(1))
         failed = newest if newest is not None and newest.state == S.FAILED.value \
             and newest.next_attempt_at is None else None
@@ -82,14 +82,14 @@ class BackupTaskRepo:
     def recent(self, table_id: int, limit: int = 20) -> list[Task]:
         """The table's newest backup tasks (all three services), newest first."""
         return list(self.session.scalars(select(Task).where(
-            Task.table_id == table_id, Task.action.in_(_BACKUP_ACTIONS)).order_by(Task.id.desc()).limit(limit)))
+            Task.table_id == table_id, Task.service.in_(_BACKUP_SERVICES)).order_by(Task.id.desc()).limit(limit)))
 
     def succeeded_restores_since(self, since: datetime) -> list[Task]:
         return list(self.session.scalars(select(Task).where(
-            Task.action == TableService.BACKUP_RESTORE.value, Task.state == S.SUCCEEDED.value,
+            Task.service == TableService.BACKUP_RESTORE.value, Task.state == S.SUCCEEDED.value,
             Task.finished_at >= since).order_by(Task.id)))
 
-    def request(self, table_id: int, action: TableService, plan: dict[str, Any], *, priority: int = 0,
+    def request(self, table_id: int, service: TableService, plan: dict[str, Any], *, priority: int = 0,
                 queue: str | None = None, now: datetime | None = None) -> Task:
         """Record a runnable backup task of the table; ConflictError while another one is active. The table's
         row is locked meanwhile, so two requests never both pass the check. `now`: the requester's clock (default
@@ -100,7 +100,7 @@ class BackupTaskRepo:
             raise NotFoundError(f"no table with id {table_id}")
         active = self.active(table_id)
         if active is not None:
-            raise ConflictError(f"table {table.name} has a {active.action} task ({active.id}, {active.state}) "
+            raise ConflictError(f"table {table.name} has a {active.service} task ({active.id}, {active.state}) "
                                 "in progress; one backup task runs at a time")
         at = now or self.now()
         plan = {**plan, "requested_at": at.isoformat()}
@@ -110,6 +110,6 @@ class BackupTaskRepo:
             if self.tasks.for_instant(table_id, instant) is None:
                 break
             now += timedelta(milliseconds=1)
-        task, _ = self.tasks.create(table_id=table_id, action=action.value, instant=instant, state=S.RUNNABLE,
+        task, _ = self.tasks.create(table_id=table_id, service=service.value, instant=instant, state=S.RUNNABLE,
                                     priority=priority, queue=queue, plan_stats=plan, planned_by_tms=True)
         return task

@@ -13,6 +13,8 @@ from sqlalchemy import func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from tms.table_service import TableService
+
 from ..errors import ConflictError, IllegalTransitionError, NotFoundError
 from ..models import RegisteredTable, Task, TaskAttempt
 from ..states import ACTION_SOURCES, OperatorAction, TaskState, can_transition
@@ -42,7 +44,7 @@ class TaskRepo:
         self.session = session
 
     # --- creation and queries -----------------------------------------------------------------------
-    def create(self, *, table_id: int, action: str, instant: str, state: TaskState = S.PENDING,
+    def create(self, *, table_id: int, service: str, instant: str, state: TaskState = S.PENDING,
                target_instant: str | None = None, priority: int = 0, queue: str | None = None,
                blockers: Iterable[str] = (), plan_stats: dict[str, Any] | None = None,
                requested_resources: dict[str, Any] | None = None, planned_by_tms: bool = False
@@ -50,7 +52,7 @@ class TaskRepo:
         """Record the task of an instant, or return the one already recorded: (task, created).
         One task per (table, instant), so a plan adopted twice is never run twice."""
         stmt = (insert(Task).values(
-            table_id=table_id, action=action, instant=instant, state=state.value, target_instant=target_instant,
+            table_id=table_id, service=service, instant=instant, state=state.value, target_instant=target_instant,
             priority=priority, queue=queue, blockers=list(blockers), plan_stats=plan_stats or {},
             requested_resources=requested_resources or {}, planned_by_tms=planned_by_tms)
             .on_conflict_do_nothing(constraint="uq_tasks_table_id_instant").returning(Task.id))
@@ -95,7 +97,7 @@ class TaskRepo:
         if table_id is not None:
             conditions.append(Task.table_id == table_id)
         if service is not None:
-            conditions.append(Task.action == service)
+            conditions.append(Task.service == service)
         if state is not None:
             conditions.append(Task.state == state.value)
         if since is not None:
@@ -142,7 +144,7 @@ class TaskRepo:
         if not wanted:
             return set()
         return set(self.session.scalars(select(Task.table_id).where(
-            Task.table_id.in_(wanted), Task.action == "rollback",
+            Task.table_id.in_(wanted), Task.service == TableService.ROLLBACK,
             Task.state.in_([S.RUNNABLE.value, S.RUNNING.value])).distinct()))
 
     # --- compare-and-set transitions ------------------------------------------------------------------
@@ -205,7 +207,7 @@ class TaskRepo:
             self.session.flush()
         return task
 
-    def claimable(self, *, limit: int = 10, actions: Iterable[str] | None = None) -> list[Task]:
+    def claimable(self, *, limit: int = 10, services: Iterable[str] | None = None) -> list[Task]:
         """RUNNABLE tasks of enabled tables whose retry time has come, highest priority first,
         skipping rows other workers are claiming right now."""
         stmt = (select(Task).join(RegisteredTable, RegisteredTable.id == Task.table_id)
@@ -213,14 +215,14 @@ class TaskRepo:
                        or_(Task.run_after.is_(None), Task.run_after <= func.now()))
                 .order_by(Task.priority.desc(), Task.id).limit(limit)
                 .with_for_update(of=Task, skip_locked=True))
-        if actions is not None:
-            stmt = stmt.where(Task.action.in_(list(actions)))
+        if services is not None:
+            stmt = stmt.where(Task.service.in_(list(services)))
         return list(self.session.scalars(stmt, execution_options={"populate_existing": True}))
 
-    def claim_next(self, *, owner: str, lease_seconds: float, actions: Iterable[str] | None = None,
+    def claim_next(self, *, owner: str, lease_seconds: float, services: Iterable[str] | None = None,
                    queue: str | None = None) -> Task | None:
         """Claim the most urgent claimable task, if any."""
-        for task in self.claimable(limit=1, actions=actions):
+        for task in self.claimable(limit=1, services=services):
             return self.claim(task.id, expected_version=task.version, owner=owner,
                               lease_seconds=lease_seconds, queue=queue)
         return None
@@ -272,11 +274,11 @@ class TaskRepo:
         return True
 
     def in_states_with_tables(self, states: Collection[TaskState]) -> list[Any]:
-        """(id, state, version, instant, updated_at, base_path, action) of the tasks in `states`, with their
+        """(id, state, version, instant, updated_at, base_path, service) of the tasks in `states`, with their
         table's base path: what the manager's restore compares with the timelines."""
         return list(self.session.execute(
             select(Task.id, Task.state, Task.version, Task.instant, Task.updated_at, RegisteredTable.base_path,
-                   Task.action)
+                   Task.service)
             .join(RegisteredTable, RegisteredTable.id == Task.table_id)
             .where(Task.state.in_([s.value for s in states]))).all())
 

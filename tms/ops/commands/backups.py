@@ -20,7 +20,7 @@ COLUMNS = [("VERSION", output.field("version")), ("INSTANT", output.field("insta
 
 
 def _task_line(task: dict[str, Any], what: str) -> str:
-    return f"{what}: task {task['id']} ({task['action']} {task['instant']}, {task['state']})"
+    return f"{what}: task {task['id']} ({task['service']} {task['instant']}, {task['state']})"
 
 
 @app.command("policy")

@@ -25,7 +25,7 @@ def _kind_of(master: str) -> str:
 
 def _restrictions(queue: dict[str, Any]) -> str:
     parts = [f"{label} {','.join(queue[key])}" for key, label in (
-        ("allowed_databases", "databases"), ("allowed_tables", "tables"), ("allowed_actions", "services"))
+        ("allowed_databases", "databases"), ("allowed_tables", "tables"), ("allowed_services", "services"))
         if queue.get(key)]
     if queue.get("reserved_for_priority") is not None:
         parts.append(f"priority >= {queue['reserved_for_priority']}")
@@ -40,7 +40,7 @@ COLUMNS = [("NAME", output.field("name")), ("KIND", output.field("kind")), ("MAS
 # The fields of a queue's body (PUT replaces the queue, so `set` sends them all).
 BODY_FIELDS = ("kind", "master", "spark_conf", "capacity", "executor_cores", "min_executor_memory_mb",
                "max_executor_memory_mb", "max_executors", "reserved_for_priority", "allowed_databases",
-               "allowed_tables", "allowed_actions", "enabled")
+               "allowed_tables", "allowed_services", "enabled")
 
 
 @app.command("list")
@@ -75,8 +75,9 @@ def set_queue(name: Name,
               allowed_databases: Annotated[str | None, typer.Option(help="Comma-separated; '' for any.")] = None,
               allowed_tables: Annotated[str | None, typer.Option(help="database.table, comma-separated; '' for any."
                                                                  )] = None,
-              allowed_actions: Annotated[str | None, typer.Option(help="Services, comma-separated; '' for any.")
-                                         ] = None,
+              allowed_services: Annotated[str | None, typer.Option(
+                  "--allowed-services", "--allowed-actions",
+                  help="Table services, comma-separated; '' for any (--allowed-actions: its older name).")] = None,
               spark_conf: Annotated[list[str] | None, typer.Option(
                   "--spark-conf", help="key=value (repeatable); replaces the queue's extra Spark conf.")] = None,
               enabled: Annotated[bool | None, typer.Option("--enabled/--disabled", show_default=False)] = None,
@@ -89,7 +90,7 @@ def set_queue(name: Name,
         "spark_conf": key_values(spark_conf, "--spark-conf") if spark_conf else None}
     changes = {k: v for k, v in given.items() if v is not None}
     for key, value in (("allowed_databases", allowed_databases), ("allowed_tables", allowed_tables),
-                       ("allowed_actions", allowed_actions)):
+                       ("allowed_services", allowed_services)):
         if value is not None:
             changes[key] = _names(value)
     with connect(url, token) as client:

@@ -5,6 +5,8 @@ from typing import Annotated
 
 import typer
 
+from tms.table_service import TableService
+
 from .. import output
 from ..names import PLANNED_SERVICES as SERVICES
 from ..options import DEFAULT_URL, Json, Token, Url, connect, one_of
@@ -12,7 +14,8 @@ from .table_ref import table_id
 
 
 def trigger(table: Annotated[str, typer.Argument(help="The table: id, name or database.name.", show_default=False)],
-            service: Annotated[str, typer.Option("--service", help=f"{' | '.join(SERVICES)}")] = "compaction",
+            service: Annotated[str, typer.Option("--service", help=f"{' | '.join(SERVICES)}")
+                               ] = TableService.COMPACTION,
             url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """Plan a table service on a table now, whatever its trigger says; the worker runs the task."""
     checked = one_of(service, SERVICES, "--service")
