@@ -116,7 +116,7 @@ def _trips_table(db, fixture_tables, tmp_path, name: str, policies: dict) -> tup
 
 def _compactions(db, table_id: int) -> list:
     with db.transaction() as session:
-        return [t for t in TaskRepo(session).find(table_id=table_id)[0] if t.action == "compaction"]
+        return [t for t in TaskRepo(session).find(table_id=table_id)[0] if t.service == "compaction"]
 
 
 def test_a_table_with_compaction_due_and_none_planned_fires_not_scheduled_until_a_planner_plans_it(

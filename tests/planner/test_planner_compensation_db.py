@@ -69,7 +69,7 @@ def test_a_held_task_is_runnable_only_when_its_blockers_resolved_with_the_synced
     clock.advance(seconds=60)
     assert p.tick() == 1
     compaction, rollback = t.tasks()
-    assert (rollback.action, rollback.target_instant, rollback.state) == ("rollback", dc2, TaskState.RUNNABLE)
+    assert (rollback.service, rollback.target_instant, rollback.state) == ("rollback", dc2, TaskState.RUNNABLE)
     assert compaction.state == TaskState.BLOCKED and compaction.blockers == [dc2]
     execute_instant(t.table(), rollback.instant, LocalRunner(1))
     assert t.table().timeline.get(dc2) is None

@@ -14,8 +14,10 @@ from tms.db import EventRepo, InstanceRepo
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY = {"hoodie.compact.inline.max.delta.commits": 3,
-          # a writer silent for 0.1 s is gone: the failed write below is due for a rollback at once
-          "hoodie.client.heartbeat.interval_in_ms": 100, "hoodie.client.heartbeat.tolerable.misses": 1}
+          # a writer silent for 2 s is gone: long enough for the burst's writes to complete on a busy machine,
+          # short enough for the failed write below to be due for a rollback before the burst
+          "hoodie.client.heartbeat.interval_in_ms": 1000, "hoodie.client.heartbeat.tolerable.misses": 1}
+GONE_AFTER = 2.5  # seconds: the failed write's heartbeat has expired
 
 
 def _start_planner(db, log: Path) -> subprocess.Popen:
@@ -39,12 +41,14 @@ def test_two_planner_processes_plan_each_due_action_once(db, tmp_path):
     t = TrackedTable(db, tmp_path / "t", policies=POLICY)
     t.write([rec(i, 10) for i in range(9)], "insert")
     failed = t.write([rec(0, 15)], leave_inflight=True)  # its writer is gone
+    failed_at = time.monotonic()
     procs = [_start_planner(db, tmp_path / f"planner-{n}.log") for n in (1, 2)]
     try:
         def planners_up():
             with db.transaction() as session:
                 return sum("planner" in i.roles for i in InstanceRepo(session).list()) == 2
         _wait_for(planners_up, 60, "both planners", procs)
+        time.sleep(max(0.0, GONE_AFTER - (time.monotonic() - failed_at)))
 
         for ts in range(20, 32):  # the burst: requested, inflight, completed of each delta commit
             instant = t.write([rec(i, ts) for i in range(9)], leave_inflight=True, report=False)

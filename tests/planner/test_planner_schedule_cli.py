@@ -34,7 +34,8 @@ def test_action_is_the_older_name_of_service(tmp_path):
     code, out, err = schedule(t.path, "--action", "clean")
     assert (code, err, out.strip()) == (0, "", "nothing to do: no clean is due")
     code, _, err = schedule(t.path, "--service", "backup")
-    assert code == 2 and "--service must be one of compaction, clustering, clean, rollback, not 'backup'" in err
+    assert code == 1 and err.startswith(
+        "error: --service must be one of compaction, clustering, clean, rollback, not 'backup'")
 
 
 def test_held_compaction_is_printed_then_synced_on_the_next_run(tmp_path):
@@ -72,7 +73,7 @@ def test_options_reach_the_planner(tmp_path):
      "error: --option hoodie.compact.inline.max.delta.commits: "),
     (["--service", "compaction", "--option", "no-equals-sign"],
      "error: --option 'no-equals-sign' is not hoodie.key=value"),
-    (["--service", "defrag"], "error: --action must be one of compaction, clustering, clean, rollback, not 'defrag'"),
+    (["--service", "defrag"], "error: --service must be one of compaction, clustering, clean, rollback, not 'defrag'"),
 ])
 def test_bad_options_exit_one_with_one_line(tmp_path, args, message):
     t = _table(tmp_path)

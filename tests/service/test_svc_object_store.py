@@ -77,7 +77,7 @@ def test_service_and_planner_see_new_commits_on_s3_and_plan_the_compaction(
         def compaction_tasks():
             with database.transaction() as session:
                 return [x for x in TaskRepo(session).find(table_id=table_id, limit=100)[0]
-                        if x.action == "compaction"]
+                        if x.service == "compaction"]
 
         [task] = _wait("the planner to plan the compaction", compaction_tasks, timeout=30, logs=[planner_log])
         timeline = t.table().timeline

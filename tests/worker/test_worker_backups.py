@@ -30,7 +30,7 @@ def _run_due(db, lease, epoch, now) -> list[tuple[str, str]]:
             return done
         for task in tasks:
             final = wait_until_final(db, task.id, timeout=120)
-            done.append((final.action, final.state))
+            done.append((final.service, final.state))
     raise AssertionError(f"the schedule kept asking for backup tasks at {now}: {done}")
 
 
@@ -125,7 +125,7 @@ def test_backup_failed_and_backup_missed_fire_and_resolve(tmp_path, service, db,
     epoch = lease.try_acquire()
     [task] = schedule_backups(lease, epoch, datetime.now(UTC))
     failed = wait_until_final(db, task.id, timeout=120)
-    assert failed.state == TaskState.FAILED and failed.action == TableService.BACKUP
+    assert failed.state == TaskState.FAILED and failed.service == TableService.BACKUP
     with db.transaction() as session:  # its retries exhausted
         session.execute(text("UPDATE tasks SET next_attempt_at = NULL WHERE id = :id"), {"id": task.id})
 

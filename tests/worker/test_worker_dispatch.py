@@ -151,14 +151,14 @@ def test_a_plan_with_skewed_file_groups_asks_for_1_4x_its_largest_group(tmp_path
 
 
 # --- claims ---------------------------------------------------------------------------------------------
-def _runnable_tasks(db, n: int, priority: int = 0, actions: tuple[str, ...] = ("clean",)) -> list[int]:
-    """`n` runnable tasks of a new table, of `actions` in turn."""
+def _runnable_tasks(db, n: int, priority: int = 0, services: tuple[str, ...] = ("clean",)) -> list[int]:
+    """`n` runnable tasks of a new table, of `services` in turn."""
     with db.transaction() as session:
         row = RegisteredTable(base_path=f"/nowhere/p{priority}", name=f"t{priority}", database="lake",
                               table_type="MERGE_ON_READ", table_version=8, priority=priority)
         session.add(row)
         session.flush()
-        return [TaskRepo(session).create(table_id=row.id, service=actions[i % len(actions)],
+        return [TaskRepo(session).create(table_id=row.id, service=services[i % len(services)],
                                          instant=f"2025010100000{i:04d}", state=TaskState.RUNNABLE,
                                          priority=priority,
                                          plan_stats={"operations": 1, "largest_file_group_bytes": 0})[0].id

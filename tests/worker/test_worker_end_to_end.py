@@ -30,7 +30,7 @@ SPARK = {"worker_runner": "spark"}
 def _run(db, task_ids: list[int], timeout: float = 120) -> None:
     for task_id in task_ids:
         done = wait_until_final(db, task_id, timeout)
-        assert done.state == TaskState.SUCCEEDED, f"{done.action}: {done.error}\n{attempts(db, task_id)[-1].log_tail}"
+        assert done.state == TaskState.SUCCEEDED, f"{done.service}: {done.error}\n{attempts(db, task_id)[-1].log_tail}"
 
 
 def _tasks(db, table_id: int, action: str) -> list[int]:

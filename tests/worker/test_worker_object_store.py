@@ -14,7 +14,7 @@ def _run(db, task_ids: list[int]) -> None:
     assert task_ids
     for task_id in task_ids:
         done = wait_until_final(db, task_id, 180)
-        assert done.state == TaskState.SUCCEEDED, f"{done.action}: {done.error}\n{attempts(db, task_id)[-1].log_tail}"
+        assert done.state == TaskState.SUCCEEDED, f"{done.service}: {done.error}\n{attempts(db, task_id)[-1].log_tail}"
 
 
 @pytest.mark.slow  # ~2 min: every request of the writer and the jobs goes through the moto server

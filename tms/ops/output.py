@@ -1,7 +1,10 @@
-"""What the ops commands print: human tables and records by default, JSON with `--json`."""
+"""What the ops commands print: human tables and records by default, JSON with `--json`. A command asks
+`output_for(as_json)` for its one output object and hands it what it has to say (an object, rows, a page of
+rows); the object decides how it is printed, so no command branches on `--json`."""
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -62,3 +65,62 @@ def field(name: str) -> Cell:
 
 def time_field(name: str) -> Cell:
     return lambda row: when(row.get(name))
+
+
+Text = str | Callable[[], str]  # what people read; a callable is only called when text is printed
+
+
+class Output(ABC):
+    """The one output of an ops command: people's text (TextOutput) or JSON for scripts (JsonOutput)."""
+
+    @abstractmethod
+    def show(self, data: Any, text: Text | None) -> None:
+        """One result: `data` as JSON, or its `text` (None: nothing for people to read)."""
+
+    @abstractmethod
+    def note(self, line: str, *, err: bool = False) -> None:
+        """A line for people only, such as progress as it happens (JSON has it in its result)."""
+
+    @abstractmethod
+    def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Cell]], *, empty: str) -> None:
+        """A list: a JSON array, or aligned columns (`empty` when there is no row)."""
+
+    @abstractmethod
+    def page(self, page: dict[str, Any], columns: Sequence[tuple[str, Cell]], *, empty: str) -> None:
+        """A page of a listing (`items`, `total`): as JSON, or its rows and how many more there are."""
+
+
+class TextOutput(Output):
+    def show(self, data: Any, text: Text | None) -> None:
+        if text is not None:
+            typer.echo(text() if callable(text) else text)
+
+    def note(self, line: str, *, err: bool = False) -> None:
+        typer.echo(line, err=err)
+
+    def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Cell]], *, empty: str) -> None:
+        typer.echo(table(rows, columns, empty=empty))
+
+    def page(self, page: dict[str, Any], columns: Sequence[tuple[str, Cell]], *, empty: str) -> None:
+        items = page["items"]
+        self.rows(items, columns, empty=empty)
+        if (page.get("total") or 0) > len(items):
+            typer.echo(f"({len(items)} of {page['total']}; see --limit and --offset)")
+
+
+class JsonOutput(Output):
+    def show(self, data: Any, text: Text | None) -> None:
+        print_json(data)
+
+    def note(self, line: str, *, err: bool = False) -> None:
+        pass
+
+    def rows(self, rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Cell]], *, empty: str) -> None:
+        print_json(rows)
+
+    def page(self, page: dict[str, Any], columns: Sequence[tuple[str, Cell]], *, empty: str) -> None:
+        print_json(page)
+
+
+def output_for(as_json: bool) -> Output:
+    return JsonOutput() if as_json else TextOutput()

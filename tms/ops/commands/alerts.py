@@ -7,6 +7,7 @@ import typer
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, connect
+from ..output import output_for
 from .table_ref import table_id
 
 app = typer.Typer(help="Alerts.", no_args_is_help=True)
@@ -28,12 +29,7 @@ def list_alerts(table: Annotated[str | None, typer.Option("--table", help="Only 
     with connect(url, token) as client:
         page = client.get("/alerts", table_id=table_id(client, table) if table else None, kind=kind,
                           severity=severity, open_only=open_only or None, limit=limit, offset=offset)
-    if as_json:
-        output.print_json(page)
-        return
-    typer.echo(output.table(page["items"], COLUMNS, empty="no alert"))
-    if page["total"] > len(page["items"]):
-        typer.echo(f"({len(page['items'])} of {page['total']}; see --limit and --offset)")
+    output_for(as_json).page(page, COLUMNS, empty="no alert")
 
 
 def register(root: typer.Typer) -> None:

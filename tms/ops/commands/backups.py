@@ -7,6 +7,7 @@ import typer
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, confirm, connect
+from ..output import output_for
 from .table_ref import table_id
 
 app = typer.Typer(help="A table's backups: its policy, the versions kept, a backup now, a restore.",
@@ -32,11 +33,8 @@ def set_policy(ref: Ref, destination: Annotated[str, typer.Option(help="The root
     with connect(url, token) as client:
         policy = client.put(f"/tables/{table_id(client, ref)}/backup",
                             {"destination": destination, "schedule": schedule, "keep_versions": keep})
-    if as_json:
-        output.print_json(policy)
-    else:
-        typer.echo(f"table {policy['table_id']}: backups {policy['schedule']} to {policy['root']}, "
-                   f"{policy['keep_versions']} kept")
+    output_for(as_json).show(policy, f"table {policy['table_id']}: backups {policy['schedule']} to "
+                                     f"{policy['root']}, {policy['keep_versions']} kept")
 
 
 @app.command("list")
@@ -44,14 +42,13 @@ def list_backups(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json:
     """The versions kept, oldest first, and the table's newest backup tasks."""
     with connect(url, token) as client:
         listed = client.get(f"/tables/{table_id(client, ref)}/backups")
-    if as_json:
-        output.print_json(listed)
-        return
-    typer.echo(f"{listed['root']}:")
-    typer.echo(output.table(listed["items"], COLUMNS, empty="no backup version"))
+    output_for(as_json).show(listed, lambda: _listing(listed))
+
+
+def _listing(listed: dict[str, Any]) -> str:
     active = [t for t in listed["tasks"] if t["state"] not in ("SUCCEEDED", "FAILED", "CANCELLED")]
-    for task in active:
-        typer.echo(_task_line(task, "in progress"))
+    return "\n".join([f"{listed['root']}:", output.table(listed["items"], COLUMNS, empty="no backup version"),
+                      *(_task_line(task, "in progress") for task in active)])
 
 
 @app.command("take")
@@ -59,7 +56,7 @@ def take_backup(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json: 
     """Take a backup now (operator): a worker runs it."""
     with connect(url, token) as client:
         task = client.post(f"/tables/{table_id(client, ref)}/backups")
-    output.print_json(task) if as_json else typer.echo(_task_line(task, "backup requested"))
+    output_for(as_json).show(task, _task_line(task, "backup requested"))
 
 
 @app.command("restore")
@@ -73,7 +70,7 @@ def restore(ref: Ref, version: Annotated[int, typer.Option(min=1, help="The back
         if not yes:
             confirm(f"restore backup version {version} of table {tid} to {target_path}?", "nothing restored")
         task = client.post(f"/tables/{tid}/restore", {"version": version, "target_path": target_path})
-    output.print_json(task) if as_json else typer.echo(_task_line(task, "restore requested"))
+    output_for(as_json).show(task, _task_line(task, "restore requested"))
 
 
 def register(root: typer.Typer) -> None:

@@ -8,6 +8,7 @@ import typer
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, connect, key_values
+from ..output import output_for
 
 app = typer.Typer(help="Engines (Spark + job code version) and rollout rules with canaries.", no_args_is_help=True)
 Name = Annotated[str, typer.Argument(help="The engine's name.", show_default=False)]
@@ -54,10 +55,7 @@ def list_engines(url: Url = DEFAULT_URL, token: Token = None, as_json: Json = Fa
     """The engines, with their success rate and median duration of the last day."""
     with connect(url, token) as client:
         engines = client.get("/engines")
-    if as_json:
-        output.print_json(engines)
-    else:
-        typer.echo(output.table(engines, ENGINE_COLUMNS, empty="no engine: tasks run the worker's own job code"))
+    output_for(as_json).rows(engines, ENGINE_COLUMNS, empty="no engine: tasks run the worker's own job code")
 
 
 @app.command("show")
@@ -65,17 +63,18 @@ def show_engine(name: Name, url: Url = DEFAULT_URL, token: Token = None, as_json
     """One engine."""
     with connect(url, token) as client:
         engine = client.get(f"/engines/{name}")
-    if as_json:
-        output.print_json(engine)
-        return
+    output_for(as_json).show(engine, lambda: _engine_text(engine))
+
+
+def _engine_text(engine: dict[str, Any]) -> str:
     results = engine.get("results") or {}
-    typer.echo(output.record([
+    return output.record([
         ("name", engine["name"]), ("code version", engine["code_version"]), ("code", engine["code_path"]),
         ("spark-submit", engine.get("spark_submit") or engine.get("spark_home") or "(the worker's)"),
         ("pyspark", engine.get("pyspark_version") or "-"),
         ("spark conf", ", ".join(f"{k}={v}" for k, v in engine["spark_conf"].items()) or "-"),
         ("success (1 day)", _rate(results)), ("p50 / p95", f"{_p50(results)} / " + (
-            f"{results['p95_seconds']:.1f} s" if results.get("p95_seconds") is not None else "-"))]))
+            f"{results['p95_seconds']:.1f} s" if results.get("p95_seconds") is not None else "-"))])
 
 
 @app.command("set")
@@ -96,10 +95,7 @@ def set_engine(name: Name,
             "spark_conf": key_values(spark_conf, "--spark-conf")}
     with connect(url, token) as client:
         engine = client.put(f"/engines/{name}", body)
-    if as_json:
-        output.print_json(engine)
-    else:
-        typer.echo(f"engine {name}: code {engine['code_version']} at {engine['code_path']}")
+    output_for(as_json).show(engine, f"engine {name}: code {engine['code_version']} at {engine['code_path']}")
 
 
 @app.command("delete")
@@ -107,10 +103,7 @@ def delete_engine(name: Name, url: Url = DEFAULT_URL, token: Token = None, as_js
     """Delete an engine no rollout rule uses."""
     with connect(url, token) as client:
         client.delete(f"/engines/{name}")
-    if as_json:
-        output.print_json({"name": name, "deleted": True})
-    else:
-        typer.echo(f"engine {name} deleted")
+    output_for(as_json).show({"name": name, "deleted": True}, f"engine {name} deleted")
 
 
 @app.command("rollouts")
@@ -118,10 +111,7 @@ def list_rollouts(url: Url = DEFAULT_URL, token: Token = None, as_json: Json = F
     """The rollout rules, with their canaries' results and state."""
     with connect(url, token) as client:
         rules = client.get("/rollouts")
-    if as_json:
-        output.print_json(rules)
-    else:
-        typer.echo(output.table(rules, ROLLOUT_COLUMNS, empty="no rollout rule: tasks run the worker's own job code"))
+    output_for(as_json).rows(rules, ROLLOUT_COLUMNS, empty="no rollout rule: tasks run the worker's own job code")
 
 
 @app.command("rollout")
@@ -141,11 +131,8 @@ def set_rollout(name: RuleName,
             "database": database, "table": table, "failure_margin": failure_margin, "min_tasks": min_tasks}
     with connect(url, token) as client:
         rule = client.put(f"/rollouts/{name}", body)
-    if as_json:
-        output.print_json(rule)
-    else:
-        canary_part = f", {rule['canary_percent']}% on {rule['canary_engine']}" if rule["canary_engine"] else ""
-        typer.echo(f"rollout {name} ({_scope(rule)}): {rule['stable_engine']}{canary_part}")
+    canary_part = f", {rule['canary_percent']}% on {rule['canary_engine']}" if rule["canary_engine"] else ""
+    output_for(as_json).show(rule, f"rollout {name} ({_scope(rule)}): {rule['stable_engine']}{canary_part}")
 
 
 @app.command("rollout-delete")
@@ -153,10 +140,7 @@ def delete_rollout(name: RuleName, url: Url = DEFAULT_URL, token: Token = None, 
     """Delete a rollout rule: its tasks run the worker's own job code (or a broader rule's engine)."""
     with connect(url, token) as client:
         client.delete(f"/rollouts/{name}")
-    if as_json:
-        output.print_json({"name": name, "deleted": True})
-    else:
-        typer.echo(f"rollout {name} deleted")
+    output_for(as_json).show({"name": name, "deleted": True}, f"rollout {name} deleted")
 
 
 def register(root: typer.Typer) -> None:

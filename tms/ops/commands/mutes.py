@@ -7,6 +7,7 @@ import typer
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, connect
+from ..output import output_for
 from .table_ref import table_id
 
 app = typer.Typer(help="Alert mutes: muted alerts are recorded, not delivered.", no_args_is_help=True)
@@ -26,10 +27,7 @@ def list_mutes(include_expired: Annotated[bool, typer.Option("--expired", help="
     """The mutes in force."""
     with connect(url, token) as client:
         mutes = client.get("/mutes", include_expired=include_expired or None)
-    if as_json:
-        output.print_json(mutes)
-        return
-    typer.echo(output.table(mutes, COLUMNS, empty="no mute"))
+    output_for(as_json).rows(mutes, COLUMNS, empty="no mute")
 
 
 @app.command("add")
@@ -51,19 +49,16 @@ def add_mute(table: Annotated[str | None, typer.Option("--table", help="A table 
         if table:
             body["table_id"] = table_id(client, table)
         mute = client.post("/mutes", {k: v for k, v in body.items() if v is not None})
-    if as_json:
-        output.print_json(mute)
-        return
-    typer.echo(f"mute {mute['id']} added")
+    output_for(as_json).show(mute, f"mute {mute['id']} added")
 
 
 @app.command("delete")
 def delete_mute(mute_id: Annotated[int, typer.Argument(help="The mute's id.")],
-                url: Url = DEFAULT_URL, token: Token = None) -> None:
+                url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """Delete a mute: its alerts are delivered again."""
     with connect(url, token) as client:
         client.delete(f"/mutes/{mute_id}")
-    typer.echo(f"mute {mute_id} deleted")
+    output_for(as_json).show({"id": mute_id, "deleted": True}, f"mute {mute_id} deleted")
 
 
 def register(root: typer.Typer) -> None:

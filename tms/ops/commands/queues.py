@@ -7,6 +7,7 @@ import typer
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, connect, key_values
+from ..output import output_for
 
 app = typer.Typer(help="Resource queues: where jobs run, and how many at once.", no_args_is_help=True)
 Name = Annotated[str, typer.Argument(help="The queue's name.", show_default=False)]
@@ -48,10 +49,7 @@ def list_queues(url: Url = DEFAULT_URL, token: Token = None, as_json: Json = Fal
     """The queues, with their running jobs against capacity."""
     with connect(url, token) as client:
         queues = client.get("/queues")
-    if as_json:
-        output.print_json(queues)
-    else:
-        typer.echo(output.table(queues, COLUMNS, empty="no queue: the first worker creates 'local'"))
+    output_for(as_json).rows(queues, COLUMNS, empty="no queue: the first worker creates 'local'")
 
 
 def _names(value: str | None) -> list[str] | None:
@@ -100,11 +98,8 @@ def set_queue(name: Name,
         if "kind" not in changes and "master" in changes and (existing is None or existing["kind"] == "local"):
             body["kind"] = _kind_of(changes["master"])
         queue = client.put(f"/queues/{name}", body)
-    if as_json:
-        output.print_json(queue)
-    else:
-        typer.echo(f"queue {name} {'changed' if existing else 'created'}: {queue['master']}, "
-                   f"{queue['capacity']} job(s) at once")
+    output_for(as_json).show(queue, f"queue {name} {'changed' if existing else 'created'}: {queue['master']}, "
+                                    f"{queue['capacity']} job(s) at once")
 
 
 @app.command("delete")
@@ -112,10 +107,7 @@ def delete_queue(name: Name, url: Url = DEFAULT_URL, token: Token = None, as_jso
     """Delete a queue."""
     with connect(url, token) as client:
         client.delete(f"/queues/{name}")
-    if as_json:
-        output.print_json({"name": name, "deleted": True})
-    else:
-        typer.echo(f"queue {name} deleted")
+    output_for(as_json).show({"name": name, "deleted": True}, f"queue {name} deleted")
 
 
 def register(root: typer.Typer) -> None:

@@ -9,6 +9,7 @@ from .. import output
 from ..client import TmsClient
 from ..names import TASK_STATES
 from ..options import DEFAULT_URL, Json, Token, Url, connect
+from ..output import output_for
 
 
 def _count(client: TmsClient, path: str, **filters: Any) -> int:
@@ -53,10 +54,7 @@ def status(url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -
     """The service's readiness, tables, tasks by state, queue usage, open alerts and live instances."""
     with connect(url, token) as client:
         figures = collect(client)
-    if as_json:
-        output.print_json(figures)
-    else:
-        typer.echo("\n".join(_lines(figures)))
+    output_for(as_json).show(figures, lambda: "\n".join(_lines(figures)))
 
 
 def register(root: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from tms.hudi.locks import is_concurrency_option
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, confirm, connect, key_values
+from ..output import output_for
 from .table_ref import table_id
 
 app = typer.Typer(help="Registered tables (over the API).", no_args_is_help=True)
@@ -29,10 +30,7 @@ COLUMNS = [("ID", output.field("id")), ("DATABASE", output.field("database")), (
 
 
 def _show(table: dict[str, Any], as_json: bool, line: str) -> None:
-    if as_json:
-        output.print_json(table)
-    else:
-        typer.echo("\n".join([line, *_capability_lines(table)]))
+    output_for(as_json).show(table, lambda: "\n".join([line, *_capability_lines(table)]))
 
 
 def _capability_lines(t: dict[str, Any]) -> list[str]:
@@ -52,12 +50,7 @@ def list_tables(name: Annotated[str | None, typer.Option(help="Substring of the 
     """List registered tables."""
     with connect(url, token) as client:
         page = client.get("/tables", name=name, database=database, enabled=enabled, limit=limit, offset=offset)
-    if as_json:
-        output.print_json(page)
-        return
-    typer.echo(output.table(page["items"], COLUMNS, empty="no table"))
-    if page["total"] > len(page["items"]):
-        typer.echo(f"({len(page['items'])} of {page['total']}; see --limit and --offset)")
+    output_for(as_json).page(page, COLUMNS, empty="no table")
 
 
 def _detail_lines(t: dict[str, Any]) -> list[str]:
@@ -117,10 +110,7 @@ def show_table(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json: J
     """A table: configuration, health, timeline, file groups, tasks and every policy's effective value."""
     with connect(url, token) as client:
         detail = client.get(f"/tables/{table_id(client, ref)}")
-    if as_json:
-        output.print_json(detail)
-    else:
-        typer.echo("\n".join(_detail_lines(detail)))
+    output_for(as_json).show(detail, lambda: "\n".join(_detail_lines(detail)))
 
 
 def _absolute(path: str) -> str:
@@ -204,10 +194,7 @@ def delete_table(ref: Ref, yes: Annotated[bool, typer.Option("--yes", "-y", help
         if not yes:
             confirm(f"unregister table {tid} and forget its tasks?", f"table {tid} not unregistered")
         client.delete(f"/tables/{tid}")
-    if as_json:
-        output.print_json({"id": tid, "deleted": True})
-    else:
-        typer.echo(f"table {tid} unregistered (its files are untouched)")
+    output_for(as_json).show({"id": tid, "deleted": True}, f"table {tid} unregistered (its files are untouched)")
 
 
 def register(root: typer.Typer) -> None:

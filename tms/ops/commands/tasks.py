@@ -14,6 +14,7 @@ from .. import output
 from ..client import ApiError, TmsClient
 from ..names import SERVICES, TASK_STATES
 from ..options import DEFAULT_URL, Json, Token, Url, connect, one_of
+from ..output import output_for
 from .table_ref import table_id
 
 app = typer.Typer(help="Tasks: the table services planned, and the operator's actions on them.",
@@ -66,12 +67,7 @@ def list_tasks(table: TableRef = None, service: Service = None, state: State = N
     with connect(url, token) as client:
         page = client.get("/tasks", **_filters(client, table, service, state), limit=limit, offset=offset,
                           since=since.isoformat() if since else None, until=until.isoformat() if until else None)
-    if as_json:
-        output.print_json(page)
-        return
-    typer.echo(output.table(page["items"], COLUMNS, empty="no task"))
-    if page["total"] > len(page["items"]):
-        typer.echo(f"({len(page['items'])} of {page['total']}; see --limit and --offset)")
+    output_for(as_json).page(page, COLUMNS, empty="no task")
 
 
 @app.command("show")
@@ -82,10 +78,11 @@ def show_task(task_id: TaskId,
     """A task and its attempts; its plan as a summary (operations, total, largest)."""
     with connect(url, token) as client:
         task = client.get(f"/tasks/{task_id}")
-    if as_json:
-        output.print_json(task)
-        return
-    typer.echo(output.record([
+    output_for(as_json).show(task, lambda: _task_text(task, operations))
+
+
+def _task_text(task: dict[str, Any], operations: bool) -> str:
+    text = output.record([
         ("task", task["id"]), ("table", task["table_id"]), ("service", task["service"]),
         ("instant", task["instant"]), ("target instant", task.get("target_instant")), ("state", task["state"]),
         ("attempt", task["attempt"]), ("priority", task["priority"]), ("queue", task["queue"]),
@@ -96,12 +93,12 @@ def show_task(task_id: TaskId,
          if task.get("lease_owner") else None),
         ("spark app", task.get("spark_app_id")), ("next attempt after", output.when(task.get("run_after"))),
         ("created", output.when(task["created_at"])), ("started", output.when(task.get("started_at"))),
-        ("finished", output.when(task.get("finished_at"))), ("error", task.get("error"))]))
+        ("finished", output.when(task.get("finished_at"))), ("error", task.get("error"))])
     if operations:
         sizes = display.operation_sizes(task.get("plan_stats"))
-        typer.echo("\noperations (bytes each reads):\n" + ("\n".join(f"  {n}. {s}" for n, s in enumerate(sizes, 1))
-                                                        or "  none"))
-    typer.echo("\nattempts:\n" + output.table(task["attempts"], ATTEMPT_COLUMNS, empty="none yet"))
+        text += "\n\noperations (bytes each reads):\n" + ("\n".join(f"  {n}. {s}" for n, s in enumerate(sizes, 1))
+                                                          or "  none")
+    return text + "\n\nattempts:\n" + output.table(task["attempts"], ATTEMPT_COLUMNS, empty="none yet")
 
 
 @app.command("logs")
@@ -118,14 +115,11 @@ def task_logs(task_id: TaskId,
     if chosen is None:
         raise TMSError(f"task {task_id} has no attempt {attempt} (attempts: "
                        f"{', '.join(str(a['attempt']) for a in attempts)})")
-    if as_json:
-        output.print_json({"task_id": task_id, "attempt": chosen["attempt"], "worker": chosen["worker"],
-                           "outcome": chosen["outcome"], "log_tail": chosen.get("log_tail")})
-        return
-    if chosen.get("log_tail"):
-        typer.echo(chosen["log_tail"].rstrip("\n"))
-    else:
-        typer.echo(f"(attempt {chosen['attempt']} recorded no output yet)", err=True)
+    out, tail = output_for(as_json), chosen.get("log_tail")
+    out.show({"task_id": task_id, "attempt": chosen["attempt"], "worker": chosen["worker"],
+              "outcome": chosen["outcome"], "log_tail": tail}, tail.rstrip("\n") if tail else None)
+    if not tail:
+        out.note(f"(attempt {chosen['attempt']} recorded no output yet)", err=True)
 
 
 def _selected(client: TmsClient, action: str, ids: list[int], table: str | None, service: str | None,
@@ -149,6 +143,7 @@ def _act(action: str, ids: list[int], table: str | None, service: str | None, st
          url: str, token: str | None, as_json: bool) -> None:
     done: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
+    out = output_for(as_json)
     with connect(url, token) as client:
         selected = _selected(client, action, ids, table, service, state)
         for task_id in selected:
@@ -158,16 +153,11 @@ def _act(action: str, ids: list[int], table: str | None, service: str | None, st
                 if len(selected) == 1:
                     raise
                 failed.append({"id": task_id, "error": str(e)})
-                if not as_json:
-                    typer.echo(f"task {task_id}: not {PAST[action]}: {e}")
+                out.note(f"task {task_id}: not {PAST[action]}: {e}")
                 continue
             done.append(task)
-            if not as_json:
-                typer.echo(f"task {task_id}: {task['service']} {task['instant']} {task['state']}")
-    if as_json:
-        output.print_json({"done": done, "failed": failed})
-    elif not selected:
-        typer.echo("no task matches")
+            out.note(f"task {task_id}: {task['service']} {task['instant']} {task['state']}")
+    out.show({"done": done, "failed": failed}, None if selected else "no task matches")
     if failed:
         raise TMSError(f"{len(failed)} of {len(selected)} task(s) could not be {PAST[action]}")
 

@@ -8,6 +8,7 @@ import typer
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, connect
+from ..output import output_for
 
 COLUMNS = [("ID", output.field("id")), ("NAME", output.field("name")), ("ROLE", output.field("role")),
            ("CREATED", output.time_field("created_at")), ("EXPIRES", output.time_field("expires_at")),
@@ -18,10 +19,7 @@ def list_tokens(url: Url = DEFAULT_URL, token: Token = None, as_json: Json = Fal
     """API tokens (never their secrets); needs an admin token."""
     with connect(url, token) as client:
         tokens = client.get("/tokens")
-    if as_json:
-        output.print_json(tokens)
-    else:
-        typer.echo(output.table(tokens, COLUMNS, empty="no token in the database"))
+    output_for(as_json).rows(tokens, COLUMNS, empty="no token in the database")
 
 
 def revoke_token(token_id: Annotated[int, typer.Argument(min=1, help="The token's id (tms tokens list).",
@@ -30,10 +28,7 @@ def revoke_token(token_id: Annotated[int, typer.Argument(min=1, help="The token'
     """Revoke an API token: it stops working at once (within the services' cache time)."""
     with connect(url, token) as client:
         client.delete(f"/tokens/{token_id}")
-    if as_json:
-        output.print_json({"id": token_id, "revoked": True})
-    else:
-        typer.echo(f"token {token_id} revoked")
+    output_for(as_json).show({"id": token_id, "revoked": True}, f"token {token_id} revoked")
 
 
 def register(tokens_app: typer.Typer) -> None:

@@ -7,9 +7,9 @@ import typer
 
 from tms.table_service import TableService
 
-from .. import output
 from ..names import PLANNED_SERVICES as SERVICES
 from ..options import DEFAULT_URL, Json, Token, Url, connect, one_of
+from ..output import output_for
 from .table_ref import table_id
 
 
@@ -22,13 +22,9 @@ def trigger(table: Annotated[str, typer.Argument(help="The table: id, name or da
     with connect(url, token) as client:
         tid = table_id(client, table)
         result = client.post(f"/tables/{tid}:plan", {"service": checked})
-    if as_json:
-        output.print_json(result)
-        return
-    if not result["tasks"]:
-        typer.echo(f"nothing to plan: table {tid} needs no {checked} now")
-    for task in result["tasks"]:
-        typer.echo(f"planned {task['service']} {task['instant']} on table {tid}: task {task['id']}, {task['state']}")
+    lines = [f"planned {task['service']} {task['instant']} on table {tid}: task {task['id']}, {task['state']}"
+             for task in result["tasks"]]
+    output_for(as_json).show(result, "\n".join(lines) or f"nothing to plan: table {tid} needs no {checked} now")
 
 
 def register(root: typer.Typer) -> None:

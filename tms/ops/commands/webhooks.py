@@ -7,6 +7,7 @@ import typer
 
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, connect
+from ..output import output_for
 
 app = typer.Typer(help="Webhooks that receive alerts.", no_args_is_help=True)
 COLUMNS = [("ID", output.field("id")), ("NAME", output.field("name")), ("URL", output.field("url")),
@@ -37,10 +38,7 @@ def list_webhooks(url: Url = DEFAULT_URL, token: Token = None, as_json: Json = F
     """The webhooks (their secrets are never shown)."""
     with connect(url, token) as client:
         hooks = client.get("/webhooks")
-    if as_json:
-        output.print_json(hooks)
-        return
-    typer.echo(output.table(hooks, COLUMNS, empty="no webhook"))
+    output_for(as_json).rows(hooks, COLUMNS, empty="no webhook")
 
 
 @app.command("add")
@@ -50,10 +48,7 @@ def add_webhook(target: Annotated[str, typer.Argument(help="The URL alerts are P
     """Send alerts to a URL."""
     with connect(url, token) as client:
         hook = client.post("/webhooks", {"url": target, **_fields(types, min_severity, fmt, secret, name)})
-    if as_json:
-        output.print_json(hook)
-        return
-    typer.echo(f"webhook {hook['id']} added")
+    output_for(as_json).show(hook, f"webhook {hook['id']} added")
 
 
 @app.command("update")
@@ -71,19 +66,16 @@ def update_webhook(webhook_id: Annotated[int, typer.Argument(help="The webhook's
         body["enabled"] = enabled
     with connect(url, token) as client:
         hook = client.patch(f"/webhooks/{webhook_id}", body)
-    if as_json:
-        output.print_json(hook)
-        return
-    typer.echo(f"webhook {webhook_id} updated")
+    output_for(as_json).show(hook, f"webhook {webhook_id} updated")
 
 
 @app.command("delete")
 def delete_webhook(webhook_id: Annotated[int, typer.Argument(help="The webhook's id.")],
-                   url: Url = DEFAULT_URL, token: Token = None) -> None:
+                   url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """Delete a webhook and its deliveries."""
     with connect(url, token) as client:
         client.delete(f"/webhooks/{webhook_id}")
-    typer.echo(f"webhook {webhook_id} deleted")
+    output_for(as_json).show({"id": webhook_id, "deleted": True}, f"webhook {webhook_id} deleted")
 
 
 @app.command("deliveries")
@@ -94,10 +86,7 @@ def list_deliveries(webhook_id: Annotated[int, typer.Argument(help="The webhook'
     """A webhook's deliveries with their attempts, newest first."""
     with connect(url, token) as client:
         page = client.get(f"/webhooks/{webhook_id}/deliveries", limit=limit, offset=offset)
-    if as_json:
-        output.print_json(page)
-        return
-    typer.echo(output.table(page["items"], DELIVERY_COLUMNS, empty="no delivery"))
+    output_for(as_json).page(page, DELIVERY_COLUMNS, empty="no delivery")
 
 
 def register(root: typer.Typer) -> None:
