@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from tms.table_service import TableService
+from tms.table_service import PLANNED_SERVICES, TableService
 
 from .common import BasePath, BodyBool, BodyInt, JsonObject, Record, ShortText
 from .tasks import TaskOut
@@ -171,6 +171,8 @@ class PlanRequest(BaseModel):
     def _plannable(cls, value: TableService) -> TableService:
         if value is TableService.RESTORE:
             raise ValueError("a restore is asked for with POST /api/v1/tables/{id}/restore, not planned")
+        if value not in PLANNED_SERVICES:
+            raise ValueError(f"a {value} task is requested by the manager's schedule (or its own route), not planned")
         return value
 
 
