@@ -137,6 +137,17 @@ class Health(BaseModel):
     reasons: list[str]
 
 
+class TtlScheduleOut(BaseModel):
+    service: str = Field(description="`partition_ttl` or `ttl` (record TTL)")
+    interval_hours: int = Field(description="Requested once per this many hours (tms.ttl.interval.hours)")
+    last_task_id: int | None = Field(None, description="The newest task of this TTL service")
+    last_state: str | None = None
+    last_requested_at: datetime | None = None
+    last_finished_at: datetime | None = None
+    next_due: datetime | None = Field(None, description="When the manager's leader requests the next one (null: at "
+                                                        "its next look, every TMS_MANAGER_TTL_SECONDS)")
+
+
 class TtlStateOut(BaseModel):
     record_ttl_cutoff: datetime | None = Field(description="Records whose tms.ttl.field is before this have expired "
                                                            "(null: no record TTL)")
@@ -146,6 +157,7 @@ class TtlStateOut(BaseModel):
     expired_partitions: list[str] = Field(description="Partitions expired now and not deleted yet, oldest first "
                                                       "(the first 20)")
     expired_partitions_total: int
+    schedule: list[TtlScheduleOut] = Field([], description="The TTL tasks TMS runs on schedule: the last, the next")
 
 
 class TableDetail(TableOut):
