@@ -5,13 +5,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response, status
 
+from tms.backup.errors import BackupError
 from tms.db import TableRepo
 from tms.hudi.locks import TransactionManager
 from tms.hudi.savepoint import SavepointError, create_savepoint, delete_savepoint, latest_savepointable, read_savepoint
 from tms.hudi.table import HudiTable
 
 from ..auth import Admin, Operator, Viewer
-from ..backup_restore import restore_from_backup
+from ..backup_restore import restore_to_new_path
 from ..savepoint_restore import request_savepoint_restore
 from ..schemas.common import Id, InstantTime
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
@@ -107,15 +108,20 @@ def end_backfill(table_id: TableId, instant: InstantTime, request: Request) -> R
              dependencies=[Admin], summary="Restore the table to a savepoint, or a backup version to a new path",
              description="`{\"savepoint\": instant, \"in_place\": true}`: writes Hudi's restore plan (every instant "
                          "after the savepoint, newest first) under the writers' lock and answers with its task; a "
-                         "worker rolls them back. `{\"version\": N, \"target_path\": path}`: copies backup version N "
-                         "to a new base path (under the storage roots, empty or absent) as a task. 422, before "
-                         "anything is written, when it cannot be done exactly: no such savepoint or version, a newer "
-                         "savepoint, a writer's instant pending (unless `force`), a metadata table compacted since, "
-                         "a target that is not empty; a savepoint to a `target_path` (use `tms restore-copy`).",
+                         "worker rolls them back. `{\"version\": N, \"target_path\": path}` (with `\"catch_up\": "
+                         "true`: then the table's instants completed since the version) or `{\"savepoint\": "
+                         "instant, \"target_path\": path}`: copies the version or the table as of the savepoint to "
+                         "a new base path (under the storage roots, empty or absent) as a backup_restore task. 422, "
+                         "before anything is written, when it cannot be done exactly: no such savepoint or version, "
+                         "a newer savepoint, a writer's instant pending (unless `force`), a metadata table compacted "
+                         "since, a target that is not empty.",
              responses=problems(*ADMIN, 400, 404, 409, 413, 422, d409="A backup task of the table is in progress"))
 def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> dict[str, Any]:
-    if body.savepoint is None:  # a backup version (the body has exactly one of them)
-        return restore_from_backup(request, table_id, body)
+    if not body.in_place:  # a backup version or a savepoint, to a new base path
+        return restore_to_new_path(request, table_id, body)
+    if body.savepoint is None:
+        raise BackupError("a backup version is restored to a new base path: give target_path (in place is not "
+                          "available for backup versions in this build)")
     with request.app.state.database.transaction() as session:
         row = TableRepo(session).get(table_id)
         task = request_savepoint_restore(session, row, body.savepoint, in_place=body.in_place,

@@ -35,7 +35,7 @@ from tms.hudi.inspect import human_size
 from tms.table_service import TableService
 
 from ..auth import Role
-from ..backup_restore import restore_from_backup
+from ..backup_restore import restore_to_new_path
 from ..errors import validation_detail
 from ..routers.manager import add_mute
 from ..routers.tables import apply_table_changes
@@ -236,7 +236,7 @@ async def table_backup_restore(request: Request, user: User, table_id: int) -> R
         return _back(page, "Nothing restored: confirm the restore.", "error")
     try:
         body = RestoreRequest(version=int(form.get("version", "0") or 0), target_path=form.get("target_path") or None)
-        task = restore_from_backup(request, table_id, body)
+        task = restore_to_new_path(request, table_id, body)
     except ValueError as exc:  # int(), pydantic's ValidationError
         return _back(page, _message(exc), "error")
     except RequestValidationError as exc:
