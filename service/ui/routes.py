@@ -235,7 +235,8 @@ async def table_backup_restore(request: Request, user: User, table_id: int) -> R
     if form.get("confirm") != "on":
         return _back(page, "Nothing restored: confirm the restore.", "error")
     try:
-        body = RestoreRequest(version=int(form.get("version", "0") or 0), target_path=form.get("target_path") or None)
+        body = RestoreRequest(version=int(form.get("version", "0") or 0), target_path=form.get("target_path") or None,
+                              catch_up=form.get("catch_up") == "on")
         task = restore_to_new_path(request, table_id, body)
     except ValueError as exc:  # int(), pydantic's ValidationError
         return _back(page, _message(exc), "error")
