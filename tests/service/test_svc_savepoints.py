@@ -42,7 +42,7 @@ def test_savepoint_then_restore_in_place(client, tokens, hudi_tables):
     for wrong, says in (({"savepoint": kept, "version": 1, "in_place": True}, "exactly one of version"),
                         ({"savepoint": kept}, "exactly one of target_path"),
                         ({"version": 1, "in_place": True}, "backup version"),
-                        ({"savepoint": kept, "target_path": str(path) + "-copy"}, "new path"),
+                        ({"savepoint": kept, "target_path": str(path)}, "is the table itself"),
                         ({"savepoint": writes[-1].timestamp, "in_place": True}, "no savepoint")):
         refused = client.post(f"{url}/restore", json=wrong, headers=tokens["admin"])
         assert refused.status_code == 422 and says in refused.text, refused.text
