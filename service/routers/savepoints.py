@@ -124,6 +124,5 @@ def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> d
                           "available for backup versions in this build)")
     with request.app.state.database.transaction() as session:
         row = TableRepo(session).get(table_id)
-        task = request_savepoint_restore(session, row, body.savepoint, in_place=body.in_place,
-                                         target_path=body.target_path, force=body.force)
+        task = request_savepoint_restore(session, row, body.savepoint, force=body.force)
         return TaskOut.model_validate(task).model_dump()

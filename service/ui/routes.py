@@ -218,8 +218,7 @@ async def table_restore(request: Request, user: User, table_id: int) -> Response
     try:
         with _database(request).transaction() as session:
             row = TableRepo(session).get(table_id)
-            task = request_savepoint_restore(session, row, form.get("savepoint", ""), in_place=True,
-                                             target_path=None, force=form.get("force") == "on")
+            task = request_savepoint_restore(session, row, form.get("savepoint", ""), force=form.get("force") == "on")
             task_id = task.id
     except TMSError as exc:
         return _back(page, str(exc), "error")
