@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 from sqlalchemy import text
 from support import hudi_rs_table, rows
 from table_model import COLUMNS
@@ -33,6 +34,7 @@ def _run(db, lease, epoch, now) -> list[tuple[str, str, dict]]:
     return done
 
 
+@pytest.mark.slow
 def test_scheduled_ttl_tasks_delete_expired_partitions_and_records(tmp_path, service, db, local_queue,
                                                                     start_worker):
     local_queue()
