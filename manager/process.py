@@ -4,8 +4,8 @@ APScheduler; a standby only waits for the lease. Any number of managers may
 run: the lease and the fenced transactions (leadership.py) make one leader's writes count at a time.
 
 The leader's periodic work: restore (at start and every `manager_restore_seconds`), due retries, the backups'
-schedule, the alert rules, webhook deliveries, and the planners' periodic trigger and reconciliation scan (it
-asks, planners plan)."""
+and the TTL tasks' schedules, the alert rules, webhook deliveries, and the planners' periodic trigger and
+reconciliation scan (it asks, planners plan)."""
 from __future__ import annotations
 
 import logging
@@ -29,6 +29,7 @@ from .monitor import MonitorContext, evaluate
 from .planning_requests import request_scans, request_ticks
 from .restore import restore
 from .retries import promote_due_retries
+from .ttl import schedule_ttl
 
 log = logging.getLogger(__name__)
 ROLE = "manager"
@@ -128,6 +129,7 @@ class ManagerService:
             ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
             ("canaries", s.manager_canary_seconds, lambda e: check_canaries(self.lease, e)),
             ("backups", s.manager_backup_seconds, lambda e: schedule_backups(self.lease, e)),
+            ("ttl", s.manager_ttl_seconds, lambda e: schedule_ttl(self.lease, e)),
             ("monitor", s.manager_monitor_seconds, lambda e: evaluate(self.lease, e, self.monitor)),
             ("webhooks", s.webhook_poll_seconds, lambda e: self.deliverer.run_once(lambda: self.lease.fenced(e))),
             ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),

@@ -18,7 +18,7 @@ from tms.db import TaskRepo, TaskState
 from tms.hudi.instant import State
 from tms.hudi.table import HudiTable
 from tms.leadership import LeaderLease
-from tms.table_service import is_backup_service
+from tms.table_service import names_request
 
 log = logging.getLogger(__name__)
 S = TaskState
@@ -69,7 +69,7 @@ def _read_timelines(lease: LeaderLease) -> dict[tuple[int, S, int], tuple[S, str
         rows = TaskRepo(session).in_states_with_tables(RECONCILED)
     by_table: dict[str, list] = defaultdict(list)
     for row in rows:
-        if is_backup_service(row.service):  # a backup task's instant names its request, not a timeline instant
+        if names_request(row.service):  # a backup's or TTL task's instant names its request, not a timeline instant
             continue
         if row.state != S.CANCELLED or row.updated_at >= since:
             by_table[row.base_path].append(row)

@@ -7,7 +7,9 @@ from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from tms.db import TablePolicy
+from sqlalchemy.orm import Session
+
+from tms.db import TablePolicy, TtlTaskRepo
 from tms.fleet.registration import registration_facts as registration_facts
 from tms.fleet.registration import registration_refusal as fleet_refusal
 from tms.hudi.capabilities import COMPACTION, READING, Capability, capabilities
@@ -16,6 +18,7 @@ from tms.hudi.serde import MetadataFormatError
 from tms.hudi.table import HudiTable
 from tms.planning import find_failed_writes
 from tms.planning.ttl import ttl_state
+from tms.planning.ttl_schedule import next_ttl_due
 
 from .schemas.tables import (
     CapabilityOut,
@@ -24,6 +27,7 @@ from .schemas.tables import (
     Health,
     InstantOut,
     TimelineSummary,
+    TtlScheduleOut,
     TtlStateOut,
 )
 
@@ -80,8 +84,24 @@ def _file_group_summary(table: HudiTable) -> FileGroupSummary:
                               num_records=g.num_records, base_instant=g.base_instant) for g in largest])
 
 
-def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool) -> dict[str, Any]:
-    """The table's current state on storage; problems become health reasons, never errors."""
+def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[TtlScheduleOut]:
+    """Each TTL service the policy sets: its newest task and when the next is due (tms.planning.ttl_schedule)."""
+    repo = TtlTaskRepo(session)
+    last = {t.service: t for t in reversed(repo.recent(table_id))}  # the newest of each service
+    out = []
+    for service, due in next_ttl_due(policy, repo.last_requested(table_id)).items():
+        task = last.get(service.value)
+        out.append(TtlScheduleOut(
+            service=service.value, interval_hours=policy.ttl_interval_hours, next_due=due,
+            last_task_id=task.id if task else None, last_state=task.state if task else None,
+            last_requested_at=task.created_at if task else None, last_finished_at=task.finished_at if task else None))
+    return out
+
+
+def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool,
+              ttl_tasks: list[TtlScheduleOut] | None = None) -> dict[str, Any]:
+    """The table's current state on storage; problems become health reasons, never errors. `ttl_tasks`: the
+    table's TTL schedule (ttl_schedule), shown in its TTL state."""
     reasons: list[str] = []
     status = "ok"
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
@@ -123,7 +143,7 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
                        + "; ".join(f"{f.instant.timestamp} ({f.reason})" for f in failed_writes[:5]))
     try:
         state = ttl_state(table, policy, datetime.now(UTC))
-        view["ttl"] = TtlStateOut(**vars(state)) if state else None
+        view["ttl"] = TtlStateOut(**vars(state), schedule=ttl_tasks or []) if state else None
     except (HudiError, MetadataFormatError, OSError) as exc:
         status = "warning"
         reasons.append(f"cannot tell what TTL has to do: {exc}")

@@ -145,6 +145,9 @@ class Settings(BaseSettings):
     manager_backup_seconds: float = Field(
         60.0, gt=0, description="How often the leader requests the backups (and backup-cleans) tables' backup "
                                 "schedules ask for")
+    manager_ttl_seconds: float = Field(
+        300.0, gt=0, description="How often the leader requests the TTL tasks (record TTL, partition TTL) tables' "
+                                 "policies ask for (each once per tms.ttl.interval.hours)")
     manager_metrics_port: int | None = Field(
         None, ge=0, le=65535, description="Port of the manager's Prometheus /metrics (unset: none)")
     monitor_unclaimed_seconds: float = Field(

@@ -14,6 +14,10 @@ class TableService(StrEnum):
     BACKUP = "backup"
     BACKUP_CLEAN = "backup_clean"
     BACKUP_RESTORE = "backup_restore"
+    # Time to live (tms.planning.ttl), requested on schedule by the manager's leader: each writes its own
+    # instant on the timeline when it runs (a delete commit, a delete_partition replacecommit), none before.
+    TTL = "ttl"                      # the record TTL's deletes
+    PARTITION_TTL = "partition_ttl"  # the expired partitions' delete_partition
 
 
 # The services on a table's timeline, each an instant TMS executes (a restore is asked for, the others planned).
@@ -26,5 +30,18 @@ BACKUP_SERVICES: tuple[TableService, ...] = (TableService.BACKUP, TableService.B
                                              TableService.BACKUP_RESTORE)
 
 
-def is_backup_service(action: str) -> bool:
-    return action in BACKUP_SERVICES
+# The TTL services: their task's instant names the request too; the instant the job writes is in its result.
+TTL_SERVICES: tuple[TableService, ...] = (TableService.TTL, TableService.PARTITION_TTL)
+# The services whose task's instant names the request (a time unique among the table's tasks), not an instant
+# on the table's timeline: the worker runs their job without preparing an instant, the job's result record
+# says it is done, and the reconciliation of tasks with timelines leaves them alone.
+REQUESTED_SERVICES: tuple[TableService, ...] = BACKUP_SERVICES + TTL_SERVICES
+
+
+def is_backup_service(service: str) -> bool:
+    return service in BACKUP_SERVICES
+
+
+def names_request(service: str) -> bool:
+    """Whether a task of `service` names its request rather than a timeline instant (REQUESTED_SERVICES)."""
+    return service in REQUESTED_SERVICES

@@ -15,7 +15,7 @@ from tms.execute.engine_code import EngineSpec
 from tms.hudi.instant import ROLLBACK
 from tms.hudi.table import HudiTable
 from tms.planning import plan_stats
-from tms.table_service import is_backup_service
+from tms.table_service import names_request
 
 from .engine_choice import choose_engine
 from .fence import new_fence_key
@@ -81,8 +81,8 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                  max_executors_per_table=limits.max_executors_per_table,
                                  memory_factor=task.memory_factor, service=task.service,
                                  budget_bytes=limits.merge_budget_bytes)
-            # A backup task's job is the worker's own copy code: no engine runs it.
-            choice = None if is_backup_service(task.service) else \
+            # A backup's or TTL task's job is the worker's own code: no engine runs it.
+            choice = None if names_request(task.service) else \
                 choose_engine(session, task_id=task.id, table=table, queue=queue.name)
             claimed = tasks.claim(task.id, expected_version=task.version, owner=owner,
                                   lease_seconds=limits.lease_seconds, queue=queue.name,
@@ -105,7 +105,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
 def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str, service: str) -> dict[str, Any]:
     """The statistics the planner recorded; for a task recorded without them, measured from the plan (a
     backup task has none on the timeline: its job copies files, sized minimally)."""
-    if "largest_file_group_bytes" in recorded or is_backup_service(service):
+    if "largest_file_group_bytes" in recorded or names_request(service):
         return recorded
     try:
         stats = plan_stats(HudiTable.load(table.base_path), instant)

@@ -51,6 +51,15 @@ def backup_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict
     return command, dict(os.environ)
 
 
+def ttl_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
+    """A TTL task's job (jobs.ttl_job), whatever the worker's runner: Python deletes, as `tms ttl` does."""
+    command = [sys.executable, "-m", "jobs.ttl_job", "--table", claimed.base_path, "--instant", claimed.instant,
+               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
+    for key, value in claimed.concurrency_options.items():
+        command += ["--option", f"{key}={value}"]
+    return command, dict(os.environ)
+
+
 def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
     if claimed.engine is not None:  # the engine's job code
         return python_job_command(claimed.engine, plan_arguments(claimed, fence_url=fence_url))

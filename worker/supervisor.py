@@ -21,10 +21,10 @@ from tms.execute.runner import LocalRunner
 from tms.hudi.instant import RESTORE, State
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table import HudiTable
-from tms.table_service import is_backup_service
+from tms.table_service import is_backup_service, names_request
 
 from .claim import ClaimedTask
-from .commands import backup_job, plan_arguments, python_job, spark_job
+from .commands import backup_job, plan_arguments, python_job, spark_job, ttl_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
 from .retry_policy import RetryLimits, classify
@@ -99,7 +99,7 @@ class JobSupervisor:
         rollback just runs again), under the table's lock as the writers take it. True if the instant already
         completed (an earlier attempt finished it but could not record it)."""
         c = self.claimed
-        if is_backup_service(c.service):  # nothing of its own on the timeline
+        if names_request(c.service):  # a backup's or TTL's: its instant names the request (its job handles retries)
             return False
         table = HudiTable.load(c.base_path)
         states = table.timeline.states_of(c.instant)
@@ -117,9 +117,9 @@ class JobSupervisor:
         c = self.claimed
         url = fence_url(self.settings.service_url, c.task_id, c.fencing_token, c.fence_key)
         log_path = self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log"
-        if is_backup_service(c.service):
+        if names_request(c.service):
             self._record_engine("dedicated")
-            return JobProcess(*backup_job(c, fence_url=url), log_path)
+            return JobProcess(*(backup_job if is_backup_service(c.service) else ttl_job)(c, fence_url=url), log_path)
         engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
         self._record_engine("warm" if engine is not None else "dedicated")
         if engine is not None:
@@ -195,7 +195,7 @@ class JobSupervisor:
 
     # --- after it -----------------------------------------------------------------------------------
     def _instant_completed(self) -> bool:
-        if is_backup_service(self.claimed.service):  # done when its job reported what it did
+        if names_request(self.claimed.service):  # done when its job reported what it did
             return self._result is not None
         table = HudiTable.load(self.claimed.base_path)
         return State.COMPLETED in table.timeline.states_of(self.claimed.instant)

@@ -5,18 +5,19 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response, status
 
+from tms.backup.errors import BackupError
 from tms.db import TableRepo
 from tms.hudi.locks import TransactionManager
-from tms.hudi.savepoint import create_savepoint, delete_savepoint, read_savepoint
+from tms.hudi.savepoint import SavepointError, create_savepoint, delete_savepoint, latest_savepointable, read_savepoint
 from tms.hudi.table import HudiTable
 
 from ..auth import Admin, Operator, Viewer
-from ..backup_restore import restore_from_backup
+from ..backup_restore import restore_to_new_path
 from ..savepoint_restore import request_savepoint_restore
 from ..schemas.common import Id, InstantTime
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 from ..schemas.restore import RestoreRequest
-from ..schemas.savepoints import SavepointOut, SavepointRequest
+from ..schemas.savepoints import BackfillOut, BackfillRequest, SavepointOut, SavepointRequest
 from ..schemas.tasks import TaskOut
 
 router = APIRouter(prefix="/api/v1/tables", tags=["savepoints"])
@@ -65,21 +66,63 @@ def remove_savepoint(table_id: TableId, instant: InstantTime, request: Request) 
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
+BACKFILL_SAVEPOINTER = "tms-backfill"  # `savepointedBy` of a backfill's savepoint: the policy's keep rule leaves it
+
+
+@router.post("/{table_id}/backfills", response_model=BackfillOut, status_code=status.HTTP_201_CREATED,
+             dependencies=[Operator], summary="Announce a backfill: savepoint the latest completed write first",
+             description="Writes a Hudi savepoint of the latest completed write (made by `tms-backfill`, the reason "
+                         "as its comment) under the writers' lock, before the backfill writes anything, so that the "
+                         "table can be restored to it (`POST .../restore`). It is kept until the backfill is ended "
+                         "(`DELETE .../backfills/{instant}`): `tms.savepoint.keep` never deletes it. A write that has "
+                         "a savepoint already is answered with it (`created`: false). 422: no completed write.",
+             responses=problems(*OPERATOR, 400, 404, 413, 422))
+def post_backfill(table_id: TableId, request: Request, body: BackfillRequest | None = None) -> dict[str, Any]:
+    reason = body.reason if body is not None else ""
+    table, options = _table(request, table_id)
+    with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
+        latest = latest_savepointable(table)
+        existing = latest is not None and any(s.timestamp == latest for s in table.timeline.savepoints())
+        if not existing:
+            latest = create_savepoint(table, latest, user=BACKFILL_SAVEPOINTER,
+                                      comment=f"backfill: {reason}" if reason else "backfill").timestamp
+    assert latest is not None  # create_savepoint refused a table without a completed write
+    return {"table_id": table_id, "savepoint": _out(table, latest), "created": not existing}
+
+
+@router.delete("/{table_id}/backfills/{instant}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Operator],
+               summary="End a backfill: delete the savepoint its announcement made",
+               responses=problems(*OPERATOR, 404, 422, d422="No backfill's savepoint at that instant"))
+def end_backfill(table_id: TableId, instant: InstantTime, request: Request) -> Response:
+    table, options = _table(request, table_id)
+    with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
+        made_by = read_savepoint(table, instant).savepointed_by
+        if made_by != BACKFILL_SAVEPOINTER:
+            raise SavepointError(f"the savepoint at {instant} was made by {made_by}, not by a backfill's "
+                                 "announcement: delete it with DELETE .../savepoints/{instant}")
+        delete_savepoint(table, instant)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
 @router.post("/{table_id}/restore", response_model=TaskOut, status_code=status.HTTP_202_ACCEPTED,
              dependencies=[Admin], summary="Restore the table to a savepoint, or a backup version to a new path",
              description="`{\"savepoint\": instant, \"in_place\": true}`: writes Hudi's restore plan (every instant "
                          "after the savepoint, newest first) under the writers' lock and answers with its task; a "
-                         "worker rolls them back. `{\"version\": N, \"target_path\": path}`: copies backup version N "
-                         "to a new base path (under the storage roots, empty or absent) as a task. 422, before "
-                         "anything is written, when it cannot be done exactly: no such savepoint or version, a newer "
-                         "savepoint, a writer's instant pending (unless `force`), a metadata table compacted since, "
-                         "a target that is not empty; a savepoint to a `target_path` (use `tms restore-copy`).",
+                         "worker rolls them back. `{\"version\": N, \"target_path\": path}` (with `\"catch_up\": "
+                         "true`: then the table's instants completed since the version) or `{\"savepoint\": "
+                         "instant, \"target_path\": path}`: copies the version or the table as of the savepoint to "
+                         "a new base path (under the storage roots, empty or absent) as a backup_restore task. 422, "
+                         "before anything is written, when it cannot be done exactly: no such savepoint or version, "
+                         "a newer savepoint, a writer's instant pending (unless `force`), a metadata table compacted "
+                         "since, a target that is not empty.",
              responses=problems(*ADMIN, 400, 404, 409, 413, 422, d409="A backup task of the table is in progress"))
 def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> dict[str, Any]:
-    if body.savepoint is None:  # a backup version (the body has exactly one of them)
-        return restore_from_backup(request, table_id, body)
+    if not body.in_place:  # a backup version or a savepoint, to a new base path
+        return restore_to_new_path(request, table_id, body)
+    if body.savepoint is None:
+        raise BackupError("a backup version is restored to a new base path: give target_path (in place is not "
+                          "available for backup versions in this build)")
     with request.app.state.database.transaction() as session:
         row = TableRepo(session).get(table_id)
-        task = request_savepoint_restore(session, row, body.savepoint, in_place=body.in_place,
-                                         target_path=body.target_path, force=body.force)
+        task = request_savepoint_restore(session, row, body.savepoint, force=body.force)
         return TaskOut.model_validate(task).model_dump()

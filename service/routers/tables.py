@@ -31,7 +31,7 @@ from ..schemas.tables import (
     TableRegistration,
 )
 from ..schemas.tasks import TaskOut
-from ..table_view import capability_report, live_view, registration_facts, registration_refusal
+from ..table_view import capability_report, live_view, registration_facts, registration_refusal, ttl_schedule
 from .backups import BACKUP_DESTINATION, require_backup_destination
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
@@ -159,8 +159,10 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).get(table_id)
         tasks_by_state = TaskRepo(session).counts_by_state(table_id=table_id)
+        policy = TablePolicy.from_stored(table.policies)
+        ttl_tasks = ttl_schedule(session, table_id, policy)
     out = _out(table)
-    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), tasks_by_state, table.enabled)
+    view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
 
 

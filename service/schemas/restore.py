@@ -15,6 +15,9 @@ class RestoreRequest(BaseModel):
     target_path: BasePath | None = Field(None, description="A new base path (empty or absent) to restore to")
     in_place: BodyBool = Field(False, description="Restore the table itself (Hudi's restore action)")
     force: BodyBool = Field(False, description="In place: roll back the writers' pending instants too")
+    catch_up: BodyBool = Field(False, description="A backup version to a target_path: then apply the table's "
+                                                  "instants completed since the version, so the copy reads as the "
+                                                  "table does now")
 
     @model_validator(mode="after")
     def _one_source_one_target(self) -> RestoreRequest:
@@ -22,4 +25,6 @@ class RestoreRequest(BaseModel):
             raise ValueError("give exactly one of version and savepoint")
         if self.in_place == (self.target_path is not None):
             raise ValueError("give exactly one of target_path and in_place: true")
+        if self.catch_up and (self.version is None or self.target_path is None):
+            raise ValueError("catch_up applies to a backup version restored to a target_path")
         return self

@@ -17,3 +17,14 @@ class SavepointOut(BaseModel):
 class SavepointRequest(BaseModel):
     instant: InstantTime | None = Field(None, description="The completed write to keep (default: the latest)")
     comment: ShortText = ""
+
+
+class BackfillRequest(BaseModel):
+    reason: ShortText = Field("", description="What the backfill is (kept as the savepoint's comment)")
+
+
+class BackfillOut(BaseModel):
+    table_id: int
+    savepoint: SavepointOut = Field(description="The savepoint of the latest completed write, kept until the "
+                                                "backfill is ended (DELETE .../backfills/{instant})")
+    created: bool = Field(description="False: that write had a backfill's savepoint already (it is answered)")

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from tms.table_service import TableService
+from tms.table_service import PLANNED_SERVICES, TableService
 
 from .common import BasePath, BodyBool, BodyInt, JsonObject, Record, ShortText
 from .tasks import TaskOut
@@ -137,6 +137,17 @@ class Health(BaseModel):
     reasons: list[str]
 
 
+class TtlScheduleOut(BaseModel):
+    service: str = Field(description="`partition_ttl` or `ttl` (record TTL)")
+    interval_hours: int = Field(description="Requested once per this many hours (tms.ttl.interval.hours)")
+    last_task_id: int | None = Field(None, description="The newest task of this TTL service")
+    last_state: str | None = None
+    last_requested_at: datetime | None = None
+    last_finished_at: datetime | None = None
+    next_due: datetime | None = Field(None, description="When the manager's leader requests the next one (null: at "
+                                                        "its next look, every TMS_MANAGER_TTL_SECONDS)")
+
+
 class TtlStateOut(BaseModel):
     record_ttl_cutoff: datetime | None = Field(description="Records whose tms.ttl.field is before this have expired "
                                                            "(null: no record TTL)")
@@ -146,6 +157,7 @@ class TtlStateOut(BaseModel):
     expired_partitions: list[str] = Field(description="Partitions expired now and not deleted yet, oldest first "
                                                       "(the first 20)")
     expired_partitions_total: int
+    schedule: list[TtlScheduleOut] = Field([], description="The TTL tasks TMS runs on schedule: the last, the next")
 
 
 class TableDetail(TableOut):
@@ -171,6 +183,8 @@ class PlanRequest(BaseModel):
     def _plannable(cls, value: TableService) -> TableService:
         if value is TableService.RESTORE:
             raise ValueError("a restore is asked for with POST /api/v1/tables/{id}/restore, not planned")
+        if value not in PLANNED_SERVICES:
+            raise ValueError(f"a {value} task is requested by the manager's schedule (or its own route), not planned")
         return value
 
 

@@ -35,7 +35,7 @@ from tms.hudi.inspect import human_size
 from tms.table_service import TableService
 
 from ..auth import Role
-from ..backup_restore import restore_from_backup
+from ..backup_restore import restore_to_new_path
 from ..errors import validation_detail
 from ..routers.manager import add_mute
 from ..routers.tables import apply_table_changes
@@ -218,8 +218,7 @@ async def table_restore(request: Request, user: User, table_id: int) -> Response
     try:
         with _database(request).transaction() as session:
             row = TableRepo(session).get(table_id)
-            task = request_savepoint_restore(session, row, form.get("savepoint", ""), in_place=True,
-                                             target_path=None, force=form.get("force") == "on")
+            task = request_savepoint_restore(session, row, form.get("savepoint", ""), force=form.get("force") == "on")
             task_id = task.id
     except TMSError as exc:
         return _back(page, str(exc), "error")
@@ -235,8 +234,9 @@ async def table_backup_restore(request: Request, user: User, table_id: int) -> R
     if form.get("confirm") != "on":
         return _back(page, "Nothing restored: confirm the restore.", "error")
     try:
-        body = RestoreRequest(version=int(form.get("version", "0") or 0), target_path=form.get("target_path") or None)
-        task = restore_from_backup(request, table_id, body)
+        body = RestoreRequest(version=int(form.get("version", "0") or 0), target_path=form.get("target_path") or None,
+                              catch_up=form.get("catch_up") == "on")
+        task = restore_to_new_path(request, table_id, body)
     except ValueError as exc:  # int(), pydantic's ValidationError
         return _back(page, _message(exc), "error")
     except RequestValidationError as exc:

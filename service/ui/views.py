@@ -30,7 +30,7 @@ from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLL
 from tms.hudi.savepoint import read_savepoint
 from tms.hudi.table import HudiTable
 
-from ..table_view import live_view
+from ..table_view import live_view, ttl_schedule
 from . import charts
 from .table_facts import TableFacts, read_table_facts
 
@@ -131,7 +131,8 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
     tasks_repo = TaskRepo(session)
     by_state = tasks_repo.counts_by_state(table_id=table_id)
     tasks, task_total = tasks_repo.find(table_id=table_id, limit=PAGE_SIZE)
-    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), by_state, table.enabled)
+    policy = TablePolicy.from_stored(table.policies)
+    view = live_view(table.base_path, policy, by_state, table.enabled, ttl_schedule(session, table_id, policy))
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
                              with_timeline=True)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)

@@ -138,3 +138,29 @@ def test_a_restore_that_stopped_halfway_goes_on_and_refuses_what_it_did_not_copy
     (target / "stranger.txt").write_text("not of the backup")
     with pytest.raises(BackupError, match="not empty .*stranger.txt"):
         restore_version(store, 1, str(target))
+
+
+@pytest.mark.parametrize("table_type,version", [("MERGE_ON_READ", 6), ("COPY_ON_WRITE", 8)])
+def test_a_restored_version_catches_up_with_the_tables_later_instants(tmp_path, table_type, version):
+    table = ModelledTable(tmp_path / "t", table_type=table_type, version=version)
+    store = BackupStore(str(tmp_path / "b"))
+    first = _day(table, 0)
+    take_backup(table.table(), store)
+    _day(table, 1)
+    _day(table, 2)  # updates of day 1's rows: a v6 log file grows, a v8 base file is rewritten
+    assert table.model.expected() != table.model.expected(as_of=first)
+
+    caught = restore_version(store, 1, str(tmp_path / "caught"), catch_up=table.table())
+    _reads_as(tmp_path / "caught", table.model.expected())
+    assert caught.caught_up_to == table.table().timeline.last_completed().timestamp and caught.instant == first
+    # The version's files came from the backup, the later instants' from the table.
+    assert 0 < caught.files_from_source < caught.files
+    plain = restore_version(store, 1, str(tmp_path / "plain"))
+    _reads_as(tmp_path / "plain", table.model.expected(as_of=first))
+    assert plain.caught_up_to is None
+
+    other = ModelledTable(tmp_path / "other")
+    _day(other, 0)
+    with pytest.raises(BackupError, match="not of"):
+        restore_version(store, 1, str(tmp_path / "wrong"), catch_up=other.table())
+    assert not (tmp_path / "wrong").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -69,6 +70,7 @@ def test_tables_commands(tms, trips):
     ok(tms("tables", "update", str(tid), "--policy", "tms.ttl.field=ts", "--policy", "tms.ttl.days=30"))
     ttl = ok(tms("tables", "show", str(tid))).split("ttl:", 1)[1]
     assert "records expire before" in ttl and "expired partitions" in ttl and "none yet" in ttl
+    assert re.search(r"ttl task: +every 24 h; last: none yet; next: at the next look", ttl)  # the TTL task
     assert "hoodie.cleaner.commits.retained = 7" in ok(tms("tables", "update", name, "--policy",
                                                            "hoodie.cleaner.commits.retained=7"))
 

@@ -17,6 +17,8 @@ ENDPOINTS = [
     ("GET", "/api/v1/tables/1/savepoints", "viewer"),
     ("POST", "/api/v1/tables/1/savepoints", "operator"),
     ("DELETE", "/api/v1/tables/1/savepoints/1", "operator"),
+    ("POST", "/api/v1/tables/1/backfills", "operator"),
+    ("DELETE", "/api/v1/tables/1/backfills/1", "operator"),
     ("POST", "/api/v1/tables/1/restore", "admin"),
     ("GET", "/api/v1/tables/1/backup", "viewer"),
     ("PUT", "/api/v1/tables/1/backup", "admin"),

@@ -42,7 +42,7 @@ def test_savepoint_then_restore_in_place(client, tokens, hudi_tables):
     for wrong, says in (({"savepoint": kept, "version": 1, "in_place": True}, "exactly one of version"),
                         ({"savepoint": kept}, "exactly one of target_path"),
                         ({"version": 1, "in_place": True}, "backup version"),
-                        ({"savepoint": kept, "target_path": str(path) + "-copy"}, "new path"),
+                        ({"savepoint": kept, "target_path": str(path)}, "is the table itself"),
                         ({"savepoint": writes[-1].timestamp, "in_place": True}, "no savepoint")):
         refused = client.post(f"{url}/restore", json=wrong, headers=tokens["admin"])
         assert refused.status_code == 422 and says in refused.text, refused.text
@@ -66,3 +66,31 @@ def test_a_restore_is_not_planned(client, tokens, register):
     refused = client.post(f"/api/v1/tables/{table['id']}:plan", json={"service": "restore"},
                           headers=tokens["operator"])
     assert refused.status_code == 422 and "POST /api/v1/tables/{id}/restore" in refused.text
+
+
+def test_a_backfill_announced_savepoints_the_latest_write_until_it_ends(client, tokens, hudi_tables):
+    source = hudi_tables["cow_v8_nonpartitioned"]
+    path = source.parent / f"cow_v8_nonpartitioned-backfill-{secrets.token_hex(4)}"
+    shutil.copytree(source, path)
+    table = client.post("/api/v1/tables", json={"base_path": str(path)}, headers=tokens["admin"]).json()
+    url = f"/api/v1/tables/{table['id']}"
+    latest = HudiTable.load(str(path)).timeline.completed_writes()[-1].timestamp
+
+    assert client.post(f"{url}/backfills", headers=tokens["viewer"]).status_code == 403
+    made = client.post(f"{url}/backfills", json={"reason": "reload of March"}, headers=tokens["operator"])
+    assert made.status_code == 201, made.text
+    savepoint = made.json()["savepoint"]
+    assert made.json()["created"] is True
+    assert (savepoint["instant"], savepoint["savepointed_by"], savepoint["comments"]) == (
+        latest, "tms-backfill", "backfill: reload of March")
+    assert HudiTable.load(str(path)).timeline.savepoints()[0].timestamp == latest  # Hudi's savepoint, on storage
+    again = client.post(f"{url}/backfills", headers=tokens["operator"])  # no body: no reason
+    assert again.status_code == 201 and again.json()["created"] is False
+    assert again.json()["savepoint"]["instant"] == latest
+
+    assert client.delete(f"{url}/backfills/{latest}", headers=tokens["operator"]).status_code == 204
+    assert client.get(f"{url}/savepoints", headers=tokens["viewer"]).json() == []
+    client.post(f"{url}/savepoints", json={}, headers=tokens["operator"]).raise_for_status()
+    not_a_backfill = client.delete(f"{url}/backfills/{latest}", headers=tokens["operator"])
+    assert not_a_backfill.status_code == 422 and "not by a backfill" in not_a_backfill.json()["detail"]
+    assert [s["instant"] for s in client.get(f"{url}/savepoints", headers=tokens["viewer"]).json()] == [latest]

@@ -2,6 +2,13 @@
 partition TTL on a table without partitions, is refused with a 422 naming the option, and nothing is stored."""
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta
+
+from service.ui.session import CSRF_FIELD
+from tms.db import TtlTaskRepo
+from tms.table_service import TableService
+
 
 def test_ttl_policies_are_checked_against_the_table(client, register, tokens):
     admin = tokens["admin"]
@@ -35,7 +42,7 @@ def test_partition_ttl_is_refused_on_a_table_without_partitions(client, register
     assert "not partitioned" in refused.json()["detail"]
 
 
-def test_the_table_shows_its_ttl_state(client, register, tokens):
+def test_the_table_shows_its_ttl_state(app, client, register, tokens):
     table = register("mor_v8_trips_8i3u1d")  # partitioned by city, written long before today
     url = f"/api/v1/tables/{table['id']}"
     assert client.get(url, headers=tokens["viewer"]).json()["ttl"] is None  # no TTL policy
@@ -45,3 +52,18 @@ def test_the_table_shows_its_ttl_state(client, register, tokens):
     cities = client.get(url, headers=tokens["viewer"]).json()["file_group_stats"]["partitions"]
     assert ttl["expired_partitions_total"] == cities == len(ttl["expired_partitions"]) > 0  # by their last write
     assert ttl["record_ttl_cutoff"] and (ttl["last_record_ttl"], ttl["last_partition_delete"]) == (None, None)
+    # The TTL tasks TMS runs on schedule: partitions first, then records; none requested yet, so both due now.
+    assert [(s["service"], s["interval_hours"], s["last_task_id"], s["next_due"]) for s in ttl["schedule"]] == [
+        ("partition_ttl", 24, None, None), ("ttl", 24, None, None)]
+    with app.state.database.transaction() as session:
+        task = TtlTaskRepo(session).request(table["id"], TableService.PARTITION_TTL, {"policy": {}, "now": "x"})
+    [partitions, records] = client.get(url, headers=tokens["viewer"]).json()["ttl"]["schedule"]
+    assert (partitions["last_task_id"], partitions["last_state"]) == (task.id, "RUNNABLE")
+    due = datetime.fromisoformat(partitions["next_due"]) - datetime.fromisoformat(partitions["last_requested_at"])
+    assert due == timedelta(hours=24) and records["next_due"] is None
+    # The dashboard's table page shows the same beside the TTL state (signed in as a browser is).
+    login = client.get("/ui/login")
+    csrf = re.search(rf'name="{CSRF_FIELD}" value="([^"]+)"', login.text).group(1)
+    client.post("/ui/login", data={CSRF_FIELD: csrf, "token": tokens["viewer"]["Authorization"].split()[1]})
+    page = client.get(f"/ui/tables/{table['id']}").text
+    assert f"task {task.id}</a> RUNNABLE" in page and "partition ttl task" in page

@@ -103,9 +103,12 @@ def test_backup_requests_and_refusals_through_the_api(tmp_path, service, db, loc
 
     savepoint = httpx.post(f"{url}/restore", headers=service.admin,
                            json={"savepoint": "20250101000000000", "target_path": str(tmp_path / "r")})
-    assert savepoint.status_code == 422 and "tms restore-copy" in savepoint.json()["detail"]
+    assert savepoint.status_code == 422 and "no savepoint at 20250101000000000" in savepoint.json()["detail"]
     in_place = httpx.post(f"{url}/restore", headers=service.admin, json={"version": 1, "in_place": True})
     assert in_place.status_code == 422 and "new base path" in in_place.json()["detail"]
+    catch_up = httpx.post(f"{url}/restore", headers=service.admin,
+                          json={"savepoint": "20250101000000000", "target_path": str(tmp_path / "r"), "catch_up": True})
+    assert catch_up.status_code == 422 and "catch_up applies to a backup version" in catch_up.text
     both = httpx.post(f"{url}/restore", headers=service.admin, json={"version": 1, "savepoint": "20250101000000000"})
     assert both.status_code == 422
 
@@ -148,3 +151,34 @@ def test_backup_failed_and_backup_missed_fire_and_resolve(tmp_path, service, db,
     assert wait_until_final(db, retry.id, timeout=120).state == TaskState.SUCCEEDED
     assert sightings(backup_failed, tomorrow + timedelta(hours=4)) == {}
     assert sightings(backup_missed, tomorrow + timedelta(hours=4)) == {}
+
+
+@pytest.mark.slow
+def test_restores_to_a_new_path_of_a_savepoint_and_of_a_version_caught_up(tmp_path, service, db, local_queue,
+                                                                          start_worker):
+    local_queue()
+    table = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6)
+    first = table.write([rec(i, 1) for i in range(10)])
+    table.model.commit(first)
+    table_id = register(service, table.path)
+    url = f"{service.url}/api/v1/tables/{table_id}"
+    httpx.put(f"{url}/backup", headers=service.admin, json={"destination": str(tmp_path / "b")}).raise_for_status()
+    start_worker()
+    backup = httpx.post(f"{url}/backups", headers=service.admin).json()
+    assert wait_until_final(db, backup["id"], timeout=120).state == TaskState.SUCCEEDED
+    second = table.write([rec(i, 2, "second") for i in range(5, 15)])
+    table.model.commit(second)
+    httpx.post(f"{url}/savepoints", headers=service.admin, json={}).raise_for_status()  # of the second write
+    table.model.commit(table.write([rec(i, 3, "third") for i in range(0, 20, 2)]))
+
+    def restored(body: dict) -> None:
+        response = httpx.post(f"{url}/restore", headers=service.admin, json=body)
+        assert response.status_code == 202, response.text
+        assert response.json()["action"] == "backup_restore"
+        assert wait_until_final(db, response.json()["id"], timeout=120).state == TaskState.SUCCEEDED
+
+    restored({"savepoint": second, "target_path": str(tmp_path / "at-savepoint")})
+    assert rows(hudi_rs_table(tmp_path / "at-savepoint"), COLUMNS) == table.model.expected(as_of=second)
+    restored({"version": 1, "target_path": str(tmp_path / "caught-up"), "catch_up": True})
+    assert rows(hudi_rs_table(tmp_path / "caught-up"), COLUMNS) == table.model.expected()
+    assert table.model.expected() not in (table.model.expected(as_of=second), table.model.expected(as_of=first))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from tms.execute.fencing import Fence
+from tms.execute.restore_copy import restore_copy
+from tms.execute.runner import LocalRunner
 from tms.hudi.table import HudiTable
 from tms.table_service import TableService
 
@@ -17,7 +19,13 @@ from .take import take_backup
 
 
 def run_backup_task(service: str, base_path: str, plan: dict[str, Any], fence: Fence) -> tuple[dict[str, Any], str]:
-    """Run it; (the result record, a one-line summary). BackupError when it cannot be done exactly."""
+    """Run it; (the result record, a one-line summary). BackupError when it cannot be done exactly. A restore
+    of a savepoint (its plan names one) copies the table as of the savepoint to a new path (restore_copy)."""
+    if service == TableService.BACKUP_RESTORE and plan.get("savepoint"):
+        fence()
+        copied = restore_copy(HudiTable.load(base_path), str(plan["savepoint"]), str(plan["target_path"]),
+                              LocalRunner(), check=fence)
+        return copied.record(), copied.summary()
     root = plan.get("root")
     if not root:
         raise BackupError(f"the {service} task's plan names no backup root")
@@ -31,6 +39,8 @@ def run_backup_task(service: str, base_path: str, plan: dict[str, Any], fence: F
         return expiry.record(), expiry.summary()
     if service == TableService.BACKUP_RESTORE:
         fence()
-        restored = restore_version(store, int(plan["version"]), str(plan["target_path"]), check=fence)
+        source = HudiTable.load(base_path) if plan.get("catch_up") else None
+        restored = restore_version(store, int(plan["version"]), str(plan["target_path"]), check=fence,
+                                   catch_up=source)
         return restored.record(), restored.summary()
     raise BackupError(f"{service} is not a backup task")

@@ -39,6 +39,7 @@ from .repos.scan_requests import ScanRequestRepo
 from .repos.tables import TableRepo
 from .repos.tasks import TaskRepo
 from .repos.tokens import TokenRepo, hash_secret
+from .repos.ttl import TtlTaskRepo
 from .repos.webhooks import MuteRepo, WebhookRepo
 from .startup import database_url, open_database
 from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_transition
@@ -51,6 +52,7 @@ __all__ = [
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
+    "TtlTaskRepo",
     "Webhook", "WebhookDelivery", "WebhookRepo", "bounded_idle", "can_transition", "database_url", "hash_secret",
     "open_database", "sqlalchemy_url",
 ]

@@ -27,9 +27,10 @@ from tms.hudi.table import HudiTable
 from .base_files import latest_data_schema
 
 
-def delete_partitions(table: HudiTable, partitions: Sequence[str], transactions: TransactionManager | None = None
-                      ) -> str:
-    """Delete `partitions` (relative paths) in one replacecommit; returns its instant time."""
+def delete_partitions(table: HudiTable, partitions: Sequence[str], transactions: TransactionManager | None = None,
+                      extra_metadata: dict[str, str] | None = None) -> str:
+    """Delete `partitions` (relative paths) in one replacecommit; returns its instant time. `extra_metadata`:
+    more entries of its extra metadata (in its requested plan too, so that a pending one says who wrote it)."""
     if not partitions:
         raise HudiError("no partition to delete")
     if "" in partitions or not table.config.partition_fields:
@@ -50,10 +51,11 @@ def delete_partitions(table: HudiTable, partitions: Sequence[str], transactions:
             raise HudiError(f"table {table.config.name} has no partition {', '.join(sorted(unknown))}")
         replaced = {p: sorted(g.file_id for g in view.file_groups(p)) for p in sorted(wanted)}
         requested = tl.create_requested(REPLACE_COMMIT, serialize_requested_replace_metadata(
-            RequestedReplaceMetadata(operation_type=DELETE_PARTITION, extra_metadata={})))
+            RequestedReplaceMetadata(operation_type=DELETE_PARTITION, extra_metadata=dict(extra_metadata or {}))))
         meta = CommitMetadata(partition_to_write_stats={}, compacted=False, operation_type=DELETE_PARTITION,
                               partition_to_replace_file_ids=replaced,
-                              extra_metadata={"schema": json.dumps(latest_data_schema(table))})
+                              extra_metadata={**(extra_metadata or {}),
+                                              "schema": json.dumps(latest_data_schema(table))})
         content = serialize_commit_metadata(meta, table.config.version)
         inflight = tl.transition_to_inflight(requested, content)
         write_metadata_commit(table, inflight.timestamp, REPLACE_COMMIT, meta)  # the MDT first, as Java

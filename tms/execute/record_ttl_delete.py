@@ -64,12 +64,15 @@ def expired_records(table: HudiTable, field: str, cutoff: datetime, max_file_gro
 
 def delete_expired_records(table: HudiTable, field: str, cutoff: datetime, *,
                            transactions: TransactionManager | None = None,
-                           max_file_groups: int = DEFAULT_MAX_FILE_GROUPS) -> TtlDeletion:
-    """Delete the records of `table` whose `field` is before `cutoff` (see the module docstring)."""
+                           max_file_groups: int = DEFAULT_MAX_FILE_GROUPS,
+                           extra_metadata: dict[str, str] | None = None) -> TtlDeletion:
+    """Delete the records of `table` whose `field` is before `cutoff` (see the module docstring);
+    `extra_metadata`: more entries of the delete commit's extra metadata."""
     table.timeline.reload()
     expired, groups = expired_records(table, field, cutoff, max_file_groups)
     if expired is None:
         return TtlDeletion(None, 0, 0)
-    ttl = {TTL_FIELD_KEY: field, TTL_CUTOFF_KEY: str(int(cutoff.timestamp() * 1000))}  # the TTL state shows it
+    # The TTL state shows these.
+    ttl = {**(extra_metadata or {}), TTL_FIELD_KEY: field, TTL_CUTOFF_KEY: str(int(cutoff.timestamp() * 1000))}
     result = HudiWriter(table, transactions=transactions).write(expired, "delete", extra_metadata=ttl)
     return TtlDeletion(result.instant, expired.num_rows, groups)

@@ -3,7 +3,9 @@ savepoint metadata names, each partition's `.hoodie_partition_metadata`) and a t
 instant completed at or before the savepointed commit, with its requested and inflight files). The source
 table is only read. The metadata table is not copied (the copy's properties drop it; a writer builds a new
 one). The data files are copied first, the timeline next, `hoodie.properties` last: until then no reader
-takes the target for a table.
+takes the target for a table. A target holding anything else is refused before anything is written; one
+holding only files of this copy without `hoodie.properties` (an earlier attempt of it stopped) is gone on
+over, each of those files copied again.
 
 Log blocks that a v6 writer appended to a copied log file after the savepoint stay in it: their instants
 are not on the copied timeline, so readers skip them, as they skip any uncommitted block."""
@@ -11,9 +13,11 @@ from __future__ import annotations
 
 import posixpath
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tms.backup.snapshot import walk_files
 from tms.hudi.errors import HudiError
 from tms.hudi.instant import SAVEPOINT, Instant
 from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
@@ -56,8 +60,9 @@ class CopyResult:
 
 
 def copy_file(task: CopyTask, _token: str) -> int:
-    """Copy one file (streamed); returns its size. Refuses to overwrite a file at the target."""
+    """Copy one file (streamed), replacing what an earlier attempt left of it; returns its size."""
     src, dst = open_storage(task.source), open_storage(task.target)
+    dst.delete(task.rel)
     with src.open(task.rel) as fin, dst.open_new(task.rel) as fout:
         shutil.copyfileobj(fin, fout, 8 << 20)
     return src.info(task.rel).size
@@ -76,15 +81,17 @@ def _timeline_files(table: HudiTable, savepoint: str) -> list[str]:
     return [tl.path_of(i) for i in keep]
 
 
-def restore_copy(table: HudiTable, savepoint: str, target_path: str, runner: Runner) -> CopyResult:
-    """Copy `table` as of its savepoint `savepoint` to a new table at `target_path`."""
+def restore_copy(table: HudiTable, savepoint: str, target_path: str, runner: Runner,
+                 check: Callable[[], None] = lambda: None) -> CopyResult:
+    """Copy `table` as of its savepoint `savepoint` to a new table at `target_path`. `check` is called before
+    `hoodie.properties` is written (a task's fence)."""
     tl = table.timeline
     tl.reload(force=True)
     if target_path.rstrip("/") == table.base_path.rstrip("/"):
         raise CopyRefused("the target path is the table's own base path: restore in place instead")
     meta = read_savepoint(table, savepoint)
     target = open_storage(target_path)
-    if target.exists(PROPERTIES) or (target.exists("") and target.listdir("")):
+    if target.exists(PROPERTIES):
         raise CopyRefused(f"target path {target_path} is not empty: a restore writes a new table only")
     data = [posixpath.join(p.partition_path, n) if p.partition_path else n
             for p in meta.partition_metadata.values() for n in p.savepoint_data_file]
@@ -96,6 +103,11 @@ def restore_copy(table: HudiTable, savepoint: str, target_path: str, runner: Run
     data += [posixpath.join(p, PARTITION_METADATA) if p else PARTITION_METADATA for p in partitions
              if table.storage.exists(posixpath.join(p, PARTITION_METADATA) if p else PARTITION_METADATA)]
     timeline = _timeline_files(table, savepoint)
+    ours = set(data) | set(timeline)
+    strangers = [i.path for i in walk_files(target) if i.path not in ours] if target.exists("") else []
+    if strangers:
+        raise CopyRefused(f"target path {target_path} is not empty ({strangers[0]}, ...): a restore writes a new "
+                          "table only")
     source = table.base_path
     sizes = runner.map(copy_file, [CopyTask(source, target.base_uri, rel) for rel in data],
                        f"restore of {table.name} at savepoint {savepoint} to {target_path}")
@@ -103,6 +115,7 @@ def restore_copy(table: HudiTable, savepoint: str, target_path: str, runner: Run
         copy_file(CopyTask(source, target.base_uri, rel), "")
     props = {k: v for k, v in table.config.props.items() if k not in (PARTITIONS_PROP, PARTITIONS_INFLIGHT_PROP)}
     target.makedirs(".hoodie/.temp")
+    check()
     target.write_new(PROPERTIES, format_properties(props, "Properties saved by TMS").encode())
     if not HudiTable.load(target.base_uri).timeline.is_completed(savepoint):
         raise HudiError(f"the copy at {target_path} lacks the savepointed commit {savepoint}")

@@ -180,8 +180,9 @@ class HudiWriter:
             pending_at_start = [i.timestamp for i in tl.pending() if i.timestamp != instant.timestamp]
         ts = instant.timestamp
         self._heartbeat(ts)
-        inflight = tl.transition_to_inflight(instant, serialize_commit_metadata(
-            CommitMetadata(operation_type=op.upper(), extra_metadata={"schema": json.dumps(avro_schema)}),
+        inflight = tl.transition_to_inflight(instant, serialize_commit_metadata(  # its extra metadata names it
+            CommitMetadata(operation_type=op.upper(),
+                           extra_metadata={**(extra_metadata or {}), "schema": json.dumps(avro_schema)}),
             self.config.version))
 
         view = self.table.file_system_view()

@@ -100,6 +100,8 @@ class TablePolicy(BaseModel):
     partition_ttl_days: int = Field(-1, ge=-1, alias="hoodie.partition.ttl.days.retain")
     partition_ttl_max_partitions: int = Field(
         1000, ge=1, alias="hoodie.partition.ttl.management.max.partitions.to.delete")
+    # How often the manager's leader requests each TTL task the two above set (tms.planning.ttl_schedule).
+    ttl_interval_hours: int = Field(24, ge=1, alias="tms.ttl.interval.hours")
     # Savepoints TMS makes (tms.planning.savepoints): one of the latest completed write every this many hours
     # (0: none), the oldest of its own beyond `keep` deleted (a writer's savepoints are never touched).
     savepoint_interval_hours: int = Field(0, ge=0, alias="tms.savepoint.interval.hours")

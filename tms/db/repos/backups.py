@@ -4,30 +4,21 @@ alerts read of them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import DateTime, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from tms.hudi.instant import format_wall_clock
 from tms.table_service import BACKUP_SERVICES, TableService
 
-from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task
 from ..states import TaskState
+from .requested import active_task, database_now, request_task, requested_at
 from .tasks import TaskRepo
 
 S = TaskState
-# A backup task in one of these holds the table's backups: no other backup task starts beside it.
-ACTIVE = (S.PENDING, S.BLOCKED, S.RUNNABLE, S.RUNNING, S.SUSPENDED)
 _BACKUP_SERVICES = [s.value for s in BACKUP_SERVICES]
-
-
-def _requested_at() -> Any:
-    """When a backup task was requested, on the requester's clock (its plan's `requested_at`: the schedule's, which
-    tests set), else when it was recorded."""
-    return func.coalesce(Task.plan_stats["requested_at"].astext.cast(DateTime(timezone=True)), Task.created_at)
 
 
 @dataclass(frozen=True)
@@ -49,9 +40,7 @@ class BackupTaskRepo:
 
     def now(self) -> datetime:
         """The database's clock."""
-        now = self.session.scalar(select(func.now()))
-        assert now is not None
-        return now
+        return database_now(self.session)
 
     def tables_with_backups(self) -> list[RegisteredTable]:
         """Enabled tables whose policy names a backup destination."""
@@ -61,13 +50,11 @@ class BackupTaskRepo:
             .order_by(RegisteredTable.id)))
 
     def active(self, table_id: int) -> Task | None:
-        return self.session.scalar(select(Task).where(
-            Task.table_id == table_id, Task.service.in_(_BACKUP_SERVICES),
-            Task.state.in_([s.value for s in ACTIVE])).order_by(Task.id).limit(1))
+        return active_task(self.session, table_id, _BACKUP_SERVICES)
 
     def history(self, table_id: int) -> BackupHistory:
         backup = (Task.table_id == table_id, Task.service == TableService.BACKUP.value)
-        requested = _requested_at()
+        requested = requested_at()
         first, last = self.session.execute(select(func.min(requested), func.max(requested)).where(*backup)).one()
         done = self.session.execute(select(requested, Task.finished_at).where(
             *backup, Task.state == S.SUCCEEDED.value).order_by(requested.desc()).limit(1)).first()
@@ -91,25 +78,8 @@ class BackupTaskRepo:
 
     def request(self, table_id: int, service: TableService, plan: dict[str, Any], *, priority: int = 0,
                 queue: str | None = None, now: datetime | None = None) -> Task:
-        """Record a runnable backup task of the table; ConflictError while another one is active. The table's
-        row is locked meanwhile, so two requests never both pass the check. `now`: the requester's clock (default
-        the database's), recorded as the plan's `requested_at`. Its instant is the request's time (milliseconds,
-        unique among the table's tasks): it names the request, not a timeline instant."""
-        table = self.session.get(RegisteredTable, table_id, with_for_update=True, populate_existing=True)
-        if table is None:
-            raise NotFoundError(f"no table with id {table_id}")
-        active = self.active(table_id)
-        if active is not None:
-            raise ConflictError(f"table {table.name} has a {active.service} task ({active.id}, {active.state}) "
-                                "in progress; one backup task runs at a time")
-        at = now or self.now()
-        plan = {**plan, "requested_at": at.isoformat()}
-        now = self.now()  # the instant: the database's time of the request, as the task's other times
-        while True:
-            instant = format_wall_clock(now.astimezone(UTC).replace(tzinfo=None))
-            if self.tasks.for_instant(table_id, instant) is None:
-                break
-            now += timedelta(milliseconds=1)
-        task, _ = self.tasks.create(table_id=table_id, service=service.value, instant=instant, state=S.RUNNABLE,
-                                    priority=priority, queue=queue, plan_stats=plan, planned_by_tms=True)
-        return task
+        """Record a runnable backup task of the table; ConflictError while another one is active (see
+        requested.request_task). Its instant is the request's time: it names the request, not a timeline
+        instant."""
+        return request_task(self.session, table_id, service.value, plan, scope=_BACKUP_SERVICES, kind="backup",
+                            priority=priority, queue=queue, now=now)

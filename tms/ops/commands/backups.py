@@ -60,16 +60,27 @@ def take_backup(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json: 
 
 
 @app.command("restore")
-def restore(ref: Ref, version: Annotated[int, typer.Option(min=1, help="The backup version.")],
-            target_path: Annotated[str, typer.Option(help="A new base path (empty or absent).")],
+def restore(ref: Ref, target_path: Annotated[str, typer.Option(help="A new base path (empty or absent).")],
+            version: Annotated[int | None, typer.Option(min=1, help="The backup version.")] = None,
+            savepoint: Annotated[str | None, typer.Option(help="Or a savepoint of the table (its instant).")] = None,
+            catch_up: Annotated[bool, typer.Option(
+                "--catch-up", help="A version: then apply the table's instants completed since it.")] = False,
             yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
             url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
-    """Restore a backup version to a new base path (admin): a worker runs it."""
+    """Restore a backup version (or a savepoint) of the table to a new base path (admin): a worker runs it."""
+    body: dict[str, Any] = {"target_path": target_path}
+    if version is not None:
+        body["version"] = version
+    if savepoint is not None:
+        body["savepoint"] = savepoint
+    if catch_up:
+        body["catch_up"] = True
+    what = f"backup version {version}" if savepoint is None else f"savepoint {savepoint}"
     with connect(url, token) as client:
         tid = table_id(client, ref)
         if not yes:
-            confirm(f"restore backup version {version} of table {tid} to {target_path}?", "nothing restored")
-        task = client.post(f"/tables/{tid}/restore", {"version": version, "target_path": target_path})
+            confirm(f"restore {what} of table {tid} to {target_path}?", "nothing restored")
+        task = client.post(f"/tables/{tid}/restore", body)
     output_for(as_json).show(task, _task_line(task, "restore requested"))
 
 

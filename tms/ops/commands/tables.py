@@ -86,6 +86,7 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
             ("last record TTL", ttl["last_record_ttl"] or "none yet"),
             ("last partition delete", ttl["last_partition_delete"] or "none yet"),
             ("expired partitions", ", ".join(expired) + (f" and {more} more" if more > 0 else "") or "none"),
+            *((f"{s['service']} task", _ttl_task_line(s)) for s in ttl.get("schedule") or ()),
         ])]
     policies = t.get("policies") or {}
     lock = sorted((k, v) for k, v in policies.items() if is_concurrency_option(k))
@@ -93,6 +94,11 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
     lines += ["", "policies:", output.record(own)]
     lines += ["", "concurrency control:", output.record(lock) if lock else "single writer (no lock)"]
     return lines
+
+
+def _ttl_task_line(s: dict[str, Any]) -> str:
+    last = f"task {s['last_task_id']} {s['last_state']}" if s.get("last_task_id") else "none yet"
+    return f"every {s['interval_hours']} h; last: {last}; next: {s.get('next_due') or 'at the next look'}"
 
 
 def _policy_changes(policy: list[str] | None, option: list[str] | None, *, empty_is_none: bool) -> dict[str, Any]:
