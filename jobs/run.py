@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from tms.config import load_settings
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS
 from tms.execute.dispatch import EXECUTORS, execute_instant
 from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.fencing import http_fence, no_fence
@@ -57,7 +57,7 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
     except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
         print(f"error: {e}", file=sys.stderr)
         return CONFLICT_EXIT_STATUS
-    except TMSError as e:  # one line, as every TMS command ends
+    except ONE_LINE_ERRORS as e:  # one line, as every TMS command ends
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(result.summary())

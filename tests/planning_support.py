@@ -15,8 +15,8 @@ from tms.hudi.instant import State
 from tms.hudi.instant_time import TimeGenerator
 from tms.hudi.serde import RollbackMetadata, parse_cleaner_plan, parse_rollback_metadata
 from tms.hudi.table import HudiTable
+from tms.hudi.table_path import table_relative
 from tms.planning.policy import TablePolicy
-from tms.table_path import table_relative
 
 
 def now() -> datetime:

@@ -5,7 +5,7 @@ import pytest
 
 from tms.hudi.errors import HudiError
 from tms.hudi.storage import open_storage
-from tms.table_path import is_under_roots, join, normalize_base_path, table_relative
+from tms.hudi.table_path import is_under_roots, join, normalize_base_path, table_relative
 
 
 @pytest.mark.parametrize("path,partition,expected", [

@@ -17,7 +17,7 @@ from planner import cli as planner_cli
 from service import cli as service_cli
 from standalone import cli as standalone_cli
 from standalone.demo import run_demo_writer
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS, TMSError
 from tms.execute import cli as execute_cli
 from tms.execute import savepoint_cli, ttl_cli
 from tms.hudi.inspect import describe_table, format_description
@@ -31,6 +31,7 @@ from tms.hudi.write_options import parse_option_pairs, parse_write_options
 from tms.hudi.writer import HudiWriter, create_table_for_records, records_schema
 from tms.ops import commands as ops_commands
 from tms.ops.options import after_the_subcommand
+from tms.planning.capabilities import capabilities
 from worker import cli as worker_cli
 
 
@@ -45,7 +46,7 @@ class _Commands(TyperGroup):
     def invoke(self, ctx: Any) -> Any:  # a context of the click Typer bundles (typer._click, private)
         try:
             return super().invoke(ctx)
-        except TMSError as e:
+        except ONE_LINE_ERRORS as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(1) from None
 
@@ -76,7 +77,8 @@ def _load(path: str) -> HudiTable:
 def inspect(path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
             as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
     """Table config, timeline, file groups with their slices and sizes, pending plans, inflight instants."""
-    desc = describe_table(_load(path))
+    table = _load(path)
+    desc = describe_table(table, capabilities(table))
     typer.echo(json.dumps(desc, indent=2, default=_json_default) if as_json else format_description(desc))
 
 

@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticSerializationError, to_json
 
 from tms.hudi.instant import ACTIONS
-from tms.table_path import normalize_base_path
+from tms.hudi.table_path import normalize_base_path
 
 MAX_ID = 2**63 - 1  # bigint
 # The validators below, as JSON Schema says them (for clients, the API docs and schemathesis).

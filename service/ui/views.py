@@ -24,7 +24,7 @@ from tms.db import (
     TaskRepo,
     TaskState,
 )
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS
 from tms.hudi.inspect import human_size
 from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
 from tms.hudi.savepoint import read_savepoint
@@ -183,7 +183,7 @@ def table_backups(session: Session, table: RegisteredTable) -> dict[str, Any]:
     if policy.backup_destination:
         try:
             out["versions"] = store_of(table).manifests()
-        except (TMSError, OSError, ValueError) as exc:  # a destination down or unreadable: said, not fatal
+        except ONE_LINE_ERRORS + (OSError, ValueError) as exc:  # a destination down or unreadable: said, not fatal
             out["error"] = f"cannot read the backups: {exc}"
     return out
 

@@ -17,7 +17,8 @@ from tms.hudi.errors import HudiError
 from tms.hudi.instant import instant_to_datetime, instant_wall_clock, millis_from_instant, new_instant_time
 from tms.hudi.instant_time import TimeGenerator
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV, TIMELINE_TIMEZONE, is_utc_timeline, local_zone
+from tms.hudi.timeline_zone import TIMELINE_TIMEZONE, is_utc_timeline
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 NEW_YORK = ZoneInfo("America/New_York")

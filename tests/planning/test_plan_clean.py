@@ -9,8 +9,8 @@ from planning_support import ModelledTable, now, policy, rec, run_clean, run_com
 from tms.hudi.instant import instant_to_datetime
 from tms.hudi.serde import parse_cleaner_plan
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
 from tms.planning import earliest_instant_to_retain, plan_clean, plan_compaction, plan_stats
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 COMMITS = "KEEP_LATEST_COMMITS"
 VERSIONS = "KEEP_LATEST_FILE_VERSIONS"

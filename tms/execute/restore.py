@@ -18,7 +18,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tms.hudi.capabilities import require_capability
 from tms.hudi.errors import HudiError
 from tms.hudi.instant import (
     CLEAN,
@@ -48,6 +47,7 @@ from tms.hudi.serde import (
     serialize_rollback_plan,
 )
 from tms.hudi.table import HudiTable
+from tms.planning.capabilities import require_capability
 from tms.planning.rollback import restore_rollback_plan
 from tms.table_service import TableService
 

@@ -25,7 +25,7 @@ from tms.hudi.serde import (
     serialize_rollback_metadata,
 )
 from tms.hudi.table import HudiTable
-from tms.table_path import table_relative
+from tms.hudi.table_path import table_relative
 
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence

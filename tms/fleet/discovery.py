@@ -9,7 +9,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from tms.hudi.storage import open_storage
-from tms.table_path import join, normalize_base_path
+from tms.hudi.table_path import join, normalize_base_path
 
 HOODIE = ".hoodie"
 

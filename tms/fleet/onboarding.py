@@ -12,7 +12,7 @@ from typing import Any
 from tms.db import AlertRepo, Database, DiscoveryRepo, TableRepo
 from tms.hudi.errors import HudiError
 from tms.hudi.table import HudiTable
-from tms.table_path import normalize_base_path
+from tms.hudi.table_path import normalize_base_path
 
 from .discovery import find_tables
 from .registration import assess, registration_facts

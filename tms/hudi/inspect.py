@@ -1,14 +1,16 @@
 """A description of a table for people (`tms inspect`) and for JSON consumers (`tms inspect --json`)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .base_format import table_base_format
-from .capabilities import capabilities
 from .table import HudiTable
 
 
-def describe_table(table: HudiTable) -> dict[str, Any]:
+def describe_table(table: HudiTable, capabilities: Mapping[str, tuple[bool, str]]) -> dict[str, Any]:
+    """The table's config, timeline and file groups; `capabilities`: what the caller can do for the table (each
+    use, whether it can run, why not), told as given."""
     cfg, tl = table.config, table.timeline
     view = table.file_system_view()
     timeline = [{"instant": i.timestamp, "action": i.action, "state": i.state.name,
@@ -38,8 +40,8 @@ def describe_table(table: HudiTable) -> dict[str, Any]:
                    "merge_mode": cfg.merge_mode.value, "base_file_format": table_base_format(cfg),
                    "partitions": view.partitions},
         # what TMS can do for the table: reading and each table service, or why not
-        "capabilities": {service: {"can_run": c.can_run, "reason": c.reason}
-                         for service, c in capabilities(table).items()},
+        "capabilities": {service: {"can_run": can_run, "reason": reason}
+                         for service, (can_run, reason) in capabilities.items()},
         "timeline": timeline,
         "file_groups": groups,
         "replaced_file_groups": [{"partition": p, "file_id": f, "by": ts} for (p, f), ts in view.replaced.items()],

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 
 from .base_format import require_readable_format
-from .capabilities import READING, require_capability
 from .fs_view import FileSlice
 from .merge import merge_slice
+from .readability import require_readable
 from .schema import META_FIELDS
 from .schema_evolution import full_arrow_schema, latest_data_schema, require_resolvable_history
 from .table import HudiTable
@@ -22,7 +22,7 @@ def iter_snapshot(table: HudiTable, as_of: str | None = None, columns: list[str]
     Slices are merged in parallel threads (pyarrow and parquet decoding release the GIL).
     Rows come in the table's latest schema (at `as_of`): files written with older schemas are projected to it.
     A table TMS cannot read exactly is refused (UnsupportedTableError) before any row is read."""
-    require_capability(table, READING)
+    require_readable(table)
     data_schema = latest_data_schema(table, as_of)
     schema = None
     if data_schema is not None:

@@ -1,21 +1,18 @@
 """The zone a table's instant times are wall-clock times in. Hudi writes `yyyyMMddHHmmssSSS` in
 `hoodie.table.timeline.timezone`: UTC, or LOCAL (the default when the property is absent), the writing JVM's
-default zone, which the table does not record. For LOCAL tables TMS takes the zone from the setting
-TMS_TIMELINE_LOCAL_TIMEZONE, read from this process's environment (so the planner, the service, the worker
-and the jobs it starts all see it), else this process's local zone, as a JVM on this host would take it
-(`TZ`, else /etc/localtime)."""
+default zone, which the table does not record. The zone of LOCAL tables is passed in by the library's caller
+(`use_local_zone`: TMS passes its setting, see `tms.timeline_zone`); the library reads no environment. Until one
+is passed in it is this host's zone (/etc/localtime, else UTC, as a JVM without TZ takes it)."""
 from __future__ import annotations
 
 import functools
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import HudiError
 
 TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
-LOCAL_TIMEZONE_ENV = "TMS_TIMELINE_LOCAL_TIMEZONE"
 _SYSTEM_ZONE_FILE = "/etc/localtime"
 
 
@@ -27,35 +24,39 @@ def zone_named(name: str) -> ZoneInfo:
         raise HudiError(f"{name!r} is not an IANA time zone name (such as Asia/Shanghai or UTC)") from None
 
 
-@functools.lru_cache(maxsize=8)
-def _local_zone(setting: str | None, tz: str | None) -> tzinfo:
-    if setting:
-        try:
-            return zone_named(setting)
-        except HudiError as e:
-            raise HudiError(f"{LOCAL_TIMEZONE_ENV}: {e}") from None
-    if tz:
-        name = tz.removeprefix(":")
-        try:
-            if name.startswith("/"):
-                with open(name, "rb") as f:
-                    return ZoneInfo.from_file(f, key=name)
-            return zone_named(name)
-        except (HudiError, OSError, ValueError):
-            raise HudiError(f"TZ={tz} names no time zone file: set {LOCAL_TIMEZONE_ENV} to the zone the writers "
-                            "of LOCAL-timeline tables run in") from None
+def zone_of_tz(tz: str) -> tzinfo:
+    """The zone a `TZ` value names as a JVM reads it (`:` prefix dropped; an absolute path is a zone file);
+    HudiError (or OSError, ValueError for an unreadable zone file) if it names none."""
+    name = tz.removeprefix(":")
+    if name.startswith("/"):
+        with open(name, "rb") as f:
+            return ZoneInfo.from_file(f, key=name)
+    return zone_named(name)
+
+
+@functools.lru_cache(maxsize=1)
+def system_zone() -> tzinfo:
+    """This host's zone from /etc/localtime; UTC when none is configured (the JVM's default is GMT too)."""
     try:
         with open(_SYSTEM_ZONE_FILE, "rb") as f:
             return ZoneInfo.from_file(f, key="localtime")
     except FileNotFoundError:
-        return UTC  # no zone configured at all: the JVM's default is GMT too
+        return UTC
 
 
-def local_zone(setting: str | None = None) -> tzinfo:
-    """The zone of LOCAL timelines: `setting` (default: TMS_TIMELINE_LOCAL_TIMEZONE from the environment), else
-    this process's local zone. HudiError if it names no zone."""
-    setting = setting or os.environ.get(LOCAL_TIMEZONE_ENV) or None
-    return _local_zone(setting, os.environ.get("TZ") or None)
+_local_zone_source: Callable[[], tzinfo] = system_zone
+
+
+def use_local_zone(source: Callable[[], tzinfo]) -> None:
+    """Take the zone of LOCAL timelines from `source`, called each time a table's zone is needed (it may raise
+    HudiError for a setting that names no zone)."""
+    global _local_zone_source
+    _local_zone_source = source
+
+
+def local_zone() -> tzinfo:
+    """The zone of LOCAL timelines, as passed in (`use_local_zone`)."""
+    return _local_zone_source()
 
 
 def is_utc_timeline(props: Mapping[str, str]) -> bool:

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from tms.errors import ConfigError
-
+from .errors import HudiConfigError
 from .locks.config import ConcurrencyConfig, is_concurrency_option, parse_concurrency_options
 from .small_files import OPTIONS as FILE_SIZING_OPTIONS
 from .small_files import FileSizing
@@ -19,7 +18,7 @@ ALLOW_UPDATES = _UPDATE_STRATEGY_PACKAGE + "SparkAllowUpdateStrategy"
 REJECT_UPDATES = _UPDATE_STRATEGY_PACKAGE + "SparkRejectUpdateStrategy"
 
 
-class OptionError(ConfigError):
+class OptionError(HudiConfigError):
     """A malformed or unknown `--option`."""
 
 

@@ -34,8 +34,8 @@ from tms.hudi.instant import (
 )
 from tms.hudi.serde import ActionInstant, CleanerPlan, CleanFileInfo, parse_compaction_plan, serialize_cleaner_plan
 from tms.hudi.table import HudiTable
+from tms.hudi.table_path import join
 from tms.hudi.timeline import WRITE_ACTIONS, Timeline
-from tms.table_path import join
 from tms.table_service import TableService
 
 from .planned import Planned

@@ -23,7 +23,7 @@ from tms.hudi.serde import (
     serialize_requested_replace_metadata,
 )
 from tms.hudi.table import HudiTable
-from tms.table_path import join
+from tms.hudi.table_path import join
 from tms.table_service import TableService
 
 from .compaction_strategy import TOTAL_IO_READ_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE

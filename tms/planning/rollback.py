@@ -17,7 +17,7 @@ from tms.hudi.fs_view import partition_paths
 from tms.hudi.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant
 from tms.hudi.serde import InstantInfo, RollbackPlan, RollbackRequest, serialize_rollback_plan
 from tms.hudi.table import HudiTable
-from tms.table_path import join
+from tms.hudi.table_path import join
 from tms.table_service import TableService
 
 from .errors import PlanningError

@@ -22,7 +22,7 @@ from tms.hudi.serde import (
     parse_rollback_plan,
 )
 from tms.hudi.table import HudiTable
-from tms.table_path import table_relative
+from tms.hudi.table_path import table_relative
 
 from .errors import PlanningError
 

@@ -44,8 +44,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...table_path import table_relative
-from ...table_service import TableService
 from ..base_format import PARQUET, table_base_format
 from ..bloom import DYNAMIC_V0, dynamic_bloom_filter
 from ..bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
@@ -54,7 +52,7 @@ from ..errors import HudiError, UnsupportedTableError
 from ..file_names import LogFileName, write_token
 from ..fs_view import FileSlice
 from ..hfile import write_hfile
-from ..instant import DELTA_COMMIT, ROLLBACK, Instant, State
+from ..instant import CLEAN, CLUSTERING, COMPACTION, DELTA_COMMIT, RESTORE, ROLLBACK, Instant, State
 from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
 from ..rollback_blocks import write_rollback_block_file
 from ..schema import with_meta_fields
@@ -76,6 +74,7 @@ from ..serde import (
     serialize_rollback_plan,
 )
 from ..table import HudiTable
+from ..table_path import table_relative
 from . import keys as K
 from .avro_schema import schema_text
 from .listing import file_instant
@@ -102,17 +101,22 @@ V6_ROLLBACK_SUFFIX = "006"
 _MAINTAINED = {K.FILES, K.COLUMN_STATS, K.PARTITION_STATS, K.BLOOM_FILTERS, K.RECORD_INDEX}
 
 
-def unmaintainable_partitions(table: HudiTable, service: TableService | str) -> list[str]:
+# The table services whose instants the metadata-table writer keeps the MDT through, by their action names.
+_SERVICES = (COMPACTION, CLUSTERING, CLEAN, ROLLBACK, RESTORE)
+
+
+def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
     """The MDT partitions of `table` that TMS cannot keep valid through `service` (compaction, clustering,
-    clean, rollback): planning must refuse the service for the table, naming them. Empty for a table
+    clean, rollback, restore): planning must refuse the service for the table, naming them. Empty for a table
     without an MDT."""
-    service = TableService(service)
+    if service not in _SERVICES:
+        raise ValueError(f"{service!r} is not a table service ({', '.join(_SERVICES)})")
     # A partition an indexer is still building would miss what TMS writes meanwhile.
     out = list(inflight_metadata_partitions(table))
     for p in metadata_partitions(table):
         if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
             continue
-        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service is TableService.ROLLBACK:
+        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service == ROLLBACK:
             continue   # the rollback of a failed write changes no committed file
         out.append(p)
     if metadata_partitions(table) and (table.config.version not in (6, 8, 9)
@@ -130,7 +134,7 @@ def unmaintainable_partitions_for_writes(table: HudiTable) -> list[str]:
                   | {p for p in metadata_partitions(table) if p not in _MAINTAINED})
 
 
-def require_maintainable(table: HudiTable, service: TableService | str) -> None:
+def require_maintainable(table: HudiTable, service: str) -> None:
     """Raise UnsupportedTableError naming the MDT partitions TMS cannot keep valid through `service`."""
     bad = unmaintainable_partitions(table, service)
     if bad:

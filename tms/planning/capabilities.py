@@ -1,23 +1,29 @@
 """What TMS can do for a table, decided from its `hoodie.properties` alone (no listing): read it exactly,
 and run each table service on it, or why not, in one line a user can act on.
 
-One decision serves every caller: the reader refuses before it reads a row, `tms schedule` and the planner
-before they write a plan, the executors before they start, registration and the table's health report it.
-Nothing is planned that cannot run, and a table that cannot be read exactly is never read."""
+One decision serves every caller: `tms schedule` and the planner before they write a plan, the executors before
+they start, registration and the table's health report it. Nothing is planned that cannot run. Reading is the
+format library's own decision (`tms.hudi.readability`, the one its reader takes before it reads a row), reported
+here beside the services."""
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from tms.hudi.base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
+from tms.hudi.errors import HudiError, UnsupportedTableError
+from tms.hudi.instant import REPLACE_COMMIT, Instant, State
+from tms.hudi.metadata.writer import unmaintainable_partitions
+from tms.hudi.readability import (
+    bootstrap_reason,
+    custom_merge_reason,
+    dropped_partition_columns_reason,
+    require_readable,
+    virtual_keys_reason,
+)
+from tms.hudi.serde import parse_requested_replace_metadata
+from tms.hudi.table import HudiTable
 from tms.table_service import SERVICES as TABLE_SERVICES
 from tms.table_service import TableService
-
-from .base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
-from .errors import HudiError, UnsupportedTableError
-from .instant import REPLACE_COMMIT, Instant, State
-from .metadata.writer import unmaintainable_partitions
-from .properties import MergeMode
-from .serde import parse_requested_replace_metadata
-from .table import HudiTable
 
 READING = "reading"
 COMPACTION, CLUSTERING, CLEAN, ROLLBACK = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN,
@@ -30,8 +36,6 @@ _WRITING_BASE_FILES = (COMPACTION, CLUSTERING)
 WRITABLE_FORMATS = (PARQUET, LANCE)
 
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
-BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
-DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
 
 
 class Capability(NamedTuple):
@@ -51,35 +55,25 @@ def _refusals(table: HudiTable, service: str) -> list[str]:
     if service == COMPACTION and not config.is_mor:
         reasons.append(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
     if service in _MERGING:
-        try:
-            if config.merge_mode is MergeMode.CUSTOM:
-                merger = config.get("hoodie.compaction.payload.class") or config.get("hoodie.record.merge.strategy.id")
-                reasons.append(f"it uses merge mode CUSTOM, which needs a Java merger (payload {merger})")
-        except HudiError as e:
-            reasons.append(str(e))
-    if config.get(BOOTSTRAP_BASE_PATH) and service != ROLLBACK:
-        reasons.append(f"it is a bootstrap table ({BOOTSTRAP_BASE_PATH}={config.get(BOOTSTRAP_BASE_PATH)}): "
-                       "its skeleton base files need the source files stitched in, which TMS does not do")
+        reasons.append(custom_merge_reason(config))
+    if service != ROLLBACK:
+        reasons.append(bootstrap_reason(config))
     fmt = table_base_format(config)
     if service in _MERGING:
-        unreadable = unreadable_format_reason(fmt)
-        if unreadable:
-            reasons.append(unreadable)
+        reasons.append(unreadable_format_reason(fmt) or "")
     if service in _WRITING_BASE_FILES and fmt not in WRITABLE_FORMATS and not unreadable_format_reason(fmt):
         reasons.append(f"TMS cannot write {fmt} base files")
-    if not config.populate_meta_fields and config.is_mor and service in _MERGING:
-        reasons.append("it does not populate meta fields (virtual keys) and is MERGE_ON_READ: TMS cannot derive "
-                       "the record keys its log records are merged by exactly")
-    if service == READING and config.get(DROP_PARTITION_COLUMNS, "false") == "true":
-        reasons.append(f"its partition columns are dropped from the data files ({DROP_PARTITION_COLUMNS}=true): "
-                       "TMS cannot rebuild their values from partition paths exactly")
+    if service in _MERGING:
+        reasons.append(virtual_keys_reason(config))
+    if service == READING:
+        reasons.append(dropped_partition_columns_reason(config))
     if service != READING:
         partitions = unmaintainable_partitions(table, service)
         if partitions:
             reasons.append(f"its metadata table has partitions TMS cannot keep in sync for {service} "
                            f"({', '.join(partitions)}): readers would miss the files TMS writes and list the "
                            "files it deletes (disable the metadata table on the writers, hoodie.metadata.enable=false)")
-    return reasons
+    return [r for r in reasons if r]
 
 
 def capabilities(table: HudiTable) -> dict[str, Capability]:
@@ -93,10 +87,12 @@ def capabilities(table: HudiTable) -> dict[str, Capability]:
 
 def require_capability(table: HudiTable, service: str) -> None:
     """Raise UnsupportedTableError (one line) unless TMS can run `service` on `table`."""
+    if service == READING:  # the library's own decision, the one its reader takes
+        require_readable(table)
+        return
     reasons = _refusals(table, service)
     if reasons:
-        verb = "read" if service == READING else f"run {service} on"
-        raise UnsupportedTableError(f"TMS cannot {verb} table {table.config.name}: {'; '.join(reasons)}")
+        raise UnsupportedTableError(f"TMS cannot run {service} on table {table.config.name}: {'; '.join(reasons)}")
 
 
 def _service_of_plan(table: HudiTable, instant: Instant) -> str | None:

@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from tms.hudi.errors import HudiError
+from .errors import HudiError
 
 LOCAL_SCHEMES = ("", "file")
 
