@@ -31,9 +31,9 @@ from tms.execute.spark_submit import (
     spark_submit_command,
     spark_submit_env,
 )
-from tms.hudi.instant import COMPACTION
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMPACTION
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from worker.warm_engine import EngineSpec, WarmEngine
 
 STARTUP_SCRIPT = textwrap.dedent("""

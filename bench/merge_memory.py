@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from tms.hudi.instant import COMPACTION
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter
+from tms.hudi.timeline.instant import COMPACTION
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 
 MB = 1024 * 1024
 ROW_BYTES = 75  # about what one row takes on storage (random text does not compress)
@@ -34,7 +34,7 @@ COMPACT = """
 import json, re, sys, time
 from tms.execute import compaction
 from tms.execute.fencing import no_fence
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 path, instant, mode, budget = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 table = HudiTable.load(path)
 executor = compaction.CompactionExecutor(table, table.timeline.get(instant))

@@ -133,10 +133,10 @@ class Run:
         from planner.runner import Planner
         from service.table_view import registration_facts
         from tms.db import TableRepo
-        from tms.hudi.instant import new_instant_time
-        from tms.hudi.serde import CommitMetadata, serialize_commit_metadata
-        from tms.hudi.table import HudiTable
-        from tms.hudi.writer import HudiWriter
+        from tms.hudi.table.hudi_table import HudiTable
+        from tms.hudi.table.writer import HudiWriter
+        from tms.hudi.timeline.instant import new_instant_time
+        from tms.hudi.timeline.serde import CommitMetadata, serialize_commit_metadata
         from tms.planning.decisions import PlannerOptions
         schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
         HudiWriter.create_table(base_path, table_type="MERGE_ON_READ", version=8, key=["id"], ordering=["ts"],
@@ -166,7 +166,7 @@ class Run:
         return str(self._new_time(self.zone, self.clock))
 
     def instant(self, pending: str, completed: str) -> str:
-        from tms.hudi.instant import Instant, State, instant_file_name
+        from tms.hudi.timeline.instant import Instant, State, instant_file_name
         ts, done = self._tick(), self._tick()
         for inst, content in ((Instant(ts, State.REQUESTED, pending), b""),
                               (Instant(ts, State.INFLIGHT, pending), b""),
@@ -223,7 +223,7 @@ def main() -> None:
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     count = RequestCount()
-    from tms.hudi.storage import LocalStorage
+    from tms.hudi.storage.table_storage import LocalStorage
     count_storage_calls(LocalStorage, count)
     url = start_moto(count)
     os.environ.update({**S3_ENV, "AWS_ENDPOINT_URL": url})

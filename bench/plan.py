@@ -45,10 +45,18 @@ from planner.runner import Planner  # noqa: E402
 from service.table_view import registration_facts  # noqa: E402
 from tms.db import Database, EventRepo, InstanceRepo, NewEvent, TableRepo, TaskRepo  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
-from tms.hudi.instant import COMMIT, COMPACTION, DELTA_COMMIT, Instant, State, instant_file_name, new_instant_time  # noqa: E402
-from tms.hudi.serde import CommitMetadata, serialize_commit_metadata  # noqa: E402
-from tms.hudi.table import HudiTable  # noqa: E402
-from tms.hudi.writer import HudiWriter  # noqa: E402
+from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
+from tms.hudi.table.writer import HudiWriter  # noqa: E402
+from tms.hudi.timeline.instant import (  # noqa: E402
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    Instant,
+    State,
+    instant_file_name,
+    new_instant_time,
+)
+from tms.hudi.timeline.serde import CommitMetadata, serialize_commit_metadata  # noqa: E402
 from tms.planning.decisions import PlannerOptions  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("city", pa.string())])

@@ -52,9 +52,9 @@ from planner.process import REQUESTS_PER_TAKE  # noqa: E402
 from planner.runner import Planner  # noqa: E402
 from tms.db import Database, InstanceRepo, RegisteredTable, ScanRequestRepo, TablePolicy, TableRepo  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
-from tms.hudi.storage import LocalStorage  # noqa: E402
-from tms.hudi.table import HudiTable  # noqa: E402
-from tms.hudi.timeline_stamp import timeline_stamp  # noqa: E402
+from tms.hudi.storage.table_storage import LocalStorage  # noqa: E402
+from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
+from tms.hudi.timeline.stamp import timeline_stamp  # noqa: E402
 from tms.planning.decisions import PlannerOptions, next_tick_at  # noqa: E402
 from tms.planning.digest import TimelineDigest  # noqa: E402
 

@@ -20,12 +20,12 @@ from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.fencing import http_fence, no_fence
 from tms.execute.job_result import result_line
 from tms.execute.runner import Runner
-from tms.hudi.conflicts import WriteConflictError
-from tms.hudi.instant import RESTORE
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
-from tms.hudi.merge_budget import is_memory_option, merge_budget_bytes
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_option_pairs
+from tms.hudi.records.merge_budget import is_memory_option, merge_budget_bytes
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.write_options import parse_option_pairs
+from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.hudi.timeline.instant import RESTORE
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -15,9 +15,9 @@ from tms.backup.schedule import missed_since
 from tms.config import Settings
 from tms.db import AlertRepo, RegisteredTable, Sighting, TablePolicy, TaskState
 from tms.db.read_models import MonitorReads
-from tms.hudi.conflicts import CONFLICT_REASON
 from tms.hudi.errors import HudiError
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.conflicts import CONFLICT_REASON
 from tms.leadership import LeaderLease
 from tms.planning.capabilities import capabilities
 from tms.planning.digest import TimelineDigest

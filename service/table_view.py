@@ -11,8 +11,8 @@ from tms.db import TablePolicy
 from tms.fleet.registration import registration_facts as registration_facts
 from tms.fleet.registration import registration_refusal as fleet_refusal
 from tms.hudi.errors import HudiError
-from tms.hudi.serde import MetadataFormatError
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.serde import MetadataFormatError
 from tms.planning import find_failed_writes
 from tms.planning.capabilities import COMPACTION, READING, Capability, capabilities
 from tms.planning.ttl import ttl_state

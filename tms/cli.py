@@ -20,15 +20,15 @@ from standalone.demo import run_demo_writer
 from tms.errors import ONE_LINE_ERRORS, TMSError
 from tms.execute import cli as execute_cli
 from tms.execute import savepoint_cli, ttl_cli
-from tms.hudi.inspect import describe_table, format_description
-from tms.hudi.instant import is_valid_instant_time
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.init import create_metadata_table
-from tms.hudi.reader import iter_snapshot
-from tms.hudi.schema import avro_to_arrow
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_option_pairs, parse_write_options
-from tms.hudi.writer import HudiWriter, create_table_for_records, records_schema
+from tms.hudi.records.reader import iter_snapshot
+from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.inspect import describe_table, format_description
+from tms.hudi.table.write_options import parse_option_pairs, parse_write_options
+from tms.hudi.table.writer import HudiWriter, create_table_for_records, records_schema
+from tms.hudi.timeline.instant import is_valid_instant_time
 from tms.ops import commands as ops_commands
 from tms.ops.options import after_the_subcommand
 from tms.planning.capabilities import capabilities
@@ -213,7 +213,7 @@ def verify(path: str = typer.Argument(..., help="Base path of a Hudi table."),
            as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
     """Check the table's consistency (metadata table vs storage and footers, record index vs records, pending
     instants without a heartbeat, files no instant references); exit 1 if anything differs."""
-    from tms.hudi.verify import verify_table
+    from tms.hudi.table.verify import verify_table
     problems = verify_table(_load(path))
     if as_json:
         typer.echo(json.dumps({"problems": [p.to_dict() for p in problems], "ok": not problems}, indent=2))

@@ -19,7 +19,7 @@ from pydantic_settings import (
 from tms.display import check_zone
 from tms.errors import ConfigError
 from tms.hudi.errors import HudiError
-from tms.hudi.timeline_zone import zone_named
+from tms.hudi.timeline.zone import zone_named
 from tms.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone
 
 CONFIG_FILE_ENV = "TMS_CONFIG_FILE"

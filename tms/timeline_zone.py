@@ -9,7 +9,7 @@ import os
 from datetime import tzinfo
 
 from tms.hudi.errors import HudiError
-from tms.hudi.timeline_zone import system_zone, use_local_zone, zone_named, zone_of_tz
+from tms.hudi.timeline.zone import system_zone, use_local_zone, zone_named, zone_of_tz
 
 LOCAL_TIMEZONE_ENV = "TMS_TIMELINE_LOCAL_TIMEZONE"
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from tms.db import Database, EngineRepo, QueueRepo, RegisteredTable, TaskRepo, hash_secret
 from tms.execute.engine_code import EngineSpec
-from tms.hudi.instant import ROLLBACK
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import ROLLBACK
 from tms.planning import plan_stats
 from tms.table_service import is_backup_service
 

@@ -1,7 +1,7 @@
 """Sizing a job from its plan: executor memory follows the largest file group (one Spark task holds a whole
 file group's base and log files in memory while it merges them), parallelism follows the operations. A
 compaction merges a file group within its memory budget (hoodie.memory.compaction.max.size, TMS_MERGE_MEMORY_BYTES;
-see tms.hudi.bounded_merge): with a budget, its memory follows the budget once the file group outgrows it.
+see tms.hudi.records.bounded_merge): with a budget, its memory follows the budget once the file group outgrows it.
 
 The merge runs in the executors' Python workers, outside the JVM heap that `spark.executor.memory` sizes. On
 YARN and Kubernetes a Python worker's memory counts against the container's `spark.executor.memoryOverhead`,
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tms.db import ResourceQueue
-from tms.hudi.instant import CLUSTERING, COMPACTION
+from tms.hudi.timeline.instant import CLUSTERING, COMPACTION
 
 MEMORY_FACTOR = 1.4  # decoded rows, the merge and the written file take more than the bytes on storage
 MB = 1024 * 1024

@@ -18,9 +18,9 @@ from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.job_result import find_result
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import RESTORE, State
 from tms.hudi.locks import TransactionManager
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import RESTORE, State
 from tms.table_service import is_backup_service
 
 from .claim import ClaimedTask

@@ -7,8 +7,8 @@ from fastapi import APIRouter, Path, Request, Response, status
 
 from tms.db import TableRepo
 from tms.hudi.locks import TransactionManager
-from tms.hudi.savepoint import create_savepoint, delete_savepoint, read_savepoint
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.savepoint import create_savepoint, delete_savepoint, read_savepoint
 
 from ..auth import Admin, Operator, Viewer
 from ..backup_restore import restore_from_backup

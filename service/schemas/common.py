@@ -11,8 +11,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic_core import PydanticSerializationError, to_json
 
-from tms.hudi.instant import ACTIONS
-from tms.hudi.table_path import normalize_base_path
+from tms.hudi.storage.paths import normalize_base_path
+from tms.hudi.timeline.instant import ACTIONS
 
 MAX_ID = 2**63 - 1  # bigint
 # The validators below, as JSON Schema says them (for clients, the API docs and schemathesis).

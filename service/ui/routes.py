@@ -31,7 +31,7 @@ from tms.db import (
     TaskState,
 )
 from tms.errors import ONE_LINE_ERRORS
-from tms.hudi.inspect import human_size
+from tms.hudi.table.inspect import human_size
 from tms.table_service import TableService
 
 from ..auth import Role

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, tzinfo
 
 from tms.db import RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, instant_to_datetime
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, instant_to_datetime
 from tms.planning.triggers import compaction_trigger
 
 from .charts import TimelineEntry

@@ -25,10 +25,10 @@ from tms.db import (
     TaskState,
 )
 from tms.errors import ONE_LINE_ERRORS
-from tms.hudi.inspect import human_size
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
-from tms.hudi.savepoint import read_savepoint
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.inspect import human_size
+from tms.hudi.table.savepoint import read_savepoint
+from tms.hudi.timeline.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
 
 from ..table_view import live_view
 from . import charts

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from table_model import CITIES, COLUMNS, ModelledTable, key, rec  # noqa: F401 (re-exported to the tests)
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT
-from tms.hudi.properties import format_properties
-from tms.hudi.serde import (
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import format_properties
+from tms.hudi.timeline.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT
+from tms.hudi.timeline.serde import (
     ActionInstant,
     CleanerPlan,
     CleanFileInfo,
@@ -24,7 +25,6 @@ from tms.hudi.serde import (
     serialize_compaction_plan,
     serialize_requested_replace_metadata,
 )
-from tms.hudi.table import HudiTable
 
 
 def write_history(t: ModelledTable) -> None:

@@ -18,14 +18,14 @@ from tms.execute.fencing import no_fence
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.file_names import LogFileName
-from tms.hudi.instant import DELTA_COMMIT, ROLLBACK, Instant, State
-from tms.hudi.log_format import read_log_file
+from tms.hudi.fs_view.file_names import LogFileName
+from tms.hudi.log_format.log_file import read_log_file
 from tms.hudi.metadata.reader import MetadataTable
 from tms.hudi.metadata.writer import unmaintainable_partitions
-from tms.hudi.serde import parse_rollback_metadata
-from tms.hudi.table import HudiTable
-from tms.hudi.verify import verify_table
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.verify import verify_table
+from tms.hudi.timeline.instant import DELTA_COMMIT, ROLLBACK, Instant, State
+from tms.hudi.timeline.serde import parse_rollback_metadata
 
 RUNNER = LocalRunner(1)
 # Lance base files are read by another part of TMS (or refused): not served here.
@@ -304,7 +304,7 @@ def test_partitions_tms_cannot_maintain_are_named_and_refused(tmp_path):
         props["hoodie.table.metadata.partitions"] + ",secondary_index_rider,expr_index_fare_bucket")
     assert unmaintainable_partitions(table, "compaction") == ["expr_index_fare_bucket"]
     assert unmaintainable_partitions(table, "rollback") == []
-    from tms.hudi.properties import format_properties
+    from tms.hudi.table.properties import format_properties
     (t.path / ".hoodie" / "hoodie.properties").write_text(format_properties(table.config.props))
     ts = plan_compaction(t.table())
     with pytest.raises(UnsupportedTableError, match="expr_index_fare_bucket"):

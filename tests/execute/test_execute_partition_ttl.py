@@ -12,12 +12,12 @@ from tms.execute.dispatch import execute_instant
 from tms.execute.partition_delete import delete_partitions
 from tms.execute.runner import LocalRunner
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import REPLACE_COMMIT, instant_to_datetime
 from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.serde import DELETE_PARTITION
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.instant import REPLACE_COMMIT, instant_to_datetime
+from tms.hudi.timeline.serde import DELETE_PARTITION
 from tms.planning.clean import plan_clean
 from tms.planning.policy import TablePolicy
 from tms.planning.ttl import expired_partitions

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from tms.cli import app
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.properties import format_properties
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import format_properties
 from tms.planning.capabilities import SERVICES, capabilities, unrunnable_plans
 
 # Fixtures whose metadata table TMS cannot keep in sync: its statistics are read from Parquet base files.

@@ -4,12 +4,12 @@ import pyarrow as pa
 import pytest
 
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
-from tms.hudi.instant import COMPACTION, DELTA_COMMIT, State
-from tms.hudi.merge import LogScan, merge_ordering_field, merge_records
-from tms.hudi.properties import TableConfig
-from tms.hudi.storage import open_storage
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.records.merge import LogScan, merge_ordering_field, merge_records
+from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import TableConfig
+from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.instant import COMPACTION, DELTA_COMMIT, State
 
 
 def _table(tmp_path, version=8) -> HudiTable:

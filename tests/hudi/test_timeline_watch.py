@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tms.hudi import timeline_watch
-from tms.hudi.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, ROLLBACK
-from tms.hudi.properties import new_table_properties
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline_watch import LOCAL_FILESYSTEMS, TimelineWatcher, filesystem_type
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import new_table_properties
+from tms.hudi.timeline import watch as timeline_watch
+from tms.hudi.timeline.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, ROLLBACK
+from tms.hudi.timeline.watch import LOCAL_FILESYSTEMS, TimelineWatcher, filesystem_type
 
 
 def _table(path: Path, version: int) -> HudiTable:

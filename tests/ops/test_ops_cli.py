@@ -12,8 +12,8 @@ from support import REPO
 
 from standalone.demo import run_demo_writer
 from tms.db import AlertRepo, TaskRepo
-from tms.hudi.instant import COMPACTION
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMPACTION
 
 
 def ok(result) -> str:

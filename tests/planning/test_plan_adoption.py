@@ -1,8 +1,8 @@
 """Adoption: requested plans the caller has no task for, with their statistics; nothing planned twice."""
 from planning_support import ModelledTable, now, policy, rec
 
-from tms.hudi.instant import REPLACE_COMMIT, State
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+from tms.hudi.timeline.instant import REPLACE_COMMIT, State
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.planning import find_unknown_plans, plan_clustering, plan_compaction
 
 

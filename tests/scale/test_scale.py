@@ -31,10 +31,10 @@ from tms.db import (
     TaskRepo,
     TaskState,
 )
-from tms.hudi import timeline_watch
-from tms.hudi.storage import LocalStorage
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline_stamp import timeline_stamp
+from tms.hudi.storage.table_storage import LocalStorage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline import watch as timeline_watch
+from tms.hudi.timeline.stamp import timeline_stamp
 from tms.planning.decisions import PlannerOptions
 from worker.claim import ClaimLimits, claim_next
 

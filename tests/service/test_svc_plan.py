@@ -6,8 +6,8 @@ import secrets
 import shutil
 
 from tms.db import TableRepo, TaskRepo
-from tms.hudi.instant import COMPACTION
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMPACTION
 
 
 def _copy(hudi_tables, name: str):

@@ -10,8 +10,8 @@ from support import hudi_rs_table, rows
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import RESTORE
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import RESTORE
 
 
 def test_savepoint_then_restore_in_place(client, tokens, hudi_tables):

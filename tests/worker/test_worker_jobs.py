@@ -23,8 +23,8 @@ from worker_support import (
 )
 
 from tms.db import TaskState
-from tms.hudi.file_names import BaseFileName
-from tms.hudi.instant import ROLLBACK, State
+from tms.hudi.fs_view.file_names import BaseFileName
+from tms.hudi.timeline.instant import ROLLBACK, State
 
 SPARK = {"worker_runner": "spark", "worker_lease_seconds": 4}
 

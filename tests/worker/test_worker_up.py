@@ -11,9 +11,9 @@ from support import REPO, hudi_rs_table, rows
 
 from tms.db import Database, Task
 from tms.db.testing import scratch_database
-from tms.hudi.instant import COMMIT
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMMIT
 
 
 def _free_port() -> int:

@@ -22,7 +22,7 @@ from worker_support import (
 )
 
 from tms.db import TaskRepo, TaskState
-from tms.hudi.instant import ROLLBACK
+from tms.hudi.timeline.instant import ROLLBACK
 from worker.sizing import JobResources
 from worker.warm_engine import EngineSpec
 

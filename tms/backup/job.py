@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tms.execute.fencing import Fence
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
 
 from .errors import BackupError

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms.db import BackupTaskRepo, RegisteredTable, TablePolicy, TableRepo, Task
-from tms.hudi.storage import open_storage
+from tms.hudi.storage.table_storage import open_storage
 from tms.table_service import TableService
 
 from .errors import BackupError

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.instant import CLEAN, RESTORE, State
-from tms.hudi.storage import FileInfo, Storage
-from tms.hudi.table import PROPERTIES, HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.storage.table_storage import FileInfo, Storage
+from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
+from tms.hudi.timeline.instant import CLEAN, RESTORE, State
 
 from .errors import BackupError
 

@@ -3,10 +3,10 @@ found a conflicting write is rolled back, and its plan leaves the timeline, so t
 writer's data. Nothing is ever completed over the write."""
 from __future__ import annotations
 
-from tms.hudi.instant import ROLLBACK, State
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.serde import InstantInfo, RollbackPlan, serialize_rollback_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import ROLLBACK, State
+from tms.hudi.timeline.serde import InstantInfo, RollbackPlan, serialize_rollback_plan
 
 from .action import ExecutionResult
 from .attempt_files import attempt_rollback_requests

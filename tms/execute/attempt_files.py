@@ -4,10 +4,10 @@ is only a safety net). Compaction and clustering only ever write new base files 
 from __future__ import annotations
 
 from tms.hudi.errors import HudiError
-from tms.hudi.file_names import BaseFileName
-from tms.hudi.instant import COMPACTION
-from tms.hudi.serde import RollbackRequest, parse_compaction_plan, parse_requested_replace_metadata
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMPACTION
+from tms.hudi.timeline.serde import RollbackRequest, parse_compaction_plan, parse_requested_replace_metadata
 
 from .markers import marked_files
 

@@ -6,18 +6,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tms.hudi.instant import CLEAN, Instant
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import write_metadata_commit
-from tms.hudi.serde import (
+from tms.hudi.storage.paths import table_relative
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import CLEAN, Instant
+from tms.hudi.timeline.serde import (
     CleanerPlan,
     CleanMetadata,
     CleanPartitionMetadata,
     parse_cleaner_plan,
     serialize_clean_metadata,
 )
-from tms.hudi.table import HudiTable
-from tms.hudi.table_path import table_relative
 
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence

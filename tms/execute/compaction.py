@@ -16,15 +16,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi.bounded_merge import BoundedMerge
 from tms.hudi.errors import HudiError, UnsupportedTableError
-from tms.hudi.instant import COMMIT, Instant
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
-from tms.hudi.merge_budget import DEFAULT_BYTES, merge_budget_bytes
 from tms.hudi.metadata.writer import write_metadata_commit
-from tms.hudi.schema import avro_to_arrow
-from tms.hudi.serde import (
+from tms.hudi.records.bounded_merge import BoundedMerge
+from tms.hudi.records.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
+from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
+from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMMIT, Instant
+from tms.hudi.timeline.serde import (
     CommitMetadata,
     CompactionPlan,
     RuntimeStats,
@@ -32,7 +33,6 @@ from tms.hudi.serde import (
     parse_compaction_plan,
     serialize_commit_metadata,
 )
-from tms.hudi.table import HudiTable
 from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
 
 from .action import ActionExecutor, ExecutionResult

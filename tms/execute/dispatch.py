@@ -2,11 +2,11 @@
 runner, completion on the driver."""
 from __future__ import annotations
 
-from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.errors import HudiError, InstantConflictError
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.hudi.timeline.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK
 
 from .abandon import abandon_attempt
 from .action import ActionExecutor, ExecutionResult

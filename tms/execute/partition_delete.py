@@ -11,18 +11,18 @@ import json
 from collections.abc import Sequence
 
 from tms.hudi.errors import HudiError, UnsupportedTableError
-from tms.hudi.instant import REPLACE_COMMIT
+from tms.hudi.fs_view.plans import pending_clustering_groups, pending_compaction_groups
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import unmaintainable_partitions_for_writes, write_metadata_commit
-from tms.hudi.plans import pending_clustering_groups, pending_compaction_groups
-from tms.hudi.serde import (
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import REPLACE_COMMIT
+from tms.hudi.timeline.serde import (
     DELETE_PARTITION,
     CommitMetadata,
     RequestedReplaceMetadata,
     serialize_commit_metadata,
     serialize_requested_replace_metadata,
 )
-from tms.hudi.table import HudiTable
 
 from .base_files import latest_data_schema
 

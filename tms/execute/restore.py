@@ -19,7 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import (
+from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.metadata.reader import MetadataTable
+from tms.hudi.metadata.writer import require_maintainable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import (
     CLEAN,
     CLUSTERING,
     COMMIT,
@@ -31,10 +35,7 @@ from tms.hudi.instant import (
     Instant,
     State,
 )
-from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.metadata.writer import require_maintainable
-from tms.hudi.serde import (
+from tms.hudi.timeline.serde import (
     InstantInfo,
     RestoreMetadata,
     RestorePlan,
@@ -46,7 +47,6 @@ from tms.hudi.serde import (
     serialize_restore_plan,
     serialize_rollback_plan,
 )
-from tms.hudi.table import HudiTable
 from tms.planning.capabilities import require_capability
 from tms.planning.rollback import restore_rollback_plan
 from tms.table_service import TableService

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import SAVEPOINT, Instant
 from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
-from tms.hudi.properties import format_properties
-from tms.hudi.savepoint import read_savepoint
-from tms.hudi.storage import open_storage
-from tms.hudi.table import PROPERTIES, HudiTable
+from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
+from tms.hudi.table.properties import format_properties
+from tms.hudi.table.savepoint import read_savepoint
+from tms.hudi.timeline.instant import SAVEPOINT, Instant
 
 from .errors import ExecutionError
 from .runner import Runner

@@ -5,10 +5,10 @@ files are found by attempt_files."""
 from __future__ import annotations
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import ROLLBACK, State
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.serde import InstantInfo, RollbackPlan, parse_rollback_plan, serialize_rollback_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import ROLLBACK, State
+from tms.hudi.timeline.serde import InstantInfo, RollbackPlan, parse_rollback_plan, serialize_rollback_plan
 
 from .action import ExecutionResult
 from .attempt_files import attempt_rollback_requests

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tms.hudi.errors import HudiError, InstantConflictError
-from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, Instant, State
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.log_format.rollback_blocks import write_rollback_block_file
 from tms.hudi.metadata.writer import write_metadata_rollback
-from tms.hudi.rollback_blocks import write_rollback_block_file
-from tms.hudi.serde import (
+from tms.hudi.storage.paths import table_relative
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, Instant, State
+from tms.hudi.timeline.serde import (
     RollbackMetadata,
     RollbackPartitionMetadata,
     RollbackPlan,
@@ -24,8 +26,6 @@ from tms.hudi.serde import (
     parse_rollback_plan,
     serialize_rollback_metadata,
 )
-from tms.hudi.table import HudiTable
-from tms.hudi.table_path import table_relative
 
 from .action import ActionExecutor, ExecutionResult
 from .fencing import Fence

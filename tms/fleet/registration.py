@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tms.hudi.errors import HudiError
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 from tms.planning.capabilities import Capability, capabilities
 
 

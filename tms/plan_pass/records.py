@@ -13,9 +13,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms.db import AlertRepo, RegisteredTable, Task, TaskRepo, TaskState
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
-from tms.hudi.serde import parse_rollback_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.timeline.serde import parse_rollback_plan
 from tms.planning.adoption import find_unknown_plans
 from tms.planning.compensation import held_compactions, sync_held_plan
 from tms.planning.errors import CompensationError

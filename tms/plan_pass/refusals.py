@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session
 
 from tms.db import AlertRepo, RegisteredTable, TaskRepo, TaskState
 from tms.hudi.errors import InstantConflictError
-from tms.hudi.instant import REPLACE_COMMIT, Instant
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import REPLACE_COMMIT, Instant
 from tms.planning.capabilities import Capability, capabilities, unrunnable_plans
 from tms.table_service import TableService
 

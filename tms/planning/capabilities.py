@@ -3,25 +3,25 @@ and run each table service on it, or why not, in one line a user can act on.
 
 One decision serves every caller: `tms schedule` and the planner before they write a plan, the executors before
 they start, registration and the table's health report it. Nothing is planned that cannot run. Reading is the
-format library's own decision (`tms.hudi.readability`, the one its reader takes before it reads a row), reported
+format library's own decision (`tms.hudi.records.readability`, the one its reader takes before it reads a row), reported
 here beside the services."""
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from tms.hudi.base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
 from tms.hudi.errors import HudiError, UnsupportedTableError
-from tms.hudi.instant import REPLACE_COMMIT, Instant, State
 from tms.hudi.metadata.writer import unmaintainable_partitions
-from tms.hudi.readability import (
+from tms.hudi.records.base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
+from tms.hudi.records.readability import (
     bootstrap_reason,
     custom_merge_reason,
     dropped_partition_columns_reason,
     require_readable,
     virtual_keys_reason,
 )
-from tms.hudi.serde import parse_requested_replace_metadata
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import REPLACE_COMMIT, Instant, State
+from tms.hudi.timeline.serde import parse_requested_replace_metadata
 from tms.table_service import SERVICES as TABLE_SERVICES
 from tms.table_service import TableService
 

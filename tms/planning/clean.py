@@ -20,8 +20,10 @@ from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
-from tms.hudi.fs_view import FileGroup, FileSlice
-from tms.hudi.instant import (
+from tms.hudi.fs_view.view import FileGroup, FileSlice
+from tms.hudi.storage.paths import join
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import (
     CLEAN,
     CLUSTERING,
     COMMIT,
@@ -32,10 +34,14 @@ from tms.hudi.instant import (
     Instant,
     new_instant_time,
 )
-from tms.hudi.serde import ActionInstant, CleanerPlan, CleanFileInfo, parse_compaction_plan, serialize_cleaner_plan
-from tms.hudi.table import HudiTable
-from tms.hudi.table_path import join
-from tms.hudi.timeline import WRITE_ACTIONS, Timeline
+from tms.hudi.timeline.serde import (
+    ActionInstant,
+    CleanerPlan,
+    CleanFileInfo,
+    parse_compaction_plan,
+    serialize_cleaner_plan,
+)
+from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
 from tms.table_service import TableService
 
 from .planned import Planned

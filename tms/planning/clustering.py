@@ -12,9 +12,11 @@ import math
 from collections import defaultdict
 from datetime import datetime
 
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.instant import CLUSTERING, REPLACE_COMMIT
-from tms.hudi.serde import (
+from tms.hudi.fs_view.view import FileSlice
+from tms.hudi.storage.paths import join
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import CLUSTERING, REPLACE_COMMIT
+from tms.hudi.timeline.serde import (
     ClusteringGroup,
     ClusteringPlan,
     ClusteringStrategy,
@@ -22,8 +24,6 @@ from tms.hudi.serde import (
     SliceInfo,
     serialize_requested_replace_metadata,
 )
-from tms.hudi.table import HudiTable
-from tms.hudi.table_path import join
 from tms.table_service import TableService
 
 from .compaction_strategy import TOTAL_IO_READ_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE

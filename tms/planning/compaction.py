@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from tms.hudi.fs_view import FileSlice, LogFile
-from tms.hudi.instant import COMPACTION
-from tms.hudi.log_format import BlockType, read_log_file
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.view import FileSlice, LogFile
+from tms.hudi.log_format.log_file import BlockType, read_log_file
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMPACTION
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.table_service import TableService
 
 from .compaction_strategy import capture_metrics, order_and_filter

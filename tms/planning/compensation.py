@@ -16,10 +16,15 @@ from __future__ import annotations
 import posixpath
 
 from tms.hudi.errors import InstantConflictError
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.instant import COMPACTION, DELTA_COMMIT, Instant, State
-from tms.hudi.serde import CompactionOperation, CompactionPlan, parse_compaction_plan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMPACTION, DELTA_COMMIT, Instant, State
+from tms.hudi.timeline.serde import (
+    CompactionOperation,
+    CompactionPlan,
+    parse_compaction_plan,
+    serialize_compaction_plan,
+)
 
 from .compaction_strategy import TOTAL_IO_MB, TOTAL_IO_READ_MB, TOTAL_IO_WRITE_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE
 from .errors import CompensationError

@@ -19,10 +19,18 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from itertools import islice
 from typing import Any
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, instant_to_datetime
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline import WRITE_ACTIONS, Timeline
-from tms.hudi.timeline_zone import is_utc_timeline, zone_of
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import (
+    CLEAN,
+    CLUSTERING,
+    COMMIT,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    Instant,
+    instant_to_datetime,
+)
+from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
+from tms.hudi.timeline.zone import is_utc_timeline, zone_of
 from tms.table_service import TableService
 
 from .compensation import held_compactions

@@ -12,12 +12,12 @@ from __future__ import annotations
 import posixpath
 from datetime import datetime
 
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.fs_view import partition_paths
-from tms.hudi.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant
-from tms.hudi.serde import InstantInfo, RollbackPlan, RollbackRequest, serialize_rollback_plan
-from tms.hudi.table import HudiTable
-from tms.hudi.table_path import join
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.fs_view.view import partition_paths
+from tms.hudi.storage.paths import join
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant
+from tms.hudi.timeline.serde import InstantInfo, RollbackPlan, RollbackRequest, serialize_rollback_plan
 from tms.table_service import TableService
 
 from .errors import PlanningError

@@ -1,9 +1,9 @@
 """Instants that a rollback on the timeline names: being rolled back, or rolled back already."""
 from __future__ import annotations
 
-from tms.hudi.instant import ROLLBACK
-from tms.hudi.serde import parse_rollback_metadata, parse_rollback_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import ROLLBACK
+from tms.hudi.timeline.serde import parse_rollback_metadata, parse_rollback_plan
 
 
 def rollback_targets(table: HudiTable, after: str | None = None) -> set[str]:

@@ -10,8 +10,10 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
-from tms.hudi.serde import (
+from tms.hudi.storage.paths import table_relative
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.timeline.serde import (
     CleanerPlan,
     CompactionPlan,
     RequestedReplaceMetadata,
@@ -21,8 +23,6 @@ from tms.hudi.serde import (
     parse_requested_replace_metadata,
     parse_rollback_plan,
 )
-from tms.hudi.table import HudiTable
-from tms.hudi.table_path import table_relative
 
 from .errors import PlanningError
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import (
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import (
     CLUSTERING,
     COMMIT,
     COMPACTION,
@@ -27,9 +28,8 @@ from tms.hudi.instant import (
     State,
     instant_to_datetime,
 )
-from tms.hudi.serde import MetadataFormatError, parse_requested_replace_metadata
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline import WRITE_ACTIONS
+from tms.hudi.timeline.serde import MetadataFormatError, parse_requested_replace_metadata
+from tms.hudi.timeline.timeline import WRITE_ACTIONS
 
 from .policy import TablePolicy, TriggerStrategy
 

@@ -17,12 +17,12 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from tms.hudi.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
-from tms.hudi.partition_paths import partition_time
-from tms.hudi.schema import META_FIELDS
-from tms.hudi.schema_evolution import full_arrow_schema, latest_data_schema
-from tms.hudi.serde import DELETE_PARTITION, TTL_CUTOFF_KEY, TTL_FIELD_KEY
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.partition_paths import partition_time
+from tms.hudi.records.schema import META_FIELDS
+from tms.hudi.records.schema_evolution import full_arrow_schema, latest_data_schema
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
+from tms.hudi.timeline.serde import DELETE_PARTITION, TTL_CUTOFF_KEY, TTL_FIELD_KEY
 from tms.record_ttl import ttl_field_refusal
 
 from .policy import TablePolicy

@@ -17,11 +17,11 @@ from concurrency_support import (
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import CLUSTERING, REPLACE_COMMIT, ROLLBACK, State
-from tms.hudi.serde import parse_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.hudi.timeline.instant import CLUSTERING, REPLACE_COMMIT, ROLLBACK, State
+from tms.hudi.timeline.serde import parse_compaction_plan
 
 CLUSTER_NOW = {"hoodie.clustering.async.max.commits": 1}
 COMPACT_NOW = {"hoodie.compact.inline.max.delta.commits": 1}

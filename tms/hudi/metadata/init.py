@@ -7,12 +7,12 @@ from __future__ import annotations
 import posixpath
 
 from ..errors import HudiError, UnsupportedTableError
-from ..file_names import write_token
-from ..hfile import write_hfile
-from ..instant import DELTA_COMMIT
-from ..properties import format_properties, table_checksum
-from ..serde import CommitMetadata, WriteStat, serialize_commit_metadata
-from ..table import PROPERTIES, HudiTable
+from ..fs_view.file_names import write_token
+from ..log_format.hfile import write_hfile
+from ..table.hudi_table import PROPERTIES, HudiTable
+from ..table.properties import format_properties, table_checksum
+from ..timeline.instant import DELTA_COMMIT
+from ..timeline.serde import CommitMetadata, WriteStat, serialize_commit_metadata
 from . import keys as K
 from .avro_schema import schema_text
 from .reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import posixpath
 
-from ..file_names import LogFileName
-from ..log_format import read_log_file
-from ..table import HudiTable
+from ..fs_view.file_names import LogFileName
+from ..log_format.log_file import read_log_file
+from ..table.hudi_table import HudiTable
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
 _BASE_EXTENSIONS = (".parquet", ".orc", ".hfile", ".lance")

@@ -44,19 +44,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..base_format import PARQUET, table_base_format
-from ..bloom import DYNAMIC_V0, dynamic_bloom_filter
-from ..bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
-from ..bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
 from ..errors import HudiError, UnsupportedTableError
-from ..file_names import LogFileName, write_token
-from ..fs_view import FileSlice
-from ..hfile import write_hfile
-from ..instant import CLEAN, CLUSTERING, COMPACTION, DELTA_COMMIT, RESTORE, ROLLBACK, Instant, State
-from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
-from ..rollback_blocks import write_rollback_block_file
-from ..schema import with_meta_fields
-from ..serde import (
+from ..fs_view.file_names import LogFileName, write_token
+from ..fs_view.view import FileSlice
+from ..log_format.hfile import write_hfile
+from ..log_format.log_file import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
+from ..log_format.rollback_blocks import write_rollback_block_file
+from ..records.base_format import PARQUET, table_base_format
+from ..records.bloom import DYNAMIC_V0, dynamic_bloom_filter
+from ..records.bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
+from ..records.bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
+from ..records.schema import with_meta_fields
+from ..storage.paths import table_relative
+from ..table.hudi_table import HudiTable
+from ..timeline.instant import CLEAN, CLUSTERING, COMPACTION, DELTA_COMMIT, RESTORE, ROLLBACK, Instant, State
+from ..timeline.serde import (
     DELETE_PARTITION,
     TTL_CUTOFF_KEY,
     CleanMetadata,
@@ -73,8 +75,6 @@ from ..serde import (
     serialize_rollback_metadata,
     serialize_rollback_plan,
 )
-from ..table import HudiTable
-from ..table_path import table_relative
 from . import keys as K
 from .avro_schema import schema_text
 from .listing import file_instant
