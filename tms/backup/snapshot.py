@@ -58,7 +58,7 @@ def take_snapshot(table: HudiTable) -> TableSnapshot:
     earliest_active = min(i.timestamp for i in instants)
     timeline_paths = {timeline.path_of(i) for i in instants}
     pending_compactions = {i.timestamp for i in timeline.pending_compactions()}
-    v8 = table.config.version >= 8
+    v8 = table.config.traits.log_files_named_by_writer
 
     def visible(ts: str) -> bool:  # archived instants are completed ones
         return ts in completed or ts < earliest_active

@@ -194,7 +194,7 @@ class CompactionExecutor(ActionExecutor):
         super().validate()
         if any(op.bootstrap_file_path for op in self.plan.operations):
             raise UnsupportedTableError(f"compaction {self.timestamp} reads bootstrap files; TMS does not")
-        if self.config.version < 8:
+        if not self.config.traits.log_files_named_by_writer:
             # v6 slices by instant time: a delta commit that started before Tc writes into the slice being
             # compacted, so the plan waits for it (and is synced with its log files by the planner).
             self._require_no_pending_writes_before()

@@ -111,7 +111,7 @@ def instants_to_undo(table: HudiTable, savepoint: str, *, roll_back_pending_writ
         raise RestoreRefused(f"a writer's instant is pending on table {name} "
                              f"({', '.join(f'{i.action} {i.timestamp}' for i in writes)}): stop the writer, or ask "
                              "for the restore to roll it back too (force)")
-    v8 = table.config.version >= 8
+    v8 = table.config.traits.completion_times
     pending = [i for i in tl.pending(_UNDONE) if i.action in _WRITES or i.timestamp > savepoint]
     completed = [i for i in tl.completed(_UNDONE) if _after(i, kept, v8)]
     completed.sort(key=lambda i: (i.completion_time or i.timestamp) if v8 else i.timestamp, reverse=True)

@@ -101,6 +101,6 @@ def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, for
                           strategy=ClusteringStrategy(strategy_class_name=EXECUTION_STRATEGY, strategy_params=params),
                           extra_metadata=ttl_plan_metadata(policy, now), version=1, preserve_hoodie_metadata=True)
     meta = RequestedReplaceMetadata(operation_type=CLUSTER_OPERATION, clustering_plan=plan, extra_metadata={})
-    action = CLUSTERING if table.config.version >= 8 else REPLACE_COMMIT
+    action = CLUSTERING if table.config.traits.clustering_action else REPLACE_COMMIT
     inst = tl.create_requested(action, serialize_requested_replace_metadata(meta))
     return Planned(inst.timestamp, TableService.CLUSTERING, plan_stats(table, inst.timestamp))

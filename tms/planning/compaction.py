@@ -66,7 +66,7 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     tl.reload()
     if not force and not compaction_trigger(table, policy, now).due:
         return None
-    v6 = config.version < 8
+    v6 = not config.traits.log_files_named_by_writer  # v6 slices by instant time
     tc = tl.new_instant_time()
     view = table.file_system_view()
     busy = set(view.pending_compaction) | set(view.pending_clustering)

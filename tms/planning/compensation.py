@@ -116,7 +116,7 @@ def sync_held_plan(table: HudiTable, tc: str) -> list[str]:
     or completed raises CompensationError and is left alone."""
     tl = table.timeline
     tl.reload()
-    if table.config.version >= 8:
+    if table.config.traits.log_files_named_by_writer:
         return []
     states = tl.states_of(tc)
     if not states:

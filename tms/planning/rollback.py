@@ -34,7 +34,7 @@ _SERVICES = (COMPACTION, CLUSTERING, REPLACE_COMMIT)
 
 def _listed_files(table: HudiTable, inst: Instant) -> list[WrittenFile]:
     """Files named with the instant, in every partition (the listing-based fallback)."""
-    v8_logs = table.config.version >= 8 and inst.action in _WRITES
+    v8_logs = table.config.traits.log_files_named_by_writer and inst.action in _WRITES
     out = []
     for partition in partition_paths(table):
         for info in table.storage.listdir(partition):
@@ -59,7 +59,7 @@ def _request(table: HudiTable, inst: Instant, f: WrittenFile) -> RollbackRequest
     if f.file_id is None or not table.storage.exists(f.path):
         return None  # not a data file, or never written: nothing to undo
     log = f.log_name
-    if log is None or table.config.version >= 8 or log.instant == inst.timestamp:
+    if log is None or table.config.traits.log_files_named_by_writer or log.instant == inst.timestamp:
         # Hudi leaves fileId and base instant empty in a request that only deletes a file.
         return RollbackRequest(partition_path=f.partition, file_id="", latest_base_instant="",
                                files_to_be_deleted=[join(table.base_path, f.path)])

@@ -121,7 +121,7 @@ class FileSystemView:
 
     # --- building --------------------------------------------------------------------------------
     def _build(self) -> None:
-        tl, v8 = self.timeline, self.config.version >= 8
+        tl, v8 = self.timeline, self.config.traits.log_files_named_by_writer
         self.replaced: dict[tuple[str, str], str] = {}
         for inst in tl.completed((REPLACE_COMMIT,)):
             if self._visible(inst.timestamp):

@@ -57,6 +57,7 @@ from ..records.bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
 from ..records.schema import with_meta_fields
 from ..storage.paths import table_relative
 from ..table.hudi_table import HudiTable
+from ..table.version_traits import SUPPORTED_VERSIONS
 from ..timeline.instant import CLEAN, CLUSTERING, COMPACTION, DELTA_COMMIT, RESTORE, ROLLBACK, Instant, State
 from ..timeline.serde import (
     DELETE_PARTITION,
@@ -119,7 +120,7 @@ def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
         if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service == ROLLBACK:
             continue   # the rollback of a failed write changes no committed file
         out.append(p)
-    if metadata_partitions(table) and (table.config.version not in (6, 8, 9)
+    if metadata_partitions(table) and (table.config.version not in SUPPORTED_VERSIONS
                                        or table_base_format(table.config) != PARQUET):
         # The MDT's statistics and record index are read from Parquet base files; another format's would
         # go stale, so no service runs on such a table while it has a metadata table.
@@ -276,8 +277,8 @@ class MetadataWriter:
         if self.partitions and self.mdt is None:
             raise HudiError(f"table {table.config.name} lists metadata partitions "
                             f"({', '.join(self.partitions)}) but has no metadata table")
-        self.v2 = table.config.version >= 9
-        self.schema = schema_text(table.config.version)
+        self.v2 = table.config.traits.metadata_records_v2
+        self.schema = schema_text(table.config.traits)
         self._columns: list[str] | None = None
 
     @property
@@ -342,7 +343,7 @@ class MetadataWriter:
         completed). Re-running it after a crash finishes what the first run left."""
         if not self.enabled:
             return
-        v6 = self.table.config.version < 8
+        v6 = not self.table.config.traits.log_files_named_by_writer
         listed = self._open_mdt.file_listing()
         changes = []
         for p in metadata.partition_metadata.values():
@@ -513,7 +514,7 @@ class MetadataWriter:
             fields = (defs.get(K.COLUMN_STATS) or {}).get("sourceFields")
             if fields:
                 return list(fields)
-        if self.table.config.version < 8:
+        if not self.table.config.traits.indexes_in_table_config:
             # Hudi 0.x keeps the column list in the writers' config, not the table: take the indexed ones.
             seen = sorted({_payload(r, r.column_stats, "column stats")["columnName"]
                            for r in self._open_mdt.records(K.COLUMN_STATS).values()})
@@ -605,7 +606,7 @@ class MetadataWriter:
         slice's base instant with the next version (v6)."""
         st = self._open_mdt.table.storage
         token = write_token(index)
-        if self._open_mdt.table.config.version >= 8:
+        if self._open_mdt.table.config.traits.log_files_named_by_writer:
             name = LogFileName(fs.file_id, instant, 1, token)
         else:
             versions = [n.version for n in (LogFileName.parse(i.name) for i in st.listdir(mdt_partition))
@@ -677,7 +678,7 @@ class MetadataWriter:
         other blocks has them marked."""
         mdt = self._open_mdt
         st = mdt.table.storage
-        v6 = mdt.table.config.version < 8
+        v6 = not mdt.table.config.traits.log_files_named_by_writer
         requests = []
         for part in mdt.partitions:
             for info in sorted(st.listdir(part), key=lambda i: i.name):

@@ -8,8 +8,7 @@ from enum import StrEnum
 
 from ..errors import HudiError, UnsupportedTableError
 from ..timeline.zone import timeline_zone
-
-SUPPORTED_VERSIONS = (6, 8, 9)
+from .version_traits import SUPPORTED_VERSIONS, TableVersionTraits
 
 EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
@@ -174,9 +173,14 @@ class TableConfig:
         return int(self.props["hoodie.table.version"])
 
     @property
+    def traits(self) -> TableVersionTraits:
+        """What the table's version means for its files (see TableVersionTraits)."""
+        return TableVersionTraits(self.version)
+
+    @property
     def timeline_dir(self) -> str:
         """Timeline folder relative to the base path."""
-        if self.version >= 8:
+        if self.traits.timeline_folder_of_its_own:
             return ".hoodie/" + self.props.get("hoodie.timeline.path", "timeline")
         return ".hoodie"
 
@@ -239,7 +243,7 @@ class TableConfig:
         if strategy is None:
             # Defaults: Hudi 0.x's payload (OverwriteWithLatestAvroPayload) merges by commit time;
             # Hudi 1.x merges by event time when the table has an ordering field.
-            if self.version >= 8 and self.ordering_fields:
+            if self.traits.event_time_ordering_by_default and self.ordering_fields:
                 return MergeMode.EVENT_TIME_ORDERING
             return MergeMode.COMMIT_TIME_ORDERING
         return MergeMode.CUSTOM
@@ -261,12 +265,13 @@ def new_table_properties(*, name: str, table_type: TableType | str, version: int
     """The properties a Java writer of the given table version puts into a new table. `partition_time_format`
     (a Java date pattern such as `yyyy/MM/dd/HH`) makes the one partition field, epoch milliseconds, a
     time-based key generator's; LANCE base files need version 9 (Hudi 1.1)."""
-    if version not in (6, 8, 9):
+    if version not in SUPPORTED_VERSIONS:
         raise UnsupportedTableError(f"cannot create tables of version {version} (6, 8 or 9)")
+    traits = TableVersionTraits(version)
     base_file_format = base_file_format.upper()
     if base_file_format not in ("PARQUET", "LANCE"):
         raise UnsupportedTableError(f"cannot create tables with {base_file_format} base files (PARQUET or LANCE)")
-    if base_file_format == "LANCE" and version < 9:
+    if base_file_format == "LANCE" and not traits.lance_base_files:
         raise UnsupportedTableError("Lance base files need table version 9 (Hudi 1.1)")
     if partition_time_format and len(partition) != 1:
         raise UnsupportedTableError("a time-based partition format takes exactly one partition field")
@@ -280,7 +285,7 @@ def new_table_properties(*, name: str, table_type: TableType | str, version: int
         "hoodie.database.name": database,
         "hoodie.table.type": table_type.value,
         "hoodie.table.version": str(version),
-        "hoodie.timeline.layout.version": "1" if version == 6 else "2",
+        "hoodie.timeline.layout.version": traits.timeline_layout_version,
         "hoodie.table.recordkey.fields": ",".join(record_key),
         "hoodie.table.base.file.format": base_file_format,
         "hoodie.populate.meta.fields": "true",
@@ -290,25 +295,24 @@ def new_table_properties(*, name: str, table_type: TableType | str, version: int
         "hoodie.datasource.write.drop.partition.columns": "false",
     }
     if ordering:
-        # Hudi 1.1 (v9) names the ordering fields hoodie.table.ordering.fields
-        props["hoodie.table.precombine.field" if version < 9 else "hoodie.table.ordering.fields"] = ",".join(ordering)
-    keygen_key = "hoodie.table.keygenerator.class" if version == 6 else "hoodie.table.keygenerator.type"
+        props[traits.ordering_fields_property] = ",".join(ordering)
+    hudi_1 = traits.is_hudi_1  # Hudi 1.x names key generators by type, Hudi 0.x by class
+    keygen_key = "hoodie.table.keygenerator.type" if hudi_1 else "hoodie.table.keygenerator.class"
     if partition and partition_time_format:
         props["hoodie.table.partition.fields"] = partition[0]
-        props[keygen_key] = "org.apache.hudi.keygen.TimestampBasedKeyGenerator" if version == 6 else "TIMESTAMP"
+        props[keygen_key] = "TIMESTAMP" if hudi_1 else "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
         props["hoodie.keygen.timebased.timestamp.type"] = "EPOCHMILLISECONDS"
         props["hoodie.keygen.timebased.output.dateformat"] = partition_time_format
         props["hoodie.keygen.timebased.timezone"] = "UTC"
     elif partition:
         props["hoodie.table.partition.fields"] = ",".join(partition)
-        props[keygen_key] = "org.apache.hudi.keygen.SimpleKeyGenerator" if version == 6 else "SIMPLE"
+        props[keygen_key] = "SIMPLE" if hudi_1 else "org.apache.hudi.keygen.SimpleKeyGenerator"
     else:
-        props["hoodie.table.keygenerator.class" if version == 6 else "hoodie.table.keygenerator.type"] = (
-            "org.apache.hudi.keygen.NonpartitionedKeyGenerator" if version == 6 else "NON_PARTITION")
+        props[keygen_key] = "NON_PARTITION" if hudi_1 else "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
     if schema_json:
         props["hoodie.table.create.schema"] = schema_json
     strategy = EVENT_TIME_STRATEGY_ID if mode is MergeMode.EVENT_TIME_ORDERING else COMMIT_TIME_STRATEGY_ID
-    if version == 6:
+    if not hudi_1:
         props["hoodie.compaction.payload.class"] = (
             "org.apache.hudi.common.model.DefaultHoodieRecordPayload" if mode is MergeMode.EVENT_TIME_ORDERING
             else "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload")
@@ -318,7 +322,7 @@ def new_table_properties(*, name: str, table_type: TableType | str, version: int
         props["hoodie.timeline.path"] = "timeline"
         props["hoodie.timeline.history.path"] = "history"
         props["hoodie.record.merge.mode"] = mode.value
-        if version == 8:  # Hudi 1.1 derives the strategy from the merge mode and no longer writes it
+        if not traits.merge_mode_implies_strategy:
             props["hoodie.record.merge.strategy.id"] = strategy
         else:
             props["hoodie.table.format"] = "native"

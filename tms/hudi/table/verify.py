@@ -148,7 +148,8 @@ def _mdt_pending(mdt: MetadataTable) -> list[Problem]:
     for part in mdt.partitions:
         for e in mdt.table.storage.listdir(part):
             name = LogFileName.parse(e.name)
-            if name and mdt.table.config.version >= 8 and not mdt.table.timeline.states_of(name.instant):
+            if (name and mdt.table.config.traits.log_files_named_by_writer
+                    and not mdt.table.timeline.states_of(name.instant)):
                 out.append(Problem("unreferenced_file", f".hoodie/metadata/{e.path}",
                                    f"metadata log file of instant {name.instant}, which the metadata timeline "
                                    "does not have"))
@@ -194,7 +195,7 @@ def _column_stats(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
     out = []
     stats = mdt.records(K.COLUMN_STATS)
     listing = mdt.file_listing()
-    v2 = table.config.version >= 9
+    v2 = table.config.traits.metadata_records_v2
     # A record without its payload is reported below, with the statistics of files that are gone.
     columns = sorted({cs["columnName"] for r in stats.values() if (cs := r.column_stats) is not None})
     expected_keys = set()

@@ -91,7 +91,8 @@ class HudiWriter:
         self.allow_updates_to_clustering = allow_updates_to_clustering
         self.file_sizing = file_sizing or FileSizing()
         self._table_schema: pa.Schema | None = None  # of the write under way, meta fields included
-        if self.transactions.config.non_blocking and not (self.config.is_mor and self.config.version >= 8):
+        if self.transactions.config.non_blocking and not (self.config.is_mor
+                                                          and self.config.traits.non_blocking_concurrency):
             raise UnsupportedTableError(f"NON_BLOCKING_CONCURRENCY_CONTROL needs a MERGE_ON_READ table of version 8 "
                                         f"or later; {self.config.name} is {self.config.table_type.value} "
                                         f"v{self.config.version}")
@@ -458,7 +459,7 @@ class HudiWriter:
             make = parquet_data_block if self.log_block_format == "parquet" else avro_data_block
             block = make(data, full_schema, ts)
             records = rows.num_rows
-        if self.config.version >= 8:
+        if self.config.traits.log_files_named_by_writer:
             name = LogFileName(fs.file_id, ts, 1, write_token(task))
             offset = 0
         else:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from enum import IntEnum
 
 from ..errors import HudiError
+from ..table.version_traits import TableVersionTraits
 
 COMMIT = "commit"
 DELTA_COMMIT = "deltacommit"
@@ -113,15 +114,16 @@ class Instant:
 
 def instant_file_name(instant: Instant, table_version: int) -> str:
     ts, action = instant.timestamp, instant.action
+    traits = TableVersionTraits(table_version)
     if instant.state is State.REQUESTED:
-        if table_version < 8 and action == CLUSTERING:
+        if not traits.clustering_action and action == CLUSTERING:
             action = REPLACE_COMMIT
         return f"{ts}.{action}.requested"
     if instant.state is State.INFLIGHT:
-        if table_version < 8 and action == CLUSTERING:
+        if not traits.clustering_action and action == CLUSTERING:
             action = REPLACE_COMMIT
         return f"{ts}.inflight" if action == COMMIT else f"{ts}.{action}.inflight"
-    if table_version >= 8:
+    if traits.completion_times:
         if not instant.completion_time:
             raise HudiError(f"completed instant {ts} of a v8+ table needs a completion time")
         return f"{ts}_{instant.completion_time}.{action}"

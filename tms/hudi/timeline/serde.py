@@ -22,6 +22,7 @@ import fastavro
 from fastavro.validation import ValidationError
 
 from tms.hudi.errors import HudiError
+from tms.hudi.table.version_traits import SUPPORTED_VERSIONS, TableVersionTraits
 from tms.hudi.timeline import avro_schemas
 
 AVRO_MAGIC = b"Obj\x01"
@@ -293,7 +294,9 @@ def parse_commit_metadata(data: bytes) -> CommitMetadata:
 
 def serialize_commit_metadata(meta: CommitMetadata, table_version: int) -> bytes:
     """Bytes of a commit instant file: Jackson-style JSON for table version 6, an Avro container for 8 and 9."""
-    if table_version == 6:
+    if table_version not in SUPPORTED_VERSIONS:
+        raise ValueError(f"unsupported table version {table_version} (supported: 6, 8, 9)")
+    if not TableVersionTraits(table_version).avro_commit_metadata:
         doc = {
             "partitionToWriteStats": {
                 partition: [stat.to_jackson() for stat in stats]
@@ -306,13 +309,11 @@ def serialize_commit_metadata(meta: CommitMetadata, table_version: int) -> bytes
         if meta.is_replace:
             doc["partitionToReplaceFileIds"] = meta.partition_to_replace_file_ids
         return _jackson_pretty(doc).encode("utf-8")
-    if table_version in (8, 9):
-        record = meta.to_avro()
-        record["version"] = None  # Java converts its POJO with Jackson, which leaves version null
-        if not meta.is_replace:
-            del record["partitionToReplaceFileIds"]
-        return _write_avro(_REPLACE_COMMIT if meta.is_replace else _COMMIT, record)
-    raise ValueError(f"unsupported table version {table_version} (supported: 6, 8, 9)")
+    record = meta.to_avro()
+    record["version"] = None  # Java converts its POJO with Jackson, which leaves version null
+    if not meta.is_replace:
+        del record["partitionToReplaceFileIds"]
+    return _write_avro(_REPLACE_COMMIT if meta.is_replace else _COMMIT, record)
 
 
 def _jackson_pretty(value: Any, depth: int = 0) -> str:

@@ -345,7 +345,7 @@ class Timeline:
         if self._savepoints.get(timestamp):
             raise InstantConflictError(f"instant {timestamp} already has a savepoint")
         self._write_savepoint(Instant(timestamp, State.INFLIGHT, SAVEPOINT), b"")
-        completion = self.new_instant_time() if self.config.version >= 8 else None
+        completion = self.new_instant_time() if self.config.traits.completion_times else None
         return self._write_savepoint(Instant(timestamp, State.COMPLETED, SAVEPOINT, completion), content)
 
     def delete_savepoint(self, timestamp: str) -> None:
@@ -400,7 +400,8 @@ class Timeline:
             raise InstantConflictError(f"instant {inflight.timestamp} is not inflight")
         action = states[State.INFLIGHT].action
         done = Instant(inflight.timestamp, State.INFLIGHT, action).with_state(
-            State.COMPLETED, (completion_time or self.new_instant_time()) if self.config.version >= 8 else None)
+            State.COMPLETED,
+            (completion_time or self.new_instant_time()) if self.config.traits.completion_times else None)
         return self._write(done, content)
 
     def rewrite_requested(self, requested: Instant, content: bytes) -> None:
