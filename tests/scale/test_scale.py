@@ -187,7 +187,7 @@ def _age(path: str, seconds: float) -> None:
     table = HudiTable.load(path)
     when = time.time() - seconds
     for rel in (".hoodie", table.config.timeline_dir):
-        os.utime(table.storage.local_path(rel), (when, when))
+        os.utime(table.storage.full(rel), (when, when))
 
 
 def _change(paths: list[str], seconds_ago: float) -> None:

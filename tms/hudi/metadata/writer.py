@@ -492,13 +492,9 @@ class MetadataWriter:
 
     def _footer(self, rel: str) -> _Footer:
         """The parquet footer only (its metadata and schema), not the file's data."""
-        local = self.table.storage.local_path(rel)
-        if local is not None:
-            pf = pq.ParquetFile(local)
-            return _Footer(pf.metadata, pf.schema_arrow)
-        with self.table.storage.open(rel) as fh:
-            pf = pq.ParquetFile(fh)
-            return _Footer(pf.metadata, pf.schema_arrow)
+        st = self.table.storage
+        pf = pq.ParquetFile(st.full(rel), filesystem=st.arrow_filesystem())
+        return _Footer(pf.metadata, pf.schema_arrow)
 
     def _indexed_columns(self) -> list[str]:
         if self._columns is None:

@@ -4,11 +4,7 @@ are refused: TMS has no reader whose results were checked against Hudi's, and a 
 exactly must never be read at all."""
 from __future__ import annotations
 
-import os
 import posixpath
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -56,27 +52,13 @@ def require_readable_format(fmt: str, what: str) -> None:
 
 # --- reading -----------------------------------------------------------------------------------
 
-@contextmanager
-def _readable_copy(storage: Storage, rel: str) -> Iterator[str]:
-    """A local path holding the file's bytes: the file itself, or a temporary copy of a remote one."""
-    local = storage.local_path(rel)
-    if local is not None:
-        yield local
-        return
-    with tempfile.TemporaryDirectory(prefix="tms-lance-") as tmp:
-        path = os.path.join(tmp, posixpath.basename(rel))
-        with open(path, "wb") as fh:
-            fh.write(storage.read_bytes(rel))
-        yield path
-
-
 def read_base_file(storage: Storage, rel: str, columns: list[str] | None = None) -> pa.Table:
     """The rows of one base file, whatever its format; refuses formats TMS cannot read exactly."""
     fmt = format_of_extension(posixpath.splitext(rel)[1].lstrip("."))
     if fmt == PARQUET:
         return pq.read_table(storage.full(rel), filesystem=storage.arrow_filesystem(), columns=columns)
     if fmt == LANCE:
-        with _readable_copy(storage, rel) as path:
+        with storage.local_copy(rel) as path:  # Lance reads paths only
             reader = _lance_file().LanceFileReader(path, columns=columns)
             return reader.read_all().to_table()
     require_readable_format(fmt, f"base file {rel}")
@@ -89,7 +71,7 @@ def read_base_schema(storage: Storage, rel: str) -> pa.Schema:
     if fmt == PARQUET:
         return pq.read_schema(storage.full(rel), filesystem=storage.arrow_filesystem())
     if fmt == LANCE:
-        with _readable_copy(storage, rel) as path:
+        with storage.local_copy(rel) as path:
             return _lance_file().LanceFileReader(path).metadata().schema
     require_readable_format(fmt, f"base file {rel}")
     raise AssertionError("unreachable")
@@ -101,17 +83,7 @@ def write_lance_file(storage: Storage, rel: str, rows: pa.Table, metadata: dict[
     """Write `rows` as a new Lance file (never over an existing one), schema metadata included, as Hudi's
     Lance writer does (it keeps the record-key bloom filter and min/max keys there)."""
     schema = rows.schema.remove_metadata().with_metadata(metadata)
-    local = storage.local_path(rel)
-    if local is not None:
-        storage.open_new(rel).close()  # exclusive create: an attempt never overwrites another's file
-        _write_lance(local, rows, schema)
-        return
-    with tempfile.TemporaryDirectory(prefix="tms-lance-") as tmp:
-        path = os.path.join(tmp, posixpath.basename(rel))
-        _write_lance(path, rows, schema)
-        with open(path, "rb") as src, storage.open_new(rel) as dst:
-            while chunk := src.read(1 << 22):
-                dst.write(chunk)
+    storage.create_from_local(rel, lambda path: _write_lance(path, rows, schema))  # Lance writes paths only
 
 
 def _lance_file() -> Any:

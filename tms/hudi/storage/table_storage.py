@@ -6,6 +6,10 @@ timeline needs: a written file appears whole or not at all, and a create never r
 exclusive create by hard link, and a local folder's changes can be watched by the kernel); `FsspecStorage`
 reaches object stores and HDFS through fsspec (`s3://`, `gs://`, `abfs://`, `hdfs://`, `memory://`, ...).
 
+What only some stores can do is asked of every store by what it is for, never by testing for a local path: a
+folder's change stamp (`change_stamp`) and change feed (`change_feed`), where the store keeps them, and a local
+file for writers and readers that take only paths (`local_copy`, `create_from_local`), in place or copied.
+
 On S3 a create-once file (an instant file, a new data or log file) is one conditional request, a PUT (or the
 completion of a multipart upload) with `If-None-Match: *`: of two writers exactly one wins, the other gets
 InstantConflictError. Object stores cannot append: `appends` is False there, and a writer starts a new log
@@ -16,14 +20,20 @@ import contextlib
 import os
 import posixpath
 import shutil
+import tempfile
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import fsspec
 import pyarrow.fs as pafs
 
 from ..errors import InstantConflictError
+
+if TYPE_CHECKING:
+    from ..timeline.watch import FolderChanges, TimelineWatcher
 
 TEMP_PREFIX = ".tms-tmp-"
 
@@ -59,8 +69,25 @@ class Storage(Protocol):
         """The absolute path or URL of `rel`, as Hudi records files in plans and metadata."""
         ...
 
-    def local_path(self, rel: str) -> str | None:
-        """The operating system's path of `rel` on a local filesystem; None on remote storage."""
+    def change_stamp(self, rel: str) -> int | None:
+        """A stamp of the folder `rel` that moves whenever a file is created in it, renamed into it or removed
+        from it (a local folder's modification time, in nanoseconds); None where the store keeps none (an
+        object store has no folders) or the folder cannot be read."""
+        ...
+
+    def change_feed(self, rel: str, watcher: TimelineWatcher) -> FolderChanges | None:
+        """The changes of the folder `rel` as the kernel reports them, through `watcher`; None where there is
+        no such feed (not a local filesystem, or the folder cannot be watched): the caller lists it instead."""
+        ...
+
+    def local_copy(self, rel: str) -> AbstractContextManager[str]:
+        """An operating system path holding the bytes of `rel`, for readers that take only a path: the file
+        itself on a local filesystem, else a temporary copy, removed when the context ends."""
+        ...
+
+    def create_from_local(self, rel: str, write: Callable[[str], None]) -> None:
+        """A new file `rel` (refused if it exists, as `open_new`) written by `write(path)`, a writer that takes
+        only an operating system path: in place on a local filesystem, else into a temporary file uploaded."""
         ...
 
     def arrow_filesystem(self) -> pafs.FileSystem:
@@ -139,8 +166,22 @@ class LocalStorage:
     def uri(self, rel: str) -> str:
         return self.full(rel)
 
-    def local_path(self, rel: str) -> str | None:
-        return self.full(rel)
+    def change_stamp(self, rel: str) -> int | None:
+        try:
+            return os.stat(self.full(rel)).st_mtime_ns
+        except OSError:
+            return None
+
+    def change_feed(self, rel: str, watcher: TimelineWatcher) -> FolderChanges | None:
+        return watcher.watch(self.full(rel))
+
+    @contextmanager
+    def local_copy(self, rel: str) -> Iterator[str]:
+        yield self.full(rel)
+
+    def create_from_local(self, rel: str, write: Callable[[str], None]) -> None:
+        self.open_new(rel).close()  # exclusive create: an attempt never overwrites another's file
+        write(self.full(rel))
 
     def arrow_filesystem(self) -> pafs.FileSystem:
         return pafs.LocalFileSystem()
@@ -319,8 +360,27 @@ class FsspecStorage:
     def uri(self, rel: str) -> str:
         return f"{self.base_uri}/{rel}" if rel else self.base_uri
 
-    def local_path(self, rel: str) -> str | None:
+    def change_stamp(self, rel: str) -> int | None:
         return None
+
+    def change_feed(self, rel: str, watcher: TimelineWatcher) -> FolderChanges | None:
+        return None
+
+    @contextmanager
+    def local_copy(self, rel: str) -> Iterator[str]:
+        with tempfile.TemporaryDirectory(prefix="tms-copy-") as tmp:
+            path = os.path.join(tmp, posixpath.basename(rel))
+            with open(path, "wb") as fh:
+                fh.write(self.read_bytes(rel))
+            yield path
+
+    def create_from_local(self, rel: str, write: Callable[[str], None]) -> None:
+        with tempfile.TemporaryDirectory(prefix="tms-copy-") as tmp:
+            path = os.path.join(tmp, posixpath.basename(rel))
+            write(path)
+            with open(path, "rb") as src, self.open_new(rel) as dst:
+                while chunk := src.read(1 << 22):
+                    dst.write(chunk)
 
     def arrow_filesystem(self) -> pafs.FileSystem:
         return pafs.PyFileSystem(pafs.FSSpecHandler(self._fs))

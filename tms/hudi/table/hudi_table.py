@@ -20,8 +20,7 @@ class HudiTable:
         (used where a table stays loaded: the planner's cache)."""
         self.storage = storage
         self.config = config
-        folder = storage.local_path(config.timeline_dir)
-        changes = watcher.watch(folder) if watcher and folder is not None else None
+        changes = storage.change_feed(config.timeline_dir, watcher) if watcher else None
         self.timeline = Timeline(storage, config, changes)
 
     @classmethod

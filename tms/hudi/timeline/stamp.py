@@ -1,7 +1,7 @@
 """A stamp of a table's timeline folders (their modification times), to tell without listing them whether
-the timeline changed: a folder's mtime moves whenever a file is created, renamed into it or removed. On a
-local (or locally mounted) filesystem a check costs one `stat` per folder; on an object store folders have
-no mtime, and the stamp is None (the timeline is listed every time).
+the timeline changed: a folder's change stamp (`Storage.change_stamp`, its mtime) moves whenever a file is
+created, renamed into it or removed. On a local (or locally mounted) filesystem a check costs one `stat` per
+folder; on an object store folders have no stamp, and the stamp is None (the timeline is listed every time).
 
 The stamp is taken before the timeline is read, so a change made while it is read moves the mtime past
 the stamp. Filesystems keep coarse mtimes (ext4: a clock tick), so a folder changed within the last
@@ -9,7 +9,6 @@ the stamp. Filesystems keep coarse mtimes (ext4: a clock tick), so a folder chan
 treats its "racily clean" index entries."""
 from __future__ import annotations
 
-import os
 import time
 
 from ..storage.table_storage import Storage, open_storage
@@ -22,15 +21,11 @@ def timeline_stamp(storage: Storage, timeline_dir: str) -> str | None:
     """The stamp of `.hoodie` and the timeline folder, or None if it cannot vouch for them (not a local
     filesystem, a folder missing, a change too recent)."""
     folders = dict.fromkeys((".hoodie", timeline_dir))
-    paths = {rel: storage.local_path(rel) for rel in folders}
     now = time.time()
     parts = []
-    for rel, path in paths.items():
-        if path is None:
-            return None
-        try:
-            mtime_ns = os.stat(path).st_mtime_ns
-        except OSError:
+    for rel in folders:
+        mtime_ns = storage.change_stamp(rel)
+        if mtime_ns is None:
             return None
         if mtime_ns / 1e9 > now - RACY_SECONDS:
             return None
@@ -46,10 +41,9 @@ def unchanged_since(base_path: str, stamp: str | None) -> bool:
     storage = open_storage(base_path)
     for part in stamp.split(_SEP):
         rel, _, mtime_ns = part.partition("=")
-        path = storage.local_path(rel)
         try:
-            if path is None or os.stat(path).st_mtime_ns != int(mtime_ns):
+            if storage.change_stamp(rel) != int(mtime_ns):
                 return False
-        except (OSError, ValueError):
+        except ValueError:
             return False
     return True
