@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.writer import HudiWriter
-from tms.hudi.timeline.instant import COMPACTION
+from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 
 MB = 1024 * 1024
@@ -84,7 +84,7 @@ def build_file_group(path: Path, group_bytes: int, log_files: int = LOG_FILES) -
         base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=fs.partition,
         data_file_path=fs.base_file.file_name if fs.base_file else None,
         delta_file_paths=[f.file_name for f in fs.log_files])])
-    instant = table.timeline.create_requested(COMPACTION, serialize_compaction_plan(plan)).timestamp
+    instant = table.timeline.create_requested(Action.COMPACTION, serialize_compaction_plan(plan)).timestamp
     return instant, fs.base_size + fs.log_bytes
 
 

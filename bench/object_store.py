@@ -40,6 +40,8 @@ from urllib.parse import parse_qs
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tms.hudi.timeline.instant import Action  # noqa: E402
+
 BUCKET = "tms-bench"
 KINDS = ("LIST", "GET", "HEAD", "PUT", "other")
 S3_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
@@ -152,14 +154,15 @@ class Run:
         self._new_time = new_instant_time
         for n in range(instants):
             compaction = (n + 1) % 5 == 0 or n == instants - 1
-            self.instant("compaction" if compaction else "deltacommit", "commit" if compaction else "deltacommit")
+            self.instant(Action.COMPACTION if compaction else Action.DELTA_COMMIT,
+                         Action.COMMIT if compaction else Action.DELTA_COMMIT)
         with db.transaction() as session:
             self.table_id = TableRepo(session).register(base_path=base_path, **registration_facts(self.table)).id
         self.planner = Planner(db, PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}),
                                                   clean_commits=5), watch_timelines=False)
         self.results: dict[str, list[tuple[Counter[str], float]]] = {
             "first sight": [], "decided from the digest": [], "planning pass": []}
-        self.event("deltacommit", "first sight")
+        self.event(Action.DELTA_COMMIT, "first sight")
 
     def _tick(self) -> str:
         self.clock += timedelta(milliseconds=2)
@@ -174,7 +177,7 @@ class Run:
             self.put(f"{self.timeline_key}/{instant_file_name(inst, 8)}", content)
         return ts
 
-    def event(self, action: str = "deltacommit", kind: str | None = None) -> None:
+    def event(self, action: str = Action.DELTA_COMMIT, kind: str | None = None) -> None:
         from tms.db import EventRepo, NewEvent, TableRepo
         ts = self.instant(action, action)
         with self.db.transaction() as session:

@@ -25,14 +25,14 @@ from tms.hudi.records.merge_budget import is_memory_option, merge_budget_bytes
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import parse_option_pairs
 from tms.hudi.timeline.conflicts import WriteConflictError
-from tms.hudi.timeline.instant import RESTORE
+from tms.hudi.timeline.instant import Action
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="jobs/run.py", description="Run one table-service plan of a Hudi table.")
     ap.add_argument("--table", required=True, help="base path (or URL) of the Hudi table")
     ap.add_argument("--instant", required=True, help="instant time of the pending plan")
-    ap.add_argument("--action", choices=sorted([*EXECUTORS, RESTORE]),
+    ap.add_argument("--action", choices=sorted([*EXECUTORS, Action.RESTORE]),
                     help="refuse the plan if it is of another action")
     ap.add_argument("--fence-url", help="GET before each timeline change; a non-2xx answer means the lease is lost")
     ap.add_argument("--option", action="append", default=[],

@@ -20,7 +20,7 @@ from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import RESTORE, State
+from tms.hudi.timeline.instant import Action, State
 from tms.table_service import is_backup_service
 
 from .claim import ClaimedTask
@@ -106,7 +106,8 @@ class JobSupervisor:
         if State.COMPLETED in states:
             return True
         # A restore left inflight resumes where it stopped (tms.execute.restore).
-        if State.INFLIGHT in states and c.action != RESTORE and not executor_for(table, c.instant).resumable_inflight:
+        if (State.INFLIGHT in states and c.action != Action.RESTORE
+                and not executor_for(table, c.instant).resumable_inflight):
             fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
             with TransactionManager.from_options(table, c.concurrency_options) as transactions:
                 result = prepare_retry(table, c.instant, LocalRunner(), fence, transactions=transactions)

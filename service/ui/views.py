@@ -28,7 +28,7 @@ from tms.errors import ONE_LINE_ERRORS
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.inspect import human_size
 from tms.hudi.table.savepoint import read_savepoint
-from tms.hudi.timeline.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.timeline.instant import Action
 
 from ..table_view import live_view
 from . import charts
@@ -38,7 +38,7 @@ PAGE_SIZE = 25
 TABLES_SCANNED = 200  # tables whose health the tables page and the overview compute (the first by id)
 HEALTH_SECONDS = 10.0  # how long a table's facts are reused by list pages (they read storage)
 TASK_STATES = [s.value for s in TaskState]
-PLAN_ACTIONS = (COMPACTION, CLUSTERING, REPLACE_COMMIT, CLEAN, ROLLBACK)
+PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK)
 
 
 @dataclass

@@ -7,7 +7,7 @@ from tms.execute.dispatch import execute_instant
 from tms.execute.fencing import no_fence
 from tms.hudi.fs_view.file_names import LogFileName
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import ROLLBACK, State
+from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.serde import (
     InstantInfo,
     RollbackPlan,
@@ -76,7 +76,7 @@ def _plan_rollback_of_write(table: HudiTable, instant: str) -> str:
                                             files_to_be_deleted=[path]))
     plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=inflight.action),
                         rollback_requests=requests)
-    return table.timeline.create_requested(ROLLBACK, serialize_rollback_plan(plan)).timestamp
+    return table.timeline.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan)).timestamp
 
 
 @pytest.mark.parametrize("table_type,version", [("MERGE_ON_READ", 6), ("MERGE_ON_READ", 8), ("COPY_ON_WRITE", 6)])

@@ -11,7 +11,7 @@ from tms.execute.dispatch import execute_instant
 from tms.execute.restore import RestoreRefused, restore_in_place
 from tms.execute.runner import LocalRunner
 from tms.hudi.table.savepoint import create_savepoint, delete_savepoint, read_savepoint
-from tms.hudi.timeline.instant import RESTORE, ROLLBACK
+from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import parse_restore_metadata, parse_restore_plan
 
 
@@ -41,14 +41,14 @@ def test_restore_in_place_to_savepoint(tmp_path, table_type, version):
     assert [i.timestamp for i in tl.completed_writes()][-1] == kept
     assert not tl.pending()
     done = tl.get(result.instant.timestamp)
-    assert done.is_completed and done.action == RESTORE
+    assert done.is_completed and done.action == Action.RESTORE
     plan = parse_restore_plan(tl.read_plan(done.timestamp))
     assert plan.savepoint_to_restore_timestamp == kept
     undone = [i.commit_time for i in plan.instants_to_rollback]
     assert set(bad) < set(undone) and undone == sorted(undone, reverse=True)
     meta = parse_restore_metadata(tl.read(done))
     assert meta.instants_to_rollback == undone and set(meta.hoodie_restore_metadata) == set(undone)
-    rollbacks = tl.completed((ROLLBACK,))
+    rollbacks = tl.completed((Action.ROLLBACK,))
     assert sorted(c for r in rollbacks for c in tl_rollback_targets(table, r)) == sorted(undone)
     assert [s.timestamp for s in tl.savepoints()] == [kept]
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
 from tms.hudi.storage.table_storage import FileInfo, Storage
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
-from tms.hudi.timeline.instant import CLEAN, RESTORE, State
+from tms.hudi.timeline.instant import Action, State
 
 from .errors import BackupError
 
-DELETING_ACTIONS = (CLEAN, RESTORE)
+DELETING_ACTIONS = (Action.CLEAN, Action.RESTORE)
 # Folders under .hoodie a copy does without: the metadata table, writers' scratch, heartbeats, locks.
 SKIPPED_META = (".hoodie/metadata", ".hoodie/.temp", ".hoodie/.aux", ".hoodie/.heartbeat", ".hoodie/.locks",
                 ".hoodie/lock")

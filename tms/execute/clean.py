@@ -10,7 +10,7 @@ from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.storage.paths import table_relative
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import CLEAN, Instant
+from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.serde import (
     CleanerPlan,
     CleanMetadata,
@@ -90,6 +90,7 @@ class CleanExecutor(ActionExecutor):
             extra_metadata=self.plan.extra_metadata)
         with self.transactions.transaction():
             fence()
-            write_metadata_commit(self.table, self.timestamp, CLEAN, meta)  # the MDT first, then the data instant
+            # the MDT first, then the data instant
+            write_metadata_commit(self.table, self.timestamp, Action.CLEAN, meta)
             done = self.timeline.complete(self.inflight, serialize_clean_metadata(meta))
         return ExecutionResult(done, self.action_name, len(results), files_deleted=meta.total_files_deleted)

@@ -19,7 +19,7 @@ from tms.hudi.records.merge import merge_ordering_field, merge_records, scan_log
 from tms.hudi.records.schema import avro_to_arrow
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import WriteConflictError, find_conflicts, pending_writes_over
-from tms.hudi.timeline.instant import REPLACE_COMMIT, Instant
+from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.serde import (
     ClusteringPlan,
     CommitMetadata,
@@ -185,7 +185,8 @@ class ClusteringExecutor(ActionExecutor):
                 raise WriteConflictError(self.action_name, self.timestamp, conflicts,
                                          "the writer wins: this clustering is rolled back and its plan dropped")
             fence()
-            write_metadata_commit(self.table, self.timestamp, REPLACE_COMMIT, meta)  # the MDT first, then the data
+            # the MDT first, then the data
+            write_metadata_commit(self.table, self.timestamp, Action.REPLACE_COMMIT, meta)
             done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),

@@ -24,7 +24,7 @@ from tms.hudi.records.merge import KEY, LogScan, merge_ordering_field, merge_rec
 from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
 from tms.hudi.records.schema import avro_to_arrow
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import COMMIT, Instant
+from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.serde import (
     CommitMetadata,
     CompactionPlan,
@@ -231,7 +231,8 @@ class CompactionExecutor(ActionExecutor):
                                   self.plan.extra_metadata)}, operation_type="COMPACT")
         with self.transactions.transaction():  # compaction never conflicts: later writes go to the next slice
             fence()
-            write_metadata_commit(self.table, self.timestamp, COMMIT, meta)  # the MDT first, then the data instant
+            # the MDT first, then the data instant
+            write_metadata_commit(self.table, self.timestamp, Action.COMMIT, meta)
             done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.action_name, len(results), len(stats),

@@ -20,7 +20,7 @@ from tms.hudi.storage.table_storage import open_storage
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.table.properties import format_properties
 from tms.hudi.table.savepoint import read_savepoint
-from tms.hudi.timeline.instant import SAVEPOINT, Instant
+from tms.hudi.timeline.instant import Action, Instant
 
 from .errors import ExecutionError
 from .runner import Runner
@@ -72,7 +72,7 @@ def _timeline_files(table: HudiTable, savepoint: str) -> list[str]:
         latest = tl.get(inst.timestamp)
         if inst.timestamp <= savepoint and latest is not None and latest.is_completed:
             keep.append(inst)
-    keep += [i for i in tl.savepoint_files(savepoint).values() if i.action == SAVEPOINT]
+    keep += [i for i in tl.savepoint_files(savepoint).values() if i.action == Action.SAVEPOINT]
     return [tl.path_of(i) for i in keep]
 
 

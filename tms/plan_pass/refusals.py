@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from tms.db import AlertRepo, RegisteredTable, TaskRepo, TaskState
 from tms.hudi.errors import InstantConflictError
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import REPLACE_COMMIT, Instant
+from tms.hudi.timeline.instant import Action, Instant
 from tms.planning.capabilities import Capability, capabilities, unrunnable_plans
 from tms.table_service import TableService
 
@@ -34,7 +34,7 @@ _ENDED = (*_RUNNING_OR_DONE, TaskState.CANCELLED)
 
 def service_of(instant: Instant) -> str:
     """The table service a plan's action is (a v6 replacecommit plan is a clustering's)."""
-    return TableService.CLUSTERING.value if instant.action == REPLACE_COMMIT else instant.action
+    return TableService.CLUSTERING.value if instant.action == Action.REPLACE_COMMIT else instant.action
 
 
 class Refusals:

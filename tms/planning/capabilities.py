@@ -20,7 +20,7 @@ from tms.hudi.records.readability import (
     virtual_keys_reason,
 )
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import REPLACE_COMMIT, Instant, State
+from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.serde import parse_requested_replace_metadata
 from tms.table_service import SERVICES as TABLE_SERVICES
 from tms.table_service import TableService
@@ -100,7 +100,7 @@ def _service_of_plan(table: HudiTable, instant: Instant) -> str | None:
     action = instant.action
     if action in (COMPACTION, CLUSTERING, CLEAN, ROLLBACK):  # the services are named as their actions
         return action
-    if action == REPLACE_COMMIT:  # v6: clustering only if its requested file holds a clustering plan
+    if action == Action.REPLACE_COMMIT:  # v6: clustering only if its requested file holds a clustering plan
         try:
             data = table.timeline.read_plan(instant.timestamp)
         except (OSError, HudiError):

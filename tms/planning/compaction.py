@@ -13,7 +13,7 @@ from datetime import datetime
 from tms.hudi.fs_view.view import FileSlice, LogFile
 from tms.hudi.log_format.log_file import BlockType, read_log_file
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import COMPACTION
+from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.table_service import TableService
 
@@ -87,7 +87,7 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
         return None
     blockers = pending_delta_commits_before(table, tc) if v6 else []
     plan = CompactionPlan(operations=operations, extra_metadata=with_blockers(ttl_plan_metadata(policy, now), blockers))
-    tl.create_requested(COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
+    tl.create_requested(Action.COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []
     return Planned(tc, TableService.COMPACTION, plan_stats(table, tc), tuple(remaining))

@@ -18,7 +18,7 @@ import posixpath
 from tms.hudi.errors import InstantConflictError
 from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import COMPACTION, DELTA_COMMIT, Instant, State
+from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.serde import (
     CompactionOperation,
     CompactionPlan,
@@ -51,14 +51,14 @@ def pending_delta_commits_before(table: HudiTable, tc: str) -> list[str]:
     """Delta commits before `tc` still requested or inflight. One whose rollback is planned still holds
     the plan: the hold ends when the rollback has run and removed it from the timeline, which is also
     what the executor checks before it runs the plan."""
-    return [i.timestamp for i in table.timeline.pending((DELTA_COMMIT,)) if i.timestamp < tc]
+    return [i.timestamp for i in table.timeline.pending((Action.DELTA_COMMIT,)) if i.timestamp < tc]
 
 
 def held_compactions(table: HudiTable) -> dict[str, list[str]]:
     """Requested compaction plans that record blockers -> those blockers (as last synced)."""
     tl = table.timeline
     out = {}
-    for inst in tl.pending((COMPACTION,)):
+    for inst in tl.pending((Action.COMPACTION,)):
         if inst.is_requested:
             blockers = recorded_blockers(parse_compaction_plan(tl.read_plan(inst.timestamp)))
             if blockers:

@@ -16,7 +16,7 @@ from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
 from tms.hudi.fs_view.view import partition_paths
 from tms.hudi.storage.paths import join
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant
+from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.serde import InstantInfo, RollbackPlan, RollbackRequest, serialize_rollback_plan
 from tms.table_service import TableService
 
@@ -28,8 +28,8 @@ from .policy import TablePolicy
 from .rollback_targets import rollback_targets
 from .stats import plan_stats
 
-_WRITES = (COMMIT, DELTA_COMMIT)
-_SERVICES = (COMPACTION, CLUSTERING, REPLACE_COMMIT)
+_WRITES = (Action.COMMIT, Action.DELTA_COMMIT)
+_SERVICES = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
 
 
 def _listed_files(table: HudiTable, inst: Instant) -> list[WrittenFile]:
@@ -111,7 +111,7 @@ def plan_rollback(table: HudiTable, timestamp: str) -> Planned | None:
     requests = [r for r in (_request(table, inst, f) for f in files) if r is not None]
     plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=timestamp, action=inst.action),
                         rollback_requests=requests)
-    rollback = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan))
+    rollback = tl.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan))
     return Planned(rollback.timestamp, TableService.ROLLBACK, plan_stats(table, rollback.timestamp))
 
 

@@ -12,7 +12,7 @@ from tms.execute.runner import LocalRunner
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.writer import HudiWriter, create_table_for_records
-from tms.hudi.timeline.instant import CLUSTERING, REPLACE_COMMIT
+from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import (
     ClusteringGroup,
     ClusteringPlan,
@@ -98,7 +98,7 @@ def plan_clustering_of_every_file_group(party: Party) -> str:
             input_groups=[ClusteringGroup(slices=slices, num_output_file_groups=1)], strategy=ClusteringStrategy(
                 strategy_class_name="org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
                 strategy_params={})))
-        action = CLUSTERING if party.table.config.version >= 8 else REPLACE_COMMIT
+        action = Action.CLUSTERING if party.table.config.version >= 8 else Action.REPLACE_COMMIT
         return tl.create_requested(action, serialize_requested_replace_metadata(plan)).timestamp
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..storage.table_storage import FileInfo
-from ..timeline.instant import REPLACE_COMMIT, State
+from ..timeline.instant import Action, State
 from .file_names import BaseFileName, LogFileName
 from .partitions import PartitionListing, list_partitions
 from .parts import TableParts
@@ -123,7 +123,7 @@ class FileSystemView:
     def _build(self) -> None:
         tl, v8 = self.timeline, self.config.traits.log_files_named_by_writer
         self.replaced: dict[tuple[str, str], str] = {}
-        for inst in tl.completed((REPLACE_COMMIT,)):
+        for inst in tl.completed((Action.REPLACE_COMMIT,)):
             if self._visible(inst.timestamp):
                 meta = tl.commit_metadata(inst)
                 for part, fids in (meta.partition_to_replace_file_ids or {}).items():

@@ -12,7 +12,7 @@ from ..log_format.hfile import write_hfile
 from ..table.hudi_table import PROPERTIES, HudiTable
 from ..table.properties import format_properties, table_checksum
 from ..table.version_traits import TableVersionTraits
-from ..timeline.instant import DELTA_COMMIT
+from ..timeline.instant import Action
 from ..timeline.serde import CommitMetadata, WriteStat, serialize_commit_metadata
 from . import keys as K
 from .avro_schema import schema_text
@@ -83,7 +83,7 @@ def create_metadata_table(data: HudiTable, partitions: list[str]) -> None:
     schema = schema_text(data.config.traits)
     instant = init_instant(version)
     tl = mdt.timeline
-    inflight = tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT, b"", timestamp=instant), b"")
+    inflight = tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT, b"", timestamp=instant), b"")
     stats: dict[str, list[WriteStat]] = {}
     for part in partitions:
         marker = posixpath.join(part, ".hoodie_partition_metadata")

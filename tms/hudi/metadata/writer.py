@@ -58,7 +58,7 @@ from ..records.schema import with_meta_fields
 from ..storage.paths import table_relative
 from ..table.hudi_table import HudiTable
 from ..table.version_traits import SUPPORTED_VERSIONS
-from ..timeline.instant import CLEAN, CLUSTERING, COMPACTION, DELTA_COMMIT, RESTORE, ROLLBACK, Instant, State
+from ..timeline.instant import Action, Instant, State
 from ..timeline.serde import (
     DELETE_PARTITION,
     TTL_CUTOFF_KEY,
@@ -103,7 +103,7 @@ _MAINTAINED = {K.FILES, K.COLUMN_STATS, K.PARTITION_STATS, K.BLOOM_FILTERS, K.RE
 
 
 # The table services whose instants the metadata-table writer keeps the MDT through, by their action names.
-_SERVICES = (COMPACTION, CLUSTERING, CLEAN, ROLLBACK, RESTORE)
+_SERVICES = (Action.COMPACTION, Action.CLUSTERING, Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
 
 
 def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
@@ -117,7 +117,7 @@ def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
     for p in metadata_partitions(table):
         if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
             continue
-        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service == ROLLBACK:
+        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service == Action.ROLLBACK:
             continue   # the rollback of a failed write changes no committed file
         out.append(p)
     if metadata_partitions(table) and (table.config.version not in SUPPORTED_VERSIONS
@@ -550,7 +550,7 @@ class MetadataWriter:
     def _write_delta_commit(self, instant: str, records: dict[str, list[MetadataRecord]],
                             deletes: dict[str, list[str]] | None = None) -> None:
         tl = self._open_mdt.table.timeline
-        requested = tl.create_requested(DELTA_COMMIT, b"", timestamp=instant)
+        requested = tl.create_requested(Action.DELTA_COMMIT, b"", timestamp=instant)
         inflight = tl.transition_to_inflight(requested, b"")
         by_partition: dict[str, list[WriteStat]] = defaultdict(list)
         deletes = deletes or {}
@@ -619,14 +619,14 @@ class MetadataWriter:
         mdt = self._open_mdt
         tl, st = mdt.table.timeline, mdt.table.storage
         tl.reload(force=True)
-        states = {s: i for s, i in tl.states_of(instant).items() if i.action == DELTA_COMMIT}
+        states = {s: i for s, i in tl.states_of(instant).items() if i.action == Action.DELTA_COMMIT}
         pending = self._pending_rollback_of(instant)
         if pending is None:
             if not states:
                 return
-            plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=DELTA_COMMIT),
+            plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=Action.DELTA_COMMIT),
                                 rollback_requests=self._rollback_requests(instant))
-            pending = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan), timestamp=rollback_instant)
+            pending = tl.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan), timestamp=rollback_instant)
         else:
             plan = parse_rollback_plan(tl.read_plan(pending.timestamp))
         started = clock.monotonic()
@@ -655,14 +655,14 @@ class MetadataWriter:
             start_rollback_time=pending.timestamp, time_taken_in_millis=int((clock.monotonic() - started) * 1000),
             total_files_deleted=sum(len(m.success_delete_files) for m in by_partition.values()),
             commits_rollback=[instant], partition_metadata=by_partition,
-            instants_rollback=[InstantInfo(commit_time=instant, action=DELTA_COMMIT)])
+            instants_rollback=[InstantInfo(commit_time=instant, action=Action.DELTA_COMMIT)])
         tl.complete(pending, serialize_rollback_metadata(metadata))
         tl.reload(force=True, full=True)
         self.mdt = MetadataTable(self.table)
 
     def _pending_rollback_of(self, instant: str) -> Instant | None:
         tl = self._open_mdt.table.timeline
-        for pending in tl.pending([ROLLBACK]):
+        for pending in tl.pending([Action.ROLLBACK]):
             target = parse_rollback_plan(tl.read_plan(pending.timestamp)).instant_to_rollback
             if target is not None and target.commit_time == instant:
                 return pending

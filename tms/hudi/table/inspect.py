@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..records.base_format import table_base_format
+from ..timeline.instant import Action
 from .hudi_table import HudiTable
 
 
@@ -29,7 +30,7 @@ def describe_table(table: HudiTable, capabilities: Mapping[str, tuple[bool, str]
                         "log_bytes": s.log_bytes} for s in g.slices],
         })
     pending = [{"instant": i.timestamp, "action": i.action, "state": i.state.name}
-               for i in tl.pending() if i.action not in ("commit", "deltacommit")]
+               for i in tl.pending() if i.action not in (Action.COMMIT, Action.DELTA_COMMIT)]
     inflight = [{"instant": i.timestamp, "action": i.action, "state": i.state.name}
                 for i in tl.inflight_writes()]
     return {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from ..errors import HudiError
-from ..timeline.instant import CLEAN, WRITE_ACTIONS, Instant
+from ..timeline.instant import WRITE_ACTIONS, Action, Instant
 from ..timeline.serde import (
     SavepointMetadata,
     SavepointPartitionMetadata,
@@ -37,7 +37,7 @@ def _earliest_retained(table: HudiTable) -> str | None:
     """The earliest commit the last completed clean retained: Java refuses a savepoint before it (the
     slices a reader there needs may be cleaned already)."""
     tl = table.timeline
-    clean = tl.last_of((CLEAN,), completed=True)
+    clean = tl.last_of((Action.CLEAN,), completed=True)
     if clean is None:
         return None
     return parse_clean_metadata(tl.read(clean)).earliest_commit_to_retain or None

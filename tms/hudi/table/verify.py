@@ -25,14 +25,14 @@ from ..metadata.reader import MetadataTable
 from ..metadata.writer import _footer_column_stats
 from ..records.bloom import FOOTER_KEY, keys_not_contained
 from ..records.reader import read_snapshot
-from ..timeline.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, State
+from ..timeline.instant import Action, State
 from ..timeline.serde import parse_requested_replace_metadata
 from .hudi_table import HudiTable
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
 # Hudi's default heartbeat expiry: hoodie.client.heartbeat.interval_in_ms (60 s) x tolerable misses (2).
 HEARTBEAT_EXPIRY_SECONDS = 120.0
-_WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def _pending_without_heartbeat(table: HudiTable, now: float) -> list[Problem]:
     out = []
     beats = {i.name: i.mtime for i in table.storage.listdir(HEARTBEAT_DIR)}
     for inst in table.timeline.pending(_WRITES):
-        if inst.action == REPLACE_COMMIT and _is_clustering(table, inst.timestamp):
+        if inst.action == Action.REPLACE_COMMIT and _is_clustering(table, inst.timestamp):
             continue  # a clustering plan, not a write
         beat = beats.get(inst.timestamp)
         if beat is None:

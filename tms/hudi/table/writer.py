@@ -45,7 +45,7 @@ from ..timeline.conflicts import (
     rollbacks_of,
     touched_file_groups,
 )
-from ..timeline.instant import COMMIT, DELTA_COMMIT, Instant, State
+from ..timeline.instant import Action, Instant, State
 from ..timeline.serde import CommitMetadata, WriteStat, parse_commit_metadata, serialize_commit_metadata
 from ..timeline.timeline import Timeline
 from .hudi_table import HudiTable
@@ -186,7 +186,7 @@ class HudiWriter:
             raise HudiError(f"ordering field {ordering!r} is null in some records")
 
         keys, parts = self._record_keys(incoming), self._partition_paths(incoming)
-        action = DELTA_COMMIT if self.config.is_mor else COMMIT
+        action = Action.DELTA_COMMIT if self.config.is_mor else Action.COMMIT
         with self.transactions.transaction():  # the instant time is generated under the table's lock
             instant = tl.create_requested(action)
             pending_at_start = [i.timestamp for i in tl.pending() if i.timestamp != instant.timestamp]
@@ -265,7 +265,7 @@ class HudiWriter:
         if State.COMPLETED in states:
             raise HudiError(f"instant {timestamp} is already completed")
         inflight = states.get(State.INFLIGHT)
-        if inflight is None or inflight.action not in (COMMIT, DELTA_COMMIT):
+        if inflight is None or inflight.action not in (Action.COMMIT, Action.DELTA_COMMIT):
             raise HudiError(f"instant {timestamp} is not an inflight write")
         meta = parse_commit_metadata(tl.read(inflight))
         self._heartbeat(timestamp)
@@ -299,7 +299,7 @@ class HudiWriter:
         mine = touched_file_groups(meta)
         nbcc = concurrency.non_blocking and self.config.is_mor
         conflicts = find_conflicts(tl, inflight.timestamp, mine, pending_at_start=pending_at_start,
-                                   counts=lambda i, m: not (nbcc and i.action == DELTA_COMMIT))
+                                   counts=lambda i, m: not (nbcc and i.action == Action.DELTA_COMMIT))
         if not self.allow_updates_to_clustering:
             conflicts += clusterings_planned_over(tl, inflight.timestamp, mine)
         if conflicts:

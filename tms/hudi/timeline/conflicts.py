@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from ..errors import HudiError
 from ..fs_view.file_names import BaseFileName, LogFileName
-from .instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant, State
+from .instant import Action, Instant, State
 from .serde import CommitMetadata, parse_commit_metadata, parse_requested_replace_metadata, parse_rollback_plan
 from .timeline import Timeline
 
 FileGroupId = tuple[str, str]   # (partition path, file id)
 CONFLICT_REASON = "conflict"
-_WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
 
 @dataclass(frozen=True)
@@ -142,7 +142,7 @@ def rollbacks_of(timeline: Timeline, timestamp: str) -> list[Instant]:
     """Pending rollbacks whose plan names the instant at `timestamp`: a write presumed failed (its heartbeat
     expired) must not complete once its rollback is planned, or the rollback would delete committed files."""
     out = []
-    for inst in timeline.pending([ROLLBACK]):
+    for inst in timeline.pending([Action.ROLLBACK]):
         if State.REQUESTED not in timeline.states_of(inst.timestamp):
             continue
         target = parse_rollback_plan(timeline.read_plan(inst.timestamp)).instant_to_rollback

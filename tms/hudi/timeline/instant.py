@@ -4,29 +4,34 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
-from enum import IntEnum
+from enum import IntEnum, StrEnum
 
 from ..errors import HudiError
 from ..table.version_traits import TableVersionTraits
 
-COMMIT = "commit"
-DELTA_COMMIT = "deltacommit"
-REPLACE_COMMIT = "replacecommit"
-COMPACTION = "compaction"
-LOG_COMPACTION = "logcompaction"
-CLUSTERING = "clustering"
-CLEAN = "clean"
-ROLLBACK = "rollback"
-RESTORE = "restore"
-SAVEPOINT = "savepoint"
-INDEXING = "indexing"
 
-ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING, CLEAN, ROLLBACK,
-           RESTORE, SAVEPOINT, INDEXING)
+class Action(StrEnum):
+    """Hudi's timeline actions, as instant file names spell them (`<ts>.deltacommit.inflight`)."""
+    COMMIT = "commit"
+    DELTA_COMMIT = "deltacommit"
+    REPLACE_COMMIT = "replacecommit"
+    COMPACTION = "compaction"
+    LOG_COMPACTION = "logcompaction"
+    CLUSTERING = "clustering"
+    CLEAN = "clean"
+    ROLLBACK = "rollback"
+    RESTORE = "restore"
+    SAVEPOINT = "savepoint"
+    INDEXING = "indexing"
+
+
+ACTIONS = tuple(Action)
 # Pending actions that complete under another action's name.
-COMPLETED_ACTION = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT, CLUSTERING: REPLACE_COMMIT}
+COMPLETED_ACTION: dict[str, str] = {Action.COMPACTION: Action.COMMIT, Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+                                    Action.CLUSTERING: Action.REPLACE_COMMIT}
 # Actions that write data files a reader sees.
-WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING)
+WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.LOG_COMPACTION,
+                 Action.CLUSTERING)
 
 # yyyyMMddHHmmss[SSS]; a v6 metadata table's own operations add a 3-digit suffix to the data instant they
 # follow (HoodieTableMetadataUtil.OperationSuffix: compaction T + "001", rollback R + "006", ...).
@@ -116,13 +121,13 @@ def instant_file_name(instant: Instant, table_version: int) -> str:
     ts, action = instant.timestamp, instant.action
     traits = TableVersionTraits(table_version)
     if instant.state is State.REQUESTED:
-        if not traits.clustering_action and action == CLUSTERING:
-            action = REPLACE_COMMIT
+        if not traits.clustering_action and action == Action.CLUSTERING:
+            action = Action.REPLACE_COMMIT
         return f"{ts}.{action}.requested"
     if instant.state is State.INFLIGHT:
-        if not traits.clustering_action and action == CLUSTERING:
-            action = REPLACE_COMMIT
-        return f"{ts}.inflight" if action == COMMIT else f"{ts}.{action}.inflight"
+        if not traits.clustering_action and action == Action.CLUSTERING:
+            action = Action.REPLACE_COMMIT
+        return f"{ts}.inflight" if action == Action.COMMIT else f"{ts}.{action}.inflight"
     if traits.completion_times:
         if not instant.completion_time:
             raise HudiError(f"completed instant {ts} of a v8+ table needs a completion time")
@@ -141,7 +146,7 @@ def parse_instant_file_name(name: str) -> Instant | None:
         return None
     ts, completion, action, suffix = m.groups()
     if action == "inflight" and suffix is None:  # `T.inflight` is an inflight commit
-        return Instant(ts, State.INFLIGHT, COMMIT)
+        return Instant(ts, State.INFLIGHT, Action.COMMIT)
     if action not in ACTIONS:
         return None
     if suffix == "requested":

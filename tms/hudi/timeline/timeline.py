@@ -17,19 +17,7 @@ from itertools import filterfalse
 from ..errors import HudiError, InstantConflictError, InstantVanishedError
 from ..storage.table_storage import Storage
 from ..table.properties import TableConfig
-from .instant import (
-    CLUSTERING,
-    COMMIT,
-    COMPACTION,
-    DELTA_COMMIT,
-    REPLACE_COMMIT,
-    SAVEPOINT,
-    Instant,
-    State,
-    instant_file_name,
-    new_instant_time,
-    parse_instant_file_name,
-)
+from .instant import Action, Instant, State, instant_file_name, new_instant_time, parse_instant_file_name
 from .instant_time import TimeGenerator
 from .serde import CommitMetadata, parse_commit_metadata
 from .watch import FolderChanges
@@ -97,7 +85,7 @@ class Timeline:
             known.discard(name)
             self._content.pop(name, None)
             inst = parse_instant_file_name(name)
-            if inst is not None and inst.action == SAVEPOINT:
+            if inst is not None and inst.action == Action.SAVEPOINT:
                 self._savepoints.get(inst.timestamp, {}).pop(inst.state, None)
                 if not self._savepoints.get(inst.timestamp, True):
                     del self._savepoints[inst.timestamp]
@@ -109,7 +97,7 @@ class Timeline:
             inst = parse_instant_file_name(name)
             if inst is None:
                 continue
-            if inst.action == SAVEPOINT:
+            if inst.action == Action.SAVEPOINT:
                 self._savepoints.setdefault(inst.timestamp, {})[inst.state] = inst
                 self._max_time = max(self._max_time, inst.completion_time or "")
                 continue
@@ -238,15 +226,15 @@ class Timeline:
         return self.completed(WRITE_ACTIONS)
 
     def pending_compactions(self) -> list[Instant]:
-        return self.pending((COMPACTION,))
+        return self.pending((Action.COMPACTION,))
 
     def pending_replaces(self) -> list[Instant]:
         """Pending clustering (v8 `clustering`) and v6 pending `replacecommit` (clustering or overwrite)."""
-        return self.pending((CLUSTERING, REPLACE_COMMIT))
+        return self.pending((Action.CLUSTERING, Action.REPLACE_COMMIT))
 
     def inflight_writes(self) -> list[Instant]:
         """Writer instants (commit, deltacommit) requested or inflight: running or failed writes."""
-        return self.pending((COMMIT, DELTA_COMMIT))
+        return self.pending((Action.COMMIT, Action.DELTA_COMMIT))
 
     def is_completed(self, timestamp: str) -> bool:
         return State.COMPLETED in self._states.get(timestamp, {})
@@ -344,9 +332,9 @@ class Timeline:
             raise InstantConflictError(f"instant {timestamp} is not a completed instant: nothing to savepoint")
         if self._savepoints.get(timestamp):
             raise InstantConflictError(f"instant {timestamp} already has a savepoint")
-        self._write_savepoint(Instant(timestamp, State.INFLIGHT, SAVEPOINT), b"")
+        self._write_savepoint(Instant(timestamp, State.INFLIGHT, Action.SAVEPOINT), b"")
         completion = self.new_instant_time() if self.config.traits.completion_times else None
-        return self._write_savepoint(Instant(timestamp, State.COMPLETED, SAVEPOINT, completion), content)
+        return self._write_savepoint(Instant(timestamp, State.COMPLETED, Action.SAVEPOINT, completion), content)
 
     def delete_savepoint(self, timestamp: str) -> None:
         """Remove the savepoint at `timestamp`, completed file first (as Hudi's savepoint delete), so that
@@ -465,7 +453,7 @@ class Timeline:
         return ts
 
 
-WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
 
 def _insert(times: list[str], ts: str) -> None:
