@@ -29,8 +29,8 @@ from trips_table import trips_records  # noqa: E402
 
 from tms.backup.layout import BackupStore  # noqa: E402
 from tms.backup.take import take_backup  # noqa: E402
-from tms.hudi.table import HudiTable  # noqa: E402
-from tms.hudi.writer import HudiWriter  # noqa: E402
+from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
+from tms.hudi.table.writer import HudiWriter  # noqa: E402
 
 
 def build_table(path: Path, files: int, file_rows: int) -> HudiWriter:

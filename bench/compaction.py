@@ -31,9 +31,10 @@ from tms.execute.spark_submit import (
     spark_submit_command,
     spark_submit_env,
 )
-from tms.hudi.instant import COMPACTION
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+from tms.table_service import TableService
 from worker.warm_engine import EngineSpec, WarmEngine
 
 STARTUP_SCRIPT = textwrap.dedent("""
@@ -57,7 +58,7 @@ def plan_compaction(path: Path) -> tuple[str, int, int]:
                                data_file_path=fs.base_file.file_name if fs.base_file else None,
                                delta_file_paths=[f.file_name for f in fs.log_files]) for fs in slices]
     plan = serialize_compaction_plan(CompactionPlan(operations=ops))
-    instant = table.timeline.create_requested(COMPACTION, plan).timestamp
+    instant = table.timeline.create_requested(Action.COMPACTION, plan).timestamp
     return instant, sum(fs.base_size for fs in slices), sum(fs.log_bytes for fs in slices)
 
 
@@ -105,7 +106,8 @@ def start_warm_engine(tmp: Path, py_files: Path, master: str) -> WarmEngine:
 
 def timed_warm(engine: WarmEngine, path: Path, instant: str, log: Path) -> float:
     started = time.perf_counter()
-    plan = engine.run(f"bench-{started}", ["--table", str(path), "--instant", instant, "--action", COMPACTION], log)
+    plan = engine.run(f"bench-{started}", ["--table", str(path), "--instant", instant, "--action",
+                                           Action.COMPACTION], log)
     while (status := plan.wait(0.01)) is None:
         pass
     elapsed = time.perf_counter() - started
@@ -163,7 +165,7 @@ def main() -> None:
             elapsed, peer_rows = peer_lower_bound(path, tmp / "peer.parquet")
             peers.append(elapsed)
             jobs.append(timed_submit(spark_submit_command(str(path), instant, py_files=py_files, master=args.master,
-                                                          service=COMPACTION), args.master))
+                                                          service=TableService.COMPACTION), args.master))
             assert _completed(path, instant)
             assert snapshot_rows(path) == peer_rows == args.rows
             undo_compaction(path, instant)

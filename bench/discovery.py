@@ -27,8 +27,8 @@ sys.path.insert(0, str(REPO))
 from tms.db import Database  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
 from tms.fleet.onboarding import scan_root  # noqa: E402
-from tms.hudi.storage import LocalStorage  # noqa: E402
-from tms.hudi.writer import create_table_for_records  # noqa: E402
+from tms.hudi.storage.table_storage import LocalStorage  # noqa: E402
+from tms.hudi.table.writer import create_table_for_records  # noqa: E402
 
 COUNTED = ("listdir", "names", "read_bytes", "open", "exists", "info")
 REQUESTS: Counter[str] = Counter()

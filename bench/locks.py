@@ -23,7 +23,7 @@ from concurrency_support import create_table, zk_options  # noqa: E402
 from zookeeper_server import ZookeeperServer  # noqa: E402
 
 from tms.hudi.locks import TransactionManager, parse_concurrency_options  # noqa: E402
-from tms.hudi.table import HudiTable  # noqa: E402
+from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
 
 LOCKS = "org.apache.hudi.client.transaction.lock."
 

@@ -22,7 +22,7 @@ from trips_table import build_trips_table
 import tms.execute.compaction as compaction_executor
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 PARTITIONS = ["files", "column_stats", "record_index"]
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from tms.hudi.instant import COMPACTION
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 
 MB = 1024 * 1024
 ROW_BYTES = 75  # about what one row takes on storage (random text does not compress)
@@ -34,7 +34,7 @@ COMPACT = """
 import json, re, sys, time
 from tms.execute import compaction
 from tms.execute.fencing import no_fence
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 path, instant, mode, budget = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 table = HudiTable.load(path)
 executor = compaction.CompactionExecutor(table, table.timeline.get(instant))
@@ -84,7 +84,7 @@ def build_file_group(path: Path, group_bytes: int, log_files: int = LOG_FILES) -
         base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=fs.partition,
         data_file_path=fs.base_file.file_name if fs.base_file else None,
         delta_file_paths=[f.file_name for f in fs.log_files])])
-    instant = table.timeline.create_requested(COMPACTION, serialize_compaction_plan(plan)).timestamp
+    instant = table.timeline.create_requested(Action.COMPACTION, serialize_compaction_plan(plan)).timestamp
     return instant, fs.base_size + fs.log_bytes
 
 

@@ -40,6 +40,8 @@ from urllib.parse import parse_qs
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tms.hudi.timeline.instant import Action  # noqa: E402
+
 BUCKET = "tms-bench"
 KINDS = ("LIST", "GET", "HEAD", "PUT", "other")
 S3_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
@@ -133,10 +135,10 @@ class Run:
         from planner.runner import Planner
         from service.table_view import registration_facts
         from tms.db import TableRepo
-        from tms.hudi.instant import new_instant_time
-        from tms.hudi.serde import CommitMetadata, serialize_commit_metadata
-        from tms.hudi.table import HudiTable
-        from tms.hudi.writer import HudiWriter
+        from tms.hudi.table.hudi_table import HudiTable
+        from tms.hudi.table.writer import HudiWriter
+        from tms.hudi.timeline.instant import new_instant_time
+        from tms.hudi.timeline.serde import CommitMetadata, serialize_commit_metadata
         from tms.planning.decisions import PlannerOptions
         schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
         HudiWriter.create_table(base_path, table_type="MERGE_ON_READ", version=8, key=["id"], ordering=["ts"],
@@ -152,21 +154,22 @@ class Run:
         self._new_time = new_instant_time
         for n in range(instants):
             compaction = (n + 1) % 5 == 0 or n == instants - 1
-            self.instant("compaction" if compaction else "deltacommit", "commit" if compaction else "deltacommit")
+            self.instant(Action.COMPACTION if compaction else Action.DELTA_COMMIT,
+                         Action.COMMIT if compaction else Action.DELTA_COMMIT)
         with db.transaction() as session:
             self.table_id = TableRepo(session).register(base_path=base_path, **registration_facts(self.table)).id
         self.planner = Planner(db, PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}),
                                                   clean_commits=5), watch_timelines=False)
         self.results: dict[str, list[tuple[Counter[str], float]]] = {
             "first sight": [], "decided from the digest": [], "planning pass": []}
-        self.event("deltacommit", "first sight")
+        self.event(Action.DELTA_COMMIT, "first sight")
 
     def _tick(self) -> str:
         self.clock += timedelta(milliseconds=2)
         return str(self._new_time(self.zone, self.clock))
 
     def instant(self, pending: str, completed: str) -> str:
-        from tms.hudi.instant import Instant, State, instant_file_name
+        from tms.hudi.timeline.instant import Instant, State, instant_file_name
         ts, done = self._tick(), self._tick()
         for inst, content in ((Instant(ts, State.REQUESTED, pending), b""),
                               (Instant(ts, State.INFLIGHT, pending), b""),
@@ -174,7 +177,7 @@ class Run:
             self.put(f"{self.timeline_key}/{instant_file_name(inst, 8)}", content)
         return ts
 
-    def event(self, action: str = "deltacommit", kind: str | None = None) -> None:
+    def event(self, action: str = Action.DELTA_COMMIT, kind: str | None = None) -> None:
         from tms.db import EventRepo, NewEvent, TableRepo
         ts = self.instant(action, action)
         with self.db.transaction() as session:
@@ -223,7 +226,7 @@ def main() -> None:
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     count = RequestCount()
-    from tms.hudi.storage import LocalStorage
+    from tms.hudi.storage.table_storage import LocalStorage
     count_storage_calls(LocalStorage, count)
     url = start_moto(count)
     os.environ.update({**S3_ENV, "AWS_ENDPOINT_URL": url})

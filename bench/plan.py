@@ -45,10 +45,10 @@ from planner.runner import Planner  # noqa: E402
 from service.table_view import registration_facts  # noqa: E402
 from tms.db import Database, EventRepo, InstanceRepo, NewEvent, TableRepo, TaskRepo  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
-from tms.hudi.instant import COMMIT, COMPACTION, DELTA_COMMIT, Instant, State, instant_file_name, new_instant_time  # noqa: E402
-from tms.hudi.serde import CommitMetadata, serialize_commit_metadata  # noqa: E402
-from tms.hudi.table import HudiTable  # noqa: E402
-from tms.hudi.writer import HudiWriter  # noqa: E402
+from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
+from tms.hudi.table.writer import HudiWriter  # noqa: E402
+from tms.hudi.timeline.instant import Action, Instant, State, instant_file_name, new_instant_time  # noqa: E402
+from tms.hudi.timeline.serde import CommitMetadata, serialize_commit_metadata  # noqa: E402
 from tms.planning.decisions import PlannerOptions  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
@@ -84,9 +84,9 @@ class TimelineWriter:
         """`count` instants: four delta commits, then a compaction, over and over (ending with one)."""
         for n in range(count):
             if (n + 1) % 5 == 0 or n == count - 1:
-                self.instant(COMPACTION, COMMIT)
+                self.instant(Action.COMPACTION, Action.COMMIT)
             else:
-                self.instant(DELTA_COMMIT, DELTA_COMMIT)
+                self.instant(Action.DELTA_COMMIT, Action.DELTA_COMMIT)
 
 
 def _new_table(path: Path) -> HudiTable:
@@ -112,9 +112,10 @@ class LatencyRun:
 
     def commit_event(self, kind: str | None = None) -> None:
         """A new delta commit on the timeline and its callback event; the time the planner takes on it."""
-        ts = self.writer.instant(DELTA_COMMIT, DELTA_COMMIT)
+        ts = self.writer.instant(Action.DELTA_COMMIT, Action.DELTA_COMMIT)
         with self.db.transaction() as session:
-            EventRepo(session).add_many([NewEvent(self.table_id, ts, DELTA_COMMIT, "completed", "hudi_callback")])
+            EventRepo(session).add_many([NewEvent(self.table_id, ts, Action.DELTA_COMMIT, "completed",
+                                                  "hudi_callback")])
         before = self._planned_at()
         started = time.perf_counter()
         self.planner.handle_events(self.table_id)
@@ -209,7 +210,8 @@ def burst(db: Database, url: str, root: Path, tables: int, per_table: int, plann
         started = time.perf_counter()
         for ts in instants:  # the burst: each commit's callbacks of every table
             with db.transaction() as session:
-                EventRepo(session).add_many([NewEvent(t, ts, DELTA_COMMIT, "completed", "hudi_callback") for t in ids])
+                EventRepo(session).add_many([NewEvent(t, ts, Action.DELTA_COMMIT, "completed", "hudi_callback")
+                                             for t in ids])
         stored = time.perf_counter() - started
         _wait(lambda: _absorbed(db, tables), procs, 600)
         elapsed = time.perf_counter() - started

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from trips_table import build_trips_table
 
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
 
 
 def read_ours(path: Path) -> int:

@@ -52,9 +52,10 @@ from planner.process import REQUESTS_PER_TAKE  # noqa: E402
 from planner.runner import Planner  # noqa: E402
 from tms.db import Database, InstanceRepo, RegisteredTable, ScanRequestRepo, TablePolicy, TableRepo  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
-from tms.hudi.storage import LocalStorage  # noqa: E402
-from tms.hudi.table import HudiTable  # noqa: E402
-from tms.hudi.timeline_stamp import timeline_stamp  # noqa: E402
+from tms.hudi.storage.table_storage import LocalStorage  # noqa: E402
+from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
+from tms.hudi.timeline.instant import Action  # noqa: E402
+from tms.hudi.timeline.stamp import timeline_stamp  # noqa: E402
 from tms.planning.decisions import PlannerOptions, next_tick_at  # noqa: E402
 from tms.planning.digest import TimelineDigest  # noqa: E402
 
@@ -190,7 +191,7 @@ def _send_events(base: str, headers: dict, ids: list[int], rate: int, seconds: f
                 for _ in range(batch):
                     counts[n] += 1
                     instant = (first + timedelta(milliseconds=counts[n])).strftime("%Y%m%d%H%M%S%f")[:17]
-                    events.append({"table_id": rng.choice(ids), "instant": instant, "action": "deltacommit",
+                    events.append({"table_id": rng.choice(ids), "instant": instant, "action": Action.DELTA_COMMIT,
                                    "state": "completed"})
                 client.post("/api/v1/events:batch", json={"events": events}).raise_for_status()
                 time.sleep(max(0.0, counts[n] / (rate / senders) - (time.monotonic() - start)))
@@ -236,7 +237,7 @@ def scan(db: Database, ids: list[int], paths: list[str], changed: int, due_share
     touched = rng.sample(paths, changed)
     past = time.time() - 600
     for path in touched:  # a writer's new instant, a while ago (past the stamp's racy window)
-        HudiTable.load(path).timeline.create_requested("deltacommit")
+        HudiTable.load(path).timeline.create_requested(Action.DELTA_COMMIT)
         os.utime(Path(path) / TIMELINE, (past, past))
     planner = Planner(db, OPTIONS, watch_timelines=False)
     started = time.perf_counter()
@@ -245,7 +246,7 @@ def scan(db: Database, ids: list[int], paths: list[str], changed: int, due_share
     print(f"(2) scan of {len(ids):,} tables, {changed:,} changed: {elapsed:.1f} s, {reconciled:,} timelines read "
           f"({1000 * elapsed / len(ids):.3f} ms per table)")
     for path in rng.sample(touched, changed // 2):  # half of them change again for the leader's way
-        HudiTable.load(path).timeline.create_requested("deltacommit")
+        HudiTable.load(path).timeline.create_requested(Action.DELTA_COMMIT)
         os.utime(Path(path) / TIMELINE, (past + 60, past + 60))
     started = time.perf_counter()
     with db.transaction() as session:

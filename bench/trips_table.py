@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter
 
 CITIES = np.array(["san_francisco", "sao_paulo", "chennai", "berlin"])
 

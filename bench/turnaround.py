@@ -32,7 +32,7 @@ from service.app import create_app
 from tms.config import Settings
 from tms.db import Database, QueueRepo, TaskRepo, TaskState
 from tms.db.testing import scratch_database
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import plan_stats
 from worker.loop import Worker
 

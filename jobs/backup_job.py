@@ -11,7 +11,7 @@ import json
 import sys
 
 from tms.backup.job import run_backup_task
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS
 from tms.execute.fencing import http_fence, no_fence
 from tms.execute.job_result import record_line
 from tms.table_service import BACKUP_SERVICES
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     fence = http_fence(args.fence_url) if args.fence_url else no_fence
     try:
         record, summary = run_backup_task(args.service, args.table, json.loads(args.plan), fence)
-    except (TMSError, OSError) as e:  # one line, as every TMS command ends
+    except ONE_LINE_ERRORS + (OSError,) as e:  # one line, as every TMS command ends
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(summary)

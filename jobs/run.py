@@ -14,18 +14,18 @@ import argparse
 import sys
 
 from tms.config import load_settings
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS
 from tms.execute.dispatch import EXECUTORS, execute_instant
 from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.fencing import http_fence, no_fence
 from tms.execute.job_result import result_line
 from tms.execute.runner import Runner
-from tms.hudi.conflicts import WriteConflictError
-from tms.hudi.instant import RESTORE
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
-from tms.hudi.merge_budget import is_memory_option, merge_budget_bytes
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_option_pairs
+from tms.hudi.records.merge_budget import is_memory_option, merge_budget_bytes
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.write_options import parse_option_pairs
+from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.table_service import TableService
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -33,7 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--table", required=True, help="base path (or URL) of the Hudi table")
     ap.add_argument("--instant", required=True, help="instant time of the pending plan")
     # --action: the name every version of the job code knows (a registered engine's older code too).
-    ap.add_argument("--service", "--action", dest="service", choices=sorted([*EXECUTORS, RESTORE]),
+    ap.add_argument("--service", "--action", dest="service", choices=sorted([*EXECUTORS, TableService.RESTORE]),
                     help="the table service: refuse the plan if it is of another service")
     ap.add_argument("--fence-url", help="GET before each timeline change; a non-2xx answer means the lease is lost")
     ap.add_argument("--option", action="append", default=[],
@@ -58,7 +58,7 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
     except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
         print(f"error: {e}", file=sys.stderr)
         return CONFLICT_EXIT_STATUS
-    except TMSError as e:  # one line, as every TMS command ends
+    except ONE_LINE_ERRORS as e:  # one line, as every TMS command ends
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(result.summary())

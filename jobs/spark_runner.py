@@ -8,7 +8,7 @@ from typing import Any
 from pyspark import SparkContext, TaskContext
 
 from tms.execute.runner import TaskFunction
-from tms.hudi.file_names import write_token
+from tms.hudi.fs_view.file_names import write_token
 
 
 def _with_write_token(fn: TaskFunction, task: Any) -> Any:

@@ -13,7 +13,7 @@ from tms.errors import TMSError
 from tms.execute.fencing import http_fence, no_fence
 from tms.execute.job_result import record_line
 from tms.execute.ttl_task import run_ttl_task
-from tms.hudi.write_options import parse_option_pairs
+from tms.hudi.table.write_options import parse_option_pairs
 from tms.table_service import TTL_SERVICES
 
 

@@ -15,11 +15,11 @@ from tms.backup.schedule import missed_since
 from tms.config import Settings
 from tms.db import AlertRepo, RegisteredTable, Sighting, TablePolicy, TaskState
 from tms.db.read_models import MonitorReads
-from tms.hudi.capabilities import capabilities
-from tms.hudi.conflicts import CONFLICT_REASON
 from tms.hudi.errors import HudiError
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.conflicts import CONFLICT_REASON
 from tms.leadership import LeaderLease
+from tms.planning.capabilities import capabilities
 from tms.planning.digest import TimelineDigest
 from tms.planning.freshness import forecast_freshness
 from tms.table_service import TableService

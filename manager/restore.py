@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from tms.db import TaskRepo, TaskState
-from tms.hudi.instant import State
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import State
 from tms.leadership import LeaderLease
 from tms.table_service import names_request
 

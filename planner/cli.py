@@ -13,10 +13,10 @@ from pydantic import ValidationError
 
 from tms.config import load_settings
 from tms.errors import TMSError
-from tms.hudi.inspect import human_size
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_option_pairs, split_concurrency_options
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.inspect import human_size
+from tms.hudi.table.write_options import parse_option_pairs, split_concurrency_options
 from tms.planning.planned import Planned
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule

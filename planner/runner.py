@@ -19,9 +19,9 @@ from sqlalchemy.orm import Session
 from tms.config import Settings
 from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.hudi.errors import TableNotFoundError
-from tms.hudi.table import PROPERTIES
-from tms.hudi.timeline_stamp import timeline_stamp, unchanged_since
-from tms.hudi.timeline_watch import TimelineWatcher
+from tms.hudi.table.hudi_table import PROPERTIES
+from tms.hudi.timeline.stamp import timeline_stamp, unchanged_since
+from tms.hudi.timeline.watch import TimelineWatcher
 from tms.plan_pass.on_request import OnRequestPlanner, locked_for_planning, planner_options, utc_now
 from tms.plan_pass.passes import PLANNING_ERRORS, PassContext, planning_pass
 from tms.plan_pass.stored_digest import store_digest, stored_digest, tick_due_at

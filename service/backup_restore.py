@@ -8,7 +8,7 @@ from fastapi import Request
 
 from tms.backup.errors import BackupError
 from tms.backup.requests import request_restore, request_savepoint_copy
-from tms.table_path import is_under_roots
+from tms.hudi.storage.paths import is_under_roots
 
 from .errors import validation_error
 from .schemas.restore import RestoreRequest

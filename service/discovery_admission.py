@@ -9,7 +9,7 @@ from collections.abc import Callable
 from tms.config import Settings
 from tms.db import Database
 from tms.fleet.onboarding import onboard_path
-from tms.table_path import InvalidBasePathError, is_under_roots, normalize_base_path
+from tms.hudi.storage.paths import InvalidBasePathError, is_under_roots, normalize_base_path
 
 log = logging.getLogger(__name__)
 

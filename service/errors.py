@@ -19,8 +19,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tms.db import ConflictError, NotFoundError
 from tms.db.embedded import EmbeddedDatabaseError
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS, TMSError
 from tms.execute.errors import FencingError
+from tms.hudi.errors import HudiError
 
 log = logging.getLogger(__name__)
 
@@ -104,21 +105,23 @@ async def _on_body_not_json(request: Request, exc: BodyNotJson) -> JSONResponse:
     return problem(request, status.HTTP_400_BAD_REQUEST, str(exc))
 
 
-# The status of each kind of TMSError, most specific first; any other TMSError is a request TMS refuses (422).
-STATUS_OF: tuple[tuple[type[TMSError], int], ...] = (
+# The status of each kind of TMSError (and of the format library's HudiError), most specific first; any other is
+# a request TMS refuses (422).
+STATUS_OF: tuple[tuple[type[Exception], int], ...] = (
     (NotFoundError, status.HTTP_404_NOT_FOUND),
     (ConflictError, status.HTTP_409_CONFLICT),
     (FencingError, status.HTTP_409_CONFLICT),
     (EmbeddedDatabaseError, status.HTTP_503_SERVICE_UNAVAILABLE),
     (TMSError, status.HTTP_422_UNPROCESSABLE_CONTENT),
+    (HudiError, status.HTTP_422_UNPROCESSABLE_CONTENT),
 )
 
 
-def status_of(exc: TMSError) -> int:
+def status_of(exc: Exception) -> int:
     return next(code for kind, code in STATUS_OF if isinstance(exc, kind))
 
 
-async def _on_tms_error(request: Request, exc: TMSError) -> JSONResponse:
+async def _on_tms_error(request: Request, exc: Exception) -> JSONResponse:
     return problem(request, status_of(exc), str(exc))
 
 
@@ -159,7 +162,8 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _on_http_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _on_validation)  # type: ignore[arg-type]
     app.add_exception_handler(BodyNotJson, _on_body_not_json)  # type: ignore[arg-type]
-    app.add_exception_handler(TMSError, _on_tms_error)  # type: ignore[arg-type]
+    for one_line in ONE_LINE_ERRORS:
+        app.add_exception_handler(one_line, _on_tms_error)
     app.add_exception_handler(DataError, _on_data_error)  # type: ignore[arg-type]
     for unavailable in (OperationalError, psycopg.OperationalError):
         app.add_exception_handler(unavailable, _on_database_down)

@@ -17,12 +17,13 @@ from starlette.concurrency import run_in_threadpool
 
 from tms.db import NewEvent
 from tms.db.intake import IntakeStore, TableIdentity
+from tms.hudi.timeline.instant import Action
 
 from .auth import WriterCredential, unauthorized
 from .metrics import Metrics
 from .schemas.events import IngestResult
 
-DEFAULT_ACTION = {"COPY_ON_WRITE": "commit", "MERGE_ON_READ": "deltacommit"}
+DEFAULT_ACTION = {"COPY_ON_WRITE": Action.COMMIT, "MERGE_ON_READ": Action.DELTA_COMMIT}
 _NAMED_IN_ERRORS = 5
 _RESULTS = {401: "unauthorized", 404: "unknown_table"}
 # One answer for a wrong key and for a table that is not registered: an unverified sender learns nothing.

@@ -8,7 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from tms.table_path import normalize_base_path
+from tms.hudi.storage.paths import normalize_base_path
 
 from . import json_body
 from .errors import PROBLEM_JSON

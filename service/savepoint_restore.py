@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from tms.db import RegisteredTable, Task, TaskRepo, TaskState
 from tms.execute.restore import plan_restore
 from tms.hudi.locks import TransactionManager
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
 
 

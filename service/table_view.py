@@ -12,11 +12,11 @@ from sqlalchemy.orm import Session
 from tms.db import TablePolicy, TtlTaskRepo
 from tms.fleet.registration import registration_facts as registration_facts
 from tms.fleet.registration import registration_refusal as fleet_refusal
-from tms.hudi.capabilities import COMPACTION, READING, Capability, capabilities
 from tms.hudi.errors import HudiError
-from tms.hudi.serde import MetadataFormatError
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.serde import MetadataFormatError
 from tms.planning import find_failed_writes
+from tms.planning.capabilities import COMPACTION, READING, Capability, capabilities
 from tms.planning.ttl import ttl_state
 from tms.planning.ttl_schedule import next_ttl_due
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS
 
 from . import port as service_port
 
@@ -49,7 +49,7 @@ def check_port_first(args: list[str]) -> None:
         return
     try:
         service_port.ensure_free(host, port)
-    except TMSError as e:
+    except ONE_LINE_ERRORS as e:
         typer.echo(f"error: {e}", err=True)
         sys.exit(1)
 

@@ -15,11 +15,11 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from tms.hudi.errors import TableNotFoundError, UpdateRejectedError
-from tms.hudi.merge import KEY, merge_slice
-from tms.hudi.reader import read_snapshot
-from tms.hudi.small_files import FileSizing
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.records.merge import KEY, merge_slice
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.small_files import FileSizing
+from tms.hudi.table.writer import HudiWriter
 
 CITIES = ("san_francisco", "sao_paulo", "chennai")
 # New trips go into the city's small file group, as Hudi's writers route inserts (its default limits), so

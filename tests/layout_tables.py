@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.table.writer import create_table_for_records
 
 HOUR_MS = 3_600_000
 BASE_MS = 1_705_312_800_000  # 2024-01-15T10:00:00Z

@@ -14,8 +14,8 @@ from table_model import COLUMNS, ModelledTable
 from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.metadata.listing import committed_files
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.properties import format_properties
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import format_properties
 
 MDT_PARTITIONS = ["files", "column_stats", "record_index"]
 
@@ -65,7 +65,7 @@ def without_metadata_table(path: Path, dest: Path) -> Path:
 def check_metadata_table(path: Path, expected: list[dict] | None = None) -> None:
     """The MDT lists what storage and the timeline hold, `tms verify` is clean, and hudi-rs reads the same
     rows with and without the MDT (and the model's, if given)."""
-    from tms.hudi.verify import verify_table
+    from tms.hudi.table.verify import verify_table
     table = HudiTable.load(str(path))
     names = lambda listing: {p: sorted(files) for p, files in listing.items()}  # noqa: E731 (log sizes grow)
     assert names(MetadataTable(table).file_listing()) == names(committed_files(table))

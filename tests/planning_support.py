@@ -11,12 +11,12 @@ from tms.execute.action import ExecutionResult
 from tms.execute.dispatch import execute_instant
 from tms.execute.fencing import no_fence
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import State
-from tms.hudi.instant_time import TimeGenerator
-from tms.hudi.serde import RollbackMetadata, parse_cleaner_plan, parse_rollback_metadata
-from tms.hudi.table import HudiTable
+from tms.hudi.storage.paths import table_relative
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import State
+from tms.hudi.timeline.instant_time import TimeGenerator
+from tms.hudi.timeline.serde import RollbackMetadata, parse_cleaner_plan, parse_rollback_metadata
 from tms.planning.policy import TablePolicy
-from tms.table_path import table_relative
 
 
 def now() -> datetime:
@@ -40,8 +40,8 @@ class JavaWriterClock(TimeGenerator):
 
 def set_timeline_zone(t: ModelledTable, value: str) -> None:
     """Give the table `hoodie.table.timeline.timezone=value`, and a writer that has read it."""
-    from tms.hudi.timeline_zone import TIMELINE_TIMEZONE
-    from tms.hudi.writer import HudiWriter
+    from tms.hudi.table.writer import HudiWriter
+    from tms.hudi.timeline.zone import TIMELINE_TIMEZONE
     props = t.path / ".hoodie" / "hoodie.properties"
     props.write_text(props.read_text() + f"{TIMELINE_TIMEZONE}={value}\n")
     t.writer = HudiWriter(t.table())

@@ -72,7 +72,7 @@ class ModelledTable:
 
     def __init__(self, path, table_type: str = "MERGE_ON_READ", version: int = 6, partitioned: bool = True,
                  **writer_options):
-        from tms.hudi.writer import create_table_for_records
+        from tms.hudi.table.writer import create_table_for_records
         self.path = path
         self.writer = create_table_for_records(str(path), [rec(0, 0)], table_type=table_type, version=version,
                                                key=["id"], ordering=["ts"],
@@ -101,14 +101,14 @@ class ModelledTable:
         (self.model.delete if op == "delete" else self.model.upsert)(records)
 
     def table(self):
-        from tms.hudi.table import HudiTable
+        from tms.hudi.table.hudi_table import HudiTable
         return HudiTable.load(str(self.path))
 
     def check(self, *, hudi_rs: bool = True) -> None:
         """The library's reader (and hudi-rs) read exactly the model's rows."""
         from support import hudi_rs_table, rows
 
-        from tms.hudi.reader import read_snapshot
+        from tms.hudi.records.reader import read_snapshot
         expected = self.model.expected()
         assert rows(read_snapshot(self.table()), COLUMNS) == expected
         if hudi_rs:

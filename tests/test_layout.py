@@ -57,6 +57,20 @@ def test_no_query_outside_tms_db(path: Path):
             raise AssertionError(f"{path.relative_to(REPO)}:{node.lineno} holds SQL text: it belongs in tms/db")
 
 
+def _outside_the_library(source: str) -> bool:
+    """Whether an import from `source` reaches TMS outside its format library `tms.hudi`."""
+    return (source == "tms" or source.startswith("tms.")) and not (source == "tms.hudi"
+                                                                    or source.startswith("tms.hudi."))
+
+
+@pytest.mark.parametrize("path", _modules("tms/hudi"), ids=lambda p: p.relative_to(REPO).as_posix())
+def test_the_format_library_imports_nothing_of_tms(path: Path):
+    tree = ast.parse(path.read_text(), str(path))
+    for source, name, line in _imports(tree, _module_name(path)):
+        assert not _outside_the_library(source), \
+            f"{path.relative_to(REPO)}:{line} imports {name} from {source}: tms/hudi knows only Hudi"
+
+
 def test_the_checks_find_what_they_look_for():
     """The rules catch a query and SQL text (a check that cannot fail checks nothing)."""
     tree = ast.parse("from sqlalchemy import select\nQ = 'SELECT id FROM tasks'\n")
@@ -66,3 +80,9 @@ def test_the_checks_find_what_they_look_for():
     assert not SQL.match("select the table to plan from the list")
     assert [s for s, _, _ in _imports(ast.parse("from ..errors import X\n"), "tms.hudi.locks.config")] == \
         ["tms.hudi.errors"]
+    # the library's rule: TMS outside tms/hudi is found, absolutely or relatively imported; the library is not
+    outside = "from tms.errors import TMSError\nfrom ...table_service import TableService\nimport tms.config\n"
+    found = [s for s, _, _ in _imports(ast.parse(outside), "tms.hudi.metadata.writer") if _outside_the_library(s)]
+    assert found == ["tms.errors", "tms.table_service", "tms.config"]
+    inside = "from tms.hudi.errors import HudiError\nfrom ..table import HudiTable\nfrom . import keys\nimport tmsx\n"
+    assert not [s for s, _, _ in _imports(ast.parse(inside), "tms.hudi.metadata.writer") if _outside_the_library(s)]

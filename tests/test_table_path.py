@@ -4,8 +4,8 @@ import os
 import pytest
 
 from tms.hudi.errors import HudiError
-from tms.hudi.storage import open_storage
-from tms.table_path import is_under_roots, join, normalize_base_path, table_relative
+from tms.hudi.storage.paths import is_under_roots, join, normalize_base_path, table_relative
+from tms.hudi.storage.table_storage import open_storage
 
 
 @pytest.mark.parametrize("path,partition,expected", [

@@ -1,1 +1,4 @@
 """TMS core: configuration, database and the Hudi table-format library shared by every role."""
+# The format library reads no environment: the zone of LOCAL-timeline tables is passed in here, before any
+# module reads a table.
+from tms import timeline_zone as _timeline_zone  # noqa: F401

@@ -17,20 +17,21 @@ from planner import cli as planner_cli
 from service import cli as service_cli
 from standalone import cli as standalone_cli
 from standalone.demo import run_demo_writer
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS, TMSError
 from tms.execute import cli as execute_cli
 from tms.execute import savepoint_cli, ttl_cli
-from tms.hudi.inspect import describe_table, format_description
-from tms.hudi.instant import is_valid_instant_time
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.init import create_metadata_table
-from tms.hudi.reader import iter_snapshot
-from tms.hudi.schema import avro_to_arrow
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_option_pairs, parse_write_options
-from tms.hudi.writer import HudiWriter, create_table_for_records, records_schema
+from tms.hudi.records.reader import iter_snapshot
+from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.inspect import describe_table, format_description
+from tms.hudi.table.write_options import parse_option_pairs, parse_write_options
+from tms.hudi.table.writer import HudiWriter, create_table_for_records, records_schema
+from tms.hudi.timeline.instant import is_valid_instant_time
 from tms.ops import commands as ops_commands
 from tms.ops.options import after_the_subcommand
+from tms.planning.capabilities import capabilities
 from worker import cli as worker_cli
 
 
@@ -45,7 +46,7 @@ class _Commands(TyperGroup):
     def invoke(self, ctx: Any) -> Any:  # a context of the click Typer bundles (typer._click, private)
         try:
             return super().invoke(ctx)
-        except TMSError as e:
+        except ONE_LINE_ERRORS as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(1) from None
 
@@ -76,7 +77,8 @@ def _load(path: str) -> HudiTable:
 def inspect(path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
             as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
     """Table config, timeline, file groups with their slices and sizes, pending plans, inflight instants."""
-    desc = describe_table(_load(path))
+    table = _load(path)
+    desc = describe_table(table, capabilities(table))
     typer.echo(json.dumps(desc, indent=2, default=_json_default) if as_json else format_description(desc))
 
 
@@ -211,7 +213,7 @@ def verify(path: str = typer.Argument(..., help="Base path of a Hudi table."),
            as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
     """Check the table's consistency (metadata table vs storage and footers, record index vs records, pending
     instants without a heartbeat, files no instant references); exit 1 if anything differs."""
-    from tms.hudi.verify import verify_table
+    from tms.hudi.table.verify import verify_table
     problems = verify_table(_load(path))
     if as_json:
         typer.echo(json.dumps({"problems": [p.to_dict() for p in problems], "ok": not problems}, indent=2))

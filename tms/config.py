@@ -19,7 +19,8 @@ from pydantic_settings import (
 from tms.display import check_zone
 from tms.errors import ConfigError
 from tms.hudi.errors import HudiError
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone, zone_named
+from tms.hudi.timeline.zone import zone_named
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone
 
 CONFIG_FILE_ENV = "TMS_CONFIG_FILE"
 
@@ -240,6 +241,6 @@ def load_settings(**overrides) -> Settings:
         name = "TMS_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
         raise ConfigError(f"{name}: {error['msg']}") from None
     if settings.timeline_local_timezone:
-        # The library reads it from the environment, in this process and in the jobs it starts.
+        # TMS passes it to the library from the environment, in this process and in the jobs it starts.
         os.environ[LOCAL_TIMEZONE_ENV] = settings.timeline_local_timezone
     return settings

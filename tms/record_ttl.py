@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tms.hudi.errors import HudiError
-from tms.hudi.serde import TTL_CUTOFF_KEY, TTL_FIELD_KEY
+from tms.hudi.timeline.serde import TTL_CUTOFF_KEY, TTL_FIELD_KEY
 
 
 def ttl_field_refusal(schema: pa.Schema, field: str) -> str | None:

@@ -12,10 +12,9 @@ from typing import Any
 
 from tms.db import Database, EngineRepo, QueueRepo, RegisteredTable, TaskRepo, hash_secret
 from tms.execute.engine_code import EngineSpec
-from tms.hudi.instant import ROLLBACK
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import plan_stats
-from tms.table_service import names_request
+from tms.table_service import TableService, names_request
 
 from .engine_choice import choose_engine
 from .fence import new_fence_key
@@ -68,7 +67,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
         candidates = tasks.claimable(limit=CANDIDATES)
         rolling_back = tasks.tables_rolling_back({t.table_id for t in candidates})
         for task in candidates:
-            if task.service != ROLLBACK and task.table_id in rolling_back:
+            if task.service != TableService.ROLLBACK and task.table_id in rolling_back:
                 continue
             table = session.get(RegisteredTable, task.table_id)
             if table is None:  # unregistered since the task was read

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from tms.config import Settings
 from tms.db.repos.tasks import FailureRecord
-from tms.hudi.conflicts import CONFLICT_REASON
+from tms.hudi.timeline.conflicts import CONFLICT_REASON
 
 OOM_MEMORY_GROWTH = 1.5
 JITTER = 0.2

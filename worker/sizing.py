@@ -1,7 +1,7 @@
 """Sizing a job from its plan: executor memory follows the largest file group (one Spark task holds a whole
 file group's base and log files in memory while it merges them), parallelism follows the operations. A
 compaction merges a file group within its memory budget (hoodie.memory.compaction.max.size, TMS_MERGE_MEMORY_BYTES;
-see tms.hudi.bounded_merge): with a budget, its memory follows the budget once the file group outgrows it.
+see tms.hudi.records.bounded_merge): with a budget, its memory follows the budget once the file group outgrows it.
 
 The merge runs in the executors' Python workers, outside the JVM heap that `spark.executor.memory` sizes. On
 YARN and Kubernetes a Python worker's memory counts against the container's `spark.executor.memoryOverhead`,
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tms.db import ResourceQueue
-from tms.hudi.instant import CLUSTERING, COMPACTION
+from tms.table_service import TableService
 
 MEMORY_FACTOR = 1.4  # decoded rows, the merge and the written file take more than the bytes on storage
 MB = 1024 * 1024
@@ -29,7 +29,7 @@ PYTHON_MEMORY_FACTOR = 32
 # slowly with the group (spill buckets, a log block's bytes). tests/execute/test_compaction_memory.py checks it.
 PYTHON_BUDGET_FACTOR = 6
 SPARK_MIN_OVERHEAD_MB = 384  # Spark's own minimum executor overhead, for the JVM's off-heap memory
-MERGING_SERVICES = frozenset({COMPACTION, CLUSTERING})  # clean and rollback only delete files
+MERGING_SERVICES = frozenset({TableService.COMPACTION, TableService.CLUSTERING})  # clean and rollback only delete files
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class JobResources:
 
 
 def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memory_mb: int, driver_cores: int,
-             max_executors_per_table: int, memory_factor: float = 1.0, service: str = COMPACTION,
+             max_executors_per_table: int, memory_factor: float = 1.0, service: str = TableService.COMPACTION,
              budget_bytes: int | None = None) -> JobResources:
     """Executor memory = largest file group x 1.4 (x `memory_factor`, which grows 1.5x with each attempt that
     ran out of memory), within the queue's bounds; one executor per operation, within the queue's and the
@@ -70,7 +70,7 @@ def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memo
     `plan_stats` is what the planner recorded (PlanStats). With `budget_bytes` (a compaction's merge budget) the
     memory of a compaction follows the budget where the largest file group is bigger."""
     largest = int(plan_stats.get("largest_file_group_bytes") or 0)
-    bounded = budget_bytes if service == COMPACTION else None
+    bounded = budget_bytes if service == TableService.COMPACTION else None
     operations = int(plan_stats.get("operations") or 1)
     memory_mb = math.ceil(min(largest, bounded or largest) * MEMORY_FACTOR / MB)
     if memory_factor > 1:  # grow from what the last attempt had, at least the queue's minimum

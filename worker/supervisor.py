@@ -18,10 +18,10 @@ from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.job_result import find_result
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import RESTORE, State
 from tms.hudi.locks import TransactionManager
-from tms.hudi.table import HudiTable
-from tms.table_service import is_backup_service, names_request
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import State
+from tms.table_service import TableService, is_backup_service, names_request
 
 from .claim import ClaimedTask
 from .commands import backup_job, plan_arguments, python_job, spark_job, ttl_job
@@ -106,7 +106,8 @@ class JobSupervisor:
         if State.COMPLETED in states:
             return True
         # A restore left inflight resumes where it stopped (tms.execute.restore).
-        if State.INFLIGHT in states and c.service != RESTORE and not executor_for(table, c.instant).resumable_inflight:
+        if (State.INFLIGHT in states and c.service != TableService.RESTORE
+                and not executor_for(table, c.instant).resumable_inflight):
             fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
             with TransactionManager.from_options(table, c.concurrency_options) as transactions:
                 result = prepare_retry(table, c.instant, LocalRunner(), fence, transactions=transactions)

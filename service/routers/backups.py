@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Request, status
 from tms.backup.layout import backup_root
 from tms.backup.requests import request_backup_task, store_of
 from tms.db import BackupTaskRepo, NotFoundError, TablePolicy, TableRepo
-from tms.table_path import is_under_roots
+from tms.hudi.storage.paths import is_under_roots
 from tms.table_service import TableService
 
 from ..auth import Admin, Operator, Viewer

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request
 
 from tms.db import DiscoveryRepo
 from tms.fleet.onboarding import scan_root
-from tms.table_path import is_under_roots, normalize_base_path
+from tms.hudi.storage.paths import is_under_roots, normalize_base_path
 
 from ..auth import Admin, Viewer
 from ..errors import validation_error

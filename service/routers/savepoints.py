@@ -8,8 +8,14 @@ from fastapi import APIRouter, Path, Request, Response, status
 from tms.backup.errors import BackupError
 from tms.db import TableRepo
 from tms.hudi.locks import TransactionManager
-from tms.hudi.savepoint import SavepointError, create_savepoint, delete_savepoint, latest_savepointable, read_savepoint
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.savepoint import (
+    SavepointError,
+    create_savepoint,
+    delete_savepoint,
+    latest_savepointable,
+    read_savepoint,
+)
 
 from ..auth import Admin, Operator, Viewer
 from ..backup_restore import restore_to_new_path

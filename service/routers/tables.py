@@ -9,11 +9,11 @@ from pydantic import ValidationError
 from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
-from tms.hudi.storage import open_storage
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import split_concurrency_options
+from tms.hudi.storage.paths import is_under_roots
+from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.write_options import split_concurrency_options
 from tms.planning.ttl import ttl_policy_refusal
-from tms.table_path import is_under_roots
 
 from ..auth import Admin, Operator, Viewer
 from ..errors import validation_error

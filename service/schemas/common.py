@@ -11,8 +11,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic_core import PydanticSerializationError, to_json
 
-from tms.hudi.instant import ACTIONS
-from tms.table_path import normalize_base_path
+from tms.hudi.storage.paths import normalize_base_path
+from tms.hudi.timeline.instant import ACTIONS
+from tms.hudi.timeline.instant import Action as TimelineAction
 
 MAX_ID = 2**63 - 1  # bigint
 # The validators below, as JSON Schema says them (for clients, the API docs and schemathesis).
@@ -112,7 +113,7 @@ BasePath = Annotated[str, Field(examples=["/data/hudi/trips", "s3://bucket/wareh
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 InstantTime = Annotated[str, Field(examples=["20250101120000123"], json_schema_extra={"pattern": INSTANT_PATTERN}),
                         AfterValidator(_instant)]
-Action = Annotated[str, Field(examples=["deltacommit"], json_schema_extra={"enum": list(ACTIONS)}),
+Action = Annotated[str, Field(examples=[TimelineAction.DELTA_COMMIT.value], json_schema_extra={"enum": list(ACTIONS)}),
                    AfterValidator(_action)]
 # Numbers and flags in JSON bodies are taken as their schema says: no `true` for 1, no `0` for false.
 BodyInt = Annotated[int, Strict()]

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import to_json
 
-from tms.hudi.instant import ACTIONS
+from tms.hudi.timeline.instant import ACTIONS
 
 from .common import (
     INSTANT_PATTERN,

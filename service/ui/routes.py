@@ -30,8 +30,8 @@ from tms.db import (
     TaskRepo,
     TaskState,
 )
-from tms.errors import TMSError
-from tms.hudi.inspect import human_size
+from tms.errors import ONE_LINE_ERRORS
+from tms.hudi.table.inspect import human_size
 from tms.table_service import TableService
 
 from ..auth import Role
@@ -204,7 +204,7 @@ async def table_settings(request: Request, user: User, table_id: int) -> Respons
         return _back(page, _message(exc), "error")
     except RequestValidationError as exc:
         return _back(page, validation_detail(exc.errors()), "error")
-    except TMSError as exc:
+    except ONE_LINE_ERRORS as exc:
         return _back(page, str(exc), "error")
     return _back(page, "Table settings saved.")
 
@@ -220,7 +220,7 @@ async def table_restore(request: Request, user: User, table_id: int) -> Response
             row = TableRepo(session).get(table_id)
             task = request_savepoint_restore(session, row, form.get("savepoint", ""), force=form.get("force") == "on")
             task_id = task.id
-    except TMSError as exc:
+    except ONE_LINE_ERRORS as exc:
         return _back(page, str(exc), "error")
     return _back(page, f"Restore to savepoint {form.get('savepoint')}: task {task_id} recorded; a worker runs it.")
 
@@ -241,7 +241,7 @@ async def table_backup_restore(request: Request, user: User, table_id: int) -> R
         return _back(page, _message(exc), "error")
     except RequestValidationError as exc:
         return _back(page, validation_detail(exc.errors()), "error")
-    except TMSError as exc:
+    except ONE_LINE_ERRORS as exc:
         return _back(page, str(exc), "error")
     return _back(page, f"Restore requested: task {task.id}.")
 
@@ -309,7 +309,7 @@ async def task_action(request: Request, user: User, task_id: int, action: str) -
     try:
         with _database(request).transaction() as session:
             task = TaskRepo(session).apply(task_id, OperatorAction(action))
-    except TMSError as exc:
+    except ONE_LINE_ERRORS as exc:
         return _back(f"/ui/tasks/{task_id}", str(exc), "error")
     return _back(f"/ui/tasks/{task_id}", f"Task {task_id}: {action} done; it is {task.state} now.")
 
@@ -362,7 +362,7 @@ async def queue_delete(request: Request, user: User, name: str) -> Response:
     try:
         with _database(request).transaction() as session:
             QueueRepo(session).delete(name)
-    except TMSError as exc:
+    except ONE_LINE_ERRORS as exc:
         return _back("/ui/queues", str(exc), "error")
     return _back("/ui/queues", f"Queue {name} deleted.")
 
@@ -408,7 +408,7 @@ async def alert_mute(request: Request, user: User, alert_id: int) -> Response:
             body["expires_at"] = datetime.now(UTC) + timedelta(hours=hours)
         try:
             add_mute(session, MuteIn.model_validate(body))
-        except (ValidationError, TMSError) as exc:
+        except (ValidationError,) + ONE_LINE_ERRORS as exc:
             return _back("/ui/alerts", f"The alert was not muted: {_message(exc)}", "error")
     return _back("/ui/alerts", f"Alerts of kind {alert.kind} muted.")
 
@@ -427,7 +427,7 @@ async def mute_delete(request: Request, user: User, mute_id: int) -> Response:
     try:
         with _database(request).transaction() as session:
             MuteRepo(session).delete(mute_id)
-    except TMSError as exc:
+    except ONE_LINE_ERRORS as exc:
         return _back("/ui/mutes", f"The mute was not removed: {_message(exc)}", "error")
     return _back("/ui/mutes", f"Mute {mute_id} removed.")
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, tzinfo
 
 from tms.db import RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import CLEAN, COMMIT, REPLACE_COMMIT, ROLLBACK, instant_to_datetime
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, instant_to_datetime
 from tms.planning.triggers import compaction_trigger
 
 from .charts import TimelineEntry
@@ -39,8 +39,8 @@ def _moment(instant_time: str | None, zone: tzinfo) -> datetime | None:
 
 def _service_actions(table_type: str) -> tuple[str, ...]:
     # A MERGE_ON_READ table's compaction completes as a commit; on COPY_ON_WRITE a commit is a write.
-    services = (REPLACE_COMMIT, CLEAN, ROLLBACK)
-    return (COMMIT, *services) if table_type == "MERGE_ON_READ" else services
+    services = (Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK)
+    return (Action.COMMIT, *services) if table_type == "MERGE_ON_READ" else services
 
 
 def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], now: datetime) -> str:

@@ -24,11 +24,11 @@ from tms.db import (
     TaskRepo,
     TaskState,
 )
-from tms.errors import TMSError
-from tms.hudi.inspect import human_size
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
-from tms.hudi.savepoint import read_savepoint
-from tms.hudi.table import HudiTable
+from tms.errors import ONE_LINE_ERRORS
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.inspect import human_size
+from tms.hudi.table.savepoint import read_savepoint
+from tms.hudi.timeline.instant import Action
 
 from ..table_view import live_view, ttl_schedule
 from . import charts
@@ -38,7 +38,7 @@ PAGE_SIZE = 25
 TABLES_SCANNED = 200  # tables whose health the tables page and the overview compute (the first by id)
 HEALTH_SECONDS = 10.0  # how long a table's facts are reused by list pages (they read storage)
 TASK_STATES = [s.value for s in TaskState]
-PLAN_ACTIONS = (COMPACTION, CLUSTERING, REPLACE_COMMIT, CLEAN, ROLLBACK)
+PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK)
 
 
 @dataclass
@@ -184,7 +184,7 @@ def table_backups(session: Session, table: RegisteredTable) -> dict[str, Any]:
     if policy.backup_destination:
         try:
             out["versions"] = store_of(table).manifests()
-        except (TMSError, OSError, ValueError) as exc:  # a destination down or unreadable: said, not fatal
+        except ONE_LINE_ERRORS + (OSError, ValueError) as exc:  # a destination down or unreadable: said, not fatal
             out["error"] = f"cannot read the backups: {exc}"
     return out
 

@@ -12,7 +12,7 @@ from tms.backup.expire import expire_versions
 from tms.backup.layout import BackupStore
 from tms.backup.restore import restore_version
 from tms.backup.take import take_backup
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
 PARTITIONS = ["americas", "asia", "europe"]

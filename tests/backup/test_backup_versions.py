@@ -12,8 +12,8 @@ from tms.backup.expire import expire_versions
 from tms.backup.layout import BackupStore
 from tms.backup.restore import restore_version
 from tms.backup.take import take_backup
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
 
 ROWS_PER_DAY = 30
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from table_model import CITIES, COLUMNS, ModelledTable, key, rec  # noqa: F401 (re-exported to the tests)
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT
-from tms.hudi.properties import format_properties
-from tms.hudi.serde import (
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import format_properties
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import (
     ActionInstant,
     CleanerPlan,
     CleanFileInfo,
@@ -24,7 +25,6 @@ from tms.hudi.serde import (
     serialize_compaction_plan,
     serialize_requested_replace_metadata,
 )
-from tms.hudi.table import HudiTable
 
 
 def write_history(t: ModelledTable) -> None:
@@ -46,7 +46,7 @@ def plan_compaction(table: HudiTable) -> str:
            for fs in view.latest_slices() if fs.log_files]
     assert ops, "nothing to compact"
     plan = serialize_compaction_plan(CompactionPlan(operations=ops))
-    return table.timeline.create_requested(COMPACTION, plan).timestamp
+    return table.timeline.create_requested(Action.COMPACTION, plan).timestamp
 
 
 def plan_clustering(table: HudiTable, sort_columns: str = "", target_bytes: int | None = None) -> str:
@@ -68,7 +68,7 @@ def plan_clustering(table: HudiTable, sort_columns: str = "", target_bytes: int 
         input_groups=groups, strategy=ClusteringStrategy(
             strategy_class_name="org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
             strategy_params=params)))
-    action = CLUSTERING if table.config.version >= 8 else REPLACE_COMMIT
+    action = Action.CLUSTERING if table.config.version >= 8 else Action.REPLACE_COMMIT
     return table.timeline.create_requested(action, serialize_requested_replace_metadata(plan)).timestamp
 
 
@@ -88,7 +88,7 @@ def plan_clean_of_old_versions(table: HudiTable) -> tuple[str, list[str]]:
                                                                 state="COMPLETED"),
                        last_completed_commit_timestamp=last.timestamp, policy="KEEP_LATEST_FILE_VERSIONS",
                        file_paths_to_be_deleted_per_partition=doomed)
-    return table.timeline.create_requested(CLEAN, serialize_cleaner_plan(plan)).timestamp, paths
+    return table.timeline.create_requested(Action.CLEAN, serialize_cleaner_plan(plan)).timestamp, paths
 
 
 def copy_fixture(fixture_tables: dict, name: str, dest: Path, *, drop_metadata_table: bool = False) -> Path:

@@ -6,8 +6,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from bench.merge_memory import MB, build_file_group, compact
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
 from worker.sizing import python_task_memory_mb
 
 BUDGET = 64 * MB

@@ -5,9 +5,10 @@ from execute_support import ModelledTable, plan_clean_of_old_versions, plan_comp
 from tms.execute.clean import CleanExecutor
 from tms.execute.dispatch import execute_instant
 from tms.execute.fencing import no_fence
-from tms.hudi.file_names import LogFileName
-from tms.hudi.instant import ROLLBACK, State
-from tms.hudi.serde import (
+from tms.hudi.fs_view.file_names import LogFileName
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.serde import (
     InstantInfo,
     RollbackPlan,
     RollbackRequest,
@@ -16,7 +17,6 @@ from tms.hudi.serde import (
     parse_rollback_metadata,
     serialize_rollback_plan,
 )
-from tms.hudi.table import HudiTable
 
 
 @pytest.mark.parametrize("table_type,version", [("COPY_ON_WRITE", 6), ("COPY_ON_WRITE", 8), ("MERGE_ON_READ", 8)])
@@ -76,7 +76,7 @@ def _plan_rollback_of_write(table: HudiTable, instant: str) -> str:
                                             files_to_be_deleted=[path]))
     plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=inflight.action),
                         rollback_requests=requests)
-    return table.timeline.create_requested(ROLLBACK, serialize_rollback_plan(plan)).timestamp
+    return table.timeline.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan)).timestamp
 
 
 @pytest.mark.parametrize("table_type,version", [("MERGE_ON_READ", 6), ("MERGE_ON_READ", 8), ("COPY_ON_WRITE", 6)])

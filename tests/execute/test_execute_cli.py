@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from tms.cli import app
 from tms.execute.spark_submit import build_py_files, spark_submit_command, spark_submit_env
-from tms.hudi.file_names import BaseFileName
-from tms.hudi.instant import State
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
+from tms.hudi.fs_view.file_names import BaseFileName
+from tms.hudi.timeline.instant import State
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 
 @pytest.fixture(scope="module")

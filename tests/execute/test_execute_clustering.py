@@ -7,7 +7,7 @@ import pytest
 from execute_support import ModelledTable, key, plan_clustering, rec
 
 from tms.execute.dispatch import execute_instant
-from tms.hudi.reader import read_snapshot
+from tms.hudi.records.reader import read_snapshot
 
 META = ["_hoodie_record_key", "_hoodie_commit_time", "_hoodie_commit_seqno"]
 

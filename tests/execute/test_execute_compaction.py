@@ -7,13 +7,13 @@ from execute_support import ModelledTable, copy_fixture, plan_compaction, rec, s
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.errors import PlanHeldError
-from tms.hudi.bloom import FOOTER_KEY, might_contain
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.file_names import BaseFileName
-from tms.hudi.instant import State
-from tms.hudi.reader import read_snapshot
-from tms.hudi.serde import parse_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName
+from tms.hudi.records.bloom import FOOTER_KEY, might_contain
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import State
+from tms.hudi.timeline.serde import parse_compaction_plan
 
 
 def _meta_by_key(table: HudiTable) -> dict:

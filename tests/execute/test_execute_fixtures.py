@@ -6,8 +6,8 @@ from execute_support import copy_fixture, plan_clean_of_old_versions, plan_clust
 from support import FIXTURE_TABLES, hudi_rs_table, rows
 
 from tms.execute.dispatch import execute_instant
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
 
 # The v9 MOR fixtures end with a compaction: no latest slice has log files, nothing to compact (writer-made v9
 # tables are compacted in test_jobs_layouts).

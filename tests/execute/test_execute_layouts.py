@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from tms.cli import app
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.bloom import FOOTER_KEY
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.bloom import FOOTER_KEY
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
 
 runner = CliRunner()
 

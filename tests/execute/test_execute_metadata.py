@@ -18,14 +18,14 @@ from tms.execute.fencing import no_fence
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.file_names import LogFileName
-from tms.hudi.instant import DELTA_COMMIT, ROLLBACK, Instant, State
-from tms.hudi.log_format import read_log_file
+from tms.hudi.fs_view.file_names import LogFileName
+from tms.hudi.log_format.log_file import read_log_file
 from tms.hudi.metadata.reader import MetadataTable
 from tms.hudi.metadata.writer import unmaintainable_partitions
-from tms.hudi.serde import parse_rollback_metadata
-from tms.hudi.table import HudiTable
-from tms.hudi.verify import verify_table
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.verify import verify_table
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.serde import parse_rollback_metadata
 
 RUNNER = LocalRunner(1)
 # Lance base files are read by another part of TMS (or refused): not served here.
@@ -78,7 +78,7 @@ def test_fixture_services_keep_the_mdt_in_sync(tmp_path, mdt_fixture_root, name)
         assert done.is_completed
         mdt = _mdt_instant(path, ts)
         assert set(mdt) == {State.REQUESTED, State.INFLIGHT, State.COMPLETED}
-        assert mdt[State.COMPLETED].action == DELTA_COMMIT
+        assert mdt[State.COMPLETED].action == Action.DELTA_COMMIT
         if done.completion_time:   # v8+: the MDT completed first
             assert mdt[State.COMPLETED].completion_time <= done.completion_time
         _check_mdt(path, before)
@@ -195,7 +195,7 @@ def test_attempt_killed_after_its_mdt_commit_is_rolled_back_there_too(tmp_path, 
 def _mdt_rollbacks_of(path, ts: str) -> list[Instant]:
     """The completed rollback instants on the MDT timeline that rolled back its delta commit `ts`."""
     tl = MetadataTable(HudiTable.load(str(path))).table.timeline
-    return [i for i in tl.completed([ROLLBACK]) if parse_rollback_metadata(tl.read(i)).commits_rollback == [ts]]
+    return [i for i in tl.completed([Action.ROLLBACK]) if parse_rollback_metadata(tl.read(i)).commits_rollback == [ts]]
 
 
 def _mdt_log_files_with_blocks_of(path, ts: str) -> list[Path]:
@@ -222,7 +222,7 @@ def test_mdt_side_of_a_rollback_is_javas(tmp_path, table_type, version):
     assert not _mdt_instant(t.path, crashed)
     assert not _mdt_log_files_with_blocks_of(t.path, crashed), "its log files are deleted"
     at_ts = {i.action for i in _mdt_instant(t.path, ts).values()}
-    assert at_ts == ({ROLLBACK} if version >= 8 else {DELTA_COMMIT})
+    assert at_ts == ({Action.ROLLBACK} if version >= 8 else {Action.DELTA_COMMIT})
     t.check()
     t.write([rec(i, 100) for i in range(0, 40, 6)])
     t.check()
@@ -304,7 +304,7 @@ def test_partitions_tms_cannot_maintain_are_named_and_refused(tmp_path):
         props["hoodie.table.metadata.partitions"] + ",secondary_index_rider,expr_index_fare_bucket")
     assert unmaintainable_partitions(table, "compaction") == ["expr_index_fare_bucket"]
     assert unmaintainable_partitions(table, "rollback") == []
-    from tms.hudi.properties import format_properties
+    from tms.hudi.table.properties import format_properties
     (t.path / ".hoodie" / "hoodie.properties").write_text(format_properties(table.config.props))
     ts = plan_compaction(t.table())
     with pytest.raises(UnsupportedTableError, match="expr_index_fare_bucket"):

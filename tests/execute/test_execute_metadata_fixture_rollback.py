@@ -17,12 +17,12 @@ from support import hudi_rs_table, rows
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import State
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.properties import format_properties
-from tms.hudi.table import HudiTable
-from tms.hudi.verify import verify_table
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import format_properties
+from tms.hudi.table.verify import verify_table
+from tms.hudi.table.writer import HudiWriter
+from tms.hudi.timeline.instant import State
 from tms.planning.rollback import plan_rollback
 
 PARTITIONS = "hoodie.table.metadata.partitions"

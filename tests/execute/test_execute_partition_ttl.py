@@ -12,12 +12,12 @@ from tms.execute.dispatch import execute_instant
 from tms.execute.partition_delete import delete_partitions
 from tms.execute.runner import LocalRunner
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import REPLACE_COMMIT, instant_to_datetime
 from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.serde import DELETE_PARTITION
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.instant import Action, instant_to_datetime
+from tms.hudi.timeline.serde import DELETE_PARTITION
 from tms.planning.clean import plan_clean
 from tms.planning.policy import TablePolicy
 from tms.planning.ttl import expired_partitions
@@ -61,7 +61,7 @@ def test_expired_day_partitions_are_deleted_and_gone_from_reads_mdt_and_storage(
     instant = delete_partitions(table, expired_partitions(table, _policy(2), now))
     table = HudiTable.load(str(path))
     done = table.timeline.get(instant)
-    assert done.action == REPLACE_COMMIT and done.is_completed
+    assert done.action == Action.REPLACE_COMMIT and done.is_completed
     meta = table.timeline.commit_metadata(done)
     assert meta.operation_type == DELETE_PARTITION
     assert sorted(meta.partition_to_replace_file_ids) == ["ts=2024-01-10", "ts=2024-01-11"]

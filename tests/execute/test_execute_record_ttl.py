@@ -12,12 +12,12 @@ from tms.execute.dispatch import execute_instant
 from tms.execute.record_ttl_delete import delete_expired_records
 from tms.execute.runner import LocalRunner
 from tms.hudi.errors import HudiError
-from tms.hudi.log_format import BlockType, read_log_file
+from tms.hudi.log_format.log_file import BlockType, read_log_file
 from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.serde import TTL_CUTOFF_KEY
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.serde import TTL_CUTOFF_KEY
 from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction
 from tms.planning.policy import TablePolicy

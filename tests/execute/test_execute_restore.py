@@ -10,9 +10,9 @@ from mdt_model import MdtModelledTable
 from tms.execute.dispatch import execute_instant
 from tms.execute.restore import RestoreRefused, restore_in_place
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import RESTORE, ROLLBACK
-from tms.hudi.savepoint import create_savepoint, delete_savepoint, read_savepoint
-from tms.hudi.serde import parse_restore_metadata, parse_restore_plan
+from tms.hudi.table.savepoint import create_savepoint, delete_savepoint, read_savepoint
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import parse_restore_metadata, parse_restore_plan
 
 
 @pytest.mark.parametrize("table_type,version", [("COPY_ON_WRITE", 6), ("MERGE_ON_READ", 6), ("COPY_ON_WRITE", 8),
@@ -41,14 +41,14 @@ def test_restore_in_place_to_savepoint(tmp_path, table_type, version):
     assert [i.timestamp for i in tl.completed_writes()][-1] == kept
     assert not tl.pending()
     done = tl.get(result.instant.timestamp)
-    assert done.is_completed and done.action == RESTORE
+    assert done.is_completed and done.action == Action.RESTORE
     plan = parse_restore_plan(tl.read_plan(done.timestamp))
     assert plan.savepoint_to_restore_timestamp == kept
     undone = [i.commit_time for i in plan.instants_to_rollback]
     assert set(bad) < set(undone) and undone == sorted(undone, reverse=True)
     meta = parse_restore_metadata(tl.read(done))
     assert meta.instants_to_rollback == undone and set(meta.hoodie_restore_metadata) == set(undone)
-    rollbacks = tl.completed((ROLLBACK,))
+    rollbacks = tl.completed((Action.ROLLBACK,))
     assert sorted(c for r in rollbacks for c in tl_rollback_targets(table, r)) == sorted(undone)
     assert [s.timestamp for s in tl.savepoints()] == [kept]
 
@@ -61,7 +61,7 @@ def timeline_dir(t):
 
 
 def tl_rollback_targets(table, inst):
-    from tms.hudi.serde import parse_rollback_metadata
+    from tms.hudi.timeline.serde import parse_rollback_metadata
     return parse_rollback_metadata(table.timeline.read(inst)).commits_rollback
 
 
@@ -94,8 +94,8 @@ def test_restore_savepoint_to_new_path(tmp_path, table_type, version):
     from table_model import COLUMNS
 
     from tms.execute.restore_copy import CopyRefused, restore_copy
-    from tms.hudi.reader import read_snapshot
-    from tms.hudi.table import HudiTable
+    from tms.hudi.records.reader import read_snapshot
+    from tms.hudi.table.hudi_table import HudiTable
     t = MdtModelledTable(tmp_path / "t", table_type, version)
     t.write([rec(i, 10) for i in range(12)], "insert")
     kept = t.write([rec(i, 20) for i in range(6)])

@@ -14,8 +14,8 @@ from support import hudi_rs_table
 from tms.execute.restore import restore_in_place
 from tms.execute.runner import LocalRunner
 from tms.hudi.locks import TransactionManager
-from tms.hudi.savepoint import create_savepoint
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.savepoint import create_savepoint
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
 PARTITIONS = ["americas", "asia", "europe"]

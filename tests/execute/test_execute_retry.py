@@ -7,9 +7,9 @@ from tms.execute.dispatch import execute_instant
 from tms.execute.errors import FencingError
 from tms.execute.retry import prepare_retry
 from tms.hudi.errors import InstantConflictError
-from tms.hudi.file_names import BaseFileName, write_token
-from tms.hudi.instant import State
-from tms.hudi.serde import parse_rollback_metadata
+from tms.hudi.fs_view.file_names import BaseFileName, write_token
+from tms.hudi.timeline.instant import State
+from tms.hudi.timeline.serde import parse_rollback_metadata
 
 
 class DriverKilledError(Exception):

@@ -18,10 +18,10 @@ from execute_support import plan_clustering, plan_compaction
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.reader import iter_snapshot, read_snapshot
-from tms.hudi.schema_evolution import SchemaEvolutionError, java_float_string
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.records.reader import iter_snapshot, read_snapshot
+from tms.hudi.records.schema_evolution import SchemaEvolutionError, java_float_string
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter
 
 D = decimal.Decimal
 BASE = [("id", pa.int64()), ("ts", pa.int64()), ("city", pa.string())]

@@ -13,7 +13,7 @@ from support import hudi_rs_table, rows
 from tms.execute.partition_delete import delete_partitions
 from tms.execute.record_ttl_delete import delete_expired_records
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
 DAY_MS = 86_400_000

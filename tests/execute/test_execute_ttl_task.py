@@ -9,11 +9,11 @@ from support import hudi_rs_table, rows
 
 from tms.execute.errors import FencingError
 from tms.execute.ttl_task import TASK_KEY, run_ttl_task
-from tms.hudi.instant import DELTA_COMMIT, REPLACE_COMMIT, State
 from tms.hudi.metadata.init import create_metadata_table
 from tms.hudi.metadata.reader import MetadataTable
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.instant import Action, State
 from tms.table_service import TableService
 
 NOW = datetime(2024, 2, 1, tzinfo=UTC)
@@ -65,7 +65,7 @@ def test_a_record_ttl_retry_rolls_back_the_lost_attempt_and_deletes_once(tmp_pat
     # The first attempt's lease is lost before its commit (the fence at the writer's second transaction).
     with pytest.raises(FencingError):
         run_ttl_task(TableService.TTL, str(path), TASK, RECORD_TTL, fence=_lost_at(2))
-    [(lost, state)] = _with_marker(path, DELTA_COMMIT)
+    [(lost, state)] = _with_marker(path, Action.DELTA_COMMIT)
     assert state == "pending"
     assert _ids(path) == list(range(24))  # nothing deleted yet
 
@@ -73,14 +73,14 @@ def test_a_record_ttl_retry_rolls_back_the_lost_attempt_and_deletes_once(tmp_pat
     assert retry.rolled_back == (lost,) and retry.instant and not retry.resumed
     assert retry.records == 24 - len(kept)
     assert _ids(path) == sorted(kept)
-    assert _with_marker(path, DELTA_COMMIT) == [(retry.instant, "completed")]
+    assert _with_marker(path, Action.DELTA_COMMIT) == [(retry.instant, "completed")]
     assert HudiTable.load(str(path)).timeline.states_of(lost) == {}  # rolled back, off the timeline
     assert sorted(int(k) for k in MetadataTable(HudiTable.load(str(path))).records("record_index")) == sorted(kept)
 
     # The attempt completed but its result was not recorded: the next one reports it and writes nothing.
     again = run_ttl_task(TableService.TTL, str(path), TASK, RECORD_TTL)
     assert (again.instant, again.resumed, again.records) == (retry.instant, True, retry.records)
-    assert _with_marker(path, DELTA_COMMIT) == [(retry.instant, "completed")]
+    assert _with_marker(path, Action.DELTA_COMMIT) == [(retry.instant, "completed")]
     # Another task (another request) finds nothing more expired at the same clock.
     other = run_ttl_task(TableService.TTL, str(path), "20260102000000000", RECORD_TTL)
     assert other.instant is None and "nothing had expired" in other.summary()
@@ -103,14 +103,14 @@ def test_a_partition_ttl_retry_rolls_back_a_pending_delete_partition(tmp_path, m
         m.setattr(partition_delete, "write_metadata_commit", crash)
         with pytest.raises(OSError):
             run_ttl_task(TableService.PARTITION_TTL, str(path), TASK, PARTITION_TTL)
-    [(lost, state)] = _with_marker(path, REPLACE_COMMIT)
+    [(lost, state)] = _with_marker(path, Action.REPLACE_COMMIT)
     assert state == "pending"
     assert HudiTable.load(str(path)).timeline.states_of(lost).keys() == {State.REQUESTED, State.INFLIGHT}
 
     retry = run_ttl_task(TableService.PARTITION_TTL, str(path), TASK, PARTITION_TTL)
     assert retry.rolled_back == (lost,) and retry.partitions == ("ts=2024-01-10", "ts=2024-01-11")
     assert _ids(path) == [i for i in range(12) if i % 4 in (2, 3)]
-    assert _with_marker(path, REPLACE_COMMIT) == [(retry.instant, "completed")]
+    assert _with_marker(path, Action.REPLACE_COMMIT) == [(retry.instant, "completed")]
     assert MetadataTable(HudiTable.load(str(path))).all_partitions() == ["ts=2024-01-12", "ts=2024-01-13"]
     again = run_ttl_task(TableService.PARTITION_TTL, str(path), TASK, PARTITION_TTL)
     assert (again.instant, again.resumed, again.partitions) == (retry.instant, True, retry.partitions)

@@ -3,10 +3,10 @@ object stores), Parquet read through the storage's arrow file system, other form
 import pyarrow as pa
 import pytest
 
-from tms.hudi.base_format import read_base_file, table_base_format, unreadable_format_reason, write_lance_file
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
-from tms.hudi.properties import TableConfig
-from tms.hudi.storage import open_storage
+from tms.hudi.records.base_format import read_base_file, table_base_format, unreadable_format_reason, write_lance_file
+from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.table.properties import TableConfig
 
 ROWS = pa.table({"_hoodie_record_key": ["a", "b"], "n": [1, 2], "tags": [["x"], []]})
 KEYS = {b"hoodie_min_record_key": b"a", b"hoodie_max_record_key": b"b"}

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tms.hudi.bloom import (
+from tms.hudi.records.bloom import (
     FOOTER_KEY,
     TYPE_CODE_KEY,
     dynamic_bloom_filter,

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tms.hudi.bounded_merge import BoundedMerge
-from tms.hudi.log_format import avro_data_block, delete_block, parquet_data_block, rollback_command_block
-from tms.hudi.merge import merge_records, scan_logs
-from tms.hudi.schema import avro_to_arrow, with_meta_fields
-from tms.hudi.storage import LocalStorage
+from tms.hudi.log_format.log_file import avro_data_block, delete_block, parquet_data_block, rollback_command_block
+from tms.hudi.records.bounded_merge import BoundedMerge
+from tms.hudi.records.merge import merge_records, scan_logs
+from tms.hudi.records.schema import avro_to_arrow, with_meta_fields
+from tms.hudi.storage.table_storage import LocalStorage
 
 DATA_SCHEMA = {"type": "record", "name": "t", "fields": [
     {"name": "id", "type": "string"}, {"name": "ts", "type": ["null", "long"], "default": None},

@@ -12,11 +12,11 @@ from support import FIXTURE_TABLES
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi.capabilities import SERVICES, capabilities, unrunnable_plans
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.properties import format_properties
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import format_properties
+from tms.planning.capabilities import SERVICES, capabilities, unrunnable_plans
 
 # Fixtures whose metadata table TMS cannot keep in sync: its statistics are read from Parquet base files.
 WITH_UNMAINTAINABLE_METADATA_TABLE = {"cow_v9_lance_nonpartitioned"}
@@ -123,7 +123,7 @@ def test_schedule_writes_nothing_on_a_custom_merge_table(fixture_tables, tmp_pat
 
 def test_the_metadata_table_writer_decides_which_partitions_block_a_service(fixture_tables, monkeypatch):
     """The hook the metadata-table writer fills: partitions it cannot maintain for a service."""
-    import tms.hudi.capabilities as caps_module
+    import tms.planning.capabilities as caps_module
     table = HudiTable.load(str(fixture_tables["mor_v8_trips_8i3u1d"]))
     monkeypatch.setattr(caps_module, "unmaintainable_partitions",
                         lambda t, service: ["secondary_index_idx_rider"] if service == "clustering" else [])

@@ -3,10 +3,10 @@ import pytest
 from hudi import HudiTableBuilder
 from support import FIXTURE_TABLES, hudi_rs_table, rows
 
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.instant import State, parse_instant_file_name
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import State, parse_instant_file_name
 
 EXPECTED_ROWS = {
     "cow_v6_nonpartitioned": 4,

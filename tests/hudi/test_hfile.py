@@ -5,8 +5,8 @@ import struct
 import pytest
 from mdt_model import MDT_FIXTURES, unzip_mdt_fixture
 
-from tms.hudi.hfile import HFileError, read_hfile, write_hfile
-from tms.hudi.log_format import BlockType, read_log_file
+from tms.hudi.log_format.hfile import HFileError, read_hfile, write_hfile
+from tms.hudi.log_format.log_file import BlockType, read_log_file
 
 # File-info entries Hudi's writers add before HFileWriterImpl adds its own.
 HUDI_FILE_INFO = ("schema", "bloomFilterTypeCode", "minRecordKey", "maxRecordKey")

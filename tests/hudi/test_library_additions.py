@@ -4,12 +4,12 @@ import pyarrow as pa
 import pytest
 
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
-from tms.hudi.instant import COMPACTION, DELTA_COMMIT, State
-from tms.hudi.merge import LogScan, merge_ordering_field, merge_records
-from tms.hudi.properties import TableConfig
-from tms.hudi.storage import open_storage
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.records.merge import LogScan, merge_ordering_field, merge_records
+from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import TableConfig
+from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.instant import Action, State
 
 
 def _table(tmp_path, version=8) -> HudiTable:
@@ -21,7 +21,7 @@ def _table(tmp_path, version=8) -> HudiTable:
 @pytest.mark.parametrize("version", [6, 8])
 def test_revert_to_requested_keeps_the_plan(tmp_path, version):
     tl = _table(tmp_path, version).timeline
-    requested = tl.create_requested(COMPACTION, b"plan")
+    requested = tl.create_requested(Action.COMPACTION, b"plan")
     tl.transition_to_inflight(requested)
     tl.revert_to_requested(requested.timestamp)
     assert set(tl.states_of(requested.timestamp)) == {State.REQUESTED}
@@ -32,7 +32,7 @@ def test_revert_to_requested_keeps_the_plan(tmp_path, version):
 
 def test_revert_to_requested_refuses_completed_and_unknown(tmp_path):
     tl = _table(tmp_path).timeline
-    done = tl.create_requested(DELTA_COMMIT)
+    done = tl.create_requested(Action.DELTA_COMMIT)
     tl.complete(tl.transition_to_inflight(done), b"")
     with pytest.raises(InstantConflictError, match="completed"):
         tl.revert_to_requested(done.timestamp)

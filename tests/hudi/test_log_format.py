@@ -15,8 +15,8 @@ from hudi import HudiTableBuilder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tms.hudi.file_names import LogFileName
-from tms.hudi.log_format import (
+from tms.hudi.fs_view.file_names import LogFileName
+from tms.hudi.log_format.log_file import (
     BlockType,
     CommandType,
     HeaderKey,
@@ -26,7 +26,7 @@ from tms.hudi.log_format import (
     read_log_file,
     rollback_command_block,
 )
-from tms.hudi.schema import (
+from tms.hudi.records.schema import (
     META_FIELDS,
     arrow_to_avro,
     avro_schema_json,

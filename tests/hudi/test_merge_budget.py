@@ -3,7 +3,7 @@ Hudi's fraction applies where no maximum is set and the executor's memory is kno
 refused in one line."""
 import pytest
 
-from tms.hudi.merge_budget import FRACTION, MAX_SIZE, MIN_BYTES, MergeBudgetError, merge_budget_bytes
+from tms.hudi.records.merge_budget import FRACTION, MAX_SIZE, MIN_BYTES, MergeBudgetError, merge_budget_bytes
 
 MB = 1024 * 1024
 

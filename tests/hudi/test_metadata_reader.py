@@ -9,7 +9,7 @@ from tms.hudi.metadata import keys as K
 from tms.hudi.metadata.listing import committed_files, data_partitions
 from tms.hudi.metadata.reader import MetadataTable, metadata_partitions
 from tms.hudi.metadata.records import RecordType
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 
 @pytest.fixture(scope="module")

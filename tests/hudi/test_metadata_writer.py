@@ -13,16 +13,16 @@ from table_model import key, rec
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi.file_names import LogFileName
-from tms.hudi.hfile import read_hfile
-from tms.hudi.instant import State, millis_from_instant
-from tms.hudi.log_format import BlockType, HeaderKey, read_log_file
+from tms.hudi.fs_view.file_names import LogFileName
+from tms.hudi.log_format.hfile import read_hfile
+from tms.hudi.log_format.log_file import BlockType, HeaderKey, read_log_file
 from tms.hudi.metadata import keys as K
 from tms.hudi.metadata.init import init_instant
 from tms.hudi.metadata.reader import MetadataTable
 from tms.hudi.metadata.records import decode_value
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline_zone import local_zone
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import State, millis_from_instant
+from tms.hudi.timeline.zone import local_zone
 
 cli = CliRunner()
 
@@ -124,14 +124,14 @@ def test_each_data_instant_has_its_mdt_delta_commit_of_sorted_hfile_blocks(tmp_p
 
 def test_writer_refuses_tables_whose_indexes_it_would_leave_stale(tmp_path):
     from tms.hudi.errors import UnsupportedTableError
-    from tms.hudi.properties import format_properties
+    from tms.hudi.table.properties import format_properties
     t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 8)
     t.write([rec(i, 10) for i in range(4)], "insert")
     props = t.table().config.props
     props["hoodie.table.metadata.partitions"] += ",secondary_index_name_idx"
     (t.path / ".hoodie" / "hoodie.properties").write_text(format_properties(props))
     before = sorted(p.name for p in (t.path / ".hoodie" / "timeline").iterdir())
-    from tms.hudi.writer import HudiWriter
+    from tms.hudi.table.writer import HudiWriter
     with pytest.raises(UnsupportedTableError, match="secondary_index_name_idx"):
         HudiWriter(t.table()).write([rec(1, 20)])
     assert sorted(p.name for p in (t.path / ".hoodie" / "timeline").iterdir()) == before

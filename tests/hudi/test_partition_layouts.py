@@ -11,9 +11,9 @@ from support import hudi_rs_table, rows
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi.partitions import PARTITION_METAFILE, committed_partitions, list_partitions
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.partitions import PARTITION_METAFILE, committed_partitions, list_partitions
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
 
 
 @pytest.mark.parametrize("version", [6, 8, 9])

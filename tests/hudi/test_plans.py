@@ -1,8 +1,8 @@
-"""The file groups that pending plans hold (tms.hudi.plans), as the file system view sees them."""
-from tms.hudi.plans import pending_compaction_groups
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+"""The file groups that pending plans hold (tms.hudi.fs_view.plans), as the file system view sees them."""
+from tms.hudi.fs_view.plans import pending_compaction_groups
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 
 
 def test_a_null_partition_path_names_the_group_of_a_non_partitioned_table(tmp_path):

@@ -3,7 +3,9 @@ import pytest
 from support import FIXTURE_TABLES
 
 from tms.hudi.errors import HudiError, TableNotFoundError, UnsupportedTableError
-from tms.hudi.properties import (
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import (
     MergeMode,
     TableConfig,
     TableType,
@@ -12,8 +14,6 @@ from tms.hudi.properties import (
     parse_properties,
     table_checksum,
 )
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
 
 EXPECTED = {  # fixture -> (type, version, key, ordering, partition, merge mode)
     "cow_v6_nonpartitioned": ("COPY_ON_WRITE", 6, ["id"], ["longField"], [], "COMMIT_TIME_ORDERING"),

@@ -5,10 +5,10 @@ import shutil
 from support import hudi_rs_table, rows
 from table_model import TableModel
 
-from tms.hudi.fs_view import partition_paths
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.fs_view.view import partition_paths
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import create_table_for_records
 
 COLUMNS = ["_hoodie_record_key", "id", "name", "ts", "city"]
 

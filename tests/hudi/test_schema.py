@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tms.hudi.log_format import BlockType, read_log_file
-from tms.hudi.schema import (
+from tms.hudi.log_format.log_file import BlockType, read_log_file
+from tms.hudi.records.schema import (
     META_FIELDS,
     arrow_to_avro,
     arrow_to_records,

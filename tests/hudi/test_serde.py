@@ -1,4 +1,4 @@
-"""Tests of tms.hudi.serde against the Java-written fixture tables, plus round trips and bad input."""
+"""Tests of tms.hudi.timeline.serde against the Java-written fixture tables, plus round trips and bad input."""
 
 import copy
 import dataclasses
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tms.hudi import serde
-from tms.hudi.serde import (
+from tms.hudi.timeline import serde
+from tms.hudi.timeline.serde import (
     ActionInstant,
     CleanerPlan,
     CleanFileInfo,

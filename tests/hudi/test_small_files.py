@@ -7,11 +7,11 @@ from support import hudi_rs_table, rows
 from table_model import TableModel
 
 from tms.hudi.errors import HudiError
-from tms.hudi.reader import read_snapshot
-from tms.hudi.small_files import FileSizing
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_write_options
-from tms.hudi.writer import HudiWriter, create_table_for_records
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.small_files import FileSizing
+from tms.hudi.table.write_options import parse_write_options
+from tms.hudi.table.writer import HudiWriter, create_table_for_records
 from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction
 

@@ -1,12 +1,12 @@
 """Timeline: instant names of v6 and v8, ordering, incremental reload, safe transitions."""
 import pytest
 
-from tms.hudi import timeline as timeline_module
 from tms.hudi.errors import InstantConflictError
-from tms.hudi.file_names import BaseFileName
-from tms.hudi.instant import Instant, State, instant_file_name, parse_instant_file_name
-from tms.hudi.properties import new_table_properties
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import new_table_properties
+from tms.hudi.timeline import timeline as timeline_module
+from tms.hudi.timeline.instant import Instant, State, instant_file_name, parse_instant_file_name
 
 
 @pytest.mark.parametrize("name,expected,version", [
@@ -93,7 +93,7 @@ def test_transitions_never_overwrite_a_completed_instant(tmp_path, version):
 def test_no_half_written_instant_is_ever_visible(tmp_path, monkeypatch):
     import os
 
-    from tms.hudi.storage import TEMP_PREFIX
+    from tms.hudi.storage.table_storage import TEMP_PREFIX
     table = _table(tmp_path, 8)
     tl = table.timeline
     req = tl.create_requested("compaction", b"plan")

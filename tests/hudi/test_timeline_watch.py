@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tms.hudi import timeline_watch
-from tms.hudi.instant import CLEAN, COMMIT, COMPACTION, DELTA_COMMIT, ROLLBACK
-from tms.hudi.properties import new_table_properties
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline_watch import LOCAL_FILESYSTEMS, TimelineWatcher, filesystem_type
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import new_table_properties
+from tms.hudi.timeline import watch as timeline_watch
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.watch import LOCAL_FILESYSTEMS, TimelineWatcher, filesystem_type
 
 
 def _table(path: Path, version: int) -> HudiTable:
@@ -69,10 +69,10 @@ def test_a_watched_timeline_follows_another_writer_without_listing(tmp_path, wat
     tl = w.writer.timeline
     assert w.reader.timeline.changes is not None  # loading listed the folder; the feed started then
     listed = w.listings
-    done = tl.complete(tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT)), b"{}")
+    done = tl.complete(tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT)), b"{}")
     assert w.in_step()
-    failed = tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT))
-    plan = tl.create_requested(COMPACTION, b"plan")
+    failed = tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT))
+    plan = tl.create_requested(Action.COMPACTION, b"plan")
     assert w.in_step()
     tl.rewrite_requested(plan, b"plan, synced")
     tl.delete_pending(failed.timestamp)
@@ -93,9 +93,9 @@ def test_a_kernel_queue_overflow_makes_the_next_reload_list(tmp_path, watcher):
     for n in range(limit + 100):  # more events than the kernel queues: some are dropped
         (folder / f"junk-{n}").touch()
     tl = w.writer.timeline
-    tl.complete(tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT)), b"{}")
+    tl.complete(tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT)), b"{}")
     assert w.in_step() and w.listings == listed + 1
-    tl.create_requested(CLEAN, b"")
+    tl.create_requested(Action.CLEAN, b"")
     assert w.in_step() and w.listings == listed + 1, "after the listing the feed is complete again"
 
 
@@ -111,7 +111,7 @@ def test_draining_between_passes_keeps_the_kernel_queue_from_overflowing(tmp_pat
         if n % 1000 == 0:
             watcher.drain_now()  # as the planner's loop does
     tl = w.writer.timeline
-    tl.complete(tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT)), b"{}")
+    tl.complete(tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT)), b"{}")
     assert w.in_step() and w.listings == listed
 
 
@@ -119,10 +119,10 @@ def test_untaken_changes_are_bounded_in_all_folders(tmp_path, watcher, monkeypat
     monkeypatch.setattr(timeline_watch, "MAX_UNTAKEN_IN_ALL", 8)
     quiet, busy = Watched(tmp_path / "quiet", 8, watcher), Watched(tmp_path / "busy", 8, watcher)
     listed = quiet.listings, busy.listings
-    quiet.writer.timeline.create_requested(DELTA_COMMIT)
+    quiet.writer.timeline.create_requested(Action.DELTA_COMMIT)
     tl = busy.writer.timeline
     for _ in range(3):  # nine more files: the folder whose change passes the bound is listed next time
-        tl.complete(tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT)), b"{}")
+        tl.complete(tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT)), b"{}")
     assert quiet.in_step() and busy.in_step()
     assert (quiet.listings, busy.listings) == (listed[0], listed[1] + 1)
 
@@ -134,7 +134,7 @@ def test_too_many_untaken_changes_make_the_next_reload_list(tmp_path, watcher, m
     listed = w.listings
     tl = w.writer.timeline
     for _ in range(3):  # nine files
-        tl.complete(tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT)), b"{}")
+        tl.complete(tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT)), b"{}")
     assert w.in_step() and w.listings == listed + 1
 
 
@@ -143,13 +143,13 @@ def test_a_moved_timeline_folder_is_listed_and_watched_again(tmp_path, watcher):
     w.reader.timeline.reload()
     folder = Path(w.writer.storage.full(w.writer.config.timeline_dir))
     tl = w.writer.timeline
-    tl.create_requested(DELTA_COMMIT)
+    tl.create_requested(Action.DELTA_COMMIT)
     folder.rename(folder.with_name("moved"))
     folder.with_name("moved").rename(folder)  # same name again, but its watch saw it go
     listed = w.listings
-    tl.create_requested(CLEAN, b"")
+    tl.create_requested(Action.CLEAN, b"")
     assert w.in_step() and w.listings == listed + 1
-    tl.create_requested(ROLLBACK, b"")
+    tl.create_requested(Action.ROLLBACK, b"")
     assert w.in_step() and w.listings == listed + 1, "watched again after the listing"
 
 
@@ -157,7 +157,7 @@ def test_a_forgotten_feed_and_a_network_filesystem_mean_listing(tmp_path, watche
     w = Watched(tmp_path / "t", 8, watcher)
     watcher.forget(w.reader.timeline.changes)
     listed = w.listings
-    w.writer.timeline.create_requested(DELTA_COMMIT)
+    w.writer.timeline.create_requested(Action.DELTA_COMMIT)
     assert w.in_step() and w.listings == listed + 1
 
     monkeypatch.setattr(timeline_watch, "filesystem_type", lambda path: "nfs4")
@@ -185,15 +185,15 @@ def test_indexed_queries_match_plain_filters_and_the_feed_matches_a_listing(ops,
             for op in ops:
                 pending = tl.pending()
                 if op == "write":
-                    tl.complete(tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT)), b"{}")
+                    tl.complete(tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT)), b"{}")
                 elif op == "fail":
-                    tl.transition_to_inflight(tl.create_requested(COMMIT))
+                    tl.transition_to_inflight(tl.create_requested(Action.COMMIT))
                 elif op == "compact":
-                    tl.create_requested(COMPACTION, b"plan")
+                    tl.create_requested(Action.COMPACTION, b"plan")
                 elif op == "clean":
-                    tl.create_requested(CLEAN, b"")
+                    tl.create_requested(Action.CLEAN, b"")
                 elif op == "rollback":
-                    tl.create_requested(ROLLBACK, b"")
+                    tl.create_requested(Action.ROLLBACK, b"")
                 elif op == "finish" and pending:
                     inst = pending[0]
                     inflight = inst if not inst.is_requested else tl.transition_to_inflight(inst)
@@ -210,7 +210,8 @@ def _check_indexes(tl) -> None:
     every = tl.instants()
     times = [i.timestamp for i in every]
     assert len(tl) == len(every)
-    for actions in (None, (COMMIT,), (DELTA_COMMIT, COMPACTION), (CLEAN, ROLLBACK, COMMIT)):
+    for actions in (None, (Action.COMMIT,), (Action.DELTA_COMMIT, Action.COMPACTION),
+                    (Action.CLEAN, Action.ROLLBACK, Action.COMMIT)):
         of = [i for i in every if actions is None or i.action in actions]
         assert list(tl.iter_instants(actions)) == of
         assert list(tl.iter_instants(actions, reverse=True)) == of[::-1]

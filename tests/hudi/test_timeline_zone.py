@@ -14,10 +14,11 @@ import pytest
 from tms.config import load_settings
 from tms.errors import ConfigError
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import instant_to_datetime, instant_wall_clock, millis_from_instant, new_instant_time
-from tms.hudi.instant_time import TimeGenerator
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV, TIMELINE_TIMEZONE, is_utc_timeline, local_zone
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import instant_to_datetime, instant_wall_clock, millis_from_instant, new_instant_time
+from tms.hudi.timeline.instant_time import TimeGenerator
+from tms.hudi.timeline.zone import TIMELINE_TIMEZONE, is_utc_timeline
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 NEW_YORK = ZoneInfo("America/New_York")

@@ -6,9 +6,9 @@ import pyarrow.parquet as pq
 import pytest
 from support import unzip_fixture
 
-from tms.hudi.bloom import FOOTER_KEY, dynamic_bloom_filter, keys_not_contained
-from tms.hudi.table import HudiTable
-from tms.hudi.verify import verify_table
+from tms.hudi.records.bloom import FOOTER_KEY, dynamic_bloom_filter, keys_not_contained
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.verify import verify_table
 
 
 @pytest.mark.parametrize("fixture", ["cow_v9_txns_simple_meta", "mor_v8_trips_8i3u1d"])

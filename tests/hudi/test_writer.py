@@ -9,10 +9,10 @@ from support import hudi_rs_table, rows
 from table_model import TableModel
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import State
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter, create_table_for_records
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter, create_table_for_records
+from tms.hudi.timeline.instant import State
 
 CITIES = ["sf", "nyc", "sp"]
 COLUMNS = ["_hoodie_record_key", "id", "name", "ts", "city"]
@@ -112,7 +112,7 @@ def test_commit_time_ordering_last_write_wins(tmp_path):
 
 @pytest.mark.parametrize("version", [6, 8])
 def test_new_logs_go_to_the_slice_of_a_pending_compaction(tmp_path, version):
-    from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+    from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
     path = tmp_path / "t"
     first = [_rec(i, 10) for i in range(9)]
     writer, model = _new(path, "MERGE_ON_READ", version, True, first)

@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pyarrow as pa
 
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter
 
 SCHEMA = pa.schema([("id", pa.string()), ("ts", pa.int64())])
 
@@ -42,7 +42,7 @@ def test_relative_base_path_is_sent_absolute_and_a_refusal_says_why(tmp_path, mo
                                 partition=[], schema=SCHEMA, name="t")
         writer = HudiWriter(HudiTable.load("t"), callback_url=f"http://127.0.0.1:{server.server_port}/cb",
                             callback_key="wrong")
-        with caplog.at_level(logging.WARNING, logger="tms.hudi.writer"):
+        with caplog.at_level(logging.WARNING, logger="tms.hudi.table.writer"):
             result = writer.write([{"id": "a", "ts": 1}], "upsert")
     finally:
         server.shutdown()

@@ -9,8 +9,8 @@ from manager_support import FAST_RETRY
 from worker_support import ModelledTable, attempts, plan, register, task, wait_for, write_history
 
 from tms.db import AlertRepo, TaskState
-from tms.hudi.instant import State
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import State
 from tms.webhooks.payload import verify
 
 SECRET = "webhook-secret-for-tests"

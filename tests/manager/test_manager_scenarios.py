@@ -12,7 +12,7 @@ from manager_support import FAST_RETRY, REPO
 from worker_support import ModelledTable, attempts, plan, rec, register, task, wait_for, write_history
 
 from tms.db import AlertRepo, TaskState
-from tms.hudi.instant import State
+from tms.hudi.timeline.instant import State
 
 S = TaskState
 

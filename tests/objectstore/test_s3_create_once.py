@@ -11,13 +11,13 @@ RACES = 100
 
 def _instant_file(race: int) -> str:
     """What Timeline.create_requested writes for a compaction plan of a v8 table."""
-    from tms.hudi.instant import Instant, State, instant_file_name
+    from tms.hudi.timeline.instant import Instant, State, instant_file_name
     return ".hoodie/timeline/" + instant_file_name(Instant(f"2026{race:013d}", State.REQUESTED, "compaction"), 8)
 
 
 def _racer(base_path: str, name: str, barrier, results) -> None:
     from tms.hudi.errors import InstantConflictError
-    from tms.hudi.storage import open_storage
+    from tms.hudi.storage.table_storage import open_storage
 
     storage = open_storage(base_path)
     for race in range(RACES):
@@ -31,7 +31,7 @@ def _racer(base_path: str, name: str, barrier, results) -> None:
 
 @pytest.mark.slow  # ~50 s on a loaded 2-core machine: 200 conditional PUTs through the moto server
 def test_two_processes_racing_for_one_instant_file_on_s3_exactly_one_wins_each_race(s3_base):
-    from tms.hudi.storage import open_storage
+    from tms.hudi.storage.table_storage import open_storage
 
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
@@ -52,7 +52,7 @@ def test_two_processes_racing_for_one_instant_file_on_s3_exactly_one_wins_each_r
 
 def test_a_new_data_file_is_never_written_over_an_existing_one_on_s3(s3_base):
     from tms.hudi.errors import InstantConflictError
-    from tms.hudi.storage import open_storage
+    from tms.hudi.storage.table_storage import open_storage
 
     storage = open_storage(s3_base)
     storage.write_new("p/f1.parquet", b"first")

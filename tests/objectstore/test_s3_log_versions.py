@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from table_model import ModelledTable, rec
 
-from tms.hudi.storage import open_storage
+from tms.hudi.storage.table_storage import open_storage
 
 
 def test_v6_log_blocks_on_s3_start_new_log_versions_and_read_back(s3_base):

@@ -12,7 +12,7 @@ from standalone.demo import run_demo_writer
 from tms.backup.job import run_backup_task
 from tms.db import TaskRepo
 from tms.execute.fencing import no_fence
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 
 def _table(tms, service) -> tuple[str, str]:

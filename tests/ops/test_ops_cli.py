@@ -13,8 +13,8 @@ from support import REPO
 
 from standalone.demo import run_demo_writer
 from tms.db import AlertRepo, TaskRepo
-from tms.hudi.instant import COMPACTION
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
 
 
 def ok(result) -> str:
@@ -115,7 +115,7 @@ def test_trigger_plans_a_compaction_now_and_the_task_commands_act_on_it(tms, tri
     [task] = result["tasks"]
     assert (result["table_id"], result["service"], task["service"], task["state"]) == (
         tid, "compaction", "compaction", "RUNNABLE")
-    requested = HudiTable.load(trips).timeline.pending([COMPACTION])
+    requested = HudiTable.load(trips).timeline.pending([Action.COMPACTION])
     assert [i.timestamp for i in requested] == [task["instant"]]
     assert ok(tms("trigger", str(tid), role="operator")) == f"nothing to plan: table {tid} needs no compaction now\n"
     assert one_line_error(tms("trigger", str(tid), "--service", "vacuum")) == \

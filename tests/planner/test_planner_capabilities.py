@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from service.table_view import registration_facts
 from tms.cli import app
 from tms.db import AlertRepo, TableRepo, TaskRepo, TaskState
-from tms.hudi.properties import format_properties
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import format_properties
 
 COMPACT_EVERY_COMMIT = {"hoodie.compact.inline.max.delta.commits": "1"}
 runner = CliRunner()

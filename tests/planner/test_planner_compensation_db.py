@@ -8,8 +8,8 @@ from planning_support import rec, run_compaction
 from tms.db import AlertRepo, TaskState
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import State
-from tms.hudi.serde import parse_compaction_plan
+from tms.hudi.timeline.instant import State
+from tms.hudi.timeline.serde import parse_compaction_plan
 from tms.planning.compensation import BLOCKERS_KEY
 
 EVERY_COMMIT = {"hoodie.compact.inline.max.delta.commits": 1,

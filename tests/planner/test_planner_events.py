@@ -6,7 +6,7 @@ from planning_support import rec
 
 from planner.runner import Planner
 from tms.db import AlertRepo, EventRepo, TableRepo, TaskState
-from tms.hudi.serde import parse_compaction_plan
+from tms.hudi.timeline.serde import parse_compaction_plan
 
 EVERY_3 = {"hoodie.compact.inline.max.delta.commits": 3}
 

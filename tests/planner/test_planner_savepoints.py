@@ -3,7 +3,7 @@
 from planner_db_support import Clock, TrackedTable, planner
 from planning_support import rec
 
-from tms.hudi.savepoint import read_savepoint
+from tms.hudi.table.savepoint import read_savepoint
 
 
 def test_the_planner_savepoints_a_table_once_per_interval(db, tmp_path):

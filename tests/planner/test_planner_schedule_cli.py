@@ -5,7 +5,7 @@ from planning_support import ModelledTable, rec
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi.serde import parse_cleaner_plan, parse_requested_replace_metadata
+from tms.hudi.timeline.serde import parse_cleaner_plan, parse_requested_replace_metadata
 
 runner = CliRunner()
 

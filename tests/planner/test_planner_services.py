@@ -3,7 +3,7 @@ once enough writes landed since the last one, each recorded as one task."""
 from planner_db_support import TrackedTable, pending_plans, planner
 from planning_support import rec
 
-from tms.hudi.serde import parse_cleaner_plan
+from tms.hudi.timeline.serde import parse_cleaner_plan
 from tms.planning.decisions import PlannerOptions
 
 CLUSTER_EVERY_2 = {"hoodie.clustering.async.max.commits": 2}

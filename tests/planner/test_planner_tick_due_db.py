@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from planner.runner import Planner
 from tms.db import TablePolicy, TableRepo
-from tms.hudi.instant import instant_to_datetime
+from tms.hudi.timeline.instant import instant_to_datetime
 from tms.plan_pass.on_request import locked_for_planning
 from tms.planning.decisions import next_tick_at
 from tms.planning.digest import TimelineDigest

@@ -11,7 +11,7 @@ from planning_support import rec, writes_in
 from planner.process import PlannerService
 from tms.config import Settings
 from tms.db import InstanceRepo, TableRepo, TaskState
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 HOURLY = {"hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED", "hoodie.compact.inline.max.delta.seconds": 3600}
 

@@ -1,8 +1,8 @@
 """Adoption: requested plans the caller has no task for, with their statistics; nothing planned twice."""
 from planning_support import ModelledTable, now, policy, rec
 
-from tms.hudi.instant import REPLACE_COMMIT, State
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.planning import find_unknown_plans, plan_clustering, plan_compaction
 
 
@@ -20,7 +20,7 @@ def test_unknown_requested_plans_are_found_with_their_statistics(tmp_path):
     foreign = t.table().timeline.create_requested("compaction", serialize_compaction_plan(CompactionPlan(
         operations=[CompactionOperation(base_instant_time=fs.base_instant, file_id=fs.file_id,
                                         partition_path=fs.partition, data_file_path=fs.base_file.file_name)])))
-    t.table().timeline.create_requested(REPLACE_COMMIT)  # an insert_overwrite's empty requested file: not a plan
+    t.table().timeline.create_requested(Action.REPLACE_COMMIT)  # an insert_overwrite's empty requested file: not a plan
     clustering = plan_clustering(t.table(), policy(hoodie__clustering__async__max__commits=1), now())
     assert clustering.stats.operations == 2  # the second sf and sp groups, one group each
 

@@ -6,11 +6,11 @@ from datetime import timedelta
 import pytest
 from planning_support import ModelledTable, now, policy, rec, run_clean, run_compaction, set_timeline_zone, writes_in
 
-from tms.hudi.instant import instant_to_datetime
-from tms.hudi.serde import parse_cleaner_plan
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import instant_to_datetime
+from tms.hudi.timeline.serde import parse_cleaner_plan
 from tms.planning import earliest_instant_to_retain, plan_clean, plan_compaction, plan_stats
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 COMMITS = "KEEP_LATEST_COMMITS"
 VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
@@ -154,7 +154,7 @@ def test_replaced_file_groups_are_cleaned(tmp_path, fixture_tables):
 
 @pytest.mark.parametrize("version", [6, 8])
 def test_slice_a_tms_savepoint_keeps_is_not_cleaned(tmp_path, version):
-    from tms.hudi.savepoint import create_savepoint, delete_savepoint
+    from tms.hudi.table.savepoint import create_savepoint, delete_savepoint
     t, c = _versions(tmp_path, version=version)
     create_savepoint(t.table(), c[1])
     keep1 = policy(hoodie__cleaner__policy=VERSIONS, hoodie__cleaner__fileversions__retained=1)

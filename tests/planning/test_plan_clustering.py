@@ -3,7 +3,7 @@ plans, and the file groups it must leave alone."""
 import pytest
 from planning_support import ModelledTable, now, policy, rec
 
-from tms.hudi.serde import parse_requested_replace_metadata
+from tms.hudi.timeline.serde import parse_requested_replace_metadata
 from tms.planning import clustering_trigger, plan_clustering, plan_compaction, plan_stats
 
 EVERY_COMMIT = {"hoodie__clustering__async__max__commits": 1}

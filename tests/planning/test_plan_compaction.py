@@ -6,13 +6,13 @@ import pytest
 from planning_support import ModelledTable, now, policy, rec, run_compaction, set_timeline_zone, writes_in
 
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.instant import State, instant_to_datetime
-from tms.hudi.serde import CompactionOperation, parse_compaction_plan
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
+from tms.hudi.timeline.instant import State, instant_to_datetime
+from tms.hudi.timeline.serde import CompactionOperation, parse_compaction_plan
 from tms.planning import PlanningError, compaction_trigger, plan_compaction, plan_stats
 from tms.planning.compaction_strategy import capture_metrics, order_and_filter
 from tms.planning.digest import TimelineDigest
 from tms.planning.policy import CompactionStrategy, TriggerStrategy
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 MB = 1024 * 1024
 

@@ -3,9 +3,9 @@ syncs it with the late commits' log files; v8 needs neither. Proven with real fi
 import pytest
 from planning_support import ModelledTable, now, policy, rec, run_compaction, run_rollback
 
-from tms.hudi.file_names import LogFileName
-from tms.hudi.instant import State
-from tms.hudi.serde import parse_compaction_plan, parse_rollback_plan
+from tms.hudi.fs_view.file_names import LogFileName
+from tms.hudi.timeline.instant import State
+from tms.hudi.timeline.serde import parse_compaction_plan, parse_rollback_plan
 from tms.planning import CompensationError, plan_compaction, plan_rollback, sync_held_plan, sync_held_plans
 from tms.planning.compensation import BLOCKERS_KEY
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from planning_support import ModelledTable, now, policy, rec, run_compaction, run_rollback
 
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.instant import State
-from tms.hudi.serde import parse_rollback_plan
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.timeline.instant import State
+from tms.hudi.timeline.serde import parse_rollback_plan
 from tms.planning import (
     PlanningError,
     find_failed_writes,

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 from planning_support import ModelledTable, policy, rec, run_clean
 
-from tms.hudi.savepoint import create_savepoint, read_savepoint
+from tms.hudi.table.savepoint import create_savepoint, read_savepoint
 from tms.planning import plan_clean
 from tms.planning.savepoints import apply_savepoint_policy
 

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from service.table_view import registration_facts
 from tms.db import Database, TableRepo
-from tms.hudi.table import PROPERTIES, HudiTable
+from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 
 PROPS = {"hoodie.table.name": "t", "hoodie.database.name": "scale", "hoodie.table.type": "MERGE_ON_READ",
          "hoodie.table.version": "8", "hoodie.table.recordkey.fields": "id",

@@ -31,10 +31,10 @@ from tms.db import (
     TaskRepo,
     TaskState,
 )
-from tms.hudi import timeline_watch
-from tms.hudi.storage import LocalStorage
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline_stamp import timeline_stamp
+from tms.hudi.storage.table_storage import LocalStorage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline import watch as timeline_watch
+from tms.hudi.timeline.stamp import timeline_stamp
 from tms.planning.decisions import PlannerOptions
 from worker.claim import ClaimLimits, claim_next
 
@@ -187,7 +187,7 @@ def _age(path: str, seconds: float) -> None:
     table = HudiTable.load(path)
     when = time.time() - seconds
     for rel in (".hoodie", table.config.timeline_dir):
-        os.utime(table.storage.local_path(rel), (when, when))
+        os.utime(table.storage.full(rel), (when, when))
 
 
 def _change(paths: list[str], seconds_ago: float) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tms.db import TaskRepo
-from tms.hudi.properties import format_properties
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import format_properties
 
 SERVICES = {"reading", "compaction", "clustering", "clean", "rollback", "restore"}
 

@@ -198,7 +198,7 @@ def test_the_table_page_shows_the_backups_and_an_admin_restores_one_after_confir
 
     from tms.backup.layout import BackupStore, backup_root
     from tms.backup.take import take_backup
-    from tms.hudi.table import HudiTable
+    from tms.hudi.table.hudi_table import HudiTable
 
     table = register("mor_v8_trips_8i3u1d")
     scratch = f"{settings.storage_roots[0]}/dashboard-backups-{uuid.uuid4().hex[:8]}"

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tms.db import AlertRepo, TableRepo
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.table.writer import create_table_for_records
 
 ROWS = [{"id": i, "ts": i, "city": "sf" if i % 2 else "la", "v": f"r{i}"} for i in range(6)]
 KINDS = {  # relative path -> (table type, version, partition fields)

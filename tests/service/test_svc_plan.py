@@ -6,8 +6,8 @@ import secrets
 import shutil
 
 from tms.db import TableRepo, TaskRepo
-from tms.hudi.instant import COMPACTION
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
 
 
 def _copy(hudi_tables, name: str):
@@ -29,7 +29,7 @@ def test_plan_now_writes_the_plan_and_records_its_task(client, tokens, hudi_tabl
     assert (body["table_id"], body["service"], task["service"], task["state"]) == (
         table["id"], "compaction", "compaction", "RUNNABLE")
     assert task["plan_stats"]["operations"] >= 1
-    assert task["instant"] in [i.timestamp for i in HudiTable.load(str(path)).timeline.pending([COMPACTION])]
+    assert task["instant"] in [i.timestamp for i in HudiTable.load(str(path)).timeline.pending([Action.COMPACTION])]
     with app.state.database.transaction() as session:
         assert TaskRepo(session).for_instant(table["id"], task["instant"]).id == task["id"]
         assert TableRepo(session).get(table["id"]).planned_at is not None

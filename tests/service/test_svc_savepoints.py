@@ -10,8 +10,8 @@ from support import hudi_rs_table, rows
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import RESTORE
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
 
 
 def test_savepoint_then_restore_in_place(client, tokens, hudi_tables):
@@ -52,7 +52,7 @@ def test_savepoint_then_restore_in_place(client, tokens, hudi_tables):
     task = response.json()
     assert (task["action"], task["state"], task["target_instant"]) == ("restore", "RUNNABLE", kept)
     timeline = HudiTable.load(str(path)).timeline
-    assert timeline.get(task["instant"]).action == RESTORE and timeline.get(task["instant"]).is_requested
+    assert timeline.get(task["instant"]).action == Action.RESTORE and timeline.get(task["instant"]).is_requested
 
     execute_instant(HudiTable.load(str(path)), task["instant"], LocalRunner(), service="restore")  # as a worker
     assert rows(hudi_rs_table(path)) == expected

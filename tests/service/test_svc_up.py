@@ -9,7 +9,7 @@ from pathlib import Path
 from sqlalchemy import select
 
 from tms.db import Database, Event, RegisteredTable
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 # Not imported from conftest: with several test folders in one run, `conftest` names another folder's.
 REPO = Path(__file__).resolve().parents[2]

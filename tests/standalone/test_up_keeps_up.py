@@ -12,7 +12,7 @@ import httpx
 import pytest
 from up_support import UpProcess, clean_env
 
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 DURATION_SECONDS = float(os.environ.get("TMS_TEST_KEEP_UP_SECONDS", 600))
 WAITING = ("PENDING", "BLOCKED", "RUNNABLE")

@@ -23,9 +23,9 @@ from playwright.sync_api import Browser, Page, Route, sync_playwright
 
 from tms.db import Database, TablePolicy, TokenRepo
 from tms.db.testing import scratch_database
-from tms.hudi.instant import instant_to_datetime, parse_instant_file_name
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline_zone import local_zone
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import instant_to_datetime, parse_instant_file_name
+from tms.hudi.timeline.zone import local_zone
 from tms.planning.schedule import schedule
 
 REPO = Path(__file__).resolve().parents[2]

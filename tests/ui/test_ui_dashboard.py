@@ -159,7 +159,7 @@ def test_a_form_without_its_csrf_token_is_refused(stack, browsing, scene):
 def test_an_admin_restores_a_table_to_a_savepoint_after_confirming(stack, browsing, fixtures_root):
     from support import hudi_rs_table, rows
 
-    from tms.hudi.table import HudiTable
+    from tms.hudi.table.hudi_table import HudiTable
     table = stack.register(fixtures_root / FIXTURE_TABLES["cow_v6_nonpartitioned"], "restored_cow")
     kept = HudiTable.load(table["base_path"]).timeline.completed_writes()[0].timestamp
     expected = rows(hudi_rs_table(table["base_path"], as_of=kept))

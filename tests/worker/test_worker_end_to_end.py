@@ -21,7 +21,7 @@ from worker_support import (
 )
 
 from tms.db import Event, TaskRepo, TaskState
-from tms.hudi.instant import State
+from tms.hudi.timeline.instant import State
 
 COMPACT_EVERY_2 = {"hoodie.compact.inline.max.delta.commits": 2}
 SPARK = {"worker_runner": "spark"}

@@ -13,7 +13,7 @@ from worker_support import (
 )
 
 from tms.db import OperatorAction, TaskRepo, TaskState
-from tms.hudi.instant import State
+from tms.hudi.timeline.instant import State
 from worker.claim import ClaimLimits, claim_next, restore_expired_leases
 from worker.fence import fence_url
 from worker.supervisor import JobSettings, JobSupervisor, Outcome

@@ -17,7 +17,7 @@ from worker_support import attempts, plan, register, task, wait_for, wait_until_
 
 from tms.db import Event, TaskRepo, TaskState
 from tms.hudi.metadata.listing import file_instant
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
 PARTITIONS = ["americas", "asia", "europe"]

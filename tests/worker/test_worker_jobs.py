@@ -23,8 +23,8 @@ from worker_support import (
 )
 
 from tms.db import TaskState
-from tms.hudi.file_names import BaseFileName
-from tms.hudi.instant import ROLLBACK, State
+from tms.hudi.fs_view.file_names import BaseFileName
+from tms.hudi.timeline.instant import Action, State
 
 SPARK = {"worker_runner": "spark", "worker_lease_seconds": 4}
 
@@ -110,7 +110,8 @@ def test_a_job_killed_mid_write_leaves_the_table_correct_and_the_retry_completes
     assert [a.outcome for a in attempts(db, task_id)] == ["FAILED", "SUCCEEDED"]
     table = t.table()
     assert table.timeline.get(tc).is_completed
-    assert any(i.action == ROLLBACK and i.is_completed for i in table.timeline.instants()), "partial attempt undone"
+    assert any(i.action == Action.ROLLBACK and i.is_completed
+               for i in table.timeline.instants()), "partial attempt undone"
     written = {s.path for s in table.timeline.commit_metadata(table.timeline.get(tc)).write_stats()}
     on_disk = {p.relative_to(t.path).as_posix() for p in t.path.rglob("*.parquet")
                if BaseFileName.parse(p.name).instant == tc}

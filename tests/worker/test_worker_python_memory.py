@@ -8,7 +8,7 @@ import sys
 from execute.execute_support import plan_compaction
 
 from bench.trips_table import build_trips_table
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import plan_stats
 from worker.sizing import MB, python_task_memory_mb
 
@@ -16,7 +16,7 @@ MERGE_FILE_GROUPS = """
 import json, re, sys
 from tms.execute.compaction import CompactionExecutor, compact_file_group
 from tms.execute.fencing import no_fence
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 table = HudiTable.load(sys.argv[1])
 executor = CompactionExecutor(table, table.timeline.get(sys.argv[2]))
 for n, task in enumerate(executor.start(no_fence)):  # one at a time: the peak is the largest group's

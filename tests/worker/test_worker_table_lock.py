@@ -18,7 +18,7 @@ from worker_support import ModelledTable, attempts, rec, register, wait_for, wai
 from tms.db import TaskRepo, TaskState
 from tms.execute.dispatch import executor_for
 from tms.execute.fencing import no_fence
-from tms.hudi.instant import State
+from tms.hudi.timeline.instant import State
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import python_job, spark_job
 

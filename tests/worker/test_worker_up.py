@@ -11,9 +11,9 @@ from support import REPO, hudi_rs_table, rows
 
 from tms.db import Database, Task
 from tms.db.testing import scratch_database
-from tms.hudi.instant import COMMIT
-from tms.hudi.reader import read_snapshot
-from tms.hudi.table import HudiTable
+from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
 
 
 def _free_port() -> int:
@@ -43,6 +43,6 @@ def test_tms_up_shows_commits_turning_into_compactions_that_complete(tmp_path):
     assert tasks and all(t.state == "SUCCEEDED" for t in tasks), [(t.state, t.error) for t in tasks]
     path = tmp_path / "tables" / "trips"
     table = HudiTable.load(str(path))
-    compacted = [i for i in table.timeline.completed([COMMIT]) if i.timestamp in {t.instant for t in tasks}]
+    compacted = [i for i in table.timeline.completed([Action.COMMIT]) if i.timestamp in {t.instant for t in tasks}]
     assert len(compacted) == len(tasks)
     assert rows(hudi_rs_table(path)) == rows(read_snapshot(table))

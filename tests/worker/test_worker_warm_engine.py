@@ -22,7 +22,7 @@ from worker_support import (
 )
 
 from tms.db import TaskRepo, TaskState
-from tms.hudi.instant import ROLLBACK
+from tms.hudi.timeline.instant import Action
 from worker.sizing import JobResources
 from worker.warm_engine import EngineSpec
 
@@ -170,6 +170,7 @@ def test_a_warm_plan_is_cancelled_and_a_killed_engine_fails_the_attempt_restarts
     assert (retry.outcome, retry.engine_kind, retry.spark_app_id) == ("SUCCEEDED", "warm", engine.app_id)
     table = t.table()
     assert table.timeline.get(tc).is_completed
-    assert any(i.action == ROLLBACK and i.is_completed for i in table.timeline.instants()), "partial attempt undone"
+    assert any(i.action == Action.ROLLBACK and i.is_completed
+               for i in table.timeline.instants()), "partial attempt undone"
     assert processes_with("SparkSubmit", "run.py", str(t.path)) == []
     t.check()

@@ -11,7 +11,7 @@ import table_model
 from table_model import CITIES, COLUMNS, key, rec  # noqa: F401 (re-exported to the tests)
 
 from tms.db import Database, RegisteredTable, TablePolicy, Task, TaskRepo, TaskState
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import schedule
 
 FINAL = {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED}

@@ -8,7 +8,7 @@ from typing import Any
 from tms.execute.fencing import Fence
 from tms.execute.restore_copy import restore_copy
 from tms.execute.runner import LocalRunner
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
 
 from .errors import BackupError

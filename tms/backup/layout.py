@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tms.hudi.storage import Storage, open_storage
+from tms.hudi.storage.table_storage import Storage, open_storage
 
 from .errors import BackupError
 

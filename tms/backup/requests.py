@@ -9,9 +9,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms.db import BackupTaskRepo, RegisteredTable, TablePolicy, TableRepo, Task
-from tms.hudi.savepoint import read_savepoint
-from tms.hudi.storage import open_storage
-from tms.hudi.table import HudiTable
+from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.savepoint import read_savepoint
 from tms.table_service import TableService
 
 from .errors import BackupError

@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tms.hudi.properties import format_properties, parse_properties
-from tms.hudi.storage import Storage, open_storage
-from tms.hudi.table import PROPERTIES, HudiTable
+from tms.hudi.storage.table_storage import Storage, open_storage
+from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
+from tms.hudi.table.properties import format_properties, parse_properties
 
 from .errors import BackupError, BackupInconsistentError
 from .layout import BackupStore, Manifest

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.instant import CLEAN, RESTORE, State
-from tms.hudi.storage import FileInfo, Storage
-from tms.hudi.table import PROPERTIES, HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.storage.table_storage import FileInfo, Storage
+from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
+from tms.hudi.timeline.instant import Action, State
 
 from .errors import BackupError
 
-DELETING_ACTIONS = (CLEAN, RESTORE)
+DELETING_ACTIONS = (Action.CLEAN, Action.RESTORE)
 # Folders under .hoodie a copy does without: the metadata table, writers' scratch, heartbeats, locks.
 SKIPPED_META = (".hoodie/metadata", ".hoodie/.temp", ".hoodie/.aux", ".hoodie/.heartbeat", ".hoodie/.locks",
                 ".hoodie/lock")
@@ -58,7 +58,7 @@ def take_snapshot(table: HudiTable) -> TableSnapshot:
     earliest_active = min(i.timestamp for i in instants)
     timeline_paths = {timeline.path_of(i) for i in instants}
     pending_compactions = {i.timestamp for i in timeline.pending_compactions()}
-    v8 = table.config.version >= 8
+    v8 = table.config.traits.log_files_named_by_writer
 
     def visible(ts: str) -> bool:  # archived instants are completed ones
         return ts in completed or ts < earliest_active

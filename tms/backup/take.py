@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable
+from tms.hudi.storage.table_storage import Storage
+from tms.hudi.table.hudi_table import HudiTable
 
 from .errors import BackupError, BackupInconsistentError
 from .layout import BackupStore, Manifest, StoredFile, manifest_path, object_path

@@ -3,10 +3,10 @@ found a conflicting write is rolled back, and its plan leaves the timeline, so t
 writer's data. Nothing is ever completed over the write."""
 from __future__ import annotations
 
-from tms.hudi.instant import ROLLBACK, State
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.serde import InstantInfo, RollbackPlan, serialize_rollback_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.serde import InstantInfo, RollbackPlan, serialize_rollback_plan
 
 from .action import ExecutionResult
 from .attempt_files import attempt_rollback_requests
@@ -26,7 +26,7 @@ def abandon_attempt(table: HudiTable, timestamp: str, transactions: TransactionM
                         rollback_requests=attempt_rollback_requests(table, timestamp))
     with transactions.transaction():
         fence()
-        rollback = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan))
+        rollback = tl.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan))
     executor = RollbackExecutor(table, rollback, transactions)
     tasks = executor.start(fence)
     result = executor.finish(LocalRunner(1).map(executor.task_function, tasks, f"rollback of {timestamp}"), fence)

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tms.hudi.capabilities import require_capability
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
-from tms.hudi.instant import Instant, State
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import require_maintainable
-from tms.hudi.table import HudiTable
-from tms.table_path import table_relative
+from tms.hudi.storage.paths import table_relative
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Instant, State
+from tms.planning.capabilities import require_capability
 from tms.table_service import TableService
 
 from .errors import PlanHeldError

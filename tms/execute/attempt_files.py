@@ -4,10 +4,10 @@ is only a safety net). Compaction and clustering only ever write new base files 
 from __future__ import annotations
 
 from tms.hudi.errors import HudiError
-from tms.hudi.file_names import BaseFileName
-from tms.hudi.instant import COMPACTION
-from tms.hudi.serde import RollbackRequest, parse_compaction_plan, parse_requested_replace_metadata
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import RollbackRequest, parse_compaction_plan, parse_requested_replace_metadata
 
 from .markers import marked_files
 
@@ -33,7 +33,7 @@ def attempt_rollback_requests(table: HudiTable, timestamp: str) -> list[Rollback
 def _plan_partitions(table: HudiTable, timestamp: str) -> set[str]:
     data = table.timeline.read_plan(timestamp)
     instant = table.timeline.get(timestamp)
-    if instant is not None and instant.action == COMPACTION:
+    if instant is not None and instant.action == Action.COMPACTION:
         return {op.partition_path or "" for op in parse_compaction_plan(data).operations}
     plan = parse_requested_replace_metadata(data).clustering_plan
     if plan is None:

@@ -12,14 +12,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tms.hudi import base_format, schema_evolution
-from tms.hudi.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, DynamicBloomBuilder, dynamic_bloom_filter
 from tms.hudi.errors import HudiError
-from tms.hudi.file_names import BaseFileName
-from tms.hudi.merge import KEY
-from tms.hudi.schema import with_meta_fields
-from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName
+from tms.hudi.records import base_format, schema_evolution
+from tms.hudi.records.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, DynamicBloomBuilder, dynamic_bloom_filter
+from tms.hudi.records.merge import KEY
+from tms.hudi.records.schema import with_meta_fields
+from tms.hudi.storage.table_storage import Storage
+from tms.hudi.table.hudi_table import HudiTable
 
 FILE_NAME = "_hoodie_file_name"
 

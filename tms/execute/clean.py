@@ -6,18 +6,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tms.hudi.instant import CLEAN, Instant
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import write_metadata_commit
-from tms.hudi.serde import (
+from tms.hudi.storage.paths import table_relative
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.serde import (
     CleanerPlan,
     CleanMetadata,
     CleanPartitionMetadata,
     parse_cleaner_plan,
     serialize_clean_metadata,
 )
-from tms.hudi.table import HudiTable
-from tms.table_path import table_relative
 from tms.table_service import TableService
 
 from .action import ActionExecutor, ExecutionResult
@@ -91,6 +91,7 @@ class CleanExecutor(ActionExecutor):
             extra_metadata=self.plan.extra_metadata)
         with self.transactions.transaction():
             fence()
-            write_metadata_commit(self.table, self.timestamp, CLEAN, meta)  # the MDT first, then the data instant
+            # the MDT first, then the data instant
+            write_metadata_commit(self.table, self.timestamp, Action.CLEAN, meta)
             done = self.timeline.complete(self.inflight, serialize_clean_metadata(meta))
         return ExecutionResult(done, self.service, len(results), files_deleted=meta.total_files_deleted)

@@ -9,11 +9,11 @@ import typer
 
 from tms.config import load_settings
 from tms.errors import TMSError
-from tms.hudi.instant import State, is_valid_instant_time
 from tms.hudi.locks import TransactionManager, is_concurrency_option, parse_concurrency_options
-from tms.hudi.merge_budget import MAX_SIZE, is_memory_option, merge_budget_bytes
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_option_pairs
+from tms.hudi.records.merge_budget import MAX_SIZE, is_memory_option, merge_budget_bytes
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.write_options import parse_option_pairs
+from tms.hudi.timeline.instant import State, is_valid_instant_time
 
 from .dispatch import execute_instant, executor_for
 from .retry import prepare_retry

@@ -11,22 +11,22 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from tms.hudi.conflicts import WriteConflictError, find_conflicts, pending_writes_over
 from tms.hudi.errors import HudiError, UnsupportedTableError
-from tms.hudi.file_names import new_file_id
-from tms.hudi.instant import REPLACE_COMMIT, Instant
+from tms.hudi.fs_view.file_names import new_file_id
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.merge import merge_ordering_field, merge_records, scan_logs
 from tms.hudi.metadata.writer import write_metadata_commit
-from tms.hudi.schema import avro_to_arrow
-from tms.hudi.serde import (
+from tms.hudi.records.merge import merge_ordering_field, merge_records, scan_logs
+from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.conflicts import WriteConflictError, find_conflicts, pending_writes_over
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.serde import (
     ClusteringPlan,
     CommitMetadata,
     WriteStat,
     parse_requested_replace_metadata,
     serialize_commit_metadata,
 )
-from tms.hudi.table import HudiTable
 from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
 from tms.table_service import TableService
 
@@ -186,7 +186,8 @@ class ClusteringExecutor(ActionExecutor):
                 raise WriteConflictError(self.service, self.timestamp, conflicts,
                                          "the writer wins: this clustering is rolled back and its plan dropped")
             fence()
-            write_metadata_commit(self.table, self.timestamp, REPLACE_COMMIT, meta)  # the MDT first, then the data
+            # the MDT first, then the data
+            write_metadata_commit(self.table, self.timestamp, Action.REPLACE_COMMIT, meta)
             done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.service, len(results), len(stats),

@@ -16,15 +16,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi.bounded_merge import BoundedMerge
 from tms.hudi.errors import HudiError, UnsupportedTableError
-from tms.hudi.instant import COMMIT, Instant
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
-from tms.hudi.merge_budget import DEFAULT_BYTES, merge_budget_bytes
 from tms.hudi.metadata.writer import write_metadata_commit
-from tms.hudi.schema import avro_to_arrow
-from tms.hudi.serde import (
+from tms.hudi.records.bounded_merge import BoundedMerge
+from tms.hudi.records.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
+from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
+from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.serde import (
     CommitMetadata,
     CompactionPlan,
     RuntimeStats,
@@ -32,7 +33,6 @@ from tms.hudi.serde import (
     parse_compaction_plan,
     serialize_commit_metadata,
 )
-from tms.hudi.table import HudiTable
 from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
 from tms.table_service import TableService
 
@@ -195,7 +195,7 @@ class CompactionExecutor(ActionExecutor):
         super().validate()
         if any(op.bootstrap_file_path for op in self.plan.operations):
             raise UnsupportedTableError(f"compaction {self.timestamp} reads bootstrap files; TMS does not")
-        if self.config.version < 8:
+        if not self.config.traits.log_files_named_by_writer:
             # v6 slices by instant time: a delta commit that started before Tc writes into the slice being
             # compacted, so the plan waits for it (and is synced with its log files by the planner).
             self._require_no_pending_writes_before()
@@ -232,7 +232,8 @@ class CompactionExecutor(ActionExecutor):
                                   self.plan.extra_metadata)}, operation_type="COMPACT")
         with self.transactions.transaction():  # compaction never conflicts: later writes go to the next slice
             fence()
-            write_metadata_commit(self.table, self.timestamp, COMMIT, meta)  # the MDT first, then the data instant
+            # the MDT first, then the data instant
+            write_metadata_commit(self.table, self.timestamp, Action.COMMIT, meta)
             done = self.timeline.complete(self.inflight, serialize_commit_metadata(meta, self.config.version))
         delete_markers(self.storage, self.timestamp)
         return ExecutionResult(done, self.service, len(results), len(stats),

@@ -2,11 +2,12 @@
 runner, completion on the driver."""
 from __future__ import annotations
 
-from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.errors import HudiError, InstantConflictError
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, RESTORE, ROLLBACK
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.hudi.timeline.instant import Action
+from tms.table_service import TableService
 
 from .abandon import abandon_attempt
 from .action import ActionExecutor, ExecutionResult
@@ -18,8 +19,9 @@ from .restore import run_restore
 from .rollback import RollbackExecutor, keeps_plan
 from .runner import Runner
 
-EXECUTORS: dict[str, type[ActionExecutor]] = {COMPACTION: CompactionExecutor, CLUSTERING: ClusteringExecutor,
-                                              CLEAN: CleanExecutor, ROLLBACK: RollbackExecutor}
+EXECUTORS: dict[str, type[ActionExecutor]] = {Action.COMPACTION: CompactionExecutor,
+                                               Action.CLUSTERING: ClusteringExecutor,
+                                              Action.CLEAN: CleanExecutor, Action.ROLLBACK: RollbackExecutor}
 
 
 def executor_for(table: HudiTable, timestamp: str, transactions: TransactionManager | None = None) -> ActionExecutor:
@@ -31,8 +33,8 @@ def executor_for(table: HudiTable, timestamp: str, transactions: TransactionMana
     if instant.is_completed:
         raise InstantConflictError(f"{instant.action} {timestamp} is already completed")
     action = instant.action
-    if action == REPLACE_COMMIT and keeps_plan(table, timestamp, action):
-        action = CLUSTERING  # v6 names pending clustering `replacecommit`
+    if action == Action.REPLACE_COMMIT and keeps_plan(table, timestamp, action):
+        action = Action.CLUSTERING  # v6 names pending clustering `replacecommit`
     executor = EXECUTORS.get(action)
     if executor is None:
         raise HudiError(f"instant {timestamp} is a {instant.action} ({instant.state.name.lower()}), "
@@ -49,11 +51,11 @@ def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fen
     `budget_bytes`: the memory budget of each merge (default: the table's, else TMS's default)."""
     table.timeline.reload()
     pending = table.timeline.get(timestamp)
-    if pending is not None and pending.action == RESTORE:
-        if service is not None and service != RESTORE:
+    if pending is not None and pending.action == Action.RESTORE:
+        if service is not None and service != TableService.RESTORE:
             raise HudiError(f"instant {timestamp} is a restore plan, not {service}")
         restored = run_restore(table, timestamp, runner, fence, transactions)
-        return ExecutionResult(restored.instant, RESTORE, len(restored.rolled_back),
+        return ExecutionResult(restored.instant, Action.RESTORE, len(restored.rolled_back),
                                files_deleted=restored.files_deleted)
     executor = executor_for(table, timestamp, transactions)
     if budget_bytes is not None and isinstance(executor, CompactionExecutor):

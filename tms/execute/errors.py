@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tms.errors import TMSError
-from tms.hudi.instant import Instant
+from tms.hudi.timeline.instant import Instant
 
 
 class ExecutionError(TMSError):
@@ -21,7 +21,7 @@ class PlanHeldError(ExecutionError):
 
 
 # A job's exit status when a conflicting write won: its attempt and plan were rolled back, and the task ends with
-# reason `conflict` (tms.hudi.conflicts.CONFLICT_REASON), never retried (the next plan takes the new data).
+# reason `conflict` (tms.hudi.timeline.conflicts.CONFLICT_REASON), never retried (the next plan takes the new data).
 CONFLICT_EXIT_STATUS = 3
 
 

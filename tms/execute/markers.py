@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import posixpath
 
-from tms.hudi.storage import Storage
+from tms.hudi.storage.table_storage import Storage
 
 MARKER_ROOT = ".hoodie/.temp"
 _SUFFIX = ".marker."

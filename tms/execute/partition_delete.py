@@ -11,18 +11,18 @@ import json
 from collections.abc import Sequence
 
 from tms.hudi.errors import HudiError, UnsupportedTableError
-from tms.hudi.instant import REPLACE_COMMIT
+from tms.hudi.fs_view.plans import pending_clustering_groups, pending_compaction_groups
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import unmaintainable_partitions_for_writes, write_metadata_commit
-from tms.hudi.plans import pending_clustering_groups, pending_compaction_groups
-from tms.hudi.serde import (
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import (
     DELETE_PARTITION,
     CommitMetadata,
     RequestedReplaceMetadata,
     serialize_commit_metadata,
     serialize_requested_replace_metadata,
 )
-from tms.hudi.table import HudiTable
 
 from .base_files import latest_data_schema
 
@@ -50,7 +50,7 @@ def delete_partitions(table: HudiTable, partitions: Sequence[str], transactions:
         if unknown:
             raise HudiError(f"table {table.config.name} has no partition {', '.join(sorted(unknown))}")
         replaced = {p: sorted(g.file_id for g in view.file_groups(p)) for p in sorted(wanted)}
-        requested = tl.create_requested(REPLACE_COMMIT, serialize_requested_replace_metadata(
+        requested = tl.create_requested(Action.REPLACE_COMMIT, serialize_requested_replace_metadata(
             RequestedReplaceMetadata(operation_type=DELETE_PARTITION, extra_metadata=dict(extra_metadata or {}))))
         meta = CommitMetadata(partition_to_write_stats={}, compacted=False, operation_type=DELETE_PARTITION,
                               partition_to_replace_file_ids=replaced,
@@ -58,7 +58,7 @@ def delete_partitions(table: HudiTable, partitions: Sequence[str], transactions:
                                               "schema": json.dumps(latest_data_schema(table))})
         content = serialize_commit_metadata(meta, table.config.version)
         inflight = tl.transition_to_inflight(requested, content)
-        write_metadata_commit(table, inflight.timestamp, REPLACE_COMMIT, meta)  # the MDT first, as Java
+        write_metadata_commit(table, inflight.timestamp, Action.REPLACE_COMMIT, meta)  # the MDT first, as Java
         tl.complete(inflight, content)
     return requested.timestamp
 

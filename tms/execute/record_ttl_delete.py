@@ -14,14 +14,14 @@ from datetime import datetime
 import pyarrow as pa
 
 from tms.hudi.errors import HudiError
+from tms.hudi.fs_view.plans import pending_clustering_groups, pending_compaction_groups
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.merge import merge_slice
-from tms.hudi.plans import pending_clustering_groups, pending_compaction_groups
-from tms.hudi.schema import META_FIELDS
-from tms.hudi.schema_evolution import full_arrow_schema, latest_data_schema
-from tms.hudi.serde import TTL_CUTOFF_KEY, TTL_FIELD_KEY
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.records.merge import merge_slice
+from tms.hudi.records.schema import META_FIELDS
+from tms.hudi.records.schema_evolution import full_arrow_schema, latest_data_schema
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter
+from tms.hudi.timeline.serde import TTL_CUTOFF_KEY, TTL_FIELD_KEY
 from tms.record_ttl import expired_mask, ttl_field_refusal
 
 DEFAULT_MAX_FILE_GROUPS = 100

@@ -18,24 +18,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tms.hudi.capabilities import require_capability
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import (
-    CLEAN,
-    CLUSTERING,
-    COMMIT,
-    COMPACTION,
-    DELTA_COMMIT,
-    REPLACE_COMMIT,
-    RESTORE,
-    ROLLBACK,
-    Instant,
-    State,
-)
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.reader import MetadataTable
 from tms.hudi.metadata.writer import require_maintainable
-from tms.hudi.serde import (
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.serde import (
     InstantInfo,
     RestoreMetadata,
     RestorePlan,
@@ -47,7 +36,7 @@ from tms.hudi.serde import (
     serialize_restore_plan,
     serialize_rollback_plan,
 )
-from tms.hudi.table import HudiTable
+from tms.planning.capabilities import require_capability
 from tms.planning.rollback import restore_rollback_plan
 from tms.table_service import TableService
 
@@ -56,8 +45,8 @@ from .fencing import Fence, no_fence
 from .rollback import RollbackExecutor
 from .runner import Runner
 
-_UNDONE = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, CLUSTERING)
-_WRITES = (COMMIT, DELTA_COMMIT)
+_UNDONE = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION, Action.CLUSTERING)
+_WRITES = (Action.COMMIT, Action.DELTA_COMMIT)
 
 
 class RestoreRefused(ExecutionError):
@@ -72,7 +61,7 @@ class RestoreResult:
     files_deleted: int
 
     def record(self) -> dict[str, Any]:
-        return {"action": RESTORE, "instant": self.instant.timestamp, "savepoint": self.savepoint,
+        return {"action": Action.RESTORE, "instant": self.instant.timestamp, "savepoint": self.savepoint,
                 "rolled_back": list(self.rolled_back), "files_deleted": self.files_deleted}
 
     def summary(self) -> str:
@@ -102,7 +91,7 @@ def instants_to_undo(table: HudiTable, savepoint: str, *, roll_back_pending_writ
     kept = tl.get(savepoint)
     if kept is None or not kept.is_completed:
         raise RestoreRefused(f"the commit {savepoint} that the savepoint keeps is not on the timeline of {name}")
-    blocking = [i for i in tl.pending((CLEAN, ROLLBACK, RESTORE))]
+    blocking = [i for i in tl.pending((Action.CLEAN, Action.ROLLBACK, Action.RESTORE))]
     if blocking:
         raise RestoreRefused(f"table {name} has pending {', '.join(f'{i.action} {i.timestamp}' for i in blocking)}: "
                              "let them finish first")
@@ -111,7 +100,7 @@ def instants_to_undo(table: HudiTable, savepoint: str, *, roll_back_pending_writ
         raise RestoreRefused(f"a writer's instant is pending on table {name} "
                              f"({', '.join(f'{i.action} {i.timestamp}' for i in writes)}): stop the writer, or ask "
                              "for the restore to roll it back too (force)")
-    v8 = table.config.version >= 8
+    v8 = table.config.traits.completion_times
     pending = [i for i in tl.pending(_UNDONE) if i.action in _WRITES or i.timestamp > savepoint]
     completed = [i for i in tl.completed(_UNDONE) if _after(i, kept, v8)]
     completed.sort(key=lambda i: (i.completion_time or i.timestamp) if v8 else i.timestamp, reverse=True)
@@ -124,7 +113,7 @@ def _require_metadata_restorable(table: HudiTable, savepoint: str) -> None:
     if mdt is None:
         return
     # A v6 MDT compacts right after a data instant T as T + "001", holding nothing later than T.
-    late = [i.timestamp for i in mdt.table.timeline.completed((COMMIT,))
+    late = [i.timestamp for i in mdt.table.timeline.completed((Action.COMMIT,))
             if i.timestamp > savepoint and not i.timestamp.startswith(savepoint)]
     if late:
         raise RestoreRefused(f"the metadata table of {table.name} was compacted at {late[0]}, after savepoint "
@@ -143,13 +132,13 @@ def plan_restore(table: HudiTable, savepoint: str, *, roll_back_pending_writes: 
         undo = instants_to_undo(table, savepoint, roll_back_pending_writes=roll_back_pending_writes)
         plan = RestorePlan(instants_to_rollback=[InstantInfo(commit_time=i.timestamp, action=i.action) for i in undo],
                            savepoint_to_restore_timestamp=savepoint)
-        return tl.create_requested(RESTORE, serialize_restore_plan(plan))
+        return tl.create_requested(Action.RESTORE, serialize_restore_plan(plan))
 
 
 def _rollback_of(table: HudiTable, target: str, after: str) -> Instant | None:
     """The rollback instant (any state) after `after` that targets `target`."""
     tl = table.timeline
-    for inst in tl.iter_instants((ROLLBACK,), after=after):
+    for inst in tl.iter_instants((Action.ROLLBACK,), after=after):
         if inst.is_completed:
             if target in parse_rollback_metadata(tl.read(inst)).commits_rollback:
                 return inst
@@ -185,7 +174,8 @@ def run_restore(table: HudiTable, restore: str, runner: Runner, fence: Fence = n
                 if inst is None:
                     raise HudiError(f"instant {ts} that restore {restore} rolls back is gone from the timeline, "
                                     "with no rollback naming it")
-                rollback = tl.create_requested(ROLLBACK, serialize_rollback_plan(restore_rollback_plan(table, inst)))
+                rollback = tl.create_requested(Action.ROLLBACK,
+                                               serialize_rollback_plan(restore_rollback_plan(table, inst)))
             if not rollback.is_completed:
                 executor = RollbackExecutor(table, tl.get(rollback.timestamp) or rollback, transactions,
                                             restoring=True)

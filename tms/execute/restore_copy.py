@@ -19,12 +19,12 @@ from typing import Any
 
 from tms.backup.snapshot import walk_files
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import SAVEPOINT, Instant
 from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
-from tms.hudi.properties import format_properties
-from tms.hudi.savepoint import read_savepoint
-from tms.hudi.storage import open_storage
-from tms.hudi.table import PROPERTIES, HudiTable
+from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
+from tms.hudi.table.properties import format_properties
+from tms.hudi.table.savepoint import read_savepoint
+from tms.hudi.timeline.instant import Action, Instant
 
 from .errors import ExecutionError
 from .runner import Runner
@@ -77,7 +77,7 @@ def _timeline_files(table: HudiTable, savepoint: str) -> list[str]:
         latest = tl.get(inst.timestamp)
         if inst.timestamp <= savepoint and latest is not None and latest.is_completed:
             keep.append(inst)
-    keep += [i for i in tl.savepoint_files(savepoint).values() if i.action == SAVEPOINT]
+    keep += [i for i in tl.savepoint_files(savepoint).values() if i.action == Action.SAVEPOINT]
     return [tl.path_of(i) for i in keep]
 
 

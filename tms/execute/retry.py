@@ -5,10 +5,10 @@ files are found by attempt_files."""
 from __future__ import annotations
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import ROLLBACK, State
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.serde import InstantInfo, RollbackPlan, parse_rollback_plan, serialize_rollback_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.serde import InstantInfo, RollbackPlan, parse_rollback_plan, serialize_rollback_plan
 
 from .action import ExecutionResult
 from .attempt_files import attempt_rollback_requests
@@ -40,12 +40,12 @@ def prepare_retry(table: HudiTable, timestamp: str, runner: Runner | None = None
                             rollback_requests=attempt_rollback_requests(table, timestamp))
         with transactions.transaction():
             fence()
-            rollback = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan)).timestamp
+            rollback = tl.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan)).timestamp
     return execute_instant(table, rollback, runner or LocalRunner(), fence, transactions=transactions)
 
 
 def _pending_rollback_of(table: HudiTable, timestamp: str) -> str | None:
-    for inst in table.timeline.pending([ROLLBACK]):
+    for inst in table.timeline.pending([Action.ROLLBACK]):
         target = parse_rollback_plan(table.timeline.read_plan(inst.timestamp)).instant_to_rollback
         if target is not None and target.commit_time == timestamp:
             return inst.timestamp

@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tms.hudi.errors import HudiError, InstantConflictError
-from tms.hudi.instant import CLUSTERING, COMPACTION, REPLACE_COMMIT, Instant, State
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.log_format.rollback_blocks import write_rollback_block_file
 from tms.hudi.metadata.writer import write_metadata_rollback
-from tms.hudi.rollback_blocks import write_rollback_block_file
-from tms.hudi.serde import (
+from tms.hudi.storage.paths import table_relative
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.serde import (
     RollbackMetadata,
     RollbackPartitionMetadata,
     RollbackPlan,
@@ -24,8 +26,6 @@ from tms.hudi.serde import (
     parse_rollback_plan,
     serialize_rollback_metadata,
 )
-from tms.hudi.table import HudiTable
-from tms.table_path import table_relative
 from tms.table_service import TableService
 
 from .action import ActionExecutor, ExecutionResult
@@ -72,9 +72,9 @@ def roll_back_file_group(task: RollbackTask, token: str) -> RollbackResult:
 def keeps_plan(table: HudiTable, timestamp: str, action: str) -> bool:
     """Whether rolling back `timestamp` returns it to requested (a compaction or clustering plan) rather
     than removing it (a write)."""
-    if action in (COMPACTION, CLUSTERING):
+    if action in (Action.COMPACTION, Action.CLUSTERING):
         return True
-    if action != REPLACE_COMMIT or State.REQUESTED not in table.timeline.states_of(timestamp):
+    if action != Action.REPLACE_COMMIT or State.REQUESTED not in table.timeline.states_of(timestamp):
         return False
     plan = table.timeline.read_plan(timestamp)
     return bool(plan) and parse_requested_replace_metadata(plan).clustering_plan is not None

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from tms.hudi.file_names import write_token
+from tms.hudi.fs_view.file_names import write_token
 
 TaskFunction = Callable[[Any, str], Any]
 

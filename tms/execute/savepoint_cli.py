@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
-from tms.hudi.savepoint import create_savepoint, delete_savepoint, read_savepoint
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_option_pairs
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.savepoint import create_savepoint, delete_savepoint, read_savepoint
+from tms.hudi.table.write_options import parse_option_pairs
 
 from .restore import restore_in_place
 from .restore_copy import restore_copy

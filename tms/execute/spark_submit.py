@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tms.hudi.errors import HudiError
-from tms.hudi.timeline_zone import LOCAL_TIMEZONE_ENV
+from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 PY_FILES_NAME = "tms-jobs.zip"
 _PACKAGES = ("tms", "jobs")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tms.hudi.properties import TableConfig
-from tms.hudi.storage import Storage, open_storage
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline import Timeline
+from tms.hudi.storage.table_storage import Storage, open_storage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import TableConfig
+from tms.hudi.timeline.timeline import Timeline
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ from pydantic import ValidationError
 
 from tms.errors import TMSError
 from tms.hudi.locks import TransactionManager, is_concurrency_option, parse_concurrency_options
-from tms.hudi.table import HudiTable
-from tms.hudi.write_options import parse_option_pairs
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.write_options import parse_option_pairs
 from tms.planning.policy import TablePolicy
 from tms.planning.ttl import expired_partitions, record_ttl_cutoff, ttl_policy_refusal
 

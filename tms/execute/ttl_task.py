@@ -18,12 +18,12 @@ from datetime import datetime
 from typing import Any
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, State
 from tms.hudi.locks import parse_concurrency_options
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.serde import parse_commit_metadata, parse_requested_replace_metadata
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline import Timeline
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.serde import parse_commit_metadata, parse_requested_replace_metadata
+from tms.hudi.timeline.timeline import Timeline
 from tms.planning.errors import PlanningError
 from tms.planning.policy import TablePolicy
 from tms.planning.rollback import plan_rollback
@@ -38,7 +38,7 @@ from .record_ttl_delete import DEFAULT_MAX_FILE_GROUPS, delete_expired_records
 from .runner import LocalRunner
 
 TASK_KEY = "tms.ttl.task"  # extra metadata of the instant a TTL task writes: the task's request instant
-_WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+_WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
 
 class FencedTransactions(TransactionManager):
@@ -86,7 +86,7 @@ def _marker_of(timeline: Timeline, instant: Instant) -> str | None:
         return None
     try:
         if instant.state is State.REQUESTED:
-            if instant.action != REPLACE_COMMIT:
+            if instant.action != Action.REPLACE_COMMIT:
                 return None
             extra = parse_requested_replace_metadata(data).extra_metadata
         else:

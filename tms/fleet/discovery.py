@@ -8,8 +8,8 @@ import posixpath
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from tms.hudi.storage import open_storage
-from tms.table_path import join, normalize_base_path
+from tms.hudi.storage.paths import join, normalize_base_path
+from tms.hudi.storage.table_storage import open_storage
 
 HOODIE = ".hoodie"
 

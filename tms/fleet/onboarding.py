@@ -11,8 +11,8 @@ from typing import Any
 
 from tms.db import AlertRepo, Database, DiscoveryRepo, TableRepo
 from tms.hudi.errors import HudiError
-from tms.hudi.table import HudiTable
-from tms.table_path import normalize_base_path
+from tms.hudi.storage.paths import normalize_base_path
+from tms.hudi.table.hudi_table import HudiTable
 
 from .discovery import find_tables
 from .registration import assess, registration_facts

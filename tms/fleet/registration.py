@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tms.hudi.capabilities import Capability, capabilities
 from tms.hudi.errors import HudiError
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.planning.capabilities import Capability, capabilities
 
 
 def registration_facts(table: HudiTable) -> dict[str, Any]:

@@ -1,9 +1,13 @@
-"""Errors of the table-format library: each carries one clear line for users."""
-from tms.errors import TMSError
+"""Errors of the table-format library: each carries one clear line for users. `HudiError` is the root of every
+error the library raises on purpose (it knows nothing of its callers' errors: they map it to theirs)."""
 
 
-class HudiError(TMSError):
+class HudiError(Exception):
     """A table, file or instant that cannot be read or written as asked."""
+
+
+class HudiConfigError(HudiError):
+    """An option given to the library (a write option, a concurrency option) that cannot be used as given."""
 
 
 class TableNotFoundError(HudiError):

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import ConflictError, Database, RegisteredTable, TablePolicy, TableRepo, Task
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS
 from tms.planning.decisions import PlannerOptions
 from tms.planning.digest import TimelineDigest
 from tms.planning.errors import PlanningError
@@ -85,7 +85,7 @@ class OnRequestPlanner:
                 ctx, TimelineDigest.from_state(row.planner_state, self.options.services), service)
         except PLANNING_ERRORS as e:
             self.cache.forget(row.id)
-            if isinstance(e, TMSError):
+            if isinstance(e, ONE_LINE_ERRORS):
                 raise
             raise PlanningError(f"cannot plan {row.base_path}: {e}") from e
         row.planned_at = ctx.now

@@ -13,11 +13,11 @@ from functools import partial
 from sqlalchemy.orm import Session
 
 from tms.db import AlertRepo, RegisteredTable, TablePolicy, Task
-from tms.hudi.capabilities import require_capability
 from tms.hudi.errors import HudiError
 from tms.hudi.locks import TransactionManager
-from tms.hudi.serde import MetadataFormatError
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.serde import MetadataFormatError
+from tms.planning.capabilities import require_capability
 from tms.planning.clean import plan_clean
 from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction

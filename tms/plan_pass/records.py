@@ -13,9 +13,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms.db import AlertRepo, RegisteredTable, Task, TaskRepo, TaskState
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
-from tms.hudi.serde import parse_rollback_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import parse_rollback_plan
 from tms.planning.adoption import find_unknown_plans
 from tms.planning.compensation import held_compactions, sync_held_plan
 from tms.planning.errors import CompensationError
@@ -25,7 +25,7 @@ from tms.table_service import TableService
 
 log = logging.getLogger(__name__)
 
-_PLAN_ACTIONS = (COMPACTION, CLUSTERING, REPLACE_COMMIT, CLEAN, ROLLBACK)
+_PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK)
 # A running or finished task is past holding: its plan left the requested state.
 _SETTLED = (TaskState.RUNNING, TaskState.SUCCEEDED)
 

@@ -1,5 +1,5 @@
 """Nothing planned that cannot run: before a pass writes anything for a table service it asks the library
-whether TMS can run the service on the table (`tms.hudi.capabilities`), and requested plans on the timeline
+whether TMS can run the service on the table (`tms.planning.capabilities`), and requested plans on the timeline
 that TMS can no longer run (a writer enabled a metadata-table index TMS cannot keep, changed the merge
 mode...) are settled: TMS's own are unscheduled and their tasks cancelled; a writer's are left to the writers
 (TMS never removes them) and their tasks cancelled. Each case raises an alert saying why, one per
@@ -15,10 +15,10 @@ import logging
 from sqlalchemy.orm import Session
 
 from tms.db import AlertRepo, RegisteredTable, TaskRepo, TaskState
-from tms.hudi.capabilities import Capability, capabilities, unrunnable_plans
 from tms.hudi.errors import InstantConflictError
-from tms.hudi.instant import REPLACE_COMMIT, Instant
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant
+from tms.planning.capabilities import Capability, capabilities, unrunnable_plans
 from tms.table_service import TableService
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,7 @@ _ENDED = (*_RUNNING_OR_DONE, TaskState.CANCELLED)
 
 def service_of(instant: Instant) -> str:
     """The table service a plan's action is (a v6 replacecommit plan is a clustering's)."""
-    return TableService.CLUSTERING.value if instant.action == REPLACE_COMMIT else instant.action
+    return TableService.CLUSTERING.value if instant.action == Action.REPLACE_COMMIT else instant.action
 
 
 class Refusals:

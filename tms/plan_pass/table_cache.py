@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from tms.db import RegisteredTable
 from tms.hudi.locks import TransactionManager
-from tms.hudi.storage import Storage, open_storage
-from tms.hudi.table import PROPERTIES, HudiTable
-from tms.hudi.timeline_watch import TimelineWatcher
+from tms.hudi.storage.table_storage import Storage, open_storage
+from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
+from tms.hudi.timeline.watch import TimelineWatcher
 
 
 @dataclass(frozen=True)

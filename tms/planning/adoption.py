@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
-from tms.hudi.serde import parse_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import parse_compaction_plan
 from tms.table_service import TableService
 
 from .compensation import recorded_blockers
@@ -15,8 +15,10 @@ from .planned import Planned
 from .stats import plan_stats
 from .triggers import is_clustering
 
-_SERVICE_OF = {COMPACTION: TableService.COMPACTION, CLUSTERING: TableService.CLUSTERING,
-               REPLACE_COMMIT: TableService.CLUSTERING, CLEAN: TableService.CLEAN, ROLLBACK: TableService.ROLLBACK}
+_SERVICE_OF: dict[str, TableService] = {
+    Action.COMPACTION: TableService.COMPACTION, Action.CLUSTERING: TableService.CLUSTERING,
+    Action.REPLACE_COMMIT: TableService.CLUSTERING, Action.CLEAN: TableService.CLEAN,
+    Action.ROLLBACK: TableService.ROLLBACK}
 
 
 def find_unknown_plans(table: HudiTable, known_instants: Collection[str]) -> list[Planned]:
@@ -30,10 +32,10 @@ def find_unknown_plans(table: HudiTable, known_instants: Collection[str]) -> lis
     for inst in tl.pending(_SERVICE_OF):
         if not inst.is_requested or inst.timestamp in known:
             continue
-        if inst.action == REPLACE_COMMIT and not is_clustering(table, inst):
+        if inst.action == Action.REPLACE_COMMIT and not is_clustering(table, inst):
             continue
         blockers: tuple[str, ...] = ()
-        if inst.action == COMPACTION:
+        if inst.action == Action.COMPACTION:
             blockers = tuple(recorded_blockers(parse_compaction_plan(tl.read_plan(inst.timestamp))))
         out.append(Planned(inst.timestamp, _SERVICE_OF[inst.action], plan_stats(table, inst.timestamp), blockers))
     return out

@@ -20,22 +20,18 @@ from datetime import datetime, timedelta
 from itertools import islice
 from typing import Any
 
-from tms.hudi.fs_view import FileGroup, FileSlice
-from tms.hudi.instant import (
-    CLEAN,
-    CLUSTERING,
-    COMMIT,
-    COMPACTION,
-    DELTA_COMMIT,
-    LOG_COMPACTION,
-    REPLACE_COMMIT,
-    Instant,
-    new_instant_time,
+from tms.hudi.fs_view.view import FileGroup, FileSlice
+from tms.hudi.storage.paths import join
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, new_instant_time
+from tms.hudi.timeline.serde import (
+    ActionInstant,
+    CleanerPlan,
+    CleanFileInfo,
+    parse_compaction_plan,
+    serialize_cleaner_plan,
 )
-from tms.hudi.serde import ActionInstant, CleanerPlan, CleanFileInfo, parse_compaction_plan, serialize_cleaner_plan
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline import WRITE_ACTIONS, Timeline
-from tms.table_path import join
+from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
 from tms.table_service import TableService
 
 from .planned import Planned
@@ -43,7 +39,8 @@ from .policy import CleanerPolicy, TablePolicy
 from .stats import plan_stats
 
 # CleanerUtils.getEarliestCommitToRetain looks at the commits-and-compaction timeline.
-_RETAINED_ACTIONS = {COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING}
+_RETAINED_ACTIONS = {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
+                     Action.LOG_COMPACTION, Action.CLUSTERING}
 
 
 def earliest_instant_to_retain(table: HudiTable, policy: TablePolicy, now: datetime) -> Instant | None:
@@ -82,7 +79,7 @@ class _Guard:
     def __init__(self, table: HudiTable):
         tl = table.timeline
         self.compaction_bases = {}  # (partition, fileId) -> base instant of the pending operation
-        for inst in tl.pending((COMPACTION,)):
+        for inst in tl.pending((Action.COMPACTION,)):
             for op in parse_compaction_plan(tl.read_plan(inst.timestamp)).operations:
                 self.compaction_bases[(op.partition_path or "", op.file_id)] = op.base_instant_time
         self.pending = [i.timestamp for i in tl.pending() if i.action in _RETAINED_ACTIONS]
@@ -125,7 +122,7 @@ def plan_clean(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned 
     """Plan a clean if the policy finds files to delete; None otherwise, or while a clean is pending."""
     tl = table.timeline
     tl.reload()
-    if tl.pending((CLEAN,)):
+    if tl.pending((Action.CLEAN,)):
         return None
     rule = policy.cleaner_policy
     earliest = earliest_instant_to_retain(table, policy, now)
@@ -161,5 +158,5 @@ def plan_clean(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned 
         file_paths_to_be_deleted_per_partition={
             partition: [CleanFileInfo(file_path=join(table.base_path, p), is_bootstrap_base_file=False) for p in paths]
             for partition, paths in sorted(doomed.items())})
-    inst = tl.create_requested(CLEAN, serialize_cleaner_plan(plan))
+    inst = tl.create_requested(Action.CLEAN, serialize_cleaner_plan(plan))
     return Planned(inst.timestamp, TableService.CLEAN, plan_stats(table, inst.timestamp))

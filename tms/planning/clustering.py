@@ -12,9 +12,11 @@ import math
 from collections import defaultdict
 from datetime import datetime
 
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.instant import CLUSTERING, REPLACE_COMMIT
-from tms.hudi.serde import (
+from tms.hudi.fs_view.view import FileSlice
+from tms.hudi.storage.paths import join
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import (
     ClusteringGroup,
     ClusteringPlan,
     ClusteringStrategy,
@@ -22,8 +24,6 @@ from tms.hudi.serde import (
     SliceInfo,
     serialize_requested_replace_metadata,
 )
-from tms.hudi.table import HudiTable
-from tms.table_path import join
 from tms.table_service import TableService
 
 from .compaction_strategy import TOTAL_IO_READ_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE
@@ -101,6 +101,6 @@ def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, for
                           strategy=ClusteringStrategy(strategy_class_name=EXECUTION_STRATEGY, strategy_params=params),
                           extra_metadata=ttl_plan_metadata(policy, now), version=1, preserve_hoodie_metadata=True)
     meta = RequestedReplaceMetadata(operation_type=CLUSTER_OPERATION, clustering_plan=plan, extra_metadata={})
-    action = CLUSTERING if table.config.version >= 8 else REPLACE_COMMIT
+    action = Action.CLUSTERING if table.config.traits.clustering_action else Action.REPLACE_COMMIT
     inst = tl.create_requested(action, serialize_requested_replace_metadata(meta))
     return Planned(inst.timestamp, TableService.CLUSTERING, plan_stats(table, inst.timestamp))

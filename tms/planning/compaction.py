@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from tms.hudi.fs_view import FileSlice, LogFile
-from tms.hudi.instant import COMPACTION
-from tms.hudi.log_format import BlockType, read_log_file
-from tms.hudi.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.view import FileSlice, LogFile
+from tms.hudi.log_format.log_file import BlockType, read_log_file
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.table_service import TableService
 
 from .compaction_strategy import capture_metrics, order_and_filter
@@ -66,7 +66,7 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     tl.reload()
     if not force and not compaction_trigger(table, policy, now).due:
         return None
-    v6 = config.version < 8
+    v6 = not config.traits.log_files_named_by_writer  # v6 slices by instant time
     tc = tl.new_instant_time()
     view = table.file_system_view()
     busy = set(view.pending_compaction) | set(view.pending_clustering)
@@ -87,7 +87,7 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
         return None
     blockers = pending_delta_commits_before(table, tc) if v6 else []
     plan = CompactionPlan(operations=operations, extra_metadata=with_blockers(ttl_plan_metadata(policy, now), blockers))
-    tl.create_requested(COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
+    tl.create_requested(Action.COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []
     return Planned(tc, TableService.COMPACTION, plan_stats(table, tc), tuple(remaining))

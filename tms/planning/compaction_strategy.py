@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from tms.hudi.serde import CompactionOperation
+from tms.hudi.timeline.serde import CompactionOperation
 
 from .policy import CompactionStrategy, TablePolicy
 

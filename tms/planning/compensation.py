@@ -16,10 +16,15 @@ from __future__ import annotations
 import posixpath
 
 from tms.hudi.errors import InstantConflictError
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.instant import COMPACTION, DELTA_COMMIT, Instant, State
-from tms.hudi.serde import CompactionOperation, CompactionPlan, parse_compaction_plan, serialize_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.serde import (
+    CompactionOperation,
+    CompactionPlan,
+    parse_compaction_plan,
+    serialize_compaction_plan,
+)
 
 from .compaction_strategy import TOTAL_IO_MB, TOTAL_IO_READ_MB, TOTAL_IO_WRITE_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE
 from .errors import CompensationError
@@ -46,14 +51,14 @@ def pending_delta_commits_before(table: HudiTable, tc: str) -> list[str]:
     """Delta commits before `tc` still requested or inflight. One whose rollback is planned still holds
     the plan: the hold ends when the rollback has run and removed it from the timeline, which is also
     what the executor checks before it runs the plan."""
-    return [i.timestamp for i in table.timeline.pending((DELTA_COMMIT,)) if i.timestamp < tc]
+    return [i.timestamp for i in table.timeline.pending((Action.DELTA_COMMIT,)) if i.timestamp < tc]
 
 
 def held_compactions(table: HudiTable) -> dict[str, list[str]]:
     """Requested compaction plans that record blockers -> those blockers (as last synced)."""
     tl = table.timeline
     out = {}
-    for inst in tl.pending((COMPACTION,)):
+    for inst in tl.pending((Action.COMPACTION,)):
         if inst.is_requested:
             blockers = recorded_blockers(parse_compaction_plan(tl.read_plan(inst.timestamp)))
             if blockers:
@@ -111,7 +116,7 @@ def sync_held_plan(table: HudiTable, tc: str) -> list[str]:
     or completed raises CompensationError and is left alone."""
     tl = table.timeline
     tl.reload()
-    if table.config.version >= 8:
+    if table.config.traits.log_files_named_by_writer:
         return []
     states = tl.states_of(tc)
     if not states:

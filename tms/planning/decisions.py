@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
+from tms.hudi.timeline.instant import Action
 from tms.table_service import TableService
 
 from .digest import ALWAYS, TimelineDigest
@@ -16,7 +16,7 @@ from .failed_writes import heartbeat_tolerance_seconds
 from .policy import TablePolicy
 
 # A requested instant of these actions is a plan someone else scheduled: adopt it.
-_PLAN_ACTIONS = (COMPACTION, CLUSTERING, REPLACE_COMMIT, CLEAN, ROLLBACK)
+_PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Action.CLEAN, Action.ROLLBACK)
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def on_events(digest: TimelineDigest, events: Iterable[EventLike], policy: Table
     blockers = digest.blockers()
     reconcile = any(
         (e.state == "requested" and e.action in _PLAN_ACTIONS)
-        or (e.state == "completed" and (e.instant in blockers or (blockers and e.action == ROLLBACK)))
+        or (e.state == "completed" and (e.instant in blockers or (blockers and e.action == Action.ROLLBACK)))
         for e in events)
     return Work(services=_due_services(digest, policy, now, options, is_mor), reconcile=reconcile)
 

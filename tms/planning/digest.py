@@ -19,10 +19,10 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from itertools import islice
 from typing import Any
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant, instant_to_datetime
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline import WRITE_ACTIONS, Timeline
-from tms.hudi.timeline_zone import is_utc_timeline, zone_of
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, instant_to_datetime
+from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
+from tms.hudi.timeline.zone import is_utc_timeline, zone_of
 from tms.table_service import TableService
 
 from .compensation import held_compactions
@@ -88,15 +88,15 @@ class TimelineDigest:
         out = cls(attempts=dict(previous.attempts) if previous else {},
                   scanned_at=previous.scanned_at if previous else None,
                   timeline_utc=is_utc_timeline(table.config.props))
-        out.compacted = _timestamp(tl.last_of((COMMIT, REPLACE_COMMIT), completed=True))
-        out.cleaned = _timestamp(tl.last_of((CLEAN,)))
+        out.compacted = _timestamp(tl.last_of((Action.COMMIT, Action.REPLACE_COMMIT), completed=True))
+        out.cleaned = _timestamp(tl.last_of((Action.CLEAN,)))
         counted = _counted(services)
         out.clustered = last_clustering(table) if TableService.CLUSTERING in counted else None
         for service in counted:
             completed_only = service != TableService.COMPACTION  # compaction counts delta commits in any state
-            actions = (DELTA_COMMIT,) if service == TableService.COMPACTION else WRITE_ACTIONS
+            actions = (Action.DELTA_COMMIT,) if service == TableService.COMPACTION else WRITE_ACTIONS
             out.counted[service] = _listed_after(tl, actions, out._base(service), completed_only)
-        pending_writes = [i.timestamp for i in tl.pending((COMMIT, DELTA_COMMIT))]
+        pending_writes = [i.timestamp for i in tl.pending((Action.COMMIT, Action.DELTA_COMMIT))]
         condemned = rollback_targets(table, after=pending_writes[0]) if pending_writes else set()
         seen = previous.pending_writes if previous else {}
         out.pending_writes = {ts: seen.get(ts, now.timestamp()) for ts in pending_writes if ts not in condemned}
@@ -111,15 +111,15 @@ class TimelineDigest:
                 self.pending_writes.pop(instant, None)
                 self._count(TableService.CLUSTERING, instant)
                 self._count(TableService.CLEAN, instant)
-                if action != DELTA_COMMIT and instant > (self.compacted or ""):
+                if action != Action.DELTA_COMMIT and instant > (self.compacted or ""):
                     self.compacted = instant
-            elif action != REPLACE_COMMIT:  # a pending v6 replacecommit may be a clustering plan
+            elif action != Action.REPLACE_COMMIT:  # a pending v6 replacecommit may be a clustering plan
                 self.pending_writes.setdefault(instant, now.timestamp())
-            if action == DELTA_COMMIT:
+            if action == Action.DELTA_COMMIT:
                 self._count(TableService.COMPACTION, instant)
-        elif action == CLUSTERING:
+        elif action == Action.CLUSTERING:
             self.clustered = max(self.clustered or "", instant)
-        elif action == CLEAN:
+        elif action == Action.CLEAN:
             self.cleaned = max(self.cleaned or "", instant)
         self._trim()
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from tms.hudi.instant import Instant
-from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable
+from tms.hudi.storage.table_storage import Storage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Instant
 
 from .policy import TablePolicy
 from .rollback_targets import rollback_targets

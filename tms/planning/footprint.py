@@ -10,11 +10,11 @@ import posixpath
 from dataclasses import dataclass
 from enum import StrEnum
 
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.instant import Instant, State
-from tms.hudi.serde import MetadataFormatError, WriteStat, parse_commit_metadata
-from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.storage.table_storage import Storage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Instant, State
+from tms.hudi.timeline.serde import MetadataFormatError, WriteStat, parse_commit_metadata
 
 MARKER_ROOT = ".hoodie/.temp"
 _MARKER = ".marker."

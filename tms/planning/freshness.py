@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from tms.hudi.instant import instant_to_datetime
+from tms.hudi.timeline.instant import instant_to_datetime
 from tms.table_service import TableService
 
 from .digest import ALWAYS, TimelineDigest

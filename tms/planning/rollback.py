@@ -12,12 +12,12 @@ from __future__ import annotations
 import posixpath
 from datetime import datetime
 
-from tms.hudi.file_names import BaseFileName, LogFileName
-from tms.hudi.fs_view import partition_paths
-from tms.hudi.instant import CLUSTERING, COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, ROLLBACK, Instant
-from tms.hudi.serde import InstantInfo, RollbackPlan, RollbackRequest, serialize_rollback_plan
-from tms.hudi.table import HudiTable
-from tms.table_path import join
+from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
+from tms.hudi.fs_view.view import partition_paths
+from tms.hudi.storage.paths import join
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.serde import InstantInfo, RollbackPlan, RollbackRequest, serialize_rollback_plan
 from tms.table_service import TableService
 
 from .errors import PlanningError
@@ -28,13 +28,13 @@ from .policy import TablePolicy
 from .rollback_targets import rollback_targets
 from .stats import plan_stats
 
-_WRITES = (COMMIT, DELTA_COMMIT)
-_SERVICES = (COMPACTION, CLUSTERING, REPLACE_COMMIT)
+_WRITES = (Action.COMMIT, Action.DELTA_COMMIT)
+_SERVICES = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
 
 
 def _listed_files(table: HudiTable, inst: Instant) -> list[WrittenFile]:
     """Files named with the instant, in every partition (the listing-based fallback)."""
-    v8_logs = table.config.version >= 8 and inst.action in _WRITES
+    v8_logs = table.config.traits.log_files_named_by_writer and inst.action in _WRITES
     out = []
     for partition in partition_paths(table):
         for info in table.storage.listdir(partition):
@@ -59,7 +59,7 @@ def _request(table: HudiTable, inst: Instant, f: WrittenFile) -> RollbackRequest
     if f.file_id is None or not table.storage.exists(f.path):
         return None  # not a data file, or never written: nothing to undo
     log = f.log_name
-    if log is None or table.config.version >= 8 or log.instant == inst.timestamp:
+    if log is None or table.config.traits.log_files_named_by_writer or log.instant == inst.timestamp:
         # Hudi leaves fileId and base instant empty in a request that only deletes a file.
         return RollbackRequest(partition_path=f.partition, file_id="", latest_base_instant="",
                                files_to_be_deleted=[join(table.base_path, f.path)])
@@ -111,7 +111,7 @@ def plan_rollback(table: HudiTable, timestamp: str) -> Planned | None:
     requests = [r for r in (_request(table, inst, f) for f in files) if r is not None]
     plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=timestamp, action=inst.action),
                         rollback_requests=requests)
-    rollback = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan))
+    rollback = tl.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan))
     return Planned(rollback.timestamp, TableService.ROLLBACK, plan_stats(table, rollback.timestamp))
 
 

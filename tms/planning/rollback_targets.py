@@ -1,9 +1,9 @@
 """Instants that a rollback on the timeline names: being rolled back, or rolled back already."""
 from __future__ import annotations
 
-from tms.hudi.instant import ROLLBACK
-from tms.hudi.serde import parse_rollback_metadata, parse_rollback_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import parse_rollback_metadata, parse_rollback_plan
 
 
 def rollback_targets(table: HudiTable, after: str | None = None) -> set[str]:
@@ -12,7 +12,7 @@ def rollback_targets(table: HudiTable, after: str | None = None) -> set[str]:
     so for the targets after `after` only the rollbacks after it are read."""
     tl = table.timeline
     out: set[str] = set()
-    for inst in tl.iter_instants((ROLLBACK,), after=after):
+    for inst in tl.iter_instants((Action.ROLLBACK,), after=after):
         if inst.is_completed:
             out.update(parse_rollback_metadata(tl.read(inst)).commits_rollback)
         else:

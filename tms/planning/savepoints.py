@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from tms.hudi.savepoint import create_savepoint, delete_savepoint, latest_savepointable, read_savepoint
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.savepoint import create_savepoint, delete_savepoint, latest_savepointable, read_savepoint
 
 from .policy import TablePolicy
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from tms.hudi.capabilities import require_capability
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.planning.capabilities import require_capability
 from tms.table_service import PLANNED_SERVICES, TableService
 
 from .clean import plan_clean

@@ -10,8 +10,10 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK
-from tms.hudi.serde import (
+from tms.hudi.storage.paths import table_relative
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import (
     CleanerPlan,
     CompactionPlan,
     RequestedReplaceMetadata,
@@ -21,8 +23,6 @@ from tms.hudi.serde import (
     parse_requested_replace_metadata,
     parse_rollback_plan,
 )
-from tms.hudi.table import HudiTable
-from tms.table_path import table_relative
 
 from .errors import PlanningError
 
@@ -110,15 +110,15 @@ def plan_stats(table: HudiTable, timestamp: str) -> PlanStats:
         raise PlanningError(f"no instant {timestamp} on the timeline of {table.name}")
     data = table.timeline.read_plan(timestamp)
     sizes = ListedSizes(table)
-    if inst.action == COMPACTION:
+    if inst.action == Action.COMPACTION:
         return compaction_stats(parse_compaction_plan(data), sizes)
-    if inst.action in (CLUSTERING, REPLACE_COMMIT):
+    if inst.action in (Action.CLUSTERING, Action.REPLACE_COMMIT):
         meta = parse_requested_replace_metadata(data)
         if meta.clustering_plan is None:
             raise PlanningError(f"replace commit {timestamp} is not a clustering plan")
         return clustering_stats(meta, sizes)
-    if inst.action == CLEAN:
+    if inst.action == Action.CLEAN:
         return clean_stats(parse_cleaner_plan(data), sizes)
-    if inst.action == ROLLBACK:
+    if inst.action == Action.ROLLBACK:
         return rollback_stats(parse_rollback_plan(data), sizes)
     raise PlanningError(f"instant {timestamp} is a {inst.action}, not a plan")

@@ -17,19 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import (
-    CLUSTERING,
-    COMMIT,
-    COMPACTION,
-    DELTA_COMMIT,
-    REPLACE_COMMIT,
-    Instant,
-    State,
-    instant_to_datetime,
-)
-from tms.hudi.serde import MetadataFormatError, parse_requested_replace_metadata
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline import WRITE_ACTIONS
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, State, instant_to_datetime
+from tms.hudi.timeline.serde import MetadataFormatError, parse_requested_replace_metadata
+from tms.hudi.timeline.timeline import WRITE_ACTIONS
 
 from .policy import TablePolicy, TriggerStrategy
 
@@ -47,20 +38,20 @@ class TriggerDecision:
 
 def compaction_trigger(table: HudiTable, policy: TablePolicy, now: datetime) -> TriggerDecision:
     tl = table.timeline
-    done = tl.last_of((COMMIT, REPLACE_COMMIT), completed=True)
+    done = tl.last_of((Action.COMMIT, Action.REPLACE_COMMIT), completed=True)
     if policy.trigger_strategy == TriggerStrategy.NUM_COMMITS_AFTER_LAST_REQUEST:
-        requested = tl.last_of((COMPACTION,))
+        requested = tl.last_of((Action.COMPACTION,))
         if requested is not None and (done is None or requested.timestamp > done.timestamp):
             done = requested
     if done is not None:
         since = done.timestamp
-        deltas = sum(1 for _ in tl.iter_instants((DELTA_COMMIT,), after=since))
+        deltas = sum(1 for _ in tl.iter_instants((Action.DELTA_COMMIT,), after=since))
     else:
-        first = next(tl.iter_instants((DELTA_COMMIT,)), None)
+        first = next(tl.iter_instants((Action.DELTA_COMMIT,)), None)
         if first is None:
             return TriggerDecision(False, 0, None)
         since = first.timestamp
-        deltas = sum(1 for _ in tl.iter_instants((DELTA_COMMIT,), since=since))
+        deltas = sum(1 for _ in tl.iter_instants((Action.DELTA_COMMIT,), since=since))
     elapsed = (now - instant_to_datetime(since, table.config.timeline_zone)).total_seconds()
     by_count = deltas >= policy.max_delta_commits
     by_time = elapsed >= policy.max_delta_seconds
@@ -74,15 +65,15 @@ def compaction_trigger(table: HudiTable, policy: TablePolicy, now: datetime) -> 
 
 def waiting_compactions(table: HudiTable) -> list[str]:
     """Compaction plans that have not started: requested, not yet inflight."""
-    return [i.timestamp for i in table.timeline.pending((COMPACTION,)) if i.state == State.REQUESTED]
+    return [i.timestamp for i in table.timeline.pending((Action.COMPACTION,)) if i.state == State.REQUESTED]
 
 
 def is_clustering(table: HudiTable, instant: Instant) -> bool:
     """A pending `clustering`, or a `replacecommit` that clusters (not an insert_overwrite)."""
     tl = table.timeline
-    if instant.action == CLUSTERING:
+    if instant.action == Action.CLUSTERING:
         return True
-    if instant.action != REPLACE_COMMIT:
+    if instant.action != Action.REPLACE_COMMIT:
         return False
     if instant.is_completed:
         return tl.commit_metadata(instant).operation_type == CLUSTER_OPERATION
@@ -94,7 +85,7 @@ def is_clustering(table: HudiTable, instant: Instant) -> bool:
 
 def last_clustering(table: HudiTable) -> str | None:
     """The latest clustering instant, pending or completed."""
-    candidates = table.timeline.iter_instants((CLUSTERING, REPLACE_COMMIT), reverse=True)
+    candidates = table.timeline.iter_instants((Action.CLUSTERING, Action.REPLACE_COMMIT), reverse=True)
     return next((i.timestamp for i in candidates if is_clustering(table, i)), None)
 
 

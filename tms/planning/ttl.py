@@ -17,12 +17,12 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from tms.hudi.instant import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, instant_to_datetime
-from tms.hudi.partition_paths import partition_time
-from tms.hudi.schema import META_FIELDS
-from tms.hudi.schema_evolution import full_arrow_schema, latest_data_schema
-from tms.hudi.serde import DELETE_PARTITION, TTL_CUTOFF_KEY, TTL_FIELD_KEY
-from tms.hudi.table import HudiTable
+from tms.hudi.fs_view.partition_paths import partition_time
+from tms.hudi.records.schema import META_FIELDS
+from tms.hudi.records.schema_evolution import full_arrow_schema, latest_data_schema
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, instant_to_datetime
+from tms.hudi.timeline.serde import DELETE_PARTITION, TTL_CUTOFF_KEY, TTL_FIELD_KEY
 from tms.record_ttl import ttl_field_refusal
 
 from .policy import TablePolicy
@@ -79,7 +79,7 @@ def ttl_state(table: HudiTable, policy: TablePolicy, now: datetime) -> TtlState 
         return None
     tl = table.timeline
     last_record = last_partition = None
-    for inst in tl.completed((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)):
+    for inst in tl.completed((Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)):
         meta = tl.commit_metadata(inst)
         if TTL_CUTOFF_KEY in (meta.extra_metadata or {}):
             last_record = inst.timestamp
@@ -102,7 +102,7 @@ def partition_times(table: HudiTable) -> dict[str, datetime]:
         last_base[s.partition] = max(last_base.get(s.partition, ""), s.base_instant)
     last_write: dict[str, str] = {}
     tl = table.timeline
-    for inst in tl.completed((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)):
+    for inst in tl.completed((Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)):
         for partition in tl.commit_metadata(inst).partition_to_write_stats or {}:
             last_write[partition] = max(last_write.get(partition, ""), inst.timestamp)
     out = {}

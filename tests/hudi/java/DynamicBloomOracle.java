@@ -1,4 +1,4 @@
-// Reference for tms.hudi.bloom: Hadoop's DynamicBloomFilter (Hudi's InternalDynamicBloomFilter is a copy of it,
+// Reference for tms.hudi.records.bloom: Hadoop's DynamicBloomFilter (Hudi's InternalDynamicBloomFilter is a copy of it,
 // bounded to a maximum number of entries; same serialization) over the keys given on stdin as hex of their
 // UTF-8 bytes, one a line; prints the filter serialized and base64 encoded as Hudi writes it into footers.
 // Usage: java -cp hadoop-client-api.jar DynamicBloomOracle.java VECTOR_SIZE NB_HASH NUM_ENTRIES < keys

@@ -9,9 +9,11 @@ from table_model import COLUMNS, TableModel, rec  # noqa: F401 (re-exported to t
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.instant import CLUSTERING, REPLACE_COMMIT
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
-from tms.hudi.serde import (
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter, create_table_for_records
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.serde import (
     ClusteringGroup,
     ClusteringPlan,
     ClusteringStrategy,
@@ -19,8 +21,6 @@ from tms.hudi.serde import (
     SliceInfo,
     serialize_requested_replace_metadata,
 )
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter, create_table_for_records
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule
 
@@ -98,7 +98,7 @@ def plan_clustering_of_every_file_group(party: Party) -> str:
             input_groups=[ClusteringGroup(slices=slices, num_output_file_groups=1)], strategy=ClusteringStrategy(
                 strategy_class_name="org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy",
                 strategy_params={})))
-        action = CLUSTERING if party.table.config.version >= 8 else REPLACE_COMMIT
+        action = Action.CLUSTERING if party.table.config.version >= 8 else Action.REPLACE_COMMIT
         return tl.create_requested(action, serialize_requested_replace_metadata(plan)).timestamp
 
 
@@ -111,7 +111,7 @@ def check(path: Path, model: TableModel) -> None:
     """hudi-rs (and TMS's reader) read exactly the model's rows."""
     from support import rows
 
-    from tms.hudi.reader import read_snapshot
+    from tms.hudi.records.reader import read_snapshot
     expected = model.expected()
     assert rows(read_snapshot(HudiTable.load(str(path))), COLUMNS) == expected
     assert read_rows(path) == expected

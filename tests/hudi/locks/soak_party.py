@@ -27,12 +27,12 @@ from datetime import UTC, datetime
 from tms.execute.dispatch import execute_instant
 from tms.execute.errors import PlanHeldError
 from tms.execute.runner import LocalRunner
-from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import CLEAN, CLUSTERING, COMPACTION, REPLACE_COMMIT, ROLLBACK, State
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter
+from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.hudi.timeline.instant import Action, State
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule
 
@@ -151,9 +151,10 @@ def run_planner(args) -> int:
 def pending_plans(table: HudiTable) -> list[str]:
     tl = table.timeline
     tl.reload()
-    plans = [i for i in tl.pending((ROLLBACK, COMPACTION, CLUSTERING, REPLACE_COMMIT, CLEAN))
+    plans = [i for i in tl.pending((Action.ROLLBACK, Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT,
+                                    Action.CLEAN))
              if State.REQUESTED in tl.states_of(i.timestamp)]
-    plans.sort(key=lambda i: (i.action != ROLLBACK, i.timestamp))  # rollbacks first: they release held plans
+    plans.sort(key=lambda i: (i.action != Action.ROLLBACK, i.timestamp))  # rollbacks first: they release held plans
     return [i.timestamp for i in plans]
 
 

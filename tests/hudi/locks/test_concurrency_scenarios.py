@@ -17,11 +17,11 @@ from concurrency_support import (
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.conflicts import WriteConflictError
 from tms.hudi.errors import HudiError
-from tms.hudi.instant import CLUSTERING, REPLACE_COMMIT, ROLLBACK, State
-from tms.hudi.serde import parse_compaction_plan
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.serde import parse_compaction_plan
 
 CLUSTER_NOW = {"hoodie.clustering.async.max.commits": 1}
 COMPACT_NOW = {"hoodie.compact.inline.max.delta.commits": 1}
@@ -105,14 +105,14 @@ def test_clustering_gives_way_to_a_writer_updating_its_file_groups(tmp_path, ver
     assert e.value.reason == "conflict"
     tl = _timeline(path)
     assert tl.get(planned) is None  # the attempt was rolled back and its plan dropped
-    rollback = tl.last_of([ROLLBACK], completed=True)
+    rollback = tl.last_of([Action.ROLLBACK], completed=True)
     assert rollback is not None and planned in tl.read(rollback).decode("latin-1")
     assert not [p for p in path.rglob(f"*_{planned}.parquet")]  # no file of the attempt is left
     check(path, model)  # the update is read
     # The next clustering takes the writer's data.
     again = tms.schedule("clustering", **CLUSTER_NOW)
     result = execute_instant(tms.table, again, LocalRunner(), transactions=tms.transactions)
-    assert result.instant.action == REPLACE_COMMIT
+    assert result.instant.action == Action.REPLACE_COMMIT
     check(path, model)
 
 
@@ -170,7 +170,7 @@ def test_a_clustering_planned_after_a_rejecting_writer_started_fails_that_writer
     rejecting = Party(path, fs_lock_options(tmp_path))
     started = rejecting.writer.write([rec(20, 9)], leave_inflight=True)
     planned = plan_clustering_of_every_file_group(Party(path, fs_lock_options(tmp_path)))
-    assert _timeline(path).states_of(planned)[State.REQUESTED].action in (CLUSTERING, REPLACE_COMMIT)
+    assert _timeline(path).states_of(planned)[State.REQUESTED].action in (Action.CLUSTERING, Action.REPLACE_COMMIT)
     with pytest.raises(WriteConflictError, match=f"{planned}"):
         rejecting.writer.complete(started.instant)
     assert len(tms.roll_back_failed_writes()) == 1  # the failed write held the plan until rolled back

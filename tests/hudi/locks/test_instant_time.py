@@ -7,9 +7,9 @@ from datetime import UTC
 
 from concurrency_support import create_table, fs_lock_options
 
-from tms.hudi.instant_time import TimeGenerator, later_than
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant_time import TimeGenerator, later_than
 
 
 def test_the_clock_is_read_before_waiting_out_the_skew():

@@ -9,7 +9,7 @@ from concurrency_support import OCC, check, create_table, rec, zk_options
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi.table import HudiTable
+from tms.hudi.table.hudi_table import HudiTable
 
 runner = CliRunner()
 ALLOW = "hoodie.clustering.updates.strategy=org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"

@@ -22,11 +22,11 @@ from tms.cli import app
 from tms.execute.dispatch import execute_instant
 from tms.execute.errors import PlanHeldError
 from tms.execute.runner import LocalRunner
-from tms.hudi.conflicts import WriteConflictError
-from tms.hudi.instant import parse_instant_file_name
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
-from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table_for_records
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.hudi.timeline.instant import parse_instant_file_name
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule
 

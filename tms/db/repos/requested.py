@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import DateTime, func, select
 from sqlalchemy.orm import Session
 
-from tms.hudi.instant import format_wall_clock
+from tms.hudi.timeline.instant import format_wall_clock
 
 from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from tms.errors import ConfigError
+from ..errors import HudiConfigError
 
 LOCK_PREFIX = "hoodie.write.lock."
 PROVIDER = "hoodie.write.lock.provider"
@@ -44,7 +44,7 @@ class ConcurrencyMode(StrEnum):
     NON_BLOCKING_CONCURRENCY_CONTROL = "NON_BLOCKING_CONCURRENCY_CONTROL"
 
 
-class LockConfigError(ConfigError):
+class LockConfigError(HudiConfigError):
     """Lock options TMS cannot honour: an unknown or refused provider, a missing or malformed option."""
 
 

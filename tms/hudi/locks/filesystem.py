@@ -17,7 +17,7 @@ import uuid
 from datetime import datetime
 
 from ..errors import InstantConflictError
-from ..storage import open_storage
+from ..storage.table_storage import open_storage
 from .config import FileSystemLockOptions
 from .provider import LockError
 

@@ -9,9 +9,9 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from ..instant_time import TimeGenerator
-from ..table import HudiTable
-from ..timeline import Timeline
+from ..table.hudi_table import HudiTable
+from ..timeline.instant_time import TimeGenerator
+from ..timeline.timeline import Timeline
 from .config import ConcurrencyConfig, parse_concurrency_options
 from .lock_manager import LockManager
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 import posixpath
 
 from ..errors import HudiError, UnsupportedTableError
-from ..file_names import write_token
-from ..hfile import write_hfile
-from ..instant import DELTA_COMMIT
-from ..properties import format_properties, table_checksum
-from ..serde import CommitMetadata, WriteStat, serialize_commit_metadata
-from ..table import PROPERTIES, HudiTable
+from ..fs_view.file_names import write_token
+from ..log_format.hfile import write_hfile
+from ..table.hudi_table import PROPERTIES, HudiTable
+from ..table.properties import format_properties, table_checksum
+from ..table.version_traits import TableVersionTraits
+from ..timeline.instant import Action
+from ..timeline.serde import CommitMetadata, WriteStat, serialize_commit_metadata
 from . import keys as K
 from .avro_schema import schema_text
 from .reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
@@ -27,7 +28,7 @@ CREATABLE = tuple(FILE_GROUPS)
 def init_instant(version: int) -> str:
     """Hudi's instant initialising the MDT: SOLO_COMMIT_TIMESTAMP with the partition-initialisation suffix
     010 in Hudi 0.14/0.15 (table version 6), 00000000000000000 in Hudi 1.x."""
-    return "00000000000000000" if version >= 8 else "00000000000000" + "010"
+    return "00000000000000000" if TableVersionTraits(version).is_hudi_1 else "00000000000000" + "010"
 
 
 def metadata_table_properties(data: HudiTable) -> dict[str, str]:
@@ -44,7 +45,7 @@ def metadata_table_properties(data: HudiTable) -> dict[str, str]:
         "hoodie.datasource.write.drop.partition.columns": "false",
         "hoodie.table.checksum": str(table_checksum("", name)),
     }
-    if version >= 8:
+    if data.config.traits.is_hudi_1:
         props.update({
             "hoodie.table.initial.version": str(version),
             "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
@@ -79,10 +80,10 @@ def create_metadata_table(data: HudiTable, partitions: list[str]) -> None:
     base = posixpath.join(data.base_path, K.METADATA_DIR)
     mdt = HudiTable.create(base, metadata_table_properties(data))
     version = data.config.version
-    schema = schema_text(version)
+    schema = schema_text(data.config.traits)
     instant = init_instant(version)
     tl = mdt.timeline
-    inflight = tl.transition_to_inflight(tl.create_requested(DELTA_COMMIT, b"", timestamp=instant), b"")
+    inflight = tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT, b"", timestamp=instant), b"")
     stats: dict[str, list[WriteStat]] = {}
     for part in partitions:
         marker = posixpath.join(part, ".hoodie_partition_metadata")
@@ -103,7 +104,7 @@ def create_metadata_table(data: HudiTable, partitions: list[str]) -> None:
                           operation_type="BULK_INSERT")
     tl.complete(inflight, serialize_commit_metadata(meta, version))
     data.config.props[PARTITIONS_PROP] = ",".join(partitions)
-    if version >= 8:
+    if data.config.traits.is_hudi_1:
         data.config.props[PARTITIONS_INFLIGHT_PROP] = ""
     data.storage.write_atomic(PROPERTIES, format_properties(data.config.props, "Properties saved by TMS").encode(),
                               overwrite=True)

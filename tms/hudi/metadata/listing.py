@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import posixpath
 
-from ..file_names import LogFileName
-from ..log_format import read_log_file
-from ..table import HudiTable
+from ..fs_view.file_names import LogFileName
+from ..log_format.log_file import read_log_file
+from ..table.hudi_table import HudiTable
 
 PARTITION_MARKER = ".hoodie_partition_metadata"
 _BASE_EXTENSIONS = (".parquet", ".orc", ".hfile", ".lance")
@@ -51,7 +51,7 @@ def committed_files(table: HudiTable, partitions: list[str] | None = None) -> di
             ts = file_instant(e.name)
             if ts is None:
                 continue
-            if table.config.version < 8 and LogFileName.parse(e.name):
+            if not table.config.traits.log_files_named_by_writer and LogFileName.parse(e.name):
                 if any(tl.is_completed(b.instant_time or "") for b in read_log_file(table.storage.read_bytes(e.path))):
                     files[e.name] = e.size
             elif tl.is_completed(ts):

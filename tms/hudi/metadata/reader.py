@@ -7,11 +7,11 @@ from dataclasses import replace
 from functools import cached_property
 
 from ..errors import HudiError
-from ..fs_view import FileSlice, FileSystemView
-from ..hfile import read_hfile
-from ..log_format import BlockType, HeaderKey, LogBlock, read_log_file
-from ..storage import FileInfo
-from ..table import HudiTable
+from ..fs_view.view import FileSlice, FileSystemView
+from ..log_format.hfile import read_hfile
+from ..log_format.log_file import BlockType, HeaderKey, LogBlock, read_log_file
+from ..storage.table_storage import FileInfo
+from ..table.hudi_table import HudiTable
 from .keys import ALL_PARTITIONS_KEY, METADATA_DIR, data_partition_path
 from .records import MetadataRecord, RecordType, decode_value, merge
 

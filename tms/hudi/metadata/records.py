@@ -16,7 +16,7 @@ import fastavro
 from fastavro.types import Schema
 
 from ..errors import HudiError
-from ..instant import millis_from_instant
+from ..timeline.instant import millis_from_instant
 
 NAMESPACE = "org.apache.hudi.avro.model"
 

@@ -44,21 +44,22 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ...table_path import table_relative
-from ...table_service import TableService
-from ..base_format import PARQUET, table_base_format
-from ..bloom import DYNAMIC_V0, dynamic_bloom_filter
-from ..bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
-from ..bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
 from ..errors import HudiError, UnsupportedTableError
-from ..file_names import LogFileName, write_token
-from ..fs_view import FileSlice
-from ..hfile import write_hfile
-from ..instant import DELTA_COMMIT, ROLLBACK, Instant, State
-from ..log_format import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
-from ..rollback_blocks import write_rollback_block_file
-from ..schema import with_meta_fields
-from ..serde import (
+from ..fs_view.file_names import LogFileName, write_token
+from ..fs_view.view import FileSlice
+from ..log_format.hfile import write_hfile
+from ..log_format.log_file import BlockType, HeaderKey, _block_bytes, delete_block, read_log_file
+from ..log_format.rollback_blocks import write_rollback_block_file
+from ..records.base_format import PARQUET, table_base_format
+from ..records.bloom import DYNAMIC_V0, dynamic_bloom_filter
+from ..records.bloom import FOOTER_KEY as BLOOM_FOOTER_KEY
+from ..records.bloom import TYPE_CODE_KEY as BLOOM_TYPE_CODE_KEY
+from ..records.schema import with_meta_fields
+from ..storage.paths import table_relative
+from ..table.hudi_table import HudiTable
+from ..table.version_traits import SUPPORTED_VERSIONS
+from ..timeline.instant import Action, Instant, State
+from ..timeline.serde import (
     DELETE_PARTITION,
     TTL_CUTOFF_KEY,
     CleanMetadata,
@@ -75,7 +76,6 @@ from ..serde import (
     serialize_rollback_metadata,
     serialize_rollback_plan,
 )
-from ..table import HudiTable
 from . import keys as K
 from .avro_schema import schema_text
 from .listing import file_instant
@@ -102,20 +102,25 @@ V6_ROLLBACK_SUFFIX = "006"
 _MAINTAINED = {K.FILES, K.COLUMN_STATS, K.PARTITION_STATS, K.BLOOM_FILTERS, K.RECORD_INDEX}
 
 
-def unmaintainable_partitions(table: HudiTable, service: TableService | str) -> list[str]:
+# The table services whose instants the metadata-table writer keeps the MDT through, by their action names.
+_SERVICES = (Action.COMPACTION, Action.CLUSTERING, Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
+
+
+def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
     """The MDT partitions of `table` that TMS cannot keep valid through `service` (compaction, clustering,
-    clean, rollback): planning must refuse the service for the table, naming them. Empty for a table
+    clean, rollback, restore): planning must refuse the service for the table, naming them. Empty for a table
     without an MDT."""
-    service = TableService(service)
+    if service not in _SERVICES:
+        raise ValueError(f"{service!r} is not a table service ({', '.join(_SERVICES)})")
     # A partition an indexer is still building would miss what TMS writes meanwhile.
     out = list(inflight_metadata_partitions(table))
     for p in metadata_partitions(table):
         if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
             continue
-        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service is TableService.ROLLBACK:
+        if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service == Action.ROLLBACK:
             continue   # the rollback of a failed write changes no committed file
         out.append(p)
-    if metadata_partitions(table) and (table.config.version not in (6, 8, 9)
+    if metadata_partitions(table) and (table.config.version not in SUPPORTED_VERSIONS
                                        or table_base_format(table.config) != PARQUET):
         # The MDT's statistics and record index are read from Parquet base files; another format's would
         # go stale, so no service runs on such a table while it has a metadata table.
@@ -130,7 +135,7 @@ def unmaintainable_partitions_for_writes(table: HudiTable) -> list[str]:
                   | {p for p in metadata_partitions(table) if p not in _MAINTAINED})
 
 
-def require_maintainable(table: HudiTable, service: TableService | str) -> None:
+def require_maintainable(table: HudiTable, service: str) -> None:
     """Raise UnsupportedTableError naming the MDT partitions TMS cannot keep valid through `service`."""
     bad = unmaintainable_partitions(table, service)
     if bad:
@@ -272,8 +277,8 @@ class MetadataWriter:
         if self.partitions and self.mdt is None:
             raise HudiError(f"table {table.config.name} lists metadata partitions "
                             f"({', '.join(self.partitions)}) but has no metadata table")
-        self.v2 = table.config.version >= 9
-        self.schema = schema_text(table.config.version)
+        self.v2 = table.config.traits.metadata_records_v2
+        self.schema = schema_text(table.config.traits)
         self._columns: list[str] | None = None
 
     @property
@@ -338,7 +343,7 @@ class MetadataWriter:
         completed). Re-running it after a crash finishes what the first run left."""
         if not self.enabled:
             return
-        v6 = self.table.config.version < 8
+        v6 = not self.table.config.traits.log_files_named_by_writer
         listed = self._open_mdt.file_listing()
         changes = []
         for p in metadata.partition_metadata.values():
@@ -487,13 +492,9 @@ class MetadataWriter:
 
     def _footer(self, rel: str) -> _Footer:
         """The parquet footer only (its metadata and schema), not the file's data."""
-        local = self.table.storage.local_path(rel)
-        if local is not None:
-            pf = pq.ParquetFile(local)
-            return _Footer(pf.metadata, pf.schema_arrow)
-        with self.table.storage.open(rel) as fh:
-            pf = pq.ParquetFile(fh)
-            return _Footer(pf.metadata, pf.schema_arrow)
+        st = self.table.storage
+        pf = pq.ParquetFile(st.full(rel), filesystem=st.arrow_filesystem())
+        return _Footer(pf.metadata, pf.schema_arrow)
 
     def _indexed_columns(self) -> list[str]:
         if self._columns is None:
@@ -509,7 +510,7 @@ class MetadataWriter:
             fields = (defs.get(K.COLUMN_STATS) or {}).get("sourceFields")
             if fields:
                 return list(fields)
-        if self.table.config.version < 8:
+        if not self.table.config.traits.indexes_in_table_config:
             # Hudi 0.x keeps the column list in the writers' config, not the table: take the indexed ones.
             seen = sorted({_payload(r, r.column_stats, "column stats")["columnName"]
                            for r in self._open_mdt.records(K.COLUMN_STATS).values()})
@@ -549,7 +550,7 @@ class MetadataWriter:
     def _write_delta_commit(self, instant: str, records: dict[str, list[MetadataRecord]],
                             deletes: dict[str, list[str]] | None = None) -> None:
         tl = self._open_mdt.table.timeline
-        requested = tl.create_requested(DELTA_COMMIT, b"", timestamp=instant)
+        requested = tl.create_requested(Action.DELTA_COMMIT, b"", timestamp=instant)
         inflight = tl.transition_to_inflight(requested, b"")
         by_partition: dict[str, list[WriteStat]] = defaultdict(list)
         deletes = deletes or {}
@@ -601,7 +602,7 @@ class MetadataWriter:
         slice's base instant with the next version (v6)."""
         st = self._open_mdt.table.storage
         token = write_token(index)
-        if self._open_mdt.table.config.version >= 8:
+        if self._open_mdt.table.config.traits.log_files_named_by_writer:
             name = LogFileName(fs.file_id, instant, 1, token)
         else:
             versions = [n.version for n in (LogFileName.parse(i.name) for i in st.listdir(mdt_partition))
@@ -618,14 +619,14 @@ class MetadataWriter:
         mdt = self._open_mdt
         tl, st = mdt.table.timeline, mdt.table.storage
         tl.reload(force=True)
-        states = {s: i for s, i in tl.states_of(instant).items() if i.action == DELTA_COMMIT}
+        states = {s: i for s, i in tl.states_of(instant).items() if i.action == Action.DELTA_COMMIT}
         pending = self._pending_rollback_of(instant)
         if pending is None:
             if not states:
                 return
-            plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=DELTA_COMMIT),
+            plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=Action.DELTA_COMMIT),
                                 rollback_requests=self._rollback_requests(instant))
-            pending = tl.create_requested(ROLLBACK, serialize_rollback_plan(plan), timestamp=rollback_instant)
+            pending = tl.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan), timestamp=rollback_instant)
         else:
             plan = parse_rollback_plan(tl.read_plan(pending.timestamp))
         started = clock.monotonic()
@@ -654,14 +655,14 @@ class MetadataWriter:
             start_rollback_time=pending.timestamp, time_taken_in_millis=int((clock.monotonic() - started) * 1000),
             total_files_deleted=sum(len(m.success_delete_files) for m in by_partition.values()),
             commits_rollback=[instant], partition_metadata=by_partition,
-            instants_rollback=[InstantInfo(commit_time=instant, action=DELTA_COMMIT)])
+            instants_rollback=[InstantInfo(commit_time=instant, action=Action.DELTA_COMMIT)])
         tl.complete(pending, serialize_rollback_metadata(metadata))
         tl.reload(force=True, full=True)
         self.mdt = MetadataTable(self.table)
 
     def _pending_rollback_of(self, instant: str) -> Instant | None:
         tl = self._open_mdt.table.timeline
-        for pending in tl.pending([ROLLBACK]):
+        for pending in tl.pending([Action.ROLLBACK]):
             target = parse_rollback_plan(tl.read_plan(pending.timestamp)).instant_to_rollback
             if target is not None and target.commit_time == instant:
                 return pending
@@ -673,7 +674,7 @@ class MetadataWriter:
         other blocks has them marked."""
         mdt = self._open_mdt
         st = mdt.table.storage
-        v6 = mdt.table.config.version < 8
+        v6 = not mdt.table.config.traits.log_files_named_by_writer
         requests = []
         for part in mdt.partitions:
             for info in sorted(st.listdir(part), key=lambda i: i.name):

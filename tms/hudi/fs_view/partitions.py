@@ -1,0 +1,98 @@
+"""A table's partitions, found as Hudi finds them: the folders that hold a partition metafile
+(`.hoodie_partition_metadata`, or `.hoodie_partition_metadata.<format>` when the writer used the base
+file format for it), and the partition paths the completed commits name.
+
+The number of partition fields says nothing about the depth: a time-based key generator writes one field
+as several folder levels (`2024/01/15/10`), a custom one mixes levels, and values may be URL-encoded.
+Like Java's file-system-backed listing, a folder holding a metafile is a partition and is not searched
+further; other folders are searched level by level (`.hoodie` and hidden folders excluded)."""
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
+
+from ..errors import InstantVanishedError
+from ..storage.table_storage import FileInfo, Storage
+from ..timeline.instant import Instant
+from ..timeline.timeline import WRITE_ACTIONS, Timeline
+from .parts import TableParts
+
+PARTITION_METAFILE = ".hoodie_partition_metadata"
+
+
+@dataclass
+class PartitionListing:
+    """The partitions found, with the listing of each one taken while searching (so the file-system view
+    does not list a partition twice)."""
+    partitions: list[str]
+    files: dict[str, list[FileInfo]] = field(default_factory=dict)
+
+
+def is_partition_metafile(name: str) -> bool:
+    return name == PARTITION_METAFILE or name.startswith(PARTITION_METAFILE + ".")
+
+
+def find_partition_folders(storage: Storage) -> PartitionListing:
+    """Every folder under the base path holding a partition metafile ('' for the base path itself)."""
+    found: dict[str, list[FileInfo]] = {}
+    level = [""]
+    while level:
+        next_level: list[str] = []
+        for rel in level:
+            entries = storage.listdir(rel)
+            if any(not e.is_dir and is_partition_metafile(e.name) for e in entries):
+                found[rel] = entries
+                continue
+            next_level.extend(e.path for e in entries if e.is_dir and not e.name.startswith("."))
+        level = next_level
+    return PartitionListing(sorted(found), found)
+
+
+@dataclass
+class _CommittedPartitions:
+    """What a loaded timeline's completed writes name, kept up to date with what is added to it."""
+    mark: tuple[int, int]
+    counted: set[str] = field(default_factory=set)  # instant times whose partitions are in `partitions`
+    partitions: set[str] = field(default_factory=set)
+
+
+# The planner keeps timelines loaded between passes: each completed write's metadata is read once, and a pass
+# costs the instants added since the last one (all of them again only after an instant file was removed).
+_COMMITTED: WeakKeyDictionary[Timeline, _CommittedPartitions] = WeakKeyDictionary()
+
+
+def committed_partitions(timeline: Timeline) -> set[str]:
+    """The partition paths the completed writes and table services name in their commit metadata."""
+    state = _COMMITTED.get(timeline)
+    added, mark = timeline.added_since(state.mark if state else None)
+    if state is None or added is None:
+        state = _COMMITTED[timeline] = _CommittedPartitions(mark)
+        candidates: Iterable[Instant] = timeline.completed_writes()
+    else:
+        state.mark = mark
+        candidates = [i for i in map(timeline.get, dict.fromkeys(added)) if i is not None]
+    for inst in candidates:
+        if inst.timestamp in state.counted or not inst.is_completed or inst.action not in WRITE_ACTIONS:
+            continue
+        try:
+            meta = timeline.commit_metadata(inst)
+        except InstantVanishedError:
+            continue  # rolled back or archived since the timeline was listed: it names nothing to read
+        state.counted.add(inst.timestamp)
+        state.partitions.update(p or "" for p in meta.partition_to_write_stats)
+        state.partitions.update(p or "" for p in (meta.partition_to_replace_file_ids or {}))
+    return set(state.partitions)
+
+
+def list_partitions(table: TableParts) -> PartitionListing:
+    """The table's partitions: folders with a metafile, and those its commits name (a folder whose
+    metafile is missing still holds committed files). A table with neither is read as non-partitioned
+    when it has no partition fields."""
+    listing = find_partition_folders(table.storage)
+    extra = {posixpath.normpath(p) if p else "" for p in committed_partitions(table.timeline)} - set(listing.files)
+    partitions = sorted(set(listing.partitions) | extra)
+    if not partitions and not table.config.partition_fields:
+        partitions = [""]
+    return PartitionListing(partitions, listing.files)

@@ -1,0 +1,503 @@
+"""Merging one file slice within a fixed memory budget, as Hudi's compaction does with its spillable map.
+
+The rows are those of `merge.merge_records` (the same fold: ordering field, deletes, resets by natural deletes
+under event-time ordering, the latest schema), computed without holding the slice in memory:
+
+1. The log files are read block by block. Their records become events (key, write position, ordering value,
+   delete flag, payload) in a buffer; a buffer past a quarter of the budget is folded to one event per key
+   (the fold is associative: a folded run is itself a list of events) and, once the logs are known not to fit,
+   hash-partitioned by key into buckets on local disk (Arrow IPC files, uncompressed: written and read back at
+   memory speed, in the same types, so the spill changes no value).
+2. The base file's key and ordering columns are streamed; with spilled buckets they are partitioned the same
+   way. Each bucket (its log events and base keys, sized to fit the budget) is folded to its winners: per
+   base row a change (replaced by a log record, or dropped), and the log records of keys the base lacks.
+3. The base file is streamed by row group (`ParquetFile.iter_batches`); each batch gets its changes (the
+   buckets' changes are sorted by row, read through one cursor per bucket) and goes to the sink as it is
+   merged; the inserts follow. Updated rows keep their place, as Hudi's merge handle writes them.
+
+Arrow IPC runs were chosen over a key-value store (sqlite, lmdb): every step stays columnar and vectorised
+(pyarrow sorts, joins and takes), and a hash partition needs only sequential writes and reads."""
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import IO
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..log_format.log_file import BlockType, LogBlock, read_log_file
+from ..storage.table_storage import Storage
+from .base_format import read_base_schema
+from .merge import KEY, _cast_ord, _ord_column
+from .schema import avro_to_arrow
+from .schema_evolution import project, require_evolvable
+
+# The control columns of an event (payload columns keep their own names; none starts with "__").
+_K, _SEQ, _ORD, _DEL, _RESET, _N, _ROW = "__key", "__seq", "__ord", "__del", "__reset", "__n", "__row"
+_BASE_SEQ = -1
+_BASE_N = -(1 << 62)  # arrival order of base rows: before every log record, in row order
+_CURSOR_ROWS = 8192   # rows per batch of a spilled file (what a cursor holds)
+
+DEFAULT_BUDGET_BYTES = 256 * 1024 * 1024
+MIN_BUDGET_BYTES = 1024 * 1024
+MAX_BUCKETS = 256  # open files and cursors; 256 buckets of a 256 MB budget: logs of ~16 GB decoded
+
+
+@dataclass
+class MergeStats:
+    """What the merge read and wrote (the write stat's counts, as `compaction._record_counts` defines them)."""
+    blocks_read: int = 0
+    rollback_blocks: int = 0
+    corrupt_blocks: int = 0
+    log_records: int = 0
+    log_keys: int = 0
+    deletes: int = 0
+    updates: int = 0
+    inserts: int = 0
+    rows_written: int = 0
+    buckets: int = 1
+    spilled_bytes: int = 0
+    scan_ms: int = 0
+
+
+@dataclass
+class _Spill:
+    """Tables appended in order, held in memory or (`path`) written to an Arrow IPC stream file."""
+    schema: pa.Schema
+    path: str | None = None
+    tables: list[pa.Table] = field(default_factory=list)
+    _sink: pa.NativeFile | None = None
+    _writer: pa.ipc.RecordBatchStreamWriter | None = None
+
+    def append(self, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        table = table.cast(self.schema) if not table.schema.equals(self.schema) else table
+        if self.path is None:
+            self.tables.append(table)
+            return
+        if self._writer is None:
+            self._sink = pa.OSFile(self.path, "wb")
+            self._writer = pa.ipc.new_stream(self._sink, self.schema)
+        self._writer.write_table(table, max_chunksize=_CURSOR_ROWS)
+
+    def close(self) -> int:
+        """Finish writing; the bytes written."""
+        if self._writer is None or self._sink is None:
+            return 0
+        self._writer.close()
+        self._sink.close()
+        self._writer = None
+        return os.path.getsize(self.path) if self.path else 0
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        if self.path is None:
+            for t in self.tables:
+                yield from t.to_batches(max_chunksize=_CURSOR_ROWS)
+            return
+        if not os.path.exists(self.path):
+            return
+        with pa.OSFile(self.path, "rb") as source:
+            yield from pa.ipc.open_stream(source)
+
+    def read(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.batches()), schema=self.schema)
+
+    def release(self) -> None:
+        self.tables = []
+        if self.path and os.path.exists(self.path):
+            os.remove(self.path)
+
+
+class _Cursor:
+    """Rows of a spill sorted by `__row`, taken in order by row ranges."""
+
+    def __init__(self, spill: _Spill):
+        self._batches = spill.batches()
+        self._pending: pa.RecordBatch | None = None
+
+    def take_below(self, end: int) -> list[pa.RecordBatch]:
+        out: list[pa.RecordBatch] = []
+        while True:
+            if self._pending is None:
+                self._pending = next(self._batches, None)
+                if self._pending is None:
+                    return out
+            rows = self._pending.column(_ROW)
+            n = int(np.searchsorted(rows.to_numpy(), end, side="left"))
+            if n < len(rows):
+                out.append(self._pending.slice(0, n))
+                self._pending = self._pending.slice(n)
+                return out
+            out.append(self._pending)
+            self._pending = None
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_nullable(True) for f in schema])
+
+
+def _buckets_of(keys: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
+    hashes = pl.Series(keys if isinstance(keys, pa.Array) else keys.combine_chunks()).hash(seed=0)
+    return (hashes.to_numpy() % np.uint64(buckets)).astype(np.int64)
+
+
+def _partition(table: pa.Table, buckets: int) -> list[pa.Table]:
+    """`table` split by the hash of its `__key`, each part in the rows' order."""
+    if buckets == 1:
+        return [table]
+    which = _buckets_of(table.column(_K), buckets)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(buckets + 1))
+    taken = table.take(pa.array(order))
+    return [taken.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b])) for b in range(buckets)]
+
+
+def _winners(events: pa.Table, ordered: bool) -> tuple[pa.Array, pa.Array]:
+    """The fold of `merge.merge_records` over `events` (in arrival order): the index of each key's winning
+    event, by key, and whether the key saw a reset (a natural delete under event-time ordering), which makes
+    every earlier event of the key lose whatever its ordering value."""
+    ctrl = events.select([_K, _SEQ, _ORD, _DEL, _RESET, _N]).append_column(
+        "__i", pa.array(np.arange(events.num_rows, dtype=np.int64)))
+    had_reset = None
+    if ordered:
+        resets = ctrl.filter(ctrl.column(_RESET))
+        if resets.num_rows:
+            last = resets.group_by(_K).aggregate([(_SEQ, "max")]).rename_columns([_K, "__last_reset"])
+            ctrl = ctrl.join(last, _K, join_type="left outer")
+            ctrl = ctrl.filter(pc.greater_equal(ctrl.column(_SEQ), pc.fill_null(ctrl.column("__last_reset"), -2)))
+            had_reset = pc.is_valid(ctrl.column("__last_reset"))
+            ctrl = ctrl.append_column("__had_reset", had_reset)
+    order = [_K, _ORD, _SEQ, _DEL, _N] if ordered else [_K, _SEQ, _N]
+    # Nulls first: a write without an ordering value loses to one with a value.
+    ctrl = ctrl.take(pc.sort_indices(ctrl, sort_keys=[(c, "ascending", "at_start") for c in order]))
+    keys = ctrl.column(_K).combine_chunks()
+    n = len(keys)
+    if not n:
+        return pa.array([], pa.int64()), pa.array([], pa.bool_())
+    is_last = pa.concat_arrays([pc.not_equal(keys.slice(0, n - 1), keys.slice(1)), pa.array([True])])
+    won = ctrl.filter(is_last)
+    indices = won.column("__i").combine_chunks()
+    if had_reset is None:
+        return indices, pa.repeat(False, won.num_rows)
+    return indices, pc.fill_null(won.column("__had_reset"), False).combine_chunks()
+
+
+def _fold(events: pa.Table, ordered: bool) -> pa.Table:
+    """One event per key (its winner, sorted by key), `__reset` telling whether the key saw a reset."""
+    idx, had_reset = _winners(events, ordered)
+    won = events.take(idx)
+    return won.set_column(won.schema.get_field_index(_RESET), _RESET, had_reset)
+
+
+class BoundedMerge:
+    """One file slice merged within `budget_bytes`; `run(sink)` hands the merged rows, in the output schema, to
+    `sink` batch by batch and returns the counts."""
+
+    def __init__(self, storage: Storage, base_file: str | None, log_files: list[str],
+                 is_valid_instant: Callable[[str], bool], ordering: str | None, schema: pa.Schema,
+                 budget_bytes: int = DEFAULT_BUDGET_BYTES, spill_dir: str | None = None):
+        self.storage, self.base_file, self.log_files = storage, base_file, log_files
+        self.is_valid_instant, self.ordering, self.schema = is_valid_instant, ordering, schema
+        self.budget = max(budget_bytes, 1)
+        self.spill_dir = spill_dir
+        self.ord_type = schema.field(ordering).type if ordering and ordering in schema.names else None
+        self.payload = _nullable(schema)
+        self.event_schema = pa.schema([pa.field(_K, pa.string()), pa.field(_SEQ, pa.int64()),
+                                       pa.field(_ORD, self.ord_type or pa.int64()), pa.field(_DEL, pa.bool_()),
+                                       pa.field(_RESET, pa.bool_()), pa.field(_N, pa.int64()), *self.payload])
+        self.base_key_schema = pa.schema([pa.field(_K, pa.string()), pa.field(_ORD, self.ord_type or pa.int64()),
+                                          pa.field(_ROW, pa.int64())])
+        self.change_schema = pa.schema([pa.field(_ROW, pa.int64()), pa.field(_DEL, pa.bool_()), *self.payload])
+        self.stats = MergeStats()
+
+    # --- step 1: the logs ---------------------------------------------------------------------------------
+
+    def _log_events(self, stack: ExitStack) -> Iterator[tuple[pa.Table, int, int]]:
+        """(events, bytes of log consumed so far, bytes of logs in all) per valid data or delete block, in
+        write order; the same blocks `merge.scan_logs` keeps, refused the same way."""
+        blocks, paths = [], []
+        for path in self.log_files:
+            handle: IO[bytes] = stack.enter_context(self.storage.open(path))
+            read = read_log_file(handle)
+            blocks.extend(read)
+            paths.extend([path] * len(read))
+        total = sum(b.size for b in blocks) or 1
+        rolled_back = {b.target_instant_time for b in blocks if b.block_type is BlockType.COMMAND and b.is_rollback}
+        self.stats.blocks_read = len(blocks)
+        self.stats.rollback_blocks = len(rolled_back)
+        self.stats.corrupt_blocks = sum(1 for b in blocks if b.block_type is BlockType.CORRUPT)
+        consumed, arrival = 0, 0
+        for pos, b in enumerate(blocks):
+            consumed += b.size
+            if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE):
+                continue
+            instant = b.instant_time
+            if instant is None or instant in rolled_back or not self.is_valid_instant(instant):
+                continue
+            if b.block_type is BlockType.DELETE:
+                parts: Iterator[pa.Table] = iter([self._delete_events(pos, b.deleted_keys(), arrival)])
+            else:
+                what = f"the log block of instant {instant} in {paths[pos]}"
+                if b.schema is not None:
+                    require_evolvable(avro_to_arrow(b.schema), self.schema, what)
+                parts = self._block_records(b, what)
+            for part in parts:
+                events = part if b.block_type is BlockType.DELETE else self._data_events(pos, part, arrival)
+                arrival += events.num_rows
+                self.stats.log_records += events.num_rows
+                yield events, consumed, total
+
+    def _block_records(self, block: LogBlock, what: str) -> Iterator[pa.Table]:
+        """A data block's records; a Parquet block's by batches of about a quarter of the budget (its bytes stay
+        in memory, its rows are decoded a batch at a time), an Avro block's at once."""
+        if block.block_type is not BlockType.PARQUET_DATA:
+            records = block.records()
+            if block.schema is None:
+                require_evolvable(records.schema, self.schema, what)
+            yield records
+            return
+        pf = pq.ParquetFile(pa.BufferReader(block.content()))
+        if block.schema is None:
+            require_evolvable(pf.schema_arrow, self.schema, what)
+        for batch in pf.iter_batches(batch_size=self._batch_rows(pf) * 2):
+            yield pa.Table.from_batches([batch])
+
+    def _control(self, keys: pa.Array | pa.ChunkedArray, pos: int, ords: pa.Array, deleted: bool,
+                 resets: pa.Array, arrival: int) -> list[pa.Array | pa.ChunkedArray]:
+        n = len(keys)
+        return [keys.cast(pa.string()), pa.repeat(pa.scalar(pos, pa.int64()), n), ords,
+                pa.repeat(deleted, n), resets, pa.array(np.arange(arrival, arrival + n, dtype=np.int64))]
+
+    def _data_events(self, pos: int, records: pa.Table, arrival: int) -> pa.Table:
+        rows = project(records, self.schema)
+        n = rows.num_rows
+        control = self._control(records.column(KEY), pos, _ord_column(records, self.ordering, self.ord_type),
+                                False, pa.repeat(False, n), arrival)
+        return pa.Table.from_arrays([*control, *rows.columns], schema=self.event_schema)
+
+    def _delete_events(self, pos: int, deleted: list[tuple[str, str, object]], arrival: int) -> pa.Table:
+        n = len(deleted)
+        ords = [d[2] for d in deleted]
+        # Only event-time ordering lets an older write survive a later one; a natural delete resets the key.
+        natural = [o is None or o == 0 for o in ords] if self.ordering else [False] * n
+        control = self._control(pa.array([d[0] for d in deleted], pa.string()), pos,
+                                _cast_ord(ords, self.ord_type), True, pa.array(natural, pa.bool_()), arrival)
+        return pa.Table.from_arrays([*control, *(pa.nulls(n, f.type) for f in self.payload)],
+                                    schema=self.event_schema)
+
+    @staticmethod
+    def _chunks(blocks: Iterator[tuple[pa.Table, int, int]], limit: int) -> Iterator[tuple[pa.Table, int, int]]:
+        """A block's events in slices of about `limit` bytes: a block bigger than the budget is folded and
+        spilled a slice at a time (slices keep their order, the fold's ties go to the later one)."""
+        for events, consumed, total in blocks:
+            rows = max(1, int(limit / max(events.nbytes / max(events.num_rows, 1), 1)))
+            for start in range(0, events.num_rows, rows):
+                yield events.slice(start, rows), consumed, total
+
+    def _scan_logs(self, stack: ExitStack, tmp: str) -> list[_Spill]:
+        """The log events, folded, in one bucket in memory or in hash buckets on disk."""
+        ordered = self.ordering is not None
+        limit = self.budget // 4
+        buffer: list[pa.Table] = []
+        held = 0
+        buckets: list[_Spill] | None = None
+        for events, consumed, total in self._chunks(self._log_events(stack), limit):
+            buffer.append(events)
+            held += events.nbytes
+            if held <= limit:
+                continue
+            folded = _fold(pa.concat_tables(buffer), ordered)
+            buffer, held = [folded], folded.nbytes
+            if held <= limit // 2 and buckets is None:
+                continue  # updates of the same keys: folding keeps the logs in memory
+            if buckets is None:  # the logs do not fit: as many buckets as the remaining logs need
+                estimate = folded.nbytes * total / max(consumed, 1) + self._base_key_bytes()
+                count = min(MAX_BUCKETS, max(2, math.ceil(estimate / (self.budget / 4))))
+                buckets = [_Spill(self.event_schema, os.path.join(tmp, f"log-{b}.arrows")) for b in range(count)]
+            for spill, part in zip(buckets, _partition(folded, len(buckets)), strict=True):
+                spill.append(part)
+            buffer, held = [], 0
+        rest = _fold(pa.concat_tables(buffer), ordered) if buffer else self.event_schema.empty_table()
+        if buckets is None:
+            return [_Spill(self.event_schema, tables=[rest])]
+        for spill, part in zip(buckets, _partition(rest, len(buckets)), strict=True):
+            spill.append(part)
+        self.stats.spilled_bytes += sum(s.close() for s in buckets)
+        return buckets
+
+    # --- step 2: the base file's keys ---------------------------------------------------------------------
+
+    def _base_file(self) -> pq.ParquetFile:
+        assert self.base_file is not None
+        fs = self.storage.arrow_filesystem()
+        return pq.ParquetFile(fs.open_input_file(self.storage.full(self.base_file)))
+
+    def _base_key_bytes(self) -> int:
+        if self.base_file is None:
+            return 0
+        meta = self._base_file().metadata
+        key_col = meta.schema.names.index(KEY) if KEY in meta.schema.names else None
+        if key_col is None or not meta.num_row_groups:
+            return 0
+        key_bytes = sum(meta.row_group(g).column(key_col).total_uncompressed_size for g in range(meta.num_row_groups))
+        return int(key_bytes + meta.num_rows * 24)
+
+    def _batch_rows(self, pf: pq.ParquetFile) -> int:
+        """Rows per base batch: about an eighth of the budget of decoded rows."""
+        meta = pf.metadata
+        if not meta.num_rows:
+            return 1024
+        row_bytes = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)) / meta.num_rows
+        return max(1024, int(self.budget / 8 / max(row_bytes * 1.5, 1)))
+
+    def _base_keys(self, logs: list[_Spill], tmp: str) -> list[_Spill]:
+        """Per bucket, the base rows' (key, ordering value, row number): only the rows whose key the logs have
+        when they are in memory, all of them (partitioned) when they were spilled."""
+        in_memory = logs[0].path is None
+        keys: list[_Spill] = [_Spill(self.base_key_schema, None if in_memory else os.path.join(tmp, f"base-{b}.arrows"))
+                              for b in range(len(logs))]
+        if self.base_file is None:
+            return keys
+        log_keys = logs[0].tables[0].column(_K) if in_memory and logs[0].tables else None
+        if in_memory and (log_keys is None or not len(log_keys)):
+            return keys
+        pf = self._base_file()
+        columns = [KEY] + ([self.ordering] if self.ordering and self.ordering in pf.schema_arrow.names else [])
+        row = 0
+        for batch in pf.iter_batches(batch_size=self._batch_rows(pf) * 4, columns=columns):
+            t = pa.Table.from_batches([batch])
+            part = pa.Table.from_arrays(
+                [t.column(KEY).cast(pa.string()), _ord_column(t, self.ordering, self.ord_type),
+                 pa.array(np.arange(row, row + t.num_rows, dtype=np.int64))], schema=self.base_key_schema)
+            row += t.num_rows
+            if in_memory:
+                keys[0].append(part.filter(pc.is_in(part.column(_K), value_set=log_keys)))
+            else:
+                for spill, piece in zip(keys, _partition(part, len(keys)), strict=True):
+                    spill.append(piece)
+        self.stats.spilled_bytes += sum(s.close() for s in keys)
+        return keys
+
+    # --- step 2': each bucket's winners -------------------------------------------------------------------
+
+    def _resolve(self, logs: list[_Spill], base_keys: list[_Spill], tmp: str) -> tuple[list[_Spill], _Spill]:
+        """Per bucket, the changes to base rows (sorted by row); the inserted rows."""
+        ordered = self.ordering is not None
+        in_memory = logs[0].path is None
+        changes, inserts = [], _Spill(self.payload, None if in_memory else os.path.join(tmp, "inserts.arrows"))
+        for b, (log, base) in enumerate(zip(logs, base_keys, strict=True)):
+            state = _fold(log.read(), ordered)  # runs of one bucket, in write order: one event per key
+            log.release()
+            self.stats.log_keys += state.num_rows
+            bk = base.read()
+            base.release()
+            bk = bk.filter(pc.is_in(bk.column(_K), value_set=state.column(_K)))
+            n = bk.num_rows
+            base_events = pa.Table.from_arrays(
+                [bk.column(_K), pa.repeat(pa.scalar(_BASE_SEQ, pa.int64()), n), bk.column(_ORD),
+                 pa.repeat(False, n), pa.repeat(False, n),
+                 pc.add(bk.column(_ROW), pa.scalar(_BASE_N, pa.int64()))],
+                names=[_K, _SEQ, _ORD, _DEL, _RESET, _N])
+            log_ctrl = state.select([_K, _SEQ, _ORD, _DEL, _RESET, _N])
+            events = pa.concat_tables([base_events.cast(log_ctrl.schema), log_ctrl])
+            idx, _ = _winners(events, ordered)
+            won = events.take(idx).append_column("__i", idx)
+            from_base = pc.equal(won.column(_SEQ), _BASE_SEQ)
+            # A log winner replaces the key's last base row; every other base row of a key the logs touch goes.
+            log_won = won.filter(pc.invert(from_base))
+            kept_rows = pc.add(won.filter(from_base).column(_N), pa.scalar(-_BASE_N, pa.int64()))
+            winner_rows = pc.subtract(log_won.column("__i"), pa.scalar(n, pa.int64()))
+            winners = state.take(winner_rows)
+            is_delete = winners.column(_DEL)
+            hit = pc.is_in(winners.column(_K), value_set=bk.column(_K))
+            # the base row each log winner replaces: the key's last base row
+            last_row = bk.group_by(_K).aggregate([(_ROW, "max")]).rename_columns([_K, "__last_row"])
+            targets = pa.table({_K: winners.column(_K), "__w": pa.array(np.arange(winners.num_rows))}).join(
+                last_row, _K, join_type="left outer").sort_by("__w").column("__last_row")
+            replace = pc.and_(hit, pc.invert(is_delete))
+            repl = winners.filter(replace)
+            repl_rows = targets.filter(replace)
+            # Dropped: base rows of touched keys that neither won nor are replaced.
+            kept = pc.is_in(bk.column(_ROW), value_set=pa.concat_arrays(
+                [kept_rows.combine_chunks() if isinstance(kept_rows, pa.ChunkedArray) else kept_rows,
+                 repl_rows.combine_chunks().cast(pa.int64())]))
+            dropped = bk.filter(pc.invert(kept)).column(_ROW)
+            change = pa.concat_tables([
+                pa.Table.from_arrays([repl_rows.cast(pa.int64()), pa.repeat(False, repl.num_rows),
+                                      *repl.select(self.payload.names).columns], schema=self.change_schema),
+                pa.Table.from_arrays([dropped, pa.repeat(True, len(dropped)),
+                                      *(pa.nulls(len(dropped), f.type) for f in self.payload)],
+                                     schema=self.change_schema)])
+            change = change.sort_by(_ROW)
+            spill = _Spill(self.change_schema, None if in_memory else os.path.join(tmp, f"changes-{b}.arrows"))
+            spill.append(change)
+            self.stats.spilled_bytes += spill.close()
+            changes.append(spill)
+            inserted = winners.filter(pc.and_(pc.invert(hit), pc.invert(is_delete)))
+            inserts.append(inserted.select(self.payload.names))
+            # counts, as compaction._record_counts defines them
+            deleted_keys = winners.filter(pc.and_(hit, is_delete)).column(_K)
+            self.stats.deletes += pc.sum(pc.is_in(bk.column(_K), value_set=deleted_keys)).as_py() or 0
+            self.stats.updates += repl.num_rows + len(kept_rows)
+            self.stats.inserts += inserted.num_rows
+        self.stats.spilled_bytes += inserts.close()
+        return changes, inserts
+
+    # --- step 3: the output ---------------------------------------------------------------------------------
+
+    def _out(self, t: pa.Table) -> pa.Table:
+        return pa.Table.from_arrays(t.select(self.schema.names).columns, schema=self.schema)
+
+    def run(self, sink: Callable[[pa.Table], None]) -> MergeStats:
+        import time
+        started = time.monotonic()
+        if self.base_file is not None:
+            require_evolvable(read_base_schema(self.storage, self.base_file), self.schema,
+                              f"base file {self.base_file}")
+        with ExitStack() as stack:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="tms-merge-", dir=self.spill_dir))
+            logs = self._scan_logs(stack, tmp)
+            self.stats.buckets = len(logs)
+            self.stats.scan_ms = int((time.monotonic() - started) * 1000)
+            base_keys = self._base_keys(logs, tmp)
+            changes, inserts = self._resolve(logs, base_keys, tmp)
+            if self.base_file is not None:
+                self._apply(changes, sink)
+            for batch in inserts.batches():
+                rows = self._out(pa.Table.from_batches([batch]))
+                self.stats.rows_written += rows.num_rows
+                sink(rows)
+        return self.stats
+
+    def _apply(self, changes: list[_Spill], sink: Callable[[pa.Table], None]) -> None:
+        pf = self._base_file()
+        cursors = [_Cursor(c) for c in changes]
+        start = 0
+        for batch in pf.iter_batches(batch_size=self._batch_rows(pf)):
+            rows = project(pa.Table.from_batches([batch]), self.schema)
+            n = rows.num_rows
+            end = start + n
+            got = [b for c in cursors for b in c.take_below(end)]
+            if got:
+                ch = pa.Table.from_batches(got, schema=self.change_schema)
+                local = ch.column(_ROW).to_numpy() - start
+                dropped = ch.column(_DEL).to_numpy(zero_copy_only=False)
+                keep = np.ones(n, np.bool_)
+                keep[local[dropped]] = False
+                index = np.arange(n, dtype=np.int64)
+                replaced = local[~dropped]
+                index[replaced] = n + np.arange(len(replaced), dtype=np.int64)
+                repl = self._out(ch.filter(pc.invert(ch.column(_DEL))))
+                rows = pa.concat_tables([rows, repl]).take(pa.array(index[keep]))
+            start = end
+            self.stats.rows_written += rows.num_rows
+            sink(rows)

@@ -1,0 +1,67 @@
+"""Whether the library reads a table exactly, decided from its `hoodie.properties` alone (no listing), or why not,
+in one line a user can act on. The reader refuses before it reads a row; a table that cannot be read exactly is
+never read. The reasons are also the pieces callers decide other uses of a table by (merging it, writing it)."""
+from __future__ import annotations
+
+from ..errors import HudiError, UnsupportedTableError
+from ..table.hudi_table import HudiTable
+from ..table.properties import MergeMode, TableConfig
+from .base_format import table_base_format, unreadable_format_reason
+
+BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
+DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+
+
+def custom_merge_reason(config: TableConfig) -> str:
+    """Why records of the table cannot be merged: merge mode CUSTOM (a Java merger); empty if they can."""
+    try:
+        if config.merge_mode is MergeMode.CUSTOM:
+            merger = config.get("hoodie.compaction.payload.class") or config.get("hoodie.record.merge.strategy.id")
+            return f"it uses merge mode CUSTOM, which needs a Java merger (payload {merger})"
+    except HudiError as e:
+        return str(e)
+    return ""
+
+
+def bootstrap_reason(config: TableConfig) -> str:
+    """Why a bootstrap table's files cannot be taken as they are; empty for a table that is none."""
+    if config.get(BOOTSTRAP_BASE_PATH):
+        return (f"it is a bootstrap table ({BOOTSTRAP_BASE_PATH}={config.get(BOOTSTRAP_BASE_PATH)}): "
+                "its skeleton base files need the source files stitched in, which TMS does not do")
+    return ""
+
+
+def unreadable_base_format_reason(config: TableConfig) -> str:
+    """Why the table's base files cannot be read; empty if they can."""
+    return unreadable_format_reason(table_base_format(config)) or ""
+
+
+def virtual_keys_reason(config: TableConfig) -> str:
+    """Why the log records of a table without meta fields cannot be merged exactly; empty if they can."""
+    if not config.populate_meta_fields and config.is_mor:
+        return ("it does not populate meta fields (virtual keys) and is MERGE_ON_READ: TMS cannot derive "
+                "the record keys its log records are merged by exactly")
+    return ""
+
+
+def dropped_partition_columns_reason(config: TableConfig) -> str:
+    """Why the table's rows cannot be read whole: its partition columns are not in its files; empty otherwise."""
+    if config.get(DROP_PARTITION_COLUMNS, "false") == "true":
+        return (f"its partition columns are dropped from the data files ({DROP_PARTITION_COLUMNS}=true): "
+                "TMS cannot rebuild their values from partition paths exactly")
+    return ""
+
+
+def reading_refusals(table: HudiTable) -> list[str]:
+    """Every reason the library cannot read `table` exactly; empty when it can."""
+    config = table.config
+    reasons = [custom_merge_reason(config), bootstrap_reason(config), unreadable_base_format_reason(config),
+               virtual_keys_reason(config), dropped_partition_columns_reason(config)]
+    return [r for r in reasons if r]
+
+
+def require_readable(table: HudiTable) -> None:
+    """Raise UnsupportedTableError (one line) unless the library can read `table` exactly."""
+    reasons = reading_refusals(table)
+    if reasons:
+        raise UnsupportedTableError(f"TMS cannot read table {table.config.name}: {'; '.join(reasons)}")

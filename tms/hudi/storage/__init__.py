@@ -1,0 +1,1 @@
+"""Storage of a table (local and object stores) and the paths inside it."""

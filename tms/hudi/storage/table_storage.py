@@ -1,0 +1,477 @@
+"""Storage access for one table, addressed by paths relative to its base path, with the two guarantees the
+timeline needs: a written file appears whole or not at all, and a create never replaces an existing file.
+
+`Storage` is the protocol every caller uses; `open_storage` picks the backend by the base path's URL scheme:
+`LocalStorage` for local paths (and `file:` URLs) works on the operating system's files directly (atomic
+exclusive create by hard link, and a local folder's changes can be watched by the kernel); `FsspecStorage`
+reaches object stores and HDFS through fsspec (`s3://`, `gs://`, `abfs://`, `hdfs://`, `memory://`, ...).
+
+What only some stores can do is asked of every store by what it is for, never by testing for a local path: a
+folder's change stamp (`change_stamp`) and change feed (`change_feed`), where the store keeps them, and a local
+file for writers and readers that take only paths (`local_copy`, `create_from_local`), in place or copied.
+
+On S3 a create-once file (an instant file, a new data or log file) is one conditional request, a PUT (or the
+completion of a multipart upload) with `If-None-Match: *`: of two writers exactly one wins, the other gets
+InstantConflictError. Object stores cannot append: `appends` is False there, and a writer starts a new log
+file version where it would have appended a block."""
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import fsspec
+import pyarrow.fs as pafs
+
+from ..errors import InstantConflictError
+
+if TYPE_CHECKING:
+    from ..timeline.watch import FolderChanges, TimelineWatcher
+
+TEMP_PREFIX = ".tms-tmp-"
+
+
+def is_hadoop_checksum(name: str) -> bool:
+    """Hadoop's local filesystem writes `.<file>.crc` beside every file a Java writer writes, and hides it
+    from every listing; Hudi never sees it. TMS must not either: `..<fileId>_<instant>.log.1_0-1-2.crc` parses
+    as a log file of a file group `.<fileId>` that does not exist."""
+    return name.startswith(".") and name.endswith(".crc")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    name: str       # base name
+    path: str       # path relative to the table's base path
+    size: int
+    mtime: float | None
+    is_dir: bool
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """Files of one table, addressed by paths relative to its base path."""
+
+    base_uri: str   # the base path as given (no trailing slash)
+    appends: bool   # `append` adds to an existing file (False on object stores: an object is written once)
+
+    def full(self, rel: str) -> str:
+        """The backend's own path of `rel` (what `open` and the Arrow filesystem take)."""
+        ...
+
+    def uri(self, rel: str) -> str:
+        """The absolute path or URL of `rel`, as Hudi records files in plans and metadata."""
+        ...
+
+    def change_stamp(self, rel: str) -> int | None:
+        """A stamp of the folder `rel` that moves whenever a file is created in it, renamed into it or removed
+        from it (a local folder's modification time, in nanoseconds); None where the store keeps none (an
+        object store has no folders) or the folder cannot be read."""
+        ...
+
+    def change_feed(self, rel: str, watcher: TimelineWatcher) -> FolderChanges | None:
+        """The changes of the folder `rel` as the kernel reports them, through `watcher`; None where there is
+        no such feed (not a local filesystem, or the folder cannot be watched): the caller lists it instead."""
+        ...
+
+    def local_copy(self, rel: str) -> AbstractContextManager[str]:
+        """An operating system path holding the bytes of `rel`, for readers that take only a path: the file
+        itself on a local filesystem, else a temporary copy, removed when the context ends."""
+        ...
+
+    def create_from_local(self, rel: str, write: Callable[[str], None]) -> None:
+        """A new file `rel` (refused if it exists, as `open_new`) written by `write(path)`, a writer that takes
+        only an operating system path: in place on a local filesystem, else into a temporary file uploaded."""
+        ...
+
+    def arrow_filesystem(self) -> pafs.FileSystem:
+        """The filesystem pyarrow reads `full()` paths with."""
+        ...
+
+    def exists(self, rel: str) -> bool: ...
+    def read_bytes(self, rel: str) -> bytes: ...
+    def open(self, rel: str, mode: str = "rb") -> IO[bytes]: ...
+
+    def listdir(self, rel: str) -> list[FileInfo]:
+        """Entries of a folder (none if it does not exist), temp files of unfinished writes excluded."""
+        ...
+
+    def names(self, rel: str) -> list[str]:
+        """Just the names in a folder, as the store lists them (temp files of unfinished writes included: the
+        caller skips names it cannot parse): the cheap listing the timeline reload uses."""
+        ...
+
+    def info(self, rel: str) -> FileInfo: ...
+    def makedirs(self, rel: str) -> None: ...
+
+    def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
+        """Write `data` so readers see the whole file or nothing. Without `overwrite`, raise
+        InstantConflictError if the file exists (and leave it untouched)."""
+        ...
+
+    def write_new(self, rel: str, data: bytes) -> None:
+        """A new data file (base or log file): exclusive create, not atomic (markers cover it)."""
+        ...
+
+    def open_new(self, rel: str) -> IO[bytes]:
+        """A new data file opened for a streamed write, refused if it exists."""
+        ...
+
+    def append(self, rel: str, data: bytes) -> None:
+        """Append to a log file (v6 appends blocks to the slice's current log file); only where `appends`."""
+        ...
+
+    def touch(self, rel: str) -> None: ...
+    def delete(self, rel: str, *, missing_ok: bool = True) -> bool: ...
+    def delete_tree(self, rel: str) -> None: ...
+
+
+def open_storage(base_path: str, storage_options: dict[str, Any] | None = None) -> Storage:
+    """The backend for a base path, chosen by its URL scheme."""
+    protocol = fsspec.utils.get_protocol(base_path)
+    if protocol in ("file", "local") and not storage_options:
+        return LocalStorage(base_path)
+    return FsspecStorage(base_path, storage_options)
+
+
+def _join(root: str, rel: str) -> str:
+    return posixpath.join(root, rel) if rel else root
+
+
+class LocalStorage:
+    """A table on a local (or locally mounted) filesystem."""
+
+    appends = True
+
+    def __init__(self, base_path: str):
+        self.base_uri = base_path.rstrip("/")
+        path = self.base_uri
+        for prefix in ("file://", "file:"):
+            if path.startswith(prefix):
+                path = path[len(prefix):]
+                break
+        if path and not path.startswith("/"):  # a relative path: from the working directory, as anywhere
+            path = os.path.abspath(path)
+        self.root = "/" + path.lstrip("/") if path else "/"
+
+    def full(self, rel: str) -> str:
+        return _join(self.root, rel)
+
+    def uri(self, rel: str) -> str:
+        return self.full(rel)
+
+    def change_stamp(self, rel: str) -> int | None:
+        try:
+            return os.stat(self.full(rel)).st_mtime_ns
+        except OSError:
+            return None
+
+    def change_feed(self, rel: str, watcher: TimelineWatcher) -> FolderChanges | None:
+        return watcher.watch(self.full(rel))
+
+    @contextmanager
+    def local_copy(self, rel: str) -> Iterator[str]:
+        yield self.full(rel)
+
+    def create_from_local(self, rel: str, write: Callable[[str], None]) -> None:
+        self.open_new(rel).close()  # exclusive create: an attempt never overwrites another's file
+        write(self.full(rel))
+
+    def arrow_filesystem(self) -> pafs.FileSystem:
+        return pafs.LocalFileSystem()
+
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self.full(rel))
+
+    def read_bytes(self, rel: str) -> bytes:
+        with open(self.full(rel), "rb") as fh:
+            return fh.read()
+
+    def open(self, rel: str, mode: str = "rb") -> IO[bytes]:
+        return open(self.full(rel), mode)  # noqa: SIM115 (the caller closes it)
+
+    def listdir(self, rel: str) -> list[FileInfo]:
+        out = []
+        try:
+            with os.scandir(self.full(rel)) as it:
+                for e in it:
+                    if e.name.startswith(TEMP_PREFIX) or is_hadoop_checksum(e.name):
+                        continue
+                    is_dir = e.is_dir()
+                    st = None if is_dir else e.stat()
+                    out.append(FileInfo(e.name, _join(rel, e.name), st.st_size if st else 0,
+                                        st.st_mtime if st else None, is_dir))
+        except FileNotFoundError:
+            return []
+        return out
+
+    def names(self, rel: str) -> list[str]:
+        try:
+            return os.listdir(self.full(rel))
+        except FileNotFoundError:
+            return []
+
+    def info(self, rel: str) -> FileInfo:
+        st = os.stat(self.full(rel))
+        return FileInfo(posixpath.basename(rel), rel, st.st_size, st.st_mtime, os.path.isdir(self.full(rel)))
+
+    def makedirs(self, rel: str) -> None:
+        os.makedirs(self.full(rel), exist_ok=True)
+
+    def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
+        target = self.full(rel)
+        parent = posixpath.dirname(target)
+        os.makedirs(parent, exist_ok=True)
+        tmp = posixpath.join(parent, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            if overwrite:
+                self._drop_checksum(rel)
+                os.replace(tmp, target)
+            else:
+                try:
+                    os.link(tmp, target)  # atomic create-if-absent
+                except FileExistsError:
+                    raise InstantConflictError(f"{rel} already exists") from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def write_new(self, rel: str, data: bytes) -> None:
+        with self.open_new(rel) as fh:
+            fh.write(data)
+
+    def open_new(self, rel: str) -> IO[bytes]:
+        target = self.full(rel)
+        os.makedirs(posixpath.dirname(target), exist_ok=True)
+        try:
+            return open(target, "xb")  # noqa: SIM115 (the caller closes it)
+        except FileExistsError:
+            raise InstantConflictError(f"{rel} already exists") from None
+
+    def append(self, rel: str, data: bytes) -> None:
+        self._drop_checksum(rel)
+        with open(self.full(rel), "ab") as fh:
+            fh.write(data)
+
+    def _drop_checksum(self, rel: str) -> None:
+        """Remove the Hadoop checksum a Java writer left beside `rel`: once TMS changes or removes the file it
+        would be stale, and Hadoop's local filesystem fails a read it cannot verify (without one, it reads
+        unchecked)."""
+        parent, name = posixpath.split(self.full(rel))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(posixpath.join(parent, f".{name}.crc"))
+
+    def touch(self, rel: str) -> None:
+        target = self.full(rel)
+        os.makedirs(posixpath.dirname(target), exist_ok=True)
+        with open(target, "a"):
+            pass
+        os.utime(target, None)
+
+    def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
+        self._drop_checksum(rel)
+        try:
+            os.unlink(self.full(rel))
+            return True
+        except FileNotFoundError:
+            if missing_ok:
+                return False
+            raise
+
+    def delete_tree(self, rel: str) -> None:
+        path = self.full(rel)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.unlink(path)
+
+
+# fsspec protocols whose create-if-absent is one conditional request to the store (s3fs sends If-None-Match: *
+# with the PUT, or with the completion of a multipart upload). fsspec's default for the others checks, then puts.
+CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a"})
+# Object stores: an object is written whole, once; there is no append.
+OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
+
+
+def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
+    protocol = fs.protocol
+    return {protocol} if isinstance(protocol, str) else set(protocol)
+
+
+class _CreateOnClose:
+    """A file opened for an exclusive create on a store that decides it when the upload completes (at
+    `close`): a conflict is reported as InstantConflictError, as everywhere else."""
+
+    def __init__(self, fh: Any, rel: str):
+        self._fh = fh
+        self._rel = rel
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fh, name)
+
+    def write(self, data: bytes) -> int:
+        return int(self._fh.write(data))
+
+    def close(self) -> None:
+        try:
+            self._fh.close()
+        except FileExistsError:
+            raise InstantConflictError(f"{self._rel} already exists") from None
+
+    def __enter__(self) -> _CreateOnClose:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class FsspecStorage:
+    """A table on an object store or HDFS, through fsspec. Object stores make a PUT visible atomically; on S3
+    a create is conditional (`If-None-Match: *`), elsewhere exclusivity is checked before the write."""
+
+    def __init__(self, base_path: str, storage_options: dict[str, Any] | None = None):
+        self.base_uri = base_path.rstrip("/")
+        # No listings cache: fsspec keeps a filesystem instance per process and options, and s3fs, gcsfs and
+        # adlfs keep each folder's listing in it without expiry, so a long-lived process (the service, the
+        # planner) would list a timeline as it first saw it and never see another writer's new instants.
+        options = {**(storage_options or {}), "use_listings_cache": False}
+        self._fs, root = fsspec.core.url_to_fs(self.base_uri, **options)
+        self.root = root.rstrip("/") or "/"
+        protocols = _protocols(self._fs)
+        self._conditional_create = bool(protocols & CONDITIONAL_CREATE_PROTOCOLS)
+        # s3fs asks an object's size (a HEAD) before each whole-object read, to split large ones into parallel
+        # ranged GETs; one GET is what a timeline read needs (instant files are small): half the requests.
+        self._read_options: dict[str, Any] = {"max_concurrency": 1} if protocols & {"s3", "s3a"} else {}
+        self.appends = not protocols & OBJECT_STORE_PROTOCOLS
+
+    def full(self, rel: str) -> str:
+        return _join(self.root, rel)
+
+    def uri(self, rel: str) -> str:
+        return f"{self.base_uri}/{rel}" if rel else self.base_uri
+
+    def change_stamp(self, rel: str) -> int | None:
+        return None
+
+    def change_feed(self, rel: str, watcher: TimelineWatcher) -> FolderChanges | None:
+        return None
+
+    @contextmanager
+    def local_copy(self, rel: str) -> Iterator[str]:
+        with tempfile.TemporaryDirectory(prefix="tms-copy-") as tmp:
+            path = os.path.join(tmp, posixpath.basename(rel))
+            with open(path, "wb") as fh:
+                fh.write(self.read_bytes(rel))
+            yield path
+
+    def create_from_local(self, rel: str, write: Callable[[str], None]) -> None:
+        with tempfile.TemporaryDirectory(prefix="tms-copy-") as tmp:
+            path = os.path.join(tmp, posixpath.basename(rel))
+            write(path)
+            with open(path, "rb") as src, self.open_new(rel) as dst:
+                while chunk := src.read(1 << 22):
+                    dst.write(chunk)
+
+    def arrow_filesystem(self) -> pafs.FileSystem:
+        return pafs.PyFileSystem(pafs.FSSpecHandler(self._fs))
+
+    def exists(self, rel: str) -> bool:
+        return bool(self._fs.exists(self.full(rel)))
+
+    def read_bytes(self, rel: str) -> bytes:
+        return bytes(self._fs.cat_file(self.full(rel), **self._read_options))
+
+    def open(self, rel: str, mode: str = "rb") -> IO[bytes]:
+        return self._fs.open(self.full(rel), mode)  # type: ignore[no-any-return]
+
+    def listdir(self, rel: str) -> list[FileInfo]:
+        try:
+            entries = self._fs.ls(self.full(rel), detail=True)
+        except FileNotFoundError:
+            return []
+        out = []
+        for e in entries:
+            name = posixpath.basename(e["name"].rstrip("/"))
+            if name.startswith(TEMP_PREFIX):
+                continue
+            mtime = e.get("mtime") or e.get("LastModified")
+            mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else mtime
+            out.append(FileInfo(name, _join(rel, name), int(e.get("size") or 0), mtime,
+                                e.get("type") == "directory"))
+        return out
+
+    def names(self, rel: str) -> list[str]:
+        return [i.name for i in self.listdir(rel)]
+
+    def info(self, rel: str) -> FileInfo:
+        i = self._fs.info(self.full(rel))
+        return FileInfo(posixpath.basename(rel), rel, int(i.get("size") or 0), i.get("mtime"),
+                        i.get("type") == "directory")
+
+    def makedirs(self, rel: str) -> None:
+        self._fs.makedirs(self.full(rel), exist_ok=True)
+
+    def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
+        target = self.full(rel)
+        if overwrite:
+            if self.appends:  # a filesystem (HDFS): the folder first; an object store has none
+                self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
+            self._fs.pipe_file(target, data)
+        else:
+            self._create(rel, data)
+
+    def write_new(self, rel: str, data: bytes) -> None:
+        self._create(rel, data)
+
+    def _create(self, rel: str, data: bytes) -> None:
+        target = self.full(rel)
+        if self._conditional_create:
+            try:
+                self._fs.pipe_file(target, data, mode="create")
+            except FileExistsError:
+                raise InstantConflictError(f"{rel} already exists") from None
+            return
+        if self._fs.exists(target):
+            raise InstantConflictError(f"{rel} already exists")
+        if self.appends:
+            self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
+        self._fs.pipe_file(target, data)
+
+    def open_new(self, rel: str) -> IO[bytes]:
+        if self._conditional_create:  # decided when the upload completes
+            return _CreateOnClose(self._fs.open(self.full(rel), "xb"), rel)  # type: ignore[return-value]
+        if self._fs.exists(self.full(rel)):
+            raise InstantConflictError(f"{rel} already exists")
+        return self._fs.open(self.full(rel), "wb")  # type: ignore[no-any-return]
+
+    def append(self, rel: str, data: bytes) -> None:
+        if not self.appends:
+            raise NotImplementedError(f"{self.base_uri} is on an object store, which cannot append to {rel}")
+        with self._fs.open(self.full(rel), "ab") as fh:
+            fh.write(data)
+
+    def touch(self, rel: str) -> None:
+        self._fs.touch(self.full(rel), truncate=True)
+
+    def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
+        try:
+            self._fs.rm_file(self.full(rel))
+            return True
+        except FileNotFoundError:
+            if missing_ok:
+                return False
+            raise
+
+    def delete_tree(self, rel: str) -> None:
+        if self.exists(rel):
+            self._fs.rm(self.full(rel), recursive=True)

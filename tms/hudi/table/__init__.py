@@ -1,0 +1,1 @@
+"""A table: its properties and configuration, writes, savepoints, verification and description."""
