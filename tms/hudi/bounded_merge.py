@@ -45,6 +45,7 @@ _K, _SEQ, _ORD, _DEL, _RESET, _N, _ROW = "__key", "__seq", "__ord", "__del", "__
 _BASE_SEQ = -1
 _BASE_N = -(1 << 62)  # arrival order of base rows: before every log record, in row order
 _CURSOR_ROWS = 8192   # rows per batch of a spilled file (what a cursor holds)
+_READ_BUFFER = 1 << 20  # bytes of a base file's column chunk read at a time
 
 DEFAULT_BUDGET_BYTES = 256 * 1024 * 1024
 MIN_BUDGET_BYTES = 1024 * 1024
@@ -74,6 +75,7 @@ class _Spill:
     schema: pa.Schema
     path: str | None = None
     tables: list[pa.Table] = field(default_factory=list)
+    chunk_rows: int = _CURSOR_ROWS  # rows per batch read back
     _sink: pa.NativeFile | None = None
     _writer: pa.ipc.RecordBatchStreamWriter | None = None
 
@@ -87,7 +89,7 @@ class _Spill:
         if self._writer is None:
             self._sink = pa.OSFile(self.path, "wb")
             self._writer = pa.ipc.new_stream(self._sink, self.schema)
-        self._writer.write_table(table, max_chunksize=_CURSOR_ROWS)
+        self._writer.write_table(table, max_chunksize=self.chunk_rows)
 
     def close(self) -> int:
         """Finish writing; the bytes written."""
@@ -101,7 +103,7 @@ class _Spill:
     def batches(self) -> Iterator[pa.RecordBatch]:
         if self.path is None:
             for t in self.tables:
-                yield from t.to_batches(max_chunksize=_CURSOR_ROWS)
+                yield from t.to_batches(max_chunksize=self.chunk_rows)
             return
         if not os.path.exists(self.path):
             return
@@ -150,15 +152,18 @@ def _buckets_of(keys: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
     return (hashes.to_numpy() % np.uint64(buckets)).astype(np.int64)
 
 
-def _partition(table: pa.Table, buckets: int) -> list[pa.Table]:
-    """`table` split by the hash of its `__key`, each part in the rows' order."""
+def _partition(table: pa.Table, buckets: int) -> Iterator[pa.Table]:
+    """`table` split by the hash of its `__key`, each part in the rows' order; a part is taken when the caller
+    asks for it (one copy of a part at a time, not of the table)."""
     if buckets == 1:
-        return [table]
+        yield table
+        return
     which = _buckets_of(table.column(_K), buckets)
     order = np.argsort(which, kind="stable")
     bounds = np.searchsorted(which[order], np.arange(buckets + 1))
-    taken = table.take(pa.array(order))
-    return [taken.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b])) for b in range(buckets)]
+    del which
+    for b in range(buckets):
+        yield table.take(pa.array(order[bounds[b]:bounds[b + 1]]))
 
 
 def _winners(events: pa.Table, ordered: bool) -> tuple[pa.Array, pa.Array]:
@@ -257,19 +262,11 @@ class BoundedMerge:
                 yield events, consumed, total
 
     def _block_records(self, block: LogBlock, what: str) -> Iterator[pa.Table]:
-        """A data block's records; a Parquet block's by batches of about a quarter of the budget (its bytes stay
-        in memory, its rows are decoded a batch at a time), an Avro block's at once."""
-        if block.block_type is not BlockType.PARQUET_DATA:
-            records = block.records()
-            if block.schema is None:
-                require_evolvable(records.schema, self.schema, what)
-            yield records
-            return
-        pf = pq.ParquetFile(pa.BufferReader(block.content()))
-        if block.schema is None:
-            require_evolvable(pf.schema_arrow, self.schema, what)
-        for batch in pf.iter_batches(batch_size=self._batch_rows(pf) * 2):
-            yield pa.Table.from_batches([batch])
+        """A data block's records in batches of about an eighth of the budget of content, read and decoded a batch
+        at a time (neither the block's bytes nor its records are held whole)."""
+        if block.schema is None and block.block_type is BlockType.PARQUET_DATA:
+            require_evolvable(block.parquet_file().schema_arrow, self.schema, what)
+        yield from block.record_batches(max(self.budget // 8, 1))
 
     def _control(self, keys: pa.Array | pa.ChunkedArray, pos: int, ords: pa.Array, deleted: bool,
                  resets: pa.Array, arrival: int) -> list[pa.Array | pa.ChunkedArray]:
@@ -339,7 +336,9 @@ class BoundedMerge:
     def _base_file(self) -> pq.ParquetFile:
         assert self.base_file is not None
         fs = self.storage.arrow_filesystem()
-        return pq.ParquetFile(fs.open_input_file(self.storage.full(self.base_file)))
+        # buffer_size: column chunks are read a buffer at a time, not whole (a row group can be 100s of MB)
+        return pq.ParquetFile(fs.open_input_file(self.storage.full(self.base_file)), buffer_size=_READ_BUFFER,
+                              pre_buffer=False)
 
     def _base_key_bytes(self) -> int:
         if self.base_file is None:
@@ -438,7 +437,11 @@ class BoundedMerge:
                                       *(pa.nulls(len(dropped), f.type) for f in self.payload)],
                                      schema=self.change_schema)])
             change = change.sort_by(_ROW)
-            spill = _Spill(self.change_schema, None if in_memory else os.path.join(tmp, f"changes-{b}.arrows"))
+            # The cursors of `_apply` hold a batch of each bucket: together about a sixteenth of the budget.
+            row_bytes = change.nbytes / max(change.num_rows, 1)
+            chunk_rows = max(256, min(_CURSOR_ROWS, int(self.budget / 16 / len(logs) / max(row_bytes, 1))))
+            spill = _Spill(self.change_schema, None if in_memory else os.path.join(tmp, f"changes-{b}.arrows"),
+                           chunk_rows=chunk_rows)
             spill.append(change)
             self.stats.spilled_bytes += spill.close()
             changes.append(spill)
