@@ -242,6 +242,7 @@ class BoundedMerge:
         self.stats.corrupt_blocks = sum(1 for b in blocks if b.block_type is BlockType.CORRUPT)
         consumed, arrival = 0, 0
         for pos, b in enumerate(blocks):
+            before = consumed
             consumed += b.size
             if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE):
                 continue
@@ -250,16 +251,21 @@ class BoundedMerge:
                 continue
             if b.block_type is BlockType.DELETE:
                 parts: Iterator[pa.Table] = iter([self._delete_events(pos, b.deleted_keys(), arrival)])
+                count = 1
             else:
                 what = f"the log block of instant {instant} in {paths[pos]}"
                 if b.schema is not None:
                     require_evolvable(avro_to_arrow(b.schema), self.schema, what)
                 parts = self._block_records(b, what)
+                count = b.record_count()
+            done = 0
             for part in parts:
                 events = part if b.block_type is BlockType.DELETE else self._data_events(pos, part, arrival)
                 arrival += events.num_rows
                 self.stats.log_records += events.num_rows
-                yield events, consumed, total
+                done += events.num_rows
+                # the share of the block read so far: a block can hold most of the logs
+                yield events, before + int(b.size * min(1.0, done / max(count, 1))), total
 
     def _block_records(self, block: LogBlock, what: str) -> Iterator[pa.Table]:
         """A data block's records in batches of about an eighth of the budget of content, read and decoded a batch
@@ -305,11 +311,12 @@ class BoundedMerge:
         ordered = self.ordering is not None
         limit = self.budget // 4
         buffer: list[pa.Table] = []
-        held = 0
+        held = seen = 0
         buckets: list[_Spill] | None = None
         for events, consumed, total in self._chunks(self._log_events(stack), limit):
             buffer.append(events)
             held += events.nbytes
+            seen += events.nbytes
             if held <= limit:
                 continue
             folded = _fold(pa.concat_tables(buffer), ordered)
@@ -317,7 +324,8 @@ class BoundedMerge:
             if held <= limit // 2 and buckets is None:
                 continue  # updates of the same keys: folding keeps the logs in memory
             if buckets is None:  # the logs do not fit: as many buckets as the remaining logs need
-                estimate = folded.nbytes * total / max(consumed, 1) + self._base_key_bytes()
+                # Buckets receive folded runs, one per buffer: what they hold is about the events before folding.
+                estimate = seen * total / max(consumed, 1) + self._base_key_bytes()
                 count = min(MAX_BUCKETS, max(2, math.ceil(estimate / (self.budget / 4))))
                 buckets = [_Spill(self.event_schema, os.path.join(tmp, f"log-{b}.arrows")) for b in range(count)]
             for spill, part in zip(buckets, _partition(folded, len(buckets)), strict=True):
@@ -388,13 +396,26 @@ class BoundedMerge:
 
     # --- step 2': each bucket's winners -------------------------------------------------------------------
 
+    def _fold_runs(self, log: _Spill, ordered: bool) -> pa.Table:
+        """A bucket's events folded to one per key, read batch by batch and folded whenever a quarter of the budget
+        is held (the fold is associative: the bucket need not fit, only its distinct keys)."""
+        parts: list[pa.Table] = []
+        held = 0
+        for batch in log.batches():
+            parts.append(pa.Table.from_batches([batch], schema=self.event_schema))
+            held += batch.nbytes
+            if held > self.budget // 4:
+                folded = _fold(pa.concat_tables(parts), ordered)
+                parts, held = [folded], folded.nbytes
+        return _fold(pa.concat_tables(parts) if parts else self.event_schema.empty_table(), ordered)
+
     def _resolve(self, logs: list[_Spill], base_keys: list[_Spill], tmp: str) -> tuple[list[_Spill], _Spill]:
         """Per bucket, the changes to base rows (sorted by row); the inserted rows."""
         ordered = self.ordering is not None
         in_memory = logs[0].path is None
         changes, inserts = [], _Spill(self.payload, None if in_memory else os.path.join(tmp, "inserts.arrows"))
         for b, (log, base) in enumerate(zip(logs, base_keys, strict=True)):
-            state = _fold(log.read(), ordered)  # runs of one bucket, in write order: one event per key
+            state = self._fold_runs(log, ordered)  # runs of one bucket, in write order: one event per key
             log.release()
             self.stats.log_keys += state.num_rows
             bk = base.read()

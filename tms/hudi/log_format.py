@@ -252,7 +252,7 @@ class LogBlock:
             records: int = count
             return records
         self._expect(BlockType.PARQUET_DATA)
-        rows: int = pq.ParquetFile(pa.BufferReader(self.content())).metadata.num_rows
+        rows: int = self.parquet_file().metadata.num_rows
         return rows
 
     def records(self) -> pa.Table:
