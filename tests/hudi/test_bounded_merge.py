@@ -99,5 +99,19 @@ def test_a_tiny_budget_spills_the_logs_to_several_buckets(tmp_path):
     assert stats.buckets > 1 and stats.spilled_bytes > 0 and stats.rows_written == 60
 
 
+def test_blocks_bigger_than_the_budget_stream_and_give_the_in_memory_merges_rows(tmp_path):
+    # an Avro then a Parquet block, each of ~700 KB, within a budget of 200 KB: read a batch at a time, spilled
+    keys = list(range(3000))
+    blocks = [("data", [(k, 2 - k % 3) for k in keys]), ("data", [(k, 1) for k in keys[::2]])]
+    base, logs = _write_slice(tmp_path, keys[::3], blocks)
+    storage = LocalStorage(str(tmp_path))
+    expected = merge_records(pq.read_table(tmp_path / base), scan_logs(storage, logs, lambda i: True, ARROW),
+                             "ts", ARROW)
+    out: list[pa.Table] = []
+    stats = BoundedMerge(storage, base, logs, lambda i: True, "ts", ARROW, budget_bytes=200_000).run(out.append)
+    assert stats.buckets > 1
+    assert _key_sorted(pa.concat_tables(out)) == _key_sorted(expected)
+
+
 if __name__ == "__main__":
     pytest.main([__file__])

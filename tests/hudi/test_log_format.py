@@ -388,6 +388,9 @@ def test_random_tables_round_trip_through_data_blocks(table):
     assert avro_block.record_count() == parquet_block.record_count() == table.num_rows
     assert avro_block.records().equals(table)
     assert parquet_block.records().equals(table)
+    for block in (avro_block, parquet_block):  # streamed in batches of a record or two: the same rows
+        batches = list(block.record_batches(16))
+        assert pa.concat_tables(batches).equals(table) if batches else table.num_rows == 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -464,6 +467,36 @@ def test_headers_are_read_without_reading_content():
     assert source.consumed < len(data) // 10
     assert blocks[0].record_count() == 20_000
     assert blocks[0].records().num_rows == 20_000
+
+
+@pytest.mark.parametrize("writer", [avro_data_block, parquet_data_block])
+def test_a_big_data_block_streams_in_batches_without_reading_it_whole(writer):
+    flat = {"type": "record", "name": "t", "fields": [{"name": "id", "type": "string"},
+                                                     {"name": "note", "type": ["null", "string"]}]}
+    rows = 40_000
+    table = pa.table({**{name: pa.array([f"{name}-{i}" for i in range(rows)]) for name in META_FIELDS},
+                      "id": [f"k{i:06d}" for i in range(rows)],
+                      "note": [f"{i:06d}" * 40 if i % 7 else None for i in range(rows)]},
+                     schema=avro_to_arrow(with_meta_fields(flat)))
+
+    class LargestRead(io.BytesIO):
+        largest = 0
+
+        def read(self, size=-1):
+            chunk = super().read(size)
+            self.largest = max(self.largest, len(chunk))
+            return chunk
+
+    source = LargestRead(writer(table, flat, INSTANT))
+    (block,) = read_log_file(source)
+    source.largest = 0
+    batches = list(block.record_batches(block.content_length // 8))
+
+    assert len(batches) >= 4
+    assert max(b.num_rows for b in batches) < rows // 2
+    assert source.largest < block.content_length // 4, "the block's bytes are read a buffer at a time"
+    assert pa.concat_tables(batches).equals(block.records())
+    assert pa.concat_tables(batches).equals(table)
 
 
 # ---------------------------------------------------------------------------------------

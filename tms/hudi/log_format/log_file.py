@@ -24,6 +24,7 @@ import datetime
 import decimal
 import io
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import IO, Any, cast
@@ -251,7 +252,7 @@ class LogBlock:
             records: int = count
             return records
         self._expect(BlockType.PARQUET_DATA)
-        rows: int = pq.ParquetFile(pa.BufferReader(self.content())).metadata.num_rows
+        rows: int = self.parquet_file().metadata.num_rows
         return rows
 
     def records(self) -> pa.Table:
@@ -263,6 +264,33 @@ class LogBlock:
             return _decode_avro_records(self.content(), schema)
         self._expect(BlockType.PARQUET_DATA)
         return pq.read_table(pa.BufferReader(self.content()))
+
+    def record_batches(self, batch_bytes: int) -> Iterator[pa.Table]:
+        """The records of a data block in batches of about `batch_bytes` of content, read from the source as they
+        are decoded: neither the block's bytes nor its decoded records are held whole (a block can be hundreds of
+        MB). The rows, concatenated, are those of `records()`."""
+        if self.block_type in (BlockType.AVRO_DATA, BlockType.CDC):
+            schema = self.schema
+            if schema is None:
+                raise ValueError(f"{self.block_type.name} block without a schema in its header")
+            for count, body in _avro_bodies(self._content_stream(), max(batch_bytes, 1)):
+                yield _decode_avro_bodies(count, body, schema)
+            return
+        parquet = self.parquet_file()
+        meta = parquet.metadata
+        row_bytes = sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)) / max(meta.num_rows, 1)
+        for batch in parquet.iter_batches(batch_size=max(1024, int(batch_bytes / max(row_bytes, 1)))):
+            yield pa.Table.from_batches([batch])
+
+    def parquet_file(self) -> pq.ParquetFile:
+        """A Parquet data block's content as a Parquet file read from the source on demand, a page at a time."""
+        self._expect(BlockType.PARQUET_DATA)
+        return pq.ParquetFile(_ContentReader(self.source, self.content_offset, self.content_length),
+                              buffer_size=_STREAM_BUFFER, pre_buffer=False)
+
+    def _content_stream(self) -> IO[bytes]:
+        return io.BufferedReader(_ContentReader(self.source, self.content_offset, self.content_length),
+                                 _STREAM_BUFFER)
 
     def deleted_keys(self) -> list[tuple[str, str, Any]]:
         """(record key, partition path, ordering value) of each record a delete block deletes."""
@@ -291,11 +319,7 @@ def _check_content_version(version: int) -> None:
 
 
 def _decode_avro_records(content: bytes, schema: dict[str, Any]) -> pa.Table:
-    """Decode the length-prefixed schemaless records of an Avro data block. The record bodies are
-    wrapped into one in-memory Avro object container. Records of flat primitive fields (the common
-    case) are decoded by polars, natively (an order of magnitude faster than fastavro, and without
-    holding the GIL); fastavro decodes the rest (nested, logical types), which polars maps
-    incompletely."""
+    """Decode the length-prefixed schemaless records of an Avro data block."""
     version, count = _INT_PAIR.unpack_from(content)
     _check_content_version(version)
     view, pos, bodies = memoryview(content), _INT_PAIR.size, []
@@ -304,7 +328,32 @@ def _decode_avro_records(content: bytes, schema: dict[str, Any]) -> pa.Table:
         pos += _INT.size
         bodies.append(view[pos:pos + length])
         pos += length
-    body = b"".join(bodies)
+    return _decode_avro_bodies(count, b"".join(bodies), schema)
+
+
+def _avro_bodies(stream: IO[bytes], batch_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """(count, concatenated record bodies) of an Avro data block's content, batch by batch."""
+    version, count = _INT_PAIR.unpack(stream.read(_INT_PAIR.size))
+    _check_content_version(version)
+    remaining = count
+    while remaining:
+        bodies, size = [], 0
+        while remaining and size < batch_bytes:
+            (length,) = _INT.unpack(stream.read(_INT.size))
+            body = stream.read(length)
+            if len(body) != length:
+                raise ValueError("an Avro data block's content ends within a record")
+            bodies.append(body)
+            size += length
+            remaining -= 1
+        yield len(bodies), b"".join(bodies)
+
+
+def _decode_avro_bodies(count: int, body: bytes, schema: dict[str, Any]) -> pa.Table:
+    """Decode `count` schemaless records (their bodies concatenated). The bodies are wrapped into one in-memory
+    Avro object container. Records of flat primitive fields (the common case) are decoded by polars, natively
+    (an order of magnitude faster than fastavro, and without holding the GIL); fastavro decodes the rest
+    (nested, logical types), which polars maps incompletely."""
     container = io.BytesIO()
     fastavro.writer(container, fastavro.parse_schema(schema), [], sync_marker=_SYNC)
     container.write(_avro_long(count) + _avro_long(len(body)) + body + _SYNC)
@@ -313,6 +362,42 @@ def _decode_avro_records(content: bytes, schema: dict[str, Any]) -> pa.Table:
         return polars.read_avro(container).to_arrow().cast(avro_to_arrow(schema))
     # fastavro types a record as any Avro value; the container holds records of `schema`
     return records_to_arrow(cast(list[dict[str, Any]], list(fastavro.reader(container))), schema)
+
+
+_STREAM_BUFFER = 1 << 20  # bytes read from a block's source at a time when it is streamed
+
+
+class _ContentReader(io.RawIOBase):
+    """A block's content as a seekable file of its own, read from the log file's source on demand (the source is
+    shared by the file's blocks: every read seeks first)."""
+
+    def __init__(self, source: IO[bytes], offset: int, length: int):
+        super().__init__()
+        self._source, self._offset, self._length, self._pos = source, offset, length, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
+        self._pos = min(max(base + offset, 0), self._length)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        size = min(len(buffer), self._length - self._pos)
+        if size <= 0:
+            return 0
+        self._source.seek(self._offset + self._pos)
+        data = self._source.read(size)
+        buffer[:len(data)] = data
+        self._pos += len(data)
+        return len(data)
 
 
 _PRIMITIVES = {"boolean", "int", "long", "float", "double", "string", "bytes"}

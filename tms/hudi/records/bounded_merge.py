@@ -45,6 +45,7 @@ _K, _SEQ, _ORD, _DEL, _RESET, _N, _ROW = "__key", "__seq", "__ord", "__del", "__
 _BASE_SEQ = -1
 _BASE_N = -(1 << 62)  # arrival order of base rows: before every log record, in row order
 _CURSOR_ROWS = 8192   # rows per batch of a spilled file (what a cursor holds)
+_READ_BUFFER = 1 << 20  # bytes of a base file's column chunk read at a time
 
 DEFAULT_BUDGET_BYTES = 256 * 1024 * 1024
 MIN_BUDGET_BYTES = 1024 * 1024
@@ -74,6 +75,7 @@ class _Spill:
     schema: pa.Schema
     path: str | None = None
     tables: list[pa.Table] = field(default_factory=list)
+    chunk_rows: int = _CURSOR_ROWS  # rows per batch read back
     _sink: pa.NativeFile | None = None
     _writer: pa.ipc.RecordBatchStreamWriter | None = None
 
@@ -87,7 +89,7 @@ class _Spill:
         if self._writer is None:
             self._sink = pa.OSFile(self.path, "wb")
             self._writer = pa.ipc.new_stream(self._sink, self.schema)
-        self._writer.write_table(table, max_chunksize=_CURSOR_ROWS)
+        self._writer.write_table(table, max_chunksize=self.chunk_rows)
 
     def close(self) -> int:
         """Finish writing; the bytes written."""
@@ -101,7 +103,7 @@ class _Spill:
     def batches(self) -> Iterator[pa.RecordBatch]:
         if self.path is None:
             for t in self.tables:
-                yield from t.to_batches(max_chunksize=_CURSOR_ROWS)
+                yield from t.to_batches(max_chunksize=self.chunk_rows)
             return
         if not os.path.exists(self.path):
             return
@@ -150,15 +152,18 @@ def _buckets_of(keys: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
     return (hashes.to_numpy() % np.uint64(buckets)).astype(np.int64)
 
 
-def _partition(table: pa.Table, buckets: int) -> list[pa.Table]:
-    """`table` split by the hash of its `__key`, each part in the rows' order."""
+def _partition(table: pa.Table, buckets: int) -> Iterator[pa.Table]:
+    """`table` split by the hash of its `__key`, each part in the rows' order; a part is taken when the caller
+    asks for it (one copy of a part at a time, not of the table)."""
     if buckets == 1:
-        return [table]
+        yield table
+        return
     which = _buckets_of(table.column(_K), buckets)
     order = np.argsort(which, kind="stable")
     bounds = np.searchsorted(which[order], np.arange(buckets + 1))
-    taken = table.take(pa.array(order))
-    return [taken.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b])) for b in range(buckets)]
+    del which
+    for b in range(buckets):
+        yield table.take(pa.array(order[bounds[b]:bounds[b + 1]]))
 
 
 def _winners(events: pa.Table, ordered: bool) -> tuple[pa.Array, pa.Array]:
@@ -237,6 +242,7 @@ class BoundedMerge:
         self.stats.corrupt_blocks = sum(1 for b in blocks if b.block_type is BlockType.CORRUPT)
         consumed, arrival = 0, 0
         for pos, b in enumerate(blocks):
+            before = consumed
             consumed += b.size
             if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE):
                 continue
@@ -245,31 +251,28 @@ class BoundedMerge:
                 continue
             if b.block_type is BlockType.DELETE:
                 parts: Iterator[pa.Table] = iter([self._delete_events(pos, b.deleted_keys(), arrival)])
+                count = 1
             else:
                 what = f"the log block of instant {instant} in {paths[pos]}"
                 if b.schema is not None:
                     require_evolvable(avro_to_arrow(b.schema), self.schema, what)
                 parts = self._block_records(b, what)
+                count = b.record_count()
+            done = 0
             for part in parts:
                 events = part if b.block_type is BlockType.DELETE else self._data_events(pos, part, arrival)
                 arrival += events.num_rows
                 self.stats.log_records += events.num_rows
-                yield events, consumed, total
+                done += events.num_rows
+                # the share of the block read so far: a block can hold most of the logs
+                yield events, before + int(b.size * min(1.0, done / max(count, 1))), total
 
     def _block_records(self, block: LogBlock, what: str) -> Iterator[pa.Table]:
-        """A data block's records; a Parquet block's by batches of about a quarter of the budget (its bytes stay
-        in memory, its rows are decoded a batch at a time), an Avro block's at once."""
-        if block.block_type is not BlockType.PARQUET_DATA:
-            records = block.records()
-            if block.schema is None:
-                require_evolvable(records.schema, self.schema, what)
-            yield records
-            return
-        pf = pq.ParquetFile(pa.BufferReader(block.content()))
-        if block.schema is None:
-            require_evolvable(pf.schema_arrow, self.schema, what)
-        for batch in pf.iter_batches(batch_size=self._batch_rows(pf) * 2):
-            yield pa.Table.from_batches([batch])
+        """A data block's records in batches of about an eighth of the budget of content, read and decoded a batch
+        at a time (neither the block's bytes nor its records are held whole)."""
+        if block.schema is None and block.block_type is BlockType.PARQUET_DATA:
+            require_evolvable(block.parquet_file().schema_arrow, self.schema, what)
+        yield from block.record_batches(max(self.budget // 8, 1))
 
     def _control(self, keys: pa.Array | pa.ChunkedArray, pos: int, ords: pa.Array, deleted: bool,
                  resets: pa.Array, arrival: int) -> list[pa.Array | pa.ChunkedArray]:
@@ -308,11 +311,12 @@ class BoundedMerge:
         ordered = self.ordering is not None
         limit = self.budget // 4
         buffer: list[pa.Table] = []
-        held = 0
+        held = seen = 0
         buckets: list[_Spill] | None = None
         for events, consumed, total in self._chunks(self._log_events(stack), limit):
             buffer.append(events)
             held += events.nbytes
+            seen += events.nbytes
             if held <= limit:
                 continue
             folded = _fold(pa.concat_tables(buffer), ordered)
@@ -320,7 +324,8 @@ class BoundedMerge:
             if held <= limit // 2 and buckets is None:
                 continue  # updates of the same keys: folding keeps the logs in memory
             if buckets is None:  # the logs do not fit: as many buckets as the remaining logs need
-                estimate = folded.nbytes * total / max(consumed, 1) + self._base_key_bytes()
+                # Buckets receive folded runs, one per buffer: what they hold is about the events before folding.
+                estimate = seen * total / max(consumed, 1) + self._base_key_bytes()
                 count = min(MAX_BUCKETS, max(2, math.ceil(estimate / (self.budget / 4))))
                 buckets = [_Spill(self.event_schema, os.path.join(tmp, f"log-{b}.arrows")) for b in range(count)]
             for spill, part in zip(buckets, _partition(folded, len(buckets)), strict=True):
@@ -339,7 +344,9 @@ class BoundedMerge:
     def _base_file(self) -> pq.ParquetFile:
         assert self.base_file is not None
         fs = self.storage.arrow_filesystem()
-        return pq.ParquetFile(fs.open_input_file(self.storage.full(self.base_file)))
+        # buffer_size: column chunks are read a buffer at a time, not whole (a row group can be 100s of MB)
+        return pq.ParquetFile(fs.open_input_file(self.storage.full(self.base_file)), buffer_size=_READ_BUFFER,
+                              pre_buffer=False)
 
     def _base_key_bytes(self) -> int:
         if self.base_file is None:
@@ -389,13 +396,26 @@ class BoundedMerge:
 
     # --- step 2': each bucket's winners -------------------------------------------------------------------
 
+    def _fold_runs(self, log: _Spill, ordered: bool) -> pa.Table:
+        """A bucket's events folded to one per key, read batch by batch and folded whenever a quarter of the budget
+        is held (the fold is associative: the bucket need not fit, only its distinct keys)."""
+        parts: list[pa.Table] = []
+        held = 0
+        for batch in log.batches():
+            parts.append(pa.Table.from_batches([batch], schema=self.event_schema))
+            held += batch.nbytes
+            if held > self.budget // 4:
+                folded = _fold(pa.concat_tables(parts), ordered)
+                parts, held = [folded], folded.nbytes
+        return _fold(pa.concat_tables(parts) if parts else self.event_schema.empty_table(), ordered)
+
     def _resolve(self, logs: list[_Spill], base_keys: list[_Spill], tmp: str) -> tuple[list[_Spill], _Spill]:
         """Per bucket, the changes to base rows (sorted by row); the inserted rows."""
         ordered = self.ordering is not None
         in_memory = logs[0].path is None
         changes, inserts = [], _Spill(self.payload, None if in_memory else os.path.join(tmp, "inserts.arrows"))
         for b, (log, base) in enumerate(zip(logs, base_keys, strict=True)):
-            state = _fold(log.read(), ordered)  # runs of one bucket, in write order: one event per key
+            state = self._fold_runs(log, ordered)  # runs of one bucket, in write order: one event per key
             log.release()
             self.stats.log_keys += state.num_rows
             bk = base.read()
@@ -438,7 +458,11 @@ class BoundedMerge:
                                       *(pa.nulls(len(dropped), f.type) for f in self.payload)],
                                      schema=self.change_schema)])
             change = change.sort_by(_ROW)
-            spill = _Spill(self.change_schema, None if in_memory else os.path.join(tmp, f"changes-{b}.arrows"))
+            # The cursors of `_apply` hold a batch of each bucket: together about a sixteenth of the budget.
+            row_bytes = change.nbytes / max(change.num_rows, 1)
+            chunk_rows = max(256, min(_CURSOR_ROWS, int(self.budget / 16 / len(logs) / max(row_bytes, 1))))
+            spill = _Spill(self.change_schema, None if in_memory else os.path.join(tmp, f"changes-{b}.arrows"),
+                           chunk_rows=chunk_rows)
             spill.append(change)
             self.stats.spilled_bytes += spill.close()
             changes.append(spill)
