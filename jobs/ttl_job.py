@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from tms.errors import TMSError
+from tms.errors import ONE_LINE_ERRORS
 from tms.execute.fencing import http_fence, no_fence
 from tms.execute.job_result import record_line
 from tms.execute.ttl_task import run_ttl_task
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run = run_ttl_task(args.service, args.table, args.instant, json.loads(args.plan), fence,
                            parse_option_pairs(args.option))
-    except (TMSError, OSError) as e:  # one line, as every TMS command ends
+    except ONE_LINE_ERRORS + (OSError,) as e:  # one line, as every TMS command ends
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(run.summary())
