@@ -58,7 +58,7 @@ def fill_history(db: Database, *, tasks_per_table: int, events_per_table: int, a
     alerts for every registered table, made by the database (generate_series), then ANALYZEd."""
     with db.transaction() as session:
         session.execute(text("""
-            INSERT INTO tasks (table_id, action, instant, state, priority, queue, created_at)
+            INSERT INTO tasks (table_id, service, instant, state, priority, queue, created_at)
             SELECT t.id, CASE WHEN n % 3 = 0 THEN 'clean' ELSE 'compaction' END,
                    to_char(timestamp '2026-01-01' + (t.id * 1000 + n) * interval '1 second', 'YYYYMMDDHH24MISS')
                        || '000',
