@@ -61,3 +61,14 @@ def s3_base(s3_endpoint, request):
     import re
     import uuid
     return s3_endpoint.uri(f"{re.sub(r'[^A-Za-z0-9_-]', '-', request.node.name)[:60]}-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(scope="session")
+def java_hudi(tmp_path_factory):
+    """java_hudi(table_version) -> the session's warm Java Hudi driver of the release that writes that version
+    (tests/hudi_java); a machine without the harness fails the test in one line naming what is missing."""
+    from hudi_java.harness import DriverPool
+
+    pool = DriverPool(tmp_path_factory.mktemp("hudi-drivers"))
+    yield pool
+    pool.close()

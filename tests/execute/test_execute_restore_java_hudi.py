@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from hudi_java.harness import FILESYSTEM_LOCK, JavaWriter, start_driver, table_lock_policies
+from hudi_java.harness import FILESYSTEM_LOCK, JavaWriter, table_lock_policies
 from support import hudi_rs_table
 
 from tms.execute.restore import restore_in_place
@@ -34,29 +34,26 @@ def _plain(rows: list[dict]) -> list[dict]:
     return sorted(({c: r[c] for c in COLUMNS} for r in rows), key=lambda r: r["id"])
 
 
-def test_java_reads_and_writes_a_table_restored_to_a_savepoint(tmp_path):
-    driver = start_driver(8, tmp_path / "hudi-driver.log")
-    try:
-        writer = JavaWriter(driver, tmp_path / "restored", "MERGE_ON_READ", OPTIONS)
-        writer.write("insert", [row(i, 1) for i in range(12)])
-        kept = writer.write("upsert", [row(i, 2) for i in range(0, 12, 2)])
-        at_savepoint = copy.deepcopy(writer.model)
-        table = HudiTable.load(str(writer.path))
-        assert create_savepoint(table).timestamp == kept
+def test_java_reads_and_writes_a_table_restored_to_a_savepoint(tmp_path, java_hudi):
+    driver = java_hudi(8)
+    writer = JavaWriter(driver, tmp_path / "restored", "MERGE_ON_READ", OPTIONS)
+    writer.write("insert", [row(i, 1) for i in range(12)])
+    kept = writer.write("upsert", [row(i, 2) for i in range(0, 12, 2)])
+    at_savepoint = copy.deepcopy(writer.model)
+    table = HudiTable.load(str(writer.path))
+    assert create_savepoint(table).timestamp == kept
 
-        writer.write("upsert", [row(i, 9, "bad") for i in range(12)])
-        writer.write("insert_overwrite", [row(i, 9, "over") for i in range(0, 12, 3)])
-        assert writer.read() != _plain(list(at_savepoint.values()))
+    writer.write("upsert", [row(i, 9, "bad") for i in range(12)])
+    writer.write("insert_overwrite", [row(i, 9, "over") for i in range(0, 12, 3)])
+    assert writer.read() != _plain(list(at_savepoint.values()))
 
-        with TransactionManager.from_options(HudiTable.load(str(writer.path)), table_lock_policies()) as txn:
-            result = restore_in_place(txn.table, kept, LocalRunner(), transactions=txn)
-        assert len(result.rolled_back) == 2
+    with TransactionManager.from_options(HudiTable.load(str(writer.path)), table_lock_policies()) as txn:
+        result = restore_in_place(txn.table, kept, LocalRunner(), transactions=txn)
+    assert len(result.rolled_back) == 2
 
-        writer.model = at_savepoint
-        assert _plain(writer.read()) == writer.expected()
-        assert _plain(hudi_rs_table(writer.path).to_pylist()) == writer.expected()
-        writer.write("upsert", [row(i, 20, "after") for i in range(1, 12, 4)])  # the writer continues
-        assert _plain(writer.read()) == writer.expected()
-        assert _plain(hudi_rs_table(writer.path).to_pylist()) == writer.expected()
-    finally:
-        driver.close()
+    writer.model = at_savepoint
+    assert _plain(writer.read()) == writer.expected()
+    assert _plain(hudi_rs_table(writer.path).to_pylist()) == writer.expected()
+    writer.write("upsert", [row(i, 20, "after") for i in range(1, 12, 4)])  # the writer continues
+    assert _plain(writer.read()) == writer.expected()
+    assert _plain(hudi_rs_table(writer.path).to_pylist()) == writer.expected()

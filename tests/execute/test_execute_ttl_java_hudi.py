@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hudi_java.harness import JavaWriter, start_driver
+from hudi_java.harness import JavaWriter
 from support import hudi_rs_table, rows
 
 from tms.execute.partition_delete import delete_partitions
@@ -23,10 +23,8 @@ OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clean.automatic": "false", 
 
 
 @pytest.fixture
-def java_driver(tmp_path):
-    driver = start_driver(8, tmp_path / "hudi-driver-v8.log")
-    yield driver
-    driver.close()
+def java_driver(java_hudi):
+    return java_hudi(8)
 
 
 def _row(i: int, day: int, part: str) -> dict:

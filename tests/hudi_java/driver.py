@@ -5,7 +5,9 @@ product's); the tests talk to it through harness.py.
 Protocol: one JSON command per line on stdin, one JSON answer per line on stdout, prefixed with ANSWER (Spark
 may print to stdout too). Commands:
   {"op": "write", "path", "name", "table_type", "operation", "rows": [...], "options": {...}}
-      -> {"instant": the instant the write completed}
+      -> {"instant": the instant the write completed, "completion": its completion time (Hudi 1.x; else the instant)}
+  {"op": "crash_write", same as write, "failing_id"}: a write whose Spark tasks fail at the row of that id,
+      after Hudi started its instant -> {"failure": the exception}, as a writer that crashed leaves it behind
   {"op": "read", "path", "query_type": "snapshot" | "read_optimized", "options": {...}} -> {"rows": [...]}
   {"op": "sql", "statement"} -> {"rows": [...]}
   {"op": "quit"}
@@ -49,6 +51,32 @@ def start(bundle: str) -> SparkSession:
 
 
 def write(spark: SparkSession, command: dict) -> dict:
+    frame = spark.createDataFrame([tuple(r.get(c) for c in COLUMNS) for r in command["rows"]], SCHEMA).coalesce(1)
+    _save(frame, command)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    # The instant this write completed: the last completed commit of the write timeline.
+    meta = (jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+            .setConf(_storage_conf(spark)).setBasePath(command["path"]).build())
+    last = meta.getActiveTimeline().getWriteTimeline().filterCompletedInstants().lastInstant().get()
+    return {"instant": _instant_time(last), "completion": _completion_time(last)}
+
+
+def crash_write(spark: SparkSession, command: dict) -> dict:
+    from pyspark.sql import functions as F
+
+    frame = spark.createDataFrame([tuple(r.get(c) for c in COLUMNS) for r in command["rows"]], SCHEMA).coalesce(1)
+    # Evaluated lazily, in the tasks of Hudi's write: the instant is already on the timeline, its heartbeat on.
+    crash = F.raise_error(F.lit("the harness crashes this write")).cast("long")
+    frame = frame.withColumn("value", F.when(F.col("id") == command["failing_id"], crash).otherwise(F.col("value")))
+    try:
+        _save(frame, command)
+    except Exception as exc:  # noqa: BLE001 (the crash is the point)
+        return {"failure": f"{type(exc).__name__}: {exc}"[:2000], "crashed_here": "the harness crashes" in str(exc)}
+    raise RuntimeError("the write meant to crash completed")
+
+
+def _save(frame, command: dict) -> None:
     options = {
         "hoodie.table.name": command["name"],
         "hoodie.datasource.write.table.type": command["table_type"],
@@ -58,16 +86,7 @@ def write(spark: SparkSession, command: dict) -> dict:
         "hoodie.datasource.write.precombine.field": "ts",
         **command.get("options", {}),
     }
-    rows = [tuple(r.get(c) for c in COLUMNS) for r in command["rows"]]
-    frame = spark.createDataFrame(rows, SCHEMA).coalesce(1)
     frame.write.format("hudi").options(**options).mode("append").save(command["path"])
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    # The instant this write completed: the last completed commit of the write timeline.
-    meta = (jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
-            .setConf(_storage_conf(spark)).setBasePath(command["path"]).build())
-    last = meta.getActiveTimeline().getWriteTimeline().filterCompletedInstants().lastInstant().get()
-    return {"instant": _instant_time(last)}
 
 
 def _storage_conf(spark: SparkSession):
@@ -87,6 +106,13 @@ def _instant_time(instant) -> str:
         except Exception:  # noqa: BLE001, S112
             continue
     raise RuntimeError(f"cannot read the time of {instant}")
+
+
+def _completion_time(instant) -> str:
+    try:  # Hudi 1.x: incremental queries range over completion times
+        return str(instant.getCompletionTime())
+    except Exception:  # noqa: BLE001 (Hudi 0.15: an instant has only its time)
+        return _instant_time(instant)
 
 
 def read(spark: SparkSession, command: dict) -> dict:
@@ -109,7 +135,7 @@ def main() -> int:
     version = spark.sparkContext._jvm.org.apache.hudi.common.table.HoodieTableVersion.current()  # type: ignore
     print(ANSWER + json.dumps({"ready": True, "seconds": time.monotonic() - started, "spark": spark.version,
                                "table_version": version.versionCode()}), flush=True)
-    handlers = {"write": write, "read": read, "sql": sql}
+    handlers = {"write": write, "crash_write": crash_write, "read": read, "sql": sql}
     for line in sys.stdin:
         command = json.loads(line)
         if command["op"] == "quit":

@@ -4,6 +4,7 @@ hands its table services to TMS (callbacks on, inline services off, optimistic c
 file-system lock TMS shares)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -109,6 +110,25 @@ class HudiDriver:
         self._log.close()
 
 
+class DriverPool:
+    """One warm driver per table version for a whole test session (a JVM costs a minute to start on a busy
+    machine); a driver that died is started again. Tests write tables under their own paths, so they share it."""
+
+    def __init__(self, logs: Path):
+        self.logs = logs
+        self._drivers: dict[int, HudiDriver] = {}
+
+    def __call__(self, version: int) -> HudiDriver:
+        driver = self._drivers.get(version)
+        if driver is None or driver.process.poll() is not None:
+            driver = self._drivers[version] = start_driver(version, self.logs / f"hudi-driver-v{version}.log")
+        return driver
+
+    def close(self) -> None:
+        for driver in self._drivers.values():
+            driver.close()
+
+
 def start_driver(version: int, log: Path) -> HudiDriver:
     """A driver of the Hudi release pinned for table `version`; a machine without the harness fails the test in
     one line naming what is missing (never a skip)."""
@@ -129,6 +149,9 @@ class JavaWriter:
         self.driver, self.path, self.table_type, self.options = driver, path, table_type, options
         self.model: dict[str, dict[str, Any]] = {}
         self.instants: list[str] = []
+        self.completions: list[str] = []  # each write's completion time (Hudi 0.15: its instant)
+        self.snapshots: list[list[dict[str, Any]]] = []  # the model after each write
+        self.last_write: dict[str, int] = {}  # key -> the index of the write that last upserted it
         self.write_seconds: list[float] = []
 
     def write(self, operation: str, rows: list[dict[str, Any]]) -> str:
@@ -137,15 +160,54 @@ class JavaWriter:
         for row in rows:  # acknowledged: the model takes it (every write carries a newer ts)
             if operation == "delete":
                 self.model.pop(row["id"], None)
+                self.last_write.pop(row["id"], None)
             else:
                 self.model[row["id"]] = dict(row)
+                self.last_write[row["id"]] = len(self.instants)
         self.instants.append(answer["instant"])
+        self.completions.append(answer["completion"])
+        self.snapshots.append(self.expected())
         self.write_seconds.append(answer["seconds"])
         return answer["instant"]
 
-    def read(self, query_type: str = "snapshot") -> list[dict[str, Any]]:
-        return sorted(self.driver.call(op="read", path=str(self.path), query_type=query_type)["rows"],
+    def crash(self, operation: str, rows: list[dict[str, Any]], failing_id: str) -> str:
+        """A write that crashes after Hudi started its instant (never acknowledged: the model is unchanged);
+        the failure Java Hudi raised, which must be the harness's crash."""
+        answer = self.driver.call(op="crash_write", path=str(self.path), name=self.path.name,
+                                  table_type=self.table_type, operation=operation, rows=rows, options=self.options,
+                                  failing_id=failing_id)
+        assert answer["crashed_here"], f"the write failed otherwise: {answer['failure']}"
+        return answer["failure"]
+
+    def read(self, query_type: str = "snapshot", **options: str) -> list[dict[str, Any]]:
+        return sorted(self.driver.call(op="read", path=str(self.path), query_type=query_type, options=options)["rows"],
                       key=lambda r: r["id"])
+
+    def read_as_of(self, write: int) -> list[dict[str, Any]]:
+        """Java Hudi's time-travel read as of the `write`-th write (its completion time: no later write began
+        before it, so it is the same moment whether Hudi compares instants or completion times)."""
+        return self.read("snapshot", **{"as.of.instant": self.completions[write]})
+
+    def read_changes_after(self, write: int) -> list[dict[str, Any]]:
+        """Java Hudi's incremental read of what the writes after the `write`-th changed (Hudi 1.x ranges over
+        completion times, 0.15 over instants)."""
+        return self.read("incremental", **{"hoodie.datasource.read.begin.instanttime": self.completions[write]})
+
+    def changed_after(self, write: int) -> list[dict[str, Any]]:
+        """The model of `read_changes_after`: the rows last upserted by a later write (deletes are not rows)."""
+        return sorted((self.model[k] for k, w in self.last_write.items() if w > write), key=lambda r: r["id"])
 
     def expected(self) -> list[dict[str, Any]]:
         return sorted(self.model.values(), key=lambda r: r["id"])
+
+
+def metadata_mismatches(driver: HudiDriver, path: Path) -> list[dict[str, Any]]:
+    """Hudi's own check of the metadata table's file listing against storage (`validate_metadata_table_files`,
+    verbose: a row per file, in storage or in the metadata table): the rows that differ."""
+    # A catalog name of this path's own: the session's driver is shared by tests whose tables share a name.
+    name = f"tms_{hashlib.sha1(str(path).encode()).hexdigest()[:16]}"
+    driver.call(op="sql", statement=f"CREATE TABLE IF NOT EXISTS {name} USING hudi LOCATION '{path}'")
+    rows = driver.call(op="sql", statement=f"CALL validate_metadata_table_files(table => '{name}', verbose => true)")
+    assert rows["rows"], "Hudi's validation listed no file"
+    return [r for r in rows["rows"] if not (r["is_present_in_fs"] and r["is_present_in_metadata"]
+                                             and r["fs_size"] == r["metadata_size"])]

@@ -11,8 +11,7 @@ import sys
 import time
 
 import pytest
-from hudi_java import harness_env
-from hudi_java.harness import HudiDriver, JavaWriter, table_lock_policies, writer_options
+from hudi_java.harness import JavaWriter, metadata_mismatches, table_lock_policies, writer_options
 from worker_support import attempts, plan, register, task, wait_for, wait_until_final
 
 from tms.db import Event, TaskRepo, TaskState
@@ -21,31 +20,6 @@ from tms.hudi.table.hudi_table import HudiTable
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
 PARTITIONS = ["americas", "asia", "europe"]
-
-
-@pytest.fixture(scope="session")
-def java_hudi_env():
-    """(the harness's python, the bundle jar by table version), installed once per machine."""
-    try:
-        return harness_env.ensure()
-    except harness_env.HarnessEnvError as exc:
-        pytest.fail(f"the Java Hudi harness is missing: {exc}", pytrace=False)
-
-
-@pytest.fixture
-def java_hudi(java_hudi_env, tmp_path):
-    """start(table_version) -> a warm driver with the Hudi release that writes that table version."""
-    python, jars = java_hudi_env
-    drivers: list[HudiDriver] = []
-
-    def start(version: int) -> HudiDriver:
-        driver = HudiDriver(python, jars[version], tmp_path / f"hudi-driver-v{version}.log")
-        drivers.append(driver)
-        return driver
-
-    yield start
-    for driver in drivers:
-        driver.close()
 
 
 def row(i: int, ts: int, name: str = "n") -> dict:
@@ -68,17 +42,6 @@ def _data_files(path) -> set[str]:
     """The names of the table's base and log files on storage (Hadoop's checksum files aside)."""
     return {p.name for p in path.rglob("*") if p.is_file() and ".hoodie" not in p.parts
             and (p.suffix == ".parquet" or ".log." in p.name) and not p.name.endswith(".crc")}
-
-
-def _metadata_mismatches(driver: HudiDriver, writer: JavaWriter) -> list[dict]:
-    """Hudi's own check of the metadata table's file listing against storage (`validate_metadata_table_files`,
-    verbose: a row per file, in storage or in the metadata table): the rows that differ."""
-    name = f"tms_{writer.path.name}"
-    driver.call(op="sql", statement=f"CREATE TABLE IF NOT EXISTS {name} USING hudi LOCATION '{writer.path}'")
-    rows = driver.call(op="sql", statement=f"CALL validate_metadata_table_files(table => '{name}', verbose => true)")
-    assert rows["rows"], "Hudi's validation listed no file"
-    return [r for r in rows["rows"] if not (r["is_present_in_fs"] and r["is_present_in_metadata"]
-                                             and r["fs_size"] == r["metadata_size"])]
 
 
 @pytest.mark.parametrize("version", [6, 8, 9])
@@ -122,13 +85,13 @@ def test_java_writes_tms_compacts_java_reads(version, tmp_path, service, db, loc
     read_seconds = time.monotonic() - began
     compacted = planned
     assert writer.read("read_optimized") == compacted, "Java Hudi's read-optimized read after TMS's compaction"
-    assert _metadata_mismatches(driver, writer) == [], "Hudi's metadata table file listing after TMS's compaction"
+    assert metadata_mismatches(driver, path) == [], "Hudi's metadata table file listing after TMS's compaction"
 
     # Java goes on writing into the compacted file groups.
     writer.write("upsert", [row(i, 5, "after") for i in range(0, 36, 4) if f"k{i:03d}" in writer.model])
     assert writer.read("snapshot") == writer.expected(), "Java Hudi's read after its upsert into compacted groups"
     assert writer.read("read_optimized") == compacted, "the upsert is in log files over TMS's base files"
-    assert _metadata_mismatches(driver, writer) == []
+    assert metadata_mismatches(driver, path) == []
     assert _events(db, table_id)[-1] == ("deltacommit", "completed", "hudi_callback")
 
     # TMS cleans the file slices its compaction replaced; Java still reads the same rows.
@@ -141,7 +104,7 @@ def test_java_writes_tms_compacts_java_reads(version, tmp_path, service, db, loc
     assert cleaned and all(file_instant(name) < compaction_instant for name in cleaned), "only the replaced slices"
     assert writer.read("snapshot") == writer.expected(), "Java Hudi's read after TMS's clean"
     assert writer.read("read_optimized") == compacted
-    assert _metadata_mismatches(driver, writer) == [], "Hudi's metadata table file listing after TMS's clean"
+    assert metadata_mismatches(driver, path) == [], "Hudi's metadata table file listing after TMS's clean"
 
     timings = {"jvm_start_s": round(driver.start_seconds, 1), "read_s": round(read_seconds, 1),
                "writes_s": [round(s, 1) for s in writer.write_seconds]}
