@@ -61,3 +61,26 @@ def s3_base(s3_endpoint, request):
     import re
     import uuid
     return s3_endpoint.uri(f"{re.sub(r'[^A-Za-z0-9_-]', '-', request.node.name)[:60]}-{uuid.uuid4().hex[:8]}")
+
+
+@pytest.fixture(scope="session")
+def azure_endpoint(tmp_path_factory):
+    """Azure Blob storage (Azurite) on loopback with a container, for the session; the variables that reach it
+    are set in this process (and so passed on to the processes the tests start)."""
+    from azure_endpoint import AzureEndpoint
+    endpoint = AzureEndpoint.start(tmp_path_factory.mktemp("azurite"))
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in endpoint.env().items():
+                mp.setenv(name, value)
+            yield endpoint
+    finally:
+        endpoint.stop()
+
+
+@pytest.fixture
+def azure_base(azure_endpoint, request):
+    """A fresh prefix per test: `az://container/<test name>` (no trailing slash)."""
+    import re
+    import uuid
+    return azure_endpoint.uri(f"{re.sub(r'[^A-Za-z0-9_-]', '-', request.node.name)[:60]}-{uuid.uuid4().hex[:8]}")

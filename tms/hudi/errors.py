@@ -18,6 +18,10 @@ class UnsupportedTableError(HudiError):
     """A table TMS refuses to touch: unsupported version, CUSTOM merge mode, ..."""
 
 
+class UnsupportedStorageError(HudiError):
+    """A write a store cannot do exactly (a create-once file on a store without a conditional create)."""
+
+
 class InstantConflictError(HudiError):
     """An instant file that must not be written: it exists, or its predecessor state is missing."""
 

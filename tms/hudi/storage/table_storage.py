@@ -10,10 +10,13 @@ What only some stores can do is asked of every store by what it is for, never by
 folder's change stamp (`change_stamp`) and change feed (`change_feed`), where the store keeps them, and a local
 file for writers and readers that take only paths (`local_copy`, `create_from_local`), in place or copied.
 
-On S3 a create-once file (an instant file, a new data or log file) is one conditional request, a PUT (or the
-completion of a multipart upload) with `If-None-Match: *`: of two writers exactly one wins, the other gets
-InstantConflictError. Object stores cannot append: `appends` is False there, and a writer starts a new log
-file version where it would have appended a block."""
+On S3 and Azure Blob storage a create-once file (an instant file, a new data or log file) is one conditional
+request with `If-None-Match: *` (S3: the PUT, or the completion of a multipart upload; Azure: the Put Blob, or
+the Put Block List that commits a streamed upload): of two writers exactly one wins, the other gets
+InstantConflictError. On GCS (no conditional create proven against an endpoint yet) a create-once file is
+refused with UnsupportedStorageError, before anything is written, rather than checked for and then put.
+Object stores cannot append: `appends` is False there, and a writer starts a new log file version where it
+would have appended a block."""
 from __future__ import annotations
 
 import contextlib
@@ -30,7 +33,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
 import fsspec
 import pyarrow.fs as pafs
 
-from ..errors import InstantConflictError
+from ..errors import InstantConflictError, UnsupportedStorageError
 
 if TYPE_CHECKING:
     from ..timeline.watch import FolderChanges, TimelineWatcher
@@ -296,9 +299,9 @@ class LocalStorage:
             os.unlink(path)
 
 
-# fsspec protocols whose create-if-absent is one conditional request to the store (s3fs sends If-None-Match: *
-# with the PUT, or with the completion of a multipart upload). fsspec's default for the others checks, then puts.
-CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a"})
+# fsspec protocols whose create-if-absent is one conditional request to the store, `If-None-Match: *`: s3fs
+# sends it with the PUT or the completion of a multipart upload, adlfs with the Put Blob or the Put Block List.
+CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a", "abfs", "abfss", "az"})
 # Object stores: an object is written whole, once; there is no append.
 OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
 
@@ -337,7 +340,8 @@ class _CreateOnClose:
 
 class FsspecStorage:
     """A table on an object store or HDFS, through fsspec. Object stores make a PUT visible atomically; on S3
-    a create is conditional (`If-None-Match: *`), elsewhere exclusivity is checked before the write."""
+    and Azure a create is conditional (`If-None-Match: *`), on other object stores it is refused, on a
+    filesystem (HDFS) exclusivity is checked before the write."""
 
     def __init__(self, base_path: str, storage_options: dict[str, Any] | None = None):
         self.base_uri = base_path.rstrip("/")
@@ -349,6 +353,9 @@ class FsspecStorage:
         self.root = root.rstrip("/") or "/"
         protocols = _protocols(self._fs)
         self._conditional_create = bool(protocols & CONDITIONAL_CREATE_PROTOCOLS)
+        # An object store without a conditional create here (GCS): two writers checking and then putting could
+        # both win, so a create-once file is refused there.
+        self._creates_unsafely = not self._conditional_create and bool(protocols & OBJECT_STORE_PROTOCOLS)
         # s3fs asks an object's size (a HEAD) before each whole-object read, to split large ones into parallel
         # ranged GETs; one GET is what a timeline read needs (instant files are small): half the requests.
         self._read_options: dict[str, Any] = {"max_concurrency": 1} if protocols & {"s3", "s3a"} else {}
@@ -433,7 +440,14 @@ class FsspecStorage:
     def write_new(self, rel: str, data: bytes) -> None:
         self._create(rel, data)
 
+    def _refuse_unsafe_create(self, rel: str) -> None:
+        if self._creates_unsafely:
+            raise UnsupportedStorageError(
+                f"cannot create {self.uri(rel)} once and only once: TMS has no conditional create for this store "
+                "(S3 and Azure Blob storage have one)")
+
     def _create(self, rel: str, data: bytes) -> None:
+        self._refuse_unsafe_create(rel)
         target = self.full(rel)
         if self._conditional_create:
             try:
@@ -448,6 +462,7 @@ class FsspecStorage:
         self._fs.pipe_file(target, data)
 
     def open_new(self, rel: str) -> IO[bytes]:
+        self._refuse_unsafe_create(rel)
         if self._conditional_create:  # decided when the upload completes
             return _CreateOnClose(self._fs.open(self.full(rel), "xb"), rel)  # type: ignore[return-value]
         if self._fs.exists(self.full(rel)):
