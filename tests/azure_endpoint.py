@@ -82,6 +82,10 @@ class AzureEndpoint:
         from azure.storage.blob import BlobServiceClient
         return BlobServiceClient.from_connection_string(self.connection_string)
 
+    def key(self, uri: str) -> str:
+        """The blob name of an `az://container/...` URI in the container."""
+        return uri.split(f"{self.container}/", 1)[1]
+
     def keys(self, prefix: str) -> list[str]:
         """Every blob name under `prefix` (in the container)."""
         container = self.client().get_container_client(self.container)
