@@ -55,6 +55,8 @@ def test_a_process_reaches_its_root_by_the_roots_options_and_credentials_from_en
 
     without = _tms({k: v for k, v in env.items() if k != "TMS_STORAGE_ROOT_OPTIONS"}, "verify", table)
     assert without.returncode != 0, "without the root's options the process has only the dead default endpoint"
+    assert without.stderr.strip().splitlines()[-1].startswith(f"error: cannot reach the store of {table}"), \
+        without.stderr  # one line, the store and the reason
 
 
 def test_a_credential_named_but_missing_is_one_line_naming_the_variable(monkeypatch):

@@ -20,6 +20,7 @@ would have appended a block."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import posixpath
 import shutil
@@ -28,12 +29,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import fsspec
 import pyarrow.fs as pafs
 
-from ..errors import InstantConflictError, UnsupportedStorageError
+from ..errors import HudiError, InstantConflictError, StorageUnavailableError, UnsupportedStorageError
 
 if TYPE_CHECKING:
     from ..timeline.watch import FolderChanges, TimelineWatcher
@@ -325,6 +326,38 @@ CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a", "abfs", "abfss", "az"})
 OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
 
 
+# What a store's answer means for the caller, passed on as it is; any other failure of a store's client (after
+# its own retries with backoff: throttling, 5xx, timeouts, dropped connections) is the store not answering.
+_ANSWERS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, HudiError,
+            NotImplementedError)
+# The store clients' own exception types (they do not all derive from OSError)
+_CLIENT_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "azure", "adlfs", "gcsfs", "google", "urllib3",
+                   "requests", "fsspec")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _unavailable(base_uri: str, error: BaseException) -> StorageUnavailableError:
+    reason = (str(error).strip().splitlines() or [""])[0][:300]
+    return StorageUnavailableError(f"cannot reach the store of {base_uri} (after its client's retries): "
+                                   f"{type(error).__name__}: {reason}")
+
+
+def _store_request(method: _F) -> _F:
+    """A method whose requests may fail for want of the store: such a failure becomes StorageUnavailableError,
+    one line naming the store and the reason (a task that cannot reach its store says so, and is retried)."""
+    @functools.wraps(method)
+    def wrapper(self: FsspecStorage, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except _ANSWERS:
+            raise
+        except Exception as e:
+            if isinstance(e, OSError) or type(e).__module__.split(".")[0] in _CLIENT_MODULES:
+                raise _unavailable(self.base_uri, e) from e
+            raise
+    return wrapper  # type: ignore[return-value]
+
+
 def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
     protocol = fs.protocol
     return {protocol} if isinstance(protocol, str) else set(protocol)
@@ -334,9 +367,10 @@ class _CreateOnClose:
     """A file opened for an exclusive create on a store that decides it when the upload completes (at
     `close`): a conflict is reported as InstantConflictError, as everywhere else."""
 
-    def __init__(self, fh: Any, rel: str):
+    def __init__(self, fh: Any, rel: str, uri: str):
         self._fh = fh
         self._rel = rel
+        self._uri = uri
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fh, name)
@@ -349,6 +383,12 @@ class _CreateOnClose:
             self._fh.close()
         except FileExistsError:
             raise InstantConflictError(f"{self._rel} already exists") from None
+        except _ANSWERS:
+            raise
+        except Exception as e:
+            if isinstance(e, OSError) or type(e).__module__.split(".")[0] in _CLIENT_MODULES:
+                raise _unavailable(self._uri, e) from e
+            raise
 
     def __enter__(self) -> _CreateOnClose:
         return self
@@ -411,15 +451,18 @@ class FsspecStorage:
     def arrow_filesystem(self) -> pafs.FileSystem:
         return pafs.PyFileSystem(pafs.FSSpecHandler(self._fs))
 
+    @_store_request
     def exists(self, rel: str) -> bool:
         return bool(self._fs.exists(self.full(rel)))
 
+    @_store_request
     def read_bytes(self, rel: str) -> bytes:
         return bytes(self._fs.cat_file(self.full(rel), **self._read_options))
 
     def open(self, rel: str, mode: str = "rb") -> IO[bytes]:
         return self._fs.open(self.full(rel), mode)  # type: ignore[no-any-return]
 
+    @_store_request
     def listdir(self, rel: str) -> list[FileInfo]:
         try:
             entries = self._fs.ls(self.full(rel), detail=True)
@@ -439,14 +482,17 @@ class FsspecStorage:
     def names(self, rel: str) -> list[str]:
         return [i.name for i in self.listdir(rel)]
 
+    @_store_request
     def info(self, rel: str) -> FileInfo:
         i = self._fs.info(self.full(rel))
         return FileInfo(posixpath.basename(rel), rel, int(i.get("size") or 0), i.get("mtime"),
                         i.get("type") == "directory")
 
+    @_store_request
     def makedirs(self, rel: str) -> None:
         self._fs.makedirs(self.full(rel), exist_ok=True)
 
+    @_store_request
     def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
         target = self.full(rel)
         if overwrite:
@@ -456,6 +502,7 @@ class FsspecStorage:
         else:
             self._create(rel, data)
 
+    @_store_request
     def write_new(self, rel: str, data: bytes) -> None:
         self._create(rel, data)
 
@@ -480,23 +527,27 @@ class FsspecStorage:
             self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
         self._fs.pipe_file(target, data)
 
+    @_store_request
     def open_new(self, rel: str) -> IO[bytes]:
         self._refuse_unsafe_create(rel)
         if self._conditional_create:  # decided when the upload completes
-            return _CreateOnClose(self._fs.open(self.full(rel), "xb"), rel)  # type: ignore[return-value]
+            return _CreateOnClose(self._fs.open(self.full(rel), "xb"), rel, self.uri(rel))  # type: ignore[return-value]
         if self._fs.exists(self.full(rel)):
             raise InstantConflictError(f"{rel} already exists")
         return self._fs.open(self.full(rel), "wb")  # type: ignore[no-any-return]
 
+    @_store_request
     def append(self, rel: str, data: bytes) -> None:
         if not self.appends:
             raise NotImplementedError(f"{self.base_uri} is on an object store, which cannot append to {rel}")
         with self._fs.open(self.full(rel), "ab") as fh:
             fh.write(data)
 
+    @_store_request
     def touch(self, rel: str) -> None:
         self._fs.touch(self.full(rel), truncate=True)
 
+    @_store_request
     def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
         try:
             self._fs.rm_file(self.full(rel))
@@ -506,6 +557,7 @@ class FsspecStorage:
                 return False
             raise
 
+    @_store_request
     def delete_tree(self, rel: str) -> None:
         if self.exists(rel):
             self._fs.rm(self.full(rel), recursive=True)
