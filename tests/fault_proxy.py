@@ -5,7 +5,8 @@ network does:
 - `slowdown`: 503 SlowDown (S3's throttling answer), the request not forwarded;
 - `error500`: 500 InternalError, the request not forwarded;
 - `timeout`: no answer at all for `hold` seconds, then the connection closed (the request not forwarded);
-- `reset`: the connection reset (TCP RST) half way through the request's body: an upload cut off mid-way.
+- `reset`: the connection reset (TCP RST) half way through the request's body: an upload cut off mid-way;
+- `lost_answer`: the request forwarded and done by the store, its answer lost (the connection reset).
 
 `FaultProxy.start(upstream)` runs it in a thread of the test's process; `fail(kind, method, path_contains,
 times)` arms a fault for the next `times` matching requests; `seen` records every request and what was done."""
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
-FAULT_KINDS = ("slowdown", "error500", "timeout", "reset")
+FAULT_KINDS = ("slowdown", "error500", "timeout", "reset", "lost_answer")
 _ERROR_BODIES = {
     "slowdown": (503, b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>SlowDown</Code>"
                       b"<Message>Please reduce your request rate.</Message></Error>"),
@@ -102,9 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == "reset":
             self.rfile.read(length // 2)
             proxy.seen.append((self.command, self.path, fault))
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            self.connection.close()  # RST: the client sees its upload cut off
-            self.close_connection = True
+            self._reset()  # the client sees its upload cut off
             return
         body = self._body(length)
         if fault == "timeout":
@@ -130,6 +129,10 @@ class _Handler(BaseHTTPRequestHandler):
             upstream.request(self.command, self.path, body=body or None, headers=headers)
             response = upstream.getresponse()
             payload = response.read()
+            if fault == "lost_answer":
+                proxy.seen.append((self.command, self.path, fault))
+                self._reset()
+                return
             proxy.seen.append((self.command, self.path, f"forwarded {response.status}"))
             self.send_response_only(response.status, response.reason)
             for name, value in response.getheaders():
@@ -143,6 +146,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(payload)
         finally:
             upstream.close()
+
+    def _reset(self) -> None:
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()  # with no linger: a TCP RST
+        self.close_connection = True
 
     def _body(self, length: int) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

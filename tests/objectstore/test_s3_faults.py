@@ -96,3 +96,13 @@ def test_a_tables_commits_through_a_failing_store_lose_nothing(proxy, s3_base, s
     assert all(proxy.injected(k) for k in ("slowdown", "error500", "reset"))
     proxy.clear()
     t.check()  # TMS's reader (through the proxy) and hudi-rs (straight to the endpoint) read the model's rows
+
+
+def test_a_create_whose_answer_was_lost_is_known_as_the_writers_own_on_retry_not_a_conflict(proxy, s3_base):
+    storage = _storage(proxy, s3_base)
+    proxy.fail("lost_answer", method="PUT", path_contains="commit.requested", times=1)
+    storage.write_atomic(INSTANT, b"plan")  # the retry meets the object its first attempt made: its own
+    assert proxy.injected("lost_answer") == 1
+    assert storage.read_bytes(INSTANT) == b"plan"
+    with pytest.raises(InstantConflictError):  # another writer's create still loses
+        storage.write_atomic(INSTANT, b"plan")

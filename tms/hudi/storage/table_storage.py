@@ -322,6 +322,8 @@ class LocalStorage:
 # fsspec protocols whose create-if-absent is one conditional request to the store, `If-None-Match: *`: s3fs
 # sends it with the PUT or the completion of a multipart upload, adlfs with the Put Blob or the Put Block List.
 CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a", "abfs", "abfss", "az"})
+# The user metadata key of a create's token (S3: sent as x-amz-meta-tms-create)
+CREATE_TOKEN_KEY = "tms-create"
 # Object stores: an object is written whole, once; there is no append.
 OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
 
@@ -412,6 +414,7 @@ class FsspecStorage:
         self.root = root.rstrip("/") or "/"
         protocols = _protocols(self._fs)
         self._conditional_create = bool(protocols & CONDITIONAL_CREATE_PROTOCOLS)
+        self._create_tokens = bool(protocols & {"s3", "s3a"})
         # An object store without a conditional create here (GCS): two writers checking and then putting could
         # both win, so a create-once file is refused there.
         self._creates_unsafely = not self._conditional_create and bool(protocols & OBJECT_STORE_PROTOCOLS)
@@ -516,9 +519,15 @@ class FsspecStorage:
         self._refuse_unsafe_create(rel)
         target = self.full(rel)
         if self._conditional_create:
+            # A token of this create in the object's metadata (S3): when a PUT's answer is lost and the client
+            # retries it, the retry finds the object the first attempt made; the token tells it is its own
+            # (exactly: another writer's object has another token), not another writer's.
+            token = {CREATE_TOKEN_KEY: uuid.uuid4().hex} if self._create_tokens else {}
             try:
-                self._fs.pipe_file(target, data, mode="create")
+                self._fs.pipe_file(target, data, mode="create", **({"Metadata": token} if token else {}))
             except FileExistsError:
+                if token and self._fs.metadata(target).get(CREATE_TOKEN_KEY) == token[CREATE_TOKEN_KEY]:
+                    return
                 raise InstantConflictError(f"{rel} already exists") from None
             return
         if self._fs.exists(target):
