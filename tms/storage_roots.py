@@ -4,10 +4,11 @@ setting itself: it names the environment variable or the file that holds each on
 (so a rotated file is picked up), and so they are never in the database, in the API or on a command line.
 
 Every role's `open_storage` takes a table's options from here (passed to the format library when `tms` is
-imported: `use_storage_options`); the setting travels to the processes TMS starts in the environment
-(`ROOT_OPTIONS_ENV`), and the worker hands its Spark jobs the Hadoop configuration of each root
-(`hadoop_conf`: `fs.s3a.bucket.<bucket>.*`, `fs.azure.account.*`), the credentials set by the job's driver in
-its own SparkConf (`hadoop_secrets`), never passed to spark-submit."""
+imported: `use_storage_options`; this module, and pydantic, loaded only where the setting is given, so that
+Spark executors of tables without options need no more than before); the setting travels to the processes
+TMS starts in the environment (`ROOT_OPTIONS_ENV`), and the worker hands its Spark jobs the Hadoop
+configuration of each root (`hadoop_conf`: `fs.s3a.bucket.<bucket>.*`), the credentials set by the job's
+driver in its own SparkConf (`hadoop_secrets`), never passed to spark-submit."""
 from __future__ import annotations
 
 import functools
@@ -20,7 +21,6 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tms.errors import ConfigError
-from tms.hudi.storage.table_storage import use_storage_options
 
 ROOT_OPTIONS_ENV = "TMS_STORAGE_ROOT_OPTIONS"
 S3_SCHEMES = ("s3", "s3a")
@@ -210,6 +210,3 @@ def storage_options_of(base_path: str) -> dict[str, Any] | None:
     options = configured_root_options()
     root = root_of(base_path, options)
     return fsspec_options(root, options[root]) if root else None
-
-
-use_storage_options(storage_options_of)

@@ -32,6 +32,7 @@ def _tms(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)
 
 
+@pytest.mark.slow  # ~30 s: three `tms` processes, one of which retries a dead endpoint until it gives up
 def test_a_process_reaches_its_root_by_the_roots_options_and_credentials_from_env_and_file(
         s3_endpoint, s3_base, tmp_path):
     from s3_endpoint import ACCESS_KEY, REGION, SECRET_KEY
