@@ -71,11 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     # PySpark (heavy: it starts a JVM gateway) loads once the arguments are known good. A SparkContext, not a
     # SparkSession: the plan runs as RDD tasks, and pyspark.sql's imports (pandas, pyarrow in the driver) add
     # seconds to every job's start.
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
 
-    from jobs.spark_runner import SparkRunner
+    from jobs.spark_runner import SparkRunner, driver_conf
 
-    sc = SparkContext.getOrCreate(SparkConf().setAppName(f"tms {args.service or 'plan'} {args.instant} {args.table}"))
+    sc = SparkContext.getOrCreate(driver_conf(f"tms {args.service or 'plan'} {args.instant} {args.table}"))
     print(f"spark application id: {sc.applicationId}", flush=True)  # the worker records it
     try:
         return run_plan(args, SparkRunner(sc))

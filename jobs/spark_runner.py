@@ -5,10 +5,18 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from pyspark import SparkContext, TaskContext
+from pyspark import SparkConf, SparkContext, TaskContext
 
 from tms.execute.runner import TaskFunction
 from tms.hudi.fs_view.file_names import write_token
+from tms.storage_roots import configured_root_options, hadoop_secrets
+
+
+def driver_conf(app_name: str) -> SparkConf:
+    """The SparkConf of a job's driver, with each storage root's credentials for Hadoop's connectors and the
+    executors (`tms.storage_roots.hadoop_secrets`): set here, in the driver, never on spark-submit's command
+    line, where any user of the machine could read them."""
+    return SparkConf().setAppName(app_name).setAll(list(hadoop_secrets(configured_root_options()).items()))
 
 
 def _with_write_token(fn: TaskFunction, task: Any) -> Any:

@@ -196,9 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", default="tms warm engine", help="the Spark application's name")
     args = ap.parse_args(argv)
     _die_with_the_jvm()
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkContext
 
-    sc = SparkContext.getOrCreate(SparkConf().setAppName(args.name))  # RDD tasks only: no SparkSession
+    from jobs.spark_runner import driver_conf
+
+    sc = SparkContext.getOrCreate(driver_conf(args.name))  # RDD tasks only: no SparkSession
     warm_up(sc)  # before it answers: the first plan finds its Python workers ready
     output = _ThreadOutput(sys.stdout)
     sys.stdout = sys.stderr = output

@@ -55,12 +55,50 @@ def s3_endpoint(tmp_path_factory):
         endpoint.stop()
 
 
+def _fresh_key(request) -> str:
+    """A key prefix no other test uses: the test's name and a random suffix."""
+    import re
+    import uuid
+    return f"{re.sub(r'[^A-Za-z0-9_-]', '-', request.node.name)[:60]}-{uuid.uuid4().hex[:8]}"
+
+
 @pytest.fixture
 def s3_base(s3_endpoint, request):
     """A fresh key prefix per test: `s3://bucket/<test name>` (no trailing slash)."""
-    import re
-    import uuid
-    return s3_endpoint.uri(f"{re.sub(r'[^A-Za-z0-9_-]', '-', request.node.name)[:60]}-{uuid.uuid4().hex[:8]}")
+    return s3_endpoint.uri(_fresh_key(request))
+
+
+@pytest.fixture(scope="session")
+def azure_endpoint(tmp_path_factory):
+    """Azure Blob storage (Azurite) on loopback with a container, for the session; the variables that reach it
+    are set in this process (and so passed on to the processes the tests start)."""
+    from azure_endpoint import AzureEndpoint
+    endpoint = AzureEndpoint.start(tmp_path_factory.mktemp("azurite"))
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in endpoint.env().items():
+                mp.setenv(name, value)
+            yield endpoint
+    finally:
+        endpoint.stop()
+
+
+@pytest.fixture
+def azure_base(azure_endpoint, request):
+    """A fresh prefix per test: `az://container/<test name>` (no trailing slash)."""
+    return azure_endpoint.uri(_fresh_key(request))
+
+
+@pytest.fixture(params=["s3", "azure"])
+def store_endpoint(request):
+    """Each object store with a conditional create in turn, on loopback: S3 (moto), Azure Blob storage (Azurite)."""
+    return request.getfixturevalue(f"{request.param}_endpoint")
+
+
+@pytest.fixture
+def store_base(store_endpoint, request):
+    """A fresh base path on `store_endpoint` (no trailing slash)."""
+    return store_endpoint.uri(_fresh_key(request))
 
 
 @pytest.fixture(scope="session")

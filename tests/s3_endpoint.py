@@ -72,6 +72,10 @@ class S3Endpoint:
         return boto3.client("s3", endpoint_url=self.url, aws_access_key_id=ACCESS_KEY,
                             aws_secret_access_key=SECRET_KEY, region_name=REGION)
 
+    def key(self, uri: str) -> str:
+        """The key of an `s3://bucket/...` URI in the bucket."""
+        return uri.split(f"{self.bucket}/", 1)[1]
+
     def keys(self, prefix: str) -> list[str]:
         """Every key under `prefix` (in the bucket)."""
         pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix)

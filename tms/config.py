@@ -20,6 +20,7 @@ from tms.display import check_zone
 from tms.errors import ConfigError
 from tms.hudi.errors import HudiError
 from tms.hudi.timeline.zone import zone_named
+from tms.storage_roots import ROOT_OPTIONS_ENV, StorageRootOptions, check_roots, dump_root_options
 from tms.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone
 
 CONFIG_FILE_ENV = "TMS_CONFIG_FILE"
@@ -34,6 +35,11 @@ class Settings(BaseSettings):
     storage_roots: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated path or URL prefixes tables may live under; empty: any")
+    storage_root_options: dict[str, StorageRootOptions] = Field(
+        default_factory=dict,
+        description="How each storage root is reached: a JSON object (a table in the config file) of root -> "
+                    "options (StorageRootOptions below); each root one of TMS_STORAGE_ROOTS; credentials named "
+                    "by environment variable or file, never given here; unset roots: the store client's defaults")
     backup_roots: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated path or URL prefixes backup destinations may lie under, besides the storage "
@@ -240,6 +246,10 @@ def load_settings(**overrides) -> Settings:
         error = e.errors()[0]
         name = "TMS_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
         raise ConfigError(f"{name}: {error['msg']}") from None
+    check_roots(settings.storage_root_options, settings.storage_roots)
+    if settings.storage_root_options:
+        # Every open_storage of this process and of the processes it starts takes them from there.
+        os.environ[ROOT_OPTIONS_ENV] = dump_root_options(settings.storage_root_options)
     if settings.timeline_local_timezone:
         # TMS passes it to the library from the environment, in this process and in the jobs it starts.
         os.environ[LOCAL_TIMEZONE_ENV] = settings.timeline_local_timezone

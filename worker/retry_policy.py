@@ -1,11 +1,12 @@
 """Whether a failed attempt is retried, when, and with what: the classification the worker records with the
 failure (the manager's leader makes the task RUNNABLE again when `next_attempt_at` comes).
 
-Retryable: the job crashed, timed out, lost its executors, ran out of memory (retried with 1.5x the executor
-memory), the worker stopped or died, the attempt lost its lease (`fenced`), the table's lock could not be
-taken in time (`lock_unavailable`). Not retryable: the plan cannot run on this table (unsupported, corrupt
-plan, files missing that TMS cannot restore), and a `conflict`: a write completed over the plan's file groups,
-the writer won and the plan was rolled back (the job's exit status 3; the next plan takes the new data).
+Retryable: the job crashed, timed out, could not reach the table's store (`store_unreachable`), lost its
+executors, ran out of memory (retried with 1.5x the executor memory), the worker stopped or died, the attempt
+lost its lease (`fenced`), the table's lock could not be taken in time (`lock_unavailable`). Not retryable:
+the plan cannot run on this table (unsupported, corrupt plan, files missing that TMS cannot restore), and a
+`conflict`: a write completed over the plan's file groups, the writer won and the plan was rolled back (the
+job's exit status 3; the next plan takes the new data).
 Waits: `retry_backoff_seconds` doubled per attempt of the series, +-20% jitter, at most
 `retry_backoff_max_seconds`; at most `retry_max_attempts` attempts per series (an operator's rerun starts a new one)."""
 from __future__ import annotations
@@ -29,6 +30,8 @@ _TAIL_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
 )
 # Looked for in the attempt's error only (the job's own last word), the first that matches wins.
 _ERROR_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
+    # the table's store did not answer (after its client's retries): the store's trouble, not the plan's
+    ("store_unreachable", True, re.compile(r"cannot reach the store of")),
     ("fenced", True, re.compile(r"lost (its|the) lease|FencingError|\bfence\b|InstantConflictError", re.IGNORECASE)),
     ("lock_unavailable", True, re.compile(r"\block(ed)?\b", re.IGNORECASE)),
     ("missing_files", False, re.compile(r"FileNotFoundError|No such file|does not exist|not found", re.IGNORECASE)),

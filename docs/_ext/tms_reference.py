@@ -15,7 +15,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from sphinx.application import Sphinx
@@ -54,6 +54,8 @@ def _type_text(annotation: Any) -> str:
         return "one of " + ", ".join(f"`{a}`" for a in args)
     if origin is list:
         return f"comma-separated list, each {_type_text(args[0])}" if args else "comma-separated list"
+    if origin is dict:
+        return f"JSON object of {_type_text(args[0])} -> {_type_text(args[1])}"
     names = {str: "string", int: "integer", float: "number", bool: "boolean (`true`, `false`)", Path: "path",
              SecretStr: "secret string"}
     return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
@@ -107,7 +109,23 @@ def settings_markdown() -> str:
     for title, rows in groups.items():
         if rows:
             out += [f"## {title}", "", "| Variable | Type | Default | Description |", "|---|---|---|---|", *rows, ""]
+    for model in _nested_models(fields):
+        out += [f"### {model.__name__}", "", _cell(model.__doc__ or ""), "",
+                "| Key | Type | Default | Description |", "|---|---|---|---|"]
+        out += [f"| `{name}` | {_cell(_type_text(f.annotation))} | {_cell(_default_text(f))} "
+                f"| {_cell(f.description or '')} |" for name, f in model.model_fields.items()]
+        out.append("")
     return "\n".join(out)
+
+
+def _nested_models(fields: dict[str, FieldInfo]) -> list[type[BaseModel]]:
+    """The models settings hold values of (a JSON object's values), each documented in a table of its own."""
+    found = []
+    for field in fields.values():
+        for arg in typing.get_args(field.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel) and arg not in found:
+                found.append(arg)
+    return found
 
 
 def _schema_label(name: str) -> str:

@@ -21,6 +21,9 @@ LIMITS = RetryLimits(backoff_seconds=60, backoff_max_seconds=3600, max_attempts=
      "execute_instant(table, instant, LocalRunner(), fence, action)", "missing_files", False),
     ("the job exited with status 1: error: unsupported table version 9", "", "unsupported", False),
     ("cannot start: MetadataFormatError: corrupt compaction plan", "", "corrupt_plan", False),
+    ("the job exited with status 1: error: cannot reach the store of s3://lake/t (after its client's retries): "
+     "EndpointConnectionError: Could not connect to the endpoint URL: \"http://h/lake/t/.hoodie/hoodie.properties\"",
+     "", "store_unreachable", True),
 ])
 def test_failures_are_classified(error, tail, kind, retryable):
     failure = classify(timed_out=False, stopped=False, error=error, tail=tail, attempts_in_series=1, limits=LIMITS)

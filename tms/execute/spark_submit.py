@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tms.hudi.errors import HudiError
+from tms.storage_roots import ROOT_OPTIONS_ENV, configured_root_options, hadoop_conf
 from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 PY_FILES_NAME = "tms-jobs.zip"
@@ -90,9 +91,11 @@ def warm_engine_command(socket_path: Path, *, py_files: Path, master: str, conf:
 
 def _executor_env() -> dict[str, str]:
     """Settings the library reads from the environment, for executors: the driver inherits this process's
-    environment, executors on a cluster do not."""
-    zone = os.environ.get(LOCAL_TIMEZONE_ENV)
-    return {f"spark.executorEnv.{LOCAL_TIMEZONE_ENV}": zone} if zone else {}
+    environment, executors on a cluster do not. And each storage root's Hadoop configuration, without its
+    credentials (the job's driver sets those: `jobs.spark_runner.driver_conf`)."""
+    conf = {f"spark.executorEnv.{name}": os.environ[name] for name in (LOCAL_TIMEZONE_ENV, ROOT_OPTIONS_ENV)
+            if os.environ.get(name)}
+    return {**conf, **hadoop_conf(configured_root_options())}
 
 
 def spark_submit_env(master: str) -> dict[str, str]:

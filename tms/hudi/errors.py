@@ -18,6 +18,14 @@ class UnsupportedTableError(HudiError):
     """A table TMS refuses to touch: unsupported version, CUSTOM merge mode, ..."""
 
 
+class UnsupportedStorageError(HudiError):
+    """A write a store cannot do exactly (a create-once file on a store without a conditional create)."""
+
+
+class StorageUnavailableError(HudiError):
+    """A store that did not answer as asked, after its client's retries: unreachable, timing out, failing."""
+
+
 class InstantConflictError(HudiError):
     """An instant file that must not be written: it exists, or its predecessor state is missing."""
 

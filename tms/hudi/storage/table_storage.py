@@ -10,13 +10,17 @@ What only some stores can do is asked of every store by what it is for, never by
 folder's change stamp (`change_stamp`) and change feed (`change_feed`), where the store keeps them, and a local
 file for writers and readers that take only paths (`local_copy`, `create_from_local`), in place or copied.
 
-On S3 a create-once file (an instant file, a new data or log file) is one conditional request, a PUT (or the
-completion of a multipart upload) with `If-None-Match: *`: of two writers exactly one wins, the other gets
-InstantConflictError. Object stores cannot append: `appends` is False there, and a writer starts a new log
-file version where it would have appended a block."""
+On S3 and Azure Blob storage a create-once file (an instant file, a new data or log file) is one conditional
+request with `If-None-Match: *` (S3: the PUT, or the completion of a multipart upload; Azure: the Put Blob, or
+the Put Block List that commits a streamed upload): of two writers exactly one wins, the other gets
+InstantConflictError. On GCS (no conditional create proven against an endpoint yet) a create-once file is
+refused with UnsupportedStorageError, before anything is written, rather than checked for and then put.
+Object stores cannot append: `appends` is False there, and a writer starts a new log file version where it
+would have appended a block."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import posixpath
 import shutil
@@ -25,12 +29,12 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import fsspec
 import pyarrow.fs as pafs
 
-from ..errors import InstantConflictError
+from ..errors import HudiError, InstantConflictError, StorageUnavailableError, UnsupportedStorageError
 
 if TYPE_CHECKING:
     from ..timeline.watch import FolderChanges, TimelineWatcher
@@ -132,8 +136,27 @@ class Storage(Protocol):
     def delete_tree(self, rel: str) -> None: ...
 
 
+# Where the options of a base path's store come from when a caller gives none (the library reads no settings
+# and no environment: TMS passes its per-root options in, see `tms.storage_roots`).
+def _no_options(base_path: str) -> dict[str, Any] | None:
+    return None
+
+
+_options_of_path: Callable[[str], dict[str, Any] | None] = _no_options
+
+
+def use_storage_options(source: Callable[[str], dict[str, Any] | None]) -> None:
+    """Have `open_storage` take the fsspec options of a base path from `source` (None: the backend's defaults,
+    which read the store's usual environment variables) when its caller gives none."""
+    global _options_of_path
+    _options_of_path = source
+
+
 def open_storage(base_path: str, storage_options: dict[str, Any] | None = None) -> Storage:
-    """The backend for a base path, chosen by its URL scheme."""
+    """The backend for a base path, chosen by its URL scheme; without `storage_options`, the options passed in
+    for the path's root (`use_storage_options`)."""
+    if storage_options is None:
+        storage_options = _options_of_path(base_path)
     protocol = fsspec.utils.get_protocol(base_path)
     if protocol in ("file", "local") and not storage_options:
         return LocalStorage(base_path)
@@ -296,11 +319,45 @@ class LocalStorage:
             os.unlink(path)
 
 
-# fsspec protocols whose create-if-absent is one conditional request to the store (s3fs sends If-None-Match: *
-# with the PUT, or with the completion of a multipart upload). fsspec's default for the others checks, then puts.
-CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a"})
+# fsspec protocols whose create-if-absent is one conditional request to the store, `If-None-Match: *`: s3fs
+# sends it with the PUT or the completion of a multipart upload, adlfs with the Put Blob or the Put Block List.
+CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a", "abfs", "abfss", "az"})
+# The user metadata key of a create's token (S3: sent as x-amz-meta-tms-create)
+CREATE_TOKEN_KEY = "tms-create"
 # Object stores: an object is written whole, once; there is no append.
 OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
+
+
+# What a store's answer means for the caller, passed on as it is; any other failure of a store's client (after
+# its own retries with backoff: throttling, 5xx, timeouts, dropped connections) is the store not answering.
+_ANSWERS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, HudiError,
+            NotImplementedError)
+# The store clients' own exception types (they do not all derive from OSError)
+_CLIENT_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "azure", "adlfs", "gcsfs", "google", "urllib3",
+                   "requests", "fsspec")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _unavailable(base_uri: str, error: BaseException) -> StorageUnavailableError:
+    reason = (str(error).strip().splitlines() or [""])[0][:300]
+    return StorageUnavailableError(f"cannot reach the store of {base_uri} (after its client's retries): "
+                                   f"{type(error).__name__}: {reason}")
+
+
+def _store_request(method: _F) -> _F:
+    """A method whose requests may fail for want of the store: such a failure becomes StorageUnavailableError,
+    one line naming the store and the reason (a task that cannot reach its store says so, and is retried)."""
+    @functools.wraps(method)
+    def wrapper(self: FsspecStorage, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except _ANSWERS:
+            raise
+        except Exception as e:
+            if isinstance(e, OSError) or type(e).__module__.split(".")[0] in _CLIENT_MODULES:
+                raise _unavailable(self.base_uri, e) from e
+            raise
+    return wrapper  # type: ignore[return-value]
 
 
 def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
@@ -312,9 +369,10 @@ class _CreateOnClose:
     """A file opened for an exclusive create on a store that decides it when the upload completes (at
     `close`): a conflict is reported as InstantConflictError, as everywhere else."""
 
-    def __init__(self, fh: Any, rel: str):
+    def __init__(self, fh: Any, rel: str, uri: str):
         self._fh = fh
         self._rel = rel
+        self._uri = uri
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fh, name)
@@ -327,6 +385,12 @@ class _CreateOnClose:
             self._fh.close()
         except FileExistsError:
             raise InstantConflictError(f"{self._rel} already exists") from None
+        except _ANSWERS:
+            raise
+        except Exception as e:
+            if isinstance(e, OSError) or type(e).__module__.split(".")[0] in _CLIENT_MODULES:
+                raise _unavailable(self._uri, e) from e
+            raise
 
     def __enter__(self) -> _CreateOnClose:
         return self
@@ -337,7 +401,8 @@ class _CreateOnClose:
 
 class FsspecStorage:
     """A table on an object store or HDFS, through fsspec. Object stores make a PUT visible atomically; on S3
-    a create is conditional (`If-None-Match: *`), elsewhere exclusivity is checked before the write."""
+    and Azure a create is conditional (`If-None-Match: *`), on other object stores it is refused, on a
+    filesystem (HDFS) exclusivity is checked before the write."""
 
     def __init__(self, base_path: str, storage_options: dict[str, Any] | None = None):
         self.base_uri = base_path.rstrip("/")
@@ -349,6 +414,10 @@ class FsspecStorage:
         self.root = root.rstrip("/") or "/"
         protocols = _protocols(self._fs)
         self._conditional_create = bool(protocols & CONDITIONAL_CREATE_PROTOCOLS)
+        self._create_tokens = bool(protocols & {"s3", "s3a"})
+        # An object store without a conditional create here (GCS): two writers checking and then putting could
+        # both win, so a create-once file is refused there.
+        self._creates_unsafely = not self._conditional_create and bool(protocols & OBJECT_STORE_PROTOCOLS)
         # s3fs asks an object's size (a HEAD) before each whole-object read, to split large ones into parallel
         # ranged GETs; one GET is what a timeline read needs (instant files are small): half the requests.
         self._read_options: dict[str, Any] = {"max_concurrency": 1} if protocols & {"s3", "s3a"} else {}
@@ -385,15 +454,18 @@ class FsspecStorage:
     def arrow_filesystem(self) -> pafs.FileSystem:
         return pafs.PyFileSystem(pafs.FSSpecHandler(self._fs))
 
+    @_store_request
     def exists(self, rel: str) -> bool:
         return bool(self._fs.exists(self.full(rel)))
 
+    @_store_request
     def read_bytes(self, rel: str) -> bytes:
         return bytes(self._fs.cat_file(self.full(rel), **self._read_options))
 
     def open(self, rel: str, mode: str = "rb") -> IO[bytes]:
         return self._fs.open(self.full(rel), mode)  # type: ignore[no-any-return]
 
+    @_store_request
     def listdir(self, rel: str) -> list[FileInfo]:
         try:
             entries = self._fs.ls(self.full(rel), detail=True)
@@ -413,14 +485,17 @@ class FsspecStorage:
     def names(self, rel: str) -> list[str]:
         return [i.name for i in self.listdir(rel)]
 
+    @_store_request
     def info(self, rel: str) -> FileInfo:
         i = self._fs.info(self.full(rel))
         return FileInfo(posixpath.basename(rel), rel, int(i.get("size") or 0), i.get("mtime"),
                         i.get("type") == "directory")
 
+    @_store_request
     def makedirs(self, rel: str) -> None:
         self._fs.makedirs(self.full(rel), exist_ok=True)
 
+    @_store_request
     def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
         target = self.full(rel)
         if overwrite:
@@ -430,15 +505,29 @@ class FsspecStorage:
         else:
             self._create(rel, data)
 
+    @_store_request
     def write_new(self, rel: str, data: bytes) -> None:
         self._create(rel, data)
 
+    def _refuse_unsafe_create(self, rel: str) -> None:
+        if self._creates_unsafely:
+            raise UnsupportedStorageError(
+                f"cannot create {self.uri(rel)} once and only once: TMS has no conditional create for this store "
+                "(S3 and Azure Blob storage have one)")
+
     def _create(self, rel: str, data: bytes) -> None:
+        self._refuse_unsafe_create(rel)
         target = self.full(rel)
         if self._conditional_create:
+            # A token of this create in the object's metadata (S3): when a PUT's answer is lost and the client
+            # retries it, the retry finds the object the first attempt made; the token tells it is its own
+            # (exactly: another writer's object has another token), not another writer's.
+            token = {CREATE_TOKEN_KEY: uuid.uuid4().hex} if self._create_tokens else {}
             try:
-                self._fs.pipe_file(target, data, mode="create")
+                self._fs.pipe_file(target, data, mode="create", **({"Metadata": token} if token else {}))
             except FileExistsError:
+                if token and self._fs.metadata(target).get(CREATE_TOKEN_KEY) == token[CREATE_TOKEN_KEY]:
+                    return
                 raise InstantConflictError(f"{rel} already exists") from None
             return
         if self._fs.exists(target):
@@ -447,22 +536,27 @@ class FsspecStorage:
             self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
         self._fs.pipe_file(target, data)
 
+    @_store_request
     def open_new(self, rel: str) -> IO[bytes]:
+        self._refuse_unsafe_create(rel)
         if self._conditional_create:  # decided when the upload completes
-            return _CreateOnClose(self._fs.open(self.full(rel), "xb"), rel)  # type: ignore[return-value]
+            return _CreateOnClose(self._fs.open(self.full(rel), "xb"), rel, self.uri(rel))  # type: ignore[return-value]
         if self._fs.exists(self.full(rel)):
             raise InstantConflictError(f"{rel} already exists")
         return self._fs.open(self.full(rel), "wb")  # type: ignore[no-any-return]
 
+    @_store_request
     def append(self, rel: str, data: bytes) -> None:
         if not self.appends:
             raise NotImplementedError(f"{self.base_uri} is on an object store, which cannot append to {rel}")
         with self._fs.open(self.full(rel), "ab") as fh:
             fh.write(data)
 
+    @_store_request
     def touch(self, rel: str) -> None:
         self._fs.touch(self.full(rel), truncate=True)
 
+    @_store_request
     def delete(self, rel: str, *, missing_ok: bool = True) -> bool:
         try:
             self._fs.rm_file(self.full(rel))
@@ -472,6 +566,7 @@ class FsspecStorage:
                 return False
             raise
 
+    @_store_request
     def delete_tree(self, rel: str) -> None:
         if self.exists(rel):
             self._fs.rm(self.full(rel), recursive=True)
