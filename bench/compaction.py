@@ -4,9 +4,15 @@ job (`spark-submit jobs/run.py`), beside, in the same run:
   (b) the job's Spark startup alone: spark-submit of a script that starts Spark and runs one task that
       imports the executor, then stops;
   (c) the same plan on a warm engine (worker/warm_engine.py: one long-running Spark application with as many
-      single-core executors as the machine has cores, started once before the rounds), handed over its socket.
-Prints MB/s (plan input: base + log bytes), the ratios job/(a) (goal <= 1.5) and warm/(a) (goal <= 1.2) and
-the startup share of the job; each is the fastest of --repeat interleaved rounds (a shared machine is noisy).
+      single-core executors as the machine has cores, started once before the rounds), handed over its socket;
+  (d) the real peer: the same plan executed by Hudi's own Java compaction on Spark (`CALL run_compaction(op =>
+      'run', ...)` in a warm Spark 3.5 session with the Hudi release that writes the table version, the Java
+      harness of tests/hudi_java, installed by `./dev test`; skipped with --no-java).
+Prints MB/s (plan input: base + log bytes), the ratios job/(a) (goal <= 1.5) and warm/(a) (goal <= 1.2), the
+startup share of the job, and TMS / Hudi: job/(d) (goal <= 1.0) and warm/(d) (goal <= 0.6); each time is the
+fastest of --repeat interleaved rounds (a shared machine is noisy). The peak memory of each is the largest
+resident size of its process tree (sampled every 50 ms) over its rounds; (c) and (d) are long-running
+processes, whose peak includes what they hold between plans.
 
     .venv/bin/python bench/compaction.py                       # ~500 MB: 20M rows, 12 file groups
     .venv/bin/python bench/compaction.py --rows 1000000 --file-rows 150000    # a quick run
@@ -16,11 +22,15 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import sys
 import tempfile
 import textwrap
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pyarrow.parquet as pq
 from trips_table import build_trips_table
 
@@ -72,13 +82,55 @@ def undo_compaction(path: Path, instant: str) -> None:
         f.unlink()
 
 
-def timed_submit(cmd: list[str], master: str) -> float:
+class PeakRss:
+    """The largest resident size of a process tree (the process and its descendants), sampled in a thread
+    while the block runs."""
+
+    def __init__(self, pid: Callable[[], int | None]):
+        self._pid, self.peak, self._stop = pid, 0, threading.Event()
+
+    def _tree_rss(self) -> int:
+        pid = self._pid()
+        if pid is None:
+            return 0
+        try:
+            root = psutil.Process(pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return 0
+        total = 0
+        for proc in procs:
+            try:
+                total += proc.memory_info().rss
+            except psutil.NoSuchProcess:
+                pass
+        return total
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, self._tree_rss())
+
+    def __enter__(self) -> PeakRss:
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def timed_submit(cmd: list[str], master: str) -> tuple[float, int]:
+    """(seconds, peak resident bytes of the job's processes)."""
     started = time.perf_counter()
-    done = subprocess.run(cmd, env=spark_submit_env(master), capture_output=True, text=True, check=False)
+    proc = subprocess.Popen(cmd, env=spark_submit_env(master), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    with PeakRss(lambda: proc.pid) as rss:
+        _, stderr = proc.communicate()
     elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{done.stderr[-3000:]}")
-    return elapsed
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{stderr[-3000:]}")
+    return elapsed, rss.peak
 
 
 def peer_lower_bound(path: Path, out: Path) -> tuple[float, int]:
@@ -104,16 +156,39 @@ def start_warm_engine(tmp: Path, py_files: Path, master: str) -> WarmEngine:
     return engine
 
 
-def timed_warm(engine: WarmEngine, path: Path, instant: str, log: Path) -> float:
+def timed_warm(engine: WarmEngine, path: Path, instant: str, log: Path) -> tuple[float, int]:
     started = time.perf_counter()
-    plan = engine.run(f"bench-{started}", ["--table", str(path), "--instant", instant, "--action",
-                                           Action.COMPACTION], log)
-    while (status := plan.wait(0.01)) is None:
-        pass
+    with PeakRss(lambda: engine.pid) as rss:
+        plan = engine.run(f"bench-{started}", ["--table", str(path), "--instant", instant, "--action",
+                                               Action.COMPACTION], log)
+        while (status := plan.wait(0.01)) is None:
+            pass
     elapsed = time.perf_counter() - started
     if status != 0:
         raise SystemExit(f"the plan failed on the warm engine:\n{plan.tail()}")
-    return elapsed
+    return elapsed, rss.peak
+
+
+def start_java_hudi(tmp: Path, version: int, memory: str):
+    """A warm Spark 3.5 session with the Hudi bundle that writes table `version` (tests/hudi_java)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from hudi_java import harness_env
+    from hudi_java.harness import HudiDriver
+    python, jars = harness_env.ensure()
+    started = time.perf_counter()
+    driver = HudiDriver(python, jars[version], tmp / "hudi-driver.log", memory=memory)
+    print(f"Java Hudi (Spark {driver.spark_version}, table version {driver.table_version}) ready in "
+          f"{time.perf_counter() - started:.1f} s (not counted)")
+    return driver
+
+
+def timed_java(driver, path: Path, instant: str) -> tuple[float, int]:
+    """Hudi's own compaction of TMS's plan: `run_compaction` executes the requested instant."""
+    started = time.perf_counter()
+    with PeakRss(lambda: driver.process.pid) as rss:
+        driver.call(op="sql", timeout=7200,
+                    statement=f"CALL run_compaction(op => 'run', path => '{path}', timestamp => {instant})")
+    return time.perf_counter() - started, rss.peak
 
 
 def snapshot_rows(path: Path) -> int:
@@ -135,7 +210,10 @@ def main() -> None:
     ap.add_argument("--log-blocks", choices=["avro", "parquet"], default="avro")
     ap.add_argument("--master", default="local[*]")
     ap.add_argument("--repeat", type=int, default=3,
-                    help="rounds of (b), (a), the job and (c); the fastest of each counts (the first is often slowed)")
+                    help="rounds of (b), (a), the job, (c) and (d); the fastest of each counts "
+                         "(the first is often slowed)")
+    ap.add_argument("--no-java", action="store_true", help="without (d), Hudi's Java compaction")
+    ap.add_argument("--java-memory", default="4g", help="the Java Hudi session's driver memory (it runs local[2])")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="tms-bench-") as tmp_dir:
@@ -155,8 +233,9 @@ def main() -> None:
         startup_script = tmp / "startup.py"
         startup_script.write_text(STARTUP_SCRIPT)
         engine = start_warm_engine(tmp, py_files, args.master)
-        startups, peers, jobs, warms = [], [], [], []
-        for round_ in range(args.repeat):  # interleaved, so that all four see the same machine
+        java = None if args.no_java else start_java_hudi(tmp, args.table_version, args.java_memory)
+        startups, peers, jobs, warms, javas = [], [], [], [], []
+        for round_ in range(args.repeat):  # interleaved, so that all see the same machine
             if round_:
                 undo_compaction(path, instant)
             startups.append(timed_submit([find_spark_submit(), "--master", args.master, "--py-files", str(py_files),
@@ -172,21 +251,44 @@ def main() -> None:
             warms.append(timed_warm(engine, path, instant, tmp / "warm-plan.log"))
             assert _completed(path, instant)
             assert snapshot_rows(path) == peer_rows
+            if java is not None:
+                undo_compaction(path, instant)
+                javas.append(timed_java(java, path, instant))
+                assert _completed(path, instant), "Hudi's compaction did not complete TMS's plan"
+                assert snapshot_rows(path) == peer_rows, "Hudi's compaction of TMS's plan changed the rows"
         engine.stop()
-        startup, peer, job, warm = min(startups), min(peers), min(jobs), min(warms)
-        print(f"rounds (s): startup {_fmt(startups)}, peer {_fmt(peers)}, job {_fmt(jobs)}, warm {_fmt(warms)}")
+        if java is not None:
+            java.close()
+        startup, job, warm = _best(startups), _best(jobs), _best(warms)
+        peer = min(peers)
+        print(f"rounds (s): startup {_fmt(startups)}, peer {_fmt([(p, 0) for p in peers])}, job {_fmt(jobs)}, "
+              f"warm {_fmt(warms)}" + (f", Hudi {_fmt(javas)}" if javas else ""))
 
-        print(f"(b) Spark startup alone   {startup:7.1f} s")
+        print(f"(b) Spark startup alone   {startup[0]:7.1f} s  peak {_mb(startup)}")
         print(f"(a) hudi-rs + pyarrow     {peer:7.1f} s  {mb / peer:7.1f} MB/s")
-        print(f"    compaction job        {job:7.1f} s  {mb / job:7.1f} MB/s  "
-              f"(without startup: {job - startup:.1f} s, {mb / max(job - startup, 1e-9):.1f} MB/s)")
-        print(f"(c) on the warm engine    {warm:7.1f} s  {mb / warm:7.1f} MB/s")
-        print(f"ratio job/(a): {job / peer:.2f} (goal <= 1.5); warm/(a): {warm / peer:.2f} (goal <= 1.2); "
-              f"startup share of the job: {startup / job:.0%}")
+        print(f"    compaction job        {job[0]:7.1f} s  {mb / job[0]:7.1f} MB/s  peak {_mb(job)}  "
+              f"(without startup: {job[0] - startup[0]:.1f} s, {mb / max(job[0] - startup[0], 1e-9):.1f} MB/s)")
+        print(f"(c) on the warm engine    {warm[0]:7.1f} s  {mb / warm[0]:7.1f} MB/s  peak {_mb(warm)}")
+        print(f"ratio job/(a): {job[0] / peer:.2f} (goal <= 1.5); warm/(a): {warm[0] / peer:.2f} (goal <= 1.2); "
+              f"startup share of the job: {startup[0] / job[0]:.0%}")
+        if javas:
+            hudi = _best(javas)
+            print(f"(d) Hudi's Java compaction {hudi[0]:6.1f} s  {mb / hudi[0]:7.1f} MB/s  peak {_mb(hudi)}")
+            print(f"TMS / Hudi: job/(d) {job[0] / hudi[0]:.2f} (goal <= 1.0); warm/(d) {warm[0] / hudi[0]:.2f} "
+                  f"(goal <= 0.6); peak memory job/(d) {job[1] / hudi[1]:.2f}, warm/(d) {warm[1] / hudi[1]:.2f}")
 
 
-def _fmt(times: list[float]) -> str:
-    return "/".join(f"{t:.1f}" for t in times)
+def _best(rounds: list[tuple[float, int]]) -> tuple[float, int]:
+    """The fastest round's time, and the largest peak of all rounds."""
+    return min(t for t, _ in rounds), max(p for _, p in rounds)
+
+
+def _mb(measured: tuple[float, int]) -> str:
+    return f"{measured[1] / 2**20:,.0f} MB"
+
+
+def _fmt(rounds: list[tuple[float, int]]) -> str:
+    return "/".join(f"{t:.1f}" for t, _ in rounds)
 
 
 if __name__ == "__main__":

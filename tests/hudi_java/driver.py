@@ -13,7 +13,7 @@ may print to stdout too). Commands:
   {"op": "quit"}
 Any failure answers {"error": "<the Java or Python exception>"}; the driver goes on.
 
-    python driver.py HUDI_BUNDLE_JAR"""
+    python driver.py HUDI_BUNDLE_JAR [DRIVER_MEMORY]"""
 from __future__ import annotations
 
 import json
@@ -35,7 +35,7 @@ SCHEMA = StructType([
 COLUMNS = [f.name for f in SCHEMA.fields]
 
 
-def start(bundle: str) -> SparkSession:
+def start(bundle: str, memory: str = "1g") -> SparkSession:
     return (SparkSession.builder.master("local[2]").appName("tms-hudi-java-harness")
             .config("spark.jars", bundle)
             .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
@@ -46,7 +46,7 @@ def start(bundle: str) -> SparkSession:
             .config("spark.default.parallelism", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", "1g")
+            .config("spark.driver.memory", memory)
             .getOrCreate())
 
 
@@ -131,7 +131,7 @@ def _plain(value):
 
 def main() -> int:
     started = time.monotonic()
-    spark = start(sys.argv[1])
+    spark = start(*sys.argv[1:3])
     version = spark.sparkContext._jvm.org.apache.hudi.common.table.HoodieTableVersion.current()  # type: ignore
     print(ANSWER + json.dumps({"ready": True, "seconds": time.monotonic() - started, "spark": spark.version,
                                "table_version": version.versionCode()}), flush=True)

@@ -53,13 +53,13 @@ def table_lock_policies() -> dict[str, str]:
 class HudiDriver:
     """One warm Spark 3.5 + Hudi session in a child process; `call` sends a command and returns its answer."""
 
-    def __init__(self, python: Path, bundle: Path, log: Path, start_timeout: float = 240):
+    def __init__(self, python: Path, bundle: Path, log: Path, start_timeout: float = 240, memory: str = "1g"):
         self.log_path = log
         self._log = log.open("w")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "VIRTUAL_ENV"))}
         env["PYSPARK_PYTHON"] = str(python)
         began = time.monotonic()
-        self.process = subprocess.Popen([str(python), str(DRIVER), str(bundle)], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([str(python), str(DRIVER), str(bundle), memory], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
         self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
