@@ -231,6 +231,11 @@ class LogBlock:
         return parse_avro_schema(text) if text else None
 
     @property
+    def is_partial(self) -> bool:
+        """A Hudi 1.1 partial-update data block: its records hold only some of the table's columns."""
+        return (self.header.get(HeaderKey.IS_PARTIAL) or "").lower() == "true"
+
+    @property
     def command_type(self) -> CommandType:
         self._expect(BlockType.COMMAND)
         return CommandType(int(self.header[HeaderKey.COMMAND_BLOCK_TYPE]))
