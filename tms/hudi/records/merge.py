@@ -161,14 +161,14 @@ def data_resets(deletes: pa.Array, ords: list[pa.Array]) -> pa.Array:
 def delete_block_ords(values: list[Any], rules: MergeRules, types: list[pa.DataType],
                       ) -> tuple[list[pa.Array], pa.Array]:
     """The ordering columns of a delete block's deletes and which of them are natural deletes (no ordering
-    value; Hudi writes 0): under event-time ordering a natural delete wins over every earlier write of its key,
-    and every later write wins over it."""
-    natural = [v is None or v == 0 for v in values]
+    value, which Hudi writes as an Integer 0): under event-time ordering a natural delete wins over every
+    earlier write of its key, and every later write wins over it."""
+    natural = [v is None for v in values]
     if len(types) == 1:
         return [_cast_ord(values, types[0])], pa.array(natural, pa.bool_())
     if len(types) > 1 and not all(natural):
         raise UnsupportedTableError(
-            f"a delete block orders a delete by one value ({next(v for v in values if v not in (None, 0))!r}) "
+            f"a delete block orders a delete by one value ({next(v for v in values if v is not None)!r}) "
             f"but the table orders by {len(types)} fields ({', '.join(rules.ordering)}): Hudi cannot compare them")
     return [pa.nulls(len(values), t) for t in types], pa.array([bool(types)] * len(values), pa.bool_())
 
