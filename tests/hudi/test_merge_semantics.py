@@ -15,12 +15,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.log_format.log_file import avro_data_block, delete_block, parquet_data_block, rollback_command_block
+from tms.hudi.log_format.log_file import (
+    BlockType,
+    HeaderKey,
+    _block_bytes,
+    avro_data_block,
+    delete_block,
+    parquet_data_block,
+    read_log_file,
+    rollback_command_block,
+)
 from tms.hudi.records.bounded_merge import BoundedMerge
 from tms.hudi.records.merge import merge_records, scan_logs
-from tms.hudi.records.merge_rules import MergeRules
+from tms.hudi.records.merge_rules import MergeRules, merge_rules
 from tms.hudi.records.schema import avro_to_arrow, with_meta_fields
 from tms.hudi.storage.table_storage import LocalStorage
+from tms.hudi.table.properties import TableConfig
 
 DATA_SCHEMA = {"type": "record", "name": "t", "fields": [
     {"name": "id", "type": "string"},
@@ -227,4 +237,58 @@ def test_a_delete_block_ordered_by_one_value_on_a_table_of_two_ordering_fields_i
     with pytest.raises(UnsupportedTableError, match="orders by 2 fields"):
         merge_records(None, scan_logs(storage, ["log.1"], lambda i: True, ARROW), rules, ARROW)
     with pytest.raises(UnsupportedTableError, match="orders by 2 fields"):
+        BoundedMerge(storage, None, ["log.1"], lambda i: True, rules, ARROW).run(lambda rows: None)
+
+
+# --- the rules of tables Hudi 1.1 created with a payload class (inferMergingConfigsForV9TableCreation)
+
+V9 = {"hoodie.table.name": "t", "hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": "9"}
+MERGE_PROPERTY = "hoodie.record.merge.property.hoodie.payload."
+
+
+def test_aws_dms_tables_merge_by_commit_time_and_delete_on_op_d():
+    config = TableConfig({**V9, "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING",
+                          "hoodie.legacy.payload.class": "org.apache.hudi.common.model.AWSDmsAvroPayload",
+                          MERGE_PROPERTY + "delete.field": "Op", MERGE_PROPERTY + "delete.marker": "D"})
+    assert merge_rules(config) == MergeRules((), "Op", "D")
+
+
+def test_mysql_debezium_tables_order_by_binlog_file_and_position_and_delete_on_op_d():
+    config = TableConfig({**V9, "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+                          "hoodie.table.ordering.fields": "_event_bin_file,_event_pos",
+                          "hoodie.legacy.payload.class":
+                              "org.apache.hudi.common.model.debezium.MySqlDebeziumAvroPayload",
+                          MERGE_PROPERTY + "delete.field": "_change_operation_type",
+                          MERGE_PROPERTY + "delete.marker": "d"})
+    assert merge_rules(config) == MergeRules(("_event_bin_file", "_event_pos"), "_change_operation_type", "d")
+
+
+@pytest.mark.parametrize("props,word", [
+    ({"hoodie.record.merge.mode": "EVENT_TIME_ORDERING", "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS",
+      "hoodie.legacy.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload"},
+     "PartialUpdateAvroPayload"),
+    ({"hoodie.record.merge.mode": "COMMIT_TIME_ORDERING", "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"},
+     "IGNORE_DEFAULTS"),
+    ({"hoodie.table.version": "8", "hoodie.table.precombine.field": "ts", "hoodie.compaction.payload.class":
+      "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"}, "OverwriteNonDefaults"),
+    ({"hoodie.record.merge.mode": "COMMIT_TIME_ORDERING", MERGE_PROPERTY + "delete.field": "Op"}, "only one of"),
+])
+def test_partial_merges_are_refused_in_one_line(props, word):
+    config = TableConfig({**V9, **props})
+    with pytest.raises(UnsupportedTableError, match=word) as raised:
+        merge_rules(config)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_partial_update_block_is_refused_not_merged_as_full_records(tmp_path):
+    rules = MergeRules(("ts",))
+    full = avro_data_block(_rows([(1, 2, 0, "")], "20240102000000001", rules), DATA_SCHEMA, "20240102000000001")
+    (block,) = read_log_file(full)
+    # the same block as Hudi 1.1 writes a partial update: the IS_PARTIAL header set
+    (tmp_path / "log.1").write_bytes(_block_bytes(BlockType.AVRO_DATA, {**block.header, HeaderKey.IS_PARTIAL: "true"},
+                                                  block.content()))
+    storage = LocalStorage(str(tmp_path))
+    with pytest.raises(UnsupportedTableError, match="partial-update block"):
+        scan_logs(storage, ["log.1"], lambda i: True, ARROW)
+    with pytest.raises(UnsupportedTableError, match="partial-update block"):
         BoundedMerge(storage, None, ["log.1"], lambda i: True, rules, ARROW).run(lambda rows: None)
