@@ -1,7 +1,7 @@
 """Merging one file slice within a fixed memory budget, as Hudi's compaction does with its spillable map.
 
-The rows are those of `merge.merge_records` (the same fold: ordering field, deletes, resets by natural deletes
-under event-time ordering, the latest schema), computed without holding the slice in memory:
+The rows are those of `merge.merge_records` (the same fold, `merge.fold_winners`, under the same `MergeRules`;
+the latest schema), computed without holding the slice in memory:
 
 1. The log files are read block by block. Their records become events (key, write position, ordering value,
    delete flag, payload) in a buffer; a buffer past a quarter of the budget is folded to one event per key

@@ -1,9 +1,11 @@
 """The snapshot of one file slice: its base file merged with its log files' records and deletes.
 
-Records are folded in write order. Under COMMIT_TIME_ORDERING the last write of a key wins. Under
-EVENT_TIME_ORDERING the write with the greatest ordering value wins (ties: the later write), and a
-delete without an ordering value (Hudi writes 0) deletes whatever came before it. The fold is done
-column-wise with pyarrow: only keys that appear in the logs are merged; other base rows pass through."""
+Records are folded as Hudi 1.1's record buffer folds them (`fold_winners`), under the table's `MergeRules`:
+under commit-time ordering the last write of a key wins; under event-time ordering the write with the
+greatest ordering value (several fields compared in order), ties to the later write, and a natural delete (no
+ordering value; Hudi writes an Integer 0) wins over whatever came before it in the logs. A data record can be a
+delete too (`_hoodie_is_deleted`, a custom delete marker). The fold is done column-wise with pyarrow: only keys
+that appear in the logs are merged; other base rows pass through."""
 from __future__ import annotations
 
 from collections.abc import Callable
