@@ -1,8 +1,9 @@
-"""Java Hudi judges the merge of several ordering fields: a MERGE_ON_READ table written by Java Hudi 1.1.1 (table
-version 9) ordered by (ts, value) gets updates that win or lose on the second field, a tie, and deletes; Java
-Hudi's snapshot read is the model's rows, TMS's library reads the same rows, and after TMS compacts the file
-groups Java Hudi reads them again (snapshot and read-optimized). The harness (tests/hudi_java) is never
-skipped: a machine without it fails here with one line."""
+"""Java Hudi judges TMS's merges: MERGE_ON_READ tables written by Java Hudi 1.1.1 (table version 9), one ordered
+by (ts, value) with updates that win or lose on the second field, a tie and deletes, one whose upserts delete
+records by `_hoodie_is_deleted` under event-time ordering (the delete wins or loses by its ordering value).
+Java Hudi's snapshot read is the model's rows, TMS's library reads the same rows, and after TMS compacts the
+file groups Java Hudi reads them again (snapshot and read-optimized). One driver (a JVM) for the module. The
+harness (tests/hudi_java) is never skipped: a machine without it fails here with one line."""
 from __future__ import annotations
 
 import pytest
@@ -23,9 +24,9 @@ OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clean.automatic": "false", 
            "hoodie.table.ordering.fields": "ts,value", "hoodie.datasource.write.precombine.field": "ts,value"}
 
 
-@pytest.fixture
-def java_driver(tmp_path):
-    driver = start_driver(9, tmp_path / "hudi-driver-v9.log")
+@pytest.fixture(scope="module")
+def java_driver(tmp_path_factory):
+    driver = start_driver(9, tmp_path_factory.mktemp("driver") / "hudi-driver-v9.log")
     yield driver
     driver.close()
 
@@ -36,6 +37,17 @@ def _row(i: int, ts: int, value: int, name: str) -> dict:
 
 def _rows(table) -> list[dict]:
     return sorted(({c: r[c] for c in COLUMNS} for r in table.to_pylist()), key=lambda r: r["id"])
+
+
+def _compact_and_compare(writer: JavaWriter, want: list[dict]) -> None:
+    """TMS reads the rows Java reads; after TMS compacts the table, Java reads them again."""
+    table = HudiTable.load(str(writer.path))
+    assert _rows(read_snapshot(table)) == want, "TMS's read of Java Hudi's log files"
+    instant = plan_compaction(table)
+    execute_instant(HudiTable.load(str(writer.path)), instant, LocalRunner())
+    assert HudiTable.load(str(writer.path)).timeline.get(instant).is_completed
+    assert [{c: r[c] for c in COLUMNS} for r in writer.read("snapshot")] == want, "Java's read after TMS compacted"
+    assert [{c: r[c] for c in COLUMNS} for r in writer.read("read_optimized")] == want, "the compacted base files"
 
 
 def test_java_hudi_and_tms_agree_on_two_ordering_fields(java_driver, tmp_path):
@@ -55,12 +67,29 @@ def test_java_hudi_and_tms_agree_on_two_ordering_fields(java_driver, tmp_path):
     want = sorted(expected.values(), key=lambda r: r["id"])
 
     assert [{c: r[c] for c in COLUMNS} for r in writer.read("snapshot")] == want, "Java Hudi's own read"
-    table = HudiTable.load(str(writer.path))
-    assert merge_rules(table.config).ordering == ("ts", "value")
-    assert _rows(read_snapshot(table)) == want, "TMS's read of Java Hudi's log files"
+    assert merge_rules(HudiTable.load(str(writer.path)).config).ordering == ("ts", "value")
+    _compact_and_compare(writer, want)
 
-    instant = plan_compaction(table)
-    execute_instant(HudiTable.load(str(writer.path)), instant, LocalRunner())
-    assert HudiTable.load(str(writer.path)).timeline.get(instant).is_completed
-    assert [{c: r[c] for c in COLUMNS} for r in writer.read("snapshot")] == want, "Java's read after TMS compacted"
-    assert [{c: r[c] for c in COLUMNS} for r in writer.read("read_optimized")] == want, "the compacted base files"
+
+def test_java_hudi_and_tms_agree_on_deletes_by_hoodie_is_deleted(java_driver, tmp_path):
+    options = {**OPTIONS, "hoodie.table.ordering.fields": "ts", "hoodie.datasource.write.precombine.field": "ts"}
+    writer = JavaWriter(java_driver, tmp_path / "soft_deletes", "MERGE_ON_READ", options)
+    flag = ["_hoodie_is_deleted"]
+
+    def soft(i: int, ts: int, deleted: bool, name: str) -> dict:
+        return {**_row(i, ts, i, name), "_hoodie_is_deleted": deleted}
+
+    writer.write("insert", [soft(i, 5, False, "base") for i in range(8)], flag)
+    writer.write("upsert", [soft(0, 6, True, ""), soft(1, 4, True, ""), soft(2, 5, True, ""),  # wins, loses, tie
+                            soft(3, 7, False, "newer")], flag)
+    writer.write("upsert", [soft(0, 3, False, "older"),  # loses to the delete (ts 6) before it
+                            soft(4, 9, True, ""), soft(5, 8, False, "newer")], flag)
+    expected = {f"k{i:02d}": _row(i, 5, i, "base") for i in range(8)}
+    expected |= {"k03": _row(3, 7, 3, "newer"), "k05": _row(5, 8, 5, "newer")}
+    for gone in ("k00", "k02", "k04"):
+        del expected[gone]
+    want = sorted(expected.values(), key=lambda r: r["id"])
+
+    assert [{c: r[c] for c in COLUMNS} for r in writer.read("snapshot")] == want, "Java Hudi's own read"
+    assert merge_rules(HudiTable.load(str(writer.path)).config).ordering == ("ts",)
+    _compact_and_compare(writer, want)

@@ -4,7 +4,8 @@ product's); the tests talk to it through harness.py.
 
 Protocol: one JSON command per line on stdin, one JSON answer per line on stdout, prefixed with ANSWER (Spark
 may print to stdout too). Commands:
-  {"op": "write", "path", "name", "table_type", "operation", "rows": [...], "options": {...}}
+  {"op": "write", "path", "name", "table_type", "operation", "rows": [...], "options": {...},
+   "boolean_columns": [...] (optional: boolean columns the rows have beyond SCHEMA, e.g. _hoodie_is_deleted)}
       -> {"instant": the instant the write completed}
   {"op": "read", "path", "query_type": "snapshot" | "read_optimized", "options": {...}} -> {"rows": [...]}
   {"op": "sql", "statement"} -> {"rows": [...]}
@@ -20,7 +21,7 @@ import time
 import traceback
 
 from pyspark.sql import SparkSession
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 ANSWER = "ANSWER "
 SCHEMA = StructType([
@@ -58,8 +59,10 @@ def write(spark: SparkSession, command: dict) -> dict:
         "hoodie.datasource.write.precombine.field": "ts",
         **command.get("options", {}),
     }
-    rows = [tuple(r.get(c) for c in COLUMNS) for r in command["rows"]]
-    frame = spark.createDataFrame(rows, SCHEMA).coalesce(1)
+    extra = command.get("boolean_columns", [])
+    schema = StructType([*SCHEMA.fields, *(StructField(c, BooleanType(), True) for c in extra)])
+    rows = [tuple(r.get(c) for c in [*COLUMNS, *extra]) for r in command["rows"]]
+    frame = spark.createDataFrame(rows, schema).coalesce(1)
     frame.write.format("hudi").options(**options).mode("append").save(command["path"])
     jvm = spark.sparkContext._jvm
     assert jvm is not None
