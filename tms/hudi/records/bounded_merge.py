@@ -409,7 +409,7 @@ class BoundedMerge:
                  pc.add(bk.column(_ROW), pa.scalar(_BASE_N, pa.int64()))], names=control)
             log_ctrl = state.select(control)
             events = pa.concat_tables([base_events.cast(log_ctrl.schema), log_ctrl])
-            idx = fold_winners(events, _K, self.ords, [_N])
+            idx = fold_winners(events, _K, self.ords, [_N], self.rules.base_loses)
             won = events.take(idx).append_column("__i", idx)
             from_base = pc.equal(won.column(_SEQ), _BASE_SEQ)
             # A log winner replaces the key's last base row; every other base row of a key the logs touch goes.

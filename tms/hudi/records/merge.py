@@ -175,7 +175,8 @@ def delete_block_ords(values: list[Any], rules: MergeRules, types: list[pa.DataT
     return [pa.nulls(len(values), t) for t in types], pa.array([bool(types)] * len(values), pa.bool_())
 
 
-def fold_winners(ctrl: pa.Table, key: str, ords: list[str], tiebreak: list[str]) -> pa.Array:
+def fold_winners(ctrl: pa.Table, key: str, ords: list[str], tiebreak: list[str], base_loses: bool = False,
+                 ) -> pa.Array:
     """The index (into `ctrl`) of each key's winning event, sorted by key. `ctrl` has the control columns: `key`,
     `__seq` (write position; BASE_SEQ for a base row), the ordering columns `ords` (none: commit-time ordering),
     `__del`, `__bdel` (a delete block's delete), `__reset` (a commit-time delete under event-time ordering), and
@@ -186,7 +187,7 @@ def fold_winners(ctrl: pa.Table, key: str, ords: list[str], tiebreak: list[str])
     write), except around a reset. A reset drops every earlier log write of its key and ignores the delete
     block deletes that follow it; the first later data record supersedes it, whatever the ordering values, and
     then competes with the rest (the base row included) as usual. A reset that is not superseded wins over the
-    base row."""
+    base row. With `base_loses` the log's winner replaces the base row whatever the ordering values."""
     ctrl = ctrl.append_column("__i", pa.array(np.arange(ctrl.num_rows, dtype=np.int64)))
     if ords:
         resets = ctrl.filter(ctrl.column(_RESET))
@@ -211,6 +212,9 @@ def fold_winners(ctrl: pa.Table, key: str, ords: list[str], tiebreak: list[str])
             ctrl = ctrl.filter(pc.invert(out)).drop_columns(["__last_reset", "__first"])
         # A surviving reset is its key's only log write: it wins over the base row whatever the ordering values.
         order = [key, _RESET, *ords, _SEQ, _DEL, *tiebreak]
+        if base_loses:
+            ctrl = ctrl.append_column("__log", pc.not_equal(ctrl.column(_SEQ), BASE_SEQ))
+            order = [key, _RESET, "__log", *ords, _SEQ, _DEL, *tiebreak]
     else:
         order = [key, _SEQ, *tiebreak]
     # Nulls first: a write without an ordering value loses to one with a value.
@@ -274,7 +278,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
     else:
         untouched = None
 
-    winners = events.take(fold_winners(events, KEY, names, []))
+    winners = events.take(fold_winners(events, KEY, names, [], rules.base_loses))
     winners = winners.filter(pc.invert(winners.column(_DEL)))
     from_base = pc.equal(winners.column(_SEQ), BASE_SEQ)
     out = []

@@ -37,10 +37,12 @@ class MergeRules:
     """How records of one key merge. `ordering` empty: the last write wins (commit-time ordering); else the
     write with the greatest ordering value, the fields compared in order (Hudi's ArrayComparable), ties to the
     later write. A data record is a delete when its `_hoodie_is_deleted` is true or its `delete_field` holds
-    `delete_marker` (compared as text)."""
+    `delete_marker` (compared as text). `base_loses`: the log's winner replaces the base row whatever the
+    ordering values (Hudi 0.x under commit-time ordering: the log alone is folded by ordering value)."""
     ordering: tuple[str, ...] = ()
     delete_field: str | None = None
     delete_marker: str | None = None
+    base_loses: bool = False
 
     @classmethod
     def of(cls, ordering: str | list[str] | tuple[str, ...] | None, delete_field: str | None = None,
@@ -82,4 +84,9 @@ def merge_rules(config: TableConfig) -> MergeRules:
     if reason:
         raise UnsupportedTableError(f"TMS cannot merge the records of table {config.name}: {reason}")
     ordering = tuple(config.ordering_fields) if config.merge_mode is MergeMode.EVENT_TIME_ORDERING else ()
-    return MergeRules(ordering, _merge_property(config, DELETE_FIELD), _merge_property(config, DELETE_MARKER))
+    base_loses = False
+    precombined = config.traits.payload_precombines_log_records
+    if precombined and not ordering and config.ordering_fields:
+        ordering, base_loses = tuple(config.ordering_fields), True
+    return MergeRules(ordering, _merge_property(config, DELETE_FIELD), _merge_property(config, DELETE_MARKER),
+                      base_loses)
