@@ -1,15 +1,14 @@
-"""Java Hudi judges TMS's merges. MERGE_ON_READ tables written by Java Hudi: one (Hudi 1.1.1, table version 9)
-ordered by (ts, value) with updates that win or lose on the second field, a tie and deletes; one of table
-versions 8 and 9 whose upserts delete records by `_hoodie_is_deleted` under event-time ordering (a delete wins
-or loses by its ordering value); one of version 6 (Hudi 0.15) under commit-time ordering, whose log is folded by
-ordering value. Java Hudi's snapshot read is the model's rows, TMS's library reads the same rows, and after TMS
-compacts the file groups Java Hudi reads them again (snapshot and read-optimized). One driver (a JVM) per Hudi
-release. The harness (tests/hudi_java) is never skipped: a machine without it fails here in one line."""
+"""Java Hudi judges TMS's merges. MERGE_ON_READ tables written by Java Hudi 1.1.1 (table version 9): one ordered
+by (ts, value) with updates that win or lose on the second field, a tie and deletes; one whose upserts delete
+records by `_hoodie_is_deleted` under event-time ordering (a delete wins or loses by its ordering value). Java
+Hudi's snapshot read is the model's rows, TMS's library reads the same rows, and after TMS compacts the file
+groups Java Hudi reads them again (snapshot and read-optimized). One driver (a JVM) for the module. The harness
+(tests/hudi_java) is never skipped: a machine without it fails here with one line."""
 from __future__ import annotations
 
 import pytest
 from execute_support import plan_compaction
-from hudi_java.harness import HudiDriver, JavaWriter, start_driver
+from hudi_java.harness import JavaWriter, start_driver
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
@@ -26,18 +25,11 @@ OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clean.automatic": "false", 
 
 
 @pytest.fixture(scope="module")
-def java_drivers(tmp_path_factory):
-    """driver(table_version): one driver per Hudi release, started when first asked for, for the module."""
-    drivers: dict[int, HudiDriver] = {}
-
-    def driver(version: int) -> HudiDriver:
-        if version not in drivers:
-            drivers[version] = start_driver(version, tmp_path_factory.mktemp("driver") / f"hudi-v{version}.log")
-        return drivers[version]
-
+def java_driver(tmp_path_factory):
+    """One driver (a JVM) for the module: Hudi 1.1.1, table version 9."""
+    driver = start_driver(9, tmp_path_factory.mktemp("driver") / "hudi-v9.log")
     yield driver
-    for started in drivers.values():
-        started.close()
+    driver.close()
 
 
 def _row(i: int, ts: int, value: int, name: str) -> dict:
@@ -59,8 +51,8 @@ def _compact_and_compare(writer: JavaWriter, want: list[dict]) -> None:
     assert [{c: r[c] for c in COLUMNS} for r in writer.read("read_optimized")] == want, "the compacted base files"
 
 
-def test_java_hudi_and_tms_agree_on_two_ordering_fields(java_drivers, tmp_path):
-    writer = JavaWriter(java_drivers(9), tmp_path / "ordered_by_two", "MERGE_ON_READ", OPTIONS)
+def test_java_hudi_and_tms_agree_on_two_ordering_fields(java_driver, tmp_path):
+    writer = JavaWriter(java_driver, tmp_path / "ordered_by_two", "MERGE_ON_READ", OPTIONS)
     writer.write("insert", [_row(i, 5, 10, "base") for i in range(12)])
     writer.write("upsert", [_row(i, 5, 20, "second-higher") for i in range(0, 6)]    # (5, 20) > (5, 10): wins
                  + [_row(i, 4, 99, "first-lower") for i in range(6, 9)]              # (4, 99) < (5, 10): loses
@@ -80,10 +72,9 @@ def test_java_hudi_and_tms_agree_on_two_ordering_fields(java_drivers, tmp_path):
     _compact_and_compare(writer, want)
 
 
-@pytest.mark.parametrize("version", [8, 9])
-def test_java_hudi_and_tms_agree_on_deletes_by_hoodie_is_deleted(java_drivers, tmp_path, version):
+def test_java_hudi_and_tms_agree_on_deletes_by_hoodie_is_deleted(java_driver, tmp_path):
     options = {**OPTIONS, "hoodie.table.ordering.fields": "ts", "hoodie.datasource.write.precombine.field": "ts"}
-    writer = JavaWriter(java_drivers(version), tmp_path / "soft_deletes", "MERGE_ON_READ", options)
+    writer = JavaWriter(java_driver, tmp_path / "soft_deletes", "MERGE_ON_READ", options)
     flag = ["_hoodie_is_deleted"]
 
     def soft(i: int, ts: int, deleted: bool, name: str) -> dict:
@@ -104,27 +95,3 @@ def test_java_hudi_and_tms_agree_on_deletes_by_hoodie_is_deleted(java_drivers, t
     assert merge_rules(HudiTable.load(str(writer.path)).config).ordering == ("ts",)
     _compact_and_compare(writer, want)
 
-
-def test_hudi_0_15_folds_its_logs_by_ordering_value_under_commit_time_and_tms_too(java_drivers, tmp_path):
-    """Hudi 0.15's default (OverwriteWithLatestAvroPayload, a precombine field): the log's records are folded by
-    ordering value (its preCombine), the log's winner replaces the base row, deletes included."""
-    options = {**OPTIONS, "hoodie.datasource.write.precombine.field": "ts"}
-    del options["hoodie.record.merge.mode"], options["hoodie.table.ordering.fields"]
-    writer = JavaWriter(java_drivers(6), tmp_path / "overwrite_with_latest", "MERGE_ON_READ", options)
-    writer.write("insert", [_row(i, 5, i, "base") for i in range(6)])
-    writer.write("upsert", [_row(0, 8, 0, "newer"), _row(1, 2, 1, "older"), _row(2, 8, 2, "first")])
-    writer.write("upsert", [_row(0, 1, 0, "oldest"), _row(2, 8, 2, "tie")])  # loses in the log; a tie: the later
-    writer.write("delete", [_row(3, 9, 3, "")])
-    expected = {f"k{i:02d}": _row(i, 5, i, "base") for i in range(6)}
-    expected |= {"k00": _row(0, 8, 0, "newer"), "k01": _row(1, 2, 1, "older"), "k02": _row(2, 8, 2, "tie")}
-    del expected["k03"]
-    want = sorted(expected.values(), key=lambda r: r["id"])
-    assert [{c: r[c] for c in COLUMNS} for r in writer.read("snapshot")] == want, "Java Hudi's own read"
-    _compact_and_compare(writer, want)
-
-    # deletes by `_hoodie_is_deleted` replace the base row whatever their ordering value
-    writer.write("upsert", [{**_row(i, ts, i, ""), "_hoodie_is_deleted": True} for i, ts in ((4, 9), (5, 1))],
-                 ["_hoodie_is_deleted"])
-    want = [r for r in want if r["id"] not in ("k04", "k05")]
-    assert [{c: r[c] for c in COLUMNS} for r in writer.read("snapshot")] == want, "Java Hudi's own read"
-    assert _rows(read_snapshot(HudiTable.load(str(writer.path)))) == want, "TMS's read"
