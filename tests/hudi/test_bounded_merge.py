@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tms.hudi.log_format.log_file import avro_data_block, delete_block, parquet_data_block, rollback_command_block
 from tms.hudi.records.bounded_merge import BoundedMerge
 from tms.hudi.records.merge import merge_records, scan_logs
+from tms.hudi.records.merge_rules import MergeRules
 from tms.hudi.records.schema import avro_to_arrow, with_meta_fields
 from tms.hudi.storage.table_storage import LocalStorage
 
@@ -81,10 +82,11 @@ def test_bounded_merge_gives_the_in_memory_merges_rows(tmp_path_factory, base_ke
     base, logs = _write_slice(root, base_keys, blocks)
     storage = LocalStorage(str(root))
     valid = lambda instant: True  # noqa: E731
+    rules = MergeRules.of(ordering)
     expected = merge_records(pq.read_table(root / base) if base else None, scan_logs(storage, logs, valid, ARROW),
-                             ordering, ARROW)
+                             rules, ARROW)
     out: list[pa.Table] = []
-    merge = BoundedMerge(storage, base, logs, valid, ordering, ARROW, budget_bytes=budget)
+    merge = BoundedMerge(storage, base, logs, valid, rules, ARROW, budget_bytes=budget)
     stats = merge.run(out.append)
     got = pa.concat_tables(out) if out else ARROW.empty_table()
     assert got.schema == ARROW
@@ -94,7 +96,8 @@ def test_bounded_merge_gives_the_in_memory_merges_rows(tmp_path_factory, base_ke
 
 def test_a_tiny_budget_spills_the_logs_to_several_buckets(tmp_path):
     base, logs = _write_slice(tmp_path, list(range(60)), [("data", [(k, 1) for k in range(60)])] * 3)
-    merge = BoundedMerge(LocalStorage(str(tmp_path)), base, logs, lambda i: True, "ts", ARROW, budget_bytes=1)
+    merge = BoundedMerge(LocalStorage(str(tmp_path)), base, logs, lambda i: True, MergeRules.of("ts"), ARROW,
+                        budget_bytes=1)
     stats = merge.run(lambda rows: None)
     assert stats.buckets > 1 and stats.spilled_bytes > 0 and stats.rows_written == 60
 
@@ -106,9 +109,10 @@ def test_blocks_bigger_than_the_budget_stream_and_give_the_in_memory_merges_rows
     base, logs = _write_slice(tmp_path, keys[::3], blocks)
     storage = LocalStorage(str(tmp_path))
     expected = merge_records(pq.read_table(tmp_path / base), scan_logs(storage, logs, lambda i: True, ARROW),
-                             "ts", ARROW)
+                             MergeRules.of("ts"), ARROW)
     out: list[pa.Table] = []
-    stats = BoundedMerge(storage, base, logs, lambda i: True, "ts", ARROW, budget_bytes=200_000).run(out.append)
+    stats = BoundedMerge(storage, base, logs, lambda i: True, MergeRules.of("ts"), ARROW,
+                         budget_bytes=200_000).run(out.append)
     assert stats.buckets > 1
     assert _key_sorted(pa.concat_tables(out)) == _key_sorted(expected)
 

@@ -1,5 +1,5 @@
 """What TMS can do for a table: reading and each table service, or why not in one line. A table TMS cannot
-read exactly is never read with exit 0 (ORC, HFile, unknown base formats, CUSTOM merge mode, bootstrap
+read exactly is never read with exit 0 (ORC, HFile, unknown base formats, CUSTOM merge mode, partial merges, bootstrap
 tables, dropped partition columns, virtual keys on MERGE_ON_READ), and `tms schedule` writes nothing on a
 table it cannot serve."""
 from __future__ import annotations
@@ -61,6 +61,13 @@ UNREADABLE = {
     "unknown_format": ("mor_v6_trips_8i1u", {"hoodie.table.base.file.format": "AVRO"}, "AVRO"),
     "custom_merge": ("mor_v8_trips_8i3u1d", {"hoodie.record.merge.mode": "CUSTOM"}, "CUSTOM"),
     "custom_payload": ("mor_v6_trips_8i1u", {"hoodie.compaction.payload.class": "com.acme.MyPayload"}, "CUSTOM"),
+    # a later record's null fields keep the older values: neither commit- nor event-time ordering
+    "overwrite_non_defaults": ("mor_v6_trips_8i1u", {"hoodie.compaction.payload.class":
+                               "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"},
+                               "OverwriteNonDefaultsWithLatestAvroPayload"),
+    # Hudi 1.1's PostgresDebeziumAvroPayload, as its table configuration says it
+    "partial_update_mode": ("mor_v9_txns_simple_meta", {"hoodie.table.partial.update.mode": "FILL_UNAVAILABLE"},
+                            "FILL_UNAVAILABLE"),
     "bootstrap": ("cow_v6_nonpartitioned", {"hoodie.bootstrap.base.path": "/data/source"}, "bootstrap"),
     "dropped_partition_columns": ("mor_v6_trips_8i1u", {"hoodie.datasource.write.drop.partition.columns": "true"},
                                   "partition columns"),

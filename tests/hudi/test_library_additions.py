@@ -4,7 +4,8 @@ import pyarrow as pa
 import pytest
 
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
-from tms.hudi.records.merge import LogScan, merge_ordering_field, merge_records
+from tms.hudi.records.merge import LogScan, merge_records
+from tms.hudi.records.merge_rules import MergeRules, merge_rules
 from tms.hudi.storage.table_storage import open_storage
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.properties import TableConfig
@@ -54,20 +55,20 @@ def test_merge_records_into_a_wider_schema():
     update = pa.table({"_hoodie_record_key": ["b", "c"], "ts": [2, 2], "v": ["b2", "c2"], "extra": [7, 8]})
     schema = pa.schema([("_hoodie_record_key", pa.string()), ("ts", pa.int64()), ("v", pa.string()),
                         ("extra", pa.int64())])
-    merged = merge_records(base, LogScan([update], [], [0]), "ts", schema)
+    merged = merge_records(base, LogScan([update], [], [0]), MergeRules.of("ts"), schema)
     assert merged.schema.equals(schema)
     assert sorted(merged.to_pylist(), key=lambda r: r["_hoodie_record_key"]) == [
         {"_hoodie_record_key": "a", "ts": 1, "v": "a1", "extra": None},
         {"_hoodie_record_key": "b", "ts": 2, "v": "b2", "extra": 7},
         {"_hoodie_record_key": "c", "ts": 2, "v": "c2", "extra": 8}]
-    assert merge_records(base, LogScan([], [], []), "ts", schema).schema.equals(schema)
-    assert merge_records(None, LogScan([], [], []), "ts", schema).schema.equals(schema)
+    assert merge_records(base, LogScan([], [], []), MergeRules.of("ts"), schema).schema.equals(schema)
+    assert merge_records(None, LogScan([], [], []), MergeRules.of("ts"), schema).schema.equals(schema)
 
 
-def test_merge_ordering_field():
+def test_merge_rules_order_by_the_ordering_fields_under_event_time_only():
     props = {"hoodie.table.name": "t", "hoodie.table.type": "MERGE_ON_READ", "hoodie.table.version": "8",
              "hoodie.table.precombine.field": "ts"}
-    assert merge_ordering_field(TableConfig({**props, "hoodie.record.merge.mode": "EVENT_TIME_ORDERING"})) == "ts"
-    assert merge_ordering_field(TableConfig({**props, "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"})) is None
+    assert merge_rules(TableConfig({**props, "hoodie.record.merge.mode": "EVENT_TIME_ORDERING"})).ordering == ("ts",)
+    assert merge_rules(TableConfig({**props, "hoodie.record.merge.mode": "COMMIT_TIME_ORDERING"})).ordering == ()
     with pytest.raises(UnsupportedTableError, match="CUSTOM"):
-        merge_ordering_field(TableConfig({**props, "hoodie.record.merge.mode": "CUSTOM"}))
+        merge_rules(TableConfig({**props, "hoodie.record.merge.mode": "CUSTOM"}))

@@ -125,12 +125,12 @@ def test_v8_logs_with_updates_and_deletes(fixtures_dir):
         "city=chennai/20251220210127080": ("AVRO_DATA", ["c8abbe79-8d89-47ea-b4ce-4d224bae5bfa"]),
         "city=chennai/20251220210128625": (
             "delete",
-            [("c8abbe79-8d89-47ea-b4ce-4d224bae5bfa", "city=chennai", 0)],
+            [("c8abbe79-8d89-47ea-b4ce-4d224bae5bfa", "city=chennai", None)],
         ),
         "city=san_francisco/20251220210123755": ("AVRO_DATA", ["334e26e9-8355-45cc-97c6-c31daf0df330"]),
         "city=sao_paulo/20251220210125441": (
             "delete",
-            [("e3cf430c-889d-4015-bc98-59bdce1e530c", "city=sao_paulo", 0)],
+            [("e3cf430c-889d-4015-bc98-59bdce1e530c", "city=sao_paulo", None)],
         ),
         "city=sao_paulo/20251220210130911": ("AVRO_DATA", ["7a84095f-737f-40bc-b62f-6b69664712d2"]),
     }
@@ -229,7 +229,7 @@ def test_data_block_takes_columns_in_any_order_and_needs_all(writer):
     [
         ("long", [5, 2**40]),
         (["null", "long"], [0, -1]),
-        (["int", "null"], [7, 0]),
+        (["int", "null"], [7, -3]),
         ("string", ["2024-01-01", ""]),
         ("double", [1.5, -0.25]),
         ("float", [1.5, 2.0]),
@@ -253,7 +253,12 @@ def test_delete_block_round_trip(ordering_type, values):
 
 def test_delete_block_natural_order_and_schema_header():
     (block,) = read_log_file(delete_block([("k", "p", None)], "20250101000000000", "long", SCHEMA))
-    assert block.deleted_keys() == [("k", "p", 0)]  # Java's "no ordering value": an int 0
+    assert block.deleted_keys() == [("k", "p", None)]  # Java's "no ordering value": an int 0
+    # an int 0 is that value too (Hudi's OrderingValues.isDefault); a long 0 is an ordering value like any
+    (int_zero,) = read_log_file(delete_block([("k", "p", 0)], "20250101000000000", "int"))
+    assert int_zero.deleted_keys() == [("k", "p", None)]
+    (long_zero,) = read_log_file(delete_block([("k", "p", 0)], "20250101000000000", "long"))
+    assert long_zero.deleted_keys() == [("k", "p", 0)]
     assert block.schema == with_meta_fields(SCHEMA)
     assert read_log_file(delete_block([], "20250101000000000", "long"))[0].deleted_keys() == []
 

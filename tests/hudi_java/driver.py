@@ -4,7 +4,8 @@ product's); the tests talk to it through harness.py.
 
 Protocol: one JSON command per line on stdin, one JSON answer per line on stdout, prefixed with ANSWER (Spark
 may print to stdout too). Commands:
-  {"op": "write", "path", "name", "table_type", "operation", "rows": [...], "options": {...}}
+  {"op": "write", "path", "name", "table_type", "operation", "rows": [...], "options": {...},
+   "boolean_columns": [...] (optional: boolean columns the rows have beyond SCHEMA, e.g. _hoodie_is_deleted)}
       -> {"instant": the instant the write completed, "completion": its completion time (Hudi 1.x; else the instant)}
   {"op": "crash_write", same as write, "failing_id"}: a write whose Spark tasks fail at the row of that id,
       after Hudi started its instant -> {"failure": the exception}, as a writer that crashed leaves it behind
@@ -22,7 +23,7 @@ import time
 import traceback
 
 from pyspark.sql import SparkSession
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 ANSWER = "ANSWER "
 SCHEMA = StructType([
@@ -51,8 +52,7 @@ def start(bundle: str, memory: str = "1g") -> SparkSession:
 
 
 def write(spark: SparkSession, command: dict) -> dict:
-    frame = spark.createDataFrame([tuple(r.get(c) for c in COLUMNS) for r in command["rows"]], SCHEMA).coalesce(1)
-    _save(frame, command)
+    _save(_frame(spark, command), command)
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     # The instant this write completed: the last completed commit of the write timeline.
@@ -65,7 +65,7 @@ def write(spark: SparkSession, command: dict) -> dict:
 def crash_write(spark: SparkSession, command: dict) -> dict:
     from pyspark.sql import functions as F
 
-    frame = spark.createDataFrame([tuple(r.get(c) for c in COLUMNS) for r in command["rows"]], SCHEMA).coalesce(1)
+    frame = _frame(spark, command)
     # Evaluated lazily, in the tasks of Hudi's write: the instant is already on the timeline, its heartbeat on.
     crash = F.raise_error(F.lit("the harness crashes this write")).cast("long")
     frame = frame.withColumn("value", F.when(F.col("id") == command["failing_id"], crash).otherwise(F.col("value")))
@@ -74,6 +74,13 @@ def crash_write(spark: SparkSession, command: dict) -> dict:
     except Exception as exc:  # noqa: BLE001 (the crash is the point)
         return {"failure": f"{type(exc).__name__}: {exc}"[:2000], "crashed_here": "the harness crashes" in str(exc)}
     raise RuntimeError("the write meant to crash completed")
+
+
+def _frame(spark: SparkSession, command: dict):
+    extra = command.get("boolean_columns", [])
+    schema = StructType([*SCHEMA.fields, *(StructField(c, BooleanType(), True) for c in extra)])
+    rows = [tuple(r.get(c) for c in [*COLUMNS, *extra]) for r in command["rows"]]
+    return spark.createDataFrame(rows, schema).coalesce(1)
 
 
 def _save(frame, command: dict) -> None:

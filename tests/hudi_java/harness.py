@@ -154,9 +154,12 @@ class JavaWriter:
         self.last_write: dict[str, int] = {}  # key -> the index of the write that last upserted it
         self.write_seconds: list[float] = []
 
-    def write(self, operation: str, rows: list[dict[str, Any]]) -> str:
+    def write(self, operation: str, rows: list[dict[str, Any]], boolean_columns: list[str] | None = None) -> str:
+        """`boolean_columns`: boolean columns the rows have beyond the driver's schema (e.g. _hoodie_is_deleted);
+        the model takes such rows as they are."""
         answer = self.driver.call(op="write", path=str(self.path), name=self.path.name, table_type=self.table_type,
-                                  operation=operation, rows=rows, options=self.options)
+                                  operation=operation, rows=rows, options=self.options,
+                                  boolean_columns=boolean_columns or [])
         for row in rows:  # acknowledged: the model takes it (every write carries a newer ts)
             if operation == "delete":
                 self.model.pop(row["id"], None)

@@ -15,7 +15,8 @@ from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.fs_view.file_names import new_file_id
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import write_metadata_commit
-from tms.hudi.records.merge import merge_ordering_field, merge_records, scan_logs
+from tms.hudi.records.merge import merge_records, scan_logs
+from tms.hudi.records.merge_rules import merge_rules
 from tms.hudi.records.schema import avro_to_arrow
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import WriteConflictError, find_conflicts, pending_writes_over
@@ -77,12 +78,12 @@ def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
     storage, config = task.table.storage(), task.table.config()
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
-    ordering = merge_ordering_field(config)
+    rules = merge_rules(config)
     parts, input_bytes = [], 0
     for s in task.slices:
         base = read_base_file(storage, s.base_file, arrow_schema) if s.base_file else None
         scan = scan_logs(storage, list(s.log_files), task.valid, arrow_schema)
-        parts.append(merge_records(base, scan, ordering, arrow_schema))
+        parts.append(merge_records(base, scan, rules, arrow_schema))
         input_bytes += sum(storage.info(p).size for p in ((s.base_file,) if s.base_file else ()) + s.log_files)
     rows = pa.concat_tables(parts)
     if task.ttl is not None:

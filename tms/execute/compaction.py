@@ -20,8 +20,9 @@ from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.records.bounded_merge import BoundedMerge
-from tms.hudi.records.merge import KEY, LogScan, merge_ordering_field, merge_records, scan_logs
+from tms.hudi.records.merge import KEY, LogScan, merge_records, scan_logs
 from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
+from tms.hudi.records.merge_rules import merge_rules
 from tms.hudi.records.schema import avro_to_arrow
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
@@ -90,7 +91,7 @@ def compact_in_memory(task: CompactionTask, token: str) -> WriteStat | None:
     scan = scan_logs(storage, list(task.log_files), task.valid, arrow_schema)
     scan_ms = _ms_since(started)
     base = read_base_file(storage, task.base_file, arrow_schema) if task.base_file else None
-    merged = merge_records(base, scan, merge_ordering_field(config), arrow_schema)
+    merged = merge_records(base, scan, merge_rules(config), arrow_schema)
     kept = drop_expired(merged, *task.ttl) if task.ttl is not None else merged
     expired = merged.num_rows - kept.num_rows
     if base is None and kept.num_rows == 0 and not expired:
@@ -119,7 +120,7 @@ def _compact_within_budget(task: CompactionTask, token: str) -> WriteStat | None
     arrow_schema = avro_to_arrow(avro_schema)
     started = time.monotonic()
     rel = base_file_path(task.partition, task.file_id, token, task.instant, task.extension)
-    merge = BoundedMerge(storage, task.base_file, list(task.log_files), task.valid, merge_ordering_field(config),
+    merge = BoundedMerge(storage, task.base_file, list(task.log_files), task.valid, merge_rules(config),
                          arrow_schema, task.budget_bytes)
     writer = StreamingBaseFileWriter(storage, rel, arrow_schema, avro_schema, always=task.base_file is not None)
     marked = False

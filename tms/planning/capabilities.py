@@ -14,8 +14,8 @@ from tms.hudi.metadata.writer import unmaintainable_partitions
 from tms.hudi.records.base_format import LANCE, PARQUET, table_base_format, unreadable_format_reason
 from tms.hudi.records.readability import (
     bootstrap_reason,
-    custom_merge_reason,
     dropped_partition_columns_reason,
+    merge_reason,
     require_readable,
     virtual_keys_reason,
 )
@@ -55,7 +55,7 @@ def _refusals(table: HudiTable, service: str) -> list[str]:
     if service == COMPACTION and not config.is_mor:
         reasons.append(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
     if service in _MERGING:
-        reasons.append(custom_merge_reason(config))
+        reasons.append(merge_reason(config))
     if service != ROLLBACK:
         reasons.append(bootstrap_reason(config))
     fmt = table_base_format(config)

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from tms.hudi.fs_view.view import FileSlice, LogFile
 from tms.hudi.log_format.log_file import BlockType, read_log_file
+from tms.hudi.records.merge_rules import merge_rules
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
@@ -61,7 +62,7 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     config = table.config
     if not config.is_mor:
         raise PlanningError(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
-    config.require_builtin_merge()  # a plan no executor can run is not worth writing
+    merge_rules(config)  # a plan no executor can run is not worth writing
     tl = table.timeline
     tl.reload()
     if not force and not compaction_trigger(table, policy, now).due:

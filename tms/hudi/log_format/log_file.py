@@ -187,9 +187,13 @@ def _wrap_ordering_value(value: Any, wrapper: str) -> Any:
 
 
 def _unwrap_ordering_value(wrapped: Any) -> Any:
+    """The ordering value of a delete; None for Java's "no ordering value" (null, or an Integer 0: the delete
+    wins whatever the ordering, `OrderingValues.isCommitTimeOrderingValue`). A Long 0 is a value like any."""
     if wrapped is None:
         return None
     name, record = wrapped
+    if name.endswith(".IntWrapper") and record["value"] == 0:
+        return None
     if name.endswith(".DateWrapper"):
         return _EPOCH + datetime.timedelta(days=record["value"])
     return record["value"]
@@ -229,6 +233,11 @@ class LogBlock:
         """The writer's Avro schema (with meta fields), for blocks that carry one."""
         text = self.header.get(HeaderKey.SCHEMA)
         return parse_avro_schema(text) if text else None
+
+    @property
+    def is_partial(self) -> bool:
+        """A Hudi 1.1 partial-update data block: its records hold only some of the table's columns."""
+        return (self.header.get(HeaderKey.IS_PARTIAL) or "").lower() == "true"
 
     @property
     def command_type(self) -> CommandType:
@@ -293,7 +302,8 @@ class LogBlock:
                                  _STREAM_BUFFER)
 
     def deleted_keys(self) -> list[tuple[str, str, Any]]:
-        """(record key, partition path, ordering value) of each record a delete block deletes."""
+        """(record key, partition path, ordering value) of each record a delete block deletes; the ordering value
+        is None for a delete that wins whatever the ordering (see `_unwrap_ordering_value`)."""
         self._expect(BlockType.DELETE)
         data = self.content()
         version, length = _INT_PAIR.unpack_from(data)

@@ -1,7 +1,7 @@
 """Merging one file slice within a fixed memory budget, as Hudi's compaction does with its spillable map.
 
-The rows are those of `merge.merge_records` (the same fold: ordering field, deletes, resets by natural deletes
-under event-time ordering, the latest schema), computed without holding the slice in memory:
+The rows are those of `merge.merge_records` (the same fold, `merge.fold_winners`, under the same `MergeRules`;
+the latest schema), computed without holding the slice in memory:
 
 1. The log files are read block by block. Their records become events (key, write position, ordering value,
    delete flag, payload) in a buffer; a buffer past a quarter of the budget is folded to one event per key
@@ -36,13 +36,25 @@ import pyarrow.parquet as pq
 from ..log_format.log_file import BlockType, LogBlock, read_log_file
 from ..storage.table_storage import Storage
 from .base_format import read_base_schema
-from .merge import KEY, _cast_ord, _ord_column
+from .merge import (
+    BASE_SEQ,
+    KEY,
+    data_deletes,
+    data_resets,
+    delete_block_ords,
+    fold_winners,
+    ord_columns,
+    ord_names,
+    ord_types,
+    require_full_records,
+)
+from .merge_rules import MergeRules
 from .schema import avro_to_arrow
 from .schema_evolution import project, require_evolvable
 
 # The control columns of an event (payload columns keep their own names; none starts with "__").
-_K, _SEQ, _ORD, _DEL, _RESET, _N, _ROW = "__key", "__seq", "__ord", "__del", "__reset", "__n", "__row"
-_BASE_SEQ = -1
+_K, _SEQ, _DEL, _BDEL, _RESET, _N, _ROW = "__key", "__seq", "__del", "__bdel", "__reset", "__n", "__row"
+_BASE_SEQ = BASE_SEQ
 _BASE_N = -(1 << 62)  # arrival order of base rows: before every log record, in row order
 _CURSOR_ROWS = 8192   # rows per batch of a spilled file (what a cursor holds)
 _READ_BUFFER = 1 << 20  # bytes of a base file's column chunk read at a time
@@ -166,41 +178,9 @@ def _partition(table: pa.Table, buckets: int) -> Iterator[pa.Table]:
         yield table.take(pa.array(order[bounds[b]:bounds[b + 1]]))
 
 
-def _winners(events: pa.Table, ordered: bool) -> tuple[pa.Array, pa.Array]:
-    """The fold of `merge.merge_records` over `events` (in arrival order): the index of each key's winning
-    event, by key, and whether the key saw a reset (a natural delete under event-time ordering), which makes
-    every earlier event of the key lose whatever its ordering value."""
-    ctrl = events.select([_K, _SEQ, _ORD, _DEL, _RESET, _N]).append_column(
-        "__i", pa.array(np.arange(events.num_rows, dtype=np.int64)))
-    had_reset = None
-    if ordered:
-        resets = ctrl.filter(ctrl.column(_RESET))
-        if resets.num_rows:
-            last = resets.group_by(_K).aggregate([(_SEQ, "max")]).rename_columns([_K, "__last_reset"])
-            ctrl = ctrl.join(last, _K, join_type="left outer")
-            ctrl = ctrl.filter(pc.greater_equal(ctrl.column(_SEQ), pc.fill_null(ctrl.column("__last_reset"), -2)))
-            had_reset = pc.is_valid(ctrl.column("__last_reset"))
-            ctrl = ctrl.append_column("__had_reset", had_reset)
-    order = [_K, _ORD, _SEQ, _DEL, _N] if ordered else [_K, _SEQ, _N]
-    # Nulls first: a write without an ordering value loses to one with a value.
-    ctrl = ctrl.take(pc.sort_indices(ctrl, sort_keys=[(c, "ascending", "at_start") for c in order]))
-    keys = ctrl.column(_K).combine_chunks()
-    n = len(keys)
-    if not n:
-        return pa.array([], pa.int64()), pa.array([], pa.bool_())
-    is_last = pa.concat_arrays([pc.not_equal(keys.slice(0, n - 1), keys.slice(1)), pa.array([True])])
-    won = ctrl.filter(is_last)
-    indices = won.column("__i").combine_chunks()
-    if had_reset is None:
-        return indices, pa.repeat(False, won.num_rows)
-    return indices, pc.fill_null(won.column("__had_reset"), False).combine_chunks()
-
-
-def _fold(events: pa.Table, ordered: bool) -> pa.Table:
-    """One event per key (its winner, sorted by key), `__reset` telling whether the key saw a reset."""
-    idx, had_reset = _winners(events, ordered)
-    won = events.take(idx)
-    return won.set_column(won.schema.get_field_index(_RESET), _RESET, had_reset)
+def _fold(events: pa.Table, ords: list[str]) -> pa.Table:
+    """One event per key (its winner, sorted by key); `ords` are the ordering columns (none: commit-time)."""
+    return events.take(fold_winners(events.select([_K, _SEQ, *ords, _DEL, _BDEL, _RESET, _N]), _K, ords, [_N]))
 
 
 class BoundedMerge:
@@ -208,19 +188,20 @@ class BoundedMerge:
     `sink` batch by batch and returns the counts."""
 
     def __init__(self, storage: Storage, base_file: str | None, log_files: list[str],
-                 is_valid_instant: Callable[[str], bool], ordering: str | None, schema: pa.Schema,
+                 is_valid_instant: Callable[[str], bool], rules: MergeRules, schema: pa.Schema,
                  budget_bytes: int = DEFAULT_BUDGET_BYTES, spill_dir: str | None = None):
         self.storage, self.base_file, self.log_files = storage, base_file, log_files
-        self.is_valid_instant, self.ordering, self.schema = is_valid_instant, ordering, schema
+        self.is_valid_instant, self.rules, self.schema = is_valid_instant, rules, schema
         self.budget = max(budget_bytes, 1)
         self.spill_dir = spill_dir
-        self.ord_type = schema.field(ordering).type if ordering and ordering in schema.names else None
+        self.ord_types = ord_types(rules, schema)
+        self.ords = ord_names(rules)
+        ord_fields = [pa.field(n, t) for n, t in zip(self.ords, self.ord_types, strict=True)]
         self.payload = _nullable(schema)
-        self.event_schema = pa.schema([pa.field(_K, pa.string()), pa.field(_SEQ, pa.int64()),
-                                       pa.field(_ORD, self.ord_type or pa.int64()), pa.field(_DEL, pa.bool_()),
+        self.event_schema = pa.schema([pa.field(_K, pa.string()), pa.field(_SEQ, pa.int64()), *ord_fields,
+                                       pa.field(_DEL, pa.bool_()), pa.field(_BDEL, pa.bool_()),
                                        pa.field(_RESET, pa.bool_()), pa.field(_N, pa.int64()), *self.payload])
-        self.base_key_schema = pa.schema([pa.field(_K, pa.string()), pa.field(_ORD, self.ord_type or pa.int64()),
-                                          pa.field(_ROW, pa.int64())])
+        self.base_key_schema = pa.schema([pa.field(_K, pa.string()), *ord_fields, pa.field(_ROW, pa.int64())])
         self.change_schema = pa.schema([pa.field(_ROW, pa.int64()), pa.field(_DEL, pa.bool_()), *self.payload])
         self.stats = MergeStats()
 
@@ -254,6 +235,7 @@ class BoundedMerge:
                 count = 1
             else:
                 what = f"the log block of instant {instant} in {paths[pos]}"
+                require_full_records(b, what)
                 if b.schema is not None:
                     require_evolvable(avro_to_arrow(b.schema), self.schema, what)
                 parts = self._block_records(b, what)
@@ -274,26 +256,26 @@ class BoundedMerge:
             require_evolvable(block.parquet_file().schema_arrow, self.schema, what)
         yield from block.record_batches(max(self.budget // 8, 1))
 
-    def _control(self, keys: pa.Array | pa.ChunkedArray, pos: int, ords: pa.Array, deleted: bool,
-                 resets: pa.Array, arrival: int) -> list[pa.Array | pa.ChunkedArray]:
+    def _control(self, keys: pa.Array | pa.ChunkedArray, pos: int, ords: list[pa.Array], deleted: pa.Array,
+                 block_deletes: bool, resets: pa.Array, arrival: int) -> list[pa.Array | pa.ChunkedArray]:
         n = len(keys)
-        return [keys.cast(pa.string()), pa.repeat(pa.scalar(pos, pa.int64()), n), ords,
-                pa.repeat(deleted, n), resets, pa.array(np.arange(arrival, arrival + n, dtype=np.int64))]
+        # Only event-time ordering lets an older write survive a later one; only there do resets matter.
+        return [keys.cast(pa.string()), pa.repeat(pa.scalar(pos, pa.int64()), n), *ords, deleted,
+                pa.repeat(block_deletes, n), resets if self.ords else pa.repeat(False, n),
+                pa.array(np.arange(arrival, arrival + n, dtype=np.int64))]
 
     def _data_events(self, pos: int, records: pa.Table, arrival: int) -> pa.Table:
         rows = project(records, self.schema)
-        n = rows.num_rows
-        control = self._control(records.column(KEY), pos, _ord_column(records, self.ordering, self.ord_type),
-                                False, pa.repeat(False, n), arrival)
+        ords = ord_columns(records, self.rules, self.ord_types)
+        deleted = data_deletes(records, self.rules)
+        control = self._control(records.column(KEY), pos, ords, deleted, False, data_resets(deleted, ords), arrival)
         return pa.Table.from_arrays([*control, *rows.columns], schema=self.event_schema)
 
     def _delete_events(self, pos: int, deleted: list[tuple[str, str, object]], arrival: int) -> pa.Table:
         n = len(deleted)
-        ords = [d[2] for d in deleted]
-        # Only event-time ordering lets an older write survive a later one; a natural delete resets the key.
-        natural = [o is None or o == 0 for o in ords] if self.ordering else [False] * n
-        control = self._control(pa.array([d[0] for d in deleted], pa.string()), pos,
-                                _cast_ord(ords, self.ord_type), True, pa.array(natural, pa.bool_()), arrival)
+        ords, natural = delete_block_ords([d[2] for d in deleted], self.rules, self.ord_types)
+        control = self._control(pa.array([d[0] for d in deleted], pa.string()), pos, ords, pa.repeat(True, n),
+                                True, natural, arrival)
         return pa.Table.from_arrays([*control, *(pa.nulls(n, f.type) for f in self.payload)],
                                     schema=self.event_schema)
 
@@ -308,7 +290,6 @@ class BoundedMerge:
 
     def _scan_logs(self, stack: ExitStack, tmp: str) -> list[_Spill]:
         """The log events, folded, in one bucket in memory or in hash buckets on disk."""
-        ordered = self.ordering is not None
         limit = self.budget // 4
         buffer: list[pa.Table] = []
         held = seen = 0
@@ -319,7 +300,7 @@ class BoundedMerge:
             seen += events.nbytes
             if held <= limit:
                 continue
-            folded = _fold(pa.concat_tables(buffer), ordered)
+            folded = _fold(pa.concat_tables(buffer), self.ords)
             buffer, held = [folded], folded.nbytes
             if held <= limit // 2 and buckets is None:
                 continue  # updates of the same keys: folding keeps the logs in memory
@@ -331,7 +312,7 @@ class BoundedMerge:
             for spill, part in zip(buckets, _partition(folded, len(buckets)), strict=True):
                 spill.append(part)
             buffer, held = [], 0
-        rest = _fold(pa.concat_tables(buffer), ordered) if buffer else self.event_schema.empty_table()
+        rest = _fold(pa.concat_tables(buffer), self.ords) if buffer else self.event_schema.empty_table()
         if buckets is None:
             return [_Spill(self.event_schema, tables=[rest])]
         for spill, part in zip(buckets, _partition(rest, len(buckets)), strict=True):
@@ -378,12 +359,12 @@ class BoundedMerge:
         if in_memory and (log_keys is None or not len(log_keys)):
             return keys
         pf = self._base_file()
-        columns = [KEY] + ([self.ordering] if self.ordering and self.ordering in pf.schema_arrow.names else [])
+        columns = [KEY] + [f for f in self.rules.ordering if f in pf.schema_arrow.names]
         row = 0
         for batch in pf.iter_batches(batch_size=self._batch_rows(pf) * 4, columns=columns):
             t = pa.Table.from_batches([batch])
             part = pa.Table.from_arrays(
-                [t.column(KEY).cast(pa.string()), _ord_column(t, self.ordering, self.ord_type),
+                [t.column(KEY).cast(pa.string()), *ord_columns(t, self.rules, self.ord_types),
                  pa.array(np.arange(row, row + t.num_rows, dtype=np.int64))], schema=self.base_key_schema)
             row += t.num_rows
             if in_memory:
@@ -396,7 +377,7 @@ class BoundedMerge:
 
     # --- step 2': each bucket's winners -------------------------------------------------------------------
 
-    def _fold_runs(self, log: _Spill, ordered: bool) -> pa.Table:
+    def _fold_runs(self, log: _Spill) -> pa.Table:
         """A bucket's events folded to one per key, read batch by batch and folded whenever a quarter of the budget
         is held (the fold is associative: the bucket need not fit, only its distinct keys)."""
         parts: list[pa.Table] = []
@@ -405,31 +386,30 @@ class BoundedMerge:
             parts.append(pa.Table.from_batches([batch], schema=self.event_schema))
             held += batch.nbytes
             if held > self.budget // 4:
-                folded = _fold(pa.concat_tables(parts), ordered)
+                folded = _fold(pa.concat_tables(parts), self.ords)
                 parts, held = [folded], folded.nbytes
-        return _fold(pa.concat_tables(parts) if parts else self.event_schema.empty_table(), ordered)
+        return _fold(pa.concat_tables(parts) if parts else self.event_schema.empty_table(), self.ords)
 
     def _resolve(self, logs: list[_Spill], base_keys: list[_Spill], tmp: str) -> tuple[list[_Spill], _Spill]:
         """Per bucket, the changes to base rows (sorted by row); the inserted rows."""
-        ordered = self.ordering is not None
         in_memory = logs[0].path is None
         changes, inserts = [], _Spill(self.payload, None if in_memory else os.path.join(tmp, "inserts.arrows"))
         for b, (log, base) in enumerate(zip(logs, base_keys, strict=True)):
-            state = self._fold_runs(log, ordered)  # runs of one bucket, in write order: one event per key
+            state = self._fold_runs(log)  # runs of one bucket, in write order: one event per key
             log.release()
             self.stats.log_keys += state.num_rows
             bk = base.read()
             base.release()
             bk = bk.filter(pc.is_in(bk.column(_K), value_set=state.column(_K)))
             n = bk.num_rows
+            control = [_K, _SEQ, *self.ords, _DEL, _BDEL, _RESET, _N]
             base_events = pa.Table.from_arrays(
-                [bk.column(_K), pa.repeat(pa.scalar(_BASE_SEQ, pa.int64()), n), bk.column(_ORD),
-                 pa.repeat(False, n), pa.repeat(False, n),
-                 pc.add(bk.column(_ROW), pa.scalar(_BASE_N, pa.int64()))],
-                names=[_K, _SEQ, _ORD, _DEL, _RESET, _N])
-            log_ctrl = state.select([_K, _SEQ, _ORD, _DEL, _RESET, _N])
+                [bk.column(_K), pa.repeat(pa.scalar(_BASE_SEQ, pa.int64()), n), *bk.select(self.ords).columns,
+                 pa.repeat(False, n), pa.repeat(False, n), pa.repeat(False, n),
+                 pc.add(bk.column(_ROW), pa.scalar(_BASE_N, pa.int64()))], names=control)
+            log_ctrl = state.select(control)
             events = pa.concat_tables([base_events.cast(log_ctrl.schema), log_ctrl])
-            idx, _ = _winners(events, ordered)
+            idx = fold_winners(events, _K, self.ords, [_N], self.rules.base_loses)
             won = events.take(idx).append_column("__i", idx)
             from_base = pc.equal(won.column(_SEQ), _BASE_SEQ)
             # A log winner replaces the key's last base row; every other base row of a key the logs touch goes.

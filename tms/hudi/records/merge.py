@@ -1,29 +1,34 @@
 """The snapshot of one file slice: its base file merged with its log files' records and deletes.
 
-Records are folded in write order. Under COMMIT_TIME_ORDERING the last write of a key wins. Under
-EVENT_TIME_ORDERING the write with the greatest ordering value wins (ties: the later write), and a
-delete without an ordering value (Hudi writes 0) deletes whatever came before it. The fold is done
-column-wise with pyarrow: only keys that appear in the logs are merged; other base rows pass through."""
+Records are folded as Hudi 1.1's record buffer folds them (`fold_winners`), under the table's `MergeRules`:
+under commit-time ordering the last write of a key wins; under event-time ordering the write with the
+greatest ordering value (several fields compared in order), ties to the later write, and a natural delete (no
+ordering value; Hudi writes an Integer 0) wins over whatever came before it in the logs. A data record can be a
+delete too (`_hoodie_is_deleted`, a custom delete marker). The fold is done column-wise with pyarrow: only keys
+that appear in the logs are merged; other base rows pass through."""
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import HudiError
+from ..errors import HudiError, UnsupportedTableError
 from ..fs_view.view import FileSlice
-from ..log_format.log_file import BlockType, read_log_file
+from ..log_format.log_file import BlockType, LogBlock, read_log_file
 from ..storage.table_storage import Storage
-from ..table.properties import MergeMode, TableConfig
+from ..table.properties import TableConfig
 from .base_format import read_base_file, read_base_schema
+from .merge_rules import IS_DELETED, MergeRules, merge_rules
 from .schema import avro_to_arrow
 from .schema_evolution import evolve_column, project, require_evolvable, slice_schema
 
 KEY = "_hoodie_record_key"
-_SEQ, _ORD, _DEL, _RESET, _ROW = "__seq", "__ord", "__del", "__reset", "__row"
+_SEQ, _ORD, _DEL, _BDEL, _RESET, _ROW = "__seq", "__ord", "__del", "__bdel", "__reset", "__row"
+BASE_SEQ = -1  # the write position of a base row: before every log block
 
 
 @dataclass
@@ -65,6 +70,7 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
             scan.deletes.append((pos, b.deleted_keys()))
             continue
         what = f"the log block of instant {instant} in {paths[pos]}"
+        require_full_records(b, what)
         if schema is not None and b.schema is not None:
             require_evolvable(avro_to_arrow(b.schema), schema, what)
         records = b.records()
@@ -75,13 +81,12 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
     return scan
 
 
-def merge_ordering_field(config: TableConfig) -> str | None:
-    """The field whose greatest value wins under the table's merge mode; None under commit-time ordering.
-    Raises UnsupportedTableError for CUSTOM merge mode."""
-    if config.require_builtin_merge() is not MergeMode.EVENT_TIME_ORDERING:
-        return None
-    fields = config.ordering_fields
-    return fields[0] if fields else None
+def require_full_records(block: LogBlock, what: str) -> None:
+    """Refuse a partial-update data block (Hudi 1.1, header IS_PARTIAL): merged as full records, the columns it
+    lacks would read as nulls instead of keeping the older values."""
+    if block.is_partial:
+        raise UnsupportedTableError(f"{what} is a partial-update block (IS_PARTIAL): TMS does not merge partial "
+                                    "updates, whose missing columns keep the older values")
 
 
 def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
@@ -90,7 +95,7 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
     """The rows of one file slice. `columns` projects the result (merging still reads what it needs).
     `schema` is the table's latest schema (meta fields included): files and blocks written with older
     schemas are read in it (see `schema_evolution`), or refused before their rows are read."""
-    ordering = merge_ordering_field(config)
+    rules = merge_rules(config)
     if schema is not None and fs.base_file:
         require_evolvable(read_base_schema(storage, fs.base_file.path), schema, f"base file {fs.base_file.path}")
     base = read_base_file(storage, fs.base_file.path) if fs.base_file else None
@@ -105,47 +110,157 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
     if schema is not None:
         first = base.schema if base is not None else (scan.data[0].schema if scan.data else None)
         target = slice_schema(first, schema) if first is not None else schema
-    merged = merge_records(base, scan, ordering, target)
+    merged = merge_records(base, scan, rules, target)
     return merged.select(columns) if columns else merged
 
 
-def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
+# --- the events of a merge, shared with `bounded_merge` ---------------------------------------------------------
+
+def ord_names(rules: MergeRules) -> list[str]:
+    """The control columns holding an event's ordering values, one per ordering field."""
+    return [f"{_ORD}{i}" for i in range(len(rules.ordering))]
+
+
+def ord_types(rules: MergeRules, schema: pa.Schema) -> list[pa.DataType]:
+    """The type of each ordering field in the output schema (int64 for a field it lacks: its values are null)."""
+    return [schema.field(f).type if f in schema.names else pa.int64() for f in rules.ordering]
+
+
+def ord_columns(t: pa.Table, rules: MergeRules, types: list[pa.DataType]) -> list[pa.Array]:
+    """The ordering values of `t`'s rows, one array per ordering field."""
+    out = []
+    for f, typ in zip(rules.ordering, types, strict=True):
+        if f not in t.column_names:
+            out.append(pa.nulls(t.num_rows, typ))
+        else:
+            col = evolve_column(t.column(f), typ, f)
+            out.append(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    return out
+
+
+def data_deletes(t: pa.Table, rules: MergeRules) -> pa.Array:
+    """Which data records are deletes (Hudi's `isDeleteRecord`): `_hoodie_is_deleted` true, or the custom
+    delete field holding the marker."""
+    flags = pa.repeat(False, t.num_rows)
+    if IS_DELETED in t.column_names:
+        flags = pc.or_(flags, pc.fill_null(t.column(IS_DELETED).cast(pa.bool_()), False))
+    if rules.delete_field and rules.delete_field in t.column_names:
+        text = t.column(rules.delete_field).cast(pa.string())
+        flags = pc.or_(flags, pc.fill_null(pc.equal(text, rules.delete_marker), False))
+    out = flags.combine_chunks() if isinstance(flags, pa.ChunkedArray) else flags
+    return out
+
+
+def data_resets(deletes: pa.Array, ords: list[pa.Array]) -> pa.Array:
+    """Which data deletes are commit-time deletes under event-time ordering: Hudi's ordering value of the record
+    equals its default, the Integer 0 (`OrderingValues.isDefault`): one int ordering field holding 0. Such a
+    delete wins over every earlier write of its key, and every later write wins over it."""
+    if len(ords) != 1 or not pa.types.is_int32(ords[0].type):
+        return pa.repeat(False, len(deletes))
+    return pc.fill_null(pc.and_(deletes, pc.equal(ords[0], 0)), False)
+
+
+def delete_block_ords(values: list[Any], rules: MergeRules, types: list[pa.DataType],
+                      ) -> tuple[list[pa.Array], pa.Array]:
+    """The ordering columns of a delete block's deletes and which of them are natural deletes (no ordering
+    value, which Hudi writes as an Integer 0): under event-time ordering a natural delete wins over every
+    earlier write of its key, and every later write wins over it."""
+    natural = [v is None for v in values]
+    if len(types) == 1:
+        return [_cast_ord(values, types[0])], pa.array(natural, pa.bool_())
+    if len(types) > 1 and not all(natural):
+        raise UnsupportedTableError(
+            f"a delete block orders a delete by one value ({next(v for v in values if v is not None)!r}) "
+            f"but the table orders by {len(types)} fields ({', '.join(rules.ordering)}): Hudi cannot compare them")
+    return [pa.nulls(len(values), t) for t in types], pa.array([bool(types)] * len(values), pa.bool_())
+
+
+def fold_winners(ctrl: pa.Table, key: str, ords: list[str], tiebreak: list[str], base_loses: bool = False,
+                 ) -> pa.Array:
+    """The index (into `ctrl`) of each key's winning event, sorted by key. `ctrl` has the control columns: `key`,
+    `__seq` (write position; BASE_SEQ for a base row), the ordering columns `ords` (none: commit-time ordering),
+    `__del`, `__bdel` (a delete block's delete), `__reset` (a commit-time delete under event-time ordering), and
+    the `tiebreak` columns.
+
+    As Hudi's record buffer folds a key's log writes, then merges the result with the base row: the later write
+    wins under commit-time ordering; under event-time ordering the greatest ordering value wins (ties: the later
+    write), except around a reset. A reset drops every earlier log write of its key and ignores the delete
+    block deletes that follow it; the first later data record supersedes it, whatever the ordering values, and
+    then competes with the rest (the base row included) as usual. A reset that is not superseded wins over the
+    base row. With `base_loses` the log's winner replaces the base row whatever the ordering values."""
+    ctrl = ctrl.append_column("__i", pa.array(np.arange(ctrl.num_rows, dtype=np.int64)))
+    if ords:
+        resets = ctrl.filter(ctrl.column(_RESET))
+        if resets.num_rows:
+            last = resets.group_by(key).aggregate([(_SEQ, "max")]).rename_columns([key, "__last_reset"])
+            ctrl = ctrl.join(last, key, join_type="left outer")
+            seq, last_reset = ctrl.column(_SEQ), ctrl.column("__last_reset")
+            after = pc.fill_null(pc.greater(seq, last_reset), False)
+            records_after = ctrl.filter(pc.and_(after, pc.invert(ctrl.column(_BDEL))))
+            first = records_after.group_by(key).aggregate([(_SEQ, "min")]).rename_columns([key, "__first"])
+            ctrl = ctrl.join(first, key, join_type="left outer")
+            seq, last_reset, first_record = ctrl.column(_SEQ), ctrl.column("__last_reset"), ctrl.column("__first")
+            no_reset = pc.is_null(last_reset)
+            # log writes before the key's last reset
+            dropped = pc.and_(pc.invert(no_reset), pc.and_(pc.not_equal(seq, BASE_SEQ), pc.less(seq, last_reset)))
+            # delete block deletes between the reset and the first data record after it
+            ignored = pc.and_(pc.and_(ctrl.column(_BDEL), pc.fill_null(pc.greater(seq, last_reset), False)),
+                              pc.fill_null(pc.less(seq, first_record), True))
+            superseded = pc.and_(ctrl.column(_RESET), pc.is_valid(first_record))
+            out = pc.or_(pc.or_(pc.fill_null(dropped, False), pc.fill_null(ignored, False)),
+                         pc.fill_null(superseded, False))
+            ctrl = ctrl.filter(pc.invert(out)).drop_columns(["__last_reset", "__first"])
+        # A surviving reset is its key's only log write: it wins over the base row whatever the ordering values.
+        order = [key, _RESET, *ords, _SEQ, _DEL, *tiebreak]
+        if base_loses:
+            ctrl = ctrl.append_column("__log", pc.not_equal(ctrl.column(_SEQ), BASE_SEQ))
+            order = [key, _RESET, "__log", *ords, _SEQ, _DEL, *tiebreak]
+    else:
+        order = [key, _SEQ, *tiebreak]
+    # Nulls first: a write without an ordering value loses to one with a value.
+    ctrl = ctrl.take(pc.sort_indices(ctrl, sort_keys=[(c, "ascending", "at_start") for c in order]))
+    keys = ctrl.column(key).combine_chunks()
+    n = len(keys)
+    if not n:
+        return pa.array([], pa.int64())
+    is_last = pa.concat_arrays([pc.not_equal(keys.slice(0, n - 1), keys.slice(1)), pa.array([True])])
+    return ctrl.filter(is_last).column("__i").combine_chunks()
+
+
+def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
                   schema: pa.Schema | None = None) -> pa.Table:
-    """The rows of `base` updated by `scan`. `schema` is the output schema (compaction writes the table's
-    latest schema); by default the base file's, else the first data block's."""
+    """The rows of `base` updated by `scan` under `rules`. `schema` is the output schema (compaction writes the
+    table's latest schema); by default the base file's, else the first data block's."""
     target_schema = schema or (base.schema if base is not None else (scan.data[0].schema if scan.data else None))
     if target_schema is None:
         return pa.table({KEY: pa.array([], pa.string())})
-    ord_type = target_schema.field(ordering).type if ordering and ordering in target_schema.names else None
+    types = ord_types(rules, target_schema)
+    names = ord_names(rules)
+    ordered = bool(rules.ordering)
+
+    def control(keys: pa.Array | pa.ChunkedArray, seq: int, ords: list[pa.Array], dels: pa.Array,
+                resets: pa.Array, rows: pa.Array, block_deletes: bool = False) -> pa.Table:
+        n = len(keys)
+        return pa.Table.from_arrays(
+            [keys.cast(pa.string()), pa.repeat(pa.scalar(seq, pa.int64()), n), *ords, dels,
+             pa.repeat(block_deletes, n), resets if ordered else pa.repeat(False, n), rows],
+            names=[KEY, _SEQ, *names, _DEL, _BDEL, _RESET, _ROW])
 
     # Log records in write order; each data row gets its row id in `logs`.
     logs = _concat([_conform(t, target_schema) for t in scan.data], target_schema)
     parts, offset = [], 0
     for t, pos in zip(scan.data, scan.positions, strict=True):
         n = t.num_rows
-        parts.append(pa.table({
-            KEY: t.column(KEY).cast(pa.string()),
-            _SEQ: pa.array([pos] * n, pa.int64()),
-            _ORD: _ord_column(t, ordering, ord_type),
-            _DEL: pa.array([False] * n, pa.bool_()),
-            _RESET: pa.array([False] * n, pa.bool_()),
-            _ROW: pa.array(range(offset, offset + n), pa.int64()),
-        }))
+        ords = ord_columns(t, rules, types)
+        dels = data_deletes(t, rules)
+        parts.append(control(t.column(KEY), pos, ords, dels, data_resets(dels, ords),
+                             pa.array(range(offset, offset + n), pa.int64())))
         offset += n
-    for pos, dels in scan.deletes:
-        keys = [d[0] for d in dels]
-        ords = [d[2] for d in dels]
-        natural = [o is None or o == 0 for o in ords]
-        parts.append(pa.table({
-            KEY: pa.array(keys, pa.string()),
-            _SEQ: pa.array([pos] * len(keys), pa.int64()),
-            _ORD: _cast_ord(ords, ord_type),
-            _DEL: pa.array([True] * len(keys), pa.bool_()),
-            # Only event-time ordering lets an older write survive a later one; a natural delete
-            # (no ordering value) resets the key there.
-            _RESET: pa.array(natural if ordering else [False] * len(keys), pa.bool_()),
-            _ROW: pa.array([-1] * len(keys), pa.int64()),
-        }))
+    for pos, dels_ in scan.deletes:
+        ords, natural = delete_block_ords([d[2] for d in dels_], rules, types)
+        n = len(dels_)
+        parts.append(control(pa.array([d[0] for d in dels_], pa.string()), pos, ords, pa.repeat(True, n), natural,
+                             pa.repeat(pa.scalar(-1, pa.int64()), n), block_deletes=True))
     if not parts:
         return _concat([base], target_schema) if base is not None else logs
     events = pa.concat_tables(parts)
@@ -155,38 +270,17 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
         base_keys = base.column(KEY).cast(pa.string())
         hit = pc.is_in(base_keys, value_set=log_keys)
         hit_idx = pc.indices_nonzero(hit)
-        base_hits = pa.table({
-            KEY: base_keys.take(hit_idx),
-            _SEQ: pa.array([-1] * len(hit_idx), pa.int64()),
-            _ORD: _ord_column(base.take(hit_idx), ordering, ord_type),
-            _DEL: pa.array([False] * len(hit_idx), pa.bool_()),
-            _RESET: pa.array([False] * len(hit_idx), pa.bool_()),
-            _ROW: hit_idx.cast(pa.int64()),
-        })
+        n = len(hit_idx)
+        base_hits = control(base_keys.take(hit_idx), BASE_SEQ, ord_columns(base.take(hit_idx), rules, types),
+                            pa.repeat(False, n), pa.repeat(False, n), hit_idx.cast(pa.int64()))
         events = pa.concat_tables([base_hits, events])
         untouched = base.filter(pc.invert(hit))
     else:
         untouched = None
 
-    if ordering:
-        resets = events.filter(events.column(_RESET))
-        if resets.num_rows:
-            last_reset = resets.group_by(KEY).aggregate([(_SEQ, "max")]).rename_columns([KEY, "__last_reset"])
-            events = events.join(last_reset, KEY, join_type="left outer")
-            lr = pc.fill_null(events.column("__last_reset"), -2)
-            events = events.filter(pc.greater_equal(events.column(_SEQ), lr)).drop_columns(["__last_reset"])
-        order = [KEY, _ORD, _SEQ, _DEL]
-    else:
-        order = [KEY, _SEQ]
-    # Nulls first: a write without an ordering value loses to one with a value.
-    events = events.take(pc.sort_indices(events, sort_keys=[(c, "ascending", "at_start") for c in order]))
-    # After sorting, the winner of each key is its last row.
-    keys = events.column(KEY).combine_chunks()
-    n = len(keys)
-    is_last = pa.concat_arrays([pc.not_equal(keys.slice(0, n - 1), keys.slice(1)), pa.array([True])]) if n else keys
-    winners = events.filter(is_last) if n else events
+    winners = events.take(fold_winners(events, KEY, names, [], rules.base_loses))
     winners = winners.filter(pc.invert(winners.column(_DEL)))
-    from_base = pc.equal(winners.column(_SEQ), -1)
+    from_base = pc.equal(winners.column(_SEQ), BASE_SEQ)
     out = []
     if untouched is not None and base is not None:
         out.append(untouched)
@@ -196,15 +290,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, ordering: str | None,
     return _concat(out, target_schema)
 
 
-def _ord_column(t: pa.Table, ordering: str | None, ord_type: pa.DataType | None) -> pa.Array:
-    if not ordering or ord_type is None or ordering not in t.column_names:
-        return pa.nulls(t.num_rows, ord_type or pa.int64())
-    return evolve_column(t.column(ordering), ord_type, ordering).combine_chunks()
-
-
-def _cast_ord(values: list[Any], ord_type: pa.DataType | None) -> pa.Array:
-    if ord_type is None:
-        return pa.nulls(len(values), pa.int64())
+def _cast_ord(values: list[Any], ord_type: pa.DataType) -> pa.Array:
     try:
         return pa.array(values).cast(ord_type) if values else pa.array([], ord_type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):

@@ -3,24 +3,19 @@ in one line a user can act on. The reader refuses before it reads a row; a table
 never read. The reasons are also the pieces callers decide other uses of a table by (merging it, writing it)."""
 from __future__ import annotations
 
-from ..errors import HudiError, UnsupportedTableError
+from ..errors import UnsupportedTableError
 from ..table.hudi_table import HudiTable
-from ..table.properties import MergeMode, TableConfig
+from ..table.properties import TableConfig
 from .base_format import table_base_format, unreadable_format_reason
+from .merge_rules import merge_refusal
 
 BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
 DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
 
 
-def custom_merge_reason(config: TableConfig) -> str:
-    """Why records of the table cannot be merged: merge mode CUSTOM (a Java merger); empty if they can."""
-    try:
-        if config.merge_mode is MergeMode.CUSTOM:
-            merger = config.get("hoodie.compaction.payload.class") or config.get("hoodie.record.merge.strategy.id")
-            return f"it uses merge mode CUSTOM, which needs a Java merger (payload {merger})"
-    except HudiError as e:
-        return str(e)
-    return ""
+def merge_reason(config: TableConfig) -> str:
+    """Why records of the table cannot be merged exactly (a Java merger, a partial merge); empty if they can."""
+    return merge_refusal(config)
 
 
 def bootstrap_reason(config: TableConfig) -> str:
@@ -55,7 +50,7 @@ def dropped_partition_columns_reason(config: TableConfig) -> str:
 def reading_refusals(table: HudiTable) -> list[str]:
     """Every reason the library cannot read `table` exactly; empty when it can."""
     config = table.config
-    reasons = [custom_merge_reason(config), bootstrap_reason(config), unreadable_base_format_reason(config),
+    reasons = [merge_reason(config), bootstrap_reason(config), unreadable_base_format_reason(config),
                virtual_keys_reason(config), dropped_partition_columns_reason(config)]
     return [r for r in reasons if r]
 

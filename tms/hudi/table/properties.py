@@ -13,7 +13,8 @@ from .version_traits import SUPPORTED_VERSIONS, TableVersionTraits
 EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 
-# Payload classes whose semantics are one of the two built-in merge modes.
+# Payload classes Hudi resolves to one of the two built-in merge modes (OverwriteNonDefaultsWithLatestAvroPayload
+# with a partial merge besides, which `records.merge_rules` refuses).
 _EVENT_TIME_PAYLOADS = {
     "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
     "org.apache.hudi.common.model.EventTimeAvroPayload",

@@ -63,6 +63,13 @@ class TableVersionTraits:
         return self.version >= 8
 
     @property
+    def payload_precombines_log_records(self) -> bool:
+        """Hudi 0.x folds a key's log records with its payload's preCombine, which keeps the greater ordering value
+        whatever the payload (OverwriteWithLatestAvroPayload's too); only the merge with the base file follows
+        the payload (under commit-time ordering the log's record replaces the base row)."""
+        return self.version < 8
+
+    @property
     def lance_base_files(self) -> bool:
         """Base files may be Lance files (v9, Hudi 1.1)."""
         return self.version >= 9

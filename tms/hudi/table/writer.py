@@ -31,6 +31,7 @@ from ..log_format.log_file import avro_data_block, delete_block, parquet_data_bl
 from ..metadata.writer import unmaintainable_partitions_for_writes, write_metadata_commit
 from ..records.base_format import LANCE, extension_of, table_base_format, write_lance_file
 from ..records.merge import KEY, LogScan, merge_records, merge_slice
+from ..records.merge_rules import merge_rules
 from ..records.schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from ..records.schema_evolution import (
     full_arrow_schema,
@@ -180,8 +181,11 @@ class HudiWriter:
         arrow_schema = avro_to_arrow(avro_schema)
         self._table_schema = full_arrow_schema(avro_schema)
         incoming = self._to_arrow(records, arrow_schema, op)
-        ordering = self.config.ordering_fields[0] if (
-            self.config.ordering_fields and mode is MergeMode.EVENT_TIME_ORDERING) else None
+        rules = merge_rules(self.config)
+        if len(rules.ordering) > 1:
+            raise UnsupportedTableError(f"table {self.config.name} orders records by several fields "
+                                        f"({', '.join(rules.ordering)}): TMS's writer orders by one")
+        ordering = rules.ordering[0] if rules.ordering and mode is MergeMode.EVENT_TIME_ORDERING else None
         if op != "delete" and ordering and incoming.column(ordering).null_count:
             raise HudiError(f"ordering field {ordering!r} is null in some records")
 
@@ -422,7 +426,7 @@ class HudiWriter:
         name = self._base_file_name(fs.file_id, task, ts)
         rel = posixpath.join(fs.partition, name) if fs.partition else name
         scan = self._as_log_scan(rows, op, ordering, ts, fs.partition, name, task)
-        merged = merge_records(current, scan, ordering)
+        merged = merge_records(current, scan, merge_rules(self.config))
         merged = merged.set_column(merged.schema.get_field_index("_hoodie_file_name"), "_hoodie_file_name",
                                    pa.array([name] * merged.num_rows, pa.string()))
         self._marker(ts, rel, "MERGE")
