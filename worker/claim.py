@@ -12,8 +12,10 @@ from typing import Any
 
 from tms.db import Database, EngineRepo, QueueRepo, RegisteredTable, TaskRepo, hash_secret
 from tms.execute.engine_code import EngineSpec
+from tms.hudi.records.merge_budget import MAX_SIZE
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import plan_stats
+from tms.planning.policy import TablePolicy
 from tms.table_service import TableService, names_request
 
 from .engine_choice import choose_engine
@@ -46,6 +48,13 @@ class ClaimedTask:
     attempts_in_series: int = 1  # this attempt's number since the task's last rerun (retries count against it)
     engine: EngineSpec | None = None  # the engine a rollout rule chose (None: the worker's own job code)
     plan: dict[str, Any] = field(default_factory=dict)  # the task's recorded plan (a backup's root, ...)
+    # Options the job takes beside the concurrency control: a merge budget from the table's policy.
+    merge_options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def job_options(self) -> dict[str, str]:
+        """Every `--option` of the task's job."""
+        return {**self.concurrency_options, **self.merge_options}
 
 
 @dataclass(frozen=True)
@@ -75,11 +84,12 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
             queue = choose_queue(queues, running, table, task.service)
             if queue is None:
                 continue
+            merge_options = _merge_options(table)
             resources = size_job(_plan_stats(task.plan_stats, table, task.instant, task.service), queue,
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
                                  max_executors_per_table=limits.max_executors_per_table,
                                  memory_factor=task.memory_factor, service=task.service,
-                                 budget_bytes=limits.merge_budget_bytes)
+                                 budget_bytes=int(merge_options.get(MAX_SIZE, 0)) or limits.merge_budget_bytes)
             # A backup's or TTL task's job is the worker's own code: no engine runs it.
             choice = None if names_request(task.service) else \
                 choose_engine(session, task_id=task.id, table=table, queue=queue.name)
@@ -97,7 +107,8 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                master=queue.master, queue_spark_conf=dict(queue.spark_conf), resources=resources,
                                fence_key=fence_key, concurrency_options=dict(table.concurrency_options),
                                attempts_in_series=claimed.attempt - claimed.retry_series_start,
-                               engine=choice.engine if choice else None, plan=dict(claimed.plan_stats))
+                               engine=choice.engine if choice else None, plan=dict(claimed.plan_stats),
+                               merge_options=merge_options)
     return None
 
 
@@ -125,3 +136,10 @@ def restore_expired_leases(database: Database) -> list[int]:
             if tasks.restore_expired(task.id, fencing_token=task.fencing_token) is not None:
                 restored.append(task.id)
     return restored
+
+
+def _merge_options(table: RegisteredTable) -> dict[str, str]:
+    """The merge budget the table's policy sets (the job merges within it, and is sized from it); none: the
+    worker's TMS_MERGE_MEMORY_BYTES."""
+    budget = TablePolicy.from_stored(table.policies).merge_memory_bytes
+    return {MAX_SIZE: str(budget)} if budget else {}

@@ -27,7 +27,7 @@ def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str,
             **claimed.resources.spark_conf(claimed.queue_kind)}
     command = spark_submit_command(claimed.base_path, claimed.instant, py_files=py_files, master=claimed.master,
                                    conf=conf, service=claimed.service, fence_url=fence_url,
-                                   options=claimed.concurrency_options,
+                                   options=claimed.job_options,
                                    spark_submit=engine.spark_submit if engine else None, entry=entry)
     env = spark_submit_env(claimed.master)
     if engine is not None and engine.spark_submit:  # the engine's distribution, not the worker's
@@ -39,7 +39,7 @@ def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
     """The arguments of jobs/run.py (and of the plain Python job, and of a plan on a warm engine)."""
     arguments = ["--table", claimed.base_path, "--instant", claimed.instant, "--action", claimed.service,
                  "--fence-url", fence_url]
-    for key, value in claimed.concurrency_options.items():
+    for key, value in claimed.job_options.items():
         arguments += ["--option", f"{key}={value}"]
     return arguments
 

@@ -17,7 +17,7 @@ from tms.db import (
 )
 from tms.planning import plan_stats
 from worker.claim import ClaimLimits, claim_next
-from worker.commands import spark_job
+from worker.commands import python_job, spark_job
 from worker.queues import admits, choose_queue
 from worker.sizing import MB, python_task_memory_mb, size_job
 
@@ -125,6 +125,34 @@ def test_a_compactions_memory_follows_its_merge_budget_not_its_file_group():
     assert huge.executor_memory_mb == big.executor_memory_mb == math.ceil(256 * 1.4)
     assert small.python_memory_mb == python_task_memory_mb(1 * MB) < big.python_memory_mb
     assert sized(10_000 * MB, "clustering").python_memory_mb == 65536, "clustering: 32x its group, capped"
+
+
+def test_a_tables_merge_budget_policy_sizes_its_compactions_and_reaches_their_jobs(tmp_path, db, local_queue):
+    """`hoodie.memory.compaction.max.size` in a table's policy: its compactions are sized from it (not from the
+    worker's TMS_MERGE_MEMORY_BYTES) and their jobs merge within it (`--option`); other tables keep the worker's."""
+    local_queue(capacity=4, min_executor_memory_mb=128, max_executor_memory_mb=65536)
+    limits = ClaimLimits(lease_seconds=30, driver_memory_mb=768, driver_cores=1, max_executors_per_table=16,
+                         merge_budget_bytes=256 * MB)
+    with db.transaction() as session:
+        for name, policies in (("own", {"hoodie.memory.compaction.max.size": 64 * MB}), ("worker", {})):
+            row = RegisteredTable(base_path=f"/nowhere/{name}", name=name, database="lake", policies=policies,
+                                  table_type="MERGE_ON_READ", table_version=8, priority=0)
+            session.add(row)
+            session.flush()
+            TaskRepo(session).create(table_id=row.id, service="compaction", instant=f"2025010100000{row.id:04d}",
+                                     state=TaskState.RUNNABLE, priority=0,
+                                     plan_stats={"operations": 1, "largest_file_group_bytes": 10_000 * MB})
+    claimed = {c.table_name: c for c in (claim_next(db, "w", limits), claim_next(db, "w", limits))}
+
+    own, worker = claimed["own"], claimed["worker"]
+    assert own.resources.python_memory_mb == python_task_memory_mb(10_000 * MB, 64 * MB)
+    assert worker.resources.python_memory_mb == python_task_memory_mb(10_000 * MB, 256 * MB)
+    assert own.resources.python_memory_mb < worker.resources.python_memory_mb
+    command, _ = spark_job(own, py_files=tmp_path / "tms-jobs.zip", fence_url="http://tms/fence")
+    assert f"hoodie.memory.compaction.max.size={64 * MB}" in command
+    assert python_job(own, fence_url="http://tms/fence")[0].count(f"hoodie.memory.compaction.max.size={64 * MB}") == 1
+    assert not any("hoodie.memory" in arg for arg in spark_job(worker, py_files=tmp_path / "z.zip",
+                                                               fence_url="http://tms/fence")[0])
 
 
 def test_a_plan_with_skewed_file_groups_asks_for_1_4x_its_largest_group(tmp_path, service, db, local_queue):

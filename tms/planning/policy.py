@@ -77,6 +77,9 @@ class TablePolicy(BaseModel):
     clustering_single_group: bool = Field(
         True, alias="hoodie.clustering.plan.strategy.single.group.clustering.enabled")
     clustering_max_commits: int = Field(4, ge=1, alias="hoodie.clustering.async.max.commits")
+    # The memory budget of the table's compactions and clusterings (bytes; log records past it spill to local
+    # disk) and the jobs' memory sized from it; 0: the worker's TMS_MERGE_MEMORY_BYTES.
+    merge_memory_bytes: int = Field(0, ge=0, alias="hoodie.memory.compaction.max.size")
     cleaner_policy: CleanerPolicy = Field(CleanerPolicy.KEEP_LATEST_COMMITS, alias="hoodie.cleaner.policy")
     cleaner_commits_retained: int = Field(10, ge=1, alias="hoodie.cleaner.commits.retained")
     cleaner_file_versions_retained: int = Field(3, ge=1, alias="hoodie.cleaner.fileversions.retained")
