@@ -19,6 +19,7 @@ from .models import (
                      Instance,
                      Lease,
                      Mute,
+                     PolicyTemplate,
                      RegisteredTable,
                      ResourceQueue,
                      Rollout,
@@ -38,6 +39,7 @@ from .repos.queues import QueueRepo
 from .repos.scan_requests import ScanRequestRepo
 from .repos.tables import TableRepo
 from .repos.tasks import TaskRepo
+from .repos.templates import TemplateRepo
 from .repos.tokens import TokenRepo, hash_secret
 from .repos.ttl import TtlTaskRepo
 from .repos.webhooks import MuteRepo, WebhookRepo
@@ -49,7 +51,8 @@ __all__ = [
     "Alert", "AlertRepo", "BackupHistory", "BackupTaskRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
     "ConflictError", "Database", "DiscoveredTable", "DiscoveryRepo",
     "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
-    "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
+    "Lease", "LeaseRepo", "Mute", "MuteRepo", "PolicyTemplate", "TemplateRepo",
+    "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
     "TtlTaskRepo",

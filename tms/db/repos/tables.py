@@ -8,10 +8,15 @@ from sqlalchemy import CursorResult, Row, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from tms.fleet.templates import Effective, Template, matching_template, own_settings, resolve
+
 from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task
 from ..states import TaskState
+from .templates import TemplateRepo
 
+# The settings a policy template may give a table: given to `register` and `update`, they are the table's own.
+_SETTINGS = ("policies", "concurrency_options", "queue", "priority")
 # What the periodic trigger reads of a table to tell whether time made work due (not the whole row).
 _TICK_COLUMNS = (RegisteredTable.id, RegisteredTable.planner_state, RegisteredTable.policies,
                  RegisteredTable.table_type)
@@ -22,7 +27,10 @@ class TableRepo:
         self.session = session
 
     def register(self, **fields: Any) -> RegisteredTable:
-        """Insert a table; ConflictError if its base path is registered already."""
+        """Insert a table; ConflictError if its base path is registered already. `policies`,
+        `concurrency_options`, `queue` and `priority` (None or absent: not set) are the table's own settings;
+        the policy template matching it gives the others."""
+        fields = self._settled(fields, TemplateRepo(self.session).templates())
         stmt = (insert(RegisteredTable).values(**fields)
                 .on_conflict_do_nothing(index_elements=[RegisteredTable.base_path])
                 .returning(RegisteredTable.id))
@@ -38,8 +46,47 @@ class TableRepo:
         registered already fails the whole statement (IntegrityError)."""
         if not rows:
             return []
+        templates = TemplateRepo(self.session).templates()
+        rows = [self._settled(row, templates) for row in rows]
         stmt = insert(RegisteredTable).returning(RegisteredTable.id, sort_by_parameter_order=True)
         return list(self.session.scalars(stmt, rows))
+
+    @staticmethod
+    def _settled(fields: dict[str, Any], templates: list[Template]) -> dict[str, Any]:
+        """A new row's columns: its own settings recorded, the effective ones resolved."""
+        own = own_settings(**{k: fields.get(k) for k in _SETTINGS})
+        rest = {k: v for k, v in fields.items() if k not in _SETTINGS}
+        template = matching_template(templates, database=fields.get("database") or "", name=fields.get("name") or "",
+                                     base_path=fields["base_path"])
+        return {**rest, **resolve(own, template).columns(), "own_settings": own}
+
+    def effective(self, table: RegisteredTable) -> Effective:
+        """The table's settings and where each comes from (the table, its template, the default)."""
+        templates = TemplateRepo(self.session).templates()
+        template = next((t for t in templates if t.name == table.template), None)
+        return resolve(table.own_settings, template)
+
+    def apply_templates(self, batch: int = 1000) -> int:
+        """Resolve every table's settings again under the templates as they are now (one was put or deleted);
+        the number of tables whose effective settings changed, which the periodic trigger looks at next."""
+        templates = TemplateRepo(self.session).templates()
+        changed, after = 0, 0
+        while True:
+            rows = list(self.session.scalars(select(RegisteredTable).where(RegisteredTable.id > after)
+                                             .order_by(RegisteredTable.id).limit(batch)))
+            if not rows:
+                return changed
+            for table in rows:
+                template = matching_template(templates, database=table.database, name=table.name,
+                                             base_path=table.base_path)
+                columns = resolve(table.own_settings, template).columns()
+                if any(getattr(table, k) != v for k, v in columns.items()):
+                    for key, value in columns.items():
+                        setattr(table, key, value)
+                    table.tick_due_at = func.now()
+                    changed += 1
+            after = rows[-1].id
+            self.session.flush()
 
     def get(self, table_id: int) -> RegisteredTable:
         table = self.session.get(RegisteredTable, table_id, populate_existing=True)
@@ -79,6 +126,15 @@ class TableRepo:
         table = self.get(table_id)
         if "policies" in changes or changes.get("enabled"):
             changes = {**changes, "tick_due_at": func.now()}
+        if any(k in changes for k in _SETTINGS):  # the table's own settings: the effective ones follow
+            own = dict(table.own_settings or {})
+            for key in _SETTINGS:
+                if key in changes:
+                    own[key] = changes.pop(key)
+            own = own_settings(**{k: own.get(k) for k in _SETTINGS})
+            template = matching_template(TemplateRepo(self.session).templates(), database=table.database,
+                                         name=table.name, base_path=table.base_path)
+            changes = {**changes, **resolve(own, template).columns(), "own_settings": own}
         for key, value in changes.items():
             setattr(table, key, value)
         self.session.flush()
