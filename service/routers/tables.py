@@ -173,7 +173,10 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         policy = TablePolicy.from_stored(table.policies)
         ttl_tasks = ttl_schedule(session, table_id, policy)
         out = _out(table, TemplateRepo(session).templates())
-    view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks)
+    settings = request.app.state.settings
+    view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
+                     clean_commits=settings.planner_clean_commits,
+                     orphan_safety_seconds=settings.orphan_safety_hours * 3600)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
 
 

@@ -139,6 +139,10 @@ class FileGroupSummary(BaseModel):
 class Health(BaseModel):
     status: str = Field(description="ok | warning | error")
     reasons: list[str]
+    score: int | None = Field(None, description="0-100 (100: nothing to say; below 80: warning), each reason taking "
+                                                "its penalty off: pending logs per file group, the oldest "
+                                                "uncompacted delta commit, small files, size skew, failed and held "
+                                                "plans, clean lag, orphan files (null: the table cannot be read)")
 
 
 class TtlScheduleOut(BaseModel):

@@ -139,8 +139,11 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
     alerts, alert_total = AlertRepo(session).find(table_id=table_id, limit=PAGE_SIZE)
     size_chart, log_chart = file_group_charts(facts)
     savepoints, savepoints_error = table_savepoints(table.base_path)
+    own = table.own_settings or {}
     return {"table": table, "policies": TablePolicy.from_stored(table.policies).options(),
-            "explicit_policies": table.policies, "concurrency_options": table.concurrency_options,
+            "explicit_policies": own.get("policies") or {}, "concurrency_options": table.concurrency_options,
+            "own_concurrency_options": own.get("concurrency_options") or {},
+            "sources": TableRepo(session).effective(table).sources,
             "view": view, "facts": facts,
             "timeline_chart": charts.timeline_chart(facts.timeline), "size_chart": size_chart,
             "log_chart": log_chart, "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,

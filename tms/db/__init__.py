@@ -16,6 +16,7 @@ from .models import (
                      DiscoveredTable,
                      Engine,
                      Event,
+                     HealthRecord,
                      Instance,
                      Lease,
                      Mute,
@@ -34,6 +35,7 @@ from .repos.backups import BackupHistory, BackupTaskRepo
 from .repos.discovery import DiscoveryRepo
 from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo
 from .repos.events import EventRepo, NewEvent
+from .repos.health import HealthRepo
 from .repos.instances import InstanceRepo, LeaseRepo
 from .repos.queues import QueueRepo
 from .repos.scan_requests import ScanRequestRepo
@@ -52,7 +54,7 @@ __all__ = [
     "ConflictError", "Database", "DiscoveredTable", "DiscoveryRepo",
     "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "PolicyTemplate", "TemplateRepo",
-    "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
+    "NewEvent", "HealthRecord", "HealthRepo", "NotFoundError", "OperatorAction", "QueueRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
     "TtlTaskRepo",

@@ -509,6 +509,21 @@ class PolicyTemplate(Base):
     updated_at: Mapped[datetime] = _updated()
 
 
+class HealthRecord(Base):
+    """A table's last health score and its reasons (tms.planning.health), kept by the manager's leader for the
+    fleet view and the metrics: `reasons` is a list of {kind, penalty, message}."""
+
+    __tablename__ = "table_health"
+
+    table_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tables.id", ondelete="CASCADE"), primary_key=True)
+    score: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    reasons: Mapped[list[dict[str, Any]]] = _json("[]")
+    checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (Index(None, "score", "table_id"),)
+
+
 class DiscoveredTable(Base):
     """A Hudi table that discovery found under a storage root: registered (its table id), refused (TMS can do
     nothing for it: the reason), or missing (registered once, gone from storage since: disabled, never deleted)."""

@@ -1,6 +1,6 @@
-"""Policy templates: rules by database, table-name pattern or path prefix giving tables their policies, queue,
+"""Policy templates and table health. Templates: rules by database, table-name pattern or path prefix giving tables their policies, queue,
 priority and lock options; each table keeps its own settings apart (`own_settings`) from the effective ones its
-columns hold, and the name of the template that applied.
+columns hold, and the name of the template that applied. Health: each table's last score and its reasons.
 
 Revision ID: 0013
 Revises: 0012
@@ -37,6 +37,19 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_policy_templates")),
         sa.UniqueConstraint("name", name=op.f("uq_policy_templates_name")),
     )
+    op.create_table(
+        "table_health",
+        sa.Column("table_id", sa.BigInteger(), nullable=False),
+        sa.Column("score", sa.Integer(), nullable=False),
+        sa.Column("status", sa.String(length=16), nullable=False),
+        sa.Column("reasons", postgresql.JSONB(astext_type=sa.Text()), server_default=sa.text("'[]'::jsonb"),
+                  nullable=False),
+        sa.Column("checked_at", _TS, server_default=sa.text("now()"), nullable=False),
+        sa.ForeignKeyConstraint(["table_id"], ["tables.id"], name=op.f("fk_table_health_table_id_tables"),
+                                ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("table_id", name=op.f("pk_table_health")),
+    )
+    op.create_index(op.f("ix_table_health_score_table_id"), "table_health", ["score", "table_id"])
     op.add_column("tables", sa.Column("own_settings", postgresql.JSONB(astext_type=sa.Text()),
                                       server_default=sa.text("'{}'::jsonb"), nullable=False))
     op.add_column("tables", sa.Column("template", sa.Text(), nullable=True))
@@ -53,4 +66,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_column("tables", "template")
     op.drop_column("tables", "own_settings")
+    op.drop_table("table_health")
     op.drop_table("policy_templates")
