@@ -29,6 +29,7 @@ from .routers import (
     discovery,
     engines,
     events,
+    fleet,
     health,
     manager,
     savepoints,
@@ -92,7 +93,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
     for module in (events, tables, backups, savepoints, tasks, admin, engines, manager, discovery, templates,
-                   health):
+                   fleet, health):
         app.include_router(module.router)
     openapi.install(app, settings.storage_roots)
     docs.install(app)
