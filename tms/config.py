@@ -111,6 +111,10 @@ class Settings(BaseSettings):
         False, description="A commit callback from an unregistered table under TMS_STORAGE_ROOTS registers it "
                            "(as discovery does: refused with the reason when TMS cannot serve it) instead of "
                            "being refused; only for senders with the service-wide callback key")
+    glue_endpoint_url: str | None = Field(
+        None, description="The AWS Glue API the catalog sync (POST /api/v1/discovery/glue-sync) calls; unset: AWS's "
+                          "own for TMS_GLUE_REGION (credentials as the AWS SDK finds them)")
+    glue_region: str = Field("us-east-1", description="The AWS region of the Glue Data Catalog")
     discovery_max_depth: int = Field(
         4, ge=0, le=16, description="Folder levels below a storage root that discovery looks into for tables")
     planner_clean_commits: int = Field(

@@ -374,6 +374,13 @@ async def queue_delete(request: Request, user: User, name: str) -> Response:
     return _back("/ui/queues", f"Queue {name} deleted.")
 
 
+@router.get("/fleet")
+def fleet_page(request: Request, user: User) -> HTMLResponse:
+    with _database(request).transaction() as session:
+        board = views.fleet_board(session)
+    return _page(request, "fleet.html", user, **board)
+
+
 @router.get("/engines")
 def engines_page(request: Request, user: User) -> HTMLResponse:
     with _database(request).transaction() as session:

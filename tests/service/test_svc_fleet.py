@@ -5,6 +5,7 @@ rows read back the same."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 import uuid
@@ -95,3 +96,21 @@ def test_the_fleet_worst_first_and_orphans_removed_on_an_admins_approval(client,
     assert os.path.exists(f"{left_path}/city=sf/{live_file}")
     assert read_snapshot(HudiTable.load(left_path)).sort_by("id").to_pylist() == rows_before
     assert client.get(f"/api/v1/tables/{left_id}/orphans", headers=tokens["viewer"]).json()["orphans"] == []
+
+
+def test_the_fleet_page_shows_the_worst_tables_first_and_the_templates(client, tokens, lake, app):
+    from test_svc_dashboard import _sign_in
+
+    client.put("/api/v1/policy-templates/lake", json={"path_prefix": lake, "queue": "bulk"}, headers=tokens["admin"])
+    clean_id = _register(client, tokens, f"{lake}/clean_t")
+    left_id = _register(client, tokens, f"{lake}/leftover_t")
+    _leftover(f"{lake}/leftover_t", 1000, 2 * DAY)
+    _sign_in(client, tokens["viewer"])
+    assert "No table scored yet." in client.get("/ui/fleet").text
+    client.post("/api/v1/fleet/health:score", json={"table_ids": [clean_id, left_id]}, headers=tokens["operator"])
+    page = client.get("/ui/fleet").text
+    rows = re.findall(r'<tr data-table-id="(\d+)">', page)
+    assert rows == [str(left_id), str(clean_id)], "worst first"
+    assert "1 orphan file(s)" in page and "(-10)" in page and "nothing to say" in page
+    assert re.search(r'<tr data-template="lake">.*?<td class="num">2</td>', page, re.S)
+    assert '<a href="/ui/fleet" class="here">Fleet</a>' in page
