@@ -32,8 +32,8 @@ def catalog(glue, settings, app, monkeypatch):
     for key, value in {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
                        "AWS_EC2_METADATA_DISABLED": "true"}.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setattr(app.state, "settings", settings.model_copy(update={"glue_endpoint_url": glue.url,
-                                                                           "glue_region": REGION}))
+    original = app.state.settings
+    app.state.settings = original.model_copy(update={"glue_endpoint_url": glue.url, "glue_region": REGION})
     client = boto3.client("glue", endpoint_url=glue.url, region_name=REGION)
     database = f"sales_{uuid.uuid4().hex[:6]}"
     client.create_database(DatabaseInput={"Name": database})
@@ -53,8 +53,11 @@ def catalog(glue, settings, app, monkeypatch):
     table("trips", f"{lake}/trips", HUDI_COW_INPUT)
     table("clicks", f"{lake}/clicks", "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat")
     table("outside", "/elsewhere/outside", HUDI_COW_INPUT)
-    yield {"client": client, "database": database, "lake": lake}
-    shutil.rmtree(lake, ignore_errors=True)
+    try:
+        yield {"client": client, "database": database, "lake": lake}
+    finally:
+        app.state.settings = original
+        shutil.rmtree(lake, ignore_errors=True)
 
 
 def _sync(client, tokens, database, **body):
