@@ -18,6 +18,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
 from tms.db import Database
+from tms.fleet.health import score_stalest
 from tms.fleet.onboarding import scan_root
 from tms.instance import InstanceRow
 from tms.leadership import LeaderLease, LeaderWatch, NotLeader
@@ -135,6 +136,7 @@ class ManagerService:
             ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),
             ("planner scan", s.planner_scan_seconds, lambda e: request_scans(self.lease, e)),
         ]
+        jobs.append(("health", s.manager_health_seconds, lambda e: self._score_health()))
         if s.discovery_scan_seconds > 0:
             jobs.append(("discovery", s.discovery_scan_seconds, lambda e: self._discover()))
         for name, seconds, work in jobs:
@@ -151,6 +153,12 @@ class ManagerService:
             if report.registered or report.missing:
                 log.info("discovery of %s: %s registered, %s refused, %s gone (disabled)", root,
                          len(report.registered), len(report.refused), len(report.missing))
+
+    def _score_health(self) -> None:
+        """Score the tables checked longest ago (tms.fleet.health), for the fleet view and the metrics."""
+        s = self.settings
+        score_stalest(self.database, datetime.now(UTC), batch=s.health_batch, clean_commits=s.planner_clean_commits,
+                      orphan_safety_seconds=s.orphan_safety_hours * 3600)
 
     def _leader_job(self, name: str, epoch: int, work: Callable[[int], object]) -> Callable[[], None]:
         def run() -> None:

@@ -23,7 +23,20 @@ from .heartbeat import Heartbeat
 from .intake import Intake
 from .leader_watch import LeaderWatchLoop
 from .metrics import LatencyMiddleware, Metrics
-from .routers import admin, backups, discovery, engines, events, health, manager, savepoints, tables, tasks
+from .routers import (
+    admin,
+    backups,
+    discovery,
+    engines,
+    events,
+    fleet,
+    health,
+    manager,
+    savepoints,
+    tables,
+    tasks,
+    templates,
+)
 from .ui import routes as dashboard
 
 _PLANNED_ON_REQUEST_CACHE = 100  # tables whose loaded timeline the service keeps for requests
@@ -79,7 +92,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.planner = OnRequestPlanner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE)
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
-    for module in (events, tables, backups, savepoints, tasks, admin, engines, manager, discovery, health):
+    for module in (events, tables, backups, savepoints, tasks, admin, engines, manager, discovery, templates,
+                   fleet, health):
         app.include_router(module.router)
     openapi.install(app, settings.storage_roots)
     docs.install(app)

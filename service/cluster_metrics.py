@@ -65,6 +65,7 @@ class ClusterCollector:
         yield GaugeMetricFamily("tms_planner_lag_seconds", "Age of the oldest unprocessed event",
                                 value=float(rows["lag"][0][0] if rows["lag"] else 0))
         yield from _table_metrics(rows["tables"])
+        yield from _health_metrics(rows["health"])
         yield from _backup_metrics(rows["backups"])
 
 
@@ -96,6 +97,21 @@ def _table_metrics(tables: Sequence[Any]) -> Iterator[Metric]:
         oldest.add_metric(labels, now - first_pending if first_pending is not None else 0.0)
     yield logs
     yield oldest
+
+
+def _health_metrics(health: Sequence[Any]) -> Iterator[Metric]:
+    """Each table's last health score, and the tables per health status (what the fleet view shows)."""
+    score = GaugeMetricFamily("tms_table_health_score", "The table's last health score (0-100; below 80: warning)",
+                              labels=["table_id", "database", "table"])
+    by_status = GaugeMetricFamily("tms_tables_by_health", "Tables by their last health status", labels=["status"])
+    counts = dict.fromkeys(("ok", "warning", "error"), 0)
+    for table_id, database, name, value, status in health:
+        score.add_metric([str(table_id), database, name], float(value))
+        counts[status] = counts.get(status, 0) + 1
+    for status, count in counts.items():
+        by_status.add_metric([status], count)
+    yield score
+    yield by_status
 
 
 def _backup_metrics(backups: Sequence[Any]) -> Iterator[Metric]:

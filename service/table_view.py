@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms.db import TablePolicy, TtlTaskRepo
+from tms.fleet.health import health_digest
 from tms.fleet.registration import registration_facts as registration_facts
 from tms.fleet.registration import registration_refusal as fleet_refusal
 from tms.hudi.errors import HudiError
@@ -17,6 +18,7 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.serde import MetadataFormatError
 from tms.planning import find_failed_writes
 from tms.planning.capabilities import COMPACTION, READING, Capability, capabilities
+from tms.planning.health import table_health
 from tms.planning.ttl import ttl_state
 from tms.planning.ttl_schedule import next_ttl_due
 
@@ -99,9 +101,11 @@ def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[T
 
 
 def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool,
-              ttl_tasks: list[TtlScheduleOut] | None = None) -> dict[str, Any]:
+              ttl_tasks: list[TtlScheduleOut] | None = None, *, clean_commits: int = 5,
+              orphan_safety_seconds: float = 24 * 3600) -> dict[str, Any]:
     """The table's current state on storage; problems become health reasons, never errors. `ttl_tasks`: the
-    table's TTL schedule (ttl_schedule), shown in its TTL state."""
+    table's TTL schedule (ttl_schedule), shown in its TTL state. `clean_commits` and `orphan_safety_seconds`:
+    the settings its health score reads (TMS_PLANNER_CLEAN_COMMITS, TMS_ORPHAN_SAFETY_HOURS)."""
     reasons: list[str] = []
     status = "ok"
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
@@ -147,10 +151,18 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     except (HudiError, MetadataFormatError, OSError) as exc:
         status = "warning"
         reasons.append(f"cannot tell what TTL has to do: {exc}")
-    failed = tasks_by_state.get("FAILED", 0)
-    if failed:
+    score = None
+    try:  # the score and its reasons (tms.planning.health), failed and held plans among them
+        digest = health_digest(table, datetime.now(UTC), tasks_by_state=tasks_by_state, clean_commits=clean_commits,
+                               orphan_safety_seconds=orphan_safety_seconds)
+        health = table_health(digest, policy, datetime.now(UTC))
+        score = health.score
+        reasons += [r.message for r in health.reasons]
+        if health.status != "ok":
+            status = "warning"
+    except (HudiError, MetadataFormatError, OSError) as exc:
         status = "warning"
-        reasons.append(f"{failed} failed task(s)")
+        reasons.append(f"cannot score the table's health: {exc}")
     if not enabled:
         reasons.append("table is disabled: TMS plans nothing for it")
-    return {**view, "health": Health(status=status, reasons=reasons)}
+    return {**view, "health": Health(status=status, reasons=reasons, score=score)}

@@ -210,11 +210,15 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
 
 @app.command()
 def verify(path: str = typer.Argument(..., help="Base path of a Hudi table."),
-           as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
+           as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
+           orphan_safety_hours: float = typer.Option(
+               24.0, "--orphan-safety-hours", min=0,
+               help="Files no instant references older than this are reported as orphans.")):
     """Check the table's consistency (metadata table vs storage and footers, record index vs records, pending
-    instants without a heartbeat, files no instant references); exit 1 if anything differs."""
+    instants without a heartbeat, files no instant references, and which of them are orphans); exit 1 if
+    anything differs."""
     from tms.hudi.table.verify import verify_table
-    problems = verify_table(_load(path))
+    problems = verify_table(_load(path), orphan_safety_seconds=orphan_safety_hours * 3600)
     if as_json:
         typer.echo(json.dumps({"problems": [p.to_dict() for p in problems], "ok": not problems}, indent=2))
     else:

@@ -117,6 +117,10 @@ class Settings(BaseSettings):
         False, description="A commit callback from an unregistered table under TMS_STORAGE_ROOTS registers it "
                            "(as discovery does: refused with the reason when TMS cannot serve it) instead of "
                            "being refused; only for senders with the service-wide callback key")
+    glue_endpoint_url: str | None = Field(
+        None, description="The AWS Glue API the catalog sync (POST /api/v1/discovery/glue-sync) calls; unset: AWS's "
+                          "own for TMS_GLUE_REGION (credentials as the AWS SDK finds them)")
+    glue_region: str = Field("us-east-1", description="The AWS region of the Glue Data Catalog")
     discovery_max_depth: int = Field(
         4, ge=0, le=16, description="Folder levels below a storage root that discovery looks into for tables")
     planner_clean_commits: int = Field(
@@ -155,6 +159,14 @@ class Settings(BaseSettings):
     manager_ttl_seconds: float = Field(
         300.0, gt=0, description="How often the leader requests the TTL tasks (record TTL, partition TTL) tables' "
                                  "policies ask for (each once per tms.ttl.interval.hours)")
+    manager_health_seconds: float = Field(
+        300.0, gt=0, description="How often the leader scores the health of the tables checked longest ago "
+                                 "(TMS_HEALTH_BATCH of them), for the fleet view and the metrics")
+    health_batch: int = Field(
+        50, ge=1, description="Tables whose health the leader scores each time (each read from storage)")
+    orphan_safety_hours: float = Field(
+        24.0, gt=0, description="How old a file no instant references must be before it counts as an orphan "
+                                "(younger, it may belong to a write still under way)")
     manager_metrics_port: int | None = Field(
         None, ge=0, le=65535, description="Port of the manager's Prometheus /metrics (unset: none)")
     monitor_unclaimed_seconds: float = Field(

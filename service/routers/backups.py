@@ -58,9 +58,9 @@ def put_backup_policy(table_id: TableId, body: BackupPolicyIn, request: Request)
         repo = TableRepo(session)
         table = repo.get(table_id)
         changes = dict(zip(_POLICY_KEYS, (body.destination, body.schedule, body.keep_versions), strict=True))
-        policy = TablePolicy.from_stored(table.policies).merged(changes)
-        repo.update(table_id, policies=policy.explicit())
-        return _policy_out(table_id, table.name, policy)
+        own = TablePolicy.from_stored((table.own_settings or {}).get("policies")).merged(changes)
+        table = repo.update(table_id, policies=own.explicit())
+        return _policy_out(table_id, table.name, TablePolicy.from_stored(table.policies))
 
 
 @router.get("/{table_id}/backup", response_model=BackupPolicyOut, dependencies=[Viewer],

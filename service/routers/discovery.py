@@ -6,14 +6,16 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from tms.db import DiscoveryRepo
+from tms.db import DiscoveryRepo, NotFoundError
+from tms.errors import ConfigError
+from tms.fleet.glue import glue_client, glue_tables, sync_glue
 from tms.fleet.onboarding import scan_root
 from tms.hudi.storage.paths import is_under_roots, normalize_base_path
 
 from ..auth import Admin, Viewer
 from ..errors import validation_error
 from ..schemas.common import Limit, Offset
-from ..schemas.discovery import DiscoveredOut, DiscoveredPage, ScanRequest, ScanResult
+from ..schemas.discovery import DiscoveredOut, DiscoveredPage, GlueSyncRequest, ScanOut, ScanRequest, ScanResult
 from ..schemas.problems import ADMIN, VIEWER, problems
 from .tables import _forget_cached_identities, _policy
 
@@ -42,6 +44,30 @@ def scan(body: ScanRequest, request: Request) -> dict[str, Any]:
                            refresh=lambda: _forget_cached_identities(request))
         scans.append(asdict(report))
     return {"scans": scans}
+
+
+@router.post("/glue-sync", response_model=ScanOut, dependencies=[Admin],
+             responses=problems(*ADMIN, 400, 404, 413, 422, d404="No such Glue database",
+                                d422="Bad policies, or the Glue sync is not installed"),
+             summary="Onboard the Hudi tables of an AWS Glue database")
+def glue_sync(body: GlueSyncRequest, request: Request) -> dict[str, Any]:
+    """Each Hudi table the Glue database lists (by Spark's provider or Hudi's input format) is onboarded at its
+    location as a scan onboards a table it finds (under TMS_STORAGE_ROOTS, with the policy templates); every
+    other table is listed refused with the reason; a table registered by an earlier sync and dropped from the
+    catalog since is disabled (never deleted). Recorded with the root `glue://<database>`."""
+    settings = request.app.state.settings
+    policies = _policy({}, body.policies, request).explicit()
+    client = glue_client(settings.glue_endpoint_url, settings.glue_region)
+    try:
+        tables = list(glue_tables(client, body.database))
+    except client.exceptions.EntityNotFoundException:
+        raise NotFoundError(f"the Glue catalog has no database {body.database!r}") from None
+    except Exception as exc:  # unreachable, refused credentials: nothing was onboarded
+        raise ConfigError(f"cannot read the Glue database {body.database!r}: {exc}") from None
+    report = sync_glue(request.app.state.database, tables, body.database,
+                       storage_roots=[normalize_base_path(r) for r in settings.storage_roots], policies=policies,
+                       refresh=lambda: _forget_cached_identities(request))
+    return asdict(report)
 
 
 @router.get("/tables", response_model=DiscoveredPage, dependencies=[Viewer], responses=problems(*VIEWER, 422),

@@ -6,7 +6,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
-from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, hash_secret
+from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
+from tms.fleet.templates import PRIORITY, QUEUE, Template, resolve
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
 from tms.hudi.storage.paths import is_under_roots
@@ -36,13 +37,21 @@ from .backups import BACKUP_DESTINATION, require_backup_destination
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
 TableId = Annotated[Id, Path(description="The table's id")]
-_COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback_key", "policies")]
+_COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback_key", "policies", "sources")]
 
 
-def _out(table: RegisteredTable) -> dict[str, Any]:
+def _out(table: RegisteredTable, templates: list[Template]) -> dict[str, Any]:
+    """The table as the API gives it; `templates`: the policy templates (for where each setting comes from)."""
+    policies = {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}
+    effective = resolve(table.own_settings or {}, next((t for t in templates if t.name == table.template), None))
     return {**{name: getattr(table, name) for name in _COLUMNS},
-            "has_callback_key": table.callback_key_hash is not None,
-            "policies": {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}}
+            "has_callback_key": table.callback_key_hash is not None, "policies": policies,
+            "sources": {key: effective.source(key) for key in [*policies, QUEUE, PRIORITY]}}
+
+
+def _own(table: RegisteredTable, key: str) -> dict[str, Any]:
+    """The table's own policies or concurrency options (not its template's)."""
+    return dict((table.own_settings or {}).get(key) or {})
 
 
 def _policy(stored: dict[str, Any], changes: dict[str, Any], request: Request | None = None) -> TablePolicy:
@@ -129,10 +138,11 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     concurrency = _concurrency({}, concurrency_changes, base_path=body.base_path, table_name=facts["name"])
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).register(
-            base_path=body.base_path, enabled=body.enabled, priority=body.priority, queue=body.queue, owner=body.owner,
+            base_path=body.base_path, enabled=body.enabled, owner=body.owner, queue=body.queue,
+            priority=body.priority if "priority" in body.model_fields_set else None,
             policies=policy.explicit(), concurrency_options=concurrency,
             callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **facts)
-        return {**_out(table), "capabilities": report}
+        return {**_out(table, TemplateRepo(session).templates()), "capabilities": report}
 
 
 @router.get("", response_model=TablePage, dependencies=[Viewer], summary="List tables",
@@ -149,7 +159,8 @@ def list_tables(request: Request, database: Annotated[ShortText | None, Query()]
                                                 enabled=enabled, limit=limit + 1, offset=offset, after_id=after_id,
                                                 count=cursor is None)
         body = page("tables", tables, limit, total, offset, cursor)
-        return {**body, "items": [_out(t) for t in body["items"]]}
+        templates = TemplateRepo(session).templates()
+        return {**body, "items": [_out(t, templates) for t in body["items"]]}
 
 
 @router.get("/{table_id}", response_model=TableDetail, dependencies=[Viewer],
@@ -161,8 +172,11 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         tasks_by_state = TaskRepo(session).counts_by_state(table_id=table_id)
         policy = TablePolicy.from_stored(table.policies)
         ttl_tasks = ttl_schedule(session, table_id, policy)
-    out = _out(table)
-    view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks)
+        out = _out(table, TemplateRepo(session).templates())
+    settings = request.app.state.settings
+    view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
+                     clean_commits=settings.planner_clean_commits,
+                     orphan_safety_seconds=settings.orphan_safety_hours * 3600)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
 
 
@@ -182,18 +196,18 @@ def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> 
         table = repo.get(table_id)
         if "policies" in changes:
             concurrency_changes, policy_changes = split_concurrency_options(changes["policies"] or {})
-            policy = _policy(table.policies, policy_changes, request)
+            policy = _policy(_own(table, "policies"), policy_changes, request)
             if policy.record_ttl or policy.partition_ttl:
                 _require_applicable_ttl(HudiTable.load(table.base_path), policy)
             changes["policies"] = policy.explicit()
             if concurrency_changes:
-                changes["concurrency_options"] = _concurrency(table.concurrency_options, concurrency_changes,
+                changes["concurrency_options"] = _concurrency(_own(table, "concurrency_options"), concurrency_changes,
                                                               base_path=table.base_path, table_name=table.name)
         if "callback_key" in changes:
             key = changes.pop("callback_key")
             changes["callback_key_hash"] = hash_secret(key) if key else None
         table = repo.update(table_id, **changes)
-        out = _out(table)
+        out = _out(table, TemplateRepo(session).templates())
     _forget_cached_identities(request)
     return out
 

@@ -15,6 +15,13 @@ class ScanRequest(BaseModel):
     max_depth: BodyInt = Field(4, ge=0, le=16, description="Folder levels below the root looked into")
 
 
+class GlueSyncRequest(BaseModel):
+    database: str = Field(min_length=1, max_length=255, pattern=r"^[^\x00/]+$",
+                          description="The Glue database whose Hudi tables are onboarded")
+    policies: JsonObject = Field(default_factory=dict, description="TMS's policy options the new tables get (over "
+                                                                   "their policy templates')")
+
+
 class DiscoveredRef(BaseModel):
     base_path: str
     id: int | None = Field(None, description="The table's id (registered and missing tables)")

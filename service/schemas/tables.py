@@ -70,6 +70,10 @@ class TableOut(Record):
     has_callback_key: bool
     policies: dict[str, Any] = Field(description="Every policy option with its effective value, and the "
                                                  "concurrency-control options (hoodie.write.lock.*) as set")
+    template: str | None = Field(None, description="The policy template that applies to the table (null: none)")
+    sources: dict[str, str] = Field(default_factory=dict, description=(
+        "Where each of `policies`, `queue` and `priority` comes from: `table` (set on the table), "
+        "`template:<name>` (its policy template) or `default`"))
     created_at: datetime
     updated_at: datetime
 
@@ -135,6 +139,10 @@ class FileGroupSummary(BaseModel):
 class Health(BaseModel):
     status: str = Field(description="ok | warning | error")
     reasons: list[str]
+    score: int | None = Field(None, description="0-100 (100: nothing to say; below 80: warning), each reason taking "
+                                                "its penalty off: pending logs per file group, the oldest "
+                                                "uncompacted delta commit, small files, size skew, failed and held "
+                                                "plans, clean lag, orphan files (null: the table cannot be read)")
 
 
 class TtlScheduleOut(BaseModel):

@@ -199,6 +199,13 @@ async def table_settings(request: Request, user: User, table_id: int) -> Respons
         changes: dict[str, Any] = {"priority": int(form.get("priority", "0") or 0),
                                    "queue": form.get("queue") or None, "enabled": form.get("enabled") == "on",
                                    "policies": _policy_lines(form.get("policies", ""))}
+        with _database(request).transaction() as session:
+            table = TableRepo(session).get(table_id)
+        own = table.own_settings or {}
+        # A priority or queue left as its policy template gave it stays the template's (not made the table's own).
+        for key in ("priority", "queue"):
+            if key not in own and changes[key] == getattr(table, key):
+                del changes[key]
         apply_table_changes(request, table_id, TableChanges(**changes))
     except ValueError as exc:  # int(), a malformed policy line, pydantic's ValidationError
         return _back(page, _message(exc), "error")
@@ -365,6 +372,13 @@ async def queue_delete(request: Request, user: User, name: str) -> Response:
     except ONE_LINE_ERRORS as exc:
         return _back("/ui/queues", str(exc), "error")
     return _back("/ui/queues", f"Queue {name} deleted.")
+
+
+@router.get("/fleet")
+def fleet_page(request: Request, user: User) -> HTMLResponse:
+    with _database(request).transaction() as session:
+        board = views.fleet_board(session)
+    return _page(request, "fleet.html", user, **board)
 
 
 @router.get("/engines")

@@ -15,6 +15,7 @@ from tms.db import (
     AlertRepo,
     BackupTaskRepo,
     EngineRepo,
+    HealthRepo,
     InstanceRepo,
     QueueRepo,
     RegisteredTable,
@@ -23,6 +24,7 @@ from tms.db import (
     TableRepo,
     TaskRepo,
     TaskState,
+    TemplateRepo,
 )
 from tms.errors import ONE_LINE_ERRORS
 from tms.hudi.table.hudi_table import HudiTable
@@ -139,8 +141,11 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
     alerts, alert_total = AlertRepo(session).find(table_id=table_id, limit=PAGE_SIZE)
     size_chart, log_chart = file_group_charts(facts)
     savepoints, savepoints_error = table_savepoints(table.base_path)
+    own = table.own_settings or {}
     return {"table": table, "policies": TablePolicy.from_stored(table.policies).options(),
-            "explicit_policies": table.policies, "concurrency_options": table.concurrency_options,
+            "explicit_policies": own.get("policies") or {}, "concurrency_options": table.concurrency_options,
+            "own_concurrency_options": own.get("concurrency_options") or {},
+            "sources": TableRepo(session).effective(table).sources,
             "view": view, "facts": facts,
             "timeline_chart": charts.timeline_chart(facts.timeline), "size_chart": size_chart,
             "log_chart": log_chart, "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,
@@ -212,6 +217,16 @@ def duration(start: datetime | None, end: datetime | None, now: datetime) -> str
         return ""
     text = display.duration(max(((end or now) - start).total_seconds(), 0))
     return text if end else f"{text} (running)"
+
+
+def fleet_board(session: Session, limit: int = PAGE_SIZE) -> dict[str, Any]:
+    """The fleet page: tables by their last health status, the worst first with their reasons, and the policy
+    templates with the tables each applies to."""
+    health = HealthRepo(session)
+    templates = TemplateRepo(session)
+    counts = templates.table_counts()
+    return {"by_health": health.by_status(), "worst": health.worst(limit),
+            "templates": [{"template": t, "tables": counts.get(t.name, 0)} for t in templates.list()]}
 
 
 def engine_board(session: Session, now: datetime) -> dict[str, Any]:

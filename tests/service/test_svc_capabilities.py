@@ -71,7 +71,7 @@ def test_detail_and_health_follow_the_tables_properties(client, tokens, copy_of)
     table = _post(client, tokens, path).json()
     detail = client.get(f"/api/v1/tables/{table['id']}", headers=tokens["viewer"]).json()
     assert all(c["can_run"] for c in detail["capabilities"].values())
-    assert detail["health"] == {"status": "ok", "reasons": []}
+    assert detail["health"] == {"status": "ok", "reasons": [], "score": 100}
 
     _set(path, {"hoodie.compaction.payload.class": "com.acme.MyPayload"})  # a writer's change
     detail = client.get(f"/api/v1/tables/{table['id']}", headers=tokens["viewer"]).json()

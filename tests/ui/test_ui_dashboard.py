@@ -133,6 +133,33 @@ def test_a_viewer_sees_no_action(stack, browsing, scene):
     browsing.shot(page, "viewer-table-queues")
 
 
+def test_a_viewer_finds_the_worst_table_on_the_fleet_page_and_where_its_settings_come_from(stack, browsing, scene,
+                                                                                           fixtures_root):
+    put = stack.api("PUT", "/api/v1/policy-templates/fleet", json={
+        "path_prefix": str(stack.tables_root / "fleet_cow"), "policies": {"hoodie.cleaner.commits.retained": 12}})
+    assert put.status_code == 200, put.text
+    table = stack.register(fixtures_root / FIXTURE_TABLES["cow_v6_nonpartitioned"], "fleet_cow")
+    with stack.database.transaction() as session:  # a failed plan: the worst table of the three
+        TaskRepo(session).create(table_id=table["id"], service="clean", instant="20990101000000000",
+                                 state=TaskState.FAILED)
+    ids = [scene["trips"]["id"], scene["other"]["id"], table["id"]]
+    assert stack.api("POST", "/api/v1/fleet/health:score", json={"table_ids": ids}).status_code == 200
+    page = browsing.page()
+    sign_in(page, stack, "viewer")
+    page.get_by_role("navigation").get_by_role("link", name="Fleet", exact=True).click()
+    expect(page.get_by_role("heading", name="Fleet")).to_be_visible()
+    first = page.locator("table.fleet tbody tr").first
+    expect(first).to_have_attribute("data-table-id", str(table["id"]))
+    expect(first).to_contain_text("1 failed task(s)")
+    expect(page.locator("tr[data-template='fleet']")).to_contain_text(f"under {stack.tables_root / 'fleet_cow'}")
+    browsing.shot(page, "fleet")
+    first.get_by_role("link").click()
+    expect(page.locator("#policy-template")).to_have_text("fleet")
+    row = page.locator("table.policies tr", has_text="hoodie.cleaner.commits.retained")
+    expect(row).to_contain_text("12")
+    expect(row).to_contain_text("template fleet")
+
+
 def test_a_form_without_its_csrf_token_is_refused(stack, browsing, scene):
     page = browsing.page()
     sign_in(page, stack, "admin")

@@ -12,7 +12,7 @@ from ui_support import sign_in
 pytestmark = pytest.mark.slow
 
 WIDTHS = (1366, 768)
-NAVIGATION = ("Overview", "Tables", "Tasks", "Queues", "Alerts")
+NAVIGATION = ("Overview", "Tables", "Fleet", "Tasks", "Queues", "Alerts")
 
 # Each visible piece of text as the boxes of its lines; any two boxes of different text nodes that cross by
 # more than a pixel or two each way overlap. Text clipped away by a scrolling container is not visible.
@@ -95,8 +95,12 @@ def pages(stack, fixtures_root) -> list[tuple[str, str]]:
     task = stack.api("GET", "/api/v1/tasks", params={"table": table["id"], "limit": 1}).json()["items"]
     task_path = f"/ui/tasks/{task[0]['id']}" if task else "/ui/tasks"
     assert instant
+    stack.api("PUT", "/api/v1/policy-templates/layout", json={
+        "name_pattern": "layout_*", "policies": {"hoodie.cleaner.commits.retained": 12}, "priority": 3})
+    assert stack.api("POST", "/api/v1/fleet/health:score", json={"table_ids": [table["id"]]}).status_code == 200
     return [("overview", "/ui/"), ("tables", "/ui/tables"), ("table", f"/ui/tables/{table['id']}"),
-            ("tasks", "/ui/tasks"), ("task", task_path), ("queues", "/ui/queues"), ("engines", "/ui/engines"),
+            ("fleet", "/ui/fleet"), ("tasks", "/ui/tasks"), ("task", task_path), ("queues", "/ui/queues"),
+            ("engines", "/ui/engines"),
             ("alerts", "/ui/alerts?show=all"), ("mutes", "/ui/mutes"), ("webhooks", "/ui/webhooks"),
             ("instances", "/ui/instances"), ("no-such-table", "/ui/tables/987654"),
             ("no-such-page", "/ui/no/such/page")]

@@ -16,9 +16,11 @@ from .models import (
                      DiscoveredTable,
                      Engine,
                      Event,
+                     HealthRecord,
                      Instance,
                      Lease,
                      Mute,
+                     PolicyTemplate,
                      RegisteredTable,
                      ResourceQueue,
                      Rollout,
@@ -33,11 +35,13 @@ from .repos.backups import BackupHistory, BackupTaskRepo
 from .repos.discovery import DiscoveryRepo
 from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo
 from .repos.events import EventRepo, NewEvent
+from .repos.health import HealthRepo
 from .repos.instances import InstanceRepo, LeaseRepo
 from .repos.queues import QueueRepo
 from .repos.scan_requests import ScanRequestRepo
 from .repos.tables import TableRepo
 from .repos.tasks import TaskRepo
+from .repos.templates import TemplateRepo
 from .repos.tokens import TokenRepo, hash_secret
 from .repos.ttl import TtlTaskRepo
 from .repos.webhooks import MuteRepo, WebhookRepo
@@ -49,7 +53,8 @@ __all__ = [
     "Alert", "AlertRepo", "BackupHistory", "BackupTaskRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
     "ConflictError", "Database", "DiscoveredTable", "DiscoveryRepo",
     "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
-    "Lease", "LeaseRepo", "Mute", "MuteRepo", "NewEvent", "NotFoundError", "OperatorAction", "QueueRepo",
+    "Lease", "LeaseRepo", "Mute", "MuteRepo", "PolicyTemplate", "TemplateRepo",
+    "NewEvent", "HealthRecord", "HealthRepo", "NotFoundError", "OperatorAction", "QueueRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
     "TtlTaskRepo",

@@ -100,6 +100,11 @@ class RegisteredTable(Base):
     priority: Mapped[int] = mapped_column(Integer, server_default=text("0"))
     queue: Mapped[str | None] = mapped_column(Text)  # preferred resource queue
     owner: Mapped[str | None] = mapped_column(Text)  # who answers for the table (alert mutes match it)
+    # `policies`, `concurrency_options`, `queue` and `priority` above are the effective settings, what TMS uses:
+    # the table's own settings (these, tms.fleet.templates.own_settings) over its policy template's (`template`,
+    # the name of the one that applied) over the defaults; kept in step by TableRepo.
+    own_settings: Mapped[dict[str, Any]] = _json()
+    template: Mapped[str | None] = mapped_column(Text)
     callback_key_hash: Mapped[str | None] = mapped_column(String(64))
     planner_state: Mapped[dict[str, Any]] = _json()  # the planner's incremental cursor, opaque here
     planned_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -484,6 +489,39 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (CheckConstraint(_one_of("role", ROLES), name="role"),)
+
+
+class PolicyTemplate(Base):
+    """A policy template: the tables of a database, a name pattern or a path prefix (any combination) get its
+    policy and lock options (Hudi names), queue and priority, unless they set their own (tms.fleet.templates)."""
+
+    __tablename__ = "policy_templates"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    database: Mapped[str | None] = mapped_column(Text)
+    name_pattern: Mapped[str | None] = mapped_column(Text)
+    path_prefix: Mapped[str | None] = mapped_column(Text)
+    policies: Mapped[dict[str, Any]] = _json()
+    queue: Mapped[str | None] = mapped_column(Text)
+    priority: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _updated()
+
+
+class HealthRecord(Base):
+    """A table's last health score and its reasons (tms.planning.health), kept by the manager's leader for the
+    fleet view and the metrics: `reasons` is a list of {kind, penalty, message}."""
+
+    __tablename__ = "table_health"
+
+    table_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tables.id", ondelete="CASCADE"), primary_key=True)
+    score: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    reasons: Mapped[list[dict[str, Any]]] = _json("[]")
+    checked_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+    __table_args__ = (Index(None, "score", "table_id"),)
 
 
 class DiscoveredTable(Base):

@@ -92,15 +92,42 @@ def onboard_path(database: Database, base_path: str, root: str,
     return report
 
 
-def _gone(database: Database, root: str, base_path: str, table_id: int | None, report: ScanReport) -> None:
+def sync_catalog(database: Database, root: str, locations: list[str], refused: dict[str, str], *,
+                 policies: dict[str, Any] | None = None, refresh: Callable[[], None] | None = None) -> ScanReport:
+    """Onboard the tables a catalog lists (`root`: the catalog database's label, `locations`: its tables' base
+    paths, normalized; `refused`: what it lists that TMS refuses, by location, with the reason). Registered
+    tables found again are left as they are; those the catalog no longer lists are disabled."""
+    report = ScanReport(root)
     with database.transaction() as session:
-        DiscoveryRepo(session).record(base_path, root=root, state="missing", reason="gone from storage",
-                                      table_id=table_id)
+        known = DiscoveryRepo(session).under(root)
+    for where, reason in refused.items():
+        with database.transaction() as session:
+            DiscoveryRepo(session).record(where, root=root, state="refused", reason=reason)
+        report.refused.append({"base_path": where, "reason": reason})
+    live = {p for p, d in known.items() if d.state == "registered"}
+    for base_path in locations:
+        if base_path in live:
+            report.known += 1
+            continue
+        _onboard(database, root, base_path, policies or {}, report)
+    with database.transaction() as session:
+        DiscoveryRepo(session).seen(set(locations) & live)
+    for base_path in sorted(live - set(locations)):
+        _gone(database, root, base_path, known[base_path].table_id, report, "dropped from the catalog")
+    if report.registered and refresh is not None:
+        refresh()
+    return report
+
+
+def _gone(database: Database, root: str, base_path: str, table_id: int | None, report: ScanReport,
+          reason: str = "gone from storage") -> None:
+    with database.transaction() as session:
+        DiscoveryRepo(session).record(base_path, root=root, state="missing", reason=reason, table_id=table_id)
         if table_id is None:
             return
         TableRepo(session).update(table_id, enabled=False)
         AlertRepo(session).raise_alert(kind=MISSING_ALERT, severity="warning", table_id=table_id,
-                                       message=f"table {table_id} ({base_path}) is gone from storage: disabled",
+                                       message=f"table {table_id} ({base_path}) is {reason}: disabled",
                                        fingerprint=f"{MISSING_ALERT}:{table_id}")
     report.missing.append({"id": table_id, "base_path": base_path})
-    log.warning("discovery: table %s (%s) is gone from storage: disabled", table_id, base_path)
+    log.warning("discovery: table %s (%s) is %s: disabled", table_id, base_path, reason)

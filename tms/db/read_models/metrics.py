@@ -27,6 +27,9 @@ _CLUSTER = {
     "tables": "SELECT id, database, name, jsonb_array_length(planner_state->'counted'->'compaction'), "
               "(SELECT min(value::float) FROM jsonb_each_text(planner_state->'pending_writes')) "
               "FROM tables WHERE enabled",
+    # Each table's last health score (the manager's leader keeps them: tms.fleet.health).
+    "health": "SELECT h.table_id, t.database, t.name, h.score, h.status FROM table_health h "
+              "JOIN tables t ON t.id = h.table_id",
     # Each table's newest backup that succeeded: when, the version, and the bytes it copied (its job's result).
     "backups": "SELECT DISTINCT ON (t.table_id) t.table_id, r.database, r.name, extract(epoch FROM t.finished_at), "
                "coalesce((a.result->>'version')::bigint, 0), coalesce((a.result->>'bytes_copied')::bigint, 0) "

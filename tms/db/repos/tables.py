@@ -1,6 +1,7 @@
 """Registered tables: registration, look-ups, filters and the per-table planning lock."""
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, cast
 
@@ -8,10 +9,15 @@ from sqlalchemy import CursorResult, Row, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from tms.fleet.templates import Effective, Template, matching_template, own_settings, resolve
+
 from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task
 from ..states import TaskState
+from .templates import TemplateRepo
 
+# The settings a policy template may give a table: given to `register` and `update`, they are the table's own.
+_SETTINGS = ("policies", "concurrency_options", "queue", "priority")
 # What the periodic trigger reads of a table to tell whether time made work due (not the whole row).
 _TICK_COLUMNS = (RegisteredTable.id, RegisteredTable.planner_state, RegisteredTable.policies,
                  RegisteredTable.table_type)
@@ -22,7 +28,10 @@ class TableRepo:
         self.session = session
 
     def register(self, **fields: Any) -> RegisteredTable:
-        """Insert a table; ConflictError if its base path is registered already."""
+        """Insert a table; ConflictError if its base path is registered already. `policies`,
+        `concurrency_options`, `queue` and `priority` (None or absent: not set) are the table's own settings;
+        the policy template matching it gives the others."""
+        fields = self._settled(fields, TemplateRepo(self.session).templates())
         stmt = (insert(RegisteredTable).values(**fields)
                 .on_conflict_do_nothing(index_elements=[RegisteredTable.base_path])
                 .returning(RegisteredTable.id))
@@ -38,8 +47,55 @@ class TableRepo:
         registered already fails the whole statement (IntegrityError)."""
         if not rows:
             return []
+        templates = TemplateRepo(self.session).templates()
+        rows = [self._settled(row, templates) for row in rows]
         stmt = insert(RegisteredTable).returning(RegisteredTable.id, sort_by_parameter_order=True)
         return list(self.session.scalars(stmt, rows))
+
+    @staticmethod
+    def _settled(fields: dict[str, Any], templates: list[Template]) -> dict[str, Any]:
+        """A new row's columns: its own settings recorded, the effective ones resolved."""
+        own = own_settings(**{k: fields.get(k) for k in _SETTINGS})
+        rest = {k: v for k, v in fields.items() if k not in _SETTINGS}
+        template = matching_template(templates, database=fields.get("database") or "", name=fields.get("name") or "",
+                                     base_path=fields["base_path"])
+        return {**rest, **resolve(own, template).columns(), "own_settings": own}
+
+    def effective(self, table: RegisteredTable) -> Effective:
+        """The table's settings and where each comes from (the table, its template, the default)."""
+        templates = TemplateRepo(self.session).templates()
+        template = next((t for t in templates if t.name == table.template), None)
+        return resolve(table.own_settings, template)
+
+    def apply_templates(self, batch: int = 5000) -> int:
+        """Resolve every table's settings again under the templates as they are now (one was put or deleted);
+        the number of tables whose effective settings changed, which the periodic trigger looks at next. Reads
+        only the columns it resolves, and writes the changed rows in one bulk UPDATE per batch."""
+        templates = TemplateRepo(self.session).templates()
+        now = self.session.execute(select(func.now())).scalar_one()
+        t = RegisteredTable
+        columns = (t.id, t.database, t.name, t.base_path, t.own_settings, t.policies, t.concurrency_options, t.queue,
+                   t.priority, t.template)
+        resolved_for: dict[tuple[str, str | None], dict[str, Any]] = {}  # most tables share their own settings
+        changed, after = 0, 0
+        while True:
+            rows = self.session.execute(select(*columns).where(t.id > after).order_by(t.id).limit(batch)).all()
+            if not rows:
+                return changed
+            updates = []
+            for row in rows:
+                template = matching_template(templates, database=row.database, name=row.name,
+                                             base_path=row.base_path)
+                key = (json.dumps(row.own_settings, sort_keys=True), template.name if template else None)
+                if key not in resolved_for:
+                    resolved_for[key] = resolve(row.own_settings, template).columns()
+                resolved = resolved_for[key]
+                if any(getattr(row, k) != v for k, v in resolved.items()):
+                    updates.append({"id": row.id, **resolved, "tick_due_at": now})
+            if updates:
+                self.session.execute(update(RegisteredTable), updates)
+                changed += len(updates)
+            after = rows[-1].id
 
     def get(self, table_id: int) -> RegisteredTable:
         table = self.session.get(RegisteredTable, table_id, populate_existing=True)
@@ -79,6 +135,15 @@ class TableRepo:
         table = self.get(table_id)
         if "policies" in changes or changes.get("enabled"):
             changes = {**changes, "tick_due_at": func.now()}
+        if any(k in changes for k in _SETTINGS):  # the table's own settings: the effective ones follow
+            own = dict(table.own_settings or {})
+            for key in _SETTINGS:
+                if key in changes:
+                    own[key] = changes.pop(key)
+            own = own_settings(**{k: own.get(k) for k in _SETTINGS})
+            template = matching_template(TemplateRepo(self.session).templates(), database=table.database,
+                                         name=table.name, base_path=table.base_path)
+            changes = {**changes, **resolve(own, template).columns(), "own_settings": own}
         for key, value in changes.items():
             setattr(table, key, value)
         self.session.flush()

@@ -5,7 +5,8 @@
 - its record index against the records a snapshot read finds (key set and file group of each);
 - pending instants whose writer has no live heartbeat (a crashed write waiting for a rollback), and MDT
   instants left pending;
-- files that no instant accounts for (neither completed nor pending): leftovers of failed writes;
+- files that no instant accounts for (neither completed nor pending): leftovers of failed writes, said to be
+  orphans when older than a safety window (tms.hudi.table.orphans);
 - the record-key bloom filter in each latest base file's footer against the file's keys (a key the filter
   misses makes Hudi's BLOOM index write it twice)."""
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ..records.reader import read_snapshot
 from ..timeline.instant import Action, State
 from ..timeline.serde import parse_requested_replace_metadata
 from .hudi_table import HudiTable
+from .orphans import find_orphans
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
 # Hudi's default heartbeat expiry: hoodie.client.heartbeat.interval_in_ms (60 s) x tolerable misses (2).
@@ -48,13 +50,18 @@ class Problem:
         return asdict(self)
 
 
-def verify_table(table: HudiTable, *, now: float | None = None) -> list[Problem]:
+def verify_table(table: HudiTable, *, now: float | None = None,
+                 orphan_safety_seconds: float = 24 * 3600) -> list[Problem]:
+    """Every difference found. An unreferenced file older than `orphan_safety_seconds` (and written after the
+    active timeline's first instant) is said to be an orphan (tms.hudi.table.orphans)."""
     fmt = (table.config.get("hoodie.table.base.file.format") or "PARQUET").upper()
     if fmt != "PARQUET":
         raise UnsupportedTableError(f"tms verify reads parquet base files; table {table.config.name} has {fmt}")
+    now = time.time() if now is None else now
     problems: list[Problem] = []
-    problems += _pending_without_heartbeat(table, time.time() if now is None else now)
-    problems += _unreferenced_files(table)
+    problems += _pending_without_heartbeat(table, now)
+    orphans = {o.path for o in find_orphans(table, now=now, safety_seconds=orphan_safety_seconds)}
+    problems += _unreferenced_files(table, orphans, orphan_safety_seconds)
     problems += _footer_bloom_filters(table)
     mdt = MetadataTable.open(table)
     if mdt is not None:
@@ -97,8 +104,9 @@ def _is_clustering(table: HudiTable, ts: str) -> bool:
     return bool(plan) and parse_requested_replace_metadata(plan).clustering_plan is not None
 
 
-def _unreferenced_files(table: HudiTable) -> list[Problem]:
-    """Data files whose instant is neither completed nor pending on the timeline."""
+def _unreferenced_files(table: HudiTable, orphans: set[str], safety_seconds: float) -> list[Problem]:
+    """Data files whose instant is neither completed nor pending on the timeline; `orphans`: those of them
+    that are orphans (older than the safety window)."""
     tl = table.timeline
     out = []
     for part in data_partitions(table):
@@ -108,8 +116,10 @@ def _unreferenced_files(table: HudiTable) -> list[Problem]:
             ts = file_instant(e.name)
             if ts is None or tl.states_of(ts):
                 continue
+            orphan = (f"; an orphan (older than the {safety_seconds / 3600:g} h safety window)" if e.path in orphans
+                      else "")
             out.append(Problem("unreferenced_file", e.path, f"written by instant {ts}, which the timeline does "
-                                                            "not have (a failed write's leftover)"))
+                                                            f"not have (a failed write's leftover){orphan}"))
     return out
 
 

@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import typer
 
-from . import alerts, backfill, backups, engines, mutes, queues, status, tables, tasks, tokens, trigger, webhooks
+from . import (
+    alerts,
+    backfill,
+    backups,
+    engines,
+    mutes,
+    queues,
+    status,
+    tables,
+    tasks,
+    templates,
+    tokens,
+    trigger,
+    webhooks,
+)
 
-GROUPS = (status, tables, backups, backfill, tasks, queues, engines, alerts, mutes, webhooks, trigger)
+GROUPS = (status, tables, templates, backups, backfill, tasks, queues, engines, alerts, mutes, webhooks, trigger)
 
 
 def register(app: typer.Typer, *, tokens_app: typer.Typer) -> None:

@@ -89,8 +89,15 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
             *((f"{s['service']} task", _ttl_task_line(s)) for s in ttl.get("schedule") or ()),
         ])]
     policies = t.get("policies") or {}
-    lock = sorted((k, v) for k, v in policies.items() if is_concurrency_option(k))
-    own = sorted((k, v) for k, v in policies.items() if not is_concurrency_option(k))
+    sources = t.get("sources") or {}
+
+    def sourced(key: str) -> Any:  # a value set by the table or a template says which
+        source = sources.get(key, "default")
+        return policies[key] if source == "default" else f"{output.text(policies[key])} ({source})"
+    lock = sorted((k, sourced(k)) for k in policies if is_concurrency_option(k))
+    own = sorted((k, sourced(k)) for k in policies if not is_concurrency_option(k))
+    if t.get("template"):
+        lines += ["", f"policy template: {t['template']}"]
     lines += ["", "policies:", output.record(own)]
     lines += ["", "concurrency control:", output.record(lock) if lock else "single writer (no lock)"]
     return lines
@@ -126,7 +133,8 @@ def _absolute(path: str) -> str:
 
 @app.command("register")
 def register_table(path: Annotated[str, typer.Argument(help="The table's base path or URL.", show_default=False)],
-                   priority: Annotated[int, typer.Option(help="Higher runs first.")] = 0,
+                   priority: Annotated[int | None, typer.Option(
+                       help="Higher runs first (default: its policy template's, else 0).")] = None,
                    queue: Annotated[str | None, typer.Option(help="Preferred resource queue.")] = None,
                    policy: Policies = None, option: WriteOptions = None,
                    callback_key: Annotated[str | None, typer.Option(
@@ -134,8 +142,10 @@ def register_table(path: Annotated[str, typer.Argument(help="The table's base pa
                    disabled: Annotated[bool, typer.Option("--disabled", help="Register it disabled.")] = False,
                    url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """Register a Hudi table (its files are not touched)."""
-    body: dict[str, Any] = {"base_path": _absolute(path), "priority": priority, "enabled": not disabled,
+    body: dict[str, Any] = {"base_path": _absolute(path), "enabled": not disabled,
                             "policies": _policy_changes(policy, option, empty_is_none=False)}
+    if priority is not None:
+        body["priority"] = priority
     if queue is not None:
         body["queue"] = queue
     if callback_key is not None:

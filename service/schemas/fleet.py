@@ -1,0 +1,63 @@
+"""The fleet's health (worst tables first) and a table's orphan files."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from .common import Id
+
+
+class HealthReasonOut(BaseModel):
+    kind: str = Field(description="log_backlog | uncompacted_age | small_files | size_skew | failed_plans | "
+                                  "held_plans | clean_lag | orphan_files | unreadable")
+    penalty: int = Field(description="What it took off the score")
+    message: str
+
+
+class TableHealthOut(BaseModel):
+    table_id: int
+    database: str
+    name: str
+    base_path: str
+    enabled: bool
+    score: int = Field(description="0-100; below 80: warning; 0 with `unreadable`: the table cannot be read")
+    status: str = Field(description="ok | warning | error")
+    reasons: list[HealthReasonOut]
+    checked_at: datetime
+
+
+class FleetHealth(BaseModel):
+    by_status: dict[str, int] = Field(description="Tables per status of their last score")
+    items: list[TableHealthOut] = Field(description="The tables scored, worst first")
+
+
+class ScoreRequest(BaseModel):
+    table_ids: list[Id] | None = Field(None, max_length=500, description="The tables to score now (null: the "
+                                                                         "TMS_HEALTH_BATCH scored longest ago)")
+
+
+class OrphanOut(BaseModel):
+    path: str = Field(description="Relative to the table's base path")
+    size: int
+    instant: str = Field(description="The instant its name says wrote it (not on the timeline)")
+    modified_at: datetime
+
+
+class OrphanReport(BaseModel):
+    table_id: int
+    safety_hours: float = Field(description="Files younger than this are not counted (TMS_ORPHAN_SAFETY_HOURS)")
+    orphans: list[OrphanOut]
+    total_bytes: int
+
+
+class OrphanRemoval(BaseModel):
+    paths: list[str] = Field(min_length=1, max_length=10_000, description=(
+        "The orphans to remove, as GET .../orphans listed them: the admin's approval of each file. Only those "
+        "still orphans now (same size and time) are deleted"))
+
+
+class OrphansRemoved(BaseModel):
+    table_id: int
+    removed: list[OrphanOut]
+    kept: list[str] = Field(description="Paths asked for that are not orphans (any more): left alone")

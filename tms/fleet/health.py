@@ -1,0 +1,71 @@
+"""A table's health read from storage: the digest tms.planning.health decides from (its file groups, its
+timeline's digest, its orphan files, its tasks), and the leader's round that keeps the fleet's scores."""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+
+from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.orphans import find_orphans
+from tms.hudi.timeline.instant import instant_to_datetime
+from tms.planning.digest import TimelineDigest
+from tms.planning.health import FileGroupFacts, HealthDigest, TableHealth, table_health
+from tms.table_service import TableService
+
+log = logging.getLogger(__name__)
+_COUNTED = frozenset({TableService.COMPACTION, TableService.CLEAN})
+
+
+def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[str, int], clean_commits: int,
+                  orphan_safety_seconds: float) -> HealthDigest:
+    digest = TimelineDigest.of(table, None, now, _COUNTED)
+    deltas = digest.counted.get(TableService.COMPACTION) or []
+    orphans = find_orphans(table, now=now.timestamp(), safety_seconds=orphan_safety_seconds)
+    groups = [FileGroupFacts(g.partition, g.file_id, g.base_size or 0, g.log_count or 0, g.log_bytes or 0)
+              for g in table.file_system_view().file_group_stats()]
+    return HealthDigest(
+        is_mor=table.config.is_mor, file_groups=groups,
+        oldest_uncompacted=instant_to_datetime(deltas[0], digest.zone) if deltas else None,
+        writes_since_clean=len(digest.counted.get(TableService.CLEAN) or []), clean_commits=clean_commits,
+        failed_plans=tasks_by_state.get("FAILED", 0),
+        held_plans=tasks_by_state.get("BLOCKED", 0) + len(digest.held),
+        orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans))
+
+
+def reasons_out(health: TableHealth) -> list[dict[str, object]]:
+    return [{"kind": r.kind, "penalty": r.penalty, "message": r.message} for r in health.reasons]
+
+
+def score_tables(database: Database, table_ids: list[int], now: datetime, *, clean_commits: int,
+                 orphan_safety_seconds: float) -> dict[int, TableHealth]:
+    """Score each table and record it; a table that cannot be read scores 0 with the reason."""
+    scored = {}
+    for table_id in table_ids:
+        with database.transaction() as session:
+            row = TableRepo(session).get(table_id)
+            base_path, policy = row.base_path, TablePolicy.from_stored(row.policies)
+            tasks = TaskRepo(session).counts_by_state(table_id=table_id)
+        try:
+            digest = health_digest(HudiTable.load(base_path), now, tasks_by_state=tasks, clean_commits=clean_commits,
+                                   orphan_safety_seconds=orphan_safety_seconds)
+            health = table_health(digest, policy, now)
+            reasons = reasons_out(health)
+            status = health.status
+        except Exception as exc:  # noqa: BLE001 (any storage error: the table cannot be read now)
+            health = TableHealth(score=0)
+            reasons, status = [{"kind": "unreadable", "penalty": 100, "message": f"cannot read the table: {exc}"}], \
+                "error"
+        with database.transaction() as session:
+            HealthRepo(session).record(table_id, score=health.score, status=status, reasons=reasons, checked_at=now)
+        scored[table_id] = health
+    return scored
+
+
+def score_stalest(database: Database, now: datetime, *, batch: int, clean_commits: int,
+                  orphan_safety_seconds: float) -> dict[int, TableHealth]:
+    """The leader's round: score the `batch` tables checked longest ago."""
+    with database.transaction() as session:
+        ids = HealthRepo(session).stalest(batch)
+    return score_tables(database, ids, now, clean_commits=clean_commits, orphan_safety_seconds=orphan_safety_seconds)

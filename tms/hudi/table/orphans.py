@@ -1,0 +1,52 @@
+"""Orphan files: data files in a table's partitions that no instant references (neither completed nor pending
+on the timeline), older than a safety window: leftovers of failed writes without markers, crashed copies.
+
+Only what can be told exactly is reported. An instant older than the active timeline's first one may have
+been archived (TMS does not read the archive), so a file written by such an instant is never taken for an
+orphan; a file younger than the window may belong to a write whose instant file is not visible yet."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..metadata.listing import data_partitions, file_instant
+from .hudi_table import HudiTable
+
+
+@dataclass(frozen=True)
+class Orphan:
+    path: str      # relative to the base path
+    size: int
+    instant: str   # the instant its name says wrote it
+    mtime: float
+
+
+def find_orphans(table: HudiTable, *, now: float, safety_seconds: float) -> list[Orphan]:
+    """The orphan files older than `safety_seconds` at `now` (epoch seconds)."""
+    tl = table.timeline
+    instants = tl.instants()
+    if not instants:
+        return []
+    first = min(i.timestamp for i in instants)
+    out = []
+    for part in data_partitions(table):
+        for e in table.storage.listdir(part):
+            if e.is_dir:
+                continue
+            ts = file_instant(e.name)
+            if ts is None or ts <= first or tl.states_of(ts):
+                continue
+            if e.mtime is None or now - e.mtime < safety_seconds:
+                continue
+            out.append(Orphan(e.path, e.size, ts, e.mtime))
+    return out
+
+
+def remove_orphans(table: HudiTable, orphans: list[Orphan], *, now: float, safety_seconds: float) -> list[Orphan]:
+    """Delete those of `orphans` that are orphans still (found again now, under the same rule): the ones
+    deleted. A file an instant references by now, or that changed, is left alone."""
+    still = {(o.path, o.size, o.mtime) for o in find_orphans(table, now=now, safety_seconds=safety_seconds)}
+    removed = []
+    for orphan in orphans:
+        if (orphan.path, orphan.size, orphan.mtime) in still and table.storage.delete(orphan.path):
+            removed.append(orphan)
+    return removed
