@@ -6,13 +6,12 @@ installed by `./dev test` into .tools/azurite), in a process of its own, with a 
 hudi-rs and obstore, read the account, key and the emulator's URL)."""
 from __future__ import annotations
 
-import socket
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from loopback_server import free_port, stop, wait_listening
 from support import REPO
 
 AZURITE = REPO / ".tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
@@ -20,11 +19,6 @@ AZURITE = REPO / ".tools" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
 ACCOUNT = "devstoreaccount1"
 ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -38,7 +32,7 @@ class AzureEndpoint:
         if not AZURITE.exists():
             raise AssertionError(f"Azurite is not installed at {AZURITE}: `./dev test` installs it "
                                  "(npm ci from tests/azurite/package-lock.json)")
-        port = _free_port()
+        port = free_port()
         log_path = workdir / "azurite.log"
         log = open(log_path, "wb")  # noqa: SIM115 (the process writes it until stopped)
         process = subprocess.Popen(
@@ -47,18 +41,7 @@ class AzureEndpoint:
              "--disableTelemetry"],
             cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
         endpoint = cls(f"http://127.0.0.1:{port}/{ACCOUNT}", container, process)
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"Azurite exited: {log_path.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    endpoint.stop()
-                    raise AssertionError(f"Azurite did not start: {log_path.read_text()}") from None
-                time.sleep(0.1)
+        wait_listening(process, port, "Azurite", log_path, timeout)
         endpoint.client().create_container(container)
         return endpoint
 
@@ -92,9 +75,4 @@ class AzureEndpoint:
         return sorted(b.name for b in container.list_blobs(name_starts_with=prefix))
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)

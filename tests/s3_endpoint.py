@@ -11,23 +11,18 @@ client process needs to reach it (the AWS SDKs, s3fs and hudi-rs read these vari
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from loopback_server import free_port, stop, wait_listening
 
 ACCESS_KEY = "tms-test-key"
 SECRET_KEY = "tms-test-secret"
 REGION = "us-east-1"
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -38,22 +33,11 @@ class S3Endpoint:
 
     @classmethod
     def start(cls, log_path: Path, bucket: str = "tms-lake", timeout: float = 60.0) -> S3Endpoint:
-        port = _free_port()
+        port = free_port()
         log = open(log_path, "wb")  # noqa: SIM115 (the process writes it until stopped)
         process = subprocess.Popen([sys.executable, __file__, str(port)], stdout=log, stderr=subprocess.STDOUT)
         endpoint = cls(f"http://127.0.0.1:{port}", bucket, process)
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"the moto server exited: {log_path.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    endpoint.stop()
-                    raise AssertionError(f"the moto server did not start: {log_path.read_text()}") from None
-                time.sleep(0.1)
+        wait_listening(process, port, "the moto server", log_path, timeout)
         endpoint.client().create_bucket(Bucket=bucket)
         return endpoint
 
@@ -82,12 +66,7 @@ class S3Endpoint:
         return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
 
 
 def _serve(port: int) -> None:

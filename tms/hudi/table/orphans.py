@@ -6,9 +6,11 @@ been archived (TMS does not read the archive), so a file written by such an inst
 orphan; a file younger than the window may belong to a write whose instant file is not visible yet."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..metadata.listing import data_partitions, file_instant
+from ..storage.table_storage import FileInfo
 from .hudi_table import HudiTable
 
 
@@ -20,25 +22,27 @@ class Orphan:
     mtime: float
 
 
-def find_orphans(table: HudiTable, *, now: float, safety_seconds: float) -> list[Orphan]:
-    """The orphan files older than `safety_seconds` at `now` (epoch seconds)."""
+def unreferenced_files(table: HudiTable) -> Iterator[tuple[FileInfo, str]]:
+    """Every data file whose instant (as its name says) is neither completed nor pending on the timeline, with
+    that instant; orphans or not (`tms verify` reports them all)."""
     tl = table.timeline
-    instants = tl.instants()
-    if not instants:
-        return []
-    first = min(i.timestamp for i in instants)
-    out = []
     for part in data_partitions(table):
         for e in table.storage.listdir(part):
             if e.is_dir:
                 continue
             ts = file_instant(e.name)
-            if ts is None or ts <= first or tl.states_of(ts):
-                continue
-            if e.mtime is None or now - e.mtime < safety_seconds:
-                continue
-            out.append(Orphan(e.path, e.size, ts, e.mtime))
-    return out
+            if ts is not None and not tl.states_of(ts):
+                yield e, ts
+
+
+def find_orphans(table: HudiTable, *, now: float, safety_seconds: float) -> list[Orphan]:
+    """The orphan files older than `safety_seconds` at `now` (epoch seconds)."""
+    instants = table.timeline.instants()
+    if not instants:
+        return []
+    first = min(i.timestamp for i in instants)
+    return [Orphan(e.path, e.size, ts, e.mtime) for e, ts in unreferenced_files(table)
+            if ts > first and e.mtime is not None and now - e.mtime >= safety_seconds]
 
 
 def remove_orphans(table: HudiTable, orphans: list[Orphan], *, now: float, safety_seconds: float) -> list[Orphan]:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from ..errors import UnsupportedTableError
 from ..fs_view.file_names import LogFileName
 from ..metadata import keys as K
-from ..metadata.listing import committed_files, data_partitions, file_instant
+from ..metadata.listing import committed_files
 from ..metadata.reader import MetadataTable
 from ..metadata.writer import _footer_column_stats
 from ..records.bloom import FOOTER_KEY, keys_not_contained
@@ -29,7 +29,7 @@ from ..records.reader import read_snapshot
 from ..timeline.instant import Action, State
 from ..timeline.serde import parse_requested_replace_metadata
 from .hudi_table import HudiTable
-from .orphans import find_orphans
+from .orphans import find_orphans, unreferenced_files
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
 # Hudi's default heartbeat expiry: hoodie.client.heartbeat.interval_in_ms (60 s) x tolerable misses (2).
@@ -107,19 +107,12 @@ def _is_clustering(table: HudiTable, ts: str) -> bool:
 def _unreferenced_files(table: HudiTable, orphans: set[str], safety_seconds: float) -> list[Problem]:
     """Data files whose instant is neither completed nor pending on the timeline; `orphans`: those of them
     that are orphans (older than the safety window)."""
-    tl = table.timeline
     out = []
-    for part in data_partitions(table):
-        for e in table.storage.listdir(part):
-            if e.is_dir:
-                continue
-            ts = file_instant(e.name)
-            if ts is None or tl.states_of(ts):
-                continue
-            orphan = (f"; an orphan (older than the {safety_seconds / 3600:g} h safety window)" if e.path in orphans
-                      else "")
-            out.append(Problem("unreferenced_file", e.path, f"written by instant {ts}, which the timeline does "
-                                                            f"not have (a failed write's leftover){orphan}"))
+    for e, ts in unreferenced_files(table):
+        orphan = (f"; an orphan (older than the {safety_seconds / 3600:g} h safety window)" if e.path in orphans
+                  else "")
+        out.append(Problem("unreferenced_file", e.path, f"written by instant {ts}, which the timeline does "
+                                                        f"not have (a failed write's leftover){orphan}"))
     return out
 
 
