@@ -44,6 +44,8 @@ from tms.execute.spark_submit import (
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+from tms.planning.compaction_strategy import capture_metrics
+from tms.planning.policy import TablePolicy
 from tms.table_service import TableService
 from worker.warm_engine import EngineSpec, WarmEngine
 
@@ -61,12 +63,17 @@ STARTUP_SCRIPT = textwrap.dedent("""
 
 
 def plan_compaction(path: Path) -> tuple[str, int, int]:
-    """Plan every slice with logs; returns the instant and the plan's base and log bytes."""
+    """Plan every slice with logs; returns the instant and the plan's base and log bytes. Each operation carries
+    the planner's metrics: Hudi's executor reads TOTAL_LOG_FILES_SIZE from every one."""
     table = HudiTable.load(str(path))
     slices = [fs for fs in table.file_system_view().latest_slices() if fs.log_files]
     ops = [CompactionOperation(base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=fs.partition,
                                data_file_path=fs.base_file.file_name if fs.base_file else None,
-                               delta_file_paths=[f.file_name for f in fs.log_files]) for fs in slices]
+                               delta_file_paths=[f.file_name for f in fs.log_files],
+                               metrics=capture_metrics(fs.base_file.size if fs.base_file else None,
+                                                       [f.size for f in fs.log_files],
+                                                       TablePolicy().parquet_max_file_size))
+           for fs in slices]
     plan = serialize_compaction_plan(CompactionPlan(operations=ops))
     instant = table.timeline.create_requested(Action.COMPACTION, plan).timestamp
     return instant, sum(fs.base_size for fs in slices), sum(fs.log_bytes for fs in slices)
