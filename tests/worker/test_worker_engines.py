@@ -97,7 +97,7 @@ def _claimed(engine: EngineSpec | None, **queue_conf):
     resources = SimpleNamespace(spark_conf=lambda kind: {"spark.executor.memory": "512m"})
     return SimpleNamespace(base_path="/data/t", instant="20250101000000000", service="compaction", master="local[1]",
                            queue_kind="local", queue_spark_conf=queue_conf, resources=resources, engine=engine,
-                           concurrency_options={})
+                           concurrency_options={}, job_options={})
 
 
 def test_a_python_job_on_an_engine_imports_the_engines_code_first(tmp_path):
