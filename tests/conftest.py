@@ -46,6 +46,12 @@ def s3_endpoint(tmp_path_factory):
     reach it are set in this process (and so passed on to the processes the tests start)."""
     from s3_endpoint import S3Endpoint
     endpoint = S3Endpoint.start(tmp_path_factory.mktemp("s3") / "moto.log")
+    yield from _serving(endpoint)
+
+
+def _serving(endpoint):
+    """Yield `endpoint` with the variables that reach it set in this process (and so passed on to the processes
+    the tests start); stop it afterwards."""
     try:
         with pytest.MonkeyPatch.context() as mp:
             for name, value in endpoint.env().items():
@@ -74,13 +80,7 @@ def azure_endpoint(tmp_path_factory):
     are set in this process (and so passed on to the processes the tests start)."""
     from azure_endpoint import AzureEndpoint
     endpoint = AzureEndpoint.start(tmp_path_factory.mktemp("azurite"))
-    try:
-        with pytest.MonkeyPatch.context() as mp:
-            for name, value in endpoint.env().items():
-                mp.setenv(name, value)
-            yield endpoint
-    finally:
-        endpoint.stop()
+    yield from _serving(endpoint)
 
 
 @pytest.fixture

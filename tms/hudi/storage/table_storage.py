@@ -354,10 +354,15 @@ def _store_request(method: _F) -> _F:
         except _ANSWERS:
             raise
         except Exception as e:
-            if isinstance(e, OSError) or type(e).__module__.split(".")[0] in _CLIENT_MODULES:
+            if _is_client_failure(e):
                 raise _unavailable(self.base_uri, e) from e
             raise
     return wrapper  # type: ignore[return-value]
+
+
+def _is_client_failure(e: Exception) -> bool:
+    """A failure of the store's client (its network, its retries), not an answer the caller needs."""
+    return isinstance(e, OSError) or type(e).__module__.split(".")[0] in _CLIENT_MODULES
 
 
 def _protocols(fs: fsspec.AbstractFileSystem) -> set[str]:
@@ -388,7 +393,7 @@ class _CreateOnClose:
         except _ANSWERS:
             raise
         except Exception as e:
-            if isinstance(e, OSError) or type(e).__module__.split(".")[0] in _CLIENT_MODULES:
+            if _is_client_failure(e):
                 raise _unavailable(self._uri, e) from e
             raise
 
