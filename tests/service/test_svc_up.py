@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlalchemy import select
 
 from tms.db import Database, Event, RegisteredTable
@@ -21,6 +22,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.beside
 def test_tms_up_registers_the_demo_table_and_stores_its_callbacks(client, database_url, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TMS_")}
     env["TMS_DATABASE_URL"] = database_url

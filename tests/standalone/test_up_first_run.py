@@ -31,6 +31,7 @@ def _nothing_left(started: set[int], data_dir, timeout: float = 30) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_a_stop_signal_leaves_no_process_behind(tmp_path, data_dir, signum):
     runtime = tmp_path / "run"
@@ -51,6 +52,7 @@ def test_a_stop_signal_leaves_no_process_behind(tmp_path, data_dir, signum):
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path, data_dir):
     runtime, elsewhere, lake = tmp_path / "run", tmp_path / "elsewhere", tmp_path / "lake"
     elsewhere.mkdir()

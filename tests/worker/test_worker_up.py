@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 
+import pytest
 from sqlalchemy import select
 from support import REPO, hudi_rs_table, rows
 
@@ -22,6 +23,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.beside
 def test_tms_up_shows_commits_turning_into_compactions_that_complete(tmp_path):
     with scratch_database() as url:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TMS_")}
