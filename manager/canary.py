@@ -2,7 +2,11 @@
 with the stable engine's over the attempts the rule chose since it was last put. Once the canary has finished
 `min_tasks` attempts and its failure rate exceeds the stable engine's by more than `failure_margin`, the rule
 is rolled back (every task of it runs on the stable engine), `canary_rolled_back` fires, and the tasks that
-failed on the canary are made RUNNABLE again at once, on a new series of attempts, for the stable engine."""
+failed on the canary are made RUNNABLE again at once, on a new series of attempts, for the stable engine.
+
+A shadow rule's canary commits nothing (`worker/shadow.py`): its failure rate is that of its shadow runs, and a
+single shadow run whose result differed from the stable engine's rolls the rule back at once, the alert naming
+the task, the group and the first record key that differ."""
 from __future__ import annotations
 
 import logging
@@ -10,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, EngineRepo, Rollout, RolloutRepo, TaskRepo, TaskState
+from tms.db import AlertRepo, EngineRepo, Rollout, RolloutRepo, ShadowRunRepo, TaskRepo, TaskState
 from tms.leadership import LeaderLease
 
 log = logging.getLogger(__name__)
@@ -45,12 +49,25 @@ def check_canaries(lease: LeaderLease, epoch: int) -> CanaryCheck:
         rollouts = RolloutRepo(session)
         engines = EngineRepo(session)
         alerts = AlertRepo(session)
+        shadow_runs = ShadowRunRepo(session)
         for rollout in rollouts.active_canaries():
             results = engines.results(since=rollout.since, rollout=rollout.name)
-            canary = results.get(rollout.canary_engine or "")
             stable = results.get(rollout.stable_engine)
-            reason = verdict(rollout, canary=(canary.finished, canary.failed) if canary else (0, 0),
-                             stable=(stable.finished, stable.failed) if stable else (0, 0))
+            details: dict[str, object] = {}
+            if rollout.shadow:
+                differed = shadow_runs.first_difference(rollout.name, since=rollout.since)
+                shadowed = shadow_runs.results(rollout.name, since=rollout.since)
+                canary_results = (shadowed.finished, shadowed.failed)
+                if differed is not None:
+                    details = {"task_id": differed.task_id, "first_differing_key": differed.first_differing_key}
+            else:
+                canary = results.get(rollout.canary_engine or "")
+                differed = None
+                canary_results = (canary.finished, canary.failed) if canary else (0, 0)
+            reason = (f"shadow canary {rollout.canary_engine} differed from stable {rollout.stable_engine} on task "
+                      f"{differed.task_id}: {differed.detail}" if differed is not None else
+                      verdict(rollout, canary=canary_results,
+                              stable=(stable.finished, stable.failed) if stable else (0, 0)))
             if reason is None:
                 continue
             rollouts.roll_back(rollout, reason)
@@ -58,9 +75,9 @@ def check_canaries(lease: LeaderLease, epoch: int) -> CanaryCheck:
                                fingerprint=f"{ALERT}:rollout:{rollout.name}",
                                message=f"rollout {rollout.name} rolled back: {reason}",
                                details={"rollout": rollout.name, "canary_engine": rollout.canary_engine,
-                                        "stable_engine": rollout.stable_engine,
+                                        "stable_engine": rollout.stable_engine, "shadow": rollout.shadow,
                                         "queue": rollout.queue, "database": rollout.database,
-                                        "table": rollout.table_name})
+                                        "table": rollout.table_name, **details})
             rolled_back.append(rollout.name)
         for rollout in rollouts.rolled_back():
             retried += _retry_on_stable(session, rollouts, rollout)

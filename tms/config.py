@@ -86,6 +86,9 @@ class Settings(BaseSettings):
         256 * 1024 * 1024, ge=16 * 1024 * 1024,
         description="Memory budget of one compaction's merge of a file group, where neither the job's options nor "
                     "the table set hoodie.memory.compaction.max.size: log records past it spill to local disk")
+    worker_shadow_root: str | None = Field(
+        None, description="Where a shadow canary copies a plan's file slices and timeline to run on (a folder or a "
+                          "storage URL the queue's Spark executors reach); unset: the data directory's shadow/")
     worker_driver_memory_mb: int = Field(1024, ge=256, description="spark.driver.memory of every job (MB)")
     worker_driver_cores: int = Field(1, ge=1, description="spark.driver.cores of every job")
     worker_max_executors_per_table: int = Field(

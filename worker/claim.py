@@ -28,6 +28,12 @@ CANDIDATES = 20  # runnable tasks looked at per claim: those whose queues are fu
 
 
 @dataclass(frozen=True)
+class Shadow:
+    rollout: str
+    engine: EngineSpec
+
+
+@dataclass(frozen=True)
 class ClaimedTask:
     task_id: int
     fencing_token: int
@@ -47,6 +53,8 @@ class ClaimedTask:
     concurrency_options: dict[str, str] = field(default_factory=dict)
     attempts_in_series: int = 1  # this attempt's number since the task's last rerun (retries count against it)
     engine: EngineSpec | None = None  # the engine a rollout rule chose (None: the worker's own job code)
+    # A shadow rule's canary: it runs the plan on a scratch copy, compared with `engine`'s committed result.
+    shadow: Shadow | None = None
     plan: dict[str, Any] = field(default_factory=dict)  # the task's recorded plan (a backup's root, ...)
     # Options the job takes beside the concurrency control: a merge budget from the table's policy.
     merge_options: dict[str, str] = field(default_factory=dict)
@@ -92,7 +100,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                  budget_bytes=int(merge_options.get(MAX_SIZE, 0)) or limits.merge_budget_bytes)
             # A backup's or TTL task's job is the worker's own code: no engine runs it.
             choice = None if names_request(task.service) else \
-                choose_engine(session, task_id=task.id, table=table, queue=queue.name)
+                choose_engine(session, task_id=task.id, table=table, queue=queue.name, service=task.service)
             claimed = tasks.claim(task.id, expected_version=task.version, owner=owner,
                                   lease_seconds=limits.lease_seconds, queue=queue.name,
                                   requested_resources=resources.as_dict(), fence_key_hash=hash_secret(fence_key))
@@ -108,6 +116,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                fence_key=fence_key, concurrency_options=dict(table.concurrency_options),
                                attempts_in_series=claimed.attempt - claimed.retry_series_start,
                                engine=choice.engine if choice else None, plan=dict(claimed.plan_stats),
+                               shadow=Shadow(choice.rollout, choice.shadow) if choice and choice.shadow else None,
                                merge_options=merge_options)
     return None
 

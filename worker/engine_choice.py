@@ -2,7 +2,11 @@
 database's, before its queue's, before a rule matching every task) names a stable engine and, for an active
 rule, a canary engine that gets `canary_percent` of the tasks. Whether a task is in the canary share is a
 hash of the rule and the task id, so a task keeps its side on every claim, except that a task whose last
-attempt failed on the canary runs its retry on the stable engine. No rule: the worker's own job code."""
+attempt failed on the canary runs its retry on the stable engine. No rule: the worker's own job code.
+
+A shadow rule's canary share runs on the stable engine too, and the canary engine runs the same plan in
+shadow on a scratch copy (`worker/shadow.py`): only for the services whose results can be compared row by row
+(compaction and clustering); the others of its canary share run on the stable engine alone."""
 from __future__ import annotations
 
 import hashlib
@@ -12,6 +16,9 @@ from sqlalchemy.orm import Session
 
 from tms.db import Engine, EngineRepo, RegisteredTable, Rollout, RolloutRepo
 from tms.execute.engine_code import EngineSpec
+from tms.table_service import TableService
+
+SHADOWED_SERVICES = (TableService.COMPACTION, TableService.CLUSTERING)
 
 
 @dataclass(frozen=True)
@@ -19,6 +26,7 @@ class EngineChoice:
     engine: EngineSpec
     rollout: str
     canary: bool
+    shadow: EngineSpec | None = None  # a shadow rule's canary, run on a scratch copy beside `engine`
 
 
 def in_canary(rollout: str, task_id: int, percent: int) -> bool:
@@ -45,15 +53,21 @@ def spec_of(engine: Engine) -> EngineSpec:
                       spark_conf=dict(engine.spark_conf or {}), version_key=engine.updated_at.isoformat())
 
 
-def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, queue: str | None) -> EngineChoice | None:
+def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, queue: str | None,
+                  service: str) -> EngineChoice | None:
     rule = matching_rule(RolloutRepo(session).list(), queue=queue, database=table.database, table=table.name)
     if rule is None:
         return None
     repo = EngineRepo(session)
     canary = (rule.state == "active" and rule.canary_engine is not None
               and in_canary(rule.name, task_id, rule.canary_percent) and not _failed_on(repo, task_id, rule))
-    name = rule.canary_engine if canary and rule.canary_engine else rule.stable_engine
-    return EngineChoice(engine=spec_of(repo.get(name)), rollout=rule.name, canary=canary)
+    stable = spec_of(repo.get(rule.stable_engine))
+    if canary and rule.canary_engine and rule.shadow:
+        shadow = spec_of(repo.get(rule.canary_engine)) if service in SHADOWED_SERVICES else None
+        return EngineChoice(engine=stable, rollout=rule.name, canary=False, shadow=shadow)
+    if canary and rule.canary_engine:
+        return EngineChoice(engine=spec_of(repo.get(rule.canary_engine)), rollout=rule.name, canary=True)
+    return EngineChoice(engine=stable, rollout=rule.name, canary=False)
 
 
 def queue_rule(rules: list[Rollout], queue: str) -> Rollout | None:

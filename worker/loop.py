@@ -91,7 +91,8 @@ class Worker:
         return JobSettings(database=self.database, service_url=service_url(s), runner=s.worker_runner,
                            py_files=py_files, log_dir=log_dir,
                            lease_seconds=s.worker_lease_seconds, timeout_seconds=s.worker_job_timeout_seconds,
-                           retry_limits=RetryLimits.from_settings(s), warm_engines=self.warm_engines)
+                           retry_limits=RetryLimits.from_settings(s), warm_engines=self.warm_engines,
+                           shadow_root=s.worker_shadow_root)
 
     def _ensure_a_queue(self) -> None:
         """A first start with no queue configured gets a local one, so jobs run out of the box."""

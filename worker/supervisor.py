@@ -28,6 +28,7 @@ from .commands import backup_job, plan_arguments, python_job, spark_job, ttl_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
 from .retry_policy import RetryLimits, classify
+from .shadow import ShadowAttempt
 from .warm_engine import WarmEngines, WarmPlan
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class JobSettings:
     timeout_seconds: float
     retry_limits: RetryLimits = RetryLimits(60.0, 3600.0, 3)
     warm_engines: WarmEngines | None = None  # the queues' warm engines (spark runner)
+    shadow_root: str | None = None  # where shadow canaries' scratch copies go (None: <log_dir>/../shadow)
 
 
 class JobSupervisor:
@@ -73,9 +75,16 @@ class JobSupervisor:
         log.info("task %s: %s %s of %s, attempt %s on queue %s, engine %s (%s)", c.task_id, c.service, c.instant,
                  c.table_name, c.attempt, c.queue_name, c.engine.name if c.engine else "builtin",
                  c.resources.as_dict())
+        shadow: ShadowAttempt | None = None
         try:
             if self._prepare():
                 return self._finish(Outcome.SUCCEEDED, "", error=None)
+            if c.shadow is not None:
+                shadow = ShadowAttempt(c, self.settings.shadow_root or str(self.settings.log_dir.parent / "shadow"),
+                                       self.settings.database)
+                stopped = self._run_shadow(shadow)
+                if stopped is not None:
+                    return self._finish(stopped, "", error=self._error(stopped, None, ""))
             job = self._launch()
         except Exception as e:  # an unreadable table or plan, a lost fence, no spark-submit: the attempt fails
             return self._finish(Outcome.FAILED, "", error=f"cannot start: {e}")
@@ -87,6 +96,8 @@ class JobSupervisor:
         tail = job.tail()
         if outcome is Outcome.SUCCEEDED and not self._instant_completed():
             outcome = Outcome.FAILED
+        if shadow is not None:  # compared before the task ends: a finished task has its shadow run recorded
+            shadow.conclude(stable_succeeded=outcome is Outcome.SUCCEEDED)
         result = self._finish(outcome, tail, error=self._error(outcome, status, tail),
                               conflict=outcome is Outcome.FAILED and status == CONFLICT_EXIT_STATUS)
         if result is Outcome.SUCCEEDED:
@@ -114,6 +125,32 @@ class JobSupervisor:
             log.info("task %s: rolled back the failed attempt: %s", c.task_id, result.summary() if result else "-")
         return False
 
+    def _run_shadow(self, shadow: ShadowAttempt) -> Outcome | None:
+        """Run the shadow canary on its scratch copy before the stable engine runs on the table. Its failure is
+        recorded and the task goes on; a lost lease or a stop ends the attempt (the outcome)."""
+        c = self.claimed
+        try:
+            on_copy = shadow.prepare()
+            job = self._dedicated_job(on_copy, self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}"
+                                                                       "-shadow.log")
+        except Exception as exc:
+            shadow.failed(f"the shadow canary {shadow.engine} cannot start: {exc}")
+            return None
+        try:
+            outcome, status = self._watch(job)
+        finally:
+            job.kill()
+            self._result, self._app_id = None, None  # the canary's, not the attempt's
+        if outcome in (Outcome.LEASE_LOST, Outcome.STOPPED):
+            shadow.failed(f"the shadow canary {shadow.engine} was stopped: {outcome}")
+            return outcome
+        if outcome is not Outcome.SUCCEEDED:
+            shadow.failed(f"the shadow canary {shadow.engine} failed: "
+                          f"{self._error(outcome, status, job.tail())}")
+            return None
+        job.log_path.unlink(missing_ok=True)
+        return None
+
     def _launch(self) -> JobProcess | WarmPlan:
         c = self.claimed
         url = fence_url(self.settings.service_url, c.task_id, c.fencing_token, c.fence_key)
@@ -125,6 +162,11 @@ class JobSupervisor:
         self._record_engine("warm" if engine is not None else "dedicated")
         if engine is not None:
             return engine.run(f"task-{c.task_id}-attempt-{c.attempt}", plan_arguments(c, fence_url=url), log_path)
+        return self._dedicated_job(c, log_path)
+
+    def _dedicated_job(self, c: ClaimedTask, log_path: Path) -> JobProcess:
+        """The task's job in a process of its own: the plain Python job, or spark-submit (spark runner)."""
+        url = fence_url(self.settings.service_url, c.task_id, c.fencing_token, c.fence_key)
         if self.settings.runner == "python":
             command, env = python_job(c, fence_url=url)
         else:

@@ -7,11 +7,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response, status
 
-from tms.db import AlertRepo, Engine, EngineRepo, EngineResults, Rollout, RolloutRepo
+from tms.db import AlertRepo, Engine, EngineRepo, EngineResults, Rollout, RolloutRepo, ShadowRunRepo
 from tms.execute.engine_code import check_pyspark_version, resolve_code_path, spark_submit_of
 
 from ..auth import Admin, Viewer
-from ..schemas.engines import EngineIn, EngineOut, EngineResultsOut, RolloutIn, RolloutOut
+from ..schemas.engines import (
+    EngineIn,
+    EngineOut,
+    EngineResultsOut,
+    RolloutIn,
+    RolloutOut,
+    ShadowResultsOut,
+    ShadowRunOut,
+)
 from ..schemas.problems import ADMIN, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1")
@@ -37,6 +45,10 @@ def _rollout_out(rollout: Rollout, repo: EngineRepo) -> RolloutOut:
     out = RolloutOut.model_validate(rollout)
     out.results = {name: r for name, res in repo.results(since=rollout.since, rollout=rollout.name).items()
                    if (r := _results(res)) is not None}
+    if rollout.shadow:
+        shadowed = ShadowRunRepo(repo.session).results(rollout.name, since=rollout.since)
+        out.shadow_results = ShadowResultsOut(finished=shadowed.finished, failed=shadowed.failed,
+                                              differed=shadowed.differed)
     return out
 
 
@@ -97,6 +109,15 @@ def list_rollouts(request: Request) -> list[RolloutOut]:
 def get_rollout(name: Name, request: Request) -> RolloutOut:
     with request.app.state.database.transaction() as session:
         return _rollout_out(RolloutRepo(session).get(name), EngineRepo(session))
+
+
+@router.get("/rollouts/{name}/shadow-runs", response_model=list[ShadowRunOut], dependencies=[Viewer],
+            tags=["engines"], summary="A shadow rule's latest shadow runs, newest first",
+            responses=problems(*VIEWER, 404, 422))
+def list_shadow_runs(name: Name, request: Request) -> list[ShadowRunOut]:
+    with request.app.state.database.transaction() as session:
+        RolloutRepo(session).get(name)
+        return [ShadowRunOut.model_validate(run) for run in ShadowRunRepo(session).list(rollout=name)]
 
 
 @router.put("/rollouts/{name}", response_model=RolloutOut, dependencies=[Admin], tags=["engines"],

@@ -3,6 +3,7 @@ engine, with a canary share)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -53,6 +54,10 @@ class RolloutIn(BaseModel):
     stable_engine: ShortText
     canary_engine: ShortText | None = None
     canary_percent: BodyInt = Field(0, ge=0, le=100, description="Share of the tasks run on the canary")
+    shadow: bool = Field(
+        False, description="Run the canary in shadow: its share of compactions and clusterings also runs on the "
+                           "stable engine, whose result alone is committed; the canary runs the same plan on a "
+                           "scratch copy and a result that differs rolls the rule back")
     failure_margin: float | None = Field(
         None, ge=0, le=1, description="Roll the canary back when its failure rate exceeds the stable engine's by "
                                       "more than this; unset: TMS_CANARY_FAILURE_MARGIN")
@@ -68,6 +73,7 @@ class RolloutOut(Record):
     stable_engine: str
     canary_engine: str | None
     canary_percent: int
+    shadow: bool
     failure_margin: float
     min_tasks: int
     state: str = Field(description="active | rolled_back (every task on the stable engine)")
@@ -76,3 +82,23 @@ class RolloutOut(Record):
     rollback_reason: str | None
     results: dict[str, EngineResultsOut] = Field(
         default_factory=dict, description="Per engine, the attempts this rule chose since `since`")
+    shadow_results: ShadowResultsOut | None = Field(None, description="A shadow rule's shadow runs since `since`")
+
+
+class ShadowResultsOut(BaseModel):
+    finished: int = Field(description="Shadow runs that ended (agreed, differed or failed)")
+    failed: int = Field(description="... in which the canary produced no result")
+    differed: int = Field(description="... whose result differed from the stable engine's")
+
+
+class ShadowRunOut(Record):
+    task_id: int
+    attempt: int
+    canary_engine: str
+    stable_engine: str
+    outcome: str = Field(description="agreed | differed | failed")
+    first_differing_key: str | None
+    detail: str | None = Field(description="Where the results first differ, or why the canary failed")
+    groups: list[dict[str, Any]] = Field(
+        description="Per file group (compaction) or partition (clustering): rows, keys and a hash on each side")
+    created_at: datetime

@@ -39,6 +39,7 @@ ENDPOINTS = [
     ("DELETE", "/api/v1/engines/1", "admin"),
     ("GET", "/api/v1/rollouts", "viewer"),
     ("GET", "/api/v1/rollouts/1", "viewer"),
+    ("GET", "/api/v1/rollouts/1/shadow-runs", "viewer"),
     ("PUT", "/api/v1/rollouts/1", "admin"),
     ("DELETE", "/api/v1/rollouts/1", "admin"),
     ("POST", "/api/v1/tokens", "admin"),

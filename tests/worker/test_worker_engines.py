@@ -88,7 +88,7 @@ def test_a_claim_records_the_chosen_engine_and_a_retry_after_a_canary_failure_ru
         table = session.get(RegisteredTable, table_id)
         RolloutRepo(session).put("this-table", table_name=f"{table.database}.{table.name}", stable_engine="v2",
                                  canary_engine=None, canary_percent=0, failure_margin=0.2, min_tasks=5)
-        choice = choose_engine(session, task_id=task_id, table=table, queue="local")
+        choice = choose_engine(session, task_id=task_id, table=table, queue="local", service="compaction")
         assert choice is not None and (choice.engine.name, choice.rollout, choice.canary) == ("v2", "this-table",
                                                                                              False)
 

@@ -25,6 +25,7 @@ from .models import (
                      ResourceQueue,
                      Rollout,
                      ScanRequest,
+                     ShadowRun,
                      Task,
                      TaskAttempt,
                      Webhook,
@@ -39,6 +40,7 @@ from .repos.health import HealthRepo
 from .repos.instances import InstanceRepo, LeaseRepo
 from .repos.queues import QueueRepo
 from .repos.scan_requests import ScanRequestRepo
+from .repos.shadow_runs import ShadowResults, ShadowRunRepo
 from .repos.tables import TableRepo
 from .repos.tasks import TaskRepo
 from .repos.templates import TemplateRepo
@@ -55,7 +57,8 @@ __all__ = [
     "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "PolicyTemplate", "TemplateRepo",
     "NewEvent", "HealthRecord", "HealthRepo", "NotFoundError", "OperatorAction", "QueueRepo",
-    "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "Sighting", "TRANSITIONS",
+    "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "ShadowResults", "ShadowRun",
+    "ShadowRunRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
     "TtlTaskRepo",
     "Webhook", "WebhookDelivery", "WebhookRepo", "bounded_idle", "can_transition", "database_url", "hash_secret",

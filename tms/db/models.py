@@ -48,6 +48,7 @@ ATTEMPT_OUTCOMES = ("RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "LOST")
 WEBHOOK_FORMATS = ("json", "slack")
 DELIVERY_STATES = ("pending", "delivered", "expired")
 ROLLOUT_STATES = ("active", "rolled_back")
+SHADOW_OUTCOMES = ("agreed", "differed", "failed")
 
 
 def _one_of(column: str, values) -> str:
@@ -262,6 +263,30 @@ class TaskAttempt(Base):
     )
 
 
+
+class ShadowRun(Base):
+    """A shadow canary's run of one task's plan on a scratch copy, compared with the stable engine's committed
+    result per file group (compaction) or partition (clustering): record keys, row count and a hash of the rows."""
+
+    __tablename__ = "shadow_runs"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    attempt: Mapped[int] = mapped_column(Integer)
+    rollout: Mapped[str] = mapped_column(String(64))
+    canary_engine: Mapped[str] = mapped_column(String(64))
+    stable_engine: Mapped[str] = mapped_column(String(64))
+    outcome: Mapped[str] = mapped_column(String(16))
+    first_differing_key: Mapped[str | None] = mapped_column(Text)
+    detail: Mapped[str | None] = mapped_column(Text)  # why it differed or failed, in one line
+    groups: Mapped[list[dict[str, Any]]] = _json("[]")  # per group compared: its rows, keys and hash on each side
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (
+        Index(None, "rollout", "created_at"),
+        CheckConstraint(_one_of("outcome", SHADOW_OUTCOMES), name="outcome"),
+    )
+
 class ResourceQueue(Base):
     """A place to run Spark jobs (local, standalone master, YARN queue, Kubernetes namespace)."""
 
@@ -331,6 +356,9 @@ class Rollout(Base):
     stable_engine: Mapped[str] = mapped_column(ForeignKey("engines.name", ondelete="RESTRICT"))
     canary_engine: Mapped[str | None] = mapped_column(ForeignKey("engines.name", ondelete="RESTRICT"))
     canary_percent: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    # Shadow: the canary share runs on the stable engine, and the canary engine runs the same plan on a
+    # scratch copy whose result is compared with the stable one's and never committed (`ShadowRun`).
+    shadow: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     failure_margin: Mapped[float] = mapped_column(Float, server_default=text("0.2"))
     min_tasks: Mapped[int] = mapped_column(Integer, server_default=text("5"))
     state: Mapped[str] = mapped_column(String(16), server_default="active")

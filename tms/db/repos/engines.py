@@ -134,6 +134,8 @@ class RolloutRepo:
             raise ConfigError("canary_engine must differ from stable_engine")
         if fields.get("canary_percent") and fields.get("canary_engine") is None:
             raise ConfigError("canary_percent needs a canary_engine")
+        if fields.get("shadow") and not fields.get("canary_percent"):
+            raise ConfigError("shadow needs a canary_engine and a canary_percent above 0")
         fields = {**fields, "state": "active", "rolled_back_at": None, "rollback_reason": None,
                   "since": func.now(), "updated_at": func.now()}
         stmt = (insert(Rollout).values(name=name, **fields)

@@ -40,6 +40,10 @@ def _scope(rule: dict[str, Any]) -> str:
 def _canary(rule: dict[str, Any]) -> str:
     if not rule.get("canary_engine"):
         return "-"
+    if rule.get("shadow"):
+        shadowed = rule.get("shadow_results") or {}
+        return f"{rule['canary_engine']} {rule['canary_percent']}% in shadow (differed " \
+               f"{shadowed.get('differed', 0)}, failed {shadowed.get('failed', 0)}/{shadowed.get('finished', 0)})"
     results = (rule.get("results") or {}).get(rule["canary_engine"])
     return f"{rule['canary_engine']} {rule['canary_percent']}% (failed {results['failed'] if results else 0}" \
            f"/{results['finished'] if results else 0})"
@@ -125,13 +129,18 @@ def set_rollout(name: RuleName,
                 failure_margin: Annotated[float | None, typer.Option(
                     help="Roll back when the canary fails this much more often than stable (0-1).")] = None,
                 min_tasks: Annotated[int | None, typer.Option(help="Canary attempts before judging.")] = None,
+                shadow: Annotated[bool, typer.Option(
+                    "--shadow", help="Run the canary in shadow on scratch copies; only stable's result is "
+                                     "committed, and a differing result rolls the rule back.")] = False,
                 url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """Create or replace a rollout rule (putting a rolled-back rule again starts its canary afresh)."""
     body = {"stable_engine": stable, "canary_engine": canary, "canary_percent": percent, "queue": queue,
-            "database": database, "table": table, "failure_margin": failure_margin, "min_tasks": min_tasks}
+            "database": database, "table": table, "failure_margin": failure_margin, "min_tasks": min_tasks,
+            "shadow": shadow}
     with connect(url, token) as client:
         rule = client.put(f"/rollouts/{name}", body)
     canary_part = f", {rule['canary_percent']}% on {rule['canary_engine']}" if rule["canary_engine"] else ""
+    canary_part += " in shadow" if rule.get("shadow") else ""
     output_for(as_json).show(rule, f"rollout {name} ({_scope(rule)}): {rule['stable_engine']}{canary_part}")
 
 
