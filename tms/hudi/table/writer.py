@@ -104,9 +104,10 @@ class HudiWriter:
                      ordering: list[str], partition: list[str], schema: pa.Schema, name: str | None = None,
                      merge_mode: str | None = None, hive_style: bool = True, urlencode: bool = False,
                      partition_time_format: str | None = None, base_file_format: str = "PARQUET",
-                     **kwargs: Any) -> HudiWriter:
-        """A new table; `hive_style`, `urlencode` and `partition_time_format` shape its partition paths (see
-        `partition_paths`), `base_file_format` is PARQUET or LANCE (version 9)."""
+                     database: str = "default", **kwargs: Any) -> HudiWriter:
+        """A new table (of the catalog database `database`); `hive_style`, `urlencode` and
+        `partition_time_format` shape its partition paths (see `partition_paths`), `base_file_format` is PARQUET or
+        LANCE (version 9)."""
         name = name or posixpath.basename(base_path.rstrip("/")) or "table"
         for f in key + ordering + partition:
             if f not in schema.names:
@@ -116,7 +117,7 @@ class HudiWriter:
                                      ordering=ordering, partition=partition, schema_json=json.dumps(avro),
                                      merge_mode=merge_mode, hive_style=hive_style, urlencode=urlencode,
                                      partition_time_format=partition_time_format,
-                                     base_file_format=base_file_format)
+                                     base_file_format=base_file_format, database=database)
         return cls(HudiTable.create(base_path, props), **kwargs)
 
     # --- schema and keys -------------------------------------------------------------------------
