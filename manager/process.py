@@ -18,6 +18,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
 from tms.db import Database
+from tms.errors import TMSError
+from tms.fleet.glue import sync_glue_database
 from tms.fleet.health import score_stalest
 from tms.fleet.onboarding import scan_root
 from tms.instance import InstanceRow
@@ -139,6 +141,8 @@ class ManagerService:
         jobs.append(("health", s.manager_health_seconds, lambda e: self._score_health()))
         if s.discovery_scan_seconds > 0:
             jobs.append(("discovery", s.discovery_scan_seconds, lambda e: self._discover()))
+        if s.glue_sync_databases:
+            jobs.append(("glue sync", s.glue_sync_seconds, lambda e: self._sync_glue()))
         for name, seconds, work in jobs:
             scheduler.add_job(self._leader_job(name, epoch, work), "interval", seconds=seconds, max_instances=1,
                               coalesce=True, next_run_time=now, id=name)
@@ -152,6 +156,21 @@ class ManagerService:
             report = scan_root(self.database, root, max_depth=self.settings.discovery_max_depth)
             if report.registered or report.missing:
                 log.info("discovery of %s: %s registered, %s refused, %s gone (disabled)", root,
+                         len(report.registered), len(report.refused), len(report.missing))
+
+    def _sync_glue(self) -> None:
+        """Onboard the Hudi tables of each configured Glue database (tms.fleet.glue); one that cannot be read is
+        logged and the others go on."""
+        s = self.settings
+        for name in s.glue_sync_databases:
+            try:
+                report = sync_glue_database(self.database, name, endpoint_url=s.glue_endpoint_url,
+                                            region=s.glue_region, storage_roots=s.storage_roots)
+            except TMSError as exc:
+                log.warning("glue sync of %s failed: %s", name, exc)
+                continue
+            if report.registered or report.missing:
+                log.info("glue sync of %s: %s registered, %s refused, %s dropped (disabled)", name,
                          len(report.registered), len(report.refused), len(report.missing))
 
     def _score_health(self) -> None:

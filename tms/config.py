@@ -124,6 +124,11 @@ class Settings(BaseSettings):
         None, description="The AWS Glue API the catalog sync (POST /api/v1/discovery/glue-sync) calls; unset: AWS's "
                           "own for TMS_GLUE_REGION (credentials as the AWS SDK finds them)")
     glue_region: str = Field("us-east-1", description="The AWS region of the Glue Data Catalog")
+    glue_sync_databases: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Comma-separated Glue databases the manager's leader syncs every "
+                                          "TMS_GLUE_SYNC_SECONDS, as POST /api/v1/discovery/glue-sync does")
+    glue_sync_seconds: float = Field(
+        3600.0, gt=0, description="How often the manager's leader syncs TMS_GLUE_SYNC_DATABASES")
     discovery_max_depth: int = Field(
         4, ge=0, le=16, description="Folder levels below a storage root that discovery looks into for tables")
     planner_clean_commits: int = Field(
@@ -199,7 +204,7 @@ class Settings(BaseSettings):
     webhook_max_age_seconds: float = Field(
         86400.0, gt=0, description="A delivery not accepted within this long is given up (expired)")
 
-    @field_validator("storage_roots", "backup_roots", "planner_services", mode="before")
+    @field_validator("storage_roots", "backup_roots", "planner_services", "glue_sync_databases", mode="before")
     @classmethod
     def _split_commas(cls, value):
         if isinstance(value, str):

@@ -6,9 +6,8 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 
-from tms.db import DiscoveryRepo, NotFoundError
-from tms.errors import ConfigError
-from tms.fleet.glue import glue_client, glue_tables, sync_glue
+from tms.db import DiscoveryRepo
+from tms.fleet.glue import sync_glue_database
 from tms.fleet.onboarding import scan_root
 from tms.hudi.storage.paths import is_under_roots, normalize_base_path
 
@@ -57,16 +56,9 @@ def glue_sync(body: GlueSyncRequest, request: Request) -> dict[str, Any]:
     catalog since is disabled (never deleted). Recorded with the root `glue://<database>`."""
     settings = request.app.state.settings
     policies = _policy({}, body.policies, request).explicit()
-    client = glue_client(settings.glue_endpoint_url, settings.glue_region)
-    try:
-        tables = list(glue_tables(client, body.database))
-    except client.exceptions.EntityNotFoundException:
-        raise NotFoundError(f"the Glue catalog has no database {body.database!r}") from None
-    except Exception as exc:  # unreachable, refused credentials: nothing was onboarded
-        raise ConfigError(f"cannot read the Glue database {body.database!r}: {exc}") from None
-    report = sync_glue(request.app.state.database, tables, body.database,
-                       storage_roots=[normalize_base_path(r) for r in settings.storage_roots], policies=policies,
-                       refresh=lambda: _forget_cached_identities(request))
+    report = sync_glue_database(request.app.state.database, body.database, endpoint_url=settings.glue_endpoint_url,
+                                region=settings.glue_region, storage_roots=settings.storage_roots, policies=policies,
+                                refresh=lambda: _forget_cached_identities(request))
     return asdict(report)
 
 

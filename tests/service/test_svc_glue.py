@@ -103,3 +103,40 @@ def test_a_glue_database_is_synced_and_a_dropped_table_disabled(client, tokens, 
     assert unknown.status_code == 404 and "no database 'no_such_db'" in unknown.text
     assert client.post("/api/v1/discovery/glue-sync", json={"database": db},
                        headers=tokens["operator"]).status_code == 403
+
+
+def test_the_managers_leader_syncs_the_configured_glue_databases_periodically(catalog, settings, app):
+    """TMS_GLUE_SYNC_DATABASES: the leader syncs each database every TMS_GLUE_SYNC_SECONDS; a database the catalog
+    lacks is logged and the others go on."""
+    import threading
+    import time
+
+    from manager.process import ManagerService
+    from tms.db import DiscoveryRepo
+
+    db, lake = catalog["database"], catalog["lake"]
+    manager = ManagerService(app.state.database, settings.model_copy(update={
+        "glue_endpoint_url": app.state.settings.glue_endpoint_url, "glue_region": app.state.settings.glue_region,
+        "glue_sync_databases": ["no_such_db", db], "glue_sync_seconds": 0.5, "manager_heartbeat_seconds": 0.2,
+        "manager_lease_seconds": 4, "planner_tick_seconds": 3600, "planner_scan_seconds": 3600}))
+    thread = threading.Thread(target=manager.run, daemon=True)
+    thread.start()
+    try:
+        def registered() -> set[str]:
+            with app.state.database.transaction() as session:
+                return {t.base_path for t in TableRepo(session).find(limit=100)[0]}
+        deadline = time.monotonic() + 60
+        while not {f"{lake}/orders", f"{lake}/trips"} <= registered():
+            assert time.monotonic() < deadline, f"the periodic sync registered {registered()}"
+            time.sleep(0.2)
+        catalog["client"].delete_table(DatabaseName=db, Name="trips")
+        while True:  # the next sync notices the drop
+            with app.state.database.transaction() as session:
+                rows, _ = DiscoveryRepo(session).list(state="missing", limit=100, offset=0)
+            if f"{lake}/trips" in [r.base_path for r in rows]:
+                break
+            assert time.monotonic() < deadline + 30, "the periodic sync did not notice the dropped table"
+            time.sleep(0.2)
+    finally:
+        manager.stop()
+        thread.join(timeout=30)

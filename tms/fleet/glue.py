@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tms.db import Database
+from tms.db.errors import NotFoundError
 from tms.errors import ConfigError
 from tms.hudi.storage.paths import InvalidBasePathError, is_under_roots, normalize_base_path
 
@@ -92,3 +93,19 @@ def sync_glue(database: Database, tables: Iterable[CatalogTable], glue_database:
             continue
         locations.setdefault(path, f"{t.database}.{t.name}")
     return sync_catalog(database, root, sorted(locations), refused, policies=policies, refresh=refresh)
+
+
+def sync_glue_database(database: Database, glue_database: str, *, endpoint_url: str | None, region: str,
+                       storage_roots: list[str], policies: dict[str, Any] | None = None,
+                       refresh: Callable[[], None] | None = None) -> ScanReport:
+    """Read the Glue database's tables and sync them (`sync_glue`). NotFoundError: the catalog has no such
+    database; ConfigError: it cannot be read (unreachable, refused credentials). Either way nothing changed."""
+    client = glue_client(endpoint_url, region)
+    try:
+        tables = list(glue_tables(client, glue_database))
+    except client.exceptions.EntityNotFoundException:
+        raise NotFoundError(f"the Glue catalog has no database {glue_database!r}") from None
+    except Exception as exc:
+        raise ConfigError(f"cannot read the Glue database {glue_database!r}: {exc}") from None
+    return sync_glue(database, tables, glue_database, storage_roots=[normalize_base_path(r) for r in storage_roots],
+                     policies=policies, refresh=refresh)
