@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -177,7 +177,8 @@ class ManagerService:
         """Score the tables checked longest ago (tms.fleet.health), for the fleet view and the metrics."""
         s = self.settings
         score_stalest(self.database, datetime.now(UTC), batch=s.health_batch, clean_commits=s.planner_clean_commits,
-                      orphan_safety_seconds=s.orphan_safety_hours * 3600)
+                      orphan_safety_seconds=s.orphan_safety_hours * 3600,
+                      history=timedelta(days=s.health_history_days))
 
     def _leader_job(self, name: str, epoch: int, work: Callable[[int], object]) -> Callable[[], None]:
         def run() -> None:

@@ -172,6 +172,8 @@ class Settings(BaseSettings):
                                  "(TMS_HEALTH_BATCH of them), for the fleet view and the metrics")
     health_batch: int = Field(
         50, ge=1, description="Tables whose health the leader scores each time (each read from storage)")
+    health_history_days: float = Field(
+        14.0, gt=0, description="How long each score is kept as a sample for the trend charts of backlog")
     orphan_safety_hours: float = Field(
         24.0, gt=0, description="How old a file no instant references must be before it counts as an orphan "
                                 "(younger, it may belong to a write still under way)")

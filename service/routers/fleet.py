@@ -1,9 +1,9 @@
 """The fleet: every table's last health score, worst first (the manager's leader keeps them, tms.fleet.health),
-scoring on request, and a table's orphan files: listed to anyone, removed only on an admin's approval of each
-file (never automatically)."""
+the fleet's and a table's scores over time (backlog trends), scoring on request, and a table's orphan files:
+listed to anyone, removed only on an admin's approval of each file (never automatically)."""
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -15,7 +15,15 @@ from tms.hudi.table.orphans import Orphan, find_orphans, remove_orphans
 
 from ..auth import Admin, Operator, Viewer
 from ..schemas.common import Id
-from ..schemas.fleet import FleetHealth, OrphanRemoval, OrphanReport, OrphansRemoved, ScoreRequest
+from ..schemas.fleet import (
+    FleetBacklog,
+    FleetHealth,
+    OrphanRemoval,
+    OrphanReport,
+    OrphansRemoved,
+    ScoreRequest,
+    TableHealthHistory,
+)
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1", tags=["fleet"])
@@ -37,6 +45,28 @@ def get_fleet_health(request: Request, limit: Annotated[int, Query(ge=1, le=1000
     """As last scored by the manager's leader (every TMS_MANAGER_HEALTH_SECONDS, the TMS_HEALTH_BATCH tables
     scored longest ago) or on request (POST /api/v1/fleet/health:score)."""
     return fleet_health(request, limit)
+
+
+Hours = Annotated[int, Query(ge=1, le=24 * 90, description="How many hours back")]
+
+
+@router.get("/fleet/backlog", response_model=FleetBacklog, dependencies=[Viewer], responses=problems(*VIEWER, 422),
+            summary="The fleet's backlog and health per hour")
+def get_fleet_backlog(request: Request, hours: Hours = 24) -> dict[str, Any]:
+    """Per hour, every table as its last score in that hour showed it: tables per status, pending log bytes and
+    files summed. Scores are kept TMS_HEALTH_HISTORY_DAYS."""
+    since = datetime.now(UTC) - timedelta(hours=hours)
+    with request.app.state.database.transaction() as session:
+        return {"hours": hours, "items": [vars(h) for h in HealthRepo(session).fleet_by_hour(since)]}
+
+
+@router.get("/tables/{table_id}/health/history", response_model=TableHealthHistory, dependencies=[Viewer],
+            responses=problems(*VIEWER, 404, 422), summary="A table's health scores over time")
+def get_table_health_history(table_id: TableId, request: Request, hours: Hours = 24) -> dict[str, Any]:
+    since = datetime.now(UTC) - timedelta(hours=hours)
+    with request.app.state.database.transaction() as session:
+        TableRepo(session).get(table_id)
+        return {"table_id": table_id, "hours": hours, "samples": HealthRepo(session).samples(table_id, since)}
 
 
 @router.post("/fleet/health:score", response_model=FleetHealth, dependencies=[Operator],

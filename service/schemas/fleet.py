@@ -1,11 +1,11 @@
-"""The fleet's health (worst tables first) and a table's orphan files."""
+"""The fleet's health (worst tables first, and over time) and a table's orphan files."""
 from __future__ import annotations
 
 from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from .common import Id
+from .common import Id, Record
 
 
 class HealthReasonOut(BaseModel):
@@ -30,6 +30,34 @@ class TableHealthOut(BaseModel):
 class FleetHealth(BaseModel):
     by_status: dict[str, int] = Field(description="Tables per status of their last score")
     items: list[TableHealthOut] = Field(description="The tables scored, worst first")
+
+
+class FleetHourOut(BaseModel):
+    hour: datetime = Field(description="The hour's start (UTC)")
+    tables_by_status: dict[str, int] = Field(description="Tables per status, each as its last score in the hour")
+    log_bytes: int = Field(description="Log bytes not yet compacted, summed over those scores")
+    log_files: int
+
+
+class FleetBacklog(BaseModel):
+    hours: int
+    items: list[FleetHourOut] = Field(description="Hours with scores, oldest first")
+
+
+class HealthSampleOut(Record):
+    sampled_at: datetime
+    score: int
+    status: str
+    log_bytes: int | None = Field(description="Log bytes not yet compacted (null: the table could not be read)")
+    log_files: int | None
+    oldest_uncompacted_seconds: float | None = Field(
+        description="Age of the oldest delta commit no compaction took (null: none, or unreadable)")
+
+
+class TableHealthHistory(BaseModel):
+    table_id: int
+    hours: int
+    samples: list[HealthSampleOut] = Field(description="Its scores, oldest first")
 
 
 class ScoreRequest(BaseModel):

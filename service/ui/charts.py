@@ -110,8 +110,9 @@ def timeline_chart(entries: Sequence[TimelineEntry]) -> Chart:
 
 
 def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str], *, width: int = WIDTH,
-             gutter: int = GUTTER) -> Chart:
-    """Stacked columns: one per (label, {series: count}); series stacked in the given order."""
+             gutter: int = GUTTER, value: Callable[[int], str] = str) -> Chart:
+    """Stacked columns: one per (label, {series: count}); series stacked in the given order. `value` says a
+    count (its tooltip and the top of the scale)."""
     top = max((sum(c.values()) for _, c in counts), default=0)
     n = max(len(counts), 1)
     plot = width - gutter - RIGHT_MARGIN
@@ -120,14 +121,14 @@ def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]
     for i, (label, by_series) in enumerate(counts):
         base = float(PLOT_HEIGHT)
         for name in series:
-            value = by_series.get(name, 0)
-            if not value:
+            amount = by_series.get(name, 0)
+            if not amount:
                 continue
-            height = value / top * PLOT_HEIGHT
+            height = amount / top * PLOT_HEIGHT
             base -= height
             bars.append(Bar(x=round(gutter + i * slot + slot * 0.1, 1), y=round(base, 1),
                             width=round(max(slot * 0.8, 1.0), 1), height=round(height, 1), css=name,
-                            title=f"{label}: {value} {name}"))
+                            title=f"{label}: {value(amount)} {name}"))
     # Label every column whose label fits beside its neighbours' (at most 8, or 5 on a narrow chart).
     longest = max((len(label) for label, _ in counts), default=0)
     every = max(1, math.ceil(n / (8 if width >= WIDTH else 5)), math.ceil((longest * TICK_CHAR_WIDTH + 12) / slot))
@@ -136,11 +137,12 @@ def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]
     used = [name for name in series if any(c.get(name) for _, c in counts)]
     return Chart(width=width, height=PLOT_HEIGHT + AXIS_HEIGHT, bars=bars, ticks=ticks, axis_y=PLOT_HEIGHT,
                  legend=[(name, name) for name in used] if len(series) > 1 else [],
-                 y_max_label=str(top) if top else "", gutter=gutter)
+                 y_max_label=value(top) if top else "", gutter=gutter)
 
 
-def stacked_columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]) -> Chart:
-    return _columns(counts, series)
+def stacked_columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str],
+                    value: Callable[[int], str] = str) -> Chart:
+    return _columns(counts, series, value=value)
 
 
 HISTOGRAM_WIDTH = 560

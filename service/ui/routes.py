@@ -377,7 +377,7 @@ async def queue_delete(request: Request, user: User, name: str) -> Response:
 @router.get("/fleet")
 def fleet_page(request: Request, user: User) -> HTMLResponse:
     with _database(request).transaction() as session:
-        board = views.fleet_board(session)
+        board = views.fleet_board(session, datetime.now(UTC))
     return _page(request, "fleet.html", user, **board)
 
 

@@ -148,7 +148,8 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
             "sources": TableRepo(session).effective(table).sources,
             "view": view, "facts": facts,
             "timeline_chart": charts.timeline_chart(facts.timeline), "size_chart": size_chart,
-            "log_chart": log_chart, "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,
+            "log_chart": log_chart, "backlog_chart": table_backlog(session, table_id, datetime.now(UTC)),
+            "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,
             "pending_plans": [i for i in view["pending_instants"] if i.action in PLAN_ACTIONS], "held": held,
             "alerts": alerts, "alert_total": alert_total, "queues": [q.name for q in QueueRepo(session).list()],
             "savepoints": savepoints, "savepoints_error": savepoints_error,
@@ -219,13 +220,42 @@ def duration(start: datetime | None, end: datetime | None, now: datetime) -> str
     return text if end else f"{text} (running)"
 
 
-def fleet_board(session: Session, limit: int = PAGE_SIZE) -> dict[str, Any]:
-    """The fleet page: tables by their last health status, the worst first with their reasons, and the policy
-    templates with the tables each applies to."""
+def _hours(now: datetime, hours: int) -> list[datetime]:
+    start = (now - timedelta(hours=hours - 1)).astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    return [start + timedelta(hours=h) for h in range(hours)]
+
+
+def fleet_trends(session: Session, now: datetime, hours: int = 24) -> tuple[charts.Chart, charts.Chart]:
+    """The fleet over the last `hours`: tables per health status, and pending log bytes, per hour (each table
+    as its last score in the hour showed it)."""
+    slots = _hours(now, hours)
+    by_hour = {h.hour.astimezone(UTC): h for h in HealthRepo(session).fleet_by_hour(slots[0])}
+    statuses = [(f"{at:%H}:00", by_hour[at].tables_by_status if at in by_hour else {}) for at in slots]
+    backlog = [(f"{at:%H}:00", {"log-bytes": by_hour[at].log_bytes} if at in by_hour else {}) for at in slots]
+    return (charts.stacked_columns(statuses, ("ok", "warning", "error")),
+            charts.stacked_columns(backlog, ("log-bytes",), value=lambda n: human_size(n)))
+
+
+def table_backlog(session: Session, table_id: int, now: datetime, hours: int = 24) -> charts.Chart:
+    """A table's pending log bytes per hour (its last score in each hour)."""
+    slots = _hours(now, hours)
+    last: dict[datetime, int] = {}
+    for sample in HealthRepo(session).samples(table_id, slots[0]):
+        if sample.log_bytes is not None:
+            last[sample.sampled_at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)] = sample.log_bytes
+    return charts.stacked_columns([(f"{at:%H}:00", {"log-bytes": last[at]} if at in last else {}) for at in slots],
+                                  ("log-bytes",), value=lambda n: human_size(n))
+
+
+def fleet_board(session: Session, now: datetime, limit: int = PAGE_SIZE) -> dict[str, Any]:
+    """The fleet page: tables by their last health status, the worst first with their reasons, the fleet's
+    health and backlog over the last day, and the policy templates with the tables each applies to."""
     health = HealthRepo(session)
     templates = TemplateRepo(session)
     counts = templates.table_counts()
-    return {"by_health": health.by_status(), "worst": health.worst(limit),
+    health_chart, backlog_chart = fleet_trends(session, now)
+    return {"by_health": health.by_status(), "worst": health.worst(limit), "health_chart": health_chart,
+            "backlog_chart": backlog_chart,
             "templates": [{"template": t, "tables": counts.get(t.name, 0)} for t in templates.list()]}
 
 

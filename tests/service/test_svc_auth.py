@@ -64,6 +64,8 @@ ENDPOINTS = [
     ("PUT", "/api/v1/policy-templates/1", "admin"),
     ("DELETE", "/api/v1/policy-templates/1", "admin"),
     ("GET", "/api/v1/fleet/health", "viewer"),
+    ("GET", "/api/v1/fleet/backlog", "viewer"),
+    ("GET", "/api/v1/tables/1/health/history", "viewer"),
     ("POST", "/api/v1/fleet/health:score", "operator"),
     ("GET", "/api/v1/tables/1/orphans", "viewer"),
     ("POST", "/api/v1/tables/1/orphans:remove", "admin"),

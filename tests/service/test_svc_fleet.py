@@ -115,3 +115,66 @@ def test_the_fleet_page_shows_the_worst_tables_first_and_the_templates(client, t
     assert "1 orphan file(s)" in page and "(-10)" in page and "nothing to say" in page
     assert re.search(r'<tr data-template="lake">.*?<td class="num">2</td>', page, re.S)
     assert '<a href="/ui/fleet" class="here">Fleet</a>' in page
+
+
+def test_backlog_over_time_per_hour_for_the_fleet_and_each_table(client, tokens, lake, app):
+    """Each score is kept as a sample: the fleet's hours count each table as its last score in the hour showed
+    it, and sum their pending log bytes; a table's history lists its scores; samples past the history are
+    forgotten by the leader's round; the fleet and table pages chart them."""
+    from datetime import UTC, datetime, timedelta
+
+    from test_svc_dashboard import _sign_in
+
+    from tms.db import HealthRepo
+    from tms.fleet.health import score_stalest
+
+    clean_id = _register(client, tokens, f"{lake}/clean_t")
+    left_id = _register(client, tokens, f"{lake}/leftover_t")
+    now = datetime.now(UTC)
+    earlier = (now - timedelta(hours=3)).replace(minute=10)
+    with app.state.database.transaction() as session:
+        health = HealthRepo(session)
+        # Two scores of one table in one hour: the later one counts.
+        health.record_sample(left_id, sampled_at=earlier, score=50, status="warning", log_bytes=9_000, log_files=9,
+                             oldest_uncompacted_seconds=3600)
+        health.record_sample(left_id, sampled_at=earlier + timedelta(minutes=20), score=70, status="warning",
+                             log_bytes=7_000, log_files=7, oldest_uncompacted_seconds=4800)
+        health.record_sample(clean_id, sampled_at=earlier, score=100, status="ok", log_bytes=1_000, log_files=1,
+                             oldest_uncompacted_seconds=None)
+        health.record_sample(clean_id, sampled_at=now - timedelta(days=30), score=10, status="error", log_bytes=None,
+                             log_files=None, oldest_uncompacted_seconds=None)
+    scored = client.post("/api/v1/fleet/health:score", json={"table_ids": [clean_id, left_id]},
+                         headers=tokens["operator"])
+    assert scored.status_code == 200, scored.text
+    pending = {table_id: sum(g.log_bytes or 0 for g in HudiTable.load(f"{lake}/{name}").file_system_view()
+                             .file_group_stats())
+               for table_id, name in ((clean_id, "clean_t"), (left_id, "leftover_t"))}
+    assert all(pending.values()), "each table has an upsert's logs pending"
+
+    backlog = client.get("/api/v1/fleet/backlog", params={"hours": 6}, headers=tokens["viewer"])
+    assert backlog.status_code == 200, backlog.text
+    hours = backlog.json()["items"]
+    assert [h["tables_by_status"] for h in hours] == [{"ok": 1, "warning": 1}, {"ok": 2}]
+    assert [h["log_bytes"] for h in hours] == [8_000, sum(pending.values())]
+    assert hours[0]["log_files"] == 8
+    assert datetime.fromisoformat(hours[0]["hour"]) == earlier.replace(minute=0, second=0, microsecond=0)
+
+    history = client.get(f"/api/v1/tables/{left_id}/health/history", params={"hours": 6},
+                         headers=tokens["viewer"]).json()
+    assert [(s["score"], s["log_bytes"]) for s in history["samples"]][:2] == [(50, 9_000), (70, 7_000)]
+    assert history["samples"][-1]["log_bytes"] == pending[left_id] and len(history["samples"]) == 3
+    assert client.get("/api/v1/tables/987654/health/history", headers=tokens["viewer"]).status_code == 404
+    assert client.get("/api/v1/fleet/backlog", params={"hours": 0}, headers=tokens["viewer"]).status_code == 422
+
+    score_stalest(app.state.database, now, batch=0, clean_commits=10, orphan_safety_seconds=DAY,
+                  history=timedelta(days=7))
+    with app.state.database.transaction() as session:
+        kept = HealthRepo(session).samples(clean_id, now - timedelta(days=60))
+    assert [s.score for s in kept] == [100, 100], "the 30-day-old sample is forgotten"
+
+    _sign_in(client, tokens["viewer"])
+    page = client.get("/ui/fleet").text
+    assert '<svg class="fleet-backlog"' in page and '<svg class="fleet-health"' in page
+    assert re.search(r'<rect class="bar warning"[^>]*><title>[^<]*: 1 warning</title>', page)
+    table_page = client.get(f"/ui/tables/{left_id}").text
+    assert '<svg class="table-backlog"' in table_page and "6.8 KB log-bytes" in table_page

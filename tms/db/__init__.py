@@ -17,6 +17,7 @@ from .models import (
                      Engine,
                      Event,
                      HealthRecord,
+                     HealthSample,
                      Instance,
                      Lease,
                      Mute,
@@ -36,7 +37,7 @@ from .repos.backups import BackupHistory, BackupTaskRepo
 from .repos.discovery import DiscoveryRepo
 from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo
 from .repos.events import EventRepo, NewEvent
-from .repos.health import HealthRepo
+from .repos.health import FleetHour, HealthRepo
 from .repos.instances import InstanceRepo, LeaseRepo
 from .repos.queues import QueueRepo
 from .repos.scan_requests import ScanRequestRepo
@@ -56,7 +57,8 @@ __all__ = [
     "ConflictError", "Database", "DiscoveredTable", "DiscoveryRepo",
     "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "PolicyTemplate", "TemplateRepo",
-    "NewEvent", "HealthRecord", "HealthRepo", "NotFoundError", "OperatorAction", "QueueRepo",
+    "NewEvent", "FleetHour", "HealthRecord", "HealthRepo", "HealthSample", "NotFoundError", "OperatorAction",
+    "QueueRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "ShadowResults", "ShadowRun",
     "ShadowRunRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",

@@ -552,6 +552,25 @@ class HealthRecord(Base):
     __table_args__ = (Index(None, "score", "table_id"),)
 
 
+
+class HealthSample(Base):
+    """One score of a table as it was taken (`HealthRecord` keeps only the last): the trend charts' points."""
+
+    __tablename__ = "health_samples"
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    table_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tables.id", ondelete="CASCADE"))
+    sampled_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    score: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16))
+    # The backlog: log bytes and files not yet compacted, and the age of the oldest delta commit no compaction
+    # took (None: unknown, the table could not be read; or none pending).
+    log_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    log_files: Mapped[int | None] = mapped_column(Integer)
+    oldest_uncompacted_seconds: Mapped[float | None] = mapped_column(Float)
+
+    __table_args__ = (Index(None, "sampled_at"), Index(None, "table_id", "sampled_at"))
+
 class DiscoveredTable(Base):
     """A Hudi table that discovery found under a storage root: registered (its table id), refused (TMS can do
     nothing for it: the reason), or missing (registered once, gone from storage since: disabled, never deleted)."""

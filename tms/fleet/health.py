@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
 from tms.hudi.table.hudi_table import HudiTable
@@ -47,6 +48,7 @@ def score_tables(database: Database, table_ids: list[int], now: datetime, *, cle
             row = TableRepo(session).get(table_id)
             base_path, policy = row.base_path, TablePolicy.from_stored(row.policies)
             tasks = TaskRepo(session).counts_by_state(table_id=table_id)
+        digest: HealthDigest | None = None
         try:
             digest = health_digest(HudiTable.load(base_path), now, tasks_by_state=tasks, clean_commits=clean_commits,
                                    orphan_safety_seconds=orphan_safety_seconds)
@@ -58,14 +60,30 @@ def score_tables(database: Database, table_ids: list[int], now: datetime, *, cle
             reasons, status = [{"kind": "unreadable", "penalty": 100, "message": f"cannot read the table: {exc}"}], \
                 "error"
         with database.transaction() as session:
-            HealthRepo(session).record(table_id, score=health.score, status=status, reasons=reasons, checked_at=now)
+            repo = HealthRepo(session)
+            repo.record(table_id, score=health.score, status=status, reasons=reasons, checked_at=now)
+            repo.record_sample(table_id, sampled_at=now, score=health.score, status=status, **_backlog(digest, now))
         scored[table_id] = health
     return scored
 
 
+def _backlog(digest: HealthDigest | None, now: datetime) -> dict[str, Any]:
+    """What a sample keeps of the backlog (unknown for a table that could not be read)."""
+    if digest is None:
+        return {"log_bytes": None, "log_files": None, "oldest_uncompacted_seconds": None}
+    return {"log_bytes": sum(g.log_bytes for g in digest.file_groups),
+            "log_files": sum(g.log_count for g in digest.file_groups),
+            "oldest_uncompacted_seconds": (now - digest.oldest_uncompacted).total_seconds()
+            if digest.oldest_uncompacted is not None else None}
+
+
 def score_stalest(database: Database, now: datetime, *, batch: int, clean_commits: int,
-                  orphan_safety_seconds: float) -> dict[int, TableHealth]:
-    """The leader's round: score the `batch` tables checked longest ago."""
+                  orphan_safety_seconds: float, history: timedelta | None = None) -> dict[int, TableHealth]:
+    """The leader's round: score the `batch` tables checked longest ago, and forget the samples older than
+    `history`."""
     with database.transaction() as session:
-        ids = HealthRepo(session).stalest(batch)
+        repo = HealthRepo(session)
+        ids = repo.stalest(batch)
+        if history is not None:
+            repo.prune_samples(now - history)
     return score_tables(database, ids, now, clean_commits=clean_commits, orphan_safety_seconds=orphan_safety_seconds)
