@@ -27,7 +27,7 @@ COMPACT_EVERY_2 = {"hoodie.compact.inline.max.delta.commits": 2}
 SPARK = {"worker_runner": "spark"}
 
 
-def _run(db, task_ids: list[int], timeout: float = 120) -> None:
+def _run(db, task_ids: list[int], timeout: float = 300) -> None:  # spark-submit on a loaded machine
     for task_id in task_ids:
         done = wait_until_final(db, task_id, timeout)
         assert done.state == TaskState.SUCCEEDED, f"{done.service}: {done.error}\n{attempts(db, task_id)[-1].log_tail}"
