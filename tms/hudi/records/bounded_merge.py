@@ -165,8 +165,9 @@ def _buckets_of(keys: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
 
 
 def _partition(table: pa.Table, buckets: int) -> Iterator[pa.Table]:
-    """`table` split by the hash of its `__key`, each part in the rows' order; a part is taken when the caller
-    asks for it (one copy of a part at a time, not of the table)."""
+    """`table` split by the hash of its `__key`, each part in the rows' order: one take puts the rows in bucket
+    order (one copy of the table, a quarter of the budget at most), the parts are slices of it. A take per part
+    would gather from every chunk of the table again for each part."""
     if buckets == 1:
         yield table
         return
@@ -174,8 +175,10 @@ def _partition(table: pa.Table, buckets: int) -> Iterator[pa.Table]:
     order = np.argsort(which, kind="stable")
     bounds = np.searchsorted(which[order], np.arange(buckets + 1))
     del which
+    ordered = table.take(pa.array(order))
+    del order
     for b in range(buckets):
-        yield table.take(pa.array(order[bounds[b]:bounds[b + 1]]))
+        yield ordered.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b]))
 
 
 def _fold(events: pa.Table, ords: list[str]) -> pa.Table:
