@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -15,9 +16,12 @@ from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.fs_view.file_names import new_file_id
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import write_metadata_commit
-from tms.hudi.records.merge import merge_records, scan_logs
-from tms.hudi.records.merge_rules import merge_rules
+from tms.hudi.records.bounded_merge import BoundedMerge
+from tms.hudi.records.merge import KEY, merge_records, scan_logs
+from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
+from tms.hudi.records.merge_rules import MergeRules, merge_rules
 from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.records.sorted_runs import SortedRuns
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import WriteConflictError, find_conflicts, pending_writes_over
 from tms.hudi.timeline.instant import Action, Instant
@@ -33,6 +37,7 @@ from tms.table_service import TableService
 
 from .action import ActionExecutor, ExecutionResult
 from .base_files import (
+    StreamingBaseFileWriter,
     base_file_path,
     full_schema,
     latest_data_schema,
@@ -70,6 +75,12 @@ class ClusteringTask:
     valid: ValidInstants
     extension: str = "parquet"  # of the base files to write: the table's base file format's
     ttl: tuple[str, int] | None = None  # the plan's record TTL: (field, cutoff in epoch millis)
+    budget_bytes: int = DEFAULT_BYTES  # the merge's memory budget (see merge_budget)
+
+
+# A group whose bytes on storage exceed this share of the budget is clustered by sorted runs: decoded, a file
+# slice takes several times its bytes on storage (Parquet's encodings and compression).
+IN_MEMORY_SHARE = 8
 
 
 def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
@@ -79,17 +90,20 @@ def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
     rules = merge_rules(config)
-    parts, input_bytes = [], 0
+    input_bytes = sum(storage.info(p).size for s in task.slices
+                      for p in ((s.base_file,) if s.base_file else ()) + s.log_files)
+    if _by_sorted_runs(task, input_bytes):
+        return _cluster_by_sorted_runs(task, token, rules, arrow_schema, avro_schema, input_bytes)
+    parts = []
     for s in task.slices:
         base = read_base_file(storage, s.base_file, arrow_schema) if s.base_file else None
         scan = scan_logs(storage, list(s.log_files), task.valid, arrow_schema)
         parts.append(merge_records(base, scan, rules, arrow_schema))
-        input_bytes += sum(storage.info(p).size for p in ((s.base_file,) if s.base_file else ()) + s.log_files)
     rows = pa.concat_tables(parts)
     if task.ttl is not None:
         rows = drop_expired(rows, *task.ttl)
-    if task.sort_columns:
-        rows = rows.sort_by([(c, "ascending") for c in task.sort_columns])
+    if task.sort_columns:  # ties in record key order: the order of the sorted runs' merge too
+        rows = rows.sort_by([(c, "ascending") for c in (*task.sort_columns, KEY)])
     files = min(rows.num_rows, max(task.min_output_files, math.ceil(input_bytes / task.target_file_bytes)))
     stats = []
     for chunk in _split(rows, files):
@@ -97,9 +111,73 @@ def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
         rel = base_file_path(task.partition, file_id, token, task.instant, task.extension)
         create_marker(storage, task.instant, rel, CREATE)
         size = write_base_file(storage, rel, with_file_name(chunk, rel.rsplit("/", 1)[-1]), avro_schema)
-        stats.append(WriteStat(file_id=file_id, path=rel, prev_commit="null", partition_path=task.partition,
-                               num_writes=chunk.num_rows, num_inserts=chunk.num_rows, total_write_bytes=size,
-                               file_size_in_bytes=size))
+        stats.append(_write_stat(task, file_id, rel, chunk.num_rows, size))
+    return stats
+
+
+def _write_stat(task: ClusteringTask, file_id: str, rel: str, rows: int, size: int) -> WriteStat:
+    return WriteStat(file_id=file_id, path=rel, prev_commit="null", partition_path=task.partition,
+                     num_writes=rows, num_inserts=rows, total_write_bytes=size, file_size_in_bytes=size)
+
+
+def _by_sorted_runs(task: ClusteringTask, input_bytes: int) -> bool:
+    """A Parquet group too big to merge and sort in memory (Lance files are read whole: in memory as before)."""
+    parquet = task.extension == "parquet" and all(
+        (s.base_file or ".parquet").endswith(".parquet") for s in task.slices)
+    return parquet and input_bytes * IN_MEMORY_SHARE > task.budget_bytes
+
+
+def _cluster_by_sorted_runs(task: ClusteringTask, token: str, rules: MergeRules, arrow_schema: pa.Schema,
+                            avro_schema: dict, input_bytes: int) -> list[WriteStat]:
+    """The group within the task's memory budget: each slice merged by `BoundedMerge`, its rows gathered into
+    runs sorted by the sort columns and the record key (by the record key alone without sort columns), spilled
+    and merged k ways (`SortedRuns`); the output files are written as the merged rows come."""
+    storage = task.table.storage()
+    with tempfile.TemporaryDirectory(prefix="tms-cluster-") as tmp:
+        runs = SortedRuns(arrow_schema, [*task.sort_columns, KEY], task.budget_bytes, tmp)
+
+        def add(rows: pa.Table) -> None:
+            runs.add(drop_expired(rows, *task.ttl) if task.ttl is not None else rows)
+
+        for s in task.slices:
+            BoundedMerge(storage, s.base_file, list(s.log_files), task.valid, rules, arrow_schema,
+                         task.budget_bytes, spill_dir=tmp).run(add)
+        files = min(runs.rows, max(task.min_output_files, math.ceil(input_bytes / task.target_file_bytes)))
+        try:
+            return _write_files(task, token, runs.sorted_batches(), runs.rows, files, arrow_schema, avro_schema)
+        finally:
+            runs.close()
+
+
+def _write_files(task: ClusteringTask, token: str, batches: Iterator[pa.Table], rows: int, files: int,
+                 arrow_schema: pa.Schema, avro_schema: dict) -> list[WriteStat]:
+    """`rows` rows in order into `files` new files of equal row counts (as `_split` cuts them), streamed."""
+    if files <= 0:
+        return []
+    storage = task.table.storage()
+    per_file = math.ceil(rows / files)
+    stats: list[WriteStat] = []
+    writer: StreamingBaseFileWriter | None = None
+    file_id = rel = ""
+    in_file = 0
+
+    def finish() -> None:
+        if writer is not None:
+            stats.append(_write_stat(task, file_id, rel, writer.rows, writer.close() or 0))
+
+    for batch in batches:
+        while batch.num_rows:
+            if writer is None or in_file == per_file:
+                finish()
+                file_id = new_file_id()
+                rel = base_file_path(task.partition, file_id, token, task.instant, task.extension)
+                create_marker(storage, task.instant, rel, CREATE)
+                writer, in_file = StreamingBaseFileWriter(storage, rel, arrow_schema, avro_schema), 0
+            take = min(per_file - in_file, batch.num_rows)
+            writer.write(batch.slice(0, take))
+            in_file += take
+            batch = batch.slice(take)
+    finish()
     return stats
 
 
@@ -123,6 +201,7 @@ class ClusteringExecutor(ActionExecutor):
         params = (plan.strategy.strategy_params if plan.strategy else None) or {}
         self.sort_columns = tuple(c.strip() for c in params.get(SORT_COLUMNS, "").split(",") if c.strip())
         self.target_file_bytes = int(params.get(TARGET_FILE_BYTES) or DEFAULT_TARGET_FILE_BYTES)
+        self.budget_bytes = merge_budget_bytes({}, self.config.props)
 
     def validate(self) -> None:
         super().validate()
@@ -159,7 +238,8 @@ class ClusteringExecutor(ActionExecutor):
                 tuple(self._relative(p, partition) for p in s.delta_file_paths)) for s in group.slices)
             tasks.append(ClusteringTask(self.ref, self.timestamp, partition, slices, self.sort_columns,
                                         max(1, group.num_output_file_groups or 1), self.target_file_bytes,
-                                        schema, valid, extension, ttl_of_plan(self.plan.extra_metadata)))
+                                        schema, valid, extension, ttl_of_plan(self.plan.extra_metadata),
+                                        self.budget_bytes))
         return tasks
 
     def finish(self, results: Sequence[list[WriteStat]], fence: Fence) -> ExecutionResult:

@@ -58,7 +58,7 @@ def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fen
         return ExecutionResult(restored.instant, Action.RESTORE, len(restored.rolled_back),
                                files_deleted=restored.files_deleted)
     executor = executor_for(table, timestamp, transactions)
-    if budget_bytes is not None and isinstance(executor, CompactionExecutor):
+    if budget_bytes is not None and isinstance(executor, CompactionExecutor | ClusteringExecutor):
         executor.budget_bytes = budget_bytes
     if service is not None and executor.service != service:
         raise HudiError(f"instant {timestamp} is a {executor.service} plan, not {service}")

@@ -5,9 +5,9 @@ the latest schema), computed without holding the slice in memory:
 
 1. The log files are read block by block. Their records become events (key, write position, ordering value,
    delete flag, payload) in a buffer; a buffer past a quarter of the budget is folded to one event per key
-   (the fold is associative: a folded run is itself a list of events) and, once the logs are known not to fit,
-   hash-partitioned by key into buckets on local disk (Arrow IPC files, uncompressed: written and read back at
-   memory speed, in the same types, so the spill changes no value).
+   (the fold is associative: a folded run is itself a list of events) until the logs are known not to fit;
+   from then on buffers are hash-partitioned by key, unfolded, into buckets on local disk (Arrow IPC files,
+   uncompressed: written and read back at memory speed, in the same types, so the spill changes no value).
 2. The base file's key and ordering columns are streamed; with spilled buckets they are partitioned the same
    way. Each bucket (its log events and base keys, sized to fit the budget) is folded to its winners: per
    base row a change (replaced by a log record, or dropped), and the log records of keys the base lacks.
@@ -165,8 +165,9 @@ def _buckets_of(keys: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
 
 
 def _partition(table: pa.Table, buckets: int) -> Iterator[pa.Table]:
-    """`table` split by the hash of its `__key`, each part in the rows' order; a part is taken when the caller
-    asks for it (one copy of a part at a time, not of the table)."""
+    """`table` split by the hash of its `__key`, each part in the rows' order: one take puts the rows in bucket
+    order (one copy of the table, a quarter of the budget at most), the parts are slices of it. A take per part
+    would gather from every chunk of the table again for each part."""
     if buckets == 1:
         yield table
         return
@@ -174,8 +175,10 @@ def _partition(table: pa.Table, buckets: int) -> Iterator[pa.Table]:
     order = np.argsort(which, kind="stable")
     bounds = np.searchsorted(which[order], np.arange(buckets + 1))
     del which
+    ordered = table.take(pa.array(order))
+    del order
     for b in range(buckets):
-        yield table.take(pa.array(order[bounds[b]:bounds[b + 1]]))
+        yield ordered.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b]))
 
 
 def _fold(events: pa.Table, ords: list[str]) -> pa.Table:
@@ -300,21 +303,26 @@ class BoundedMerge:
             seen += events.nbytes
             if held <= limit:
                 continue
-            folded = _fold(pa.concat_tables(buffer), self.ords)
-            buffer, held = [folded], folded.nbytes
-            if held <= limit // 2 and buckets is None:
-                continue  # updates of the same keys: folding keeps the logs in memory
+            events = pa.concat_tables(buffer)
+            if buckets is None:
+                events = _fold(events, self.ords)
+                buffer, held = [events], events.nbytes
+                if held <= limit // 2:
+                    continue  # updates of the same keys: folding keeps the logs in memory
+            # Once spilling, a buffer goes to the buckets unfolded: each bucket is folded when it is read back
+            # (`_fold_runs`), and folding it here too would sort every event twice.
             if buckets is None:  # the logs do not fit: as many buckets as the remaining logs need
-                # Buckets receive folded runs, one per buffer: what they hold is about the events before folding.
+                # Buckets receive the events unfolded: what they will hold is about the events seen so far.
                 estimate = seen * total / max(consumed, 1) + self._base_key_bytes()
                 count = min(MAX_BUCKETS, max(2, math.ceil(estimate / (self.budget / 4))))
                 buckets = [_Spill(self.event_schema, os.path.join(tmp, f"log-{b}.arrows")) for b in range(count)]
-            for spill, part in zip(buckets, _partition(folded, len(buckets)), strict=True):
+            for spill, part in zip(buckets, _partition(events, len(buckets)), strict=True):
                 spill.append(part)
             buffer, held = [], 0
-        rest = _fold(pa.concat_tables(buffer), self.ords) if buffer else self.event_schema.empty_table()
         if buckets is None:
+            rest = _fold(pa.concat_tables(buffer), self.ords) if buffer else self.event_schema.empty_table()
             return [_Spill(self.event_schema, tables=[rest])]
+        rest = pa.concat_tables(buffer) if buffer else self.event_schema.empty_table()
         for spill, part in zip(buckets, _partition(rest, len(buckets)), strict=True):
             spill.append(part)
         self.stats.spilled_bytes += sum(s.close() for s in buckets)
