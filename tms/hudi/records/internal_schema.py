@@ -236,6 +236,8 @@ def _renamed_array(arr: pa.Array, node: Node, names: dict[int, str], new: pa.Dat
     t = arr.type
     if t.equals(new):
         return arr
+    if arr.offset and isinstance(node, (Array, Map)):  # a sliced list takes no null mask: copy it to offset 0
+        arr = pa.concat_arrays([arr])
     mask = arr.is_null() if arr.null_count else None
     if isinstance(node, Record) and pa.types.is_struct(t):
         children = {f.name: f for f in node.fields}
