@@ -3,7 +3,8 @@
 With schema-on-read, each write records the table's internal schema (SerDeHelper's JSON: a record of fields,
 each with an `id`, `name`, `optional` and `type`; arrays and maps carry `element-id`, `key-id`, `value-id`) in
 its commit's extra metadata (`latest_schema`), and the history of all versions (`{"schemas": [...]}`, newest
-first, each with its `version-id`, the instant that made it) in `.hoodie/.schema/<instant>.schemacommit`.
+first, each with its `version-id`, the instant that made it; Hudi 1.0 writes `version_id`) in
+`.hoodie/.schema/<instant>.schemacommit` (`<instant>_<completion>.schemacommit` from table version 8).
 
 A data file keeps the column names of the schema it was written with. Its schema version is the instant that
 wrote it (a base file's commit time, a log block's INSTANT_TIME): the history's version of that instant, else
@@ -83,7 +84,8 @@ class InternalSchema:
         return out
 
     def top_level_names(self) -> list[str]:
-        return [f.name for f in self.record.fields]
+        """The data columns (Spark SQL's internal schemas also list Hudi's meta fields)."""
+        return [f.name for f in self.record.fields if not f.name.startswith("_hoodie_")]
 
 
 def _node(j: Any) -> Node:
@@ -152,16 +154,18 @@ def read_history(storage: Storage) -> dict[int, InternalSchema]:
     Empty if the table keeps none (it does not use schema-on-read evolution)."""
     if not storage.exists(SCHEMA_FOLDER):
         return {}
-    names = tuple(sorted(n for n in storage.names(SCHEMA_FOLDER) if n.endswith(HISTORY_SUFFIX)))
+    names = tuple(sorted(n for n in storage.names(SCHEMA_FOLDER) if n.endswith(HISTORY_SUFFIX)))  # by instant
     key = (storage.full(SCHEMA_FOLDER), names)
     if key in _cache:
         return _cache[key]
     completed = _completed_instants(storage) if names else set()
     history: dict[int, InternalSchema] = {}
     for name in reversed(names):
-        if name[:-len(HISTORY_SUFFIX)] in completed:
+        if name[:-len(HISTORY_SUFFIX)].split("_", 1)[0] in completed:  # <instant>[_<completion>].schemacommit
             history = parse_history(storage.read_bytes(f"{SCHEMA_FOLDER}/{name}").decode("utf-8"))
             break
+    if len(_cache) > 256:  # a long-running worker sees many tables and history files
+        _cache.clear()
     _cache[key] = history
     return history
 

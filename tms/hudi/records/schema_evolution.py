@@ -112,7 +112,7 @@ def _require_consistent_history(table: HudiTable, history: dict[int, InternalSch
                                 as_of: str | None) -> None:
     """Files are renamed to the newest internal schema: it must be the one of the schema read (`target`)."""
     newest = max(history)
-    if as_of is not None and newest > int(as_of):
+    if as_of is not None and str(newest) > as_of:
         raise SchemaEvolutionError(
             f"table {table.name}: reading as of {as_of} on a table whose schema-on-read evolution changed the "
             f"schema since (version {newest}) is not supported; TMS reads such tables at their latest instant")
