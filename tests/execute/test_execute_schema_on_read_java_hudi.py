@@ -1,14 +1,14 @@
 """Java Hudi's schema-on-read evolution (hoodie.schema.on.read.enable), resolved by field id. Hudi 1.0.2's Spark
 SQL (table version 8) writes a MERGE_ON_READ table, then renames, drops, adds, moves and promotes columns with
 ALTER TABLE, with updates in between, so that file slices mix schema versions. TMS reads it as Java Hudi's
-snapshot does; TMS compacts it, and Java Hudi reads the compacted table as before and writes on. The harness
-(tests/hudi_java) is never skipped: a machine without it fails here with one line."""
+snapshot does; TMS compacts and clusters it, and Java Hudi reads the rewritten table as before and writes on.
+The harness (tests/hudi_java) is never skipped: a machine without it fails here with one line."""
 from __future__ import annotations
 
 import json
 
 import pytest
-from execute_support import plan_compaction
+from execute_support import plan_clustering, plan_compaction
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
@@ -25,7 +25,7 @@ def _plain(rows: list[dict]) -> list[dict]:
     return sorted(json.loads(json.dumps(data, default=str)), key=lambda r: r["id"])
 
 
-def test_schema_on_read_table_of_java_hudi_reads_and_compacts_by_field_id(tmp_path, java_hudi):
+def test_schema_on_read_table_of_java_hudi_reads_compacts_and_clusters_by_field_id(tmp_path, java_hudi):
     driver = java_hudi(8)
     path = tmp_path / "sor_v8"
     name = f"sor_{tmp_path.name.replace('-', '_')}"
@@ -61,11 +61,12 @@ def test_schema_on_read_table_of_java_hudi_reads_and_compacts_by_field_id(tmp_pa
         ours = read_snapshot(HudiTable.load(str(path)))
         assert _plain(ours.to_pylist()) == before, "TMS's snapshot read of the evolved table"
 
-        table = HudiTable.load(str(path))
-        instant = plan_compaction(table)
-        execute_instant(table, instant, LocalRunner(1))
-        assert java_snapshot() == before, "Java Hudi's snapshot read after TMS compacted"
-        assert _plain(read_snapshot(HudiTable.load(str(path))).to_pylist()) == before
+        for plan in (plan_compaction, plan_clustering):
+            table = HudiTable.load(str(path))
+            instant = plan(table)
+            execute_instant(table, instant, LocalRunner(1))
+            assert java_snapshot() == before, f"Java Hudi's snapshot read after TMS's {plan.__name__}"
+            assert _plain(read_snapshot(HudiTable.load(str(path))).to_pylist()) == before
 
         sql(f"UPDATE {name} SET note = 'n4', ts = 5 WHERE id = 4")             # Java writes on
         sql(f"INSERT INTO {name} VALUES (5, 'n5', 'e', 50, 5)")

@@ -38,7 +38,7 @@ from ..fs_view.file_names import BaseFileName
 from ..log_format.log_file import BlockType, LogBlock, read_log_file
 from ..storage.table_storage import Storage
 from .base_format import read_base_schema
-from .internal_schema import history_rename, history_rename_schema
+from .internal_schema import history_rename, history_rename_schema, read_history
 from .merge import (
     BASE_SEQ,
     KEY,
@@ -330,11 +330,15 @@ class BoundedMerge:
     # --- step 2: the base file's keys ---------------------------------------------------------------------
 
     def _base_instant(self) -> str:
+        """The instant that wrote the base file: its schema version on schema-on-read tables. A file not named
+        as Hudi names base files is read as stored (on other tables) or refused."""
         assert self.base_file is not None
         name = BaseFileName.parse(self.base_file.rsplit("/", 1)[-1])
-        if name is None:
-            raise HudiError(f"{self.base_file} is not a base file name")
-        return name.instant
+        if name is not None:
+            return name.instant
+        if read_history(self.storage):
+            raise HudiError(f"{self.base_file} is not a base file name: its schema version is unknown")
+        return "0"
 
     def _base_file(self) -> pq.ParquetFile:
         assert self.base_file is not None
