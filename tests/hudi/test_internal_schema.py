@@ -86,3 +86,14 @@ def test_a_type_change_tms_does_not_resolve_is_refused_naming_the_column():
     assert renamed.names == ["_hoodie_record_key", "id", "amount"]
     with pytest.raises(SchemaEvolutionError, match="column amount is int64 in older files and int32.*narrowing"):
         require_evolvable(renamed, pa.schema([("id", pa.int64()), ("amount", pa.int32())]), "base file f")
+
+
+def test_a_schema_on_read_type_change_tms_does_not_cast_is_refused():
+    """Schema-on-read allows long -> decimal (Spark's cast); TMS refuses it in one line."""
+    v1 = parse_internal_schema(V1)
+    v3 = parse_internal_schema({**V1, "version-id": 300, "fields": [_field(0, "id", "long"),
+                                                                     _field(1, "amount", "decimal(20, 0)")]})
+    renamed = rename_to_latest(WRITTEN_V1, v1, v3).schema
+    with pytest.raises(SchemaEvolutionError,
+                       match=r"column amount is int64 in older files and decimal128\(20, 0\).*TMS does not cast"):
+        require_evolvable(renamed, pa.schema([("id", pa.int64()), ("amount", pa.decimal128(20, 0))]), "base f")

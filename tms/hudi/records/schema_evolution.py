@@ -200,7 +200,7 @@ def relation(old: pa.DataType, new: pa.DataType, path: str = "") -> str:
         return SAME
     if (ok, nk) in _PROMOTIONS:
         return CAST
-    change = "a narrowing" if (nk, ok) in _PROMOTIONS else "a change Hudi does not resolve"
+    change = "a narrowing" if (nk, ok) in _PROMOTIONS else "a change TMS does not cast as Hudi does"
     raise _refusal(path, f"is {old} in older files and {new} in the table's schema, {change}")
 
 
