@@ -136,37 +136,45 @@ _COMPLETED_WRITES = (".commit", ".deltacommit", ".replacecommit")
 _cache: dict[tuple[str, tuple[str, ...]], dict[int, InternalSchema]] = {}
 
 
-def _completed_instants(storage: Storage) -> set[str]:
-    """Instants with a completed write on the active timeline (`.hoodie/` before table version 8,
-    `.hoodie/timeline/` from 8 on, where the name is `<instant>_<completion>.<action>`)."""
-    out = set()
+def _valid_instants(storage: Storage) -> tuple[set[str], str]:
+    """The instants with a completed write on the active timeline (`.hoodie/` before table version 8,
+    `.hoodie/timeline/` from 8 on, where the name is `<instant>_<completion>.<action>`), and the timeline's
+    first instant: a history file older than it belongs to an archived write, valid as Hudi takes it
+    (containsOrBeforeTimelineStarts)."""
+    completed, first = set(), ""
     for folder in (".hoodie", ".hoodie/timeline"):
         if storage.exists(folder):
             for n in storage.names(folder):
+                instant = n.split(".", 1)[0].split("_", 1)[0]
+                if not instant.isdigit():
+                    continue
+                first = min(first, instant) if first else instant
                 if n.endswith(_COMPLETED_WRITES):
-                    out.add(n.split(".", 1)[0].split("_", 1)[0])
-    return out
+                    completed.add(instant)
+    return completed, first
 
 
 def read_history(storage: Storage) -> dict[int, InternalSchema]:
-    """The table's internal schema history, by version id: the newest `.schemacommit` file whose instant
-    completed (each holds all versions before it; files of failed writes are ignored, as Hudi ignores them).
-    Empty if the table keeps none (it does not use schema-on-read evolution)."""
+    """The table's internal schema history, by version id: the newest `.schemacommit` file whose write
+    completed (each holds all versions before it; files of failed or pending writes are ignored, as Hudi ignores
+    them). Empty if the table keeps none (it does not use schema-on-read evolution)."""
     if not storage.exists(SCHEMA_FOLDER):
         return {}
     names = tuple(sorted(n for n in storage.names(SCHEMA_FOLDER) if n.endswith(HISTORY_SUFFIX)))  # by instant
     key = (storage.full(SCHEMA_FOLDER), names)
     if key in _cache:
         return _cache[key]
-    completed = _completed_instants(storage) if names else set()
+    completed, first = _valid_instants(storage) if names else (set(), "")
     history: dict[int, InternalSchema] = {}
     for name in reversed(names):
-        if name[:-len(HISTORY_SUFFIX)].split("_", 1)[0] in completed:  # <instant>[_<completion>].schemacommit
+        instant = name[:-len(HISTORY_SUFFIX)].split("_", 1)[0]  # <instant>[_<completion>].schemacommit
+        if instant in completed or (first and instant < first):
             history = parse_history(storage.read_bytes(f"{SCHEMA_FOLDER}/{name}").decode("utf-8"))
+            if name == names[-1]:  # a newer file of a pending write may become valid: keep looking then
+                if len(_cache) > 256:  # a long-running worker sees many tables and history files
+                    _cache.clear()
+                _cache[key] = history
             break
-    if len(_cache) > 256:  # a long-running worker sees many tables and history files
-        _cache.clear()
-    _cache[key] = history
     return history
 
 
