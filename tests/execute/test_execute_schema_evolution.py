@@ -272,7 +272,7 @@ def _narrow_v(schema_json: str) -> str:
     return json.dumps(schema)
 
 
-def test_schema_on_read_tables_are_refused(tmp_path):
+def test_schema_on_read_without_schema_history_is_refused(tmp_path):
     path = tmp_path / "t"
     writer = HudiWriter.create_table(str(path), table_type="COPY_ON_WRITE", version=6, key=["id"], ordering=["ts"],
                                      partition=["city"], schema=_schema(pa.int64()))
@@ -325,3 +325,92 @@ def test_tms_write_evolves_the_schema_when_asked_and_refuses_what_hudi_does_not_
     assert refused.exit_code != 0
     assert "column note is string in older files and struct<a: int64>" in refused.output, refused.output
     assert _snapshot_of_files(path) == before
+
+
+def _internal(version: str, fields: list[tuple[int, str, str]]) -> dict:
+    return {"max_column_id": max(f[0] for f in fields), "version-id": int(version), "type": "record",
+            "fields": [{"id": i, "name": n, "optional": True, "type": t} for i, n, t in fields]}
+
+
+def _commit_file(path: Path, instant: str) -> Path:
+    return path / ".hoodie" / f"{instant}.deltacommit"
+
+
+def _schema_on_read_table(path: Path) -> dict[int, dict]:
+    """A MOR table written as Spark SQL writes it with hoodie.schema.on.read.enable: inserts and updates in
+    version 1 (id, ts, city, v long, w string), then an ALTER TABLE commit (v renamed val and promoted to
+    double, w dropped, a new w added before val), then updates in version 2: file slices mixing both versions.
+    Returns the rows Hudi reads, by id."""
+    v1_fields = [(0, "id", "long"), (1, "ts", "long"), (2, "city", "string"), (3, "v", "long"), (4, "w", "string")]
+    writer = HudiWriter.create_table(str(path), table_type="MERGE_ON_READ", version=6, key=["id"],
+                                     ordering=["ts"], partition=["city"],
+                                     schema=pa.schema(BASE + [("v", pa.int64()), ("w", pa.string())]))
+    c1 = writer.write([{"id": i, "ts": 1, "city": ["sf", "nyc"][i % 2], "v": 10 * i, "w": f"w{i}"}
+                       for i in range(4)], "insert").instant
+    c2 = writer.write([{"id": i, "ts": 2, "city": ["sf", "nyc"][i % 2], "v": 100 + i, "w": "u"}
+                       for i in (0, 1)]).instant  # log blocks of version 1
+    v1 = _internal(c1, v1_fields)
+    schema_dir = path / ".hoodie" / ".schema"
+    schema_dir.mkdir()
+    (schema_dir / f"{c1}.schemacommit").write_text(json.dumps({"schemas": [v1]}))
+    for c in (c1, c2):
+        meta = json.loads(_commit_file(path, c).read_text())
+        meta["extraMetadata"]["latest_schema"] = json.dumps(v1)
+        _commit_file(path, c).write_text(json.dumps(meta))
+    # ALTER TABLE: an empty deltacommit recording the new schemas, and the history with version 2 first
+    c3 = str(int(c2) + 1)
+    v2 = _internal(c3, [(0, "id", "long"), (1, "ts", "long"), (2, "city", "string"), (5, "w", "string"),
+                        (3, "val", "double")])
+    avro = json.loads(json.loads(_commit_file(path, c2).read_text())["extraMetadata"]["schema"])
+    by_name = {f["name"]: f for f in avro["fields"]}
+    avro["fields"] = [by_name["id"], by_name["ts"], by_name["city"], {**by_name["w"]},
+                      {**by_name["v"], "name": "val", "type": ["null", "double"]}]
+    meta = json.loads(_commit_file(path, c2).read_text())
+    meta.update(partitionToWriteStats={}, operationType="ALTER_SCHEMA")
+    meta["extraMetadata"] = {"schema": json.dumps(avro), "latest_schema": json.dumps(v2)}
+    for suffix in (".deltacommit.requested", ".deltacommit.inflight"):
+        (path / ".hoodie" / f"{c3}{suffix}").write_text("")
+    _commit_file(path, c3).write_text(json.dumps(meta))
+    (schema_dir / f"{c3}.schemacommit").write_text(json.dumps({"schemas": [v2, v1]}))
+    table = HudiTable.load(str(path))
+    HudiWriter(table).write([{"id": 1, "ts": 4, "city": "nyc", "w": "new1", "val": 1.5},
+                             {"id": 5, "ts": 4, "city": "nyc", "w": "new5", "val": 2.5}])  # version 2 blocks
+    # a failed ALTER TABLE's history (no completed commit of its instant): ignored, as Hudi ignores it
+    failed = str(int(c3) + 10**6)
+    v3 = _internal(failed, [(0, "id", "long"), (1, "ts", "long"), (2, "city", "string"), (3, "bogus", "double")])
+    (schema_dir / f"{failed}.schemacommit").write_text(json.dumps({"schemas": [v3, v2, v1]}))
+    expected = {0: (0, None, 100.0), 1: (1, "new1", 1.5), 2: (2, None, 20.0), 3: (3, None, 30.0),
+                5: (5, "new5", 2.5)}
+    return {i: dict(zip(("id", "w", "val"), r, strict=True)) for i, r in expected.items()}
+
+
+def _read_by_id(path: Path) -> tuple[pa.Schema, dict[int, dict]]:
+    rows = read_snapshot(HudiTable.load(str(path)))
+    return rows.schema, {r["id"]: {k: r[k] for k in ("id", "w", "val")} for r in rows.to_pylist()}
+
+
+def test_schema_on_read_table_reads_compacts_and_clusters_by_field_id(tmp_path):
+    path = tmp_path / "t"
+    expected = _schema_on_read_table(path)
+    data_columns = ["id", "ts", "city", "w", "val"]
+    schema, got = _read_by_id(path)
+    assert [n for n in schema.names if not n.startswith("_hoodie_")] == data_columns
+    assert schema.field("val").type == pa.float64()
+    assert got == expected
+    latest = json.loads(_commit_file(path, max(p.name.split(".")[0] for p in (path / ".hoodie").glob(
+        "*.deltacommit"))).read_text())["extraMetadata"]["latest_schema"]
+    assert json.loads(latest)["fields"][3]["id"] == 5  # TMS's write kept the internal schema
+
+    for plan in (plan_compaction, plan_clustering):
+        table = HudiTable.load(str(path))
+        instant = plan(table)
+        execute_instant(table, instant, LocalRunner(1))
+        schema, got = _read_by_id(path)
+        assert got == expected, plan.__name__
+        action = "commit" if plan is plan_compaction else "replacecommit"
+        extra = json.loads((path / ".hoodie" / f"{instant}.{action}").read_text())["extraMetadata"]
+        assert json.loads(extra["latest_schema"]) == json.loads(latest)  # as Hudi's compaction and clustering
+        written = [f for f in _base_files(path) if instant in os.path.basename(f)]
+        assert written
+        for f in written:
+            assert [n for n in pq.read_schema(f).names if not n.startswith("_hoodie_")] == data_columns

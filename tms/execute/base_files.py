@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from tms.hudi.errors import HudiError
 from tms.hudi.fs_view.file_names import BaseFileName
-from tms.hudi.records import base_format, schema_evolution
+from tms.hudi.records import base_format, internal_schema, schema_evolution
 from tms.hudi.records.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, DynamicBloomBuilder, dynamic_bloom_filter
 from tms.hudi.records.merge import KEY
 from tms.hudi.records.schema import with_meta_fields
@@ -57,9 +57,16 @@ def output_extension(table: HudiTable) -> str:
 def read_base_file(storage: Storage, rel: str, schema: pa.Schema | None = None) -> pa.Table:
     """The rows of a base file; with `schema` (the output's), a file whose schema does not evolve into it is
     refused before its rows are read."""
-    if schema is not None:
-        schema_evolution.require_evolvable(base_format.read_base_schema(storage, rel), schema, f"base file {rel}")
-    return base_format.read_base_file(storage, rel)
+    if schema is None:
+        return base_format.read_base_file(storage, rel)
+    name = BaseFileName.parse(rel.rsplit("/", 1)[-1])
+    if name is None:
+        raise HudiError(f"{rel} is not a base file name")
+    schema_evolution.require_evolvable(
+        internal_schema.history_rename_schema(storage, base_format.read_base_schema(storage, rel), name.instant),
+        schema, f"base file {rel}")
+    # columns renamed by schema-on-read evolution take their latest names
+    return internal_schema.history_rename(storage, base_format.read_base_file(storage, rel), name.instant)
 
 
 def with_file_name(rows: pa.Table, name: str) -> pa.Table:

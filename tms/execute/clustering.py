@@ -21,6 +21,7 @@ from tms.hudi.records.merge import KEY, merge_records, scan_logs
 from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
 from tms.hudi.records.merge_rules import MergeRules, merge_rules
 from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.records.schema_evolution import internal_schema_metadata
 from tms.hudi.records.sorted_runs import SortedRuns
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import WriteConflictError, find_conflicts, pending_writes_over
@@ -254,6 +255,7 @@ class ClusteringExecutor(ActionExecutor):
                 replaced[input_slice.partition_path or ""].append(input_slice.file_id or "")  # start checked it
         meta = CommitMetadata(partition_to_write_stats=dict(written),
                               extra_metadata={"schema": json.dumps(self.data_schema),
+                                              **internal_schema_metadata(self.table),
                                               **ttl_commit_metadata(self.plan.extra_metadata)},
                               operation_type="CLUSTER", partition_to_replace_file_ids=dict(replaced))
         with self.transactions.transaction():

@@ -24,6 +24,7 @@ from tms.hudi.records.merge import KEY, LogScan, merge_records, scan_logs
 from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
 from tms.hudi.records.merge_rules import merge_rules
 from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.records.schema_evolution import internal_schema_metadata
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.serde import (
@@ -229,8 +230,10 @@ class CompactionExecutor(ActionExecutor):
         for s in stats:
             by_partition[s.partition_path or ""].append(s)  # compact_file_group sets it
         meta = CommitMetadata(partition_to_write_stats=dict(by_partition), compacted=True,
-                              extra_metadata={"schema": json.dumps(self.data_schema), **ttl_commit_metadata(
-                                  self.plan.extra_metadata)}, operation_type="COMPACT")
+                              extra_metadata={"schema": json.dumps(self.data_schema),
+                                              **internal_schema_metadata(self.table),
+                                              **ttl_commit_metadata(self.plan.extra_metadata)},
+                              operation_type="COMPACT")
         with self.transactions.transaction():  # compaction never conflicts: later writes go to the next slice
             fence()
             # the MDT first, then the data instant

@@ -33,9 +33,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..errors import HudiError
+from ..fs_view.file_names import BaseFileName
 from ..log_format.log_file import BlockType, LogBlock, read_log_file
 from ..storage.table_storage import Storage
 from .base_format import read_base_schema
+from .internal_schema import history_rename, history_rename_schema, read_history
 from .merge import (
     BASE_SEQ,
     KEY,
@@ -50,7 +53,7 @@ from .merge import (
 )
 from .merge_rules import MergeRules
 from .schema import avro_to_arrow
-from .schema_evolution import project, require_evolvable
+from .schema_evolution import SchemaEvolutionError, project, require_evolvable
 
 # The control columns of an event (payload columns keep their own names; none starts with "__").
 _K, _SEQ, _DEL, _BDEL, _RESET, _N, _ROW = "__key", "__seq", "__del", "__bdel", "__reset", "__n", "__row"
@@ -240,8 +243,10 @@ class BoundedMerge:
                 what = f"the log block of instant {instant} in {paths[pos]}"
                 require_full_records(b, what)
                 if b.schema is not None:
-                    require_evolvable(avro_to_arrow(b.schema), self.schema, what)
-                parts = self._block_records(b, what)
+                    require_evolvable(history_rename_schema(self.storage, avro_to_arrow(b.schema), instant),
+                                      self.schema, what)
+                # columns renamed by schema-on-read evolution take their latest names
+                parts = self._block_records(b, instant, what)
                 count = b.record_count()
             done = 0
             for part in parts:
@@ -252,12 +257,14 @@ class BoundedMerge:
                 # the share of the block read so far: a block can hold most of the logs
                 yield events, before + int(b.size * min(1.0, done / max(count, 1))), total
 
-    def _block_records(self, block: LogBlock, what: str) -> Iterator[pa.Table]:
+    def _block_records(self, block: LogBlock, instant: str, what: str) -> Iterator[pa.Table]:
         """A data block's records in batches of about an eighth of the budget of content, read and decoded a batch
         at a time (neither the block's bytes nor its records are held whole)."""
         if block.schema is None and block.block_type is BlockType.PARQUET_DATA:
-            require_evolvable(block.parquet_file().schema_arrow, self.schema, what)
-        yield from block.record_batches(max(self.budget // 8, 1))
+            require_evolvable(history_rename_schema(self.storage, block.parquet_file().schema_arrow, instant),
+                              self.schema, what)
+        for part in block.record_batches(max(self.budget // 8, 1)):
+            yield history_rename(self.storage, part, instant)
 
     def _control(self, keys: pa.Array | pa.ChunkedArray, pos: int, ords: list[pa.Array], deleted: pa.Array,
                  block_deletes: bool, resets: pa.Array, arrival: int) -> list[pa.Array | pa.ChunkedArray]:
@@ -329,6 +336,17 @@ class BoundedMerge:
         return buckets
 
     # --- step 2: the base file's keys ---------------------------------------------------------------------
+
+    def _base_instant(self) -> str:
+        """The instant that wrote the base file: its schema version on schema-on-read tables. A file not named
+        as Hudi names base files is read as stored (on other tables) or refused."""
+        assert self.base_file is not None
+        name = BaseFileName.parse(self.base_file.rsplit("/", 1)[-1])
+        if name is not None:
+            return name.instant
+        if read_history(self.storage):
+            raise HudiError(f"{self.base_file} is not a base file name: its schema version is unknown")
+        return "0"
 
     def _base_file(self) -> pq.ParquetFile:
         assert self.base_file is not None
@@ -473,8 +491,14 @@ class BoundedMerge:
         import time
         started = time.monotonic()
         if self.base_file is not None:
-            require_evolvable(read_base_schema(self.storage, self.base_file), self.schema,
-                              f"base file {self.base_file}")
+            stored = read_base_schema(self.storage, self.base_file)
+            renamed = history_rename_schema(self.storage, stored, self._base_instant())
+            require_evolvable(renamed, self.schema, f"base file {self.base_file}")
+            moved = [f for f in self.rules.ordering if f in renamed.names and f not in stored.names]
+            if moved:  # the base keys are streamed by column name
+                raise SchemaEvolutionError(
+                    f"base file {self.base_file}: ordering field {moved[0]} was renamed by schema-on-read "
+                    "evolution; TMS's bounded merge reads ordering values by stored name and refuses it")
         with ExitStack() as stack:
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="tms-merge-", dir=self.spill_dir))
             logs = self._scan_logs(stack, tmp)
@@ -495,7 +519,8 @@ class BoundedMerge:
         cursors = [_Cursor(c) for c in changes]
         start = 0
         for batch in pf.iter_batches(batch_size=self._batch_rows(pf)):
-            rows = project(pa.Table.from_batches([batch]), self.schema)
+            rows = project(history_rename(self.storage, pa.Table.from_batches([batch]), self._base_instant()),
+                           self.schema)
             n = rows.num_rows
             end = start + n
             got = [b for c in cursors for b in c.take_below(end)]

@@ -22,6 +22,7 @@ from ..log_format.log_file import BlockType, LogBlock, read_log_file
 from ..storage.table_storage import Storage
 from ..table.properties import TableConfig
 from .base_format import read_base_file, read_base_schema
+from .internal_schema import history_rename, history_rename_schema
 from .merge_rules import IS_DELETED, MergeRules, merge_rules
 from .schema import avro_to_arrow
 from .schema_evolution import evolve_column, project, require_evolvable, slice_schema
@@ -72,8 +73,10 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
         what = f"the log block of instant {instant} in {paths[pos]}"
         require_full_records(b, what)
         if schema is not None and b.schema is not None:
-            require_evolvable(avro_to_arrow(b.schema), schema, what)
+            require_evolvable(history_rename_schema(storage, avro_to_arrow(b.schema), instant), schema, what)
         records = b.records()
+        if schema is not None:  # columns renamed by schema-on-read evolution take their latest names
+            records = history_rename(storage, records, instant)
         if schema is not None and b.schema is None:
             require_evolvable(records.schema, schema, what)
         scan.data.append(records)
@@ -97,8 +100,11 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
     schemas are read in it (see `schema_evolution`), or refused before their rows are read."""
     rules = merge_rules(config)
     if schema is not None and fs.base_file:
-        require_evolvable(read_base_schema(storage, fs.base_file.path), schema, f"base file {fs.base_file.path}")
+        require_evolvable(history_rename_schema(storage, read_base_schema(storage, fs.base_file.path),
+                                                fs.base_file.instant), schema, f"base file {fs.base_file.path}")
     base = read_base_file(storage, fs.base_file.path) if fs.base_file else None
+    if base is not None and schema is not None and fs.base_file:
+        base = history_rename(storage, base, fs.base_file.instant)
     if not fs.log_files:
         if base is None:
             raise HudiError(f"file slice {fs.file_id}@{fs.base_instant} has neither base nor log files")

@@ -1,5 +1,4 @@
-"""Schema evolution across file slices, blocks and files, as Hudi's readers and writers do it (without
-schema-on-read).
+"""Schema evolution across file slices, blocks and files, as Hudi's readers and writers do it.
 
 The table's schema is the one of its latest completed write (`extraMetadata.schema`), else its create
 schema (Hudi's TableSchemaResolver). Reads, compaction and clustering return rows in it: base files and log
@@ -12,9 +11,11 @@ HoodieAvroUtils.rewritePrimaryTypeWithDiffSchemaType casts it:
     double, bytes (UTF-8), date (yyyy-MM-dd), decimal (BigDecimal.toString) -> string
     decimal(p, s) -> decimal(p', s') with s' >= s and p' - s' >= p - s
 
-Numbers become strings as Java's toString writes them (1.0E10, not 1e+10). Anything else (a narrowing, an
-incompatible type, a dropped column, schema-on-read evolution's renames and drops by field id) is refused with
-one line (SchemaEvolutionError) before a row is read or written."""
+Numbers become strings as Java's toString writes them (1.0E10, not 1e+10). With schema-on-read evolution
+(`hoodie.schema.on.read.enable`), each file's columns are first renamed to the latest internal schema by field
+id (`internal_schema`: renamed columns keep their values, dropped ones vanish), then projected the same way.
+Anything else (a narrowing, an incompatible type, a column dropped without schema-on-read) is refused with one
+line (SchemaEvolutionError) before a row is read or written."""
 from __future__ import annotations
 
 import decimal
@@ -27,13 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import UnsupportedTableError
+from .internal_schema import INTERNAL_SCHEMA_KEY, SCHEMA_FOLDER, InternalSchema, read_history, rename_schema, search
 from .schema import avro_to_arrow, with_meta_fields
 
 if TYPE_CHECKING:
     from ..table.hudi_table import HudiTable
 
-# Where Hudi's schema-on-read keeps the internal schema (SerDeHelper.LATEST_SCHEMA) and its history.
-INTERNAL_SCHEMA_KEY = "latest_schema"
 SCHEMA_ON_READ = "hoodie.schema.on.read.enable"
 
 
@@ -59,33 +59,69 @@ def latest_data_schema(table: HudiTable, as_of: str | None = None) -> dict[str, 
     return None
 
 
+def internal_schema_metadata(table: HudiTable) -> dict[str, str]:
+    """On a schema-on-read table, the extra metadata entry every commit carries as Hudi's compaction and
+    clustering carry it (the internal schema of the latest write that records one), so that Java readers and
+    writers after it go on resolving columns by field id; empty on other tables."""
+    tl = table.timeline
+    for inst in reversed(tl.completed_writes()):
+        text = tl.commit_metadata(inst).extra_metadata.get(INTERNAL_SCHEMA_KEY)
+        if text:
+            return {INTERNAL_SCHEMA_KEY: text}
+    return {}
+
+
 def full_arrow_schema(data_schema: dict[str, Any]) -> pa.Schema:
     """The Arrow schema of the table's rows: meta fields, then the data fields."""
     return avro_to_arrow(with_meta_fields(data_schema))
 
 
 def require_resolvable_history(table: HudiTable, data_schema: dict[str, Any], as_of: str | None = None) -> None:
-    """Refuse, before any file is read, a table whose recorded schemas TMS cannot resolve to `data_schema`:
-    schema-on-read evolution (an internal schema in the commit metadata), or a schema of an earlier write on
-    the active timeline that does not evolve into it. Files of archived writes are checked as they are read."""
+    """Refuse, before any file is read, a table whose recorded schemas TMS cannot resolve to `data_schema`: a
+    schema of an earlier write on the active timeline that does not evolve into it (by column name, or with
+    schema-on-read evolution by field id, see `internal_schema`). Files of archived writes are checked as they
+    are read."""
     tl = table.timeline
     target = avro_to_arrow(data_schema)
-    seen: set[str] = set()
+    history = read_history(table.storage)
+    if history:
+        _require_consistent_history(table, history, target, as_of)
+    seen: set[tuple[str, int]] = set()
     for inst in tl.completed_writes():
         if as_of is not None and inst.timestamp > as_of:
             continue
         extra = tl.commit_metadata(inst).extra_metadata
-        if extra.get(INTERNAL_SCHEMA_KEY):
+        if extra.get(INTERNAL_SCHEMA_KEY) and not history:
             raise SchemaEvolutionError(
                 f"table {table.name} uses schema-on-read evolution ({SCHEMA_ON_READ}: commit {inst.timestamp} "
-                "records an internal schema, whose renamed, dropped and reordered columns are resolved by field "
-                "id); TMS does not resolve those and refuses rather than read the table wrongly")
+                f"records an internal schema) but keeps no schema history in {SCHEMA_FOLDER}, which names the "
+                "columns of each file by field id; TMS refuses rather than read the table wrongly")
         text = extra.get("schema")
-        if not text or text in seen:
+        written = search(history, inst.timestamp) if history else None
+        key = (text or "", written.version_id if written else -1)
+        if not text or key in seen:
             continue
-        seen.add(text)
-        require_evolvable(avro_to_arrow(json.loads(text)), target,
-                          f"table {table.name}: the schema of commit {inst.timestamp}")
+        seen.add(key)
+        old = avro_to_arrow(json.loads(text))
+        if history:
+            old = rename_schema(old, written or history[min(history)], history[max(history)])
+        require_evolvable(old, target, f"table {table.name}: the schema of commit {inst.timestamp}")
+
+
+def _require_consistent_history(table: HudiTable, history: dict[int, InternalSchema], target: pa.Schema,
+                                as_of: str | None) -> None:
+    """Files are renamed to the newest internal schema: it must be the one of the schema read (`target`)."""
+    newest = max(history)
+    if as_of is not None and str(newest) > as_of:
+        raise SchemaEvolutionError(
+            f"table {table.name}: reading as of {as_of} on a table whose schema-on-read evolution changed the "
+            f"schema since (version {newest}) is not supported; TMS reads such tables at their latest instant")
+    names = [n for n in target.names if not n.startswith("_hoodie_")]
+    if history[newest].top_level_names() != names:
+        raise SchemaEvolutionError(
+            f"table {table.name}: the latest internal schema (version {newest}, columns "
+            f"{', '.join(history[newest].top_level_names())}) is not the latest commit's schema (columns "
+            f"{', '.join(names)}); TMS refuses rather than guess which names the files' columns take")
 
 
 # --- which changes resolve ------------------------------------------------------------------------------------
@@ -164,7 +200,7 @@ def relation(old: pa.DataType, new: pa.DataType, path: str = "") -> str:
         return SAME
     if (ok, nk) in _PROMOTIONS:
         return CAST
-    change = "a narrowing" if (nk, ok) in _PROMOTIONS else "a change Hudi does not resolve"
+    change = "a narrowing" if (nk, ok) in _PROMOTIONS else "a change TMS does not cast as Hudi does"
     raise _refusal(path, f"is {old} in older files and {new} in the table's schema, {change}")
 
 

@@ -34,7 +34,9 @@ from ..records.merge import KEY, LogScan, merge_records, merge_slice
 from ..records.merge_rules import merge_rules
 from ..records.schema import META_FIELDS, arrow_to_avro, avro_to_arrow, with_meta_fields
 from ..records.schema_evolution import (
+    SchemaEvolutionError,
     full_arrow_schema,
+    internal_schema_metadata,
     latest_data_schema,
     require_evolvable,
     require_resolvable_history,
@@ -136,6 +138,10 @@ class HudiWriter:
         for f in self.config.record_key_fields + self.config.ordering_fields + self.config.partition_fields:
             if f not in schema.names:
                 raise HudiError(f"field {f!r} is not in the records' schema (fields: {', '.join(schema.names)})")
+        if internal_schema_metadata(self.table):
+            raise SchemaEvolutionError(
+                f"table {self.config.name} uses schema-on-read evolution: TMS's writer does not evolve its internal "
+                "schema (new field ids); change the schema with Spark SQL's ALTER TABLE, then write")
         require_evolvable(avro_to_arrow(current), avro_to_arrow(evolved),
                           f"table {self.config.name}: the records' schema")
         require_resolvable_history(self.table, evolved)
@@ -181,6 +187,7 @@ class HudiWriter:
             avro_schema = self._evolved_schema(avro_schema, schema)
         arrow_schema = avro_to_arrow(avro_schema)
         self._table_schema = full_arrow_schema(avro_schema)
+        internal = internal_schema_metadata(self.table)  # kept on schema-on-read tables, as Hudi's writers keep it
         incoming = self._to_arrow(records, arrow_schema, op)
         rules = merge_rules(self.config)
         if len(rules.ordering) > 1:
@@ -199,7 +206,7 @@ class HudiWriter:
         self._heartbeat(ts)
         inflight = tl.transition_to_inflight(instant, serialize_commit_metadata(  # its extra metadata names it
             CommitMetadata(operation_type=op.upper(),
-                           extra_metadata={**(extra_metadata or {}), "schema": json.dumps(avro_schema)}),
+                           extra_metadata={**(extra_metadata or {}), **internal, "schema": json.dumps(avro_schema)}),
             self.config.version))
 
         view = self.table.file_system_view()
@@ -250,7 +257,7 @@ class HudiWriter:
                 task += 1
 
         meta = CommitMetadata(partition_to_write_stats=_group_stats(stats), compacted=False,
-                              extra_metadata={**(extra_metadata or {}), "schema": json.dumps(avro_schema)},
+                              extra_metadata={**(extra_metadata or {}), **internal, "schema": json.dumps(avro_schema)},
                               operation_type=op.upper())
         self.table.storage.write_atomic(tl.path_of(inflight), serialize_commit_metadata(meta, self.config.version),
                                         overwrite=True)
