@@ -1,5 +1,5 @@
-"""The Spark runner on each object store (S3 on the moto server, Azure Blob storage on Azurite): `tms execute`
-through spark-submit, and a queue's warm engine, both on a standalone cluster, compact and then clean a table.
+"""The Spark runner on each object store (S3 on the moto server, Azure Blob storage on Azurite), on a standalone
+cluster: `tms execute` compacts a table in a job of its own (spark-submit), then a queue's warm engine cleans it.
 
 The jobs, the cluster and its executors reach the stores only by TMS_STORAGE_ROOT_OPTIONS, with credentials
 named by an environment variable and a file: the endpoints' own variables are not in their environment and
@@ -13,7 +13,6 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from execute_support import ModelledTable, plan_clean_of_old_versions, plan_compaction, write_history
@@ -90,46 +89,28 @@ def _endpoint_env(endpoint) -> Iterator[None]:
         yield
 
 
-def _compact_then_clean(t: ModelledTable, endpoint, execute) -> None:
-    """Compact every file group, then clean the old file slices, each by `execute(instant, service)`."""
+@pytest.mark.slow  # ~90 s a store on 2 busy cores, and ~100 s for the cluster and the engine to start
+def test_a_spark_job_compacts_and_a_warm_engine_cleans_a_table_on_an_object_store(
+        store_base, store_endpoint, cluster, warm_engine, tmp_path):
+    t = ModelledTable(f"{store_base}/t", "MERGE_ON_READ", 8)
+    write_history(t)
+
     compaction = plan_compaction(t.table())
-    execute(compaction, "compaction")
+    confs = [arg for key, value in ON_THE_CLUSTER.items() for arg in ("--conf", f"{key}={value}")]
+    _tms("execute", t.path, "--instant", compaction, "--master", cluster, *confs)  # a job of its own
     assert t.table().timeline.get(compaction).is_completed
+
     clean, doomed = plan_clean_of_old_versions(t.table())
     assert doomed, "the compaction left old file slices"
-    execute(clean, "clean")
+    log = tmp_path / "clean.log"
+    plan = warm_engine.run(f"clean-{clean}", ["--table", t.path, "--instant", clean, "--action", "clean"], log)
+    assert plan.wait(300) == 0, log.read_text()
+    assert f"{warm_engine.app_id} (warm engine, job group" in log.read_text(), "the clean ran on the engine"
     assert t.table().timeline.get(clean).is_completed
-    prefix = endpoint.key(t.path)
-    keys = set(endpoint.keys(prefix))
+
+    prefix = store_endpoint.key(t.path)
+    keys = set(store_endpoint.keys(prefix))
     assert keys and not {f"{prefix}/{rel}" for rel in doomed} & keys, "the cleaned files are gone"
     assert "ok: no differences" in _tms("verify", t.path)
-    with _endpoint_env(endpoint):
+    with _endpoint_env(store_endpoint):
         t.check()
-
-
-@pytest.mark.slow
-def test_spark_jobs_on_a_cluster_compact_and_clean_a_table_on_an_object_store(store_base, store_endpoint, cluster):
-    t = ModelledTable(f"{store_base}/t", "MERGE_ON_READ", 8)
-    write_history(t)
-    confs = [arg for key, value in ON_THE_CLUSTER.items() for arg in ("--conf", f"{key}={value}")]
-
-    def execute(instant: str, service: str) -> None:
-        _tms("execute", t.path, "--instant", instant, "--master", cluster, *confs)
-
-    _compact_then_clean(t, store_endpoint, execute)
-
-
-@pytest.mark.slow
-def test_a_warm_engine_compacts_and_cleans_a_table_on_an_object_store(store_base, store_endpoint, warm_engine,
-                                                                      tmp_path):
-    t = ModelledTable(f"{store_base}/t", "MERGE_ON_READ", 8)
-    write_history(t)
-
-    def execute(instant: str, service: str) -> None:
-        log: Path = tmp_path / f"{service}.log"
-        plan = warm_engine.run(f"{service}-{instant}", ["--table", t.path, "--instant", instant, "--action", service],
-                               log)
-        assert plan.wait(300) == 0, log.read_text()
-        assert f"{warm_engine.app_id} (warm engine, job group" in log.read_text()
-
-    _compact_then_clean(t, store_endpoint, execute)
