@@ -1,10 +1,11 @@
 """The Spark runner on each object store (S3 on the moto server, Azure Blob storage on Azurite), on a standalone
 cluster: `tms execute` compacts a table in a job of its own (spark-submit), then a queue's warm engine cleans it.
 
-The jobs, the cluster and its executors reach the stores only by TMS_STORAGE_ROOT_OPTIONS, with credentials
-named by an environment variable and a file: the endpoints' own variables are not in their environment and
-the default S3 endpoint is a dead one on loopback. A standalone cluster's executors are its worker's processes,
-not children of the job's driver, so they reach a store only if the job hands them its root's options.
+The jobs' drivers reach the stores only by TMS_STORAGE_ROOT_OPTIONS, with credentials named by an environment
+variable and a file: the endpoints' own variables are not in their environment and the default S3 endpoint is a
+dead one on loopback. The cluster's worker is started without the options and the credentials, and its
+executors are its processes, not children of the job's driver: they reach a store only as the job hands them
+its root's options (the worker of a cluster elsewhere has neither).
 Afterwards TMS's reader and hudi-rs read exactly the model's rows, the cleaned objects are gone and
 `tms verify` finds nothing."""
 from __future__ import annotations
@@ -35,9 +36,28 @@ def _tms(*args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def roots_only(s3_endpoint, azure_endpoint, tmp_path_factory) -> Iterator[None]:
-    """This process's environment (and so the jobs' and the cluster's) without the endpoints' variables, and
-    with each store's root, its options and the credentials they name."""
+def no_store_env(s3_endpoint, azure_endpoint) -> Iterator[None]:
+    """This process's environment (and so the cluster's and the jobs') without the endpoints' variables."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in {*s3_endpoint.env(), *azure_endpoint.env()}:
+            mp.delenv(name, raising=False)
+        mp.setenv("AWS_ENDPOINT_URL", DEAD_ENDPOINT)
+        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        yield
+
+
+@pytest.fixture(scope="module")
+def cluster(no_store_env, tmp_path_factory) -> Iterator[str]:
+    """A standalone cluster started before the roots' options are set: its worker, and so the executors it
+    starts, have neither them nor the credentials, as on a real cluster."""
+    with standalone_cluster(tmp_path_factory.mktemp("spark-work")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def roots_only(cluster, s3_endpoint, azure_endpoint, tmp_path_factory) -> Iterator[str]:
+    """Each store's root, its options and the credentials they name, in this process (and so the jobs'
+    drivers'); yields the cluster's master."""
     from azure_endpoint import ACCOUNT, ACCOUNT_KEY
     from s3_endpoint import ACCESS_KEY, REGION, SECRET_KEY
 
@@ -48,28 +68,18 @@ def roots_only(s3_endpoint, azure_endpoint, tmp_path_factory) -> Iterator[None]:
                          "key_id_env": "LAKE_KEY_ID", "secret_file": str(secret_file)},
                azure_root: {"endpoint": azure_endpoint.url, "account": ACCOUNT, "secret_env": "LAKE_ACCOUNT_KEY"}}
     with pytest.MonkeyPatch.context() as mp:
-        for name in {*s3_endpoint.env(), *azure_endpoint.env()}:
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_ENDPOINT_URL", DEAD_ENDPOINT)
-        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
         mp.setenv("TMS_STORAGE_ROOTS", f"{s3_root},{azure_root}")
         mp.setenv(ROOT_OPTIONS_ENV, json.dumps(options))
         mp.setenv("LAKE_KEY_ID", ACCESS_KEY)
         mp.setenv("LAKE_ACCOUNT_KEY", ACCOUNT_KEY)
-        yield
+        yield cluster
 
 
 @pytest.fixture(scope="module")
-def cluster(roots_only, tmp_path_factory) -> Iterator[str]:
-    with standalone_cluster(tmp_path_factory.mktemp("spark-work")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def warm_engine(cluster, tmp_path_factory) -> Iterator[WarmEngine]:
+def warm_engine(roots_only, tmp_path_factory) -> Iterator[WarmEngine]:
     """A queue's warm engine on the cluster: one executor of one core."""
     work = tmp_path_factory.mktemp("warm")
-    spec = EngineSpec(queue="stores", kind="standalone", master=cluster,
+    spec = EngineSpec(queue="stores", kind="standalone", master=roots_only,
                       spark_conf=tuple(sorted({**ON_THE_CLUSTER, "spark.executor.memory": "1024m"}.items())),
                       executors=1, executor_memory_mb=1024, executor_cores=1, driver_memory_mb=512, driver_cores=1)
     engine = WarmEngine(spec, py_files=build_py_files(work), run_dir=work / "run", log_dir=work / "logs")
@@ -91,13 +101,13 @@ def _endpoint_env(endpoint) -> Iterator[None]:
 
 @pytest.mark.slow  # ~90 s a store on 2 busy cores, and ~100 s for the cluster and the engine to start
 def test_a_spark_job_compacts_and_a_warm_engine_cleans_a_table_on_an_object_store(
-        store_base, store_endpoint, cluster, warm_engine, tmp_path):
+        store_base, store_endpoint, roots_only, warm_engine, tmp_path):
     t = ModelledTable(f"{store_base}/t", "MERGE_ON_READ", 8)
     write_history(t)
 
     compaction = plan_compaction(t.table())
     confs = [arg for key, value in ON_THE_CLUSTER.items() for arg in ("--conf", f"{key}={value}")]
-    _tms("execute", t.path, "--instant", compaction, "--master", cluster, *confs)  # a job of its own
+    _tms("execute", t.path, "--instant", compaction, "--master", roots_only, *confs)  # a job of its own
     assert t.table().timeline.get(compaction).is_completed
 
     clean, doomed = plan_clean_of_old_versions(t.table())
