@@ -155,8 +155,10 @@ def start_driver(version: int, log: Path, s3a: bool = False) -> HudiDriver:
 class JavaWriter:
     """A Java Hudi writer of one table (through a driver), and the model of the rows it was acknowledged."""
 
-    def __init__(self, driver: HudiDriver, path: Path, table_type: str, options: dict[str, str]):
+    def __init__(self, driver: HudiDriver, path: Path | str, table_type: str, options: dict[str, str]):
+        """`path`: a local path or a URL (`s3a://bucket/...`)."""
         self.driver, self.path, self.table_type, self.options = driver, path, table_type, options
+        self.name = str(path).rstrip("/").rsplit("/", 1)[-1]
         self.model: dict[str, dict[str, Any]] = {}
         self.instants: list[str] = []
         self.completions: list[str] = []  # each write's completion time (Hudi 0.15: its instant)
@@ -167,7 +169,7 @@ class JavaWriter:
     def write(self, operation: str, rows: list[dict[str, Any]], boolean_columns: list[str] | None = None) -> str:
         """`boolean_columns`: boolean columns the rows have beyond the driver's schema (e.g. _hoodie_is_deleted);
         the model takes such rows as they are."""
-        answer = self.driver.call(op="write", path=str(self.path), name=self.path.name, table_type=self.table_type,
+        answer = self.driver.call(op="write", path=str(self.path), name=self.name, table_type=self.table_type,
                                   operation=operation, rows=rows, options=self.options,
                                   boolean_columns=boolean_columns or [])
         for row in rows:  # acknowledged: the model takes it (every write carries a newer ts)
@@ -186,7 +188,7 @@ class JavaWriter:
     def crash(self, operation: str, rows: list[dict[str, Any]], failing_id: str) -> str:
         """A write that crashes after Hudi started its instant (never acknowledged: the model is unchanged);
         the failure Java Hudi raised, which must be the harness's crash."""
-        answer = self.driver.call(op="crash_write", path=str(self.path), name=self.path.name,
+        answer = self.driver.call(op="crash_write", path=str(self.path), name=self.name,
                                   table_type=self.table_type, operation=operation, rows=rows, options=self.options,
                                   failing_id=failing_id)
         assert answer["crashed_here"], f"the write failed otherwise: {answer['failure']}"
@@ -214,7 +216,7 @@ class JavaWriter:
         return sorted(self.model.values(), key=lambda r: r["id"])
 
 
-def metadata_mismatches(driver: HudiDriver, path: Path) -> list[dict[str, Any]]:
+def metadata_mismatches(driver: HudiDriver, path: Path | str) -> list[dict[str, Any]]:
     """Hudi's own check of the metadata table's file listing against storage (`validate_metadata_table_files`,
     verbose: a row per file, in storage or in the metadata table): the rows that differ."""
     # A catalog name of this path's own: the session's driver is shared by tests whose tables share a name.
