@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from tms.db import NewEvent
 from tms.db.intake import IntakeStore, TableIdentity
+from tms.hudi.storage.paths import spellings
 from tms.hudi.timeline.instant import Action
 
 from .auth import WriterCredential, unauthorized
@@ -126,11 +127,18 @@ class Intake:
         found = {k: t for k in keys if (t := self.tables.get(k)) is not None}
         missing = keys - found.keys()
         if missing:
+            # An S3 table is found by any spelling of its location (s3, s3a, s3n); by its own spelling first.
+            paths = [k for k in missing if isinstance(k, str)]
             rows = await self.store.resolve_tables([k for k in missing if isinstance(k, int)],
-                                                   [k for k in missing if isinstance(k, str)])
+                                                   sorted({alt for k in paths for alt in spellings(k)}))
+            by_path: dict[str, TableIdentity] = {}
             for table in rows:
                 self.tables.put(table)
-                found[table.id] = found[table.base_path] = table
+                found[table.id] = by_path[table.base_path] = table
+            for key in paths:
+                match = next((by_path[p] for p in spellings(key) if p in by_path), None)
+                if match is not None:
+                    found[key] = match
         return found
 
     async def _admit(self, keys: set[int | str], tables: dict[int | str, TableIdentity]

@@ -32,8 +32,9 @@ class StorageRootOptions(BaseModel):
     the store's usual environment variables and configuration files)."""
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    endpoint: str | None = Field(None, description="S3: the endpoint URL (an S3-compatible store, a private "
-                                                   "endpoint)")
+    endpoint: str | None = Field(None, description="The endpoint URL. S3: an S3-compatible store, a private "
+                                                   "endpoint; Azure: the account's blob endpoint (Azurite, a "
+                                                   "private endpoint), with `account`")
     region: str | None = Field(None, description="S3: the bucket's region")
     path_style: bool = Field(False, description="S3: path-style requests (`endpoint/bucket/key`) instead of "
                                                 "virtual-hosted ones")
@@ -127,9 +128,18 @@ def fsspec_options(root: str, options: StorageRootOptions) -> dict[str, Any]:
         if options.anonymous:
             out["anon"] = True
         secret = options.secret()
-        if secret:
+        if options.endpoint:
+            # adlfs takes another endpoint only in a connection string (its account_host is https only)
+            out["connection_string"] = _azure_connection_string(options.endpoint, options.account, secret)
+        elif secret:
             out["account_key"] = secret
     return out
+
+
+def _azure_connection_string(endpoint: str, account: str | None, secret: str | None) -> str:
+    parts = {"DefaultEndpointsProtocol": urlsplit(endpoint).scheme or "https", "AccountName": account,
+             "AccountKey": secret, "BlobEndpoint": endpoint}
+    return "".join(f"{k}={v};" for k, v in parts.items() if v)
 
 
 def hadoop_conf(options: dict[str, StorageRootOptions]) -> dict[str, str]:

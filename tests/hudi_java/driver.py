@@ -11,10 +11,11 @@ may print to stdout too). Commands:
       after Hudi started its instant -> {"failure": the exception}, as a writer that crashed leaves it behind
   {"op": "read", "path", "query_type": "snapshot" | "read_optimized", "options": {...}} -> {"rows": [...]}
   {"op": "sql", "statement"} -> {"rows": [...]}
+  {"op": "hadoop_conf", "conf": {...}}: sets the session's Hadoop configuration (e.g. fs.s3a.*) -> {}
   {"op": "quit"}
 Any failure answers {"error": "<the Java or Python exception>"}; the driver goes on.
 
-    python driver.py HUDI_BUNDLE_JAR [DRIVER_MEMORY]"""
+    python driver.py HUDI_BUNDLE_JAR[,OTHER_JAR...] [DRIVER_MEMORY]"""
 from __future__ import annotations
 
 import json
@@ -36,9 +37,9 @@ SCHEMA = StructType([
 COLUMNS = [f.name for f in SCHEMA.fields]
 
 
-def start(bundle: str, memory: str = "1g") -> SparkSession:
+def start(jars: str, memory: str = "1g") -> SparkSession:
     return (SparkSession.builder.master("local[2]").appName("tms-hudi-java-harness")
-            .config("spark.jars", bundle)
+            .config("spark.jars", jars)
             .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
             .config("spark.kryo.registrator", "org.apache.spark.HoodieSparkKryoRegistrar")
             .config("spark.sql.extensions", "org.apache.spark.sql.hudi.HoodieSparkSessionExtension")
@@ -132,6 +133,13 @@ def sql(spark: SparkSession, command: dict) -> dict:
     return {"rows": [{k: _plain(v) for k, v in r.asDict().items()} for r in spark.sql(command["statement"]).collect()]}
 
 
+def hadoop_conf(spark: SparkSession, command: dict) -> dict:
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    for key, value in command["conf"].items():
+        hadoop.set(key, value)
+    return {}
+
+
 def _plain(value):
     return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
 
@@ -142,7 +150,7 @@ def main() -> int:
     version = spark.sparkContext._jvm.org.apache.hudi.common.table.HoodieTableVersion.current()  # type: ignore
     print(ANSWER + json.dumps({"ready": True, "seconds": time.monotonic() - started, "spark": spark.version,
                                "table_version": version.versionCode()}), flush=True)
-    handlers = {"write": write, "crash_write": crash_write, "read": read, "sql": sql}
+    handlers = {"write": write, "crash_write": crash_write, "read": read, "sql": sql, "hadoop_conf": hadoop_conf}
     for line in sys.stdin:
         command = json.loads(line)
         if command["op"] == "quit":

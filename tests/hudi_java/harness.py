@@ -11,6 +11,7 @@ import queue
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +54,15 @@ def table_lock_policies() -> dict[str, str]:
 class HudiDriver:
     """One warm Spark 3.5 + Hudi session in a child process; `call` sends a command and returns its answer."""
 
-    def __init__(self, python: Path, bundle: Path, log: Path, start_timeout: float = 240, memory: str = "1g"):
+    def __init__(self, python: Path, bundle: Path, log: Path, start_timeout: float = 240, memory: str = "1g",
+                 extra_jars: Sequence[Path] = ()):
         self.log_path = log
         self._log = log.open("w")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "VIRTUAL_ENV"))}
         env["PYSPARK_PYTHON"] = str(python)
         began = time.monotonic()
-        self.process = subprocess.Popen([str(python), str(DRIVER), str(bundle), memory], stdin=subprocess.PIPE,
+        jars = ",".join(str(jar) for jar in (bundle, *extra_jars))
+        self.process = subprocess.Popen([str(python), str(DRIVER), jars, memory], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
         self._answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -97,6 +100,10 @@ class HudiDriver:
             raise JavaHudiError(f"Java Hudi's {command['op']} failed: {answer['error']}\n{answer.get('trace', '')}")
         return answer
 
+    def set_hadoop_conf(self, conf: dict[str, str]) -> None:
+        """Set Hadoop configuration (e.g. `fs.s3a.*`) in the driver's session, before it opens that store."""
+        self.call(op="hadoop_conf", conf=conf)
+
     def close(self) -> None:
         if self.process.poll() is None:
             try:
@@ -116,12 +123,14 @@ class DriverPool:
 
     def __init__(self, logs: Path):
         self.logs = logs
-        self._drivers: dict[int, HudiDriver] = {}
+        self._drivers: dict[tuple[int, bool], HudiDriver] = {}
 
-    def __call__(self, version: int) -> HudiDriver:
-        driver = self._drivers.get(version)
+    def __call__(self, version: int, s3a: bool = False) -> HudiDriver:
+        """`s3a`: a driver with Hadoop's S3A connector too (a JVM of its own)."""
+        driver = self._drivers.get((version, s3a))
         if driver is None or driver.process.poll() is not None:
-            driver = self._drivers[version] = start_driver(version, self.logs / f"hudi-driver-v{version}.log")
+            log = self.logs / f"hudi-driver-v{version}{'-s3a' if s3a else ''}.log"
+            driver = self._drivers[(version, s3a)] = start_driver(version, log, s3a)
         return driver
 
     def close(self) -> None:
@@ -129,7 +138,7 @@ class DriverPool:
             driver.close()
 
 
-def start_driver(version: int, log: Path) -> HudiDriver:
+def start_driver(version: int, log: Path, s3a: bool = False) -> HudiDriver:
     """A driver of the Hudi release pinned for table `version`; a machine without the harness fails the test in
     one line naming what is missing (never a skip)."""
     import pytest
@@ -137,16 +146,19 @@ def start_driver(version: int, log: Path) -> HudiDriver:
     from . import harness_env
     try:
         python, jars = harness_env.ensure()
+        extra_jars = harness_env.s3a_jars() if s3a else []
     except harness_env.HarnessEnvError as exc:
         pytest.fail(f"the Java Hudi harness is missing: {exc}", pytrace=False)
-    return HudiDriver(python, jars[version], log)
+    return HudiDriver(python, jars[version], log, extra_jars=extra_jars)
 
 
 class JavaWriter:
     """A Java Hudi writer of one table (through a driver), and the model of the rows it was acknowledged."""
 
-    def __init__(self, driver: HudiDriver, path: Path, table_type: str, options: dict[str, str]):
+    def __init__(self, driver: HudiDriver, path: Path | str, table_type: str, options: dict[str, str]):
+        """`path`: a local path or a URL (`s3a://bucket/...`)."""
         self.driver, self.path, self.table_type, self.options = driver, path, table_type, options
+        self.name = str(path).rstrip("/").rsplit("/", 1)[-1]
         self.model: dict[str, dict[str, Any]] = {}
         self.instants: list[str] = []
         self.completions: list[str] = []  # each write's completion time (Hudi 0.15: its instant)
@@ -157,7 +169,7 @@ class JavaWriter:
     def write(self, operation: str, rows: list[dict[str, Any]], boolean_columns: list[str] | None = None) -> str:
         """`boolean_columns`: boolean columns the rows have beyond the driver's schema (e.g. _hoodie_is_deleted);
         the model takes such rows as they are."""
-        answer = self.driver.call(op="write", path=str(self.path), name=self.path.name, table_type=self.table_type,
+        answer = self.driver.call(op="write", path=str(self.path), name=self.name, table_type=self.table_type,
                                   operation=operation, rows=rows, options=self.options,
                                   boolean_columns=boolean_columns or [])
         for row in rows:  # acknowledged: the model takes it (every write carries a newer ts)
@@ -176,7 +188,7 @@ class JavaWriter:
     def crash(self, operation: str, rows: list[dict[str, Any]], failing_id: str) -> str:
         """A write that crashes after Hudi started its instant (never acknowledged: the model is unchanged);
         the failure Java Hudi raised, which must be the harness's crash."""
-        answer = self.driver.call(op="crash_write", path=str(self.path), name=self.path.name,
+        answer = self.driver.call(op="crash_write", path=str(self.path), name=self.name,
                                   table_type=self.table_type, operation=operation, rows=rows, options=self.options,
                                   failing_id=failing_id)
         assert answer["crashed_here"], f"the write failed otherwise: {answer['failure']}"
@@ -204,7 +216,7 @@ class JavaWriter:
         return sorted(self.model.values(), key=lambda r: r["id"])
 
 
-def metadata_mismatches(driver: HudiDriver, path: Path) -> list[dict[str, Any]]:
+def metadata_mismatches(driver: HudiDriver, path: Path | str) -> list[dict[str, Any]]:
     """Hudi's own check of the metadata table's file listing against storage (`validate_metadata_table_files`,
     verbose: a row per file, in storage or in the metadata table): the rows that differ."""
     # A catalog name of this path's own: the session's driver is shared by tests whose tables share a name.

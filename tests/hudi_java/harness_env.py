@@ -1,8 +1,8 @@
-"""What the Java harness needs, installed once per machine: Hudi's Spark bundles pinned in hudi-versions.toml
-(fetched by Maven into its local repository and checked against the pinned SHA-1) and the harness's own
-PySpark 3.5 environment (pyproject.toml and uv.lock beside this file, synced by uv into .tools/). Run by
-`./dev test` and by the harness's session fixture; prints what it found, or fails with one line naming what
-is missing.
+"""What the Java harness needs, installed once per machine: Hudi's Spark bundles and Hadoop's S3A connector
+pinned in hudi-versions.toml (fetched by Maven into its local repository and checked against the pinned SHA-1)
+and the harness's own PySpark 3.5 environment (pyproject.toml and uv.lock beside this file, synced by uv into
+.tools/). Run by `./dev test` and by the harness's session fixture; prints what it found, or fails with one
+line naming what is missing.
 
     python tests/hudi_java/harness_env.py"""
 from __future__ import annotations
@@ -61,22 +61,32 @@ def releases() -> dict[int, HudiRelease]:
 
 def fetch_bundle(release: HudiRelease) -> Path:
     """The release's bundle in the Maven repository, fetched by Maven when absent; its SHA-1 checked."""
-    if not (release.jar.is_file() and _sha1(release.jar) == release.sha1):
+    return _fetch(release.bundle, release.sha1, f"(Hudi {release.hudi}, table version {release.table_version})")
+
+
+def s3a_jars() -> list[Path]:
+    """Hadoop's S3A connector and its AWS SDK, as pinned, fetched when absent and checked."""
+    pins = tomllib.loads(PINS.read_text())["s3a"]
+    return [_fetch(p["artifact"], p["sha1"], "(Hadoop's S3A connector)") for p in pins]
+
+
+def _fetch(coordinates: str, sha1: str, what: str) -> Path:
+    jar = _jar_path(coordinates)
+    if not (jar.is_file() and _sha1(jar) == sha1):
         try:
             done = subprocess.run(
                 ["mvn", "-q", "-B", f"-Dmaven.repo.local={maven_repository()}", "-Dtransitive=false",
                  "-Dmaven.wagon.http.retryHandler.count=3", "--strict-checksums",
-                 "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:get", f"-Dartifact={release.bundle}"],
+                 "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:get", f"-Dartifact={coordinates}"],
                 capture_output=True, text=True, timeout=1800)
         except FileNotFoundError:
-            raise HarnessEnvError(f"mvn is not installed: cannot fetch {release.bundle}") from None
-        if done.returncode != 0 or not release.jar.is_file():
-            raise HarnessEnvError(f"Maven could not fetch {release.bundle} (Hudi {release.hudi}, table version "
-                                  f"{release.table_version}) from Maven Central")
-    actual = _sha1(release.jar)
-    if actual != release.sha1:
-        raise HarnessEnvError(f"{release.jar} has SHA-1 {actual}, hudi-versions.toml pins {release.sha1}")
-    return release.jar
+            raise HarnessEnvError(f"mvn is not installed: cannot fetch {coordinates}") from None
+        if done.returncode != 0 or not jar.is_file():
+            raise HarnessEnvError(f"Maven could not fetch {coordinates} {what} from Maven Central")
+    actual = _sha1(jar)
+    if actual != sha1:
+        raise HarnessEnvError(f"{jar} has SHA-1 {actual}, hudi-versions.toml pins {sha1}")
+    return jar
 
 
 def harness_python() -> Path:
@@ -103,11 +113,12 @@ def ensure() -> tuple[Path, dict[int, Path]]:
 def main() -> int:
     try:
         python, jars = ensure()
+        connectors = s3a_jars()
     except HarnessEnvError as exc:
         print(f"hudi harness: {exc}", file=sys.stderr)
         return 1
     pinned = ", ".join(f"v{v}: Hudi {r.hudi}" for v, r in releases().items())
-    print(f"hudi harness: {python} with {pinned} ({len(jars)} bundles checked)")
+    print(f"hudi harness: {python} with {pinned} ({len(jars)} bundles and {len(connectors)} S3A jars checked)")
     return 0
 
 

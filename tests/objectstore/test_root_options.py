@@ -75,13 +75,16 @@ def test_the_longest_root_wins_and_options_map_to_s3fs_and_adlfs(monkeypatch):
         "s3://lake": {"region": "eu-west-1"},
         "s3://lake/private": {"endpoint": "http://127.0.0.1:1", "path_style": True, "profile": "p",
                               "key_id_env": "LAKE_SECRET", "secret_env": "LAKE_SECRET"},
-        "az://container": {"account": "acct", "secret_env": "AZ_KEY"}}))
+        "az://container": {"account": "acct", "secret_env": "AZ_KEY"},
+        "az://emulated": {"account": "acct", "endpoint": "http://127.0.0.1:1/acct", "secret_env": "AZ_KEY"}}))
     assert storage_options_of("s3://lake/public/t") == {"client_kwargs": {"region_name": "eu-west-1"}}
     assert storage_options_of("s3://lake/private/t") == {
         "endpoint_url": "http://127.0.0.1:1", "config_kwargs": {"s3": {"addressing_style": "path"}},
         "profile": "p", "key": "s3cr3t", "secret": "s3cr3t"}
     assert storage_options_of("s3://lakehouse/t") is None, "a prefix of the name is not a root"
     assert storage_options_of("az://container/t") == {"account_name": "acct", "account_key": "azk3y"}
+    assert storage_options_of("az://emulated/t") == {"account_name": "acct", "connection_string":
+        "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=azk3y;BlobEndpoint=http://127.0.0.1:1/acct;"}
     assert fsspec_options("s3://b", StorageRootOptions(anonymous=True)) == {"anon": True}
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+from fastapi import HTTPException
+
 from tms.db import EventRepo
 
 URL = "/api/v1/hudi/callback"
@@ -126,3 +129,42 @@ def test_an_unknown_table_and_a_wrong_key_get_the_same_401(client, register, hud
 
 def test_the_production_api_has_no_test_hook(client, callback_headers):
     assert client.post("/api/v1/noop", headers=callback_headers).status_code == 404
+
+
+def test_a_table_on_s3_is_found_by_the_spelling_of_its_writers_callbacks():
+    """Hadoop's writers name an S3 table `s3a://` (or `s3n://`) in their callbacks; TMS finds the table
+    registered as `s3://`, and a table registered in that very spelling before another."""
+    import asyncio
+
+    from service.auth import WriterCredential
+    from service.intake import IncomingEvent, Intake
+    from tms.db.intake import TableIdentity
+
+    class Store:
+        tables = [TableIdentity(1, "s3://lake/t", "MERGE_ON_READ", None),
+                  TableIdentity(2, "s3://lake/u", "MERGE_ON_READ", None),
+                  TableIdentity(3, "s3a://lake/u", "MERGE_ON_READ", None)]
+        events: list = []
+
+        async def resolve_tables(self, ids, base_paths):
+            return [t for t in self.tables if t.id in ids or t.base_path in base_paths]
+
+        async def add_events(self, events):
+            self.events += events
+            return len(events)
+
+    class Counts:
+        def count_events(self, kind, result, n):
+            pass
+
+    store = Store()
+    intake = Intake(store, Counts(), cache_seconds=60)  # type: ignore[arg-type]
+    events = [IncomingEvent(table_id=None, base_path=path, instant="20260101000000000", action="deltacommit",
+                            state="completed") for path in ("s3a://lake/t", "s3n://lake/t", "s3a://lake/u")]
+    asyncio.run(intake.accept(events, WriterCredential(trusted=True), kind="hudi_callback"))
+    assert [e.table_id for e in store.events] == [1, 1, 3]
+    unknown = IncomingEvent(table_id=None, base_path="s3a://lake/v", instant="20260101000000000",
+                            action="deltacommit", state="completed")
+    with pytest.raises(HTTPException) as refused:
+        asyncio.run(intake.accept([unknown], WriterCredential(trusted=True), kind="hudi_callback"))
+    assert refused.value.status_code == 404

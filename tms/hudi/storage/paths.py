@@ -50,6 +50,19 @@ def normalize_base_path(raw: str, *, resolve: bool = True) -> str:
     return f"{scheme}://{netloc}{path}"
 
 
+S3_SCHEMES = ("s3", "s3a", "s3n")
+
+
+def spellings(base_path: str) -> list[str]:
+    """A normalized base path and the other spellings of its location, itself first: on S3 a table registered
+    as `s3://bucket/t` is written by Hadoop's writers as `s3a://bucket/t` (or `s3n://`), and they name it so in
+    their callbacks; anywhere else it has one spelling."""
+    scheme, _, rest = base_path.partition("://")
+    if scheme not in S3_SCHEMES or not rest:
+        return [base_path]
+    return [base_path, *(f"{other}://{rest}" for other in S3_SCHEMES if other != scheme)]
+
+
 def is_under_roots(base_path: str, roots: Iterable[str]) -> bool:
     """True if the normalized base path is one of the (normalized) roots or inside one; no roots: anything
     goes. A local path that leaves the roots through a symlink is outside them."""
