@@ -24,7 +24,7 @@ from tms.hudi.timeline.instant import State
 from tms.table_service import TableService, is_backup_service, names_request
 
 from .claim import ClaimedTask
-from .commands import backup_job, plan_arguments, python_job, spark_job, ttl_job
+from .commands import backup_job, hudi_job, plan_arguments, python_job, spark_job, ttl_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
 from .retry_policy import RetryLimits, classify
@@ -121,6 +121,9 @@ class JobSupervisor:
         if names_request(c.service):
             self._record_engine("dedicated")
             return JobProcess(*(backup_job if is_backup_service(c.service) else ttl_job)(c, fence_url=url), log_path)
+        if c.engine is not None and c.engine.kind == "hudi":  # Hudi's procedures, on the engine's own Spark
+            self._record_engine("dedicated")
+            return JobProcess(*hudi_job(c, fence_url=url), log_path)
         engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
         self._record_engine("warm" if engine is not None else "dedicated")
         if engine is not None:

@@ -33,6 +33,7 @@ def test_hudi_engine_job_compacts_tms_plan(tmp_path, java_hudi):
     writer = JavaWriter(driver, path, "MERGE_ON_READ", OPTIONS)
     writer.write("insert", [_row(i, 1, "n") for i in range(12)])
     writer.write("upsert", [_row(i, 2, "u") for i in range(0, 12, 3)] + [_row(i, 2, "new") for i in (12, 13)])
+    writer.write("delete", [_row(i, 3, "d") for i in (1, 6)])
     planned = plan_compaction(HudiTable.load(str(path)), TablePolicy(), datetime.now(UTC), force=True)
     assert planned is not None, "TMS planned no compaction of a table with log files"
 
