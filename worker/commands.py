@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tms.execute.engine_code import engine_job_files, python_job_command
+from tms.execute.hudi_engine import hudi_job_command
 from tms.execute.spark_submit import spark_submit_command, spark_submit_env
 
 from .claim import ClaimedTask
@@ -33,6 +34,19 @@ def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str,
     if engine is not None and engine.spark_submit:  # the engine's distribution, not the worker's
         env["SPARK_HOME"] = str(Path(engine.spark_submit).resolve().parent.parent)
     return command, env
+
+
+def hudi_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
+    """A Hudi engine's job, whatever the worker's runner: Hudi's procedures on the engine's Spark, with the
+    engine's confs (its Hudi bundle) under the queue's and the sizing's; the table's lock options go to Hudi.
+    ConfigError (one line, nothing launched) for a service Hudi cannot execute from TMS's plan."""
+    engine = claimed.engine
+    if engine is None or engine.spark_submit is None:
+        raise ValueError("a Hudi engine's job needs the engine's spark-submit")
+    conf = {**engine.spark_conf, **claimed.queue_spark_conf, **claimed.resources.spark_conf(claimed.queue_kind)}
+    return hudi_job_command(spark_submit=engine.spark_submit, table_path=claimed.base_path, instant=claimed.instant,
+                            service=claimed.service, master=claimed.master, conf=conf, fence_url=fence_url,
+                            options=claimed.job_options)
 
 
 def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:

@@ -50,7 +50,8 @@ def spec_of(engine: Engine) -> EngineSpec:
     return EngineSpec(name=engine.name, code_path=engine.code_path,
                       spark_submit=engine.spark_submit or (f"{engine.spark_home}/bin/spark-submit"
                                                            if engine.spark_home else None),
-                      spark_conf=dict(engine.spark_conf or {}), version_key=engine.updated_at.isoformat())
+                      spark_conf=dict(engine.spark_conf or {}), version_key=engine.updated_at.isoformat(),
+                      kind=engine.kind)
 
 
 def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, queue: str | None,

@@ -24,7 +24,7 @@ from tms.hudi.timeline.instant import State
 from tms.table_service import TableService, is_backup_service, names_request
 
 from .claim import ClaimedTask
-from .commands import backup_job, plan_arguments, python_job, spark_job, ttl_job
+from .commands import backup_job, hudi_job, plan_arguments, python_job, spark_job, ttl_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
 from .retry_policy import RetryLimits, classify
@@ -165,8 +165,11 @@ class JobSupervisor:
         return self._dedicated_job(c, log_path)
 
     def _dedicated_job(self, c: ClaimedTask, log_path: Path) -> JobProcess:
-        """The task's job in a process of its own: the plain Python job, or spark-submit (spark runner)."""
+        """The task's job in a process of its own: Hudi's procedures on a hudi engine's own Spark, else the plain
+        Python job, or spark-submit (spark runner)."""
         url = fence_url(self.settings.service_url, c.task_id, c.fencing_token, c.fence_key)
+        if c.engine is not None and c.engine.kind == "hudi":
+            return JobProcess(*hudi_job(c, fence_url=url), log_path)
         if self.settings.runner == "python":
             command, env = python_job(c, fence_url=url)
         else:

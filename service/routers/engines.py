@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, Request, Response, status
 
 from tms.db import AlertRepo, Engine, EngineRepo, EngineResults, Rollout, RolloutRepo, ShadowRunRepo
 from tms.execute.engine_code import check_pyspark_version, resolve_code_path, spark_submit_of
+from tms.execute.hudi_engine import check_hudi_engine
 
 from ..auth import Admin, Viewer
 from ..schemas.engines import (
@@ -79,9 +80,13 @@ def get_engine(name: Name, request: Request) -> EngineOut:
             summary="Register or replace an engine (its spark-submit and code must exist here)",
             responses=problems(*ADMIN, 400, 413, 422))
 def put_engine(name: Name, body: EngineIn, request: Request) -> EngineOut:
-    spark_submit_of(body.spark_home, body.spark_submit)
+    spark_submit = spark_submit_of(body.spark_home, body.spark_submit)
     check_pyspark_version(body.spark_home, body.pyspark_version)
-    code_path = resolve_code_path(body.code_path, body.code_version, request.app.state.settings.engine_code_dir)
+    if body.kind == "hudi":  # Hudi's procedures run the plan: no job code of TMS's, Hudi's bundle instead
+        check_hudi_engine(spark_submit, body.spark_conf)
+        code_path = ""
+    else:
+        code_path = resolve_code_path(body.code_path, body.code_version, request.app.state.settings.engine_code_dir)
     with request.app.state.database.transaction() as session:
         repo = EngineRepo(session)
         engine = repo.put(name, **{**body.model_dump(), "code_path": code_path})

@@ -3,7 +3,7 @@ engine, with a canary share)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -13,6 +13,9 @@ EngineName = Field(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
 
 
 class EngineIn(BaseModel):
+    kind: Literal["tms", "hudi"] = Field(
+        "tms", description="tms: TMS's job code; hudi: Hudi's Spark SQL procedures execute TMS's compaction and "
+                           "clustering plans (needs spark_submit or spark_home and Hudi's bundle in spark_conf)")
     spark_home: ShortText | None = Field(None, description="A Spark distribution; its bin/spark-submit is used")
     spark_submit: ShortText | None = Field(
         None, description="The spark-submit to use (over spark_home's); neither: the worker's own Spark")
@@ -21,7 +24,7 @@ class EngineIn(BaseModel):
     code_version: ShortText = Field(description="The version of the job code, e.g. 1.4.0 or a commit id")
     code_path: ShortText | None = Field(
         None, description="A folder or zip holding that version's `jobs` package (and optionally `tms`); "
-                          "unset: <TMS_ENGINE_CODE_DIR>/<code_version>[.zip]")
+                          "unset: <TMS_ENGINE_CODE_DIR>/<code_version>[.zip]. A hudi engine has none")
     spark_conf: dict[ShortText, ShortText] = Field(default_factory=dict, description="Extra Spark confs")
 
 
@@ -36,6 +39,7 @@ class EngineResultsOut(BaseModel):
 
 class EngineOut(Record):
     name: str
+    kind: str
     spark_home: str | None
     spark_submit: str | None
     pyspark_version: str | None

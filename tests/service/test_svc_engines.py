@@ -132,3 +132,15 @@ def test_each_engines_success_rate_and_durations_show_in_the_api_and_metrics(cli
     assert "every task" in rule_row and "v2: 50%" in rule_row and "active" in rule_row
     client.cookies.clear()
 
+
+
+def test_a_hudi_engine_needs_hudis_bundle_and_has_no_job_code(client, tokens, tmp_path):
+    admin = tokens["admin"]
+    body = {"kind": "hudi", "spark_home": _spark(tmp_path, "3.5.3"), "code_version": "hudi-1.0.2"}
+    refused = client.put("/api/v1/engines/hudi", json=body, headers=admin)
+    assert refused.status_code == 422 and "Hudi's Spark bundle" in refused.text
+    assert client.get("/api/v1/engines/hudi", headers=admin).status_code == 404
+    created = client.put("/api/v1/engines/hudi", json={**body, "spark_conf": {"spark.jars": "/opt/hudi.jar"}},
+                         headers=admin)
+    assert created.status_code == 200, created.text
+    assert (created.json()["kind"], created.json()["code_path"]) == ("hudi", "")

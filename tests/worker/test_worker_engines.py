@@ -18,7 +18,7 @@ from tms.db import EngineRepo, RegisteredTable, RolloutRepo, TaskRepo, TaskState
 from tms.execute.engine_code import EngineSpec
 from tms.execute.spark_submit import spark_home
 from worker.claim import ClaimLimits, claim_next
-from worker.commands import python_job, spark_job
+from worker.commands import hudi_job, python_job, spark_job
 from worker.engine_choice import choose_engine, in_canary, matching_rule, queue_rule
 
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
@@ -161,3 +161,29 @@ def test_a_compaction_runs_on_spark_with_an_engines_own_code_and_spark_submit(tm
     assert attempt.result["job_code"] == "1.1", "the engine's own job code ran"
     assert attempt.spark_app_id is not None
     t.check()
+
+
+def test_a_tables_rule_naming_a_hudi_engine_runs_its_task_as_hudis_procedure_sized_and_fenced(
+        tmp_path, service, db, local_queue):
+    local_queue()
+    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6)
+    table_id = register(service, t.path, **{"hoodie.compact.inline.max.delta.commits": 1})
+    write_history(t)
+    [task_id] = plan(db, table_id, "compaction")
+    submit = tmp_path / "spark-3.5" / "bin" / "spark-submit"
+    with db.transaction() as session:
+        EngineRepo(session).put("hudi", kind="hudi", code_version="hudi-1.0.2", code_path="",
+                                spark_submit=str(submit), spark_conf={"spark.jars": "/opt/hudi-bundle.jar"})
+        table = session.get(RegisteredTable, table_id)
+        RolloutRepo(session).put("legacy", table_name=f"{table.database}.{table.name}", stable_engine="hudi",
+                                 canary_engine=None, canary_percent=0, failure_margin=0.2, min_tasks=5)
+    claimed = claim_next(db, "w1", LIMITS)
+    assert claimed is not None and claimed.task_id == task_id
+    assert claimed.engine is not None and (claimed.engine.name, claimed.engine.kind) == ("hudi", "hudi")
+    command, env = hudi_job(claimed, fence_url="http://fence/1")
+    assert command[0] == str(submit) and command[command.index("--action") + 1] == "compaction"
+    assert command[command.index("--instant") + 1] == claimed.instant
+    assert command[command.index("--fence-url") + 1] == "http://fence/1"
+    assert command[command.index("--table") - 1].endswith("jobs/hudi_procedures.py")
+    confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
+    assert "spark.jars=/opt/hudi-bundle.jar" in confs and "spark.driver.memory=512m" in confs

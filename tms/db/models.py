@@ -51,6 +51,9 @@ ROLLOUT_STATES = ("active", "rolled_back")
 SHADOW_OUTCOMES = ("agreed", "differed", "failed")
 
 
+ENGINE_KINDS = ("tms", "hudi")
+
+
 def _one_of(column: str, values) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
@@ -337,8 +340,12 @@ class Engine(Base):
     code_version: Mapped[str] = mapped_column(Text)
     code_path: Mapped[str] = mapped_column(Text)  # where that version of the job code is
     spark_conf: Mapped[dict[str, str]] = _json()
+    # tms: TMS's job code; hudi: Hudi's procedures execute TMS's plan (tms/execute/hudi_engine.py)
+    kind: Mapped[str] = mapped_column(String(16), server_default=text("'tms'"))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _updated()
+
+    __table_args__ = (CheckConstraint(_one_of("kind", ENGINE_KINDS), name="kind"),)
 
 
 class Rollout(Base):

@@ -31,6 +31,7 @@ class EngineSpec:
     spark_submit: str | None = None  # None: the worker's own Spark
     spark_conf: dict[str, str] = field(default_factory=dict)
     version_key: str = ""  # changes when the engine is replaced (its py-files are rebuilt)
+    kind: str = "tms"  # hudi: Hudi's procedures execute the plan (tms/execute/hudi_engine.py)
 
 
 def spark_submit_of(spark_home: str | None, spark_submit: str | None) -> str | None:

@@ -92,11 +92,14 @@ def set_engine(name: Name,
                pyspark_version: Annotated[str | None, typer.Option()] = None,
                spark_conf: Annotated[list[str] | None, typer.Option(
                    "--spark-conf", help="key=value (repeatable): extra Spark confs.")] = None,
+               kind: Annotated[str, typer.Option(
+                   help="tms (TMS's job code) or hudi (Hudi's procedures execute TMS's plans; give Hudi's bundle "
+                        "with --spark-conf spark.jars=...).")] = "tms",
                url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """Register an engine, or replace one."""
     body = {"code_version": code_version, "code_path": code_path, "spark_home": spark_home,
             "spark_submit": spark_submit, "pyspark_version": pyspark_version,
-            "spark_conf": key_values(spark_conf, "--spark-conf")}
+            "spark_conf": key_values(spark_conf, "--spark-conf"), "kind": kind}
     with connect(url, token) as client:
         engine = client.put(f"/engines/{name}", body)
     output_for(as_json).show(engine, f"engine {name}: code {engine['code_version']} at {engine['code_path']}")
