@@ -100,6 +100,7 @@ def _endpoint_env(endpoint) -> Iterator[None]:
 
 
 @pytest.mark.slow  # ~90 s a store on 2 busy cores, and ~100 s for the cluster and the engine to start
+@pytest.mark.waiting
 def test_a_spark_job_compacts_and_a_warm_engine_cleans_a_table_on_an_object_store(
         store_base, store_endpoint, roots_only, warm_engine, tmp_path):
     t = ModelledTable(f"{store_base}/t", "MERGE_ON_READ", 8)

@@ -28,7 +28,7 @@ def _count(up: UpProcess, headers: dict[str, str], **params) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.beside
+@pytest.mark.waiting
 @pytest.mark.timeout(DURATION_SECONDS + 600)
 def test_the_demo_never_builds_a_backlog(tmp_path, data_dir):
     up = UpProcess(data_dir, clean_env(tmp_path / "run"), "--interval", "2")
