@@ -10,27 +10,16 @@ from __future__ import annotations
 
 import pytest
 from hudi_java.harness import JavaWriter, writer_options
+from test_worker_java_hudi import _events, row
 from typer.testing import CliRunner
 from worker_support import attempts, register, task, wait_for, wait_until_final
 
 from tms.cli import app
-from tms.db import Event, TaskRepo, TaskState
+from tms.db import TaskRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
-PARTITIONS = ["americas", "asia", "europe"]
 NO_LOCK = ("hoodie.write.lock.", "hoodie.write.concurrency.", "hoodie.cleaner.policy.failed.writes")
-
-
-def row(i: int, ts: int, name: str = "n") -> dict:
-    return {"id": f"k{i:03d}", "part": PARTITIONS[i % 3], "ts": ts, "name": f"{name}{i}", "value": i * ts}
-
-
-def _events(db, table_id: int) -> list[tuple[str, str, str]]:
-    from sqlalchemy import select
-    with db.transaction() as session:
-        return [(e.action, e.state, e.source)
-                for e in session.scalars(select(Event).where(Event.table_id == table_id).order_by(Event.id))]
 
 
 def _compactions(db, table_id: int) -> list[int]:
