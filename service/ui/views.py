@@ -20,6 +20,7 @@ from tms.db import (
     QueueRepo,
     RegisteredTable,
     RolloutRepo,
+    ShadowRunRepo,
     TablePolicy,
     TableRepo,
     TaskRepo,
@@ -264,7 +265,9 @@ def engine_board(session: Session, now: datetime) -> dict[str, Any]:
     the rule was put (what the dashboard's engines page shows)."""
     engines = EngineRepo(session)
     day = engines.results(since=now - timedelta(days=1))
-    rules = [{"rule": r, "results": engines.results(since=r.since, rollout=r.name)}
+    shadow_runs = ShadowRunRepo(session)
+    rules = [{"rule": r, "results": engines.results(since=r.since, rollout=r.name),
+              "shadow": shadow_runs.results(r.name, since=r.since) if r.shadow else None}
              for r in RolloutRepo(session).list()]
     return {"engines": [{"engine": e, "results": day.get(e.name)} for e in engines.list()],
             "builtin": day.get(BUILTIN), "rules": rules}

@@ -134,6 +134,40 @@ def test_each_engines_success_rate_and_durations_show_in_the_api_and_metrics(cli
 
 
 
+def test_a_shadow_rules_runs_show_in_the_api_and_on_the_engines_page(client, app, tokens, code, register):
+    from tms.db import ShadowRunRepo
+
+    admin = tokens["admin"]
+    for name in ("v1", "v2"):
+        client.put(f"/api/v1/engines/{name}", json={"code_version": name, "code_path": code(name)}, headers=admin)
+    put = client.put("/api/v1/rollouts/mirror", headers=admin, json={
+        "stable_engine": "v1", "canary_engine": "v2", "canary_percent": 10, "shadow": True})
+    assert put.status_code == 200 and put.json()["shadow"] is True, put.text
+    table = register("cow_v6_nonpartitioned")
+    with app.state.database.transaction() as session:
+        task, _ = TaskRepo(session).create(table_id=table["id"], service="compaction", instant="20240418173550000",
+                                           state=TaskState.RUNNABLE)
+        runs = ShadowRunRepo(session)
+        runs.record(task_id=task.id, attempt=1, rollout="mirror", canary_engine="v2", stable_engine="v1",
+                    outcome="agreed", groups=[{"group": "p/f1", "stable": {"rows": 3}, "shadow": {"rows": 3}}])
+        runs.record(task_id=task.id, attempt=2, rollout="mirror", canary_engine="v2", stable_engine="v1",
+                    outcome="differed", first_differing_key="k7", detail="file group p/f1: record key k7 differs in v")
+    rule = client.get("/api/v1/rollouts/mirror", headers=admin).json()
+    assert rule["shadow_results"] == {"finished": 2, "failed": 0, "differed": 1}
+    listed = client.get("/api/v1/rollouts/mirror/shadow-runs", headers=tokens["viewer"]).json()
+    assert [(r["attempt"], r["outcome"], r["first_differing_key"]) for r in listed] == [(2, "differed", "k7"),
+                                                                                       (1, "agreed", None)]
+    assert client.get("/api/v1/rollouts/nothing/shadow-runs", headers=tokens["viewer"]).status_code == 404
+
+    client.cookies.clear()
+    csrf = re.search(rf'name="{CSRF_FIELD}" value="([^"]+)"', client.get("/ui/login").text).group(1)
+    token = tokens["viewer"]["Authorization"].removeprefix("Bearer ")
+    client.post("/ui/login", data={CSRF_FIELD: csrf, "token": token}, follow_redirects=False)
+    rule_row = re.search(r'<tr data-rollout="mirror">(.*?)</tr>', client.get("/ui/engines").text, re.S).group(1)
+    assert "v2: 10% <span class=\"shadow\">in shadow</span>" in rule_row and "2 compared: 1 differed" in rule_row
+    client.cookies.clear()
+
+
 def test_a_hudi_engine_needs_hudis_bundle_and_has_no_job_code(client, tokens, tmp_path):
     admin = tokens["admin"]
     body = {"kind": "hudi", "spark_home": _spark(tmp_path, "3.5.3"), "code_version": "hudi-1.0.2"}
