@@ -7,7 +7,7 @@ import pytest
 from planning_support import ModelledTable, now, policy, rec, run_clean, run_compaction, set_timeline_zone, writes_in
 
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import instant_to_datetime
+from tms.hudi.timeline.instant import Action, instant_to_datetime
 from tms.hudi.timeline.serde import parse_cleaner_plan
 from tms.planning import earliest_instant_to_retain, plan_clean, plan_compaction, plan_stats
 from tms.timeline_zone import LOCAL_TIMEZONE_ENV
@@ -149,6 +149,19 @@ def test_replaced_file_groups_are_cleaned(tmp_path, fixture_tables):
               for i in infos}
     assert doomed == {fs.base_file.file_name for g in replaced for fs in g.slices}
     assert plan_clean(HudiTable.load(str(path)), policy(hoodie__cleaner__policy=COMMITS), now()) is None
+
+
+def test_replaced_file_groups_are_cleaned_while_a_newer_write_is_in_flight(tmp_path, fixture_tables):
+    path = shutil.copytree(fixture_tables["cow_v6_simplekeygen_nonhivestyle_overwritetable"], tmp_path / "t")
+    table = HudiTable.load(str(path))
+    replaced = table.file_system_view().replaced_file_groups()
+    # A streaming writer's commit in flight: it works from the live file groups, never from the replaced ones.
+    table.timeline.transition_to_inflight(table.timeline.create_requested(Action.COMMIT))
+    planned = plan_clean(HudiTable.load(str(path)), policy(hoodie__cleaner__policy=VERSIONS), now())
+    plan = parse_cleaner_plan(HudiTable.load(str(path)).timeline.read_plan(planned.instant))
+    doomed = {i.file_path.rsplit("/", 1)[-1] for infos in plan.file_paths_to_be_deleted_per_partition.values()
+              for i in infos}
+    assert doomed == {fs.base_file.file_name for g in replaced for fs in g.slices}
 
 
 

@@ -47,7 +47,9 @@ def test_daily_scheduled_backups_keep_one_version_and_restore_it(tmp_path, servi
     start_worker()
     lease = LeaderLease(db, "m", lease_seconds=600, heartbeat_seconds=10)
     epoch = lease.try_acquire()
-    start = datetime.now(UTC)
+    # The schedule is daily at 00:00 UTC: the simulated days start at 01:00, so that "an hour later" is the same day
+    # whatever the hour the test runs at.
+    start = datetime.now(UTC).replace(hour=1, minute=0, second=0, microsecond=0)
     instants = []
     for day in range(2):  # each job is a process of its own: the multi-day proofs are tests/backup's
         instant = table.write([rec(i, day) for i in range(day * 20, day * 20 + 20)])

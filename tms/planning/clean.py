@@ -11,7 +11,9 @@ commit is older than the earliest instant to retain).
 
 Never deleted, whatever the policy: a latest slice; a slice a pending compaction needs (its base slice and
 newer); the slice each pending instant (write, compaction, clustering) works from (the newest one older than
-it); the slice each savepoint keeps; anything at or after the earliest instant to retain."""
+it); the slice each savepoint keeps; anything at or after the earliest instant to retain. A replaced file
+group is read by no pending instant newer than its replace (as in Hudi's CleanPlanner, only savepoints keep
+its slices): a writer that always has a commit in flight does not keep replaced groups forever."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -91,9 +93,14 @@ class _Guard:
 
     def protected(self, group: FileGroup) -> set[str]:
         keep = {_slice_needed_by(group, ts, inclusive=False) for ts in self.pending}
-        keep |= {_slice_needed_by(group, ts, inclusive=True) for ts in self.savepoints}
         keep |= {fs.base_instant for fs in group.slices if self.needed_for_compaction(group, fs)}
-        return {ts for ts in keep if ts is not None}  # None: no slice that old
+        return {ts for ts in keep if ts is not None} | self.savepointed(group)  # None: no slice that old
+
+    def savepointed(self, group: FileGroup) -> set[str]:
+        """The slices savepoints keep: all a replaced file group keeps. A pending instant newer than the
+        replace does not read a replaced group, and one older holds the earliest instant to retain before it."""
+        keep = {_slice_needed_by(group, ts, inclusive=True) for ts in self.savepoints}
+        return {ts for ts in keep if ts is not None}
 
 
 def _deletable_by_commits(group: FileGroup, earliest: str, policy: CleanerPolicy,
@@ -143,9 +150,9 @@ def plan_clean(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned 
     for group in view.replaced_file_groups():
         replaced_by = view.replaced[(group.partition, group.file_id)]
         if earliest is None or replaced_by < earliest.timestamp:
-            protected = guard.protected(group)
+            kept = guard.savepointed(group)
             for fs in group.slices:
-                if fs.base_instant not in protected:
+                if fs.base_instant not in kept:
                     doomed[group.partition] += _files_of(fs)
     if not doomed:
         return None
