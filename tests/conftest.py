@@ -1,5 +1,37 @@
+import os
+import resource
+import time
+from pathlib import Path
+
 import pytest
 from support import FIXTURE_TABLES, unzip_fixture
+
+# TMS_TEST_TIMES=<file>: each test's wall and CPU seconds (this process and the children it waited for) are
+# written there, the slowest first, for balancing the suite's lanes (./dev test): a test whose wall time is
+# much more than its CPU time mostly waits, and belongs in a lane of waiting tests.
+_TIMES_FILE = os.environ.get("TMS_TEST_TIMES")
+_times: list[tuple[str, float, float]] = []
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if not _TIMES_FILE:
+        yield
+        return
+    wall, cpu = time.monotonic(), _cpu_seconds()
+    yield
+    _times.append((item.nodeid, time.monotonic() - wall, _cpu_seconds() - cpu))
+
+
+def pytest_sessionfinish(session):
+    if _TIMES_FILE and _times:
+        lines = [f"{wall:.1f}\t{cpu:.1f}\t{test}" for test, wall, cpu in sorted(_times, key=lambda t: -t[1])]
+        Path(_TIMES_FILE).write_text("wall_s\tcpu_s\ttest\n" + "\n".join(lines) + "\n")
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hudi_java.harness import JavaWriter
+from hudi_java.harness import JavaWriter, trip_row, write_logs
 from hudi_java.harness_env import VENV, ensure
 
 from tms.execute.hudi_engine import hudi_job_command
@@ -25,18 +25,13 @@ OPTIONS = {"hoodie.compact.inline": "false", "hoodie.compact.schedule.inline": "
            "hoodie.parquet.small.file.limit": "0"}  # each write's inserts make new small files: clustering's work
 
 
-def _row(i: int, ts: int, name: str) -> dict:
-    return {"id": f"k{i:02d}", "part": ("americas", "europe")[i % 2], "ts": ts, "name": f"{name}{i}", "value": i * ts}
-
 
 def test_hudi_engine_job_compacts_tms_plan(tmp_path, java_hudi):
     driver = java_hudi(8)
     _, bundles = ensure()
     path = tmp_path / "trips_hudi_engine_v8"
     writer = JavaWriter(driver, path, "MERGE_ON_READ", OPTIONS)
-    writer.write("insert", [_row(i, 1, "n") for i in range(12)])
-    writer.write("upsert", [_row(i, 2, "u") for i in range(0, 12, 3)] + [_row(i, 2, "new") for i in (12, 13)])
-    writer.write("delete", [_row(i, 3, "d") for i in (1, 6)])
+    write_logs(writer)
     planned = plan_compaction(HudiTable.load(str(path)), TablePolicy(), datetime.now(UTC), force=True)
     assert planned is not None, "TMS planned no compaction of a table with log files"
 
@@ -46,17 +41,17 @@ def test_hudi_engine_job_compacts_tms_plan(tmp_path, java_hudi):
     assert instant is not None and instant.is_completed, "the Hudi engine did not complete TMS's plan"
     assert writer.read("snapshot") == writer.expected(), "Java Hudi's snapshot read after the Hudi engine's job"
     assert writer.read("read_optimized") == writer.expected(), "Java Hudi's read-optimized read"
-    writer.write("upsert", [_row(i, 4, "after") for i in (0, 5, 13)])
+    writer.write("upsert", [trip_row(i, 4, "after") for i in (0, 5, 13)])
     assert writer.read("snapshot") == writer.expected(), "Java Hudi writes on after the Hudi engine's compaction"
 
-    writer.write("insert", [_row(i, 5, "more") for i in range(20, 24)])
+    writer.write("insert", [trip_row(i, 5, "more") for i in range(20, 24)])
     clustering = plan_clustering(HudiTable.load(str(path)), TablePolicy(), datetime.now(UTC), force=True)
     assert clustering is not None, "TMS planned no clustering of a table of small files"
     _run_hudi_engine_job(tmp_path, path, clustering.instant, "clustering", bundles[8])
     instant = HudiTable.load(str(path)).timeline.get(clustering.instant)
     assert instant is not None and instant.is_completed, "the Hudi engine did not complete TMS's clustering plan"
     assert writer.read("snapshot") == writer.expected(), "Java Hudi's snapshot read after the Hudi engine's clustering"
-    writer.write("upsert", [_row(i, 6, "last") for i in (2, 21)])
+    writer.write("upsert", [trip_row(i, 6, "last") for i in (2, 21)])
     assert writer.read("snapshot") == writer.expected(), "Java Hudi writes on after the Hudi engine's clustering"
 
 

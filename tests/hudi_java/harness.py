@@ -216,6 +216,19 @@ class JavaWriter:
         return sorted(self.model.values(), key=lambda r: r["id"])
 
 
+def trip_row(i: int, ts: int, name: str) -> dict:
+    """A row of the harness's two-partition trips table: key `k<i>`, ordering field `ts`."""
+    return {"id": f"k{i:02d}", "part": ("americas", "europe")[i % 2], "ts": ts, "name": f"{name}{i}", "value": i * ts}
+
+
+def write_logs(writer: JavaWriter) -> None:
+    """Three writes: twelve inserts, upserts of four of them and two new keys, two deletes (on MERGE_ON_READ,
+    file groups with log files: a compaction's work)."""
+    writer.write("insert", [trip_row(i, 1, "n") for i in range(12)])
+    writer.write("upsert", [trip_row(i, 2, "u") for i in range(0, 12, 3)] + [trip_row(i, 2, "new") for i in (12, 13)])
+    writer.write("delete", [trip_row(i, 3, "d") for i in (1, 6)])
+
+
 def metadata_mismatches(driver: HudiDriver, path: Path | str) -> list[dict[str, Any]]:
     """Hudi's own check of the metadata table's file listing against storage (`validate_metadata_table_files`,
     verbose: a row per file, in storage or in the metadata table): the rows that differ."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hudi_java.harness import JavaWriter
+from hudi_java.harness import JavaWriter, write_logs
 
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning.compaction import plan_compaction
@@ -20,17 +20,12 @@ OPTIONS = {"hoodie.compact.inline": "false", "hoodie.compact.schedule.inline": "
            "hoodie.embed.timeline.server": "false", "hoodie.metadata.enable": "false"}
 
 
-def _row(i: int, ts: int, name: str) -> dict:
-    return {"id": f"k{i:02d}", "part": ("americas", "europe")[i % 2], "ts": ts, "name": f"{name}{i}", "value": i * ts}
-
 
 def test_tms_plans_java_compacts(tmp_path, java_hudi):
     driver = java_hudi(8)
     path = tmp_path / "trips_plan_v8"
     writer = JavaWriter(driver, path, "MERGE_ON_READ", OPTIONS)
-    writer.write("insert", [_row(i, 1, "n") for i in range(12)])
-    writer.write("upsert", [_row(i, 2, "u") for i in range(0, 12, 3)] + [_row(i, 2, "new") for i in (12, 13)])
-    writer.write("delete", [_row(i, 3, "d") for i in (1, 6)])
+    write_logs(writer)
 
     planned = plan_compaction(HudiTable.load(str(path)), TablePolicy(), datetime.now(UTC), force=True)
     assert planned is not None, "TMS planned no compaction of a table with log files"
