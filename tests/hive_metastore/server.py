@@ -5,7 +5,6 @@ in a JVM of its own on a free loopback port, with an embedded Derby database tha
 from __future__ import annotations
 
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ class HiveMetastore:
     port: int
     warehouse: Path
     process: subprocess.Popen[bytes]
-    started_seconds: float = 0.0  # from the JVM's start until it answered
 
     @classmethod
     def start(cls, workdir: Path, timeout: float = 240.0) -> HiveMetastore:
@@ -51,7 +49,6 @@ class HiveMetastore:
              ":".join([str(conf), *map(str, jars)]), "org.apache.hadoop.hive.metastore.HiveMetaStore"],
             stdout=log, stderr=subprocess.STDOUT, cwd=workdir)
         metastore = cls(f"thrift://127.0.0.1:{port}", port, warehouse, process)
-        started = time.monotonic()
         wait_listening(process, port, "the Hive Metastore", log_path, timeout)
         try:
             with metastore.client() as client:
@@ -59,7 +56,6 @@ class HiveMetastore:
         except Exception:
             stop(process)
             raise
-        metastore.started_seconds = time.monotonic() - started
         return metastore
 
     def client(self) -> Any:
