@@ -21,7 +21,8 @@ from tms.db import Database
 from tms.errors import TMSError
 from tms.fleet.glue import sync_glue_database
 from tms.fleet.health import score_stalest
-from tms.fleet.onboarding import scan_root
+from tms.fleet.hive import sync_hive_database
+from tms.fleet.onboarding import ScanReport, scan_root
 from tms.instance import InstanceRow
 from tms.leadership import LeaderLease, LeaderWatch, NotLeader
 from tms.webhooks.delivery import Deliverer
@@ -143,6 +144,8 @@ class ManagerService:
             jobs.append(("discovery", s.discovery_scan_seconds, lambda e: self._discover()))
         if s.glue_sync_databases:
             jobs.append(("glue sync", s.glue_sync_seconds, lambda e: self._sync_glue()))
+        if s.hive_sync_databases:
+            jobs.append(("hive sync", s.hive_sync_seconds, lambda e: self._sync_hive()))
         for name, seconds, work in jobs:
             scheduler.add_job(self._leader_job(name, epoch, work), "interval", seconds=seconds, max_instances=1,
                               coalesce=True, next_run_time=now, id=name)
@@ -159,18 +162,29 @@ class ManagerService:
                          len(report.registered), len(report.refused), len(report.missing))
 
     def _sync_glue(self) -> None:
-        """Onboard the Hudi tables of each configured Glue database (tms.fleet.glue); one that cannot be read is
-        logged and the others go on."""
+        """Onboard the Hudi tables of each configured Glue database (tms.fleet.glue)."""
         s = self.settings
-        for name in s.glue_sync_databases:
+        self._sync_catalog("glue", s.glue_sync_databases, lambda name: sync_glue_database(
+            self.database, name, endpoint_url=s.glue_endpoint_url, region=s.glue_region,
+            storage_roots=s.storage_roots))
+
+    def _sync_hive(self) -> None:
+        """Onboard the Hudi tables of each configured Hive Metastore database (tms.fleet.hive)."""
+        s = self.settings
+        self._sync_catalog("hive", s.hive_sync_databases, lambda name: sync_hive_database(
+            self.database, name, metastore_uri=s.hive_metastore_uri, storage_roots=s.storage_roots))
+
+    @staticmethod
+    def _sync_catalog(catalog: str, databases: list[str], sync: Callable[[str], ScanReport]) -> None:
+        """Sync each catalog database; one that cannot be read is logged and the others go on."""
+        for name in databases:
             try:
-                report = sync_glue_database(self.database, name, endpoint_url=s.glue_endpoint_url,
-                                            region=s.glue_region, storage_roots=s.storage_roots)
+                report = sync(name)
             except TMSError as exc:
-                log.warning("glue sync of %s failed: %s", name, exc)
+                log.warning("%s sync of %s failed: %s", catalog, name, exc)
                 continue
             if report.registered or report.missing:
-                log.info("glue sync of %s: %s registered, %s refused, %s dropped (disabled)", name,
+                log.info("%s sync of %s: %s registered, %s refused, %s dropped (disabled)", catalog, name,
                          len(report.registered), len(report.refused), len(report.missing))
 
     def _score_health(self) -> None:

@@ -129,6 +129,15 @@ class Settings(BaseSettings):
                                           "TMS_GLUE_SYNC_SECONDS, as POST /api/v1/discovery/glue-sync does")
     glue_sync_seconds: float = Field(
         3600.0, gt=0, description="How often the manager's leader syncs TMS_GLUE_SYNC_DATABASES")
+    hive_metastore_uri: str | None = Field(
+        None, pattern=r"^thrift://[^/:\s]+:[0-9]+/?$",
+        description="The Hive Metastore (thrift://host:port) the catalog sync (POST /api/v1/discovery/hive-sync) "
+                    "reads; unset: no Hive sync")
+    hive_sync_databases: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Comma-separated Hive Metastore databases the manager's leader syncs "
+                                          "every TMS_HIVE_SYNC_SECONDS, as POST /api/v1/discovery/hive-sync does")
+    hive_sync_seconds: float = Field(
+        3600.0, gt=0, description="How often the manager's leader syncs TMS_HIVE_SYNC_DATABASES")
     discovery_max_depth: int = Field(
         4, ge=0, le=16, description="Folder levels below a storage root that discovery looks into for tables")
     planner_clean_commits: int = Field(
@@ -206,7 +215,8 @@ class Settings(BaseSettings):
     webhook_max_age_seconds: float = Field(
         86400.0, gt=0, description="A delivery not accepted within this long is given up (expired)")
 
-    @field_validator("storage_roots", "backup_roots", "planner_services", "glue_sync_databases", mode="before")
+    @field_validator("storage_roots", "backup_roots", "planner_services", "glue_sync_databases",
+                     "hive_sync_databases", mode="before")
     @classmethod
     def _split_commas(cls, value):
         if isinstance(value, str):

@@ -8,13 +8,22 @@ from fastapi import APIRouter, Query, Request
 
 from tms.db import DiscoveryRepo
 from tms.fleet.glue import sync_glue_database
+from tms.fleet.hive import sync_hive_database
 from tms.fleet.onboarding import scan_root
 from tms.hudi.storage.paths import is_under_roots, normalize_base_path
 
 from ..auth import Admin, Viewer
 from ..errors import validation_error
 from ..schemas.common import Limit, Offset
-from ..schemas.discovery import DiscoveredOut, DiscoveredPage, GlueSyncRequest, ScanOut, ScanRequest, ScanResult
+from ..schemas.discovery import (
+    DiscoveredOut,
+    DiscoveredPage,
+    GlueSyncRequest,
+    HiveSyncRequest,
+    ScanOut,
+    ScanRequest,
+    ScanResult,
+)
 from ..schemas.problems import ADMIN, VIEWER, problems
 from .tables import _forget_cached_identities, _policy
 
@@ -58,6 +67,24 @@ def glue_sync(body: GlueSyncRequest, request: Request) -> dict[str, Any]:
     policies = _policy({}, body.policies, request).explicit()
     report = sync_glue_database(request.app.state.database, body.database, endpoint_url=settings.glue_endpoint_url,
                                 region=settings.glue_region, storage_roots=settings.storage_roots, policies=policies,
+                                refresh=lambda: _forget_cached_identities(request))
+    return asdict(report)
+
+
+@router.post("/hive-sync", response_model=ScanOut, dependencies=[Admin],
+             responses=problems(*ADMIN, 400, 404, 413, 422, d404="No such Hive Metastore database",
+                                d422="Bad policies, or no Hive Metastore configured or reachable"),
+             summary="Onboard the Hudi tables of a Hive Metastore database")
+def hive_sync(body: HiveSyncRequest, request: Request) -> dict[str, Any]:
+    """Each Hudi table the database of the metastore at TMS_HIVE_METASTORE_URI lists (by Spark's provider or
+    Hudi's input format) is onboarded at its location as a scan onboards a table it finds (under
+    TMS_STORAGE_ROOTS, with the policy templates); every other table is listed refused with the reason; a table
+    registered by an earlier sync and dropped from the metastore since is disabled (never deleted). Recorded
+    with the root `hive://<database>`."""
+    settings = request.app.state.settings
+    policies = _policy({}, body.policies, request).explicit()
+    report = sync_hive_database(request.app.state.database, body.database, metastore_uri=settings.hive_metastore_uri,
+                                storage_roots=settings.storage_roots, policies=policies,
                                 refresh=lambda: _forget_cached_identities(request))
     return asdict(report)
 

@@ -22,6 +22,13 @@ class GlueSyncRequest(BaseModel):
                                                                    "their policy templates')")
 
 
+class HiveSyncRequest(BaseModel):
+    database: str = Field(min_length=1, max_length=255, pattern=r"^[^\x00/]+$",
+                          description="The Hive Metastore database whose Hudi tables are onboarded")
+    policies: JsonObject = Field(default_factory=dict, description="TMS's policy options the new tables get (over "
+                                                                   "their policy templates')")
+
+
 class DiscoveredRef(BaseModel):
     base_path: str
     id: int | None = Field(None, description="The table's id (registered and missing tables)")

@@ -59,6 +59,7 @@ ENDPOINTS = [
     ("POST", "/api/v1/discovery/scan", "admin"),
     ("GET", "/api/v1/discovery/tables", "viewer"),
     ("POST", "/api/v1/discovery/glue-sync", "admin"),
+    ("POST", "/api/v1/discovery/hive-sync", "admin"),
     ("GET", "/api/v1/policy-templates", "viewer"),
     ("GET", "/api/v1/policy-templates/1", "viewer"),
     ("PUT", "/api/v1/policy-templates/1", "admin"),

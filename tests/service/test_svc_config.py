@@ -62,3 +62,14 @@ def test_bad_configuration(monkeypatch, tmp_path):
     monkeypatch.setenv("TMS_PORT", "http")
     with pytest.raises(ConfigError, match="TMS_PORT: "):
         load_settings()
+
+
+def test_hive_metastore_settings(monkeypatch):
+    monkeypatch.setenv("TMS_HIVE_METASTORE_URI", "thrift://metastore:9083")
+    monkeypatch.setenv("TMS_HIVE_SYNC_DATABASES", "sales, trips")
+    settings = load_settings()
+    assert (settings.hive_metastore_uri, settings.hive_sync_databases) == ("thrift://metastore:9083",
+                                                                          ["sales", "trips"])
+    monkeypatch.setenv("TMS_HIVE_METASTORE_URI", "http://metastore:9083")
+    with pytest.raises(ConfigError, match="TMS_HIVE_METASTORE_URI: "):
+        load_settings()
