@@ -1,14 +1,13 @@
 """`tms execute`: through a real spark-submit, in process with --local, a job SIGKILLed mid-write and its
-retry, and the refusals that change nothing."""
+retry, and the refusals that change nothing. (A job on a standalone cluster: the worker's,
+tests/worker/test_worker_end_to_end.py.)"""
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 from execute_support import ModelledTable, plan_compaction, rec, write_history
-from spark_cluster import standalone_cluster
 from typer.testing import CliRunner
 
 from tms.cli import app
@@ -31,26 +30,6 @@ def test_execute_through_spark_submit(tmp_path, tms):
     tc = plan_compaction(t.table())
 
     result = tms("execute", t.path, "--instant", tc, "--master", "local[2]", "--conf", "spark.ui.enabled=false")
-
-    assert result.exit_code == 0, result.output
-    assert t.table().timeline.get(tc).is_completed
-    t.check()
-
-
-@pytest.fixture
-def standalone_master(tmp_path):
-    with standalone_cluster(tmp_path / "spark-work") as url:
-        yield url
-
-
-@pytest.mark.slow
-def test_compaction_on_a_standalone_cluster(tmp_path, tms, standalone_master):
-    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6)
-    write_history(t)
-    tc = plan_compaction(t.table())
-
-    result = tms("execute", t.path, "--instant", tc, "--master", standalone_master,
-                 "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=1g")
 
     assert result.exit_code == 0, result.output
     assert t.table().timeline.get(tc).is_completed
