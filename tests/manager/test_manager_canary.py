@@ -44,6 +44,7 @@ def put(service, path: str, body: dict) -> httpx.Response:
     return httpx.put(f"{service.url}/api/v1{path}", headers=service.admin, json=body, timeout=30)
 
 
+@pytest.mark.waiting
 @pytest.mark.beside
 def test_a_failing_canary_on_20_percent_of_a_queue_is_rolled_back_and_every_task_succeeds_on_stable(
         tmp_path, service, db, local_queue, start_worker, start_manager, receiver):

@@ -143,6 +143,7 @@ def test_a_leader_paused_past_its_lease_writes_nothing_when_it_wakes(database, m
 
 
 @pytest.mark.slow
+@pytest.mark.waiting
 @pytest.mark.beside
 def test_twenty_failovers_retry_no_task_twice_and_duplicate_no_alert(database, managers):
     group = managers(TMS_MANAGER_RETRY_SECONDS="0.2", TMS_MONITOR_HOLD_SECONDS="0.5")

@@ -38,6 +38,7 @@ def _wait(what: str, condition, timeout: float = 400):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
+@pytest.mark.waiting
 @pytest.mark.beside
 def test_jobs_killed_by_ctrl_c_of_tms_up_complete_after_the_restart_without_an_operator(tmp_path, data_dir):
     site = tmp_path / "site"

@@ -52,6 +52,7 @@ def test_a_stop_signal_leaves_no_process_behind(tmp_path, data_dir, signum):
 
 
 @pytest.mark.slow
+@pytest.mark.waiting
 @pytest.mark.beside
 def test_tokens_from_anywhere_kept_secrets_and_restarted_roles(tmp_path, data_dir):
     runtime, elsewhere, lake = tmp_path / "run", tmp_path / "elsewhere", tmp_path / "lake"

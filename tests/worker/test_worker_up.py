@@ -23,6 +23,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.waiting
 @pytest.mark.beside
 def test_tms_up_shows_commits_turning_into_compactions_that_complete(tmp_path):
     with scratch_database() as url:

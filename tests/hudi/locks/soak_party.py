@@ -7,6 +7,9 @@
                                                                           clean, again and again
     soak_party.py worker  --table T --options JSON --seconds S --order F   run every pending plan
 
+Each party runs for --seconds S, then on until it made its least progress (a writer two acknowledged writes, the
+planner a compaction, the worker one completed plan), never past --max-seconds (180).
+
 Every party records, while it still holds the table's lock, the instant and completion times its transaction
 created (--order: appended under the lock, so the file's order is the lock order). Errors that are part of
 the game (a write that lost a conflict, an update rejected because its file group is being clustered, a plan
@@ -93,6 +96,13 @@ def open_party(args, party: str) -> tuple[HudiTable, RecordingTransactions]:
     return table, RecordingTransactions(table, config, args.order, party)
 
 
+def running(started: float, args, progressed: bool) -> bool:
+    """Whether a party goes on: for `--seconds`, then until it made its least progress (a loaded machine's slow
+    start must not fail the soak), but never past `--max-seconds`."""
+    elapsed = time.monotonic() - started
+    return elapsed < args.seconds or (not progressed and elapsed < args.max_seconds)
+
+
 def run_writer(args) -> int:
     table, transactions = open_party(args, f"writer{args.writer}")
     writer = HudiWriter(table, transactions=transactions, allow_updates_to_clustering=args.allow_updates)
@@ -102,8 +112,7 @@ def run_writer(args) -> int:
     counts = {"acked": 0, "conflicts": 0, "rejected": 0, "rolled_back": 0}
     seq = 0
     started = time.monotonic()
-    deadline = started + args.seconds
-    while time.monotonic() < deadline:
+    while running(started, args, counts["acked"] >= 2):
         seq += 1
         ts = 1000 + seq
         if live and rng.random() < 0.25:
@@ -137,8 +146,8 @@ def run_planner(args) -> int:
     table, transactions = open_party(args, "planner")
     policy = TablePolicy().merged(PLANNER_POLICY)
     planned = {}
-    deadline = time.monotonic() + args.seconds
-    while time.monotonic() < deadline:
+    started = time.monotonic()
+    while running(started, args, planned.get("compaction", 0) >= 1):
         for action in ("rollback", "compaction", "clustering", "clean"):
             result = schedule(table, action, policy, datetime.now(UTC), transactions)
             planned[action] = planned.get(action, 0) + len(result.planned)
@@ -161,8 +170,8 @@ def pending_plans(table: HudiTable) -> list[str]:
 def run_worker(args) -> int:
     table, transactions = open_party(args, "worker")
     counts = {"completed": 0, "held": 0, "gave_way": 0}
-    deadline = time.monotonic() + args.seconds
-    while time.monotonic() < deadline:
+    started = time.monotonic()
+    while running(started, args, counts["completed"] >= 1):
         for ts in pending_plans(table):
             try:
                 execute_instant(table, ts, LocalRunner(1), transactions=transactions)
@@ -183,6 +192,7 @@ def main() -> int:
     ap.add_argument("--table", required=True)
     ap.add_argument("--options", required=True)
     ap.add_argument("--seconds", type=float, required=True)
+    ap.add_argument("--max-seconds", type=float, default=180)
     ap.add_argument("--order", required=True)
     ap.add_argument("--writer", type=int, default=0)
     ap.add_argument("--writers", type=int, default=3)

@@ -103,7 +103,7 @@ def test_writers_planner_and_worker_under_one_lock(kind, zookeeper, tmp_path):
     started = time.monotonic()
     outcomes = {}
     for name, proc in procs.items():
-        out, _ = proc.communicate(timeout=SECONDS + 240)
+        out, _ = proc.communicate(timeout=420)  # each party gives up by 180 s (soak_party.py --max-seconds)
         assert proc.returncode == 0, f"{name} failed"
         outcomes[name] = json.loads(out.strip().splitlines()[-1])
     print(f"\n{kind}: {time.monotonic() - started:.0f} s, {outcomes}")
