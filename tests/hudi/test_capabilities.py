@@ -71,8 +71,9 @@ UNREADABLE = {
     "bootstrap": ("cow_v6_nonpartitioned", {"hoodie.bootstrap.base.path": "/data/source"}, "bootstrap"),
     "dropped_partition_columns": ("mor_v6_trips_8i1u", {"hoodie.datasource.write.drop.partition.columns": "true"},
                                   "partition columns"),
-    "virtual_keys_mor": ("cow_v6_simplekeygen_hivestyle_no_metafields", {"hoodie.table.type": "MERGE_ON_READ"},
-                         "virtual keys"),
+    # Hudi 0.15 merges the logs of virtual-key tables by one record key field only
+    "virtual_keys_mor": ("cow_v6_simplekeygen_hivestyle_no_metafields", {"hoodie.table.type": "MERGE_ON_READ",
+                         "hoodie.table.recordkey.fields": "id,name"}, "virtual keys"),
 }
 
 

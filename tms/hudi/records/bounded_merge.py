@@ -49,6 +49,7 @@ from .merge import (
     ord_columns,
     ord_names,
     ord_types,
+    record_keys,
     require_full_records,
 )
 from .merge_rules import MergeRules
@@ -290,7 +291,8 @@ class BoundedMerge:
         rows = project(records, self.schema)
         ords = ord_columns(records, self.rules, self.ord_types)
         deleted = data_deletes(records, self.rules)
-        control = self._control(records.column(KEY), pos, ords, deleted, False, data_resets(deleted, ords), arrival)
+        control = self._control(record_keys(records, self.rules), pos, ords, deleted, False,
+                                data_resets(deleted, ords), arrival)
         return pa.Table.from_arrays([*control, *rows.columns], schema=self.event_schema)
 
     def _delete_events(self, pos: int, deleted: list[tuple[str, str, object]], arrival: int) -> pa.Table:
@@ -371,7 +373,8 @@ class BoundedMerge:
         if self.base_file is None:
             return 0
         meta = self._base_file().metadata
-        key_col = meta.schema.names.index(KEY) if KEY in meta.schema.names else None
+        key = self.rules.key_fields[0] if self.rules.key_fields else KEY
+        key_col = meta.schema.names.index(key) if key in meta.schema.names else None
         if key_col is None or not meta.num_row_groups:
             return 0
         key_bytes = sum(meta.row_group(g).column(key_col).total_uncompressed_size for g in range(meta.num_row_groups))
@@ -397,12 +400,14 @@ class BoundedMerge:
         if in_memory and (log_keys is None or not len(log_keys)):
             return keys
         pf = self._base_file()
-        columns = [KEY] + [f for f in self.rules.ordering if f in pf.schema_arrow.names]
+        key_columns = list(self.rules.key_fields) or [KEY]
+        stored = pf.schema_arrow.names
+        columns = [*key_columns, *(f for f in self.rules.ordering if f in stored and f not in key_columns)]
         row = 0
         for batch in pf.iter_batches(batch_size=self._batch_rows(pf) * 4, columns=columns):
             t = pa.Table.from_batches([batch])
             part = pa.Table.from_arrays(
-                [t.column(KEY).cast(pa.string()), *ord_columns(t, self.rules, self.ord_types),
+                [record_keys(t, self.rules), *ord_columns(t, self.rules, self.ord_types),
                  pa.array(np.arange(row, row + t.num_rows, dtype=np.int64))], schema=self.base_key_schema)
             row += t.num_rows
             if in_memory:

@@ -44,6 +44,39 @@ class LogScan:
     corrupt_blocks: int = 0
 
 
+def record_keys(t: pa.Table, rules: MergeRules) -> pa.Array:
+    """The record key of each row: its `_hoodie_record_key`, or (virtual keys) the key Hudi derives from the record
+    key fields (`RecordContext.virtualKeyExtractor`): one field's value as text, several as `field:value` joined
+    by commas (`__null__`, `__empty__` for null and empty values). Values of types whose Java text TMS cannot
+    reproduce exactly are refused."""
+    if not rules.key_fields:
+        col = t.column(KEY).cast(pa.string())
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    texts = []
+    for f in rules.key_fields:
+        if f not in t.column_names:
+            raise HudiError(f"records lack the record key field {f!r} their virtual keys are derived from")
+        typ = t.schema.field(f).type
+        if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)):
+            raise UnsupportedTableError(f"record key field {f} is of type {typ}: TMS derives virtual keys from text "
+                                        "and integer fields only (Java's text of other types is not reproduced)")
+        texts.append(t.column(f).cast(pa.string()).combine_chunks())
+    if len(texts) == 1:
+        if texts[0].null_count:
+            raise HudiError(f"record key field {rules.key_fields[0]!r} is null in {texts[0].null_count} record(s)")
+        return texts[0]
+    parts = [pc.binary_join_element_wise(
+        f"{f}:", pc.if_else(pc.is_null(v), "__null__", pc.if_else(pc.equal(v, ""), "__empty__", v)), "")
+        for f, v in zip(rules.key_fields, texts, strict=True)]
+    unset = [pc.or_(pc.is_null(v), pc.equal(v, "")) for v in texts]
+    all_unset = unset[0]
+    for u in unset[1:]:
+        all_unset = pc.and_(all_unset, u)
+    if pc.any(all_unset).as_py():
+        raise HudiError(f"record key fields {','.join(rules.key_fields)} are all null or empty in some records")
+    return pc.binary_join_element_wise(*parts, ",")
+
+
 def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable[[str], bool],
               schema: pa.Schema | None = None, rules: MergeRules | None = None) -> LogScan:
     """Read the data and delete blocks of the given log files whose instant is completed (per
@@ -265,7 +298,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
         n = t.num_rows
         ords = ord_columns(t, rules, types)
         dels = data_deletes(t, rules)
-        parts.append(control(t.column(KEY), pos, ords, dels, data_resets(dels, ords),
+        parts.append(control(record_keys(t, rules), pos, ords, dels, data_resets(dels, ords),
                              pa.array(range(offset, offset + n), pa.int64())))
         offset += n
     for pos, dels_ in scan.deletes:
@@ -279,7 +312,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
     log_keys = pc.unique(events.column(KEY))
 
     if base is not None:
-        base_keys = base.column(KEY).cast(pa.string())
+        base_keys = record_keys(base, rules)
         hit = pc.is_in(base_keys, value_set=log_keys)
         hit_idx = pc.indices_nonzero(hit)
         n = len(hit_idx)
@@ -321,7 +354,8 @@ def _merge_partial(base: pa.Table | None, scan: LogScan, rules: MergeRules, sche
     for t, pos in zip(scan.data, scan.positions, strict=True):
         ords, dels = ord_columns(t, rules, types), data_deletes(t, rules)
         parts.append(pa.Table.from_arrays(
-            [*control(t.column(KEY), pos, ords, dels, data_resets(dels, ords), False), *_conform(t, schema).columns],
+            [*control(record_keys(t, rules), pos, ords, dels, data_resets(dels, ords), False),
+             *_conform(t, schema).columns],
             names=[*control_names, *schema.names]))
     for pos, dels_ in scan.deletes:
         ords, natural = delete_block_ords([d[2] for d in dels_], rules, types)
@@ -336,7 +370,7 @@ def _merge_partial(base: pa.Table | None, scan: LogScan, rules: MergeRules, sche
     if base is None:
         return _concat([state.filter(live).select(schema.names)], schema)
     base = _conform(base, schema)
-    base_keys = base.column(KEY).cast(pa.string())
+    base_keys = record_keys(base, rules)
     hit = pc.is_in(base_keys, value_set=state.column("__key"))
     hit_idx = pc.indices_nonzero(hit)
     n = len(hit_idx)

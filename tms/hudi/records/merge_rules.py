@@ -62,6 +62,7 @@ class MergeRules:
     partial: PartialMode | None = None
     unavailable_value: str | None = None
     legacy_partial: LegacyPartial | None = None
+    key_fields: tuple[str, ...] = ()  # virtual keys: records are merged by the key these fields make (`record_keys`)
 
     @classmethod
     def of(cls, ordering: str | list[str] | tuple[str, ...] | None, delete_field: str | None = None,
@@ -80,8 +81,25 @@ def _legacy_payload(config: TableConfig) -> str | None:
     return payload if payload in _PARTIAL_PAYLOADS and config.version < 9 else None
 
 
+def virtual_keys_refusal(config: TableConfig) -> str:
+    """Why TMS cannot derive the keys the log records of a table without meta fields merge by; empty if it can (or
+    the table has meta fields). Hudi 1.1 (table version 9) derives a key from the record key fields (one: its
+    value; several: `field:value` joined by commas, as KeyGenerator.constructRecordKey); Hudi 0.15 (version 6)
+    from one record key field only."""
+    if config.populate_meta_fields or not config.is_mor:
+        return ""
+    fields = config.record_key_fields
+    if not fields:
+        return "it does not populate meta fields (virtual keys) and names no record key fields"
+    if config.version == 8 or (config.version == 6 and len(fields) > 1):
+        return (f"it does not populate meta fields (virtual keys) on table version {config.version} with record "
+                f"key fields {','.join(fields)}: TMS derives the keys of virtual-key MERGE_ON_READ tables on version "
+                "9, and on version 6 from one record key field")
+    return ""
+
+
 def merge_refusal(config: TableConfig) -> str:
-    """Why TMS cannot merge the table's records exactly; empty if it can."""
+    """Why TMS cannot merge the table's records exactly (`virtual_keys_refusal` aside); empty if it can."""
     legacy = _legacy_payload(config)
     if legacy:
         name = legacy.rsplit(".", 1)[-1]
@@ -116,14 +134,16 @@ def merge_refusal(config: TableConfig) -> str:
 
 def merge_rules(config: TableConfig) -> MergeRules:
     """The table's merge rules; UnsupportedTableError (one line) when TMS cannot merge its records exactly."""
-    reason = merge_refusal(config)
+    reason = merge_refusal(config) or virtual_keys_refusal(config)
     if reason:
         raise UnsupportedTableError(f"TMS cannot merge the records of table {config.name}: {reason}")
     delete_field, delete_marker = _merge_property(config, DELETE_FIELD), _merge_property(config, DELETE_MARKER)
+    keys = () if config.populate_meta_fields else tuple(config.record_key_fields)
     legacy = _legacy_payload(config)
     if legacy == _PARTIAL_UPDATE:  # preCombine and combineAndGetUpdateValue compare ordering values
         return MergeRules(tuple(config.ordering_fields), delete_field, delete_marker,
-                          partial=PartialMode.IGNORE_DEFAULTS, legacy_partial=LegacyPartial.PARTIAL_UPDATE)
+                          partial=PartialMode.IGNORE_DEFAULTS, legacy_partial=LegacyPartial.PARTIAL_UPDATE,
+                          key_fields=keys)
     ordering = tuple(config.ordering_fields) if config.merge_mode is MergeMode.EVENT_TIME_ORDERING else ()
     base_loses = False
     precombined = config.traits.payload_precombines_log_records
@@ -133,6 +153,6 @@ def merge_rules(config: TableConfig) -> MergeRules:
     partial = PartialMode(mode) if mode in PartialMode.__members__ else None
     if legacy == _NON_DEFAULTS:
         return MergeRules(ordering, delete_field, delete_marker, base_loses, PartialMode.IGNORE_DEFAULTS,
-                          legacy_partial=LegacyPartial.OVERWRITE_NON_DEFAULTS)
+                          legacy_partial=LegacyPartial.OVERWRITE_NON_DEFAULTS, key_fields=keys)
     unavailable = _merge_property(config, UNAVAILABLE_VALUE) if partial is PartialMode.FILL_UNAVAILABLE else None
-    return MergeRules(ordering, delete_field, delete_marker, base_loses, partial, unavailable)
+    return MergeRules(ordering, delete_field, delete_marker, base_loses, partial, unavailable, key_fields=keys)
