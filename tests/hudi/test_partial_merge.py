@@ -21,7 +21,9 @@ from tms.hudi.records.merge import merge_records, scan_logs
 from tms.hudi.records.merge_rules import LegacyPartial, MergeRules, PartialMode, merge_rules
 from tms.hudi.records.schema import avro_to_arrow, with_meta_fields
 from tms.hudi.storage.table_storage import LocalStorage
-from tms.hudi.table.properties import TableConfig
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import TableConfig, format_properties
+from tms.hudi.table.writer import HudiWriter, create_table_for_records
 
 DATA_SCHEMA = {"type": "record", "name": "t", "fields": [
     {"name": "id", "type": "string"},
@@ -367,3 +369,17 @@ def test_a_field_defaulting_to_a_value_is_refused_under_ignore_defaults(tmp_path
         scan_logs(storage, ["log.1"], lambda i: True, ARROW, rules)
     with pytest.raises(UnsupportedTableError, match="gives field w the default 7"):
         BoundedMerge(storage, None, ["log.1"], lambda i: True, rules, ARROW).run(lambda rows: None)
+
+
+def test_tms_writer_refuses_a_table_of_partial_merges_before_writing(tmp_path):
+    path = tmp_path / "t"
+    records = [{"id": 1, "ts": 1, "name": "a"}]
+    create_table_for_records(str(path), records, table_type="MERGE_ON_READ", version=9, key=["id"], ordering=["ts"],
+                             partition=[]).write(records, "upsert")
+    props = path / ".hoodie" / "hoodie.properties"
+    config = HudiTable.load(str(path)).config.props
+    props.write_text(format_properties({**config, "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"}))
+    before = sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir())
+    with pytest.raises(UnsupportedTableError, match="TMS's writer does not write to it"):
+        HudiWriter(HudiTable.load(str(path))).write([{"id": 1, "ts": 2, "name": None}], "upsert")
+    assert sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir()) == before
