@@ -270,16 +270,9 @@ def test_mysql_debezium_tables_order_by_binlog_file_and_position_and_delete_on_o
 
 
 @pytest.mark.parametrize("props,word", [
-    ({"hoodie.record.merge.mode": "EVENT_TIME_ORDERING", "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS",
-      "hoodie.legacy.payload.class": "org.apache.hudi.common.model.PartialUpdateAvroPayload"},
-     "PartialUpdateAvroPayload"),
-    ({"hoodie.record.merge.mode": "COMMIT_TIME_ORDERING", "hoodie.table.partial.update.mode": "IGNORE_DEFAULTS"},
-     "IGNORE_DEFAULTS"),
-    ({"hoodie.table.version": "8", "hoodie.table.precombine.field": "ts", "hoodie.compaction.payload.class":
-      "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"}, "OverwriteNonDefaults"),
     ({"hoodie.record.merge.mode": "COMMIT_TIME_ORDERING", MERGE_PROPERTY + "delete.field": "Op"}, "only one of"),
 ])
-def test_partial_merges_are_refused_in_one_line(props, word):
+def test_a_delete_field_without_its_marker_is_refused_in_one_line(props, word):
     config = TableConfig({**V9, **props})
     with pytest.raises(UnsupportedTableError, match=word) as raised:
         merge_rules(config)

@@ -98,7 +98,7 @@ def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
     parts = []
     for s in task.slices:
         base = read_base_file(storage, s.base_file, arrow_schema) if s.base_file else None
-        scan = scan_logs(storage, list(s.log_files), task.valid, arrow_schema)
+        scan = scan_logs(storage, list(s.log_files), task.valid, arrow_schema, rules)
         parts.append(merge_records(base, scan, rules, arrow_schema))
     rows = pa.concat_tables(parts)
     if task.ttl is not None:

@@ -89,10 +89,11 @@ def compact_in_memory(task: CompactionTask, token: str) -> WriteStat | None:
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
     started = time.monotonic()
-    scan = scan_logs(storage, list(task.log_files), task.valid, arrow_schema)
+    rules = merge_rules(config)
+    scan = scan_logs(storage, list(task.log_files), task.valid, arrow_schema, rules)
     scan_ms = _ms_since(started)
     base = read_base_file(storage, task.base_file, arrow_schema) if task.base_file else None
-    merged = merge_records(base, scan, merge_rules(config), arrow_schema)
+    merged = merge_records(base, scan, rules, arrow_schema)
     kept = drop_expired(merged, *task.ttl) if task.ttl is not None else merged
     expired = merged.num_rows - kept.num_rows
     if base is None and kept.num_rows == 0 and not expired:

@@ -49,14 +49,19 @@ from .merge import (
     ord_columns,
     ord_names,
     ord_types,
+    record_keys,
     require_full_records,
 )
 from .merge_rules import MergeRules
+from .partial_merge import fill, partial_fold, require_fillable, require_partial_schema
 from .schema import avro_to_arrow
 from .schema_evolution import SchemaEvolutionError, project, require_evolvable
 
 # The control columns of an event (payload columns keep their own names; none starts with "__").
 _K, _SEQ, _DEL, _BDEL, _RESET, _N, _ROW = "__key", "__seq", "__del", "__bdel", "__reset", "__n", "__row"
+# How a change replaces its base row: with the change's payload, or (partial merges) field by field
+_MODE = "__mode"
+_REPLACE, _LOG_FIRST, _BASE_FIRST = 0, 1, 2
 _BASE_SEQ = BASE_SEQ
 _BASE_N = -(1 << 62)  # arrival order of base rows: before every log record, in row order
 _CURSOR_ROWS = 8192   # rows per batch of a spilled file (what a cursor holds)
@@ -184,8 +189,11 @@ def _partition(table: pa.Table, buckets: int) -> Iterator[pa.Table]:
         yield ordered.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b]))
 
 
-def _fold(events: pa.Table, ords: list[str]) -> pa.Table:
-    """One event per key (its winner, sorted by key); `ords` are the ordering columns (none: commit-time)."""
+def _fold(events: pa.Table, ords: list[str], rules: MergeRules, payload: list[str]) -> pa.Table:
+    """One event per key (its winner, or under a partial merge the merged state; sorted by key); `ords` are the
+    ordering columns (none: commit-time), `payload` the payload columns."""
+    if rules.partial is not None:
+        return partial_fold(events, _K, _N, ords, rules, payload)
     return events.take(fold_winners(events.select([_K, _SEQ, *ords, _DEL, _BDEL, _RESET, _N]), _K, ords, [_N]))
 
 
@@ -208,8 +216,12 @@ class BoundedMerge:
                                        pa.field(_DEL, pa.bool_()), pa.field(_BDEL, pa.bool_()),
                                        pa.field(_RESET, pa.bool_()), pa.field(_N, pa.int64()), *self.payload])
         self.base_key_schema = pa.schema([pa.field(_K, pa.string()), *ord_fields, pa.field(_ROW, pa.int64())])
-        self.change_schema = pa.schema([pa.field(_ROW, pa.int64()), pa.field(_DEL, pa.bool_()), *self.payload])
+        self.change_schema = pa.schema([pa.field(_ROW, pa.int64()), pa.field(_DEL, pa.bool_()),
+                                        pa.field(_MODE, pa.int8()), *self.payload])
         self.stats = MergeStats()
+
+    def _fold(self, events: pa.Table) -> pa.Table:
+        return _fold(events, self.ords, self.rules, self.payload.names)
 
     # --- step 1: the logs ---------------------------------------------------------------------------------
 
@@ -242,6 +254,7 @@ class BoundedMerge:
             else:
                 what = f"the log block of instant {instant} in {paths[pos]}"
                 require_full_records(b, what)
+                require_partial_schema(b.schema, self.rules, what)
                 if b.schema is not None:
                     require_evolvable(history_rename_schema(self.storage, avro_to_arrow(b.schema), instant),
                                       self.schema, what)
@@ -278,7 +291,8 @@ class BoundedMerge:
         rows = project(records, self.schema)
         ords = ord_columns(records, self.rules, self.ord_types)
         deleted = data_deletes(records, self.rules)
-        control = self._control(records.column(KEY), pos, ords, deleted, False, data_resets(deleted, ords), arrival)
+        control = self._control(record_keys(records, self.rules), pos, ords, deleted, False,
+                                data_resets(deleted, ords), arrival)
         return pa.Table.from_arrays([*control, *rows.columns], schema=self.event_schema)
 
     def _delete_events(self, pos: int, deleted: list[tuple[str, str, object]], arrival: int) -> pa.Table:
@@ -312,7 +326,7 @@ class BoundedMerge:
                 continue
             events = pa.concat_tables(buffer)
             if buckets is None:
-                events = _fold(events, self.ords)
+                events = self._fold(events)
                 buffer, held = [events], events.nbytes
                 if held <= limit // 2:
                     continue  # updates of the same keys: folding keeps the logs in memory
@@ -327,7 +341,7 @@ class BoundedMerge:
                 spill.append(part)
             buffer, held = [], 0
         if buckets is None:
-            rest = _fold(pa.concat_tables(buffer), self.ords) if buffer else self.event_schema.empty_table()
+            rest = self._fold(pa.concat_tables(buffer)) if buffer else self.event_schema.empty_table()
             return [_Spill(self.event_schema, tables=[rest])]
         rest = pa.concat_tables(buffer) if buffer else self.event_schema.empty_table()
         for spill, part in zip(buckets, _partition(rest, len(buckets)), strict=True):
@@ -359,7 +373,8 @@ class BoundedMerge:
         if self.base_file is None:
             return 0
         meta = self._base_file().metadata
-        key_col = meta.schema.names.index(KEY) if KEY in meta.schema.names else None
+        key = self.rules.key_fields[0] if self.rules.key_fields else KEY
+        key_col = meta.schema.names.index(key) if key in meta.schema.names else None
         if key_col is None or not meta.num_row_groups:
             return 0
         key_bytes = sum(meta.row_group(g).column(key_col).total_uncompressed_size for g in range(meta.num_row_groups))
@@ -385,12 +400,14 @@ class BoundedMerge:
         if in_memory and (log_keys is None or not len(log_keys)):
             return keys
         pf = self._base_file()
-        columns = [KEY] + [f for f in self.rules.ordering if f in pf.schema_arrow.names]
+        key_columns = list(self.rules.key_fields) or [KEY]
+        stored = pf.schema_arrow.names
+        columns = [*key_columns, *(f for f in self.rules.ordering if f in stored and f not in key_columns)]
         row = 0
         for batch in pf.iter_batches(batch_size=self._batch_rows(pf) * 4, columns=columns):
             t = pa.Table.from_batches([batch])
             part = pa.Table.from_arrays(
-                [t.column(KEY).cast(pa.string()), *ord_columns(t, self.rules, self.ord_types),
+                [record_keys(t, self.rules), *ord_columns(t, self.rules, self.ord_types),
                  pa.array(np.arange(row, row + t.num_rows, dtype=np.int64))], schema=self.base_key_schema)
             row += t.num_rows
             if in_memory:
@@ -412,9 +429,9 @@ class BoundedMerge:
             parts.append(pa.Table.from_batches([batch], schema=self.event_schema))
             held += batch.nbytes
             if held > self.budget // 4:
-                folded = _fold(pa.concat_tables(parts), self.ords)
+                folded = self._fold(pa.concat_tables(parts))
                 parts, held = [folded], folded.nbytes
-        return _fold(pa.concat_tables(parts) if parts else self.event_schema.empty_table(), self.ords)
+        return self._fold(pa.concat_tables(parts) if parts else self.event_schema.empty_table())
 
     def _resolve(self, logs: list[_Spill], base_keys: list[_Spill], tmp: str) -> tuple[list[_Spill], _Spill]:
         """Per bucket, the changes to base rows (sorted by row); the inserted rows."""
@@ -457,12 +474,25 @@ class BoundedMerge:
                 [kept_rows.combine_chunks() if isinstance(kept_rows, pa.ChunkedArray) else kept_rows,
                  repl_rows.combine_chunks().cast(pa.int64())]))
             dropped = bk.filter(pc.invert(kept)).column(_ROW)
-            change = pa.concat_tables([
+            partial = self.rules.partial is not None
+            changes_of_bucket = [
                 pa.Table.from_arrays([repl_rows.cast(pa.int64()), pa.repeat(False, repl.num_rows),
+                                      pa.repeat(pa.scalar(_LOG_FIRST if partial else _REPLACE, pa.int8()),
+                                                repl.num_rows),
                                       *repl.select(self.payload.names).columns], schema=self.change_schema),
-                pa.Table.from_arrays([dropped, pa.repeat(True, len(dropped)),
+                pa.Table.from_arrays([dropped, pa.repeat(True, len(dropped)), pa.nulls(len(dropped), pa.int8()),
                                       *(pa.nulls(len(dropped), f.type) for f in self.payload)],
-                                     schema=self.change_schema)])
+                                     schema=self.change_schema)]
+            if partial:  # a base row that won takes the state's values in its unset fields, unless the state deletes
+                base_won = won.filter(from_base)
+                of_state = state.take(pc.index_in(base_won.column(_K), value_set=state.column(_K)))
+                live = pc.invert(of_state.column(_DEL))
+                filled = of_state.filter(live)
+                changes_of_bucket.append(pa.Table.from_arrays(
+                    [pc.add(base_won.filter(live).column(_N), pa.scalar(-_BASE_N, pa.int64())),
+                     pa.repeat(False, filled.num_rows), pa.repeat(pa.scalar(_BASE_FIRST, pa.int8()), filled.num_rows),
+                     *filled.select(self.payload.names).columns], schema=self.change_schema))
+            change = pa.concat_tables(changes_of_bucket)
             change = change.sort_by(_ROW)
             # The cursors of `_apply` hold a batch of each bucket: together about a sixteenth of the budget.
             row_bytes = change.nbytes / max(change.num_rows, 1)
@@ -490,6 +520,7 @@ class BoundedMerge:
     def run(self, sink: Callable[[pa.Table], None]) -> MergeStats:
         import time
         started = time.monotonic()
+        require_fillable(self.schema, self.rules)
         if self.base_file is not None:
             stored = read_base_schema(self.storage, self.base_file)
             renamed = history_rename_schema(self.storage, stored, self._base_instant())
@@ -514,6 +545,14 @@ class BoundedMerge:
                 sink(rows)
         return self.stats
 
+    def _filled(self, state: pa.Table, base: pa.Table, mode: pa.ChunkedArray) -> pa.Table:
+        """Partial merges: each state row filled from its base row, or (`_BASE_FIRST`) the base row from it."""
+        log_first = fill(state, base, self.rules, True)
+        base_first = fill(base, state, self.rules, False)
+        which = pc.equal(mode, _BASE_FIRST).combine_chunks()
+        return pa.Table.from_arrays([pc.if_else(which, b, s) for s, b in zip(log_first.columns, base_first.columns,
+                                                                             strict=True)], schema=self.schema)
+
     def _apply(self, changes: list[_Spill], sink: Callable[[pa.Table], None]) -> None:
         pf = self._base_file()
         cursors = [_Cursor(c) for c in changes]
@@ -533,7 +572,10 @@ class BoundedMerge:
                 index = np.arange(n, dtype=np.int64)
                 replaced = local[~dropped]
                 index[replaced] = n + np.arange(len(replaced), dtype=np.int64)
-                repl = self._out(ch.filter(pc.invert(ch.column(_DEL))))
+                kept = ch.filter(pc.invert(ch.column(_DEL)))
+                repl = self._out(kept)
+                if self.rules.partial is not None:
+                    repl = self._filled(repl, rows.take(pa.array(replaced)), kept.column(_MODE))
                 rows = pa.concat_tables([rows, repl]).take(pa.array(index[keep]))
             start = end
             self.stats.rows_written += rows.num_rows

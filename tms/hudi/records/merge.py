@@ -24,6 +24,7 @@ from ..table.properties import TableConfig
 from .base_format import read_base_file, read_base_schema
 from .internal_schema import history_rename, history_rename_schema
 from .merge_rules import IS_DELETED, MergeRules, merge_rules
+from .partial_merge import fill, partial_fold, require_fillable, require_partial_schema
 from .schema import avro_to_arrow
 from .schema_evolution import evolve_column, project, require_evolvable, slice_schema
 
@@ -43,11 +44,45 @@ class LogScan:
     corrupt_blocks: int = 0
 
 
+def record_keys(t: pa.Table, rules: MergeRules) -> pa.Array:
+    """The record key of each row: its `_hoodie_record_key`, or (virtual keys) the key Hudi derives from the record
+    key fields (`RecordContext.virtualKeyExtractor`): one field's value as text, several as `field:value` joined
+    by commas (`__null__`, `__empty__` for null and empty values). Values of types whose Java text TMS cannot
+    reproduce exactly are refused."""
+    if not rules.key_fields:
+        col = t.column(KEY).cast(pa.string())
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    texts = []
+    for f in rules.key_fields:
+        if f not in t.column_names:
+            raise HudiError(f"records lack the record key field {f!r} their virtual keys are derived from")
+        typ = t.schema.field(f).type
+        if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)):
+            raise UnsupportedTableError(f"record key field {f} is of type {typ}: TMS derives virtual keys from text "
+                                        "and integer fields only (Java's text of other types is not reproduced)")
+        texts.append(t.column(f).cast(pa.string()).combine_chunks())
+    if len(texts) == 1:
+        if texts[0].null_count:
+            raise HudiError(f"record key field {rules.key_fields[0]!r} is null in {texts[0].null_count} record(s)")
+        return texts[0]
+    parts = [pc.binary_join_element_wise(
+        f"{f}:", pc.if_else(pc.is_null(v), "__null__", pc.if_else(pc.equal(v, ""), "__empty__", v)), "")
+        for f, v in zip(rules.key_fields, texts, strict=True)]
+    unset = [pc.or_(pc.is_null(v), pc.equal(v, "")) for v in texts]
+    all_unset = unset[0]
+    for u in unset[1:]:
+        all_unset = pc.and_(all_unset, u)
+    if pc.any(all_unset).as_py():
+        raise HudiError(f"record key fields {','.join(rules.key_fields)} are all null or empty in some records")
+    return pc.binary_join_element_wise(*parts, ",")
+
+
 def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable[[str], bool],
-              schema: pa.Schema | None = None) -> LogScan:
+              schema: pa.Schema | None = None, rules: MergeRules | None = None) -> LogScan:
     """Read the data and delete blocks of the given log files whose instant is completed (per
     `is_valid_instant`) and not rolled back by a command block. With `schema` (the table's, meta fields
-    included), a data block whose schema does not evolve into it is refused before its records are decoded."""
+    included), a data block whose schema does not evolve into it is refused before its records are decoded;
+    with `rules`, a block whose schema a partial merge cannot merge exactly is refused too."""
     blocks, paths = [], []
     for path in log_paths:
         read = read_log_file(storage.read_bytes(path))
@@ -72,6 +107,8 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
             continue
         what = f"the log block of instant {instant} in {paths[pos]}"
         require_full_records(b, what)
+        if rules is not None:
+            require_partial_schema(b.schema, rules, what)
         if schema is not None and b.schema is not None:
             require_evolvable(history_rename_schema(storage, avro_to_arrow(b.schema), instant), schema, what)
         records = b.records()
@@ -111,7 +148,7 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
         if schema is not None:
             base = project(base, slice_schema(base.schema, schema))
         return base.select(columns) if columns else base
-    scan = scan_logs(storage, [f.path for f in fs.log_files], is_valid_instant, schema)
+    scan = scan_logs(storage, [f.path for f in fs.log_files], is_valid_instant, schema, rules)
     target = None
     if schema is not None:
         first = base.schema if base is not None else (scan.data[0].schema if scan.data else None)
@@ -240,6 +277,8 @@ def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
     target_schema = schema or (base.schema if base is not None else (scan.data[0].schema if scan.data else None))
     if target_schema is None:
         return pa.table({KEY: pa.array([], pa.string())})
+    if rules.partial is not None:
+        return _merge_partial(base, scan, rules, target_schema)
     types = ord_types(rules, target_schema)
     names = ord_names(rules)
     ordered = bool(rules.ordering)
@@ -259,7 +298,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
         n = t.num_rows
         ords = ord_columns(t, rules, types)
         dels = data_deletes(t, rules)
-        parts.append(control(t.column(KEY), pos, ords, dels, data_resets(dels, ords),
+        parts.append(control(record_keys(t, rules), pos, ords, dels, data_resets(dels, ords),
                              pa.array(range(offset, offset + n), pa.int64())))
         offset += n
     for pos, dels_ in scan.deletes:
@@ -273,7 +312,7 @@ def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
     log_keys = pc.unique(events.column(KEY))
 
     if base is not None:
-        base_keys = base.column(KEY).cast(pa.string())
+        base_keys = record_keys(base, rules)
         hit = pc.is_in(base_keys, value_set=log_keys)
         hit_idx = pc.indices_nonzero(hit)
         n = len(hit_idx)
@@ -294,6 +333,79 @@ def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
     if logs.num_rows:
         out.append(logs.take(winners.filter(pc.invert(from_base)).column(_ROW)))
     return _concat(out, target_schema)
+
+
+def _merge_partial(base: pa.Table | None, scan: LogScan, rules: MergeRules, schema: pa.Schema) -> pa.Table:
+    """`merge_records` under a partial merge: the log is folded field by field (`partial_fold`), then each key's
+    state merges with its base row: the winner of the two (as `fold_winners` decides) takes the other's values in
+    its unset fields, unless one of them is a delete."""
+    require_fillable(schema, rules)
+    types, names = ord_types(rules, schema), ord_names(rules)
+    control_names = ["__key", _SEQ, *names, _DEL, _BDEL, _RESET, "__n"]
+
+    def control(keys: pa.Array | pa.ChunkedArray, pos: int, ords: list[pa.Array], dels: pa.Array,
+                resets: pa.Array, block_deletes: bool) -> list[pa.Array | pa.ChunkedArray]:
+        n = len(keys)
+        return [keys.cast(pa.string()), pa.repeat(pa.scalar(pos, pa.int64()), n), *ords, dels,
+                pa.repeat(block_deletes, n), resets if rules.ordering else pa.repeat(False, n),
+                pa.array(np.arange(n, dtype=np.int64) + (pos << 32))]
+
+    parts = []
+    for t, pos in zip(scan.data, scan.positions, strict=True):
+        ords, dels = ord_columns(t, rules, types), data_deletes(t, rules)
+        parts.append(pa.Table.from_arrays(
+            [*control(record_keys(t, rules), pos, ords, dels, data_resets(dels, ords), False),
+             *_conform(t, schema).columns],
+            names=[*control_names, *schema.names]))
+    for pos, dels_ in scan.deletes:
+        ords, natural = delete_block_ords([d[2] for d in dels_], rules, types)
+        n = len(dels_)
+        parts.append(pa.Table.from_arrays(
+            [*control(pa.array([d[0] for d in dels_], pa.string()), pos, ords, pa.repeat(True, n), natural, True),
+             *(pa.nulls(n, f.type) for f in schema)], names=[*control_names, *schema.names]))
+    if not parts:
+        return _concat([base], schema) if base is not None else schema.empty_table()
+    state = partial_fold(pa.concat_tables(parts), "__key", "__n", names, rules, schema.names)
+    live = pc.invert(state.column(_DEL))
+    if base is None:
+        return _concat([state.filter(live).select(schema.names)], schema)
+    base = _conform(base, schema)
+    base_keys = record_keys(base, rules)
+    hit = pc.is_in(base_keys, value_set=state.column("__key"))
+    hit_idx = pc.indices_nonzero(hit)
+    n = len(hit_idx)
+    base_events = pa.Table.from_arrays(
+        [base_keys.take(hit_idx), pa.repeat(pa.scalar(BASE_SEQ, pa.int64()), n),
+         *ord_columns(base.take(hit_idx), rules, types), pa.repeat(False, n), pa.repeat(False, n),
+         pa.repeat(False, n), hit_idx.cast(pa.int64())], names=control_names)
+    log_events = state.select(control_names[:-1]).append_column(
+        "__n", pa.array(np.arange(state.num_rows, dtype=np.int64)))
+    events = pa.concat_tables([base_events, log_events.cast(base_events.schema)])
+    won = events.take(fold_winners(events, "__key", names, [], rules.base_loses))
+    from_base = pc.equal(won.column(_SEQ), BASE_SEQ)
+    # each state key's base row (the last one of the key) and each base key's state
+    last_base = pa.table({"__key": base_keys.take(hit_idx), "__row": hit_idx.cast(pa.int64())}).group_by(
+        "__key").aggregate([("__row", "max")]).rename_columns(["__key", "__row"])
+    state_row = pa.table({"__key": state.column("__key"),
+                          "__state": pa.array(np.arange(state.num_rows, dtype=np.int64))})
+    won = won.append_column("__w", pa.array(np.arange(won.num_rows, dtype=np.int64))).join(
+        last_base, "__key", join_type="left outer").join(state_row, "__key", join_type="left outer").sort_by("__w")
+    from_base = pc.equal(won.column(_SEQ), BASE_SEQ)
+    out = [base.filter(pc.invert(hit))]
+    # the base row won: the state fills its unset fields, unless the state is a delete
+    base_won = won.filter(from_base)
+    state_of_base = state.take(base_won.column("__state"))
+    fillable = pc.invert(state_of_base.column(_DEL))
+    rows = base.take(base_won.column("__n"))
+    out.append(rows.filter(pc.invert(fillable)))
+    out.append(fill(rows.filter(fillable), state_of_base.filter(fillable).select(schema.names), rules, False))
+    # the state won: a delete drops the key; else the base row, if any, fills its unset fields
+    log_won = won.filter(pc.and_(pc.invert(from_base), pc.invert(won.column(_DEL))))
+    rows = state.take(log_won.column("__state")).select(schema.names)
+    in_base = pc.is_valid(log_won.column("__row"))
+    out.append(rows.filter(pc.invert(in_base)))
+    out.append(fill(rows.filter(in_base), base.take(log_won.filter(in_base).column("__row")), rules, True))
+    return _concat(out, schema)
 
 
 def _cast_ord(values: list[Any], ord_type: pa.DataType) -> pa.Array:

@@ -7,7 +7,7 @@ from ..errors import UnsupportedTableError
 from ..table.hudi_table import HudiTable
 from ..table.properties import TableConfig
 from .base_format import table_base_format, unreadable_format_reason
-from .merge_rules import merge_refusal
+from .merge_rules import merge_refusal, virtual_keys_refusal
 
 BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
 DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
@@ -33,10 +33,7 @@ def unreadable_base_format_reason(config: TableConfig) -> str:
 
 def virtual_keys_reason(config: TableConfig) -> str:
     """Why the log records of a table without meta fields cannot be merged exactly; empty if they can."""
-    if not config.populate_meta_fields and config.is_mor:
-        return ("it does not populate meta fields (virtual keys) and is MERGE_ON_READ: TMS cannot derive "
-                "the record keys its log records are merged by exactly")
-    return ""
+    return virtual_keys_refusal(config)
 
 
 def dropped_partition_columns_reason(config: TableConfig) -> str:

@@ -190,6 +190,9 @@ class HudiWriter:
         internal = internal_schema_metadata(self.table)  # kept on schema-on-read tables, as Hudi's writers keep it
         incoming = self._to_arrow(records, arrow_schema, op)
         rules = merge_rules(self.config)
+        if rules.partial is not None:
+            raise UnsupportedTableError(f"table {self.config.name} merges partial updates ({rules.partial}): "
+                                        "TMS's writer does not write to it")
         if len(rules.ordering) > 1:
             raise UnsupportedTableError(f"table {self.config.name} orders records by several fields "
                                         f"({', '.join(rules.ordering)}): TMS's writer orders by one")

@@ -1,0 +1,171 @@
+"""Partial merges: the winning record's unset fields take the values of the records it merged with.
+
+As Hudi 1.1's `EventTimePartialRecordMerger` / `CommitTimePartialRecordMerger` (`PartialUpdateHandler`) fold a
+key's log records one at a time: a record that wins (greater or equal ordering value, or any later write under
+commit-time ordering) becomes the state, its unset fields filled from the state; a record that loses fills the
+state's unset fields; a delete on either side skips the fill (the state restarts at a delete that wins, and a losing
+delete or a record losing to a delete is dropped). A field is unset when it holds its default (IGNORE_DEFAULTS:
+null) or, for text and bytes fields, the unavailable value (FILL_UNAVAILABLE). The state then merges with the base
+row the same way (`fill`).
+
+Folded column-wise: per key, the records since the last restart form a list (the winners newest first, then the
+losers in write order) and each field takes the first set value of the list. A folded state is itself an event: the
+fold of (state, later events) is the fold of all events, which lets the bounded merge fold run by run."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import UnsupportedTableError
+from .merge_rules import LegacyPartial, MergeRules, PartialMode
+
+META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
+               "_hoodie_file_name")
+
+
+def require_partial_schema(avro_schema: dict[str, Any] | None, rules: MergeRules, what: str) -> None:
+    """Refuse a block whose writer schema gives a top-level field a default other than null under IGNORE_DEFAULTS:
+    Hudi compares such a default by Java reference (1.1) or equality (0.15), not something TMS can reproduce."""
+    if rules.partial is not PartialMode.IGNORE_DEFAULTS or not avro_schema:
+        return
+    for f in avro_schema.get("fields", []):
+        if "default" in f and f["default"] is not None:
+            raise UnsupportedTableError(f"{what} gives field {f['name']} the default {f['default']!r}: TMS merges "
+                                        "partial updates (IGNORE_DEFAULTS) of fields whose default is null only")
+
+
+def require_fillable(schema: pa.Schema, rules: MergeRules) -> None:
+    """Refuse bytes columns under FILL_UNAVAILABLE: Hudi compares their text form, which depends on its engine."""
+    if rules.partial is not PartialMode.FILL_UNAVAILABLE:
+        return
+    for f in schema:
+        if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):
+            raise UnsupportedTableError(f"column {f.name} holds bytes: TMS fills unavailable values "
+                                        "(FILL_UNAVAILABLE) of text columns only")
+
+
+def unset(column: pa.Array | pa.ChunkedArray, rules: MergeRules) -> np.ndarray:
+    """Which values of `column` a merge replaces with the other record's."""
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if rules.partial is PartialMode.FILL_UNAVAILABLE:
+        if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            return np.zeros(len(col), np.bool_)
+        marked = pc.fill_null(pc.equal(col, rules.unavailable_value), False)
+        return np.asarray(marked.to_numpy(zero_copy_only=False), np.bool_)
+    return np.asarray(col.is_null().to_numpy(zero_copy_only=False), np.bool_)
+
+
+def _meta_newest_first(rules: MergeRules, name: str) -> bool:
+    """Hudi 0.15's PartialUpdateAvroPayload takes the meta fields from the record written last."""
+    return rules.legacy_partial is LegacyPartial.PARTIAL_UPDATE and name in META_FIELDS
+
+
+def fill(primary: pa.Table, secondary: pa.Table, rules: MergeRules, primary_is_log: bool) -> pa.Table:
+    """Row by row, `primary`'s unset fields take `secondary`'s values (both in the same schema)."""
+    columns = []
+    for name in primary.column_names:
+        first, second = primary.column(name), secondary.column(name)
+        if not primary_is_log and _meta_newest_first(rules, name):
+            first, second = second, first
+        columns.append(pc.if_else(pa.array(unset(first, rules)), second, first))
+    return pa.Table.from_arrays(columns, schema=primary.schema)
+
+
+def _ranks(t: pa.Table, ords: list[str]) -> np.ndarray:
+    """The dense rank of each row's ordering values (nulls lowest), 0 without ordering fields."""
+    n = t.num_rows
+    if not ords or not n:
+        return np.zeros(n, np.int64)
+    order = pc.sort_indices(t.select(ords), sort_keys=[(c, "ascending", "at_start") for c in ords]).to_numpy()
+    differs = np.zeros(n, np.bool_)
+    for c in ords:
+        col = t.column(c).combine_chunks().take(pa.array(order))
+        a, b = col.slice(0, n - 1), col.slice(1)
+        both_null = pc.and_(a.is_null(), b.is_null())
+        same = pc.or_(pc.fill_null(pc.equal(a, b), False), both_null)
+        differs[1:] |= ~same.to_numpy(zero_copy_only=False)
+    ranks = np.empty(n, np.int64)
+    ranks[order] = np.cumsum(differs)
+    return ranks
+
+
+def partial_fold(events: pa.Table, key: str, arrival: str, ords: list[str], rules: MergeRules,
+                 payload: list[str]) -> pa.Table:
+    """One event per key (sorted by key): the state Hudi's record buffer holds after folding the key's events in
+    `arrival` order. `events` has the control columns of `merge.fold_winners` (`__seq`, the ordering columns,
+    `__del`, `__bdel`, `__reset`), `arrival` and the `payload` columns (null for delete block deletes); the state
+    has the control columns of the record that won last and the merged payload."""
+    n = events.num_rows
+    if not n:
+        return events
+    events = events.take(pc.sort_indices(events, sort_keys=[(key, "ascending"), (arrival, "ascending")]))
+    keys = events.column(key).combine_chunks()
+    new_key = np.ones(n, np.bool_)
+    new_key[1:] = pc.not_equal(keys.slice(0, n - 1), keys.slice(1)).to_numpy(zero_copy_only=False)
+    deleted = events.column("__del").combine_chunks().to_numpy(zero_copy_only=False)
+    block = events.column("__bdel").combine_chunks().to_numpy(zero_copy_only=False)
+    reset = events.column("__reset").combine_chunks().to_numpy(zero_copy_only=False)
+    if rules.legacy_partial is LegacyPartial.PARTIAL_UPDATE and bool(np.any(deleted & ~(block & reset))):
+        raise UnsupportedTableError(
+            "a log record of a PartialUpdateAvroPayload table (version 6) deletes by _hoodie_is_deleted or by a "
+            "delete ordered by value: Hudi 0.15 merges those deletes field by field, which TMS does not implement")
+    idx = np.arange(n, dtype=np.int64)
+
+    # Segments start at a key's first event and at each natural delete (a reset: it wins whatever came before).
+    head = new_key | reset
+    seg = np.cumsum(head) - 1
+    # Delete block deletes between a reset and the first data record after it are ignored (deltaMergeDeleteRecord).
+    seg_starts = np.flatnonzero(head)
+    seg_first_data = np.full(len(seg_starts), n, np.int64)
+    np.minimum.at(seg_first_data, seg, np.where(~head & ~block, idx, n))
+    dropped = block & ~head & reset[seg_starts][seg] & (idx < seg_first_data[seg])
+
+    # A record wins when its ordering value is at least the greatest before it in its segment (ties: the later).
+    rank = _ranks(events, ords)
+    big = int(rank.max()) + 2
+    # A reset (and what is dropped after it) counts as lower than any record: the first record after it wins.
+    value = seg * big + np.where(reset | dropped, -1, rank)
+    running = np.maximum.accumulate(value)
+    before = np.empty(n, np.int64)
+    before[0] = -1
+    before[1:] = running[:-1]
+    wins = head | (~dropped & (value >= before))
+
+    winner_at = np.maximum.accumulate(np.where(wins, idx, -1))  # the state's record at each event
+    prev_winner = np.full(n, -1, np.int64)
+    prev_winner[1:] = winner_at[:-1]
+    prev_winner[new_key] = -1
+    restart = wins & (deleted | (prev_winner < 0) | deleted[np.maximum(prev_winner, 0)])
+    last_restart_at = np.maximum.accumulate(np.where(restart, idx, -1))
+    ends = np.append(np.flatnonzero(new_key)[1:] - 1, n - 1)
+    starts = np.flatnonzero(new_key)
+    group = np.cumsum(new_key) - 1
+    final = winner_at[ends]                 # the state's record per key
+    since = last_restart_at[ends][group]    # the list of each key starts at its last restart
+    if rules.legacy_partial is LegacyPartial.OVERWRITE_NON_DEFAULTS:
+        listed = idx == final[group]  # Hudi 0.15 folds the log whole (preCombine); only the base row fills it
+    else:
+        listed = (idx >= since) & ((idx == since) | (~deleted & ~dropped & ~deleted[since]))
+
+    # Priority in the list: the winners newest first, then the losers in write order.
+    priority = np.where(wins, -idx, n + idx)
+    newest_first = -idx
+    state = events.take(pa.array(final))
+    columns = {name: state.column(name) for name in state.column_names}
+    lidx = np.flatnonzero(listed)
+    lgroup = group[lidx]
+    for name in payload:
+        prio = newest_first if _meta_newest_first(rules, name) else priority
+        order = lidx[np.lexsort((prio[lidx], lgroup))]
+        col = events.column(name).combine_chunks()
+        taken = col.take(pa.array(order))
+        settable = ~unset(taken, rules)
+        pos = np.where(settable, np.arange(len(order)), len(order))
+        group_starts = np.searchsorted(group[order], np.arange(len(starts)))
+        first = np.minimum.reduceat(pos, group_starts) if len(order) else np.empty(0, np.int64)
+        pick = np.where(first < len(order), order[np.minimum(first, max(len(order) - 1, 0))], final)
+        columns[name] = col.take(pa.array(pick))
+    return pa.table(columns, schema=state.schema)
