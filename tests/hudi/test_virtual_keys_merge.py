@@ -20,7 +20,9 @@ from tms.hudi.records.merge import merge_records, scan_logs
 from tms.hudi.records.merge_rules import MergeRules, merge_rules
 from tms.hudi.records.schema import avro_to_arrow, with_meta_fields
 from tms.hudi.storage.table_storage import LocalStorage
-from tms.hudi.table.properties import TableConfig
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import TableConfig, format_properties
+from tms.hudi.table.writer import HudiWriter, create_table_for_records
 
 DATA_SCHEMA = {"type": "record", "name": "t", "fields": [
     {"name": "region", "type": "string"}, {"name": "n", "type": "int"}, {"name": "ts", "type": "long"},
@@ -159,3 +161,17 @@ def test_a_key_field_whose_java_text_tms_cannot_reproduce_is_refused(tmp_path):
         merge_records(None, scan_logs(storage, ["log.1"], lambda i: True, target, rules), rules, target)
     with pytest.raises(UnsupportedTableError, match="record key field ts is of type timestamp"):
         BoundedMerge(storage, None, ["log.1"], lambda i: True, rules, target).run(lambda rows: None)
+
+
+def test_tms_writer_refuses_a_virtual_key_merge_on_read_table_before_writing(tmp_path):
+    path = tmp_path / "t"
+    records = [{"id": 1, "ts": 1, "name": "a"}]
+    create_table_for_records(str(path), records, table_type="MERGE_ON_READ", version=9, key=["id"], ordering=["ts"],
+                             partition=[]).write(records, "upsert")
+    config = HudiTable.load(str(path)).config.props
+    (path / ".hoodie" / "hoodie.properties").write_text(
+        format_properties({**config, "hoodie.populate.meta.fields": "false"}))
+    before = sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir())
+    with pytest.raises(UnsupportedTableError, match="virtual keys"):
+        HudiWriter(HudiTable.load(str(path))).write([{"id": 1, "ts": 2, "name": "b"}], "upsert")
+    assert sorted(p.name for p in (path / ".hoodie" / "timeline").iterdir()) == before

@@ -20,9 +20,9 @@ from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import write_metadata_commit
 from tms.hudi.records.bounded_merge import BoundedMerge
-from tms.hudi.records.merge import KEY, LogScan, merge_records, scan_logs
+from tms.hudi.records.merge import LogScan, merge_records, record_keys, scan_logs
 from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
-from tms.hudi.records.merge_rules import merge_rules
+from tms.hudi.records.merge_rules import MergeRules, merge_rules
 from tms.hudi.records.schema import avro_to_arrow
 from tms.hudi.records.schema_evolution import internal_schema_metadata
 from tms.hudi.table.hudi_table import HudiTable
@@ -101,7 +101,7 @@ def compact_in_memory(task: CompactionTask, token: str) -> WriteStat | None:
     rel = base_file_path(task.partition, task.file_id, token, task.instant, task.extension)
     create_marker(storage, task.instant, rel, MERGE if base is not None else CREATE)
     size = write_base_file(storage, rel, with_file_name(kept, rel.rsplit("/", 1)[-1]), avro_schema)
-    counts = _record_counts(base, scan, merged)
+    counts = _record_counts(base, scan, merged, rules)
     return WriteStat(
         file_id=task.file_id, path=rel, prev_commit=task.base_instant, partition_path=task.partition,
         num_writes=kept.num_rows, num_deletes=counts["deletes"] + expired, num_update_writes=counts["updates"],
@@ -155,14 +155,15 @@ def _compact_within_budget(task: CompactionTask, token: str) -> WriteStat | None
                                    total_create_time=0 if task.base_file else _ms_since(started)))
 
 
-def _record_counts(base: pa.Table | None, scan: LogScan, merged: pa.Table) -> dict[str, int]:
+def _record_counts(base: pa.Table | None, scan: LogScan, merged: pa.Table, rules: MergeRules) -> dict[str, int]:
     """Write-stat counts. Only keys the logs touch can differ between base and output, so the sets compared
-    are those keys' (small) sets, found by probing the big key columns against them."""
+    are those keys' (small) sets, found by probing the big key columns against them (virtual keys: the keys
+    the record key fields make)."""
     log_keys = pc.unique(pa.chunked_array(
-        [chunk for t in scan.data for chunk in t.column(KEY).cast(pa.string()).chunks]
+        [record_keys(t, rules) for t in scan.data]
         + [pa.array([d[0] for d in dels], pa.string()) for _, dels in scan.deletes], pa.string()))
-    in_base = _touched(base, log_keys) if base is not None else pa.array([], pa.string())
-    in_output = _touched(merged, log_keys)
+    in_base = _touched(base, log_keys, rules) if base is not None else pa.array([], pa.string())
+    in_output = _touched(merged, log_keys, rules)
     return {
         "log_records": sum(t.num_rows for t in scan.data) + sum(len(d) for _, d in scan.deletes),
         "log_keys": len(log_keys),
@@ -172,8 +173,8 @@ def _record_counts(base: pa.Table | None, scan: LogScan, merged: pa.Table) -> di
     }
 
 
-def _touched(rows: pa.Table, log_keys: pa.Array) -> pa.ChunkedArray:
-    keys = rows.column(KEY).cast(pa.string())
+def _touched(rows: pa.Table, log_keys: pa.Array, rules: MergeRules) -> pa.Array:
+    keys = record_keys(rows, rules)
     return keys.filter(pc.is_in(keys, value_set=log_keys))
 
 

@@ -382,7 +382,6 @@ def _merge_partial(base: pa.Table | None, scan: LogScan, rules: MergeRules, sche
         "__n", pa.array(np.arange(state.num_rows, dtype=np.int64)))
     events = pa.concat_tables([base_events, log_events.cast(base_events.schema)])
     won = events.take(fold_winners(events, "__key", names, [], rules.base_loses))
-    from_base = pc.equal(won.column(_SEQ), BASE_SEQ)
     # each state key's base row (the last one of the key) and each base key's state
     last_base = pa.table({"__key": base_keys.take(hit_idx), "__row": hit_idx.cast(pa.int64())}).group_by(
         "__key").aggregate([("__row", "max")]).rename_columns(["__key", "__row"])

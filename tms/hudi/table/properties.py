@@ -14,7 +14,7 @@ EVENT_TIME_STRATEGY_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
 COMMIT_TIME_STRATEGY_ID = "ce9acb64-bde0-424c-9b91-f6ebba25356d"
 
 # Payload classes Hudi resolves to one of the two built-in merge modes (OverwriteNonDefaultsWithLatestAvroPayload
-# with a partial merge besides, which `records.merge_rules` refuses).
+# with a partial merge besides, which `records.merge_rules` adds).
 _EVENT_TIME_PAYLOADS = {
     "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
     "org.apache.hudi.common.model.EventTimeAvroPayload",

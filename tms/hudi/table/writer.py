@@ -193,6 +193,9 @@ class HudiWriter:
         if rules.partial is not None:
             raise UnsupportedTableError(f"table {self.config.name} merges partial updates ({rules.partial}): "
                                         "TMS's writer does not write to it")
+        if rules.key_fields:
+            raise UnsupportedTableError(f"table {self.config.name} is MERGE_ON_READ without meta fields (virtual "
+                                        "keys): TMS's writer does not write to it")
         if len(rules.ordering) > 1:
             raise UnsupportedTableError(f"table {self.config.name} orders records by several fields "
                                         f"({', '.join(rules.ordering)}): TMS's writer orders by one")
