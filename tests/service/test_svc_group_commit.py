@@ -90,7 +90,9 @@ async def _post_all(url: str, headers: dict, events: list[dict], *, after: int |
 
     limits = httpx.Limits(max_connections=CONCURRENCY)
     try:
-        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+        # A generous timeout: on a loaded machine (CI runs four pytests on 2 cores) a group commit took over 30 s,
+        # and an unanswered request is what the kill test counts as such.
+        async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as client:
             await asyncio.gather(*(sender(client) for _ in range(CONCURRENCY)))
     finally:
         if reader is not None:
