@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from log_slices import write_log_files
 
-from tms.hudi.log_format.log_file import avro_data_block, delete_block, parquet_data_block, rollback_command_block
 from tms.hudi.records.bounded_merge import BoundedMerge
 from tms.hudi.records.merge import merge_records, scan_logs
 from tms.hudi.records.merge_rules import MergeRules
@@ -48,23 +48,8 @@ def _write_slice(root: Path, base_keys: list[int] | None, blocks: list) -> tuple
         base = "base.parquet"
         pq.write_table(_rows(base_keys, [k % 4 for k in base_keys], "20240101000000000"), root / base,
                        row_group_size=7)
-    logs, content = [], b""
-    for i, (kind, arg) in enumerate(blocks):
-        instant = f"2024010200000{i:04d}"
-        if kind == "data":
-            encode = parquet_data_block if i % 2 else avro_data_block  # both block formats
-            content += encode(_rows([k for k, _ in arg], [t for _, t in arg], instant), DATA_SCHEMA, instant)
-        elif kind == "delete":
-            content += delete_block([(f"k{k:05d}", "", t) for k, t in arg], instant, ["null", "long"])
-        else:
-            content += rollback_command_block(f"2024010200000{arg:04d}", instant)
-        if i % 3 == 2:  # a few log files
-            logs.append(f"log.{i}")
-            (root / logs[-1]).write_bytes(content)
-            content = b""
-    if content:
-        logs.append("log.last")
-        (root / logs[-1]).write_bytes(content)
+    logs = write_log_files(root, blocks, lambda arg, instant: _rows([k for k, _ in arg], [t for _, t in arg], instant),
+                           lambda arg: [(f"k{k:05d}", "", t) for k, t in arg], DATA_SCHEMA, ["null", "long"])
     return base, logs
 
 
