@@ -130,9 +130,10 @@ class Settings(BaseSettings):
     glue_sync_seconds: float = Field(
         3600.0, gt=0, description="How often the manager's leader syncs TMS_GLUE_SYNC_DATABASES")
     hive_metastore_uri: str | None = Field(
-        None, pattern=r"^thrift://[^/:\s]+:[0-9]+/?$",
+        None, pattern=r"^thrift://[^/:\s,]+:[0-9]+/?(\s*,\s*thrift://[^/:\s,]+:[0-9]+/?)*$",
         description="The Hive Metastore (thrift://host:port) the catalog sync (POST /api/v1/discovery/hive-sync) "
-                    "reads; unset: no Hive sync")
+                    "reads; several, comma-separated, for a highly available metastore (as hive.metastore.uris: "
+                    "tried in order, the first that answers is read); unset: no Hive sync")
     hive_sync_databases: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Comma-separated Hive Metastore databases the manager's leader syncs "
                                           "every TMS_HIVE_SYNC_SECONDS, as POST /api/v1/discovery/hive-sync does")

@@ -70,6 +70,9 @@ def test_hive_metastore_settings(monkeypatch):
     settings = load_settings()
     assert (settings.hive_metastore_uri, settings.hive_sync_databases) == ("thrift://metastore:9083",
                                                                           ["sales", "trips"])
-    monkeypatch.setenv("TMS_HIVE_METASTORE_URI", "http://metastore:9083")
-    with pytest.raises(ConfigError, match="TMS_HIVE_METASTORE_URI: "):
-        load_settings()
+    monkeypatch.setenv("TMS_HIVE_METASTORE_URI", "thrift://metastore-1:9083, thrift://metastore-2:9083")
+    assert load_settings().hive_metastore_uri == "thrift://metastore-1:9083, thrift://metastore-2:9083"
+    for wrong in ("http://metastore:9083", "thrift://metastore:9083,http://other:9083", "thrift://metastore:9083,"):
+        monkeypatch.setenv("TMS_HIVE_METASTORE_URI", wrong)
+        with pytest.raises(ConfigError, match="TMS_HIVE_METASTORE_URI: "):
+            load_settings()

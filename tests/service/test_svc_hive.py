@@ -3,8 +3,9 @@ server from Maven Central, tests/hive_metastore) on loopback: each Hudi table of
 registered at its location with its policy template's settings (a MERGE_ON_READ table listed three times, as
 Hudi's Hive sync lists it, once), the other tables are listed refused with the reason, a second sync registers
 nothing twice, and a table dropped from the metastore is disabled, not deleted; the manager's leader syncs the
-configured databases periodically. A metastore that is not configured or not reachable is refused with one line,
-nothing changed."""
+configured databases periodically. The metastore's URI may list several (a highly available metastore): the first
+that answers is read. A metastore that is not configured or not reachable is refused with one line, nothing
+changed."""
 from __future__ import annotations
 
 import shutil
@@ -51,10 +52,13 @@ def _create_table(client, database: str, name: str, location: str, input_format:
 
 @pytest.fixture
 def catalog(metastore, settings, app, tmp_path):
+    from loopback_server import free_port
     from pymetastore.hive_metastore import ttypes
 
+    # A highly available metastore's URI list whose first metastore is down: the sync reads the next.
+    uris = f"thrift://127.0.0.1:{free_port()},{metastore.uri}"
     original = app.state.settings
-    app.state.settings = original.model_copy(update={"hive_metastore_uri": metastore.uri})
+    app.state.settings = original.model_copy(update={"hive_metastore_uri": uris})
     database = f"sales_{uuid.uuid4().hex[:6]}"
     lake = settings.storage_roots[0].rstrip("/") + f"/hive-{database}"
     for name, kind in (("orders", "MERGE_ON_READ"), ("trips", "COPY_ON_WRITE")):
@@ -143,6 +147,13 @@ def test_a_metastore_not_configured_or_unreachable_is_refused_with_nothing_chang
         assert down.status_code == 422
         assert down.json()["detail"].startswith(f"cannot reach the Hive Metastore at {closed}: ")
         assert "\n" not in down.json()["detail"]
+        other = f"thrift://127.0.0.1:{free_port()}"
+        app.state.settings = original.model_copy(update={"hive_metastore_uri": f"{closed}, {other}"})
+        both = client.post("/api/v1/discovery/hive-sync", json={"database": "sales"}, headers=tokens["admin"])
+        assert both.status_code == 422
+        detail = both.json()["detail"]
+        assert detail.startswith(f"cannot reach the Hive Metastore at {closed}: ")
+        assert f"; cannot reach the Hive Metastore at {other}: " in detail and "\n" not in detail
     finally:
         app.state.settings = original
     with app.state.database.transaction() as session:

@@ -23,7 +23,7 @@ NOT_INSTALLED = "the Hive Metastore sync needs pymetastore: install TMS with its
 
 
 def metastore_address(uri: str) -> tuple[str, int]:
-    """(host, port) of a `thrift://host:port` metastore URI."""
+    """(host, port) of one `thrift://host:port` metastore URI."""
     parts = urlsplit(uri.strip())
     try:
         port = parts.port
@@ -32,6 +32,15 @@ def metastore_address(uri: str) -> tuple[str, int]:
     if parts.scheme != "thrift" or not parts.hostname or port is None:
         raise ConfigError(f"the Hive Metastore URI {uri!r} is not thrift://host:port")
     return parts.hostname, port
+
+
+def metastore_uris(uris: str) -> list[str]:
+    """The URIs of a comma-separated list, as Hive's `hive.metastore.uris` names the metastores of one
+    highly available service (each checked: ConfigError)."""
+    listed = [uri.strip() for uri in uris.split(",") if uri.strip()]
+    for uri in listed:
+        metastore_address(uri)
+    return listed
 
 
 @contextmanager
@@ -91,22 +100,29 @@ def catalog_root(database: str) -> str:
 def sync_hive_database(database: Database, hive_database: str, *, metastore_uri: str | None,
                        storage_roots: list[str], policies: dict[str, Any] | None = None,
                        refresh: Callable[[], None] | None = None) -> ScanReport:
-    """Read the metastore database's tables and sync them (`catalog.sync_catalog_tables`). NotFoundError: the
-    metastore has no such database; ConfigError: no metastore is configured, or it cannot be read. Either way
-    nothing changed."""
+    """Read the metastore database's tables and sync them (`catalog.sync_catalog_tables`). `metastore_uri` may
+    list several metastores (comma-separated, as `hive.metastore.uris`): they are tried in order, as Hive's own
+    client does, and the first that answers is read. NotFoundError: the metastore has no such database;
+    ConfigError: no metastore is configured, or none can be read. Either way nothing changed."""
     if not metastore_uri:
         raise ConfigError("no Hive Metastore is configured: set TMS_HIVE_METASTORE_URI (thrift://host:port)")
     try:
         from thrift.Thrift import TException
     except ImportError:
         raise ConfigError(NOT_INSTALLED) from None
-    try:
-        with metastore_client(metastore_uri) as client:
-            tables = hive_tables(client, hive_database)
-    except (NotFoundError, ConfigError):
-        raise
-    except (TException, OSError) as exc:
-        raise ConfigError(f"cannot read the Hive Metastore database {hive_database!r} at {metastore_uri}: "
-                          f"{exc}") from None
+    failures: list[str] = []
+    for uri in metastore_uris(metastore_uri):
+        try:
+            with metastore_client(uri) as client:
+                tables = hive_tables(client, hive_database)
+            break
+        except NotFoundError:
+            raise
+        except ConfigError as exc:
+            failures.append(str(exc))
+        except (TException, OSError) as exc:
+            failures.append(f"cannot read the Hive Metastore database {hive_database!r} at {uri}: {exc}")
+    else:
+        raise ConfigError("; ".join(failures))
     return sync_catalog_tables(database, tables, catalog_root(hive_database), storage_roots=storage_roots,
                                policies=policies, refresh=refresh)
