@@ -132,7 +132,7 @@ def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str, 
         log.warning("cannot measure plan %s of %s: %s", instant, table.base_path, exc)
         return {}
     return {"operations": stats.operations, "largest_file_group_bytes": stats.largest_file_group_bytes,
-            "operation_bytes": list(stats.operation_bytes)}
+            "operation_bytes": list(stats.operation_bytes), "within_budget": stats.within_budget}
 
 
 def restore_expired_leases(database: Database) -> list[int]:

@@ -67,10 +67,13 @@ def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memo
     ran out of memory), within the queue's bounds; one executor per operation, within the queue's and the
     per-table cap. The Python workers' memory follows the largest operation a task merges (a file group, a
     clustering group), grows with `memory_factor` too and stays within the queue's maximum.
-    `plan_stats` is what the planner recorded (PlanStats). With `budget_bytes` (a compaction's merge budget) the
-    memory of a compaction follows the budget where the largest file group is bigger."""
+    `plan_stats` is what the planner recorded (PlanStats). With `budget_bytes` (the merge budget) the memory of a
+    compaction or clustering whose merges stream within it (`within_budget`) follows the budget where the
+    largest operation is bigger."""
     largest = int(plan_stats.get("largest_file_group_bytes") or 0)
-    bounded = budget_bytes if service == TableService.COMPACTION else None
+    # Stats recorded before `within_budget` existed: compactions were merged within the budget, clustering not.
+    within_budget = plan_stats.get("within_budget", service == TableService.COMPACTION)
+    bounded = budget_bytes if service in MERGING_SERVICES and within_budget else None
     operations = int(plan_stats.get("operations") or 1)
     memory_mb = math.ceil(min(largest, bounded or largest) * MEMORY_FACTOR / MB)
     if memory_factor > 1:  # grow from what the last attempt had, at least the queue's minimum

@@ -19,6 +19,7 @@ from tms.execute.runner import LocalRunner
 from tms.hudi.records.bloom import FOOTER_KEY
 from tms.hudi.records.reader import read_snapshot
 from tms.hudi.table.hudi_table import HudiTable
+from tms.planning import plan_stats
 
 runner = CliRunner()
 
@@ -120,6 +121,7 @@ def test_services_keep_rows_on_writer_made_tables(tmp_path, layout, version, fmt
 def test_lance_table_compaction_writes_lance(tmp_path):
     path, model, _ = _writer_table(tmp_path, "time_based_hourly", "MERGE_ON_READ", 9, base_file_format="LANCE")
     instant = _schedule(path, "compaction", "hoodie.compact.inline.max.delta.commits=1")
+    assert not plan_stats(HudiTable.load(str(path)), instant).within_budget, "Lance files are merged in memory"
     _run(path, instant)
     table = HudiTable.load(str(path))
     compacted = [fs for fs in table.file_system_view().latest_slices() if fs.base_instant == instant]

@@ -112,6 +112,7 @@ def test_a_record_updated_after_the_compaction_plan_stays_in_the_record_index(tm
     writer.write([_record(i) for i in range(12)])
     writer.write([_record(i, seq=2) for i in range(12)])
     planned = plan_compaction(HudiTable.load(str(path)), TTL, NOW, force=True)
+    assert not planned.stats.within_budget, "a compaction that drops expired records merges in memory"
     revived = {**_record(0, seq=3), "event_ms": int(NOW.timestamp() * 1000)}  # expired in the plan, not any more
     writer.table.timeline.reload()
     writer.write([revived])  # into the slice the plan opened

@@ -53,6 +53,7 @@ def test_small_files_of_each_partition_form_one_group(tmp_path, table_type, vers
         1 if table_type == "MERGE_ON_READ" else 0)
     assert planned.stats == plan_stats(table, planned.instant)
     assert planned.stats.operations == 3
+    assert planned.stats.within_budget, "Parquet groups are clustered within the job's memory budget"
     assert planned.stats.largest_file_group_bytes == max(fs.total_bytes for fs in latest.values())
     assert plan_clustering(t.table(), policy(**EVERY_COMMIT), now()) is None, "never planned twice"
     t.check()

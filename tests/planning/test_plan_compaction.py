@@ -111,6 +111,7 @@ def test_plan_reads_back_as_hudi_writes_it(tmp_path):
     assert planned.stats == plan_stats(table, planned.instant)
     assert sorted(planned.stats.operation_bytes, reverse=True) == sizes
     assert planned.stats.largest_file_group_bytes == sizes[0] and planned.stats.operations == 3
+    assert planned.stats.within_budget, "Parquet file groups are merged within the job's memory budget"
 
 
 def test_nothing_to_compact_and_file_groups_never_planned_twice(tmp_path):

@@ -110,21 +110,31 @@ def test_python_workers_memory_is_sized_into_the_executor_overhead_and_grows_wit
 
 
 def test_a_compactions_memory_follows_its_merge_budget_not_its_file_group():
-    """A compaction merges within its budget: a 10 GB file group asks for what the budget implies, as a 256 MB
-    one does; a small group still asks for what it needs; clustering (merged in memory) still follows its group."""
+    """A compaction or clustering whose merges stream within the budget (Parquet, no record TTL) asks for what the
+    budget implies, for a 10 GB file group as for a 256 MB one; a small group still asks for what it needs; a
+    plan merged in memory (Lance files, a record TTL) follows its group; stats recorded before `within_budget`
+    keep the old rule (compaction bounded, clustering not)."""
     q = queue("q", min_executor_memory_mb=128, max_executor_memory_mb=65536, executor_cores=1)
     budget = 256 * MB
 
-    def sized(group_bytes, service="compaction"):
-        return size_job({"operations": 1, "largest_file_group_bytes": group_bytes}, q, driver_memory_mb=1024,
-                        driver_cores=1, max_executors_per_table=16, service=service, budget_bytes=budget)
+    def sized(group_bytes, service="compaction", within_budget=True):
+        stats = {"operations": 1, "largest_file_group_bytes": group_bytes, "within_budget": within_budget}
+        if within_budget is None:
+            del stats["within_budget"]
+        return size_job(stats, q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16,
+                        service=service, budget_bytes=budget)
 
     huge, big, small = sized(10_000 * MB), sized(256 * MB), sized(1 * MB)
     assert huge.python_memory_mb == big.python_memory_mb == python_task_memory_mb(10_000 * MB, budget)
     assert huge.python_memory_mb == 256 + 6 * 256, "the base and six budgets, not 32x 10 GB"
     assert huge.executor_memory_mb == big.executor_memory_mb == math.ceil(256 * 1.4)
     assert small.python_memory_mb == python_task_memory_mb(1 * MB) < big.python_memory_mb
-    assert sized(10_000 * MB, "clustering").python_memory_mb == 65536, "clustering: 32x its group, capped"
+    assert sized(10_000 * MB, "clustering").python_memory_mb == huge.python_memory_mb
+    assert sized(10_000 * MB, "clustering").executor_memory_mb == huge.executor_memory_mb
+    for service in ("compaction", "clustering"):
+        assert sized(10_000 * MB, service, within_budget=False).python_memory_mb == 65536, "32x its group, capped"
+    assert sized(10_000 * MB, "compaction", within_budget=None).python_memory_mb == huge.python_memory_mb
+    assert sized(10_000 * MB, "clustering", within_budget=None).python_memory_mb == 65536
 
 
 def test_a_tables_merge_budget_policy_sizes_its_compactions_and_reaches_their_jobs(tmp_path, db, local_queue):

@@ -33,7 +33,8 @@ _SETTLED = (TaskState.RUNNING, TaskState.SUCCEEDED)
 def stats_record(stats: PlanStats) -> dict[str, Any]:
     """PlanStats as a task's `plan_stats` (what the worker sizes the job by)."""
     return {"operations": stats.operations, "operation_bytes": list(stats.operation_bytes),
-            "largest_file_group_bytes": stats.largest_file_group_bytes, "total_bytes": stats.total_bytes}
+            "largest_file_group_bytes": stats.largest_file_group_bytes, "total_bytes": stats.total_bytes,
+            "within_budget": stats.within_budget}
 
 
 class TaskRecorder:

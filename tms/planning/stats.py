@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from tms.hudi.records.base_format import PARQUET, table_base_format
 from tms.hudi.storage.paths import table_relative
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import (
+    TTL_CUTOFF_KEY,
     CleanerPlan,
     CompactionPlan,
     RequestedReplaceMetadata,
@@ -35,6 +37,9 @@ class PlanStats:
     operations: int
     operation_bytes: tuple[int, ...]
     largest_file_group_bytes: int
+    # The plan's merges stream within the job's memory budget (Parquet file groups without a record TTL: see
+    # tms.execute.compaction and clustering); otherwise a job holds an operation's rows in memory.
+    within_budget: bool = False
 
     @property
     def total_bytes(self) -> int:
@@ -110,13 +115,16 @@ def plan_stats(table: HudiTable, timestamp: str) -> PlanStats:
         raise PlanningError(f"no instant {timestamp} on the timeline of {table.name}")
     data = table.timeline.read_plan(timestamp)
     sizes = ListedSizes(table)
+    parquet = table_base_format(table.config) == PARQUET
     if inst.action == Action.COMPACTION:
-        return compaction_stats(parse_compaction_plan(data), sizes)
+        compaction = parse_compaction_plan(data)
+        with_ttl = TTL_CUTOFF_KEY in (compaction.extra_metadata or {})
+        return replace(compaction_stats(compaction, sizes), within_budget=parquet and not with_ttl)
     if inst.action in (Action.CLUSTERING, Action.REPLACE_COMMIT):
         meta = parse_requested_replace_metadata(data)
         if meta.clustering_plan is None:
             raise PlanningError(f"replace commit {timestamp} is not a clustering plan")
-        return clustering_stats(meta, sizes)
+        return replace(clustering_stats(meta, sizes), within_budget=parquet)
     if inst.action == Action.CLEAN:
         return clean_stats(parse_cleaner_plan(data), sizes)
     if inst.action == Action.ROLLBACK:
