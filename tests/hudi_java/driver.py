@@ -12,6 +12,14 @@ may print to stdout too). Commands:
   {"op": "read", "path", "query_type": "snapshot" | "read_optimized", "options": {...}} -> {"rows": [...]}
   {"op": "sql", "statement"} -> {"rows": [...]}
   {"op": "hadoop_conf", "conf": {...}}: sets the session's Hadoop configuration (e.g. fs.s3a.*) -> {}
+  {"op": "soak", "path", "name", "table_type", "writers": [{"keys": [ids], "part", "options", "inserts"}],
+   "seconds", "min_acks", "max_seconds"}: one thread per writer, each writing its own keys (in its partition)
+      over and over (upserts of a third of its keys, every fourth write a delete of two; each write's ts is
+      newer; with "inserts": true, two new keys per write instead) for `seconds`, then until it has `min_acks`
+      acknowledged writes, at most `max_seconds` in all
+      -> {"writers": [{"acks": [{"op", "rows"}...] in commit order, "conflicts": [...], "rejected": [...],
+          "errors": [...]}]}: a write Hudi refused for a write conflict (optimistic concurrency control) or
+          because it updates a file group being clustered is not acknowledged, nor is one that failed otherwise
   {"op": "quit"}
 Any failure answers {"error": "<the Java or Python exception>"}; the driver goes on.
 
@@ -75,6 +83,53 @@ def crash_write(spark: SparkSession, command: dict) -> dict:
     except Exception as exc:  # noqa: BLE001 (the crash is the point)
         return {"failure": f"{type(exc).__name__}: {exc}"[:2000], "crashed_here": "the harness crashes" in str(exc)}
     raise RuntimeError("the write meant to crash completed")
+
+
+# How a refused write names its refusal (the Java exception in Py4J's message)
+WRITE_CONFLICT = "HoodieWriteConflictException"
+CLUSTERING_REJECTED = "HoodieClusteringUpdateException"
+
+
+def soak(spark: SparkSession, command: dict) -> dict:
+    import random
+    import threading
+
+    began = time.monotonic()
+    outcomes = [{"acks": [], "conflicts": [], "rejected": [], "errors": []} for _ in command["writers"]]
+
+    def run(index: int, spec: dict) -> None:
+        rng, keys, outcome = random.Random(index), spec["keys"], outcomes[index]
+        write = 0
+        while True:
+            elapsed = time.monotonic() - began
+            if elapsed >= command["max_seconds"] or (
+                    elapsed >= command["seconds"] and len(outcome["acks"]) >= command["min_acks"]):
+                return
+            write += 1
+            ts = int(time.time() * 1000)  # newer than every earlier write of this key
+            if spec.get("inserts"):
+                operation, chosen = "insert", [f"{keys[0]}-new{write:03d}-{j}" for j in range(2)]
+            else:
+                operation = "delete" if write % 4 == 0 else "upsert"
+                chosen = rng.sample(keys, 2 if operation == "delete" else max(1, len(keys) // 3))
+            rows = [{"id": k, "part": spec["part"], "ts": ts, "name": f"w{index}-{write}", "value": write}
+                    for k in sorted(chosen)]
+            try:
+                _save(_frame(spark, {"rows": rows}), {**command, "operation": operation, "options": spec["options"]})
+            except Exception as exc:  # noqa: BLE001 (each failure is sorted for the test to judge)
+                text = f"{type(exc).__name__}: {exc}"
+                kind = ("conflicts" if WRITE_CONFLICT in text else "rejected" if CLUSTERING_REJECTED in text
+                        else "errors")
+                outcome[kind].append(text[:1500])
+                continue
+            outcome["acks"].append({"op": operation, "rows": rows})
+
+    threads = [threading.Thread(target=run, args=(i, spec), daemon=True) for i, spec in enumerate(command["writers"])]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return {"writers": outcomes}
 
 
 def _frame(spark: SparkSession, command: dict):
@@ -150,7 +205,8 @@ def main() -> int:
     version = spark.sparkContext._jvm.org.apache.hudi.common.table.HoodieTableVersion.current()  # type: ignore
     print(ANSWER + json.dumps({"ready": True, "seconds": time.monotonic() - started, "spark": spark.version,
                                "table_version": version.versionCode()}), flush=True)
-    handlers = {"write": write, "crash_write": crash_write, "read": read, "sql": sql, "hadoop_conf": hadoop_conf}
+    handlers = {"write": write, "crash_write": crash_write, "read": read, "sql": sql, "hadoop_conf": hadoop_conf,
+                "soak": soak}
     for line in sys.stdin:
         command = json.loads(line)
         if command["op"] == "quit":

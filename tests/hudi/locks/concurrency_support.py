@@ -37,11 +37,7 @@ def fs_lock_options(tmp_path: Path, mode: str = OCC) -> dict[str, str]:
 
 def zk_options(zookeeper, key: str, **extra) -> dict[str, str]:
     """ZookeeperBasedLockProvider options for the test server, the lock at /hudi/locks/<key>."""
-    host, port = zookeeper.connect_string.split(":")
-    return {"hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
-            "hoodie.write.lock.zookeeper.url": host, "hoodie.write.lock.zookeeper.port": port,
-            "hoodie.write.lock.zookeeper.base_path": "/hudi/locks", "hoodie.write.lock.zookeeper.lock_key": key,
-            **extra}
+    return zookeeper.lock_options(key, **extra)
 
 
 def create_table(path: Path, table_type: str = "MERGE_ON_READ", version: int = 8, event_time: bool = True,

@@ -263,7 +263,7 @@ def test_options_are_validated_with_hudis_names_and_defaults(tmp_path):
     config = config_of({"hoodie.write.lock.provider": ZOOKEEPER, "hoodie.write.lock.zookeeper.url": "zk1,zk2:2182",
                         "hoodie.write.lock.zookeeper.port": "2181", "hoodie.write.lock.zookeeper.base_path": "/hudi",
                         "hoodie.write.concurrency.mode": "optimistic_concurrency_control"}, tmp_path)
-    assert config.zookeeper.connect_string == "zk1:2181,zk2:2182"
+    assert config.zookeeper.connect_string == "zk1,zk2:2182"  # the url, as Hudi's provider takes it
     assert config.zookeeper.lock_path == "/hudi/t"  # lock_key defaults to the table name
     assert (config.zookeeper.session_timeout_ms, config.zookeeper.connection_timeout_ms) == (60_000, 15_000)
     assert (config.retries.wait_time_ms, config.retries.client_num_retries) == (60_000, 50)

@@ -204,9 +204,10 @@ def _zookeeper(opts: dict[str, str], table_name: str) -> ZookeeperLockOptions:
     port = opts.get("hoodie.write.lock.zookeeper.port")
     if port is not None and not port.isdigit():
         raise LockConfigError(f"hoodie.write.lock.zookeeper.port={port} is not a port number")
-    hosts = [h.strip() for h in url.split(",") if h.strip()]
-    # Curator takes the url as its connect string; a port given apart applies to hosts that name none.
-    connect = ",".join(h if (":" in h or not port) else f"{h}:{port}" for h in hosts)
+    # Hudi's provider (0.15 to 1.1) hands the url to Curator as its connect string and never reads the port: a
+    # host that names no port is ZooKeeper's default 2181 there, and must be here, or TMS and Java writers would
+    # lock on different servers.
+    connect = ",".join(h.strip() for h in url.split(",") if h.strip())
     lock_key = opts.get("hoodie.write.lock.zookeeper.lock_key") or table_name
     if not re.fullmatch(r"[^/\s]+", lock_key):
         raise LockConfigError(f"hoodie.write.lock.zookeeper.lock_key={lock_key} must be one znode name")

@@ -63,6 +63,15 @@ class ZookeeperServer:
         self.stop()
         raise RuntimeError(f"ZooKeeper did not start on {self.connect_string} within {timeout_s} s")
 
+    def lock_options(self, key: str, **extra: str) -> dict[str, str]:
+        """Hudi's ZookeeperBasedLockProvider options for this server, the lock at /hudi/locks/<key> (the url is
+        the connect string, as Hudi's provider takes it; the port is set too, as users set it)."""
+        return {"hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
+                "hoodie.write.lock.zookeeper.url": self.connect_string,
+                "hoodie.write.lock.zookeeper.port": str(self.port),
+                "hoodie.write.lock.zookeeper.base_path": "/hudi/locks", "hoodie.write.lock.zookeeper.lock_key": key,
+                **extra}
+
     def client(self) -> KazooClient:
         client = KazooClient(self.connect_string, timeout=10)
         client.start(timeout=10)
