@@ -3,6 +3,7 @@
 which processes are alive), and how a role's command runs it until SIGTERM or SIGINT."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -20,6 +21,7 @@ log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+@functools.cache  # read from the installed package's metadata: a file read, once per process, not per heartbeat
 def tms_version() -> str:
     try:
         return metadata.version("tms")
