@@ -123,8 +123,10 @@ def schedule_index(table: HudiTable, partition: str, transactions: TransactionMa
     return requested.timestamp
 
 
-def run_index(table: HudiTable, instant: str, transactions: TransactionManager | None = None) -> IndexResult:
-    """Execute the indexing instant `instant` (requested, or inflight after a crashed run) to completion."""
+def run_index(table: HudiTable, instant: str, transactions: TransactionManager | None = None,
+              fence: Callable[[], None] = lambda: None) -> IndexResult:
+    """Execute the indexing instant `instant` (requested, or inflight after a crashed run) to completion.
+    `fence` is called before each change of the timeline (it raises when this run lost its task)."""
     transactions = transactions or TransactionManager.single_writer(table)
     tl = table.timeline
     tl.reload(force=True)
@@ -137,6 +139,7 @@ def run_index(table: HudiTable, instant: str, transactions: TransactionManager |
     if len(plan.index_partition_infos) != 1 or not plan.index_partition_infos[0].metadata_partition_path:
         raise UnsupportedTableError(f"indexing instant {instant}: TMS runs plans of exactly one partition")
     partition = plan.index_partition_infos[0].metadata_partition_path
+    fence()
     inflight = states.get(State.INFLIGHT) or tl.transition_to_inflight(states[State.REQUESTED], b"")
     if State.INFLIGHT in states:
         with transactions.transaction():
@@ -147,6 +150,7 @@ def run_index(table: HudiTable, instant: str, transactions: TransactionManager |
     first = build.state()
     records = build.records(first, {})
     with transactions.transaction() as tl:
+        fence()
         tl.reload(force=True)
         done_before = {i.timestamp for i in first.completed}
         now = build.state()
