@@ -112,10 +112,11 @@ def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
     without an MDT."""
     if service not in _SERVICES:
         raise ValueError(f"{service!r} is not a table service ({', '.join(_SERVICES)})")
-    # A partition an indexer is building is kept valid as a built one (the writer updates it once its file
-    # groups exist; the indexer catches up with what completed before), if TMS maintains its kind.
-    out = []
-    for p in metadata_partitions(table) + inflight_metadata_partitions(table):
+    # A partition an indexer is still building: the services wait for it (another process's indexer may not
+    # catch up with what a service writes before the partition's file groups exist). Writes go on
+    # (`unmaintainable_partitions_for_writes`), as Hudi's writers do.
+    out = list(inflight_metadata_partitions(table))
+    for p in metadata_partitions(table):
         if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
             continue
         if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service == Action.ROLLBACK:
@@ -131,7 +132,8 @@ def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
 
 def unmaintainable_partitions_for_writes(table: HudiTable) -> list[str]:
     """The MDT partitions `tms write` cannot keep valid (it maintains files, column_stats, partition_stats,
-    bloom_filters and record_index; a secondary or expression index would go stale)."""
+    bloom_filters and record_index, built or being built by an indexer; a secondary or expression index would
+    go stale)."""
     return sorted({p for p in metadata_partitions(table) + inflight_metadata_partitions(table)
                    if p not in _MAINTAINED})
 
