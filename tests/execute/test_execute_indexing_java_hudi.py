@@ -22,7 +22,11 @@ COLUMNS = ["id", "part", "ts", "name", "value"]
 OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clustering.inline": "false", "hoodie.clean.automatic": "false",
            "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
            "hoodie.cleaner.policy.failed.writes": "LAZY", "hoodie.write.lock.provider": FILESYSTEM_LOCK,
-           "hoodie.embed.timeline.server": "false", "hoodie.metadata.enable": "true"}
+           "hoodie.embed.timeline.server": "false", "hoodie.metadata.enable": "true",
+           # The metadata table holds `files` only (Java 1.0 indexes column stats of fewer columns than tms verify
+           # expects): the record index is the partition under test.
+           "hoodie.metadata.index.column.stats.enable": "false",
+           "hoodie.metadata.index.partition.stats.enable": "false"}
 
 
 def row(i: int, ts: int, name: str = "n") -> dict:
@@ -39,7 +43,7 @@ def test_java_hudi_uses_the_record_index_tms_built(tmp_path, java_hudi):
     writer.write("insert", [row(i, 1) for i in range(12)])
     writer.write("upsert", [row(i, 2) for i in range(0, 12, 2)])
     table = HudiTable.load(str(writer.path))
-    assert K.FILES in metadata_partitions(table) and K.RECORD_INDEX not in metadata_partitions(table)
+    assert metadata_partitions(table) == [K.FILES]
 
     with TransactionManager.from_options(table, table_lock_policies()) as txn:
         result = build_index(txn.table, K.RECORD_INDEX, txn)
