@@ -175,6 +175,10 @@ def bloom_filter_record(key: str, type_code: str, instant: str, bloom: bytes, de
     return MetadataRecord(key, RecordType.BLOOM_FILTER, fields)
 
 
+# The records of one file slice share their instant: parse its time once.
+_instant_millis = lru_cache(maxsize=4096)(millis_from_instant)
+
+
 def record_index_record(record_key: str, partition: str, file_id: str, instant: str, *, zone: tzinfo,
                         position: int | None = None) -> MetadataRecord:
     """`HoodieMetadataPayload.createRecordIndexUpdate`: a UUID-based file id (`<uuid>-<n>`) is stored
@@ -182,7 +186,7 @@ def record_index_record(record_key: str, partition: str, file_id: str, instant: 
     and index -1). Java's reader parses every one of these fields: none may be null."""
     fields = _empty_fields(record_key, RecordType.RECORD_INDEX)
     info: dict[str, Any] = {"partitionName": partition, "fileIdHighBits": -1, "fileIdLowBits": -1,
-                            "fileIndex": -1, "fileId": "", "instantTime": millis_from_instant(instant, zone),
+                            "fileIndex": -1, "fileId": "", "instantTime": _instant_millis(instant, zone),
                             "fileIdEncoding": 1, "position": position}
     u: uuid.UUID | None
     index: int | None
