@@ -168,3 +168,25 @@ def test_the_catch_up_takes_in_what_completed_during_the_first_build(tmp_path, m
     if partition == K.RECORD_INDEX:
         assert sorted(MetadataTable(HudiTable.load(str(path))).records(K.RECORD_INDEX)) == \
             sorted(str(r["id"]) for r in t.model.expected())
+
+
+def test_a_crashed_run_is_run_again_to_completion(tmp_path, monkeypatch):
+    """A run that crashed after writing the partition's file groups (the instant left inflight) is run again:
+    what it left is discarded and the partition built anew."""
+    path = tmp_path / "t"
+    t = MdtModelledTable(path, "COPY_ON_WRITE", 8, partitions=["files"])
+    t.write([rec(i, 1) for i in range(10)], "insert")
+    instant = schedule_index(HudiTable.load(str(path)), K.RECORD_INDEX)
+
+    def crash(*_args, **_kwargs):
+        raise RuntimeError("crashed")
+
+    monkeypatch.setattr(indexer_module, "_save_partitions", crash)
+    with pytest.raises(RuntimeError, match="crashed"):
+        run_index(HudiTable.load(str(path)), instant)
+    monkeypatch.undo()
+    assert _timeline_files(path, instant) == [f"{instant}.indexing.inflight", f"{instant}.indexing.requested"]
+    t.write([rec(i, 2) for i in range(5, 12)])   # the writer updates the partition whose file groups exist
+    run_index(HudiTable.load(str(path)), instant)
+    assert _partitions(path) == ("files,record_index", "")
+    check_metadata_table(path, t.model.expected())

@@ -141,8 +141,9 @@ def run_index(table: HudiTable, instant: str, transactions: TransactionManager |
     partition = plan.index_partition_infos[0].metadata_partition_path
     fence()
     inflight = states.get(State.INFLIGHT) or tl.transition_to_inflight(states[State.REQUESTED], b"")
-    if State.INFLIGHT in states:
+    if State.INFLIGHT in states:   # a crashed run's: the partition is built anew (writers skip it meanwhile)
         with transactions.transaction():
+            _save_partitions(table, built_remove=[partition], inflight_add=[partition])
             _discard_partial_build(table, partition, instant)
 
     # The first build, from the table as it is now; writers go on committing.
@@ -162,7 +163,7 @@ def run_index(table: HudiTable, instant: str, transactions: TransactionManager |
         _write_partition(table, partition, instant, out)
         upto = caught_up[-1] if caught_up else plan.index_partition_infos[0].index_upto_instant
         _save_partitions(table, inflight_remove=[partition], built_add=[partition])
-        meta = IndexCommitMetadata(operation_type="BUILD", index_partition_infos=[IndexPartitionInfo(
+        meta = IndexCommitMetadata(index_partition_infos=[IndexPartitionInfo(
             metadata_partition_path=partition, index_upto_instant=upto)])
         tl.complete(inflight, serialize_index_commit_metadata(meta))
     return IndexResult(instant, partition, len(out), caught_up)
