@@ -33,7 +33,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--table", required=True, help="base path (or URL) of the Hudi table")
     ap.add_argument("--instant", required=True, help="instant time of the pending plan")
     # --action: the name every version of the job code knows (a registered engine's older code too).
-    ap.add_argument("--service", "--action", dest="service", choices=sorted([*EXECUTORS, TableService.RESTORE]),
+    ap.add_argument("--service", "--action", dest="service",
+                    choices=sorted([*EXECUTORS, TableService.RESTORE, TableService.INDEXING]),
                     help="the table service: refuse the plan if it is of another service")
     ap.add_argument("--fence-url", help="GET before each timeline change; a non-2xx answer means the lease is lost")
     ap.add_argument("--option", action="append", default=[],

@@ -31,6 +31,7 @@ from .routers import (
     events,
     fleet,
     health,
+    indexes,
     manager,
     savepoints,
     tables,
@@ -92,8 +93,8 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.planner = OnRequestPlanner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE)
     errors.install(app)
     app.add_middleware(LatencyMiddleware, metrics=metrics)
-    for module in (events, tables, backups, savepoints, tasks, admin, engines, manager, discovery, templates,
-                   fleet, health):
+    for module in (events, tables, backups, savepoints, indexes, tasks, admin, engines, manager, discovery,
+                   templates, fleet, health):
         app.include_router(module.router)
     openapi.install(app, settings.storage_roots)
     docs.install(app)

@@ -18,6 +18,9 @@ class TableService(StrEnum):
     # instant on the timeline when it runs (a delete commit, a delete_partition replacecommit), none before.
     TTL = "ttl"                      # the record TTL's deletes
     PARTITION_TTL = "partition_ttl"  # the expired partitions' delete_partition
+    # A metadata-table partition built (Hudi's `indexing` action), asked for through the API: its task's instant
+    # is the indexing instant the request scheduled (tms.hudi.metadata.indexer).
+    INDEXING = "indexing"
 
 
 # The services on a table's timeline, each an instant TMS executes (a restore is asked for, the others planned).

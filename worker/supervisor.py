@@ -116,8 +116,8 @@ class JobSupervisor:
         states = table.timeline.states_of(c.instant)
         if State.COMPLETED in states:
             return True
-        # A restore left inflight resumes where it stopped (tms.execute.restore).
-        if (State.INFLIGHT in states and c.service != TableService.RESTORE
+        # A restore left inflight resumes where it stopped (tms.execute.restore); an indexing rebuilds.
+        if (State.INFLIGHT in states and c.service not in (TableService.RESTORE, TableService.INDEXING)
                 and not executor_for(table, c.instant).resumable_inflight):
             fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
             with TransactionManager.from_options(table, c.concurrency_options) as transactions:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from tms.hudi.errors import HudiError, InstantConflictError
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.metadata.indexer import run_index
+from tms.hudi.metadata.init import FILE_GROUPS
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import WriteConflictError
-from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.instant import Action, State
 from tms.table_service import TableService
 
 from .abandon import abandon_attempt
@@ -57,6 +59,13 @@ def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fen
         restored = run_restore(table, timestamp, runner, fence, transactions)
         return ExecutionResult(restored.instant, Action.RESTORE, len(restored.rolled_back),
                                files_deleted=restored.files_deleted)
+    if pending is not None and pending.action == Action.INDEXING:
+        if service is not None and service != TableService.INDEXING:
+            raise HudiError(f"instant {timestamp} is an indexing plan, not {service}")
+        built = run_index(table, timestamp, transactions, fence)
+        table.timeline.reload(force=True)
+        done = table.timeline.states_of(timestamp)[State.COMPLETED]
+        return ExecutionResult(done, TableService.INDEXING, 1, files_written=FILE_GROUPS[built.partition])
     executor = executor_for(table, timestamp, transactions)
     if budget_bytes is not None and isinstance(executor, CompactionExecutor | ClusteringExecutor):
         executor.budget_bytes = budget_bytes

@@ -17,7 +17,7 @@ from ..timeline.serde import CommitMetadata, WriteStat, serialize_commit_metadat
 from . import keys as K
 from .avro_schema import schema_text
 from .reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
-from .records import encode_record, files_record
+from .records import MetadataRecord, encode_record, files_record
 
 # File groups per MDT partition: Hudi's defaults (hoodie.metadata.index.column.stats.file.group.count,
 # hoodie.metadata.record.index.min.filegroup.count, hoodie.metadata.index.bloom.filter.file.group.count).
@@ -65,6 +65,30 @@ def metadata_table_properties(data: HudiTable) -> dict[str, str]:
     return props
 
 
+def write_file_groups(mdt: HudiTable, part: str, instant: str, records: list[MetadataRecord],
+                      schema: str) -> list[WriteStat]:
+    """The MDT partition `part`'s file groups (FILE_GROUPS[part] of them), each a base HFile written at
+    `instant` holding the records whose keys hash to it; their write stats."""
+    marker = posixpath.join(part, ".hoodie_partition_metadata")
+    mdt.storage.write_atomic(marker, f"#partition metadata\ncommitTime={instant}\npartitionDepth=1\n".encode(),
+                             overwrite=True)
+    groups = FILE_GROUPS[part]
+    by_group: list[dict[str, MetadataRecord]] = [{} for _ in range(groups)]
+    for rec in records:
+        by_group[K.file_group_index(rec.key, groups)][rec.key] = rec
+    stats = []
+    for index in range(groups):
+        fid = K.file_group_id(part, index)
+        entries = [(key, encode_record(rec, schema, blank_key=False)) for key, rec in sorted(by_group[index].items())]
+        raw = write_hfile(entries, file_info={"schema": schema.encode()})
+        rel = posixpath.join(part, f"{fid}_{write_token(index)}_{instant}.hfile")
+        mdt.storage.write_new(rel, raw)
+        stats.append(WriteStat(
+            file_id=fid, path=rel, prev_commit="null", num_writes=len(entries), num_inserts=len(entries),
+            total_write_bytes=len(raw), partition_path=part, file_size_in_bytes=len(raw)))
+    return stats
+
+
 def create_metadata_table(data: HudiTable, partitions: list[str]) -> None:
     """Initialise the MDT of `data` (which must have no completed instant yet) with `partitions`."""
     partitions = sorted(set(partitions))
@@ -86,20 +110,8 @@ def create_metadata_table(data: HudiTable, partitions: list[str]) -> None:
     inflight = tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT, b"", timestamp=instant), b"")
     stats: dict[str, list[WriteStat]] = {}
     for part in partitions:
-        marker = posixpath.join(part, ".hoodie_partition_metadata")
-        mdt.storage.write_atomic(marker, f"#partition metadata\ncommitTime={instant}\npartitionDepth=1\n".encode())
-        for index in range(FILE_GROUPS[part]):
-            fid = K.file_group_id(part, index)
-            entries = []
-            if part == K.FILES:
-                rec = files_record(K.ALL_PARTITIONS_KEY, {}, all_partitions=True)
-                entries.append((rec.key, encode_record(rec, schema, blank_key=False)))
-            raw = write_hfile(entries, file_info={"schema": schema.encode()})
-            rel = posixpath.join(part, f"{fid}_{write_token(index)}_{instant}.hfile")
-            mdt.storage.write_new(rel, raw)
-            stats.setdefault(part, []).append(WriteStat(
-                file_id=fid, path=rel, prev_commit="null", num_writes=len(entries), num_inserts=len(entries),
-                total_write_bytes=len(raw), partition_path=part, file_size_in_bytes=len(raw)))
+        records = [files_record(K.ALL_PARTITIONS_KEY, {}, all_partitions=True)] if part == K.FILES else []
+        stats[part] = write_file_groups(mdt, part, instant, records, schema)
     meta = CommitMetadata(partition_to_write_stats=stats, extra_metadata={"schema": schema},
                           operation_type="BULK_INSERT")
     tl.complete(inflight, serialize_commit_metadata(meta, version))

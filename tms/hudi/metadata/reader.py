@@ -11,7 +11,9 @@ from ..fs_view.view import FileSlice, FileSystemView
 from ..log_format.hfile import read_hfile
 from ..log_format.log_file import BlockType, HeaderKey, LogBlock, read_log_file
 from ..storage.table_storage import FileInfo
-from ..table.hudi_table import HudiTable
+from ..table.hudi_table import PROPERTIES, HudiTable
+from ..table.properties import parse_properties
+from ..timeline.instant import Action
 from .keys import ALL_PARTITIONS_KEY, METADATA_DIR, data_partition_path
 from .records import MetadataRecord, RecordType, decode_value, merge
 
@@ -32,6 +34,16 @@ def metadata_partitions(data: HudiTable) -> list[str]:
 def inflight_metadata_partitions(data: HudiTable) -> list[str]:
     value = data.config.get(PARTITIONS_INFLIGHT_PROP) or ""
     return [p for p in (s.strip() for s in value.split(",")) if p]
+
+
+def refresh_metadata_partitions(data: HudiTable) -> None:
+    """Re-read the two partition lists of `data`'s hoodie.properties from storage into its config."""
+    props = parse_properties(data.storage.read_bytes(PROPERTIES).decode("utf-8"))
+    for prop in (PARTITIONS_PROP, PARTITIONS_INFLIGHT_PROP):
+        if prop in props:
+            data.config.props[prop] = props[prop]
+        else:
+            data.config.props.pop(prop, None)
 
 
 def has_metadata_table(data: HudiTable) -> bool:
@@ -89,6 +101,10 @@ class MetadataTable:
         if not self.table.timeline.is_completed(ts):
             return False
         if ts.startswith(_MDT_OWN_PREFIX) or self.data.timeline.is_completed(ts):
+            return True
+        # The delta commit initialising a partition an `indexing` instant builds has that instant's time
+        # (Hudi's isIndexingCommit: the data table has the indexing instant, in any state).
+        if any(i.action == Action.INDEXING for i in self.data.timeline.states_of(ts).values()):
             return True
         first = next(iter(self.data.timeline), None)
         return first is not None and ts < first.timestamp

@@ -175,13 +175,18 @@ def bloom_filter_record(key: str, type_code: str, instant: str, bloom: bytes, de
     return MetadataRecord(key, RecordType.BLOOM_FILTER, fields)
 
 
+# The records of one file slice share their instant: parse its time once.
+_instant_millis = lru_cache(maxsize=4096)(millis_from_instant)
+
+
 def record_index_record(record_key: str, partition: str, file_id: str, instant: str, *, zone: tzinfo,
                         position: int | None = None) -> MetadataRecord:
     """`HoodieMetadataPayload.createRecordIndexUpdate`: a UUID-based file id (`<uuid>-<n>`) is stored
-    as its two 64-bit halves and index (encoding 0), any other as a string (encoding 1)."""
+    as its two 64-bit halves and index (encoding 0, fileId ""), any other as a string (encoding 1, the halves
+    and index -1). Java's reader parses every one of these fields: none may be null."""
     fields = _empty_fields(record_key, RecordType.RECORD_INDEX)
-    info: dict[str, Any] = {"partitionName": partition, "fileIdHighBits": None, "fileIdLowBits": None,
-                            "fileIndex": None, "fileId": None, "instantTime": millis_from_instant(instant, zone),
+    info: dict[str, Any] = {"partitionName": partition, "fileIdHighBits": -1, "fileIdLowBits": -1,
+                            "fileIndex": -1, "fileId": "", "instantTime": _instant_millis(instant, zone),
                             "fileIdEncoding": 1, "position": position}
     u: uuid.UUID | None
     index: int | None

@@ -79,7 +79,7 @@ from ..timeline.serde import (
 from . import keys as K
 from .avro_schema import schema_text
 from .listing import file_instant
-from .reader import MetadataTable, inflight_metadata_partitions, metadata_partitions
+from .reader import MetadataTable, inflight_metadata_partitions, metadata_partitions, refresh_metadata_partitions
 from .records import (
     NAMESPACE,
     MetadataRecord,
@@ -112,7 +112,9 @@ def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
     without an MDT."""
     if service not in _SERVICES:
         raise ValueError(f"{service!r} is not a table service ({', '.join(_SERVICES)})")
-    # A partition an indexer is still building would miss what TMS writes meanwhile.
+    # A partition an indexer is still building: the services wait for it (another process's indexer may not
+    # catch up with what a service writes before the partition's file groups exist). Writes go on
+    # (`unmaintainable_partitions_for_writes`), as Hudi's writers do.
     out = list(inflight_metadata_partitions(table))
     for p in metadata_partitions(table):
         if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
@@ -130,9 +132,10 @@ def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
 
 def unmaintainable_partitions_for_writes(table: HudiTable) -> list[str]:
     """The MDT partitions `tms write` cannot keep valid (it maintains files, column_stats, partition_stats,
-    bloom_filters and record_index; a secondary or expression index would go stale)."""
-    return sorted(set(inflight_metadata_partitions(table))
-                  | {p for p in metadata_partitions(table) if p not in _MAINTAINED})
+    bloom_filters and record_index, built or being built by an indexer; a secondary or expression index would
+    go stale)."""
+    return sorted({p for p in metadata_partitions(table) + inflight_metadata_partitions(table)
+                   if p not in _MAINTAINED})
 
 
 def require_maintainable(table: HudiTable, service: str) -> None:
@@ -272,11 +275,18 @@ class MetadataWriter:
 
     def __init__(self, table: HudiTable):
         self.table = table
-        self.partitions = metadata_partitions(table)
-        self.mdt = MetadataTable.open(table) if self.partitions else None
-        if self.partitions and self.mdt is None:
+        refresh_metadata_partitions(table)   # an indexer may have built or dropped one since the table was loaded
+        built = metadata_partitions(table)
+        self.mdt = MetadataTable.open(table) if built or inflight_metadata_partitions(table) else None
+        if built and self.mdt is None:
             raise HudiError(f"table {table.config.name} lists metadata partitions "
-                            f"({', '.join(self.partitions)}) but has no metadata table")
+                            f"({', '.join(built)}) but has no metadata table")
+        # As Hudi's writers: a partition an indexer is building is updated too, once its file groups exist.
+        mdt = self.mdt
+        self.partitions = built + [p for p in inflight_metadata_partitions(table)
+                                   if p not in built and mdt is not None and mdt.file_slices(p)]
+        if not built and not self.partitions:
+            self.mdt = None
         self.v2 = table.config.traits.metadata_records_v2
         self.schema = schema_text(table.config.traits)
         self._columns: list[str] | None = None
@@ -360,6 +370,23 @@ class MetadataWriter:
             self._write_delta_commit(instant, records, deletes)
         self._roll_back_delta_commit(failed_instant, None if changes and not v6
                                      else instant + V6_ROLLBACK_SUFFIX if v6 else instant)
+
+    # --- the indexer's builders ------------------------------------------------------------------
+    def file_records(self, mdt_partition: str, partition: str, files: dict[str, int],
+                     instant: str) -> list[MetadataRecord]:
+        """The `mdt_partition` records (column_stats or bloom_filters) of data files `files` (name -> size)
+        of `partition`, as a commit writing them would give them."""
+        saved, self.partitions = self.partitions, [mdt_partition]
+        try:
+            records, _ = self._records(instant, [_FileChange(partition, dict(files), [])])
+        finally:
+            self.partitions = saved
+        return records.get(mdt_partition, [])
+
+    def partition_stats(self, listing: dict[str, dict[str, int]],
+                        column_stats: list[MetadataRecord]) -> list[MetadataRecord]:
+        """Tight partition statistics of every partition of `listing` from the column statistics of its files."""
+        return self._partition_stats(sorted(listing), listing, [], column_stats)
 
     # --- records ----------------------------------------------------------------------------------
     def _records(self, instant: str, changes: list[_FileChange], *, dropped: Iterable[str] = (),

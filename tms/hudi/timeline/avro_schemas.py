@@ -355,6 +355,29 @@ RESTORE_METADATA = _record(
     _optional("extraMetadata", _map(STRING)),
 )
 
+# --- indexing (HoodieIndexPlan.avsc, HoodieIndexCommitMetadata.avsc, HoodieIndexPartitionInfo.avsc) -----------
+
+INDEX_PARTITION_INFO = _record(
+    "HoodieIndexPartitionInfo",
+    _version(),
+    _optional("metadataPartitionPath", STRING),
+    _optional("indexUptoInstant", STRING),
+)
+
+INDEX_PLAN = _record(
+    "HoodieIndexPlan",
+    _version(),
+    _optional("indexPartitionInfos", _array(INDEX_PARTITION_INFO)),
+)
+
+INDEX_COMMIT_METADATA = _record(
+    "HoodieIndexCommitMetadata",
+    _field("version", ["int", "null"], 1, doc="This field replaces the field filesToBeDeletedPerPartition"),
+    _optional("operationType", STRING, doc="This field replaces the field filesToBeDeletedPerPartition"),
+    _optional("indexPartitionInfos", _array(INDEX_PARTITION_INFO),
+              doc="This field contains the info for each partition that got indexed"),
+)
+
 ALL = (
     COMMIT_METADATA,
     REPLACE_COMMIT_METADATA,
@@ -367,4 +390,6 @@ ALL = (
     SAVEPOINT_METADATA,
     RESTORE_PLAN,
     RESTORE_METADATA,
+    INDEX_PLAN,
+    INDEX_COMMIT_METADATA,
 )

@@ -671,3 +671,52 @@ def parse_restore_metadata(data: bytes) -> RestoreMetadata:
 
 def serialize_restore_metadata(meta: RestoreMetadata) -> bytes:
     return _serialize(meta)
+
+
+# --- indexing -----------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class IndexPartitionInfo(_Record):
+    """One metadata-table partition an `indexing` instant builds, and the data instant it is built up to."""
+
+    version: int | None = 1
+    metadata_partition_path: str | None = None
+    index_upto_instant: str | None = None
+
+
+@dataclass(kw_only=True)
+class IndexPlan(_Record):
+    """Content of ``<T>.indexing.requested`` (and of its ``.indexing.inflight``)."""
+
+    schema_name: ClassVar[str] = _full("HoodieIndexPlan")
+
+    version: int | None = 1
+    index_partition_infos: list[IndexPartitionInfo] = _nested("list", IndexPartitionInfo, default_factory=list)
+
+
+@dataclass(kw_only=True)
+class IndexCommitMetadata(_Record):
+    """Content of a completed ``<T>.indexing``."""
+
+    schema_name: ClassVar[str] = _full("HoodieIndexCommitMetadata")
+
+    version: int | None = 1
+    operation_type: str | None = None
+    index_partition_infos: list[IndexPartitionInfo] = _nested("list", IndexPartitionInfo, default_factory=list)
+
+
+def parse_index_plan(data: bytes) -> IndexPlan:
+    return _parse(IndexPlan, data)
+
+
+def serialize_index_plan(plan: IndexPlan) -> bytes:
+    return _serialize(plan)
+
+
+def parse_index_commit_metadata(data: bytes) -> IndexCommitMetadata:
+    return _parse(IndexCommitMetadata, data)
+
+
+def serialize_index_commit_metadata(meta: IndexCommitMetadata) -> bytes:
+    return _serialize(meta)

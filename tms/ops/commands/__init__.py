@@ -9,6 +9,7 @@ from . import (
     backfill,
     backups,
     engines,
+    indexes,
     mutes,
     queues,
     status,
@@ -20,7 +21,8 @@ from . import (
     webhooks,
 )
 
-GROUPS = (status, tables, templates, backups, backfill, tasks, queues, engines, alerts, mutes, webhooks, trigger)
+GROUPS = (status, tables, templates, backups, backfill, indexes, tasks, queues, engines, alerts, mutes, webhooks,
+          trigger)
 
 
 def register(app: typer.Typer, *, tokens_app: typer.Typer) -> None:
