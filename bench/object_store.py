@@ -5,7 +5,9 @@ server on loopback) and, side by side, on a local disk.
     python bench/object_store.py [--events 20] [--instants 100,10000]
 
 The timelines are seeded as in bench/plan.py (four delta commits then a compaction, over and over; instant
-files only, no data files), straight into the S3 endpoint's memory (no requests) or onto the disk. After the
+files only, no data files), straight into the S3 endpoint's memory (no requests) or onto the disk, one
+instant a minute up to now (the planner lists only the timeline's tail, the instants of its last hour, see
+tms/hudi/timeline/tail_listing.py; instants seeded milliseconds apart would all be in it). After the
 planner first sees a table, each event is a new delta commit's instant files and its callback event; the
 planner's `handle_events` on it is timed and its requests counted. With Hudi's default trigger every fifth
 event runs a planning pass (the timeline reloaded, the file-system view built); the others are decided from
@@ -148,7 +150,8 @@ class Run:
         self.label = f"{'local' if local else 'S3'} {instants:,}"
         self.timeline_key = self.table.config.timeline_dir
         self.zone = self.table.config.timeline_zone
-        self.clock = datetime.now(UTC) - timedelta(hours=2)
+        self.clock = datetime.now(UTC) - timedelta(minutes=instants + 1)
+        self.step = timedelta(seconds=30)  # one instant a minute (requested, completed 30 s later)
         self.meta = serialize_commit_metadata(CommitMetadata(partition_to_write_stats={}, operation_type="UPSERT"),
                                               8)
         self._new_time = new_instant_time
@@ -156,6 +159,7 @@ class Run:
             compaction = (n + 1) % 5 == 0 or n == instants - 1
             self.instant(Action.COMPACTION if compaction else Action.DELTA_COMMIT,
                          Action.COMMIT if compaction else Action.DELTA_COMMIT)
+        self.step = timedelta(milliseconds=2)
         with db.transaction() as session:
             self.table_id = TableRepo(session).register(base_path=base_path, **registration_facts(self.table)).id
         self.planner = Planner(db, PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}),
@@ -165,7 +169,7 @@ class Run:
         self.event(Action.DELTA_COMMIT, "first sight")
 
     def _tick(self) -> str:
-        self.clock += timedelta(milliseconds=2)
+        self.clock += self.step
         return str(self._new_time(self.zone, self.clock))
 
     def instant(self, pending: str, completed: str) -> str:

@@ -47,8 +47,8 @@ class FencedTransactions(TransactionManager):
     fence: Fence = staticmethod(no_fence)
 
     @contextmanager
-    def transaction(self) -> Iterator[Timeline]:
-        with super().transaction() as timeline:
+    def transaction(self, *, full_listing: bool = False) -> Iterator[Timeline]:
+        with super().transaction(full_listing=full_listing) as timeline:
             self.fence()
             yield timeline
 

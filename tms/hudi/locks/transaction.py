@@ -47,8 +47,9 @@ class TransactionManager:
         return self._depth > 0
 
     @contextmanager
-    def transaction(self) -> Iterator[Timeline]:
-        """Hold the table's lock; yields the table's timeline, reloaded under it."""
+    def transaction(self, *, full_listing: bool = False) -> Iterator[Timeline]:
+        """Hold the table's lock; yields the table's timeline, reloaded under it (`full_listing`: its whole
+        folder listed, for a caller that decides on savepoints or older instants; see tail_listing)."""
         with self._threads:
             outermost = self._depth == 0
             if outermost:
@@ -60,7 +61,7 @@ class TransactionManager:
             self._depth += 1
             try:
                 if outermost:
-                    self.table.timeline.reload(force=True)
+                    self.table.timeline.reload(force=True, full=full_listing)
                 yield self.table.timeline
             finally:
                 self._depth -= 1
