@@ -14,7 +14,7 @@ from tms.hudi.errors import InstantConflictError
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.writer import HudiWriter
-from tms.hudi.timeline.instant import Action, Instant, State, new_instant_time
+from tms.hudi.timeline.instant import Action, Instant, new_instant_time
 from tms.hudi.timeline.serde import CommitMetadata, serialize_commit_metadata
 from tms.hudi.timeline.tail_listing import TailListing
 
@@ -145,14 +145,14 @@ def test_a_savepoint_created_after_newer_commits_is_seen_by_what_decides_on_save
     writer.table.timeline.write_savepoint(old, b"")  # `<old>.savepoint*`: an hour behind the newest instant
     # A planning pass that cleans, rolls back or applies the savepoint policy lists the whole folder under the
     # lock; so does a savepoint written by the reader's process.
-    with TransactionManager.single_writer(reader.table).transaction(full_listing=True) as timeline:
+    with TransactionManager.single_writer(reader.table).transaction(exact_view=True) as timeline:
         assert [s.timestamp for s in timeline.savepoints()] == [old]
     assert reader.listings["whole"] == 1
     with pytest.raises(InstantConflictError, match="already has a savepoint"):
         reader.timeline.write_savepoint(old, b"")
     reader.assert_sees_what_a_whole_listing_shows(base)
     writer.table.timeline.delete_savepoint(old)
-    with TransactionManager.single_writer(reader.table).transaction(full_listing=True) as timeline:
+    with TransactionManager.single_writer(reader.table).transaction(exact_view=True) as timeline:
         assert timeline.savepoints() == []
 
 

@@ -12,7 +12,7 @@ seen, but not every file that appears does, nor is every removal at the tail:
   later than that is assumed not to appear;
 - a savepoint is named by the commit it keeps (any age), and archival, restore and the rollback of a completed
   instant remove files behind the key. A tail listing cannot see those: decisions that depend on them
-  (clean, rollback, savepoints, restore) list the whole folder (`Timeline.reload(full=True)`), the timeline
+  (clean, rollback, savepoints, restore) never read the tail alone (`Timeline.reload(exact=True)`), the timeline
   lists it whenever the tail shows a rollback or restore instant (new, or pending: its removals may happen
   at any time until it completes), and one reload in `full_every` lists it anyway."""
 from __future__ import annotations

@@ -3,9 +3,9 @@
 `reload()` is incremental: it lists the timeline folder's names and parses only names it has not
 seen. Given a change feed of the folder (timeline_watch, on local filesystems), it takes the folder's
 changes instead of listing it; given a `tail_listing` (a long-lived reader's), it lists only the names after
-a key where the store can (see tail_listing for when that sees every change). The instants are indexed by action and by pending state, and the queries
-the planner makes (`iter_instants` with bounds, `pending`, `last_of`) cost what they return, not the
-timeline's length."""
+a key where the store can (see tail_listing for when that sees every change). The instants are indexed by
+action and by pending state, and the queries the planner makes (`iter_instants` with bounds, `pending`,
+`last_of`) cost what they return, not the timeline's length."""
 from __future__ import annotations
 
 import bisect
@@ -60,11 +60,12 @@ class Timeline:
         self.reload()
 
     # --- loading ---------------------------------------------------------------------------------
-    def reload(self, *, force: bool = False, full: bool = False) -> list[Instant]:
+    def reload(self, *, force: bool = False, full: bool = False, exact: bool = False) -> list[Instant]:
         """Pick up instant files written since the last load (and forget removed ones): from the change feed
         if there is one that knows every change, else (or if `full`) by listing the folder. Returns the
         newly seen instants. Inside `pinned()` only a forced reload looks at storage. With a `tail_listing`,
-        only the folder's tail is listed unless `full` (a caller deciding on savepoints or older instants)."""
+        only the folder's tail is listed unless `full` or `exact` (a caller deciding on savepoints or older
+        instants: the change feed, which knows every change, or the whole folder)."""
         if self._pinned and not force:
             return []
         known = self._names
@@ -74,9 +75,9 @@ class Timeline:
         if feed is None:
             if self.changes is not None:
                 self.changes.restart()  # before listing: changes from now on are fed again
-            tail_key = None if full else self._tail_key()
+            tail_key = None if full or exact else self._tail_key()
             tail = None if tail_key is None else self.storage.names_after(self.dir, tail_key)
-            if tail is None:
+            if tail is None or tail_key is None:
                 tail_key = None
                 self._tail_reloads = 0
                 listing = self.storage.names(self.dir)
@@ -363,7 +364,7 @@ class Timeline:
     def write_savepoint(self, timestamp: str, content: bytes) -> Instant:
         """A savepoint of the completed commit at `timestamp`, as Hudi writes one: `T.savepoint.inflight`
         (empty), then the completed `T.savepoint` holding `content`."""
-        self.reload(force=True, full=True)  # savepoints are named by the commit they keep: behind any tail
+        self.reload(force=True, exact=True)  # savepoints are named by the commit they keep: behind any tail
         if not self.is_completed(timestamp):
             raise InstantConflictError(f"instant {timestamp} is not a completed instant: nothing to savepoint")
         if self._savepoints.get(timestamp):
@@ -375,7 +376,7 @@ class Timeline:
     def delete_savepoint(self, timestamp: str) -> None:
         """Remove the savepoint at `timestamp`, completed file first (as Hudi's savepoint delete), so that
         it never looks completed without its inflight file."""
-        self.reload(force=True, full=True)
+        self.reload(force=True, exact=True)
         states = self._savepoints.get(timestamp)
         if not states:
             raise InstantConflictError(f"no savepoint at {timestamp}")
@@ -388,7 +389,7 @@ class Timeline:
     def delete_instant(self, timestamp: str) -> None:
         """Remove every file of the instant at `timestamp`, the completed one first so that readers stop
         reading it before it looks pending: what a restore does with each instant it rolls back."""
-        self.reload(force=True, full=True)
+        self.reload(force=True, exact=True)
         states = self._states.get(timestamp, {})
         for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
             inst = states.get(state)
