@@ -201,3 +201,13 @@ def test_the_tail_listing_lists_what_a_whole_listing_lists_after_the_name(base):
     if base.startswith("s3://"):
         assert tail is not None
     assert tail is None or sorted(tail) == sorted(n for n in whole if n > key)
+
+
+def test_the_key_is_behind_the_oldest_pending_instant_and_the_lateness_in_whole_seconds():
+    tail = TailListing(lateness=timedelta(hours=1))
+    assert tail.start_after("20260101120000500", None) == "20260101110000"
+    assert tail.start_after("20260101120000500", "20260101103000123") == "20260101103000"
+    assert tail.start_after("", None) is None  # nothing seen yet: the whole folder
+    # An older Hudi's 14-digit instant time at the key's second sorts after it, as later ones do
+    assert all(name > "20260101110000" for name in ("20260101110000.commit", "20260101110000000.deltacommit",
+                                                    "20260101110000000_20260101110001000.deltacommit"))
