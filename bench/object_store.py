@@ -5,7 +5,9 @@ server on loopback) and, side by side, on a local disk.
     python bench/object_store.py [--events 20] [--instants 100,10000]
 
 The timelines are seeded as in bench/plan.py (four delta commits then a compaction, over and over; instant
-files only, no data files), straight into the S3 endpoint's memory (no requests) or onto the disk. After the
+files only, no data files), straight into the S3 endpoint's memory (no requests) or onto the disk, one
+instant a minute up to now (the planner lists only the timeline's tail, the instants of its last hour, see
+tms/hudi/timeline/tail_listing.py; instants seeded milliseconds apart would all be in it). After the
 planner first sees a table, each event is a new delta commit's instant files and its callback event; the
 planner's `handle_events` on it is timed and its requests counted. With Hudi's default trigger every fifth
 event runs a planning pass (the timeline reloaded, the file-system view built); the others are decided from
@@ -15,6 +17,10 @@ the same operations of the table's Storage (names/listdir as LIST, read_bytes/op
 HEAD, writes as PUT). The local planner lists the folder on every pass (no change feed), as on object stores.
 Times on S3 are the moto server's (in this process, one request at a time), not a real store's: compare the
 requests.
+
+The planning passes are reported apart by how the planner read the timeline: its tail only (S3's
+`start-after`), or the whole folder (a pass that plans a clean, a rollback or a savepoint: those decide on
+savepoints, named by the commit they keep, which a tail listing cannot see), and all together.
 
 Goal (issue 22): requests per planning pass, 10,000 / 100 instants <= 1.1. PostgreSQL: a throwaway scratch
 database (tms.db.testing)."""
@@ -44,6 +50,9 @@ from tms.hudi.timeline.instant import Action  # noqa: E402
 
 BUCKET = "tms-bench"
 KINDS = ("LIST", "GET", "HEAD", "PUT", "other")
+TAIL_PASS, WHOLE_PASS, ANY_PASS = "pass, tail listed", "pass, listed whole", "planning pass (all)"
+# Whether each planning pass since the last event listed the timeline whole (see _record_listing_kind)
+LISTED_WHOLE: list[bool] = []
 S3_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_EC2_METADATA_DISABLED": "true"}
 
@@ -148,7 +157,8 @@ class Run:
         self.label = f"{'local' if local else 'S3'} {instants:,}"
         self.timeline_key = self.table.config.timeline_dir
         self.zone = self.table.config.timeline_zone
-        self.clock = datetime.now(UTC) - timedelta(hours=2)
+        self.clock = datetime.now(UTC) - timedelta(minutes=instants + 1)
+        self.step = timedelta(seconds=30)  # one instant a minute (requested, completed 30 s later)
         self.meta = serialize_commit_metadata(CommitMetadata(partition_to_write_stats={}, operation_type="UPSERT"),
                                               8)
         self._new_time = new_instant_time
@@ -156,16 +166,17 @@ class Run:
             compaction = (n + 1) % 5 == 0 or n == instants - 1
             self.instant(Action.COMPACTION if compaction else Action.DELTA_COMMIT,
                          Action.COMMIT if compaction else Action.DELTA_COMMIT)
+        self.step = timedelta(milliseconds=2)
         with db.transaction() as session:
             self.table_id = TableRepo(session).register(base_path=base_path, **registration_facts(self.table)).id
         self.planner = Planner(db, PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}),
                                                   clean_commits=5), watch_timelines=False)
         self.results: dict[str, list[tuple[Counter[str], float]]] = {
-            "first sight": [], "decided from the digest": [], "planning pass": []}
+            "first sight": [], "decided from the digest": [], TAIL_PASS: [], WHOLE_PASS: [], ANY_PASS: []}
         self.event(Action.DELTA_COMMIT, "first sight")
 
     def _tick(self) -> str:
-        self.clock += timedelta(milliseconds=2)
+        self.clock += self.step
         return str(self._new_time(self.zone, self.clock))
 
     def instant(self, pending: str, completed: str) -> str:
@@ -183,14 +194,18 @@ class Run:
         with self.db.transaction() as session:
             EventRepo(session).add_many([NewEvent(self.table_id, ts, action, "completed", "hudi_callback")])
             before = TableRepo(session).get(self.table_id).planned_at
+        LISTED_WHOLE.clear()
         with self.count.window() as counts:
             started = time.perf_counter()
             self.planner.handle_events(self.table_id)
             elapsed = time.perf_counter() - started
         with self.db.transaction() as session:
             planned = TableRepo(session).get(self.table_id).planned_at != before
-        self.results[kind or ("planning pass" if planned else "decided from the digest")].append(
-            (Counter(counts), elapsed))
+        result = (Counter(counts), elapsed)
+        if kind is None and planned:
+            self.results[ANY_PASS].append(result)
+            kind = WHOLE_PASS if any(LISTED_WHOLE) else TAIL_PASS
+        self.results[kind or "decided from the digest"].append(result)
 
 
 def report(runs: list[Run]) -> None:
@@ -198,7 +213,8 @@ def report(runs: list[Run]) -> None:
     print(f"  {'table, instants':18} {'event':24} {'n':>3} " + " ".join(f"{k:>6}" for k in KINDS[:4])
           + f" {'total':>6} {'ms':>8}")
     medians: dict[tuple[str, str], float] = {}
-    for kind in ("planning pass", "decided from the digest", "first sight"):
+    times: dict[tuple[str, str], float] = {}
+    for kind in (TAIL_PASS, WHOLE_PASS, ANY_PASS, "decided from the digest", "first sight"):
         for run in runs:
             results = run.results[kind]
             if not results:
@@ -207,14 +223,30 @@ def report(runs: list[Run]) -> None:
             total = statistics.median(sum(c.values()) for c, _ in results)
             ms = 1000 * statistics.median(t for _, t in results)
             medians[(run.label, kind)] = total
+            times[(run.label, kind)] = ms
             print(f"  {run.label:18} {kind:24} {len(results):>3} " + " ".join(f"{v:>6g}" for v in per_kind)
                   + f" {total:>6g} {ms:>8.1f}")
     for store in ("S3", "local"):
         labels = sorted({r.label for r in runs if r.label.startswith(store + " ")}, key=lambda s: int(
             s.split()[1].replace(",", "")))
-        if len(labels) == 2 and (labels[0], "planning pass") in medians:
-            a, b = medians[(labels[0], "planning pass")], medians[(labels[1], "planning pass")]
-            print(f"  {store}: requests per planning pass {labels[1]} / {labels[0]}: {b / a:.2f} (goal <= 1.1)")
+        for kind in (TAIL_PASS, WHOLE_PASS, ANY_PASS):
+            if len(labels) == 2 and (labels[0], kind) in medians and (labels[1], kind) in medians:
+                a, b = medians[(labels[0], kind)], medians[(labels[1], kind)]
+                ta, tb = times[(labels[0], kind)], times[(labels[1], kind)]
+                print(f"  {store} {kind:20}: {labels[1]} / {labels[0]}: requests {b / a:.2f} (goal <= 1.1), "
+                      f"time {tb / ta:.2f}")
+
+
+def _record_listing_kind() -> None:
+    """Note in LISTED_WHOLE whether each planning pass lists the timeline whole (the planner's own answer)."""
+    from tms.plan_pass import passes
+    decides = passes._decides_on_older_instants
+
+    def recorded(ctx: Any, work: Any) -> bool:
+        LISTED_WHOLE.append(decides(ctx, work))
+        return LISTED_WHOLE[-1]
+
+    passes._decides_on_older_instants = recorded
 
 
 def main() -> None:
@@ -225,6 +257,7 @@ def main() -> None:
     sizes = [int(n) for n in args.instants.split(",")]
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    _record_listing_kind()
     count = RequestCount()
     from tms.hudi.storage.table_storage import LocalStorage
     count_storage_calls(LocalStorage, count)

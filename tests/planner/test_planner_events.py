@@ -92,7 +92,8 @@ def test_planning_passes_take_a_watched_timeline_s_changes_and_only_the_scan_lis
 
 def test_a_planning_pass_on_a_listed_timeline_lists_it_once_before_it_plans(db, tmp_path, monkeypatch):
     """Without a change feed (object stores), each listing is a LIST per 1,000 instant files: the pass lists
-    the timeline once under the lock, and once more only to write its plan (the create's own check)."""
+    the timeline once under the lock, and once more only to write its plan (the create's own check), each time
+    only the folder's tail (the names after a key, S3's `start-after`: see tail_listing)."""
     t = TrackedTable(db, tmp_path / "t", policies=EVERY_3)
     p = Planner(db, ALL_SERVICES, watch_timelines=False)
     t.write([rec(i, 10) for i in range(6)], "insert")
@@ -101,15 +102,17 @@ def test_a_planning_pass_on_a_listed_timeline_lists_it_once_before_it_plans(db, 
         cached = p.cache.get(TableRepo(session).get(t.id)).table
     assert cached.timeline.changes is None
     listings = []
-    real = cached.storage.names
-    monkeypatch.setattr(cached.storage, "names", lambda rel: listings.append(rel) or real(rel))
+    real, real_tail = cached.storage.names, cached.storage.names_after
+    monkeypatch.setattr(cached.storage, "names", lambda rel: listings.append(("whole", rel)) or real(rel))
+    monkeypatch.setattr(cached.storage, "names_after",
+                        lambda rel, key: listings.append(("tail", rel)) or real_tail(rel, key))
 
     t.write([rec(i, 20) for i in range(3)])
     t.write([rec(i, 30) for i in range(3)])
     assert p.handle_events(t.id)  # the third delta commit: a planning pass that plans a compaction
     [task] = t.tasks()
     assert task.service == "compaction"
-    assert listings == [cached.config.timeline_dir] * 2, "under the lock, then the plan's create"
+    assert listings == [("tail", cached.config.timeline_dir)] * 2, "under the lock, then the plan's create"
 
 
 def test_a_table_locked_by_another_planner_is_skipped(db, tmp_path):

@@ -47,8 +47,8 @@ class FencedTransactions(TransactionManager):
     fence: Fence = staticmethod(no_fence)
 
     @contextmanager
-    def transaction(self) -> Iterator[Timeline]:
-        with super().transaction() as timeline:
+    def transaction(self, *, exact_view: bool = False) -> Iterator[Timeline]:
+        with super().transaction(exact_view=exact_view) as timeline:
             self.fence()
             yield timeline
 

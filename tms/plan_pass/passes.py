@@ -50,8 +50,9 @@ class PassContext:
     # generated, while it is held (none: a single writer).
     transactions: TransactionManager | None = None
 
-    def transaction(self):
-        return (self.transactions or TransactionManager.single_writer(self.table)).transaction()
+    def transaction(self, *, exact_view: bool = False):
+        return (self.transactions or TransactionManager.single_writer(self.table)).transaction(
+            exact_view=exact_view)
 
 
 def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | None | bool:
@@ -83,8 +84,16 @@ def _due(ctx: PassContext, service: str) -> bool:
 def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
     """Run `work` on the locked table, under its writers' lock; returns its new digest and the tasks recorded.
     The timeline is listed once for the whole pass (its library calls would each list it again)."""
-    with ctx.transaction(), ctx.table.timeline.pinned(listed=True):  # reloaded under the lock
+    with ctx.transaction(exact_view=_decides_on_older_instants(ctx, work)), \
+            ctx.table.timeline.pinned(listed=True):  # reloaded under the lock
         return _run_pass(ctx, digest, work)
+
+
+def _decides_on_older_instants(ctx: PassContext, work: Work) -> bool:
+    """Whether the pass decides on what a listing of the timeline's tail may miss (tail_listing): a clean
+    keeps what savepoints keep, a rollback plan and the savepoint policy read the savepoints, all named by
+    the commit they keep; the timeline is then read from its change feed or its whole folder."""
+    return (TableService.CLEAN in work.services or work.rollbacks or bool(ctx.policy.savepoint_interval_hours))
 
 
 def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
@@ -129,7 +138,8 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
     (the requested plan's, and those of plans adopted on the way). A service TMS cannot run on the table
     raises UnsupportedTableError before anything is written."""
     require_capability(ctx.table, service)
-    with ctx.transaction(), ctx.table.timeline.pinned(listed=True):  # reloaded under the lock
+    # An operator's request is rare: never from the folder's tail, whatever the service.
+    with ctx.transaction(exact_view=True), ctx.table.timeline.pinned(listed=True):  # reloaded under the lock
         recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
         refusals = Refusals(ctx.session, ctx.row, ctx.table)
         unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()

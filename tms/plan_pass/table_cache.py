@@ -23,6 +23,7 @@ from tms.db import RegisteredTable
 from tms.hudi.locks import TransactionManager
 from tms.hudi.storage.table_storage import Storage, open_storage
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
+from tms.hudi.timeline.tail_listing import TailListing
 from tms.hudi.timeline.watch import TimelineWatcher
 
 
@@ -39,10 +40,14 @@ class CachedTable:
 
 
 class TableCache:
-    def __init__(self, capacity: int, watcher: TimelineWatcher | None = None, *, max_bytes: int | None = None):
+    def __init__(self, capacity: int, watcher: TimelineWatcher | None = None, *, max_bytes: int | None = None,
+                 tail_listing: TailListing | None = TailListing()):
         self.capacity = capacity
         self.max_bytes = max_bytes
         self.watcher = watcher
+        # The cached timelines stay loaded: where no change feed tells their changes, each reload lists only
+        # the timeline folder's tail (see tail_listing), None: the whole folder.
+        self.tail_listing = tail_listing
         self._tables: OrderedDict[int, CachedTable] = OrderedDict()
         self._bytes: dict[int, int] = {}  # each cached table's footprint when last measured
         self.total_bytes = 0
@@ -74,6 +79,7 @@ class TableCache:
         # in between makes them differ from what is loaded, and the next pass loads the table again.
         properties = _read_properties(open_storage(row.base_path))
         table = HudiTable.load(row.base_path, watcher=self.watcher)
+        table.timeline.tail_listing = self.tail_listing
         try:
             options = dict(row.concurrency_options)
             cached = CachedTable(table, TransactionManager.from_options(table, options), options, properties)

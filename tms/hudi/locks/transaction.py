@@ -47,8 +47,10 @@ class TransactionManager:
         return self._depth > 0
 
     @contextmanager
-    def transaction(self) -> Iterator[Timeline]:
-        """Hold the table's lock; yields the table's timeline, reloaded under it."""
+    def transaction(self, *, exact_view: bool = False) -> Iterator[Timeline]:
+        """Hold the table's lock; yields the table's timeline, reloaded under it (`exact_view`: never from a
+        listing of the folder's tail, for a caller that decides on savepoints or older instants; see
+        tail_listing)."""
         with self._threads:
             outermost = self._depth == 0
             if outermost:
@@ -60,7 +62,7 @@ class TransactionManager:
             self._depth += 1
             try:
                 if outermost:
-                    self.table.timeline.reload(force=True)
+                    self.table.timeline.reload(force=True, exact=exact_view)
                 yield self.table.timeline
             finally:
                 self._depth -= 1

@@ -7,8 +7,9 @@ exclusive create by hard link, and a local folder's changes can be watched by th
 reaches object stores and HDFS through fsspec (`s3://`, `gs://`, `abfs://`, `hdfs://`, `memory://`, ...).
 
 What only some stores can do is asked of every store by what it is for, never by testing for a local path: a
-folder's change stamp (`change_stamp`) and change feed (`change_feed`), where the store keeps them, and a local
-file for writers and readers that take only paths (`local_copy`, `create_from_local`), in place or copied.
+folder's change stamp (`change_stamp`) and change feed (`change_feed`), where the store keeps them, a listing
+that starts after a name (`names_after`, S3's `start-after`), and a local file for writers and readers that
+take only paths (`local_copy`, `create_from_local`), in place or copied.
 
 On S3 and Azure Blob storage a create-once file (an instant file, a new data or log file) is one conditional
 request with `If-None-Match: *` (S3: the PUT, or the completion of a multipart upload; Azure: the Put Blob, or
@@ -109,6 +110,12 @@ class Storage(Protocol):
     def names(self, rel: str) -> list[str]:
         """Just the names in a folder, as the store lists them (temp files of unfinished writes included: the
         caller skips names it cannot parse): the cheap listing the timeline reload uses."""
+        ...
+
+    def names_after(self, rel: str, start_after: str) -> list[str] | None:
+        """The names in a folder that sort after `start_after` (exclusive, by code point: S3's order), as
+        `names` lists them; None where the store cannot list from a name (the caller lists the whole folder).
+        What a long-lived reader of a timeline lists instead of the whole folder (see timeline.tail_listing)."""
         ...
 
     def info(self, rel: str) -> FileInfo: ...
@@ -239,6 +246,10 @@ class LocalStorage:
             return os.listdir(self.full(rel))
         except FileNotFoundError:
             return []
+
+    def names_after(self, rel: str, start_after: str) -> list[str] | None:
+        # The kernel lists the whole folder anyway (no request is saved); same answer as on S3.
+        return [n for n in LocalStorage.names(self, rel) if n > start_after]
 
     def info(self, rel: str) -> FileInfo:
         st = os.stat(self.full(rel))
@@ -427,6 +438,7 @@ class FsspecStorage:
         # ranged GETs; one GET is what a timeline read needs (instant files are small): half the requests.
         self._read_options: dict[str, Any] = {"max_concurrency": 1} if protocols & {"s3", "s3a"} else {}
         self.appends = not protocols & OBJECT_STORE_PROTOCOLS
+        self._lists_after = bool(protocols & {"s3", "s3a"}) and not getattr(self._fs, "version_aware", False)
 
     def full(self, rel: str) -> str:
         return _join(self.root, rel)
@@ -489,6 +501,23 @@ class FsspecStorage:
 
     def names(self, rel: str) -> list[str]:
         return [i.name for i in self.listdir(rel)]
+
+    @_store_request
+    def names_after(self, rel: str, start_after: str) -> list[str] | None:
+        if not self._lists_after:  # S3's ListObjectsV2 has `StartAfter`; fsspec's other stores list it all
+            return None
+        bucket, key, _ = self._fs.split_path(self.full(rel))
+        prefix = f"{key.rstrip('/')}/" if key else ""
+        request: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/",
+                                   "StartAfter": prefix + start_after}
+        names: list[str] = []
+        while True:
+            page = self._fs.call_s3("list_objects_v2", **request)
+            names += [c["Key"][len(prefix):] for c in page.get("Contents", ())]
+            names += [p["Prefix"][len(prefix):].rstrip("/") for p in page.get("CommonPrefixes", ())]
+            if not page.get("IsTruncated"):
+                return [n for n in names if n and not n.startswith(TEMP_PREFIX)]
+            request["ContinuationToken"] = page["NextContinuationToken"]
 
     @_store_request
     def info(self, rel: str) -> FileInfo:

@@ -2,9 +2,10 @@
 
 `reload()` is incremental: it lists the timeline folder's names and parses only names it has not
 seen. Given a change feed of the folder (timeline_watch, on local filesystems), it takes the folder's
-changes instead of listing it. The instants are indexed by action and by pending state, and the queries
-the planner makes (`iter_instants` with bounds, `pending`, `last_of`) cost what they return, not the
-timeline's length."""
+changes instead of listing it; given a `tail_listing` (a long-lived reader's), it lists only the names after
+a key where the store can (see tail_listing for when that sees every change). The instants are indexed by
+action and by pending state, and the queries the planner makes (`iter_instants` with bounds, `pending`,
+`last_of`) cost what they return, not the timeline's length."""
 from __future__ import annotations
 
 import bisect
@@ -20,6 +21,7 @@ from ..table.properties import TableConfig
 from .instant import Action, Instant, State, instant_file_name, new_instant_time, parse_instant_file_name
 from .instant_time import TimeGenerator
 from .serde import CommitMetadata, parse_commit_metadata
+from .tail_listing import TailListing
 from .watch import FolderChanges
 
 # The memory of one known instant file (name, Instant, index entries) and of an empty timeline and its
@@ -53,25 +55,40 @@ class Timeline:
         self._era = 0
         self._added_times: list[str] = []
         self.time_generator = TimeGenerator()  # instant and completion times (see instant_time)
+        self.tail_listing: TailListing | None = None  # list only the folder's tail (a long-lived reader's)
+        self._tail_reloads = 0                # reloads since the folder was last listed whole
         self.reload()
 
     # --- loading ---------------------------------------------------------------------------------
-    def reload(self, *, force: bool = False, full: bool = False) -> list[Instant]:
+    def reload(self, *, force: bool = False, full: bool = False, exact: bool = False) -> list[Instant]:
         """Pick up instant files written since the last load (and forget removed ones): from the change feed
         if there is one that knows every change, else (or if `full`) by listing the folder. Returns the
-        newly seen instants. Inside `pinned()` only a forced reload looks at storage."""
+        newly seen instants. Inside `pinned()` only a forced reload looks at storage. With a `tail_listing`,
+        only the folder's tail is listed unless `full` or `exact` (a caller deciding on savepoints or older
+        instants: the change feed, which knows every change, or the whole folder)."""
         if self._pinned and not force:
             return []
         known = self._names
         removed: Iterable[str]
         feed = None if full or self.changes is None else self.changes.take()
+        tail_key = None
         if feed is None:
             if self.changes is not None:
                 self.changes.restart()  # before listing: changes from now on are fed again
-            listing = self.storage.names(self.dir)
-            added = list(filterfalse(known.__contains__, listing))  # a C loop: the listing may be long
-            # A name can only be gone if the listing is shorter than the known names plus the new ones.
-            removed = known.difference(listing) if len(known) + len(added) != len(listing) else ()
+            tail_key = None if full or exact else self._tail_key()
+            tail = None if tail_key is None else self.storage.names_after(self.dir, tail_key)
+            if tail is None or tail_key is None:
+                tail_key = None
+                self._tail_reloads = 0
+                listing = self.storage.names(self.dir)
+                added = list(filterfalse(known.__contains__, listing))  # a C loop: the listing may be long
+                # A name can only be gone if the listing is shorter than the known names plus the new ones.
+                removed = known.difference(listing) if len(known) + len(added) != len(listing) else ()
+            else:
+                self._tail_reloads += 1
+                added = list(filterfalse(known.__contains__, tail))
+                listed = set(tail)
+                removed = [n for n in known if n > tail_key and n not in listed]
         else:
             now_present = dict(feed)  # a name's last change says whether it is there now
             added = [n for n, present in now_present.items() if present and n not in known]
@@ -92,11 +109,16 @@ class Timeline:
             elif inst is not None:
                 self._drop_state(inst.timestamp, inst.state)
         new = []
+        unseen_behind = False  # the tail shows a change whose effects may lie behind its key
+        for name in removed if tail_key is not None else ():
+            inst = parse_instant_file_name(name)
+            unseen_behind |= inst is not None and inst.action in _REMOVING_ACTIONS
         for name in added:
             known.add(name)
             inst = parse_instant_file_name(name)
             if inst is None:
                 continue
+            unseen_behind |= inst.action in _REMOVING_ACTIONS
             if inst.action == Action.SAVEPOINT:
                 self._savepoints.setdefault(inst.timestamp, {})[inst.state] = inst
                 self._max_time = max(self._max_time, inst.completion_time or "")
@@ -104,8 +126,23 @@ class Timeline:
             self._put_state(inst)
             self._added_times.append(inst.timestamp)
             new.append(inst)
+        if tail_key is not None and unseen_behind:
+            new += self.reload(force=True, full=True)
         new.sort()
         return new
+
+    def _tail_key(self) -> str | None:
+        """The name to list the folder after, None when it must be listed whole: no tail listing, nothing
+        known yet, the periodic full listing due, or a rollback, restore or savepoint pending (it may
+        remove or add files behind any key until it completes)."""
+        tail = self.tail_listing
+        if tail is None or not self._names or self._tail_reloads + 1 >= tail.full_every:
+            return None
+        if self.pending((Action.ROLLBACK, Action.RESTORE)):
+            return None
+        if any(State.COMPLETED not in states for states in self._savepoints.values()):
+            return None
+        return tail.start_after(self._max_time, self._pending[0] if self._pending else None)
 
     def added_since(self, mark: tuple[int, int] | None) -> tuple[list[str] | None, tuple[int, int]]:
         """The instant times of the instant files added since `mark` (None as `mark`, or after a removal since
@@ -327,7 +364,7 @@ class Timeline:
     def write_savepoint(self, timestamp: str, content: bytes) -> Instant:
         """A savepoint of the completed commit at `timestamp`, as Hudi writes one: `T.savepoint.inflight`
         (empty), then the completed `T.savepoint` holding `content`."""
-        self.reload(force=True)
+        self.reload(force=True, exact=True)  # savepoints are named by the commit they keep: behind any tail
         if not self.is_completed(timestamp):
             raise InstantConflictError(f"instant {timestamp} is not a completed instant: nothing to savepoint")
         if self._savepoints.get(timestamp):
@@ -339,7 +376,7 @@ class Timeline:
     def delete_savepoint(self, timestamp: str) -> None:
         """Remove the savepoint at `timestamp`, completed file first (as Hudi's savepoint delete), so that
         it never looks completed without its inflight file."""
-        self.reload(force=True)
+        self.reload(force=True, exact=True)
         states = self._savepoints.get(timestamp)
         if not states:
             raise InstantConflictError(f"no savepoint at {timestamp}")
@@ -352,7 +389,7 @@ class Timeline:
     def delete_instant(self, timestamp: str) -> None:
         """Remove every file of the instant at `timestamp`, the completed one first so that readers stop
         reading it before it looks pending: what a restore does with each instant it rolls back."""
-        self.reload(force=True)
+        self.reload(force=True, exact=True)
         states = self._states.get(timestamp, {})
         for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
             inst = states.get(state)
@@ -454,6 +491,8 @@ class Timeline:
 
 
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+# Instants whose files appear, or that remove files, behind any tail key: the whole folder is listed again.
+_REMOVING_ACTIONS = frozenset({Action.ROLLBACK, Action.RESTORE, Action.SAVEPOINT})
 
 
 def _insert(times: list[str], ts: str) -> None:
