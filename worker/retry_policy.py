@@ -6,7 +6,10 @@ executors, ran out of memory (retried with 1.5x the executor memory), the worker
 lost its lease (`fenced`), the table's lock could not be taken in time (`lock_unavailable`). Not retryable:
 the plan cannot run on this table (unsupported, corrupt plan, files missing that TMS cannot restore), and a
 `conflict`: a write completed over the plan's file groups, the writer won and the plan was rolled back (the
-job's exit status 3; the next plan takes the new data).
+job's exit status 3; the next plan takes the new data). Retried without counting against the limit: a plan
+`held` by writes still pending before it (they complete, or fail and are rolled back once their heartbeat
+expires: the plan must not give up before them, or it stays on the timeline and writers allowed to update its
+file groups conflict with it), after the first wait of a series; and a `stopped` worker's attempt, at once.
 Waits: `retry_backoff_seconds` doubled per attempt of the series, +-20% jitter, at most
 `retry_backoff_max_seconds`; at most `retry_max_attempts` attempts per series (an operator's rerun starts a new one)."""
 from __future__ import annotations
@@ -28,6 +31,8 @@ _TAIL_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
                              re.IGNORECASE)),
     ("lost_executors", True, re.compile(r"ExecutorLostFailure|executor lost|Lost executor", re.IGNORECASE)),
 )
+# tms.execute.errors.PlanHeldError, the job's last word
+_HELD = re.compile(r"is held by writes still pending before it")
 # Looked for in the attempt's error only (the job's own last word), the first that matches wins.
 _ERROR_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
     # the table's store did not answer (after its client's retries): the store's trouble, not the plan's
@@ -67,7 +72,13 @@ def classify(*, timed_out: bool, stopped: bool, error: str | None, tail: str, at
                                                      "and won; the plan was rolled back, the next plan takes the "
                                                      "new data", None)
     if stopped:  # the worker shut down (tms up's Ctrl-C): run again as soon as a worker is back, uncounted
-        return FailureRecord("stopped", True, "the worker stopped while the job ran; retried at once", 0.0)
+        return FailureRecord("stopped", True, "the worker stopped while the job ran; retried at once", 0.0,
+                             uncounted=True)
+    if not timed_out and _HELD.search(error or ""):
+        wait = backoff_seconds(1, limits)
+        return FailureRecord("held", True, f"held by writes still pending before the plan: retried in {wait:.0f} s "
+                                           "(not counted), until they complete or are rolled back", wait,
+                             uncounted=True)
     if timed_out:
         kind, retryable, growth = "timeout", True, 1.0
     else:

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import update
 
 from tms.db import TRANSITIONS, IllegalTransitionError, NotFoundError, OperatorAction, Task, TaskRepo, TaskState
+from tms.db.repos.tasks import FailureRecord
 
 S = TaskState
 INSTANT = "20250101000000000"
@@ -136,6 +137,24 @@ def test_lease_fencing_and_finish(db, table_id):
         (attempt,) = repo.attempts(task.id)
     assert (attempt.outcome, attempt.spark_app_id, attempt.worker, attempt.queue, attempt.log_tail) == (
         "SUCCEEDED", "app-1", "w1", "default", "ok")
+
+
+def test_an_uncounted_failure_starts_a_new_retry_series(db, table_id):
+    """A held plan's attempt (FailureRecord.uncounted) counts against no retry limit: the next attempt is the first
+    of a new series; a counted failure keeps the series."""
+    task = _create(db, table_id)
+    for counted, series_start in ((True, 0), (False, 2)):
+        with db.transaction() as session:
+            repo = TaskRepo(session)
+            current = repo.get(task.id)
+            if current.state == S.FAILED:
+                current = repo.transition(task.id, expected_state=S.FAILED, expected_version=current.version,
+                                          to=S.RUNNABLE)
+            claimed = repo.claim(task.id, expected_version=current.version, owner="w1", lease_seconds=30)
+            failure = FailureRecord("crash" if counted else "held", True, "retried", 0.0, uncounted=not counted)
+            done = repo.finish(task.id, fencing_token=claimed.fencing_token, succeeded=False, error="x",
+                               failure=failure)
+        assert (done.attempt, done.retry_series_start) == (claimed.attempt, series_start)
 
 
 def test_expired_lease_is_restored_and_the_old_holder_is_fenced_off(db, table_id):

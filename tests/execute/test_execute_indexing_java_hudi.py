@@ -6,7 +6,7 @@ data and hudi-rs reads the same rows. The harness (tests/hudi_java) is never ski
 from __future__ import annotations
 
 import pytest
-from hudi_java.harness import FILESYSTEM_LOCK, JavaWriter, table_lock_policies
+from hudi_java.harness import JavaWriter, plain_rows, row, standalone_writer_options, table_lock_policies
 from support import hudi_rs_table
 
 from tms.hudi.locks import TransactionManager
@@ -17,24 +17,11 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.verify import verify_table
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
-PARTITIONS = ["americas", "asia", "europe"]
-COLUMNS = ["id", "part", "ts", "name", "value"]
-OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clustering.inline": "false", "hoodie.clean.automatic": "false",
-           "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-           "hoodie.cleaner.policy.failed.writes": "LAZY", "hoodie.write.lock.provider": FILESYSTEM_LOCK,
-           "hoodie.embed.timeline.server": "false", "hoodie.metadata.enable": "true",
-           # The metadata table holds `files` only (Java 1.0 indexes column stats of fewer columns than tms verify
-           # expects): the record index is the partition under test.
+# The metadata table holds `files` only (Java 1.0 indexes column stats of fewer columns than tms verify expects): the
+# record index is the partition under test.
+OPTIONS = {**standalone_writer_options(), "hoodie.metadata.enable": "true",
            "hoodie.metadata.index.column.stats.enable": "false",
            "hoodie.metadata.index.partition.stats.enable": "false"}
-
-
-def row(i: int, ts: int, name: str = "n") -> dict:
-    return {"id": f"k{i:03d}", "part": PARTITIONS[i % 3], "ts": ts, "name": f"{name}{i}", "value": i * ts}
-
-
-def _plain(rows: list[dict]) -> list[dict]:
-    return sorted(({c: r[c] for c in COLUMNS} for r in rows), key=lambda r: r["id"])
 
 
 def test_java_hudi_uses_the_record_index_tms_built(tmp_path, java_hudi):
@@ -49,12 +36,12 @@ def test_java_hudi_uses_the_record_index_tms_built(tmp_path, java_hudi):
         result = build_index(txn.table, K.RECORD_INDEX, txn)
     assert result.records == 12
     assert K.RECORD_INDEX in metadata_partitions(HudiTable.load(str(writer.path)))
-    assert _plain(writer.read()) == writer.expected()
+    assert plain_rows(writer.read()) == writer.expected()
 
     writer.options = {**OPTIONS, "hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.record.index.enable": "true"}
     writer.write("upsert", [row(i, 3, "ri") for i in range(1, 12, 3)] + [row(20, 3, "new")])
-    assert _plain(writer.read()) == writer.expected()
-    assert _plain(hudi_rs_table(writer.path).to_pylist()) == writer.expected()
+    assert plain_rows(writer.read()) == writer.expected()
+    assert plain_rows(hudi_rs_table(writer.path).to_pylist()) == writer.expected()
     table = HudiTable.load(str(writer.path))
     assert verify_table(table) == []
     assert sorted(MetadataTable(table).records(K.RECORD_INDEX)) == sorted(r["id"] for r in writer.expected())

@@ -120,7 +120,9 @@ def soak(spark: SparkSession, command: dict) -> dict:
                 text = f"{type(exc).__name__}: {exc}"
                 kind = ("conflicts" if WRITE_CONFLICT in text else "rejected" if CLUSTERING_REJECTED in text
                         else "errors")
-                outcome[kind].append(text[:1500])
+                # The first line and the Java causes (a stack trace's other lines say little)
+                lines = text.splitlines()
+                outcome[kind].append("\n".join([lines[0][:500]] + [c[:500] for c in lines if "Caused by" in c]))
                 continue
             outcome["acks"].append({"op": operation, "rows": rows})
 

@@ -45,6 +45,11 @@ def writer_options(callback_url: str, callback_key: str) -> dict[str, str]:
     }
 
 
+def standalone_writer_options() -> dict[str, str]:
+    """The same writer without TMS's commit callback (a table TMS does not serve, or not yet)."""
+    return {k: v for k, v in writer_options("", "").items() if not k.startswith("hoodie.write.commit.callback")}
+
+
 def table_lock_policies() -> dict[str, str]:
     """The same concurrency control, as TMS registers it for the table."""
     return {"hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL",
@@ -214,6 +219,20 @@ class JavaWriter:
 
     def expected(self) -> list[dict[str, Any]]:
         return sorted(self.model.values(), key=lambda r: r["id"])
+
+
+PARTITIONS = ["americas", "asia", "europe"]
+COLUMNS = ["id", "part", "ts", "name", "value"]  # the driver's schema
+
+
+def row(i: int, ts: int, name: str = "n") -> dict:
+    """A row of the harness's three-partition table: key `k<i>`, ordering field `ts`."""
+    return {"id": f"k{i:03d}", "part": PARTITIONS[i % 3], "ts": ts, "name": f"{name}{i}", "value": i * ts}
+
+
+def plain_rows(rows: list[dict]) -> list[dict]:
+    """Rows with the driver's columns only (no meta fields), sorted by key."""
+    return sorted(({c: r[c] for c in COLUMNS} for r in rows), key=lambda r: r["id"])
 
 
 def trip_row(i: int, ts: int, name: str) -> dict:

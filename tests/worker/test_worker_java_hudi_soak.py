@@ -1,11 +1,13 @@
-"""The soak with Java writers, once per lock provider Java Hudi and TMS share (ZooKeeper, the file system): three
-Java Hudi writers (Hudi 1.1, a MERGE_ON_READ table of version 9 with its metadata table; optimistic concurrency
-control) write for a minute while TMS's planner, worker and manager receive their callbacks and compact,
-cluster, clean and roll back failed writes. Two writers upsert and delete, allowing updates into file groups being
-clustered; the third inserts new keys only (Hudi's default refuses an update into a file group being clustered,
-so a writer that keeps that default is one that does not update). Afterwards no writer failed for any reason but
-the write conflicts Hudi itself raises, every task TMS planned ended, and Java Hudi reads exactly the model of
-the acknowledged writes, finds its metadata table's file listing right and writes on over TMS's file groups.
+"""The soak with Java writers, once per lock provider Java Hudi and TMS share (ZooKeeper, the file system): three Java
+Hudi writers (Hudi 1.1, a MERGE_ON_READ table of version 9 with its metadata table; optimistic concurrency control;
+Hudi's record index under the ZooKeeper lock, its bloom index under the other, so that their upserts find the
+records TMS's clustering moved by the index TMS kept) write for a minute while TMS's planner, worker and manager
+receive their callbacks and compact, cluster, clean and roll back failed writes. Two writers upsert and delete,
+allowing updates into file groups being clustered; the third inserts new keys only (Hudi's default refuses an update
+into a file group being clustered, so a writer that keeps that default is one that does not update). Afterwards no
+writer failed for any reason but the write conflicts Hudi itself raises, every task TMS planned ended, and Java Hudi
+reads exactly the model of the acknowledged writes, finds its metadata table's file listing right and writes on over
+TMS's file groups.
 
 (Hudi's storage-based lock provider needs Hudi's S3 or GCS lock client, hudi-aws or hudi-gcp: not served here.)"""
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from collections import Counter
 
 import pytest
-from hudi_java.harness import FILESYSTEM_LOCK, JavaWriter, metadata_mismatches, writer_options
+from hudi_java.harness import FILESYSTEM_LOCK, PARTITIONS, JavaWriter, metadata_mismatches, writer_options
 from worker_support import FINAL, register, wait_for
 from zookeeper_server import ZookeeperServer
 
@@ -27,7 +29,6 @@ from tms.hudi.table.hudi_table import HudiTable
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside, pytest.mark.timeout(1500)]
 SECONDS = float(os.environ.get("TMS_TEST_JAVA_SOAK_SECONDS", 60))
-PARTITIONS = ["americas", "asia", "europe"]
 KEYS_PER_WRITER = 12
 ALLOW_UPDATES = {"hoodie.clustering.updates.strategy":
                  "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"}
@@ -55,8 +56,11 @@ def _tasks(db, table_id: int) -> list:
         return TaskRepo(session).find(table_id=table_id, limit=1000)[0]
 
 
-@pytest.mark.parametrize("kind", ["zookeeper", "filesystem"])
-def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, service, db, local_queue,
+INDEXES = {"SIMPLE": {"hoodie.index.type": "SIMPLE"}, "BLOOM": {"hoodie.index.type": "BLOOM"}}
+
+
+@pytest.mark.parametrize(("kind", "index"), [("zookeeper", "SIMPLE"), ("filesystem", "BLOOM")])
+def test_three_java_writers_and_tms_under_one_lock(kind, index, zookeeper, tmp_path, service, db, local_queue,
                                                    start_planner, start_worker, java_hudi):
     from manager.process import ManagerService
 
@@ -65,7 +69,7 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
     path = tmp_path / f"soak_{kind}"
     lock = _lock_options(kind, zookeeper)
     # New records make new small file groups (clustering's work); updates go to log files (compaction's).
-    options = {**writer_options(service.callback_url, service.callback_key), **lock,
+    options = {**writer_options(service.callback_url, service.callback_key), **lock, **INDEXES[index],
                "hoodie.parquet.small.file.limit": "0"}
     seed = JavaWriter(driver, path, "MERGE_ON_READ", {**options, "hoodie.write.commit.callback.on": "false"})
     seed.write("insert", [{"id": k, "part": PARTITIONS[w], "ts": 1, "name": "seed", "value": 0}
@@ -92,25 +96,27 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
         soaked = time.monotonic() - began
         summary = [{k: len(v) for k, v in o.items()} for o in outcomes]
         print(f"\n{kind}: {soaked:.0f} s of writing: {summary}", file=sys.stderr)
-        for w, outcome in enumerate(outcomes):
-            refused = outcome["errors"] + outcome["rejected"]
-            assert refused == [], f"writer {w} failed otherwise than by a write conflict: {refused[0]}"
-            assert len(outcome["acks"]) >= 3, f"writer {w} made no progress: {summary[w]}"
-
         # TMS ends every task it planned (each write's callback came in before its write returned); a failed
         # task the manager will retry has not ended.
         def settled():
             tasks = _tasks(db, table_id)
             return tasks if tasks and all(TaskState(t.state) in FINAL and not (
                 t.state == TaskState.FAILED and t.next_attempt_at) for t in tasks) else None
+
         tasks = wait_for(settled, 600, "TMS to end every task it planned")
     finally:
         manager.stop()
         thread.join(timeout=30)
     ended = Counter((t.service, t.state) for t in tasks)
-    print(f"{kind}: TMS's tasks {dict(ended)}", file=sys.stderr)
+    failed = [f"{t.service} {t.instant}: {t.error}" for t in tasks if t.state == TaskState.FAILED]
+    print(f"{kind}: TMS's tasks {dict(ended)} {failed}", file=sys.stderr)
+    for w, outcome in enumerate(outcomes):
+        refused = outcome["errors"] + outcome["rejected"]
+        assert refused == [], f"writer {w} failed otherwise than by a write conflict: {refused[0]}"
+        assert len(outcome["acks"]) >= 3, f"writer {w} made no progress: {summary[w]}"
+
     assert ended[("compaction", "SUCCEEDED")] >= 1, ended
-    assert not [t for t in tasks if t.state == TaskState.FAILED], f"failed tasks: {ended}"
+    assert not failed, f"failed tasks: {failed}"
 
     # Hudi is the judge: the model is the seed and each writer's acknowledged writes, in its commit order.
     model = {row["id"]: row for row in seed.expected()}

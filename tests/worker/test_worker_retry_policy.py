@@ -46,7 +46,20 @@ def test_timeouts_and_stops_are_retried_and_stops_at_once():
     assert (timeout.kind, timeout.retryable) == ("timeout", True) and 48 <= timeout.retry_in_seconds <= 72
     stopped = classify(timed_out=False, stopped=True, error="the worker stopped", tail="", attempts_in_series=3,
                        limits=LIMITS)
-    assert (stopped.kind, stopped.retry_in_seconds) == ("stopped", 0.0)
+    assert (stopped.kind, stopped.retry_in_seconds, stopped.uncounted) == ("stopped", 0.0, True)
+
+
+def test_a_plan_held_by_pending_writes_is_retried_after_the_first_wait_whatever_its_attempts():
+    """The writes pending before the plan complete, or fail and are rolled back once their heartbeat expires: a
+    plan that gave up before them would stay on the timeline, and writers updating its file groups would conflict
+    with it for ever."""
+    error = ("the job exited with status 1: error: clustering 20261127040558719 is held by writes still pending "
+             "before it: 20261127040534902 (deltacommit inflight); it runs once they complete or are rolled back")
+    for attempts in (1, 3, 30):
+        held = classify(timed_out=False, stopped=False, error=error, tail="", attempts_in_series=attempts,
+                        limits=LIMITS)
+        assert (held.kind, held.retryable, held.uncounted) == ("held", True, True)
+        assert 48 <= held.retry_in_seconds <= 72, "the first wait of a series, not a doubled one"
 
 
 def test_the_last_attempt_is_not_retried_and_says_why():

@@ -25,11 +25,12 @@ S = TaskState
 @dataclass(frozen=True)
 class FailureRecord:
     """How a failed attempt is classified (see worker/retry_policy.py)."""
-    kind: str                         # crash, timeout, oom, lost, stopped, conflict, permanent
+    kind: str                         # crash, timeout, oom, lost, stopped, held, conflict, permanent
     retryable: bool
     reason: str                       # why it is (not) retried, shown on the task
     retry_in_seconds: float | None    # None: not retried (not retryable, or attempts exhausted)
     memory_growth: float = 1.0        # an out-of-memory retry asks for more executor memory
+    uncounted: bool = False           # the retry starts a new series: this attempt counts against no limit
 _CAS_RETRIES = 5
 # How an attempt ended, by the state its task left RUNNING for.
 _ATTEMPT_OUTCOME = {S.SUCCEEDED: "SUCCEEDED", S.FAILED: "FAILED", S.CANCELLED: "CANCELLED", S.RUNNABLE: "LOST"}
@@ -307,6 +308,8 @@ class TaskRepo:
         elif failure is not None:
             values.update(failure_kind=failure.kind, retryable=failure.retryable, retry_reason=failure.reason,
                           memory_factor=Task.memory_factor * failure.memory_growth)
+            if failure.uncounted:
+                values["retry_series_start"] = Task.attempt
             if failure.retry_in_seconds is not None:
                 values["next_attempt_at"] = func.now() + timedelta(seconds=failure.retry_in_seconds)
         task = self._cas(values, Task.id == task_id, Task.state == S.RUNNING.value, Task.fencing_token == fencing_token)
