@@ -1,13 +1,12 @@
 """The soak with Java writers, once per lock provider Java Hudi and TMS share (ZooKeeper, the file system): three Java
 Hudi writers (Hudi 1.1, a MERGE_ON_READ table of version 9 with its metadata table; optimistic concurrency control;
-Hudi's record index under the ZooKeeper lock, its bloom index under the other, so that their upserts find the
-records TMS's clustering moved by the index TMS kept) write for a minute while TMS's planner, worker and manager
-receive their callbacks and compact, cluster, clean and roll back failed writes. Two writers upsert and delete,
-allowing updates into file groups being clustered; the third inserts new keys only (Hudi's default refuses an update
-into a file group being clustered, so a writer that keeps that default is one that does not update). Afterwards no
-writer failed for any reason but the write conflicts Hudi itself raises, every task TMS planned ended, and Java Hudi
-reads exactly the model of the acknowledged writes, finds its metadata table's file listing right and writes on over
-TMS's file groups.
+Hudi's simple index under the ZooKeeper lock, its bloom index under the other, which reads the bloom filters of the
+files TMS writes) write for a minute while TMS's planner, worker and manager receive their callbacks and compact,
+cluster, clean and roll back failed writes. Two writers upsert and delete, allowing updates into file groups being
+clustered; the third inserts new keys only (Hudi's default refuses an update into a file group being clustered, so a
+writer that keeps that default is one that does not update). Afterwards no writer failed for any reason but the
+write conflicts Hudi itself raises, every task TMS planned ended, and Java Hudi reads exactly the model of the
+acknowledged writes, finds its metadata table's file listing right and writes on over TMS's file groups.
 
 (Hudi's storage-based lock provider needs Hudi's S3 or GCS lock client, hudi-aws or hudi-gcp: not served here.)"""
 from __future__ import annotations
