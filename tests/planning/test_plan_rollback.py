@@ -60,6 +60,21 @@ def test_write_without_heartbeat_fails_by_age_of_its_instant_files(tmp_path):
     assert found.instant.timestamp == failed and "no heartbeat" in found.reason
 
 
+def test_a_lazy_writers_write_whose_heartbeat_ended_fails_after_the_heartbeat_tolerance(tmp_path):
+    """Multi-writer tables clean failed writes lazily: a writer deletes its heartbeat when its write client closes
+    (after a write refused for a conflict too), and Hudi counts a missing heartbeat as expired. TMS waits the
+    heartbeat tolerance after the instant's last file change (a write whose heartbeat has not begun yet), not the
+    hour it gives writers that keep no heartbeat."""
+    t, failed = _failed_write(tmp_path)
+    os.remove(t.path / ".hoodie" / ".heartbeat" / failed)
+    touched = max(p.stat().st_mtime for p in (t.path / ".hoodie").glob(f"{failed}.*"))
+    rules = policy(tms__rollback__no__heartbeat__age__seconds=NO_HEARTBEAT_AGE)
+    assert find_failed_writes(t.table(), rules, _at(touched + 119), lazy=True) == []
+    [found] = find_failed_writes(t.table(), rules, _at(touched + 121), lazy=True)  # 60 s x 2 misses
+    assert found.instant.timestamp == failed and "heartbeat ended" in found.reason
+    assert find_failed_writes(t.table(), rules, _at(touched + 121)) == [], "an EAGER writer's write: the age rule"
+
+
 def test_v6_merge_on_read_rollback_marks_appended_logs_and_deletes_new_base_files(tmp_path):
     t, failed = _failed_write(tmp_path)
     later = now() + timedelta(hours=1)

@@ -50,6 +50,11 @@ class PassContext:
     # generated, while it is held (none: a single writer).
     transactions: TransactionManager | None = None
 
+    @property
+    def lazy_failed_writes(self) -> bool:
+        """The table's writers clean failed writes lazily (Hudi requires it of multiple writers)."""
+        return self.transactions is not None and self.transactions.config.multi_writer
+
     def transaction(self, *, exact_view: bool = False):
         return (self.transactions or TransactionManager.single_writer(self.table)).transaction(
             exact_view=exact_view)
@@ -106,8 +111,10 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
     if work.rollbacks:
         if refusals.can_run(TableService.ROLLBACK):
             _guarded(recorder, TableService.ROLLBACK, lambda: [
-                recorder.record(p) for p in plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now)])
-        elif _guarded(recorder, TableService.ROLLBACK, partial(find_failed_writes, ctx.table, ctx.policy, ctx.now)):
+                recorder.record(p) for p in plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now,
+                                                                        lazy=ctx.lazy_failed_writes)])
+        elif _guarded(recorder, TableService.ROLLBACK, partial(find_failed_writes, ctx.table, ctx.policy, ctx.now,
+                                                               lazy=ctx.lazy_failed_writes)):
             refusals.refuse(TableService.ROLLBACK)
     _guarded(recorder, "compensation", recorder.sync_held_plans)
     if ctx.policy.savepoint_interval_hours:
@@ -145,7 +152,7 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
         unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
         _guarded(recorder, "adoption", partial(recorder.adopt_unknown_plans, unrunnable))
         if service == TableService.ROLLBACK:
-            planned = plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now)
+            planned = plan_failed_write_rollbacks(ctx.table, ctx.policy, ctx.now, lazy=ctx.lazy_failed_writes)
             _guarded(recorder, "compensation", recorder.sync_held_plans)
         else:
             _guarded(recorder, "compensation", recorder.sync_held_plans)

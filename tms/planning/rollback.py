@@ -115,7 +115,9 @@ def plan_rollback(table: HudiTable, timestamp: str) -> Planned | None:
     return Planned(rollback.timestamp, TableService.ROLLBACK, plan_stats(table, rollback.timestamp))
 
 
-def plan_failed_write_rollbacks(table: HudiTable, policy: TablePolicy, now: datetime) -> list[Planned]:
-    """A rollback plan for every write presumed failed (see failed_writes)."""
-    planned = (plan_rollback(table, failed.instant.timestamp) for failed in find_failed_writes(table, policy, now))
+def plan_failed_write_rollbacks(table: HudiTable, policy: TablePolicy, now: datetime, *, lazy: bool = False
+                                ) -> list[Planned]:
+    """A rollback plan for every write presumed failed (see failed_writes; `lazy`: a multi-writer table)."""
+    planned = (plan_rollback(table, failed.instant.timestamp)
+               for failed in find_failed_writes(table, policy, now, lazy=lazy))
     return [p for p in planned if p is not None]

@@ -34,14 +34,16 @@ def schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime,
     if service not in PLANNED_SERVICES:
         raise PlanningError(f"unknown table service {service!r} (one of {', '.join(PLANNED_SERVICES)})")
     require_capability(table, service)  # nothing planned that cannot run: refused before anything is written
-    with (transactions or TransactionManager.single_writer(table)).transaction():
-        return _schedule(table, service, policy, now)
+    transactions = transactions or TransactionManager.single_writer(table)
+    with transactions.transaction():
+        return _schedule(table, service, policy, now, lazy=transactions.config.multi_writer)
 
 
-def _schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime) -> ScheduleResult:
+def _schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime, *, lazy: bool = False
+              ) -> ScheduleResult:
     result = ScheduleResult(synced=sync_held_plans(table))
     if service == TableService.ROLLBACK:
-        result.planned = plan_failed_write_rollbacks(table, policy, now)
+        result.planned = plan_failed_write_rollbacks(table, policy, now, lazy=lazy)
         return result
     planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering,
                TableService.CLEAN: plan_clean}[TableService(service)]
