@@ -18,8 +18,9 @@ may print to stdout too). Commands:
       newer; with "inserts": true, two new keys per write instead) for `seconds`, then until it has `min_acks`
       acknowledged writes, at most `max_seconds` in all
       -> {"writers": [{"acks": [{"op", "rows"}...] in commit order, "conflicts": [...], "rejected": [...],
-          "errors": [...]}]}: a write Hudi refused for a write conflict (optimistic concurrency control) or
-          because it updates a file group being clustered is not acknowledged, nor is one that failed otherwise
+          "raced": [...], "errors": [...]}]}: a write Hudi refused for a write conflict (optimistic concurrency
+          control), because it updates a file group being clustered, or because a clustering plan it was reading
+          was rolled back (PLAN_GONE) is not acknowledged, nor is one that failed otherwise
   {"op": "quit"}
 Any failure answers {"error": "<the Java or Python exception>"}; the driver goes on.
 
@@ -27,6 +28,7 @@ Any failure answers {"error": "<the Java or Python exception>"}; the driver goes
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import traceback
@@ -88,6 +90,11 @@ def crash_write(spark: SparkSession, command: dict) -> dict:
 # How a refused write names its refusal (the Java exception in Py4J's message)
 WRITE_CONFLICT = "HoodieWriteConflictException"
 CLUSTERING_REJECTED = "HoodieClusteringUpdateException"
+# A writer lists the pending clustering plans, then reads each: a plan rolled back in between (the writer that won
+# over it drops it, as Hudi's own writers do with hoodie.clustering.rollback.pending.replacecommit.on.conflict)
+# fails the write. Hudi's timeline reads are not atomic with a table service's rollback; nothing was written.
+PLAN_GONE = re.compile(r"FileNotFoundException: File \S+/\.hoodie/timeline/\d+\.(clustering|replacecommit)"
+                       r"\.requested does not exist")
 
 
 def soak(spark: SparkSession, command: dict) -> dict:
@@ -95,7 +102,7 @@ def soak(spark: SparkSession, command: dict) -> dict:
     import threading
 
     began = time.monotonic()
-    outcomes = [{"acks": [], "conflicts": [], "rejected": [], "errors": []} for _ in command["writers"]]
+    outcomes = [{"acks": [], "conflicts": [], "rejected": [], "raced": [], "errors": []} for _ in command["writers"]]
 
     def run(index: int, spec: dict) -> None:
         rng, keys, outcome = random.Random(index), spec["keys"], outcomes[index]
@@ -119,7 +126,7 @@ def soak(spark: SparkSession, command: dict) -> dict:
             except Exception as exc:  # noqa: BLE001 (each failure is sorted for the test to judge)
                 text = f"{type(exc).__name__}: {exc}"
                 kind = ("conflicts" if WRITE_CONFLICT in text else "rejected" if CLUSTERING_REJECTED in text
-                        else "errors")
+                        else "raced" if PLAN_GONE.search(text) else "errors")
                 # The first line and the Java causes (a stack trace's other lines say little)
                 lines = text.splitlines()
                 outcome[kind].append("\n".join([lines[0][:500]] + [c[:500] for c in lines if "Caused by" in c]))

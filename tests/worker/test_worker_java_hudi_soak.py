@@ -4,8 +4,10 @@ Hudi's simple index) write for a minute while TMS's planner, worker and manager 
 cluster, clean and roll back failed writes. Two writers upsert and delete, allowing updates into file groups being
 clustered; the third inserts new keys only (Hudi's default refuses an update into a file group being clustered, so a
 writer that keeps that default is one that does not update). Afterwards no writer failed for any reason but the
-write conflicts Hudi itself raises, every task TMS planned ended, and Java Hudi reads exactly the model of the
-acknowledged writes, finds its metadata table's file listing right and writes on over TMS's file groups.
+write conflicts Hudi itself raises (and Hudi's race of a writer reading a clustering plan that TMS rolled back
+because another writer won over it, which Hudi's own writers cause as well: counted apart), every task TMS planned
+ended, and Java Hudi reads exactly the model of the acknowledged writes, finds its metadata table's file listing
+right and writes on over TMS's file groups.
 
 (Hudi's storage-based lock provider needs Hudi's S3 or GCS lock client, hudi-aws or hudi-gcp: not served here.)"""
 from __future__ import annotations
