@@ -26,6 +26,7 @@ from zookeeper_server import ZookeeperServer
 from tms.config import Settings
 from tms.db import TaskRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.conflicts import CONFLICT_REASON
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside, pytest.mark.timeout(1500)]
 SECONDS = float(os.environ.get("TMS_TEST_JAVA_SOAK_SECONDS", 60))
@@ -112,7 +113,10 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
         manager.stop()
         thread.join(timeout=30)
     ended = Counter((t.service, t.state) for t in tasks)
-    failed = [f"{t.service} {t.instant}: {t.error}" for t in tasks if t.state == TaskState.FAILED]
+    # A plan that gave way to a writer (`conflict`: the writer wins, the plan is rolled back and the next one takes
+    # the new data) is Hudi's optimistic concurrency control at work; any other failure is TMS's.
+    failed = [f"{t.service} {t.instant}: {t.error}" for t in tasks
+              if t.state == TaskState.FAILED and t.failure_kind != CONFLICT_REASON]
     print(f"{kind}: TMS's tasks {dict(ended)} {failed}", file=sys.stderr)
     for w, outcome in enumerate(outcomes):
         refused = outcome["errors"] + outcome["rejected"]
