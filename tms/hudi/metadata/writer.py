@@ -277,16 +277,14 @@ class MetadataWriter:
         self.table = table
         refresh_metadata_partitions(table)   # an indexer may have built or dropped one since the table was loaded
         built = metadata_partitions(table)
-        self.mdt = MetadataTable.open(table) if built or inflight_metadata_partitions(table) else None
-        if built and self.mdt is None:
+        building = [p for p in inflight_metadata_partitions(table) if p not in built]
+        mdt = MetadataTable.open(table) if built or building else None
+        if built and mdt is None:
             raise HudiError(f"table {table.config.name} lists metadata partitions "
                             f"({', '.join(built)}) but has no metadata table")
         # As Hudi's writers: a partition an indexer is building is updated too, once its file groups exist.
-        mdt = self.mdt
-        self.partitions = built + [p for p in inflight_metadata_partitions(table)
-                                   if p not in built and mdt is not None and mdt.file_slices(p)]
-        if not built and not self.partitions:
-            self.mdt = None
+        self.partitions = built + [p for p in building if mdt is not None and mdt.file_slices(p)]
+        self.mdt = mdt if self.partitions else None
         self.v2 = table.config.traits.metadata_records_v2
         self.schema = schema_text(table.config.traits)
         self._columns: list[str] | None = None
