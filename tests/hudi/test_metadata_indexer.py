@@ -3,6 +3,7 @@ commits throughout: afterwards `tms verify` agrees (record index, column stats, 
 data), hudi-rs reads the model's rows, the timeline holds the requested/inflight/completed `indexing` instant
 in Hudi 1.x's layout, and hoodie.properties lists the partition; dropping one; what is refused."""
 import threading
+import time
 
 import pytest
 from locks.concurrency_support import Party, fs_lock_options
@@ -54,11 +55,18 @@ def test_indexes_built_on_a_live_table_agree_with_the_data(tmp_path, table_type)
         except Exception as e:   # reported by the test's thread
             errors.append(e)
 
+    def build_while_writing(partition):
+        # Each build starts once a write has begun after its plan: the build catches up with it.
+        instant = schedule_index(indexer.table, partition, indexer.transactions)
+        deadline = time.monotonic() + 60
+        while not any(w > instant for w in written_at) and not errors and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return run_index(indexer.table, instant, indexer.transactions)
+
     thread = threading.Thread(target=write_throughout)
     thread.start()
     try:
-        results = [build_index(indexer.table, p, indexer.transactions)
-                   for p in (K.RECORD_INDEX, K.COLUMN_STATS, K.BLOOM_FILTERS, K.PARTITION_STATS)]
+        results = [build_while_writing(p) for p in (K.RECORD_INDEX, K.COLUMN_STATS, K.BLOOM_FILTERS, K.PARTITION_STATS)]
     finally:
         stop.set()
         thread.join()

@@ -75,7 +75,9 @@ def test_verify_reports_each_kind_of_difference(tmp_path):
     for f in versions:   # the file group's every version: its records are gone
         f.unlink()
     listed = versions[-1]
-    orphan = t.path / "city=sf" / "00000000-0000-0000-0000-000000000000-0_0-0-0_20200101000000000.parquet"
+    # a failed write's instant time among the timeline's (an older one would be an archived commit's file)
+    failed = str(int(t.table().timeline.completed()[0].timestamp) + 1)
+    orphan = t.path / "city=sf" / f"00000000-0000-0000-0000-000000000000-0_0-0-0_{failed}.parquet"
     orphan.write_bytes(b"x")
     crashed = t.write([rec(30, 5)], leave_inflight=True)
     old = time.time() - 3600

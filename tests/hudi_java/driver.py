@@ -121,8 +121,11 @@ def soak(spark: SparkSession, command: dict) -> dict:
                 chosen = rng.sample(keys, 2 if operation == "delete" else max(1, len(keys) // 3))
             rows = [{"id": k, "part": spec["part"], "ts": ts, "name": f"w{index}-{write}", "value": write}
                     for k in sorted(chosen)]
+            # The tag goes into the commit's extra metadata (Hudi's `_` option prefix): which instant made each write
+            tag = f"w{index}-{write}"
             try:
-                _save(_frame(spark, {"rows": rows}), {**command, "operation": operation, "options": spec["options"]})
+                _save(_frame(spark, {"rows": rows}), {**command, "operation": operation,
+                                                      "options": {**spec["options"], "_tms_soak_write": tag}})
             except Exception as exc:  # noqa: BLE001 (each failure is sorted for the test to judge)
                 text = f"{type(exc).__name__}: {exc}"
                 kind = ("conflicts" if WRITE_CONFLICT in text else "rejected" if CLUSTERING_REJECTED in text
@@ -131,7 +134,7 @@ def soak(spark: SparkSession, command: dict) -> dict:
                 lines = text.splitlines()
                 outcome[kind].append("\n".join([lines[0][:500]] + [c[:500] for c in lines if "Caused by" in c]))
                 continue
-            outcome["acks"].append({"op": operation, "rows": rows})
+            outcome["acks"].append({"op": operation, "rows": rows, "tag": tag})
 
     threads = [threading.Thread(target=run, args=(i, spec), daemon=True) for i, spec in enumerate(command["writers"])]
     for thread in threads:

@@ -57,6 +57,46 @@ def _tasks(db, table_id: int) -> list:
         return TaskRepo(session).find(table_id=table_id, limit=1000)[0]
 
 
+def _diagnosis(path, outcomes, read: list[dict], expected: list[dict]) -> str:
+    """What a wrong read comes from: each wrong key's acknowledged writes and the instants that made them, each
+    such instant's files (and whether they are still there), the clusterings that replaced their file groups and
+    the rollbacks that named them; then the whole timeline."""
+    from tms.hudi.timeline.instant import Action
+    from tms.hudi.timeline.serde import parse_rollback_metadata, parse_rollback_plan
+
+    got, want = {r["id"]: r for r in read}, {r["id"]: r for r in expected}
+    wrong = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+    timeline = HudiTable.load(str(path)).timeline
+    by_tag: dict[str, tuple] = {}
+    lines: list[str] = []
+    for inst in timeline.completed([Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT]):
+        meta = timeline.commit_metadata(inst)
+        tag = (meta.extra_metadata or {}).get("_tms_soak_write")
+        if tag:
+            by_tag[tag] = (inst, meta)
+        replaced = {p: ids for p, ids in (meta.partition_to_replace_file_ids or {}).items() if ids}
+        lines.append(f"{inst.action} {inst.timestamp} done {inst.completion_time} {meta.operation_type} {tag or ''} "
+                     f"wrote {[s.path for s in meta.write_stats()]} replaced {replaced}")
+    for inst in timeline.completed([Action.ROLLBACK]):
+        rolled = parse_rollback_metadata(timeline.read(inst))
+        lines.append(f"rollback {inst.timestamp} done {inst.completion_time} of {rolled.commits_rollback}")
+    for inst in timeline.pending():
+        target = ""
+        if inst.action == Action.ROLLBACK:
+            target = str(parse_rollback_plan(timeline.read_plan(inst.timestamp)).instant_to_rollback)
+        lines.append(f"pending {inst.action} {inst.timestamp} {inst.state} {target}")
+    out = [f"wrong keys: {[(k, got.get(k), want.get(k)) for k in wrong]}"]
+    for k in wrong:
+        for outcome in outcomes:
+            for ack in outcome["acks"]:
+                if any(r["id"] == k for r in ack["rows"]):
+                    inst, meta = by_tag.get(ack["tag"]) or (None, None)
+                    files = [(s.path, (path / s.path).exists()) for s in meta.write_stats()] if meta else "no instant"
+                    out.append(f"  {k}: {ack['op']} {ack['tag']} -> {inst and inst.timestamp} "
+                               f"(done {inst and inst.completion_time}) files {files}")
+    return "\n".join(out + ["timeline:"] + lines)
+
+
 @pytest.mark.parametrize("kind", ["zookeeper", "filesystem"])
 def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, service, db, local_queue,
                                                    start_planner, start_worker, java_hudi):
@@ -136,7 +176,13 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
                 else:
                     model[row["id"]] = row
     seed.model = model
-    assert seed.read("snapshot") == seed.expected(), "Java Hudi's snapshot read after the soak"
+    snapshot, report = seed.read("snapshot"), None
+    if snapshot != seed.expected():
+        report = tmp_path / "diagnosis.txt"
+        report.write_text(_diagnosis(path, outcomes, snapshot, seed.expected())
+                          + f"\nmetadata table listing mismatches: {metadata_mismatches(driver, path)}")
+        print(report.read_text(), file=sys.stderr)
+    assert snapshot == seed.expected(), f"Java Hudi's snapshot read after the soak (diagnosis: {report})"
     assert metadata_mismatches(driver, path) == [], "Hudi's metadata table file listing after the soak"
     timeline = HudiTable.load(str(path)).timeline
     serviced = {i.action for i in timeline.completed()} & {"commit", "replacecommit", "clean", "rollback"}

@@ -3,7 +3,12 @@
 Slicing follows the table version: on v6 a log file names the base instant of its slice; on v8+ a log
 file names its delta commit, and belongs to the latest slice whose base instant is before that delta
 commit's completion time. Files of instants that are not completed (at `as_of`) are left out, and so are
-file groups replaced by a completed replace commit."""
+file groups replaced by a completed replace commit.
+
+An instant the active timeline no longer holds and older than its start was archived, so it completed (Hudi's
+containsOrBeforeTimelineStarts): its files are read, and on v8+ its log files are sliced by the completion time
+Hudi's archived timeline keeps. A log file whose slice cannot be told (its archived delta commit has no
+completion time on record and a slice begins after the commit's instant time) is refused."""
 from __future__ import annotations
 
 import posixpath
@@ -11,6 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..errors import HudiError
 from ..storage.table_storage import FileInfo
 from ..timeline.instant import Action, State
 from .file_names import BaseFileName, LogFileName
@@ -112,16 +118,22 @@ class FileSystemView:
         return self.as_of is None or ts <= self.as_of
 
     def is_completed(self, ts: str) -> bool:
-        """Completed, and visible at `as_of`."""
-        return self._visible(ts) and self.timeline.is_completed(ts)
+        """Completed (on the active timeline, or archived), and visible at `as_of`."""
+        return self._visible(ts) and (self.timeline.is_completed(ts) or self._archived(ts))
+
+    def _archived(self, ts: str) -> bool:
+        return self._start is not None and ts < self._start and self.timeline.get(ts) is None
 
     def _completion_time(self, ts: str) -> str | None:
         done = self.timeline.states_of(ts).get(State.COMPLETED)
-        return done.completion_time if done else None
+        if done is not None:
+            return done.completion_time
+        return self.timeline.archived_completion_time(ts) if self._archived(ts) else None
 
     # --- building --------------------------------------------------------------------------------
     def _build(self) -> None:
         tl, v8 = self.timeline, self.config.traits.log_files_named_by_writer
+        self._start = tl.start()
         self.replaced: dict[tuple[str, str], str] = {}
         for inst in tl.completed((Action.REPLACE_COMMIT,)):
             if self._visible(inst.timestamp):
@@ -156,7 +168,7 @@ class FileSystemView:
                 else:
                     if not self._visible(log.instant):
                         continue
-                    if not (tl.is_completed(log.instant)
+                    if not (self.is_completed(log.instant)
                             or self.pending_compaction.get((partition, log.file_id)) == log.instant):
                         continue
                     self._slice(slices, partition, log.file_id, log.instant).log_files.append(
@@ -167,6 +179,10 @@ class FileSystemView:
                 self._slice(slices, partition, fid, tc)
         for partition, log_file in v8_logs:
             group = slices[(partition, log_file.name.file_id)]
+            if log_file.completion_time is None and any(b > log_file.name.instant for b in group):
+                raise HudiError(f"cannot tell which file slice {log_file.path} belongs to: its delta commit "
+                                f"{log_file.name.instant} was archived and Hudi's archived timeline has no "
+                                "completion time for it")
             owner = max((b for b in group if b < (log_file.completion_time or log_file.name.instant)), default=None)
             if owner is None:  # a log-only file group started by this delta commit
                 owner = log_file.name.instant

@@ -18,6 +18,7 @@ from itertools import filterfalse
 from ..errors import HudiError, InstantConflictError, InstantVanishedError
 from ..storage.table_storage import Storage
 from ..table.properties import TableConfig
+from .archived import ArchivedTimeline
 from .instant import Action, Instant, State, instant_file_name, new_instant_time, parse_instant_file_name
 from .instant_time import TimeGenerator
 from .serde import CommitMetadata, parse_commit_metadata
@@ -56,6 +57,7 @@ class Timeline:
         self._added_times: list[str] = []
         self.time_generator = TimeGenerator()  # instant and completion times (see instant_time)
         self.tail_listing: TailListing | None = None  # list only the folder's tail (a long-lived reader's)
+        self._archived: ArchivedTimeline | None = None  # v8+: read when an archived instant's completion matters
         self._tail_reloads = 0                # reloads since the folder was last listed whole
         self.reload()
 
@@ -276,6 +278,21 @@ class Timeline:
     def is_completed(self, timestamp: str) -> bool:
         return State.COMPLETED in self._states.get(timestamp, {})
 
+    def start(self) -> str | None:
+        """Where the active timeline starts for readers (Hudi's isBeforeTimelineStarts): the first completed write
+        or pending compaction. An instant older than it and absent from the active timeline was archived, so it
+        completed."""
+        for inst in self.iter_instants(WRITE_ACTIONS + _COMPACTIONS):
+            if inst.is_completed or inst.action in _COMPACTIONS:
+                return inst.timestamp
+        return None
+
+    def archived_completion_time(self, timestamp: str) -> str | None:
+        """v8+: when an archived instant completed, from Hudi's archived (LSM) timeline; None if it lacks it."""
+        if self._archived is None:
+            self._archived = ArchivedTimeline(self.storage, self.dir)
+        return self._archived.completion_time(timestamp)
+
     def last_completed(self) -> Instant | None:
         return next((i for i in self.iter_instants(reverse=True) if i.is_completed), None)
 
@@ -491,6 +508,7 @@ class Timeline:
 
 
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+_COMPACTIONS = (Action.COMPACTION, Action.LOG_COMPACTION)
 # Instants whose files appear, or that remove files, behind any tail key: the whole folder is listed again.
 _REMOVING_ACTIONS = frozenset({Action.ROLLBACK, Action.RESTORE, Action.SAVEPOINT})
 

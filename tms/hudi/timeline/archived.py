@@ -1,0 +1,79 @@
+"""The archived timeline of table versions 8 and later (Hudi's LSM timeline, `<timeline>/history`), for what the
+active timeline no longer says: when an archived instant completed. A log file written by an archived delta
+commit belongs to the file slice its completion time falls in, so the file-system view needs it.
+
+Layout (Hudi's LSMTimeline): `_version_` holds the current version N; `manifest_N` lists, as JSON, the parquet
+files of the version, each named `<min instant>_<max instant>_<level>.parquet` and holding one row per archived
+instant (HoodieLSMTimelineInstant: instantTime, completionTime, action, metadata, plan). Files are immutable and
+a new version is written by the archiver (or its compaction) before `_version_` names it, so a reader that
+finds an instant missing reads `_version_` again, once."""
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+
+import pyarrow.parquet as pq
+
+from ..errors import HudiError
+from ..storage.table_storage import Storage
+
+HISTORY_DIR = "history"
+VERSION_FILE = "_version_"
+
+
+class ArchivedTimeline:
+    """Completion times of archived instants, read on demand: per file whose instant range covers the instant
+    asked for, the two columns only; cached per version."""
+
+    def __init__(self, storage: Storage, timeline_dir: str):
+        self.storage = storage
+        self.dir = posixpath.join(timeline_dir, HISTORY_DIR)
+        self._version: str | None = None
+        self._files: list[tuple[str, str, str]] = []        # (min instant, max instant, file name)
+        self._read: dict[str, dict[str, str]] = {}          # file name -> instant time -> completion time
+
+    def completion_time(self, timestamp: str) -> str | None:
+        """When the archived instant at `timestamp` completed; None if the archived timeline lacks it."""
+        found = self._lookup(timestamp)
+        if found is None and self._refresh():
+            found = self._lookup(timestamp)
+        return found
+
+    def _lookup(self, timestamp: str) -> str | None:
+        if self._version is None:
+            self._refresh()
+        for low, high, name in self._files:
+            if low <= timestamp <= high:
+                times = self._read.get(name)
+                if times is None:
+                    times = self._read[name] = self._completion_times(name)
+                if timestamp in times:
+                    return times[timestamp]
+        return None
+
+    def _refresh(self) -> bool:
+        """Read `_version_` and its manifest again; True if the version changed."""
+        try:
+            version = self.storage.read_bytes(posixpath.join(self.dir, VERSION_FILE)).decode().strip()
+        except FileNotFoundError:
+            return False  # nothing archived yet
+        if version == self._version:
+            return False
+        try:
+            manifest = json.loads(self.storage.read_bytes(posixpath.join(self.dir, f"manifest_{version}")))
+        except (FileNotFoundError, ValueError) as exc:
+            raise HudiError(f"the archived timeline's version {version} has no readable manifest: {exc}") from exc
+        files = []
+        for entry in manifest.get("files", []):
+            name = entry["fileName"]
+            low, high, _level = name.removesuffix(".parquet").split("_")
+            files.append((low, high, name))
+        self._version, self._files = version, files
+        self._read = {name: times for name, times in self._read.items() if any(f[2] == name for f in files)}
+        return True
+
+    def _completion_times(self, name: str) -> dict[str, str]:
+        data = self.storage.read_bytes(posixpath.join(self.dir, name))
+        table = pq.read_table(io.BytesIO(data), columns=["instantTime", "completionTime"])
+        return {t: c for t, c in zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True) if c}
