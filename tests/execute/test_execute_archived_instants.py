@@ -108,5 +108,5 @@ def test_a_log_of_an_archived_delta_commit_without_a_completion_time_is_refused(
     path = tmp_path / "t"
     _writer, _model, (c1, d2, d3), _tc = _build(path)
     archive(path, [c1, d2, d3], record=False)
-    with pytest.raises(HudiError, match=f"cannot tell which file slice .*{d3}.* archived"):
+    with pytest.raises(HudiError, match=f"cannot tell which file slice .*({d2}|{d3}).* archived and Hudi"):
         HudiTable.load(str(path)).file_system_view()
