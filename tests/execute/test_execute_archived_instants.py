@@ -110,3 +110,14 @@ def test_a_log_of_an_archived_delta_commit_without_a_completion_time_is_refused(
     archive(path, [c1, d2, d3], record=False)
     with pytest.raises(HudiError, match=f"cannot tell which file slice .*({d2}|{d3}).* archived and Hudi"):
         HudiTable.load(str(path)).file_system_view()
+
+
+def test_a_compaction_after_archival_keeps_the_archived_delete(tmp_path):
+    path = tmp_path / "t"
+    writer, model, archived, _tc = _build(path)
+    archive(path, archived)
+    writer.write([_rec(3, 40)])
+    model.upsert([_rec(3, 40)])
+    execute_instant(HudiTable.load(str(path)), plan_compaction(HudiTable.load(str(path))), LocalRunner(1))
+    assert sorted(read_snapshot(HudiTable.load(str(path))).select(COLUMNS).to_pylist(), key=lambda r: r["id"]) == [
+        {k: r[k] for k in COLUMNS} for r in model.expected()]
