@@ -30,17 +30,18 @@ class TableRef:
 @dataclass(frozen=True)
 class ValidInstants:
     """Instants whose log blocks are read, as Hudi's log scanner decides: completed on the active timeline,
-    or older than the active timeline (archived, hence completed). Blocks of pending or failed instants and
-    rolled-back blocks are skipped (the latter by their rollback command blocks)."""
+    or absent from it and older than its start (archived, hence completed: Timeline.start). Blocks of pending or
+    failed instants and rolled-back blocks are skipped (the latter by their rollback command blocks)."""
 
     completed: frozenset[str]
     timeline_start: str
+    pending: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, timeline: Timeline) -> ValidInstants:
         instants = timeline.instants()
-        return cls(frozenset(i.timestamp for i in instants if i.is_completed),
-                   instants[0].timestamp if instants else "")
+        return cls(frozenset(i.timestamp for i in instants if i.is_completed), timeline.start() or "",
+                   frozenset(i.timestamp for i in instants if not i.is_completed))
 
     def __call__(self, timestamp: str) -> bool:
-        return timestamp in self.completed or timestamp < self.timeline_start
+        return timestamp in self.completed or (timestamp < self.timeline_start and timestamp not in self.pending)
