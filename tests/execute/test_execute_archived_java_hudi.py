@@ -1,0 +1,43 @@
+"""A table whose Java writer archived its early instants (Hudi 1.1, MERGE_ON_READ v9, archival after a few
+commits, as a busy table's writers do all day): TMS compacts every file slice, and Java Hudi reads exactly the
+acknowledged writes, including the rows only the archived insert's base files hold and the keys an archived
+delta commit deleted. (TMS's file-system view took files of archived instants for a failed write's leftovers:
+its compaction dropped the archived base files' rows.) The harness (tests/hudi_java) is never skipped."""
+from __future__ import annotations
+
+import pytest
+from execute_support import plan_compaction
+from hudi_java.harness import JavaWriter, plain_rows, row, standalone_writer_options
+
+from tms.execute.dispatch import execute_instant
+from tms.execute.runner import LocalRunner
+from tms.hudi.table.hudi_table import HudiTable
+
+pytestmark = [pytest.mark.slow, pytest.mark.beside]
+
+# Hudi archives down to keep.min.commits once keep.max.commits are active (the cleaner's retention must be
+# lower); with the metadata table off, no metadata-table compaction bounds it.
+ARCHIVING = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.cleaner.commits.retained": "1",
+             "hoodie.metadata.enable": "false"}
+
+
+def test_tms_compacts_a_table_whose_writer_archived_its_first_commits(java_hudi, tmp_path):
+    driver = java_hudi(9)
+    path = tmp_path / "archived"
+    writer = JavaWriter(driver, path, "MERGE_ON_READ", {**standalone_writer_options(), **ARCHIVING})
+    writer.write("insert", [row(i, 1) for i in range(9)])
+    writer.write("delete", [row(4, 2)])
+    for ts in range(3, 9):
+        writer.write("upsert", [row(ts % 3, ts), row(ts % 3 + 6, ts)])
+    history = path / ".hoodie" / "timeline" / "history"
+    assert (history / "_version_").exists(), "Hudi archived nothing: the test proves nothing"
+    timeline = HudiTable.load(str(path)).timeline
+    archived = [ts for ts in writer.instants if timeline.get(ts) is None]
+    assert writer.instants[0] in archived and writer.instants[1] in archived, (archived, writer.instants)
+
+    instant = plan_compaction(HudiTable.load(str(path)))
+    execute_instant(HudiTable.load(str(path)), instant, LocalRunner(1))
+    assert HudiTable.load(str(path)).timeline.is_completed(instant)
+    assert plain_rows(writer.read("snapshot")) == plain_rows(writer.expected())
+    writer.write("upsert", [row(i, 20) for i in (3, 5)])
+    assert plain_rows(writer.read("snapshot")) == plain_rows(writer.expected())
