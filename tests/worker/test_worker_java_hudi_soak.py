@@ -30,6 +30,9 @@ from tms.hudi.timeline.conflicts import CONFLICT_REASON
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside, pytest.mark.timeout(1500)]
 SECONDS = float(os.environ.get("TMS_TEST_JAVA_SOAK_SECONDS", 60))
+# The writers' index (a developer's knob: BLOOM and RECORD_INDEX soak as SIMPLE does, the latter in the metadata
+# table TMS keeps).
+INDEX = os.environ.get("TMS_TEST_JAVA_SOAK_INDEX", "SIMPLE")
 KEYS_PER_WRITER = 12
 ALLOW_UPDATES = {"hoodie.clustering.updates.strategy":
                  "org.apache.hudi.client.clustering.update.strategy.SparkAllowUpdateStrategy"}
@@ -108,7 +111,9 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
     lock = _lock_options(kind, zookeeper)
     # New records make new small file groups (clustering's work); updates go to log files (compaction's).
     options = {**writer_options(service.callback_url, service.callback_key), **lock,
-               "hoodie.index.type": "SIMPLE", "hoodie.parquet.small.file.limit": "0"}
+               "hoodie.index.type": INDEX,
+               **({"hoodie.metadata.record.index.enable": "true"} if INDEX == "RECORD_INDEX" else {}),
+               "hoodie.parquet.small.file.limit": "0"}
     seed = JavaWriter(driver, path, "MERGE_ON_READ", {**options, "hoodie.write.commit.callback.on": "false"})
     seed.write("insert", [{"id": k, "part": PARTITIONS[w], "ts": 1, "name": "seed", "value": 0}
                           for w in range(3) for k in _keys(w)])
