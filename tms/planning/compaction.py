@@ -32,9 +32,9 @@ _NOT_RECORDS = (BlockType.COMMAND, BlockType.CORRUPT)
 
 
 def _holds_completed_block(table: HudiTable, path: str) -> bool:
-    tl = table.timeline
+    committed = table.timeline.committed_rule()
     with table.storage.open(path) as fh:
-        return any(b.block_type not in _NOT_RECORDS and b.instant_time and tl.is_completed(b.instant_time)
+        return any(b.block_type not in _NOT_RECORDS and b.instant_time and committed(b.instant_time)
                    for b in read_log_file(fh))
 
 

@@ -118,22 +118,19 @@ class FileSystemView:
         return self.as_of is None or ts <= self.as_of
 
     def is_completed(self, ts: str) -> bool:
-        """Completed (on the active timeline, or archived), and visible at `as_of`."""
-        return self._visible(ts) and (self.timeline.is_completed(ts) or self._archived(ts))
-
-    def _archived(self, ts: str) -> bool:
-        return self._start is not None and ts < self._start and self.timeline.get(ts) is None
+        """Committed (completed on the active timeline, or archived), and visible at `as_of`."""
+        return self._visible(ts) and self._committed(ts)
 
     def _completion_time(self, ts: str) -> str | None:
         done = self.timeline.states_of(ts).get(State.COMPLETED)
         if done is not None:
             return done.completion_time
-        return self.timeline.archived_completion_time(ts) if self._archived(ts) else None
+        return self.timeline.archived_completion_time(ts) if self._committed(ts) else None
 
     # --- building --------------------------------------------------------------------------------
     def _build(self) -> None:
         tl, v8 = self.timeline, self.config.traits.log_files_named_by_writer
-        self._start = tl.start()
+        self._committed = tl.committed_rule()
         self.replaced: dict[tuple[str, str], str] = {}
         for inst in tl.completed((Action.REPLACE_COMMIT,)):
             if self._visible(inst.timestamp):

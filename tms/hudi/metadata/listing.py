@@ -38,10 +38,10 @@ def file_instant(name: str) -> str | None:
 
 
 def committed_files(table: HudiTable, partitions: list[str] | None = None) -> dict[str, dict[str, int]]:
-    """Partition path -> {file name: size} of the base and log files written by completed instants. A v6
-    log file is named after its slice, not its writer: it counts when one of its blocks was written by a
-    completed instant."""
-    tl = table.timeline
+    """Partition path -> {file name: size} of the base and log files written by committed instants (completed or
+    archived). A v6 log file is named after its slice, not its writer: it counts when one of its blocks was
+    written by a committed instant."""
+    committed = table.timeline.committed_rule()
     out: dict[str, dict[str, int]] = {}
     for part in data_partitions(table) if partitions is None else partitions:
         files = {}
@@ -52,9 +52,9 @@ def committed_files(table: HudiTable, partitions: list[str] | None = None) -> di
             if ts is None:
                 continue
             if not table.config.traits.log_files_named_by_writer and LogFileName.parse(e.name):
-                if any(tl.is_completed(b.instant_time or "") for b in read_log_file(table.storage.read_bytes(e.path))):
+                if any(committed(b.instant_time or "") for b in read_log_file(table.storage.read_bytes(e.path))):
                     files[e.name] = e.size
-            elif tl.is_completed(ts):
+            elif committed(ts):
                 files[e.name] = e.size
         out[part] = files
     return out

@@ -96,18 +96,16 @@ class MetadataTable:
     def is_valid_instant(self, ts: str) -> bool:
         """An MDT delta commit counts once it is completed on the MDT and its data-table instant is
         completed too (a data instant that failed after its MDT commit must not show), as Hudi's
-        `getValidInstantTimestamps` says; the MDT's own initialisation instants and instants older than
-        the data table's active timeline count as they are."""
+        `getValidInstantTimestamps` says; the MDT's own initialisation instants and the data table's archived
+        instants count as they are."""
         if not self.table.timeline.is_completed(ts):
             return False
-        if ts.startswith(_MDT_OWN_PREFIX) or self.data.timeline.is_completed(ts):
+        # Committed on the data table: completed there, or archived (Timeline.committed_rule).
+        if ts.startswith(_MDT_OWN_PREFIX) or self.data.timeline.committed_rule()(ts):
             return True
         # The delta commit initialising a partition an `indexing` instant builds has that instant's time
         # (Hudi's isIndexingCommit: the data table has the indexing instant, in any state).
-        if any(i.action == Action.INDEXING for i in self.data.timeline.states_of(ts).values()):
-            return True
-        first = next(iter(self.data.timeline), None)
-        return first is not None and ts < first.timestamp
+        return any(i.action == Action.INDEXING for i in self.data.timeline.states_of(ts).values())
 
     # --- records ------------------------------------------------------------------------------------
     def records(self, partition: str) -> dict[str, MetadataRecord]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from itertools import filterfalse
@@ -286,6 +286,19 @@ class Timeline:
             if inst.is_completed or inst.action in _COMPACTIONS:
                 return inst.timestamp
         return None
+
+    def committed_rule(self) -> Callable[[str], bool]:
+        """Whether the instant at a time committed: completed on the active timeline, or archived (absent from it
+        and older than its `start`, Hudi's containsOrBeforeTimelineStarts; a pending instant never is). The start
+        is taken once, when the rule is made."""
+        start = self.start()
+
+        def committed(timestamp: str) -> bool:
+            states = self._states.get(timestamp)
+            if states:
+                return State.COMPLETED in states
+            return start is not None and timestamp < start
+        return committed
 
     def archived_completion_time(self, timestamp: str) -> str | None:
         """v8+: when an archived instant completed, from Hudi's archived (LSM) timeline; None if it lacks it."""
