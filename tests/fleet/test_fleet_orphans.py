@@ -8,6 +8,7 @@ import os
 import time
 import uuid
 
+import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from tms.cli import app
@@ -20,9 +21,13 @@ ROWS = [{"id": i, "ts": i, "city": "sf" if i % 2 else "la"} for i in range(6)]
 HOUR = 3600
 
 
-def _file(base, instant: int, age: float) -> str:
+def _file(base, instant: int, age: float, *, readable: bool = False) -> str:
+    """`readable`: an empty base file of the table's schema (an archived commit's file is read as committed)."""
     rel = f"city=la/{uuid.uuid4()}-0_0-1-1_{instant}.parquet"
-    (base / rel).write_bytes(b"x" * 10)
+    if readable:
+        pq.write_table(pq.read_table(next((base / "city=la").glob("*.parquet"))).slice(0, 0), base / rel)
+    else:
+        (base / rel).write_bytes(b"x" * 10)
     os.utime(base / rel, (time.time() - age, time.time() - age))
     return rel
 
@@ -33,9 +38,9 @@ def test_orphans_are_told_exactly_and_removed_only_while_they_are(tmp_path):
                              partition=["city"]).write(ROWS, "insert")
     table = HudiTable.load(str(base))
     first = int(min(i.timestamp for i in table.timeline.instants()))
+    archived = _file(base, first - 5000, 2 * HOUR, readable=True)  # before the timeline: an archived commit's
     orphan = _file(base, first + 5000, 2 * HOUR)
     young = _file(base, first + 6000, 60)
-    archived = _file(base, first - 5000, 2 * HOUR)  # before the timeline: maybe an archived commit's
 
     found = find_orphans(table, now=time.time(), safety_seconds=HOUR)
     assert [o.path for o in found] == [orphan]
