@@ -127,3 +127,17 @@ def test_a_compaction_after_archival_keeps_the_archived_delete(tmp_path, old_cle
     execute_instant(HudiTable.load(str(path)), plan_compaction(HudiTable.load(str(path))), LocalRunner(1))
     assert sorted(read_snapshot(HudiTable.load(str(path))).select(COLUMNS).to_pylist(), key=lambda r: r["id"]) == [
         {k: r[k] for k in COLUMNS} for r in model.expected()]
+
+
+def test_archival_beyond_a_savepoint_leaves_the_savepointed_commit_before_the_start(tmp_path):
+    """Hudi may archive past a savepoint (hoodie.archive.beyond.savepoint): the savepointed commit stays on the
+    active timeline before a hole, and the archived commits after it are committed all the same."""
+    path = tmp_path / "t"
+    _writer, model, (c1, d2, d3), tc = _build(path)
+    timeline_dir = path / HudiTable.load(str(path)).config.timeline_dir
+    archive(path, [d2, d3])
+    (timeline_dir / f"{c1}.savepoint").write_bytes(b"")
+    table = HudiTable.load(str(path))
+    assert table.timeline.start() == tc
+    assert sorted(read_snapshot(table).select(COLUMNS).to_pylist(), key=lambda r: r["id"]) == [
+        {k: r[k] for k in COLUMNS} for r in model.expected()]

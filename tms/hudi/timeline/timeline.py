@@ -280,9 +280,12 @@ class Timeline:
 
     def start(self) -> str | None:
         """Where the active timeline starts for readers (Hudi's isBeforeTimelineStarts): the first completed write
-        or pending compaction. An instant older than it and absent from the active timeline was archived, so it
+        or pending compaction that no savepoint keeps (archival may go beyond a savepoint, leaving its commit
+        before a hole). An instant older than it and absent from the active timeline was archived, so it
         completed."""
         for inst in self.iter_instants(WRITE_ACTIONS + _COMPACTIONS):
+            if inst.timestamp in self._savepoints:
+                continue
             if inst.is_completed or inst.action in _COMPACTIONS:
                 return inst.timestamp
         return None
