@@ -173,3 +173,20 @@ def test_record_index_times_are_parsed_in_the_timeline_zone(tmp_path, us_central
     zone = UTC if utc else local_zone()
     assert {r.location.instant_millis for r in index.values()} == {millis_from_instant(ts, zone)}
     t.check()
+
+
+def test_merged_column_stats_take_the_type_of_the_side_with_values():
+    """Java Hudi 1.1 types the stats of a column without values (a log file of deletes) NULL; merged with a
+    file's String bounds, the result is typed String (a NULL type over String bounds fails Java's reader:
+    "should be Void, but got String")."""
+    from tms.hudi.metadata.records import merge_column_stats
+
+    string = {"typeOrdinal": 7, "additionalInfo": None}
+    null = {"typeOrdinal": 1, "additionalInfo": None}
+    bounded = {"minValue": ("StringWrapper", {"value": "a"}), "maxValue": ("StringWrapper", {"value": "z"}),
+               "valueCount": 3, "nullCount": 0, "valueType": string}
+    empty = {"minValue": None, "maxValue": None, "valueCount": 2, "nullCount": 2, "valueType": null}
+    for prev, new in ((bounded, empty), (empty, bounded)):
+        merged = merge_column_stats(prev, new)
+        assert merged["valueType"] == string and merged["valueCount"] == 5
+    assert merge_column_stats(empty, empty)["valueType"] == null

@@ -247,6 +247,9 @@ def _unwrap(v: Any) -> Any:
     return None if v is None else v.get("value")
 
 
+NULL_VALUE_TYPE = 1  # Hudi 1.1's ValueType.NULL (V1 = 0, BOOLEAN = 2, ..., STRING = 7)
+
+
 def merge_column_stats(prev: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """`HoodieTableMetadataUtil.mergeColumnStatsRecords` (both live, newer not tight-bound)."""
     def pick(a: Any, b: Any, fn: Callable[..., Any]) -> Any:
@@ -257,4 +260,10 @@ def merge_column_stats(prev: dict[str, Any], new: dict[str, Any]) -> dict[str, A
     out["maxValue"] = pick(prev.get("maxValue"), new.get("maxValue"), max)
     for f in ("valueCount", "nullCount", "totalSize", "totalUncompressedSize"):
         out[f] = (prev.get(f) or 0) + (new.get(f) or 0)
+    if "valueType" in prev or "valueType" in new:
+        # A file where the column has no value (Java's stats of a log file of deletes) says NULL: the merged
+        # values have the other side's type (a NULL type over String bounds fails Java's reader).
+        typed = [t for t in (new.get("valueType"), prev.get("valueType"))
+                 if t and t.get("typeOrdinal") != NULL_VALUE_TYPE]
+        out["valueType"] = typed[0] if typed else new.get("valueType", prev.get("valueType"))
     return out
