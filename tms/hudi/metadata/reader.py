@@ -3,6 +3,7 @@ log files), their records merged as Hudi merges them, and the data table's file 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
 
@@ -94,18 +95,23 @@ class MetadataTable:
 
     # --- which MDT instants count -------------------------------------------------------------------
     def is_valid_instant(self, ts: str) -> bool:
-        """An MDT delta commit counts once it is completed on the MDT and its data-table instant is
-        completed too (a data instant that failed after its MDT commit must not show), as Hudi's
-        `getValidInstantTimestamps` says; the MDT's own initialisation instants and the data table's archived
-        instants count as they are."""
-        if not self.table.timeline.is_completed(ts):
-            return False
-        # Committed on the data table: completed there, or archived (Timeline.committed_rule).
-        if ts.startswith(_MDT_OWN_PREFIX) or self.data.timeline.committed_rule()(ts):
-            return True
-        # The delta commit initialising a partition an `indexing` instant builds has that instant's time
-        # (Hudi's isIndexingCommit: the data table has the indexing instant, in any state).
-        return any(i.action == Action.INDEXING for i in self.data.timeline.states_of(ts).values())
+        return self.valid_instants()(ts)
+
+    def valid_instants(self) -> Callable[[str], bool]:
+        """Whether an MDT delta commit counts: completed on the MDT, and its data-table instant committed too
+        (a data instant that failed after its MDT commit must not show), as Hudi's `getValidInstantTimestamps`
+        says; the MDT's own initialisation instants count as they are. The data table's start is taken once."""
+        committed = self.data.timeline.committed_rule()  # completed there, or archived
+
+        def valid(ts: str) -> bool:
+            if not self.table.timeline.is_completed(ts):
+                return False
+            if ts.startswith(_MDT_OWN_PREFIX) or committed(ts):
+                return True
+            # The delta commit initialising a partition an `indexing` instant builds has that instant's time
+            # (Hudi's isIndexingCommit: the data table has the indexing instant, in any state).
+            return any(i.action == Action.INDEXING for i in self.data.timeline.states_of(ts).values())
+        return valid
 
     # --- records ------------------------------------------------------------------------------------
     def records(self, partition: str) -> dict[str, MetadataRecord]:
@@ -135,10 +141,11 @@ class MetadataTable:
                     blocks = [x for x in blocks if x.instant_time != b.target_instant_time]
                 elif b.block_type in (BlockType.HFILE_DATA, BlockType.DELETE):
                     blocks.append(b)
+        valid = self.valid_instants()
         for b in blocks:
             # A block without an instant time is never valid (no completed instant has none).
             instant = b.instant_time
-            if instant is None or not self.is_valid_instant(instant):
+            if instant is None or not valid(instant):
                 continue
             if b.block_type is BlockType.DELETE:
                 for key, _partition, _ord in b.deleted_keys():

@@ -34,15 +34,14 @@ class ArchivedTimeline:
         self._read: dict[str, dict[str, str]] = {}          # file name -> instant time -> completion time
 
     def completion_time(self, timestamp: str) -> str | None:
-        """When the archived instant at `timestamp` completed; None if the archived timeline lacks it."""
+        """When the archived instant at `timestamp` completed; None if the archived timeline lacks it. The
+        manifest is (re)read on a miss: first use, or a version written since."""
         found = self._lookup(timestamp)
         if found is None and self._refresh():
             found = self._lookup(timestamp)
         return found
 
     def _lookup(self, timestamp: str) -> str | None:
-        if self._version is None:
-            self._refresh()
         for low, high, name in self._files:
             if low <= timestamp <= high:
                 times = self._read.get(name)
