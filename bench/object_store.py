@@ -2,25 +2,30 @@
 event of a MERGE_ON_READ v8 table whose timeline holds 100 and 10,000 completed instants, on S3 (the moto
 server on loopback) and, side by side, on a local disk.
 
-    python bench/object_store.py [--events 20] [--instants 100,10000]
+    python bench/object_store.py [--events 20] [--instants 100,10000] [--file-groups 8,32]
 
-The timelines are seeded as in bench/plan.py (four delta commits then a compaction, over and over; instant
-files only, no data files), straight into the S3 endpoint's memory (no requests) or onto the disk, one
-instant a minute up to now (the planner lists only the timeline's tail, the instants of its last hour, see
-tms/hudi/timeline/tail_listing.py; instants seeded milliseconds apart would all be in it). After the
-planner first sees a table, each event is a new delta commit's instant files and its callback event; the
-planner's `handle_events` on it is timed and its requests counted. With Hudi's default trigger every fifth
-event runs a planning pass (the timeline reloaded, the file-system view built); the others are decided from
-the table's digest. Requests on S3 are the HTTP requests the endpoint received during `handle_events`,
-classified as S3 bills them (a GET with `list-type` or `prefix` on the bucket is a LIST); on the local disk,
-the same operations of the table's Storage (names/listdir as LIST, read_bytes/open as GET, exists/info as
-HEAD, writes as PUT). The local planner lists the folder on every pass (no change feed), as on object stores.
-Times on S3 are the moto server's (in this process, one request at a time), not a real store's: compare the
-requests.
+The timelines are seeded as in bench/plan.py (four delta commits then a compaction, over and over, and a
+completed clean retaining the last 10 commits after every tenth; instant files only, no data files), straight
+into the S3 endpoint's memory (no requests) or onto the disk, one instant a minute up to now (the planner
+lists only the timeline's tail, the instants of its last hour, see tms/hudi/timeline/tail_listing.py; instants
+seeded milliseconds apart would all be in it). After the planner first sees a table, each event is a new delta
+commit's instant files and its callback event; the planner's `handle_events` on it is timed and its requests
+counted. With Hudi's default trigger every fifth event runs a planning pass (the timeline reloaded, the file-
+system view built); the others are decided from the table's digest. Requests on S3 are the HTTP requests the
+endpoint received during `handle_events`, classified as S3 bills them (a GET with `list-type` or `prefix` on
+the bucket is a LIST); on the local disk, the same operations of the table's Storage (names/listdir as LIST,
+read_bytes/open as GET, exists/info as HEAD, writes as PUT). The local planner lists the folder on every pass
+(no change feed), as on object stores. Times on S3 are the moto server's (in this process, one request at a
+time), not a real store's: compare the requests.
 
 The planning passes are reported apart by how the planner read the timeline: its tail only (S3's
-`start-after`), or the whole folder (a pass that plans a clean, a rollback or a savepoint: those decide on
-savepoints, named by the commit they keep, which a tail listing cannot see), and all together.
+`start-after`), or exactly (a pass that plans a clean, a rollback or a savepoint: those decide on savepoints,
+named by the commit they keep, which a tail listing cannot see; listed from the latest clean's earliest
+commit to retain, the oldest commit Hudi lets a savepoint keep), and all together.
+
+Then the requests of one compaction of every file group of a table (MOR v8, the metadata table on; one file
+group per partition, two delta commits of updates each) run by the python runner, per compacted file group,
+on S3 and on the local disk, for two table sizes (`--file-groups`).
 
 Goal (issue 22): requests per planning pass, 10,000 / 100 instants <= 1.1. PostgreSQL: a throwaway scratch
 database (tms.db.testing)."""
@@ -50,8 +55,8 @@ from tms.hudi.timeline.instant import Action  # noqa: E402
 
 BUCKET = "tms-bench"
 KINDS = ("LIST", "GET", "HEAD", "PUT", "other")
-TAIL_PASS, WHOLE_PASS, ANY_PASS = "pass, tail listed", "pass, listed whole", "planning pass (all)"
-# Whether each planning pass since the last event listed the timeline whole (see _record_listing_kind)
+TAIL_PASS, WHOLE_PASS, ANY_PASS = "pass, tail listed", "pass, listed exactly", "planning pass (all)"
+# Whether each planning pass since the last event listed the timeline exactly (see _record_listing_kind)
 LISTED_WHOLE: list[bool] = []
 S3_ENV = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true", "AWS_EC2_METADATA_DISABLED": "true"}
@@ -162,10 +167,13 @@ class Run:
         self.meta = serialize_commit_metadata(CommitMetadata(partition_to_write_stats={}, operation_type="UPSERT"),
                                               8)
         self._new_time = new_instant_time
+        writes: list[str] = []
         for n in range(instants):
             compaction = (n + 1) % 5 == 0 or n == instants - 1
-            self.instant(Action.COMPACTION if compaction else Action.DELTA_COMMIT,
-                         Action.COMMIT if compaction else Action.DELTA_COMMIT)
+            writes.append(self.instant(Action.COMPACTION if compaction else Action.DELTA_COMMIT,
+                                       Action.COMMIT if compaction else Action.DELTA_COMMIT))
+            if (n + 1) % 10 == 0 and n + 1 < instants:  # the cleans of a serviced table: 10 commits retained
+                self.clean(writes[-10])
         self.step = timedelta(milliseconds=2)
         with db.transaction() as session:
             self.table_id = TableRepo(session).register(base_path=base_path, **registration_facts(self.table)).id
@@ -187,6 +195,28 @@ class Run:
                               (Instant(ts, State.COMPLETED, completed, done), self.meta)):
             self.put(f"{self.timeline_key}/{instant_file_name(inst, 8)}", content)
         return ts
+
+    def clean(self, retain: str) -> None:
+        """A completed clean that retained the commits from `retain` (Hudi's default policy's bound on the
+        commits a savepoint may keep)."""
+        from tms.hudi.timeline.instant import Instant, State, instant_file_name
+        from tms.hudi.timeline.serde import (
+            ActionInstant,
+            CleanerPlan,
+            CleanMetadata,
+            serialize_clean_metadata,
+            serialize_cleaner_plan,
+        )
+        ts, done = self._tick(), self._tick()
+        plan = serialize_cleaner_plan(CleanerPlan(
+            earliest_instant_to_retain=ActionInstant(timestamp=retain, action="deltacommit", state="COMPLETED"),
+            policy="KEEP_LATEST_COMMITS"))
+        meta = serialize_clean_metadata(CleanMetadata(start_clean_time=ts, time_taken_in_millis=1,
+                                                      total_files_deleted=0, earliest_commit_to_retain=retain))
+        for inst, content in ((Instant(ts, State.REQUESTED, Action.CLEAN), plan),
+                              (Instant(ts, State.INFLIGHT, Action.CLEAN), plan),
+                              (Instant(ts, State.COMPLETED, Action.CLEAN, done), meta)):
+            self.put(f"{self.timeline_key}/{instant_file_name(inst, 8)}", content)
 
     def event(self, action: str = Action.DELTA_COMMIT, kind: str | None = None) -> None:
         from tms.db import EventRepo, NewEvent, TableRepo
@@ -237,8 +267,54 @@ def report(runs: list[Run]) -> None:
                       f"time {tb / ta:.2f}")
 
 
+def compaction_requests(base_path: str, partitions: int, count: RequestCount) -> tuple[Counter[str], int, float]:
+    """A MOR v8 table (the metadata table on, as Hudi's default) of `partitions` partitions, one file group each,
+    with two delta commits of updates on its inserts; one compaction of every file group planned, then run by
+    the python runner: the requests of the run, its file groups and its seconds."""
+    import pyarrow as pa
+
+    from tms.execute.dispatch import execute_instant
+    from tms.execute.runner import LocalRunner
+    from tms.hudi.table.hudi_table import HudiTable
+    from tms.hudi.table.writer import HudiWriter
+    from tms.planning.compaction import plan_compaction
+    from tms.planning.policy import TablePolicy
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.int64()), ("city", pa.string())])
+    writer = HudiWriter.create_table(base_path, table_type="MERGE_ON_READ", version=8, key=["id"], ordering=["ts"],
+                                     partition=["city"], schema=schema)
+    rows = 200 * partitions
+    for ts in range(3):  # the inserts, then two updates of every row
+        writer.write(pa.table({"id": list(range(rows)), "name": [f"n{ts}"] * rows, "ts": [ts] * rows,
+                               "city": [f"c{i % partitions:03d}" for i in range(rows)]}, schema=schema))
+    table = HudiTable.load(base_path)
+    planned = plan_compaction(table, TablePolicy(), datetime.now(UTC), force=True)
+    assert planned is not None, "nothing to compact"
+    table = HudiTable.load(base_path)
+    with count.window() as counts:
+        started = time.perf_counter()
+        result = execute_instant(table, planned.instant, LocalRunner())
+        elapsed = time.perf_counter() - started
+    return Counter(counts), result.tasks, elapsed
+
+
+def report_compactions(results: list[tuple[str, int, Counter[str], int, float]]) -> None:
+    print("requests per compacted file group (one compaction of every file group, python runner):")
+    print(f"  {'store':6} {'groups':>6} " + " ".join(f"{k:>6}" for k in KINDS[:4])
+          + f" {'total':>6} {'per group':>10} {'s':>7}")
+    for store, groups, counts, compacted, elapsed in results:
+        assert compacted == groups, f"{compacted} of {groups} file groups compacted"
+        total = sum(counts.values())
+        print(f"  {store:6} {groups:>6} " + " ".join(f"{counts[k]:>6}" for k in KINDS[:4])
+              + f" {total:>6} {total / groups:>10.1f} {elapsed:>7.1f}")
+    for store in ("S3", "local"):
+        mine = sorted((g, sum(c.values()) / g) for s, g, c, _, _ in results if s == store)
+        if len(mine) == 2:
+            print(f"  {store}: requests per file group, {mine[1][0]} / {mine[0][0]} groups: "
+                  f"{mine[1][1] / mine[0][1]:.2f}")
+
+
 def _record_listing_kind() -> None:
-    """Note in LISTED_WHOLE whether each planning pass lists the timeline whole (the planner's own answer)."""
+    """Note in LISTED_WHOLE whether each planning pass lists the timeline exactly (the planner's own answer)."""
     from tms.plan_pass import passes
     decides = passes._decides_on_older_instants
 
@@ -253,6 +329,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=20, help="timed events per table (every fifth plans)")
     ap.add_argument("--instants", default="100,10000", help="completed instants of each table, comma-separated")
+    ap.add_argument("--file-groups", default="8,32",
+                    help="file groups of the compacted tables, comma-separated (empty: no compaction)")
     args = ap.parse_args()
     sizes = [int(n) for n in args.instants.split(",")]
 
@@ -288,6 +366,12 @@ def main() -> None:
             for run in runs:
                 run.planner.close()
             report(runs)
+            compactions = []
+            for groups in [int(n) for n in args.file_groups.split(",") if n]:
+                for store, base in (("S3", f"s3://{BUCKET}/c{groups}"), ("local", str(Path(tmp) / f"c{groups}"))):
+                    compactions.append((store, groups, *compaction_requests(base, groups, count)))
+            if compactions:
+                report_compactions(compactions)
         finally:
             db.dispose()
 

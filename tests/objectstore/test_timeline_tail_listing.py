@@ -15,7 +15,15 @@ from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.writer import HudiWriter
 from tms.hudi.timeline.instant import Action, Instant, new_instant_time
-from tms.hudi.timeline.serde import CommitMetadata, serialize_commit_metadata
+from tms.hudi.timeline.serde import (
+    ActionInstant,
+    CleanerPlan,
+    CleanMetadata,
+    CommitMetadata,
+    serialize_clean_metadata,
+    serialize_cleaner_plan,
+    serialize_commit_metadata,
+)
 from tms.hudi.timeline.tail_listing import TailListing
 
 LATENESS = timedelta(minutes=10)
@@ -56,6 +64,17 @@ class Writer:
         self.complete(inflight, minutes + 0.5)
         return inflight.timestamp
 
+    def clean(self, minutes: float, retain: str | None, *, complete: bool = True) -> None:
+        """A clean whose earliest commit to retain is `retain` (None: none, as a file-versions policy has)."""
+        earliest = None if retain is None else ActionInstant(timestamp=retain, action="deltacommit", state="COMPLETED")
+        tl = self.table.timeline
+        plan = serialize_cleaner_plan(CleanerPlan(earliest_instant_to_retain=earliest, policy="KEEP_LATEST_COMMITS"))
+        inflight = tl.transition_to_inflight(tl.create_requested(Action.CLEAN, plan, self.at(minutes)))
+        if complete:
+            tl.complete(inflight, serialize_clean_metadata(CleanMetadata(
+                start_clean_time=inflight.timestamp, time_taken_in_millis=1, total_files_deleted=0,
+                earliest_commit_to_retain=retain or "")), self.at(minutes + 0.5))
+
 
 class Reader:
     """The planner's view of the table: its timeline lists the tail; counts its whole and tail listings."""
@@ -65,6 +84,7 @@ class Reader:
         self.timeline = self.table.timeline
         self.timeline.tail_listing = TailListing(lateness=LATENESS, full_every=full_every)
         self.listings = {"whole": 0, "tail": 0}
+        self.keys: list[str] = []  # the keys of the tail listings
         storage = self.table.storage
         names, names_after = storage.names, storage.names_after
 
@@ -74,6 +94,7 @@ class Reader:
 
         def tail(rel: str, start_after: str) -> list[str] | None:
             self.listings["tail"] += 1
+            self.keys.append(start_after)
             return names_after(rel, start_after)
 
         storage.names = whole  # type: ignore[method-assign]
@@ -84,6 +105,14 @@ class Reader:
         before = dict(self.listings)
         self.timeline.reload(force=True)
         return {k: self.listings[k] - before[k] for k in self.listings}
+
+    def exact_savepoints(self) -> tuple[list[str], dict[str, int]]:
+        """The savepoints a planning pass that cleans sees (its exact reload under the lock), and which
+        listings it made."""
+        before = dict(self.listings)
+        with TransactionManager.single_writer(self.table).transaction(exact_view=True) as timeline:
+            seen = [s.timestamp for s in timeline.savepoints()]
+        return seen, {k: self.listings[k] - before[k] for k in self.listings}
 
     def assert_sees_what_a_whole_listing_shows(self, base: str) -> None:
         fresh = HudiTable.load(base).timeline
@@ -154,6 +183,48 @@ def test_a_savepoint_created_after_newer_commits_is_seen_by_what_decides_on_save
     writer.table.timeline.delete_savepoint(old)
     with TransactionManager.single_writer(reader.table).transaction(exact_view=True) as timeline:
         assert timeline.savepoints() == []
+
+
+def test_what_decides_on_savepoints_lists_from_the_latest_clean_s_earliest_commit_to_retain(base):
+    writer = Writer(base)
+    commits = {m: writer.commit(m) for m in range(0, 90, 2)}
+    writer.clean(71, commits[20])  # Hudi refuses savepoints of commits before this clean's earliest retained one
+    reader = Reader(base)
+    assert reader.reload() == TAIL
+    writer.table.timeline.write_savepoint(commits[30], b"")  # an hour behind the newest instant
+    assert reader.reload() == TAIL  # behind the tail's key: unseen by a pass that does not decide on it
+    assert reader.timeline.savepoints() == []
+    assert reader.exact_savepoints() == ([commits[30]], TAIL)  # listed from the clean's bound, not whole
+    assert reader.keys[-1] == commits[20][:14]
+    writer.table.timeline.write_savepoint(commits[24], b"")  # seen only from the bound
+    assert reader.exact_savepoints() == ([commits[24], commits[30]], TAIL)
+    writer.table.timeline.delete_savepoint(commits[30])
+    assert reader.exact_savepoints() == ([commits[24]], TAIL)
+    reader.assert_sees_what_a_whole_listing_shows(base)
+    # A later clean with a later bound: the next exact listing starts there; the savepoint before it is kept
+    writer.clean(92, commits[40])
+    for m in range(94, 100, 2):
+        writer.commit(m)
+    assert reader.exact_savepoints() == ([commits[24]], TAIL)  # from the old bound: this one takes the new
+    assert reader.exact_savepoints() == ([commits[24]], TAIL)
+    assert reader.keys[-1] == commits[40][:14]
+    reader.assert_sees_what_a_whole_listing_shows(base)
+
+
+@pytest.mark.parametrize("lowered", ["to an older commit", "to none"])
+def test_a_clean_that_lowers_the_savepoint_bound_makes_the_exact_listing_whole(base, lowered):
+    writer = Writer(base)
+    commits = {m: writer.commit(m) for m in range(0, 90, 2)}
+    writer.clean(71, commits[40])
+    reader = Reader(base)
+    assert reader.exact_savepoints() == ([], TAIL)
+    # A clean policy that retains more (or file versions: no earliest commit) lets savepoints keep older commits
+    writer.clean(91, commits[10] if lowered == "to an older commit" else None, complete=False)
+    writer.table.timeline.write_savepoint(commits[20], b"")
+    assert reader.exact_savepoints() == ([commits[20]], {"whole": 1, "tail": 1})
+    reader.assert_sees_what_a_whole_listing_shows(base)
+    expected = TAIL if lowered == "to an older commit" else {"whole": 1, "tail": 0}
+    assert reader.exact_savepoints() == ([commits[20]], expected)
 
 
 def test_the_rollback_of_a_completed_instant_is_seen_with_the_files_it_removed(base):

@@ -62,11 +62,12 @@ def read_base_file(storage: Storage, rel: str, schema: pa.Schema | None = None) 
     name = BaseFileName.parse(rel.rsplit("/", 1)[-1])
     if name is None:
         raise HudiError(f"{rel} is not a base file name")
+    history = internal_schema.read_history(storage)
     schema_evolution.require_evolvable(
-        internal_schema.history_rename_schema(storage, base_format.read_base_schema(storage, rel), name.instant),
+        internal_schema.history_rename_schema(history, base_format.read_base_schema(storage, rel), name.instant),
         schema, f"base file {rel}")
     # columns renamed by schema-on-read evolution take their latest names
-    return internal_schema.history_rename(storage, base_format.read_base_file(storage, rel), name.instant)
+    return internal_schema.history_rename(history, base_format.read_base_file(storage, rel), name.instant)
 
 
 def with_file_name(rows: pa.Table, name: str) -> pa.Table:

@@ -97,7 +97,8 @@ def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple
 def _decides_on_older_instants(ctx: PassContext, work: Work) -> bool:
     """Whether the pass decides on what a listing of the timeline's tail may miss (tail_listing): a clean
     keeps what savepoints keep, a rollback plan and the savepoint policy read the savepoints, all named by
-    the commit they keep; the timeline is then read from its change feed or its whole folder."""
+    the commit they keep; the timeline is then read from its change feed, or listed from the oldest commit
+    a savepoint made since can keep (Timeline.reload's `exact`)."""
     return (TableService.CLEAN in work.services or work.rollbacks or bool(ctx.policy.savepoint_interval_hours))
 
 

@@ -208,6 +208,7 @@ class BoundedMerge:
         self.is_valid_instant, self.rules, self.schema = is_valid_instant, rules, schema
         self.budget = max(budget_bytes, 1)
         self.spill_dir = spill_dir
+        self.history = read_history(storage)  # schema-on-read renames, read once for the slice
         self.ord_types = ord_types(rules, schema)
         self.ords = ord_names(rules)
         ord_fields = [pa.field(n, t) for n, t in zip(self.ords, self.ord_types, strict=True)]
@@ -256,7 +257,7 @@ class BoundedMerge:
                 require_full_records(b, what)
                 require_partial_schema(b.schema, self.rules, what)
                 if b.schema is not None:
-                    require_evolvable(history_rename_schema(self.storage, avro_to_arrow(b.schema), instant),
+                    require_evolvable(history_rename_schema(self.history, avro_to_arrow(b.schema), instant),
                                       self.schema, what)
                 # columns renamed by schema-on-read evolution take their latest names
                 parts = self._block_records(b, instant, what)
@@ -274,10 +275,10 @@ class BoundedMerge:
         """A data block's records in batches of about an eighth of the budget of content, read and decoded a batch
         at a time (neither the block's bytes nor its records are held whole)."""
         if block.schema is None and block.block_type is BlockType.PARQUET_DATA:
-            require_evolvable(history_rename_schema(self.storage, block.parquet_file().schema_arrow, instant),
+            require_evolvable(history_rename_schema(self.history, block.parquet_file().schema_arrow, instant),
                               self.schema, what)
         for part in block.record_batches(max(self.budget // 8, 1)):
-            yield history_rename(self.storage, part, instant)
+            yield history_rename(self.history, part, instant)
 
     def _control(self, keys: pa.Array | pa.ChunkedArray, pos: int, ords: list[pa.Array], deleted: pa.Array,
                  block_deletes: bool, resets: pa.Array, arrival: int) -> list[pa.Array | pa.ChunkedArray]:
@@ -358,7 +359,7 @@ class BoundedMerge:
         name = BaseFileName.parse(self.base_file.rsplit("/", 1)[-1])
         if name is not None:
             return name.instant
-        if read_history(self.storage):
+        if self.history:
             raise HudiError(f"{self.base_file} is not a base file name: its schema version is unknown")
         return "0"
 
@@ -523,7 +524,7 @@ class BoundedMerge:
         require_fillable(self.schema, self.rules)
         if self.base_file is not None:
             stored = read_base_schema(self.storage, self.base_file)
-            renamed = history_rename_schema(self.storage, stored, self._base_instant())
+            renamed = history_rename_schema(self.history, stored, self._base_instant())
             require_evolvable(renamed, self.schema, f"base file {self.base_file}")
             moved = [f for f in self.rules.ordering if f in renamed.names and f not in stored.names]
             if moved:  # the base keys are streamed by column name
@@ -558,7 +559,7 @@ class BoundedMerge:
         cursors = [_Cursor(c) for c in changes]
         start = 0
         for batch in pf.iter_batches(batch_size=self._batch_rows(pf)):
-            rows = project(history_rename(self.storage, pa.Table.from_batches([batch]), self._base_instant()),
+            rows = project(history_rename(self.history, pa.Table.from_batches([batch]), self._base_instant()),
                            self.schema)
             n = rows.num_rows
             end = start + n

@@ -178,10 +178,10 @@ def read_history(storage: Storage) -> dict[int, InternalSchema]:
     return history
 
 
-def history_rename(storage: Storage, rows: pa.Table, instant: str) -> pa.Table:
+def history_rename(history: dict[int, InternalSchema], rows: pa.Table, instant: str) -> pa.Table:
     """`rows` of a file (or log block) written at `instant`, renamed to the table's latest internal schema
-    (the newest version of its history) by field id; unchanged on tables without schema-on-read."""
-    history = read_history(storage)
+    (the newest version of `history`, the table's read_history: read once per file slice, each read of it costs
+    requests on an object store) by field id; unchanged on tables without schema-on-read."""
     if not history:
         return rows
     written = search(history, instant)
@@ -274,6 +274,6 @@ def _renamed_array(arr: pa.Array, node: Node, names: dict[int, str], new: pa.Dat
     return arr
 
 
-def history_rename_schema(storage: Storage, schema: pa.Schema, instant: str) -> pa.Schema:
+def history_rename_schema(history: dict[int, InternalSchema], schema: pa.Schema, instant: str) -> pa.Schema:
     """The schema `history_rename` gives rows of `schema` written at `instant` (to refuse before reading)."""
-    return history_rename(storage, schema.empty_table(), instant).schema
+    return history_rename(history, schema.empty_table(), instant).schema

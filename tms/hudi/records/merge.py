@@ -22,7 +22,7 @@ from ..log_format.log_file import BlockType, LogBlock, read_log_file
 from ..storage.table_storage import Storage
 from ..table.properties import TableConfig
 from .base_format import read_base_file, read_base_schema
-from .internal_schema import history_rename, history_rename_schema
+from .internal_schema import history_rename, history_rename_schema, read_history
 from .merge_rules import IS_DELETED, MergeRules, merge_rules
 from .partial_merge import fill, partial_fold, require_fillable, require_partial_schema
 from .schema import avro_to_arrow
@@ -88,6 +88,7 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
         read = read_log_file(storage.read_bytes(path))
         blocks.extend(read)
         paths.extend([path] * len(read))
+    history = read_history(storage) if schema is not None else {}
     rolled_back = set()
     corrupt = 0
     for b in blocks:
@@ -110,10 +111,10 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
         if rules is not None:
             require_partial_schema(b.schema, rules, what)
         if schema is not None and b.schema is not None:
-            require_evolvable(history_rename_schema(storage, avro_to_arrow(b.schema), instant), schema, what)
+            require_evolvable(history_rename_schema(history, avro_to_arrow(b.schema), instant), schema, what)
         records = b.records()
         if schema is not None:  # columns renamed by schema-on-read evolution take their latest names
-            records = history_rename(storage, records, instant)
+            records = history_rename(history, records, instant)
         if schema is not None and b.schema is None:
             require_evolvable(records.schema, schema, what)
         scan.data.append(records)
@@ -136,12 +137,13 @@ def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
     `schema` is the table's latest schema (meta fields included): files and blocks written with older
     schemas are read in it (see `schema_evolution`), or refused before their rows are read."""
     rules = merge_rules(config)
+    history = read_history(storage) if schema is not None and fs.base_file else {}
     if schema is not None and fs.base_file:
-        require_evolvable(history_rename_schema(storage, read_base_schema(storage, fs.base_file.path),
+        require_evolvable(history_rename_schema(history, read_base_schema(storage, fs.base_file.path),
                                                 fs.base_file.instant), schema, f"base file {fs.base_file.path}")
     base = read_base_file(storage, fs.base_file.path) if fs.base_file else None
     if base is not None and schema is not None and fs.base_file:
-        base = history_rename(storage, base, fs.base_file.instant)
+        base = history_rename(history, base, fs.base_file.instant)
     if not fs.log_files:
         if base is None:
             raise HudiError(f"file slice {fs.file_id}@{fs.base_instant} has neither base nor log files")

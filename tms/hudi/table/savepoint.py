@@ -7,11 +7,10 @@ from __future__ import annotations
 import time
 
 from ..errors import HudiError
-from ..timeline.instant import WRITE_ACTIONS, Action, Instant
+from ..timeline.instant import WRITE_ACTIONS, Instant
 from ..timeline.serde import (
     SavepointMetadata,
     SavepointPartitionMetadata,
-    parse_clean_metadata,
     parse_savepoint_metadata,
     serialize_savepoint_metadata,
 )
@@ -33,16 +32,6 @@ def savepoint_files(table: HudiTable, timestamp: str) -> dict[str, list[str]]:
     return {p: sorted(names) for p, names in sorted(out.items())}
 
 
-def _earliest_retained(table: HudiTable) -> str | None:
-    """The earliest commit the last completed clean retained: Java refuses a savepoint before it (the
-    slices a reader there needs may be cleaned already)."""
-    tl = table.timeline
-    clean = tl.last_of((Action.CLEAN,), completed=True)
-    if clean is None:
-        return None
-    return parse_clean_metadata(tl.read(clean)).earliest_commit_to_retain or None
-
-
 def latest_savepointable(table: HudiTable) -> str | None:
     """The latest completed write's instant time (what a savepoint "now" keeps)."""
     inst = table.timeline.last_of(WRITE_ACTIONS, completed=True)
@@ -53,7 +42,7 @@ def create_savepoint(table: HudiTable, timestamp: str | None = None, *, user: st
                      now_ms: int | None = None) -> Instant:
     """Savepoint the completed write at `timestamp` (default: the latest). Refuses, before writing anything,
     an instant that is not a completed write, one that already has a savepoint, or one older than what the
-    last clean retained."""
+    latest clean retains (Hudi's rule, Timeline.savepoint_bound)."""
     tl = table.timeline
     tl.reload(force=True)
     ts = timestamp or latest_savepointable(table)
@@ -65,7 +54,7 @@ def create_savepoint(table: HudiTable, timestamp: str | None = None, *, user: st
                              "commit, delta commit or replace commit can be savepointed")
     if tl.savepoint_files(ts):
         raise SavepointError(f"instant {ts} of table {table.name} already has a savepoint")
-    retained = _earliest_retained(table)
+    retained = tl.savepoint_bound()
     if retained is not None and ts < retained:
         raise SavepointError(f"instant {ts} of table {table.name} is older than what clean retained ({retained}): "
                              "its files may be gone")

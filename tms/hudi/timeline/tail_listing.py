@@ -10,11 +10,14 @@ seen, but not every file that appears does, nor is every removal at the tail:
   wrote the file a while after generating the time. Hudi itself assumes such lateness is bounded (its instant
   times wait out a configured clock skew): the key stays `lateness` behind the newest time seen, and a file
   later than that is assumed not to appear;
-- a savepoint is named by the commit it keeps (any age), and archival, restore and the rollback of a completed
-  instant remove files behind the key. A tail listing cannot see those: decisions that depend on them
-  (clean, rollback, savepoints, restore) never read the tail alone (`Timeline.reload(exact=True)`), the timeline
-  lists it whenever the tail shows a rollback or restore instant (new, or pending: its removals may happen
-  at any time until it completes), and one reload in `full_every` lists it anyway."""
+- a savepoint is named by the commit it keeps, and archival, restore and the rollback of a completed
+  instant remove files behind the key. A tail listing cannot see those: decisions that depend on savepoints
+  (clean, rollback, the savepoint policy) list from an older key (`Timeline.reload(exact=True)`): Hudi refuses
+  a savepoint of a commit older than the latest clean's earliest commit to retain, so the savepoints made
+  since the last such listing keep commits at or after that bound (the whole folder is listed where there is
+  none, or a newer clean lowered it); making or deleting a savepoint and a restore list the whole folder; the
+  timeline lists it whenever the tail shows a rollback or restore instant (new, or pending: its removals may
+  happen at any time until it completes), and one reload in `full_every` lists it anyway."""
 from __future__ import annotations
 
 from dataclasses import dataclass

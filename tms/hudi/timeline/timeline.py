@@ -21,7 +21,7 @@ from ..table.properties import TableConfig
 from .archived import ArchivedTimeline
 from .instant import Action, Instant, State, instant_file_name, new_instant_time, parse_instant_file_name
 from .instant_time import TimeGenerator
-from .serde import CommitMetadata, parse_commit_metadata
+from .serde import CommitMetadata, parse_clean_metadata, parse_cleaner_plan, parse_commit_metadata
 from .tail_listing import TailListing
 from .watch import FolderChanges
 
@@ -59,6 +59,10 @@ class Timeline:
         self.tail_listing: TailListing | None = None  # list only the folder's tail (a long-lived reader's)
         self._archived: ArchivedTimeline | None = None  # v8+: read when an archived instant's completion matters
         self._tail_reloads = 0                # reloads since the folder was last listed whole
+        # Where an exact reload may start listing (see _savepoint_floor): the oldest commit a savepoint made
+        # since the last exact listing can keep, and the newest clean that bound was taken from.
+        self._exact_floor: str | None = None
+        self._floor_clean = ""
         self.reload()
 
     # --- loading ---------------------------------------------------------------------------------
@@ -66,8 +70,9 @@ class Timeline:
         """Pick up instant files written since the last load (and forget removed ones): from the change feed
         if there is one that knows every change, else (or if `full`) by listing the folder. Returns the
         newly seen instants. Inside `pinned()` only a forced reload looks at storage. With a `tail_listing`,
-        only the folder's tail is listed unless `full` or `exact` (a caller deciding on savepoints or older
-        instants: the change feed, which knows every change, or the whole folder)."""
+        only the folder's tail is listed unless `full`; `exact` (a caller deciding on savepoints) lists from
+        the oldest commit a savepoint made since the last exact listing can keep (see _settle_exact_floor),
+        and the whole folder when that is unbounded."""
         if self._pinned and not force:
             return []
         known = self._names
@@ -77,7 +82,11 @@ class Timeline:
         if feed is None:
             if self.changes is not None:
                 self.changes.restart()  # before listing: changes from now on are fed again
-            tail_key = None if full or exact else self._tail_key()
+            tail_key = None if full else self._tail_key()
+            if exact and tail_key is not None:
+                # Savepoints are named by the commit they keep: list from the oldest one a savepoint made
+                # since the last exact listing can keep; older savepoints are known from earlier listings.
+                tail_key = None if self._exact_floor is None else min(tail_key, self._exact_floor[:14])
             tail = None if tail_key is None else self.storage.names_after(self.dir, tail_key)
             if tail is None or tail_key is None:
                 tail_key = None
@@ -112,15 +121,17 @@ class Timeline:
                 self._drop_state(inst.timestamp, inst.state)
         new = []
         unseen_behind = False  # the tail shows a change whose effects may lie behind its key
+        # (listed from the savepoint floor, a savepoint the listing shows is all there is to see of it)
+        behind = _ROLLING_BACK if exact else _REMOVING_ACTIONS
         for name in removed if tail_key is not None else ():
             inst = parse_instant_file_name(name)
-            unseen_behind |= inst is not None and inst.action in _REMOVING_ACTIONS
+            unseen_behind |= inst is not None and inst.action in behind
         for name in added:
             known.add(name)
             inst = parse_instant_file_name(name)
             if inst is None:
                 continue
-            unseen_behind |= inst.action in _REMOVING_ACTIONS
+            unseen_behind |= inst.action in behind
             if inst.action == Action.SAVEPOINT:
                 self._savepoints.setdefault(inst.timestamp, {})[inst.state] = inst
                 self._max_time = max(self._max_time, inst.completion_time or "")
@@ -130,8 +141,45 @@ class Timeline:
             new.append(inst)
         if tail_key is not None and unseen_behind:
             new += self.reload(force=True, full=True)
+        elif feed is None and (exact or tail_key is None) and not self._settle_exact_floor(
+                checked=None if tail_key is None else self._exact_floor):
+            new += self.reload(force=True, full=True)  # a clean since the floor allows older savepoints
         new.sort()
         return new
+
+    def _settle_exact_floor(self, checked: str | None) -> bool:
+        """After an exact or whole listing: the floor of the next exact listing, the savepoint bound of now.
+        False when the listing just made from floor `checked` may have missed a savepoint: a clean seen since
+        that floor was taken lowered the bound (its policy retains more) or removed it.
+
+        A clean never lowers the bound unless its policy changes, so a savepoint made after this listing
+        keeps a commit at or after the floor, or after the bound of a later clean, which the next exact
+        listing checks here."""
+        cleans = list(self.iter_instants((Action.CLEAN,), after=self._floor_clean or None))
+        if checked is not None and any((b := self._clean_bound(c)) is None or b < checked for c in cleans):
+            return False
+        self._exact_floor = self.savepoint_bound()
+        if cleans:
+            self._floor_clean = cleans[-1].timestamp
+        return True
+
+    def savepoint_bound(self) -> str | None:
+        """The oldest commit a savepoint may keep now, as Hudi's SavepointActionExecutor decides it: the
+        earliest commit to retain of the latest clean (of its plan while pending; older slices may be cleaned
+        already). None where Hudi sets no bound beyond the timeline: no clean, or one without that commit."""
+        clean = self.last_of((Action.CLEAN,))
+        return None if clean is None else self._clean_bound(clean)
+
+    def _clean_bound(self, clean: Instant) -> str | None:
+        """The earliest commit to retain of a clean (of its plan while pending); None if it has none or
+        cannot be read."""
+        try:
+            if clean.is_completed:
+                return parse_clean_metadata(self.read(clean)).earliest_commit_to_retain or None
+            earliest = parse_cleaner_plan(self.read_plan(clean.timestamp)).earliest_instant_to_retain
+        except (HudiError, ValueError, OSError):
+            return None
+        return earliest.timestamp if earliest is not None and earliest.timestamp else None
 
     def _tail_key(self) -> str | None:
         """The name to list the folder after, None when it must be listed whole: no tail listing, nothing
@@ -397,7 +445,7 @@ class Timeline:
     def write_savepoint(self, timestamp: str, content: bytes) -> Instant:
         """A savepoint of the completed commit at `timestamp`, as Hudi writes one: `T.savepoint.inflight`
         (empty), then the completed `T.savepoint` holding `content`."""
-        self.reload(force=True, exact=True)  # savepoints are named by the commit they keep: behind any tail
+        self.reload(force=True, full=True)  # rare: also sees savepoints older than any floor (see reload)
         if not self.is_completed(timestamp):
             raise InstantConflictError(f"instant {timestamp} is not a completed instant: nothing to savepoint")
         if self._savepoints.get(timestamp):
@@ -409,7 +457,7 @@ class Timeline:
     def delete_savepoint(self, timestamp: str) -> None:
         """Remove the savepoint at `timestamp`, completed file first (as Hudi's savepoint delete), so that
         it never looks completed without its inflight file."""
-        self.reload(force=True, exact=True)
+        self.reload(force=True, full=True)
         states = self._savepoints.get(timestamp)
         if not states:
             raise InstantConflictError(f"no savepoint at {timestamp}")
@@ -422,7 +470,7 @@ class Timeline:
     def delete_instant(self, timestamp: str) -> None:
         """Remove every file of the instant at `timestamp`, the completed one first so that readers stop
         reading it before it looks pending: what a restore does with each instant it rolls back."""
-        self.reload(force=True, exact=True)
+        self.reload(force=True, full=True)
         states = self._states.get(timestamp, {})
         for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
             inst = states.get(state)
@@ -526,7 +574,8 @@ class Timeline:
 WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 _COMPACTIONS = (Action.COMPACTION, Action.LOG_COMPACTION)
 # Instants whose files appear, or that remove files, behind any tail key: the whole folder is listed again.
-_REMOVING_ACTIONS = frozenset({Action.ROLLBACK, Action.RESTORE, Action.SAVEPOINT})
+_ROLLING_BACK = frozenset({Action.ROLLBACK, Action.RESTORE})
+_REMOVING_ACTIONS = _ROLLING_BACK | {Action.SAVEPOINT}
 
 
 def _insert(times: list[str], ts: str) -> None:
