@@ -39,7 +39,7 @@ class MonitorContext:
     # table -> (pending plans, uncompacted delta commits) at the last evaluations (backlog_growing)
     table_backlog: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     # table -> ((base path, newest delta commit, scan period), whether TMS can compact it) (not_scheduled)
-    compactable: dict[int, tuple[tuple[str, str, int], bool]] = field(default_factory=dict)
+    compactable: dict[int, tuple[tuple[str, str, int, str], bool]] = field(default_factory=dict)
 
 
 def task_failed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -95,7 +95,7 @@ def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
             continue
         policy = TablePolicy.from_stored(row.policies)
         since = digest.compaction_due_since(policy)
-        if since is None or since > limit or not _can_compact(row, digest, ctx):
+        if since is None or since > limit or not _can_compact(row, digest, ctx, reads.hudi_engine_for(row)):
             continue
         deltas = digest.counted[TableService.COMPACTION]
         sightings[f"table:{row.id}"] = Sighting(
@@ -106,15 +106,16 @@ def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     return sightings
 
 
-def _can_compact(row: RegisteredTable, digest: TimelineDigest, ctx: MonitorContext) -> bool:
-    """Whether TMS can compact the table (its capabilities), read from storage once per state of its delta
-    commits and scan period. A table that cannot be read is `table_unreadable`'s business, not this rule's."""
+def _can_compact(row: RegisteredTable, digest: TimelineDigest, ctx: MonitorContext, hudi_engine: str | None) -> bool:
+    """Whether TMS (or the Hudi engine running the table's tasks) can compact the table (its capabilities), read
+    from storage once per state of its delta commits, scan period and engine. A table that cannot be read is
+    `table_unreadable`'s business, not this rule's."""
     key = (row.base_path, (digest.counted.get(TableService.COMPACTION) or [""])[-1],
-           int(ctx.now.timestamp() // ctx.settings.planner_scan_seconds))
+           int(ctx.now.timestamp() // ctx.settings.planner_scan_seconds), hudi_engine or "")
     known = ctx.compactable.get(row.id)
     if known is None or known[0] != key:
         try:
-            can_run = capabilities(HudiTable.load(row.base_path))[TableService.COMPACTION].can_run
+            can_run = capabilities(HudiTable.load(row.base_path), hudi_engine)[TableService.COMPACTION].can_run
         except (HudiError, OSError) as exc:
             log.info("table %s: cannot read its capabilities: %s", row.id, exc)
             return False

@@ -36,9 +36,11 @@ from .schemas.tables import (
 LARGEST_SHOWN = 20
 
 
-def capability_report(table: HudiTable) -> dict[str, CapabilityOut]:
-    """Reading and each table service: whether TMS runs it on the table, and why not."""
-    return {service: CapabilityOut(can_run=c.can_run, reason=c.reason) for service, c in capabilities(table).items()}
+def capability_report(table: HudiTable, hudi_engine: str | None = None) -> dict[str, CapabilityOut]:
+    """Reading and each table service: whether TMS runs it on the table (or the Hudi engine running the table's
+    tasks does), and why not."""
+    return {service: CapabilityOut(can_run=c.can_run, reason=c.reason, engine=c.engine or None)
+            for service, c in capabilities(table, hudi_engine).items()}
 
 
 def registration_refusal(report: dict[str, CapabilityOut]) -> str | None:
@@ -102,17 +104,18 @@ def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[T
 
 def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool,
               ttl_tasks: list[TtlScheduleOut] | None = None, *, clean_commits: int = 5,
-              orphan_safety_seconds: float = 24 * 3600) -> dict[str, Any]:
+              orphan_safety_seconds: float = 24 * 3600, hudi_engine: str | None = None) -> dict[str, Any]:
     """The table's current state on storage; problems become health reasons, never errors. `ttl_tasks`: the
     table's TTL schedule (ttl_schedule), shown in its TTL state. `clean_commits` and `orphan_safety_seconds`:
-    the settings its health score reads (TMS_PLANNER_CLEAN_COMMITS, TMS_ORPHAN_SAFETY_HOURS)."""
+    the settings its health score reads (TMS_PLANNER_CLEAN_COMMITS, TMS_ORPHAN_SAFETY_HOURS). `hudi_engine`:
+    the Hudi engine running the table's tasks (RolloutRepo.hudi_engine_for), if one does."""
     reasons: list[str] = []
     status = "ok"
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
                             "file_group_stats": None, "capabilities": None, "ttl": None}
     try:
         table = HudiTable.load(base_path)
-        view["capabilities"] = capability_report(table)
+        view["capabilities"] = capability_report(table, hudi_engine)
         timeline = table.timeline
         view["timeline"] = _timeline_summary(timeline)
         view["pending_instants"] = [_instant_out(i) for i in timeline.pending()]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from tms.db import Engine, EngineRepo, RegisteredTable, Rollout, RolloutRepo
+from tms.db import Engine, EngineRepo, RegisteredTable, Rollout, RolloutRepo, matching_rule
 from tms.execute.engine_code import EngineSpec
 from tms.table_service import TableService
 
@@ -33,17 +33,6 @@ def in_canary(rollout: str, task_id: int, percent: int) -> bool:
     """Whether task `task_id` is in the `percent` share of `rollout`'s tasks that run on its canary."""
     digest = hashlib.sha256(f"{rollout}:{task_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % 100 < percent
-
-
-def matching_rule(rules: list[Rollout], *, queue: str | None, database: str, table: str) -> Rollout | None:
-    """The most specific rule whose every set field matches (ties: the first name)."""
-    full_name = f"{database}.{table}"
-    matching = [r for r in rules
-                if (r.queue is None or r.queue == queue) and (r.database is None or r.database == database)
-                and (r.table_name is None or r.table_name in (full_name, table))]
-    if not matching:
-        return None
-    return min(matching, key=lambda r: (r.table_name is None, r.database is None, r.queue is None, r.name))
 
 
 def spec_of(engine: Engine) -> EngineSpec:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
-from tms.db import RegisteredTable, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
+from tms.db import RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
 from tms.fleet.templates import PRIORITY, QUEUE, Template, resolve
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
@@ -173,10 +173,12 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         policy = TablePolicy.from_stored(table.policies)
         ttl_tasks = ttl_schedule(session, table_id, policy)
         out = _out(table, TemplateRepo(session).templates())
+        hudi_engine = RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
+                                                           table=table.name)
     settings = request.app.state.settings
     view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
-                     orphan_safety_seconds=settings.orphan_safety_hours * 3600)
+                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
 
 

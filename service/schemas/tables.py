@@ -81,6 +81,8 @@ class TableOut(Record):
 class CapabilityOut(BaseModel):
     can_run: bool
     reason: str = Field(description="Why TMS cannot run it, in one line (empty when it can)")
+    engine: str | None = Field(default=None, description="The Hudi engine (kind hudi) that runs it on the table "
+                               "where TMS's own engine cannot (`reason` then says why TMS cannot)")
 
 
 CAPABILITIES_DESCRIPTION = ("What TMS can do for the table, decided from its hoodie.properties: `reading` and each "

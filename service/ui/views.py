@@ -135,7 +135,9 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
     by_state = tasks_repo.counts_by_state(table_id=table_id)
     tasks, task_total = tasks_repo.find(table_id=table_id, limit=PAGE_SIZE)
     policy = TablePolicy.from_stored(table.policies)
-    view = live_view(table.base_path, policy, by_state, table.enabled, ttl_schedule(session, table_id, policy))
+    view = live_view(table.base_path, policy, by_state, table.enabled, ttl_schedule(session, table_id, policy),
+                     hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
+                                                                      table=table.name))
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
                              with_timeline=True)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)

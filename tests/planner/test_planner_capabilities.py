@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 
 from service.table_view import registration_facts
 from tms.cli import app
-from tms.db import AlertRepo, TableRepo, TaskRepo, TaskState
+from tms.db import AlertRepo, EngineRepo, RolloutRepo, TableRepo, TaskRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.properties import format_properties
+from tms.planning.capabilities import capabilities
 
 COMPACT_EVERY_COMMIT = {"hoodie.compact.inline.max.delta.commits": "1"}
 runner = CliRunner()
@@ -98,6 +99,47 @@ def test_the_planner_writes_no_plan_on_a_table_it_cannot_serve_and_says_why(db, 
     with db.transaction() as session:
         [alert] = AlertRepo(session).find(table_id=table_id)[0]
         assert alert.resolved_at is None, "one alert per table and service while it holds"
+
+
+@pytest.mark.parametrize("kind", sorted(UNSERVABLE))
+def test_a_table_whose_rule_names_a_hudi_engine_gets_the_plan_that_engine_runs(db, fixture_tables, tmp_path, kind):
+    """Hudi's own procedures (a Hudi engine) run the compactions TMS's engine cannot: with a rollout rule naming
+    one as the table's stable engine, the planner plans them; the capability says which engine runs them."""
+    name, changes, word = UNSERVABLE[kind]
+    path = _copy(fixture_tables, name, tmp_path)
+    _set(path, changes)
+    table_id = _register(db, path)
+    with db.transaction() as session:
+        EngineRepo(session).put("hudi-1.0", kind="hudi", code_version="hudi-1.0.2", code_path="",
+                                spark_submit="/opt/spark-3.5/bin/spark-submit",
+                                spark_conf={"spark.jars": "/opt/hudi-bundle.jar"})
+        EngineRepo(session).put("tms-next", code_version="next", code_path="/opt/tms-next")
+        row = TableRepo(session).get(table_id)
+        RolloutRepo(session).put("legacy", table_name=f"{row.database}.{row.name}", stable_engine="hudi-1.0",
+                                 canary_engine=None, canary_percent=0, failure_margin=0.2, min_tasks=5)
+        # another table's rule, and a rule naming an engine of TMS's own code, change nothing for it
+        RolloutRepo(session).put("others", table_name="other.table", stable_engine="hudi-1.0",
+                                 canary_engine=None, canary_percent=0, failure_margin=0.2, min_tasks=5)
+        assert RolloutRepo(session).hudi_engine_for(queue=row.queue, database=row.database,
+                                                    table=row.name) == "hudi-1.0"
+    assert planner(db).reconcile(table_id)
+    [task] = _tasks(db, table_id)
+    assert task.service == "compaction" and task.planned_by_tms
+    assert pending_plans(HudiTable.load(str(path))) == [(task.instant, "compaction")]
+    assert "service_refused" not in _open_alerts(db, table_id)
+    with db.transaction() as session:
+        capability = capabilities(HudiTable.load(str(path)), RolloutRepo(session).hudi_engine_for(
+            queue=row.queue, database=row.database, table=row.name))["compaction"]
+    assert capability.can_run and capability.engine == "hudi-1.0" and word in capability.reason
+    assert not capabilities(HudiTable.load(str(path)))["compaction"].can_run, "TMS's own engine cannot"
+
+    # The rule now names TMS's own code: the plan TMS wrote can no longer run, and is rolled back
+    with db.transaction() as session:
+        RolloutRepo(session).put("legacy", table_name=f"{row.database}.{row.name}", stable_engine="tms-next",
+                                 canary_engine=None, canary_percent=0, failure_margin=0.2, min_tasks=5)
+    assert planner(db).reconcile(table_id)
+    assert pending_plans(HudiTable.load(str(path))) == []
+    assert TaskState(_tasks(db, table_id)[0].state) is TaskState.CANCELLED
 
 
 @pytest.mark.parametrize("kind", sorted(UNSERVABLE))

@@ -8,7 +8,7 @@ from planning_support import ModelledTable, now, policy, rec, run_compaction, se
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.timeline.instant import State, instant_to_datetime
 from tms.hudi.timeline.serde import CompactionOperation, parse_compaction_plan
-from tms.planning import PlanningError, compaction_trigger, plan_compaction, plan_stats
+from tms.planning import PlanningError, compaction_trigger, plan_compaction, plan_stats, schedule
 from tms.planning.compaction_strategy import capture_metrics, order_and_filter
 from tms.planning.digest import TimelineDigest
 from tms.planning.policy import CompactionStrategy, TriggerStrategy
@@ -138,8 +138,8 @@ def test_v8_plan_and_refusals(tmp_path):
         plan_compaction(cow.table(), policy(), now())
     props = t.path / ".hoodie" / "hoodie.properties"
     props.write_text(props.read_text().replace("EVENT_TIME_ORDERING", "CUSTOM"))
-    with pytest.raises(UnsupportedTableError):
-        plan_compaction(t.table(), policy(), now())
+    with pytest.raises(UnsupportedTableError, match="CUSTOM"):  # the capability decision, before planning
+        schedule(t.table(), "compaction", policy(), now())
 
 
 def _op(partition, log_sizes, base=10 * MB):

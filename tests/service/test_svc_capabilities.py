@@ -49,7 +49,7 @@ def _post(client, tokens, path: Path):
 
 def test_registration_reports_what_tms_runs_and_why_not(client, tokens, register, copy_of):
     mor = register("mor_v8_trips_8i3u1d")["capabilities"]
-    assert mor == {service: {"can_run": True, "reason": ""} for service in SERVICES}
+    assert mor == {service: {"can_run": True, "reason": "", "engine": None} for service in SERVICES}
     cow = register("cow_v8_nonpartitioned")["capabilities"]
     assert not cow["compaction"]["can_run"] and "MERGE_ON_READ" in cow["compaction"]["reason"]
     assert all(cow[s]["can_run"] for s in SERVICES - {"compaction"})

@@ -35,7 +35,7 @@ from .models import (
 from .repos.alerts import AlertRepo, Sighting
 from .repos.backups import BackupHistory, BackupTaskRepo
 from .repos.discovery import DiscoveryRepo
-from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo
+from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo, matching_rule
 from .repos.events import EventRepo, NewEvent
 from .repos.health import FleetHour, HealthRepo
 from .repos.instances import InstanceRepo, LeaseRepo
@@ -52,7 +52,7 @@ from .startup import database_url, open_database
 from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_transition
 
 __all__ = [
-    "ACTION_SOURCES", "BUILTIN", "Engine", "EngineRepo", "EngineResults", "Rollout", "RolloutRepo",
+    "ACTION_SOURCES", "BUILTIN", "Engine", "EngineRepo", "EngineResults", "Rollout", "RolloutRepo", "matching_rule",
     "Alert", "AlertRepo", "BackupHistory", "BackupTaskRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
     "ConflictError", "Database", "DiscoveredTable", "DiscoveryRepo",
     "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",

@@ -32,7 +32,7 @@ from tms.planning.triggers import clustering_trigger, compaction_trigger
 from tms.table_service import TableService
 
 from .records import TaskRecorder
-from .refusals import Refusals
+from .refusals import Refusals, hudi_engine_of
 
 # What a table's data or plans can make fail; anything else (the database) aborts the pass.
 PLANNING_ERRORS = (HudiError, PlanningError, MetadataFormatError, OSError)
@@ -145,7 +145,7 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
     what keeps it from planning instead of alerting. Returns the table's new digest and the tasks recorded
     (the requested plan's, and those of plans adopted on the way). A service TMS cannot run on the table
     raises UnsupportedTableError before anything is written."""
-    require_capability(ctx.table, service)
+    require_capability(ctx.table, service, hudi_engine_of(ctx.session, ctx.row))
     # An operator's request is rare: never from the folder's tail, whatever the service.
     with ctx.transaction(exact_view=True), ctx.table.timeline.pinned(listed=True):  # reloaded under the lock
         recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)

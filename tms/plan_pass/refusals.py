@@ -14,7 +14,7 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, RegisteredTable, TaskRepo, TaskState
+from tms.db import AlertRepo, RegisteredTable, RolloutRepo, TaskRepo, TaskState
 from tms.hudi.errors import InstantConflictError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
@@ -37,6 +37,12 @@ def service_of(instant: Instant) -> str:
     return TableService.CLUSTERING.value if instant.action == Action.REPLACE_COMMIT else instant.action
 
 
+def hudi_engine_of(session: Session, row: RegisteredTable) -> str | None:
+    """The Hudi engine that runs the table's tasks (its rollout rule's stable engine), if one does: it runs the
+    compactions and clusterings TMS's own engine cannot (tms.planning.capabilities)."""
+    return RolloutRepo(session).hudi_engine_for(queue=row.queue, database=row.database, table=row.name)
+
+
 class Refusals:
     """What TMS can run on one table locked for planning, decided once per pass."""
 
@@ -45,7 +51,8 @@ class Refusals:
         self.row = row
         self.table = table
         self.alerts = AlertRepo(session)
-        self.capabilities: dict[str, Capability] = capabilities(table)
+        self.hudi_engine = hudi_engine_of(session, row)
+        self.capabilities: dict[str, Capability] = capabilities(table, self.hudi_engine)
 
     def _subject(self, what: str) -> str:
         return f"table:{self.row.id}:{what}"
@@ -69,7 +76,7 @@ class Refusals:
         cannot run (not to be adopted)."""
         tasks = TaskRepo(self.session)
         left: set[str] = set()
-        for instant, reason in unrunnable_plans(self.table):
+        for instant, reason in unrunnable_plans(self.table, self.hudi_engine):
             service = service_of(instant)
             task = tasks.for_instant(self.row.id, instant.timestamp)
             if task is not None and task.planned_by_tms:

@@ -38,9 +38,30 @@ WRITABLE_FORMATS = (PARQUET, LANCE)
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 
 
+# What a Hudi engine's job runs: TMS's compaction and clustering plans, with Hudi's own procedures
+# (jobs/hudi_procedures.py). Where one runs a table's tasks, what TMS's own engine cannot merge or write is
+# Hudi's to do; planning stays TMS's (it lists file slices and never merges records).
+HUDI_ENGINE_SERVICES = (COMPACTION, CLUSTERING)
+
+
 class Capability(NamedTuple):
     can_run: bool
-    reason: str = ""  # why not (empty when it can run)
+    reason: str = ""  # why not; with `engine`, why TMS's own engine cannot (empty when it can run itself)
+    engine: str = ""  # the Hudi engine that runs the service where TMS's own engine cannot
+
+
+def _on_hudi_engine(table: HudiTable, service: str, hudi_engine: str | None) -> bool:
+    """Whether a Hudi engine runs `service` on the table whatever TMS's own engine cannot do."""
+    return (hudi_engine is not None and service in HUDI_ENGINE_SERVICES
+            and (service != COMPACTION or table.config.is_mor))
+
+
+def _capability(table: HudiTable, service: str, hudi_engine: str | None) -> Capability:
+    reasons = "; ".join(_refusals(table, service))
+    if reasons and _on_hudi_engine(table, service, hudi_engine):
+        assert hudi_engine is not None
+        return Capability(True, reasons, hudi_engine)
+    return Capability(not reasons, reasons)
 
 
 def _metadata_partitions(table: HudiTable) -> list[str]:
@@ -76,23 +97,21 @@ def _refusals(table: HudiTable, service: str) -> list[str]:
     return [r for r in reasons if r]
 
 
-def capabilities(table: HudiTable) -> dict[str, Capability]:
-    """For reading and each table service: whether TMS can run it on `table`, and why not."""
-    out = {}
-    for service in SERVICES:
-        reasons = _refusals(table, service)
-        out[service] = Capability(not reasons, "; ".join(reasons))
-    return out
+def capabilities(table: HudiTable, hudi_engine: str | None = None) -> dict[str, Capability]:
+    """For reading and each table service: whether TMS can run it on `table`, and why not. `hudi_engine`: the
+    Hudi engine that runs the table's tasks (RolloutRepo.hudi_engine_for), if one does."""
+    return {service: _capability(table, service, hudi_engine) for service in SERVICES}
 
 
-def require_capability(table: HudiTable, service: str) -> None:
-    """Raise UnsupportedTableError (one line) unless TMS can run `service` on `table`."""
+def require_capability(table: HudiTable, service: str, hudi_engine: str | None = None) -> None:
+    """Raise UnsupportedTableError (one line) unless TMS (or the Hudi engine running the table's tasks) can run
+    `service` on `table`."""
     if service == READING:  # the library's own decision, the one its reader takes
         require_readable(table)
         return
-    reasons = _refusals(table, service)
-    if reasons:
-        raise UnsupportedTableError(f"TMS cannot run {service} on table {table.config.name}: {'; '.join(reasons)}")
+    capability = _capability(table, service, hudi_engine)
+    if not capability.can_run:
+        raise UnsupportedTableError(f"TMS cannot run {service} on table {table.config.name}: {capability.reason}")
 
 
 def _service_of_plan(table: HudiTable, instant: Instant) -> str | None:
@@ -110,9 +129,10 @@ def _service_of_plan(table: HudiTable, instant: Instant) -> str | None:
     return None
 
 
-def unrunnable_plans(table: HudiTable) -> list[tuple[Instant, str]]:
-    """The requested table-service plans on the timeline that TMS cannot run now, with why: the planner
-    rolls back those it wrote (with an alert saying why) instead of leaving them requested for ever."""
+def unrunnable_plans(table: HudiTable, hudi_engine: str | None = None) -> list[tuple[Instant, str]]:
+    """The requested table-service plans on the timeline that TMS (or the Hudi engine running the table's tasks)
+    cannot run now, with why: the planner rolls back those it wrote (with an alert saying why) instead of
+    leaving them requested for ever."""
     out = []
     for inst in table.timeline.pending():
         if inst.state is not State.REQUESTED:
@@ -120,7 +140,7 @@ def unrunnable_plans(table: HudiTable) -> list[tuple[Instant, str]]:
         service = _service_of_plan(table, inst)
         if service is None:
             continue
-        reasons = _refusals(table, service)
-        if reasons:
-            out.append((inst, "; ".join(reasons)))
+        capability = _capability(table, service, hudi_engine)
+        if not capability.can_run:
+            out.append((inst, capability.reason))
     return out

@@ -12,7 +12,6 @@ from datetime import datetime
 
 from tms.hudi.fs_view.view import FileSlice, LogFile
 from tms.hudi.log_format.log_file import BlockType, read_log_file
-from tms.hudi.records.merge_rules import merge_rules
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
@@ -58,11 +57,11 @@ def _operation(fs: FileSlice, logs: list[LogFile], policy: TablePolicy) -> Compa
 def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False) -> Planned | None:
     """Plan a compaction if the trigger strategy says one is due (or `force`: an operator asked for one now)
     and some file slice has log files to compact; None otherwise. On v6 the plan may come back held
-    (`blockers`)."""
+    (`blockers`). Whether any engine can run it is the caller's decision (tms.planning.capabilities: a Hudi
+    engine runs what TMS's own cannot merge), taken before this is called."""
     config = table.config
     if not config.is_mor:
         raise PlanningError(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
-    merge_rules(config)  # a plan no executor can run is not worth writing
     tl = table.timeline
     tl.reload()
     if not force and not compaction_trigger(table, policy, now).due:

@@ -12,6 +12,7 @@ from tms.table_service import TableService
 
 from ..models import Instance, RegisteredTable, ResourceQueue, Task
 from ..repos.backups import BackupHistory, BackupTaskRepo
+from ..repos.engines import RolloutRepo
 from ..states import TaskState as S
 
 PENDING = (S.PENDING, S.BLOCKED, S.RUNNABLE, S.RUNNING)
@@ -24,6 +25,10 @@ class MonitorReads:
     def now(self) -> datetime:
         """The database clock, which every rule measures ages by."""
         return self.session.execute(select(func.now())).scalar_one()
+
+    def hudi_engine_for(self, row: RegisteredTable) -> str | None:
+        """The Hudi engine running the table's tasks, if one does (RolloutRepo.hudi_engine_for)."""
+        return RolloutRepo(self.session).hudi_engine_for(queue=row.queue, database=row.database, table=row.name)
 
     # --- backups ------------------------------------------------------------------------------------
     def tables_with_backups(self) -> list[RegisteredTable]:

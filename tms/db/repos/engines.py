@@ -116,6 +116,14 @@ class RolloutRepo:
         return list(self.session.scalars(select(Rollout).order_by(Rollout.name),
                                          execution_options={"populate_existing": True}))
 
+    def hudi_engine_for(self, *, queue: str | None, database: str, table: str) -> str | None:
+        """The engine of kind hudi that runs a table's tasks (its rule's stable engine), None if another does."""
+        rule = matching_rule(self.list(), queue=queue, database=database, table=table)
+        if rule is None:
+            return None
+        kind = self.session.scalar(select(Engine.kind).where(Engine.name == rule.stable_engine))
+        return rule.stable_engine if kind == "hudi" else None
+
     def get(self, name: str) -> Rollout:
         rollout = self.session.scalar(select(Rollout).where(Rollout.name == name)
                                       .execution_options(populate_existing=True))
@@ -174,6 +182,17 @@ class RolloutRepo:
                        TaskAttempt.engine == rollout.canary_engine, TaskAttempt.started_at >= rollout.since)
                 .order_by(Task.id).limit(limit).with_for_update(of=Task, skip_locked=True))
         return list(self.session.scalars(stmt, execution_options={"populate_existing": True}))
+
+
+def matching_rule(rules: Iterable[Rollout], *, queue: str | None, database: str, table: str) -> Rollout | None:
+    """The most specific rule whose every set field matches (ties: the first name)."""
+    full_name = f"{database}.{table}"
+    matching = [r for r in rules
+                if (r.queue is None or r.queue == queue) and (r.database is None or r.database == database)
+                and (r.table_name is None or r.table_name in (full_name, table))]
+    if not matching:
+        return None
+    return min(matching, key=lambda r: (r.table_name is None, r.database is None, r.queue is None, r.name))
 
 
 def engines_named(session: Session, names: Iterable[str]) -> dict[str, Engine]:
