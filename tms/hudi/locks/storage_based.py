@@ -4,23 +4,22 @@ succeeds only if the file is still the version the writer read, or still absent)
 `validUntil` from a heartbeat thread every `heartbeat.poll.secs`; release writes `"expired": true`. A lock
 whose `validUntil` passed (plus Hudi's 500 ms drift buffer) belongs to a dead holder and is taken over.
 
-Conditional writes here are those of a local filesystem (LocalLockFileStore); object stores would plug in
-a store with the same two calls (S3 If-Match / If-None-Match, GCS generation preconditions)."""
+Conditional writes are the table storage's (Storage.replace_if): one conditional request on S3 and Azure Blob
+storage (If-Match with the version read, If-None-Match: * to create), a hard link or an flock-guarded replace
+on a local filesystem. GCS is refused (no conditional write proven against an endpoint here)."""
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import logging
-import os
+import posixpath
 import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
+from ..storage.table_storage import has_conditional_writes, open_storage
 from .config import StorageLockOptions
-from .filesystem import is_local_uri
 from .provider import LockError
 
 log = logging.getLogger(__name__)
@@ -58,67 +57,27 @@ class LockFileStore(Protocol):
         """Write `data` if the file is still `expected` (absent if None); None if it changed meanwhile."""
 
 
-class LocalLockFileStore:
-    """Conditional writes on a local filesystem. A version is the file's inode and content digest; a write
-    replaces the file (new inode) while holding an exclusive flock on the version it read, so two writers
-    from the same version cannot both succeed; a create is a hard link, which fails if the file exists."""
+class StorageLockFile:
+    """The lock file through the table's storage: versioned reads and conditional writes (S3 If-Match /
+    If-None-Match, Azure likewise, a local filesystem's hard link and flock: Storage.replace_if)."""
 
-    def __init__(self, path: str):
-        self.path = path[len("file://"):] if path.startswith("file://") else path
+    def __init__(self, lock_file: str):
+        folder, self.name = posixpath.split(lock_file.rstrip("/"))
+        self.storage = open_storage(folder)
 
     def read(self) -> LockFileVersion | None:
-        try:
-            with open(self.path, "rb") as fh:
-                return self._version(fh)
-        except FileNotFoundError:
+        got = self.storage.read_versioned(self.name)
+        if got is None:
             return None
-
-    @staticmethod
-    def _version(fh: BinaryIO) -> LockFileVersion | None:
-        raw = fh.read()
+        raw, version = got
         try:
-            data = StorageLockData.from_json(raw)
+            return LockFileVersion(StorageLockData.from_json(raw), version)
         except (ValueError, KeyError, TypeError):
-            return None
-        return LockFileVersion(data, f"{os.fstat(fh.fileno()).st_ino}-{hashlib.sha256(raw).hexdigest()}")
+            return None  # a torn or foreign file: as absent; a conditional write on it still needs its version
 
     def write_if(self, data: StorageLockData, expected: LockFileVersion | None) -> LockFileVersion | None:
-        folder = os.path.dirname(self.path)
-        os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f".{os.path.basename(self.path)}.{uuid.uuid4().hex}.tmp")
-        raw = data.to_json()
-        with open(tmp, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            if expected is None:
-                try:
-                    os.link(tmp, self.path)
-                except FileExistsError:
-                    return None
-            else:
-                try:
-                    current = open(self.path, "rb")
-                except FileNotFoundError:
-                    return None
-                with current:
-                    fcntl.flock(current.fileno(), fcntl.LOCK_EX)
-                    try:
-                        if os.stat(self.path).st_ino != os.fstat(current.fileno()).st_ino:
-                            return None  # replaced while we waited
-                        version = self._version(current)
-                        if version is None or version.etag != expected.etag:
-                            return None
-                        os.replace(tmp, self.path)
-                    except FileNotFoundError:
-                        return None
-                    finally:
-                        fcntl.flock(current.fileno(), fcntl.LOCK_UN)
-            return self.read()
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        version = self.storage.replace_if(self.name, data.to_json(), None if expected is None else expected.etag)
+        return None if version is None else LockFileVersion(data, version)
 
 
 class StorageLockProvider:
@@ -126,10 +85,11 @@ class StorageLockProvider:
                  poll_seconds: float = ACQUIRE_POLL_SECONDS):
         """`poll_seconds`: between attempts while the lock is held by another owner (Hudi waits 1 s)."""
         if store is None:
-            if not is_local_uri(options.lock_file):
-                raise LockError(f"StorageBasedLockProvider on {options.lock_file}: TMS has conditional writes for "
-                                "local filesystems only so far; use the ZooKeeper lock on this table")
-            store = LocalLockFileStore(options.lock_file)
+            if not has_conditional_writes(options.lock_file):
+                raise LockError(f"StorageBasedLockProvider on {options.lock_file}: TMS has conditional writes on "
+                                "local filesystems, S3 and Azure Blob storage only; use the ZooKeeper lock on this "
+                                "table")
+            store = StorageLockFile(options.lock_file)
         self.options = options
         self.store = store
         self.poll_seconds = poll_seconds

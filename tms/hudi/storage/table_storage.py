@@ -21,7 +21,9 @@ would have appended a block."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
+import hashlib
 import os
 import posixpath
 import shutil
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import fsspec
+import fsspec.asyn
 import pyarrow.fs as pafs
 
 from ..errors import HudiError, InstantConflictError, StorageUnavailableError, UnsupportedStorageError
@@ -142,6 +145,17 @@ class Storage(Protocol):
     def delete(self, rel: str, *, missing_ok: bool = True) -> bool: ...
     def delete_tree(self, rel: str) -> None: ...
 
+    def read_versioned(self, rel: str) -> tuple[bytes, str] | None:
+        """A small file that is changed in place (a lock file) and its version (S3 and Azure: its ETag), in
+        one read; None if there is none."""
+        ...
+
+    def replace_if(self, rel: str, data: bytes, version: str | None) -> str | None:
+        """Write `data` to `rel` only if the file is still at `version` (still absent if None): one
+        conditional request on S3 and Azure (If-Match / If-None-Match). The new version, or None if the file
+        changed meanwhile (another writer won). Refused (UnsupportedStorageError) where the store has none."""
+        ...
+
 
 # Where the options of a base path's store come from when a caller gives none (the library reads no settings
 # and no environment: TMS passes its per-root options in, see `tms.storage_roots`).
@@ -168,6 +182,12 @@ def open_storage(base_path: str, storage_options: dict[str, Any] | None = None) 
     if protocol in ("file", "local") and not storage_options:
         return LocalStorage(base_path)
     return FsspecStorage(base_path, storage_options)
+
+
+def has_conditional_writes(uri: str) -> bool:
+    """Whether `Storage.replace_if` works on the store of `uri`: a local filesystem, S3 or Azure Blob storage."""
+    protocol = fsspec.utils.get_protocol(uri)
+    return protocol in ("file", "local") or protocol in CONDITIONAL_CREATE_PROTOCOLS
 
 
 def _join(root: str, rel: str) -> str:
@@ -305,6 +325,58 @@ class LocalStorage:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(posixpath.join(parent, f".{name}.crc"))
 
+    def read_versioned(self, rel: str) -> tuple[bytes, str] | None:
+        try:
+            with open(self.full(rel), "rb") as fh:
+                return self._versioned(fh)
+        except FileNotFoundError:
+            return None
+
+    @staticmethod
+    def _versioned(fh: IO[bytes]) -> tuple[bytes, str]:
+        raw = fh.read()
+        return raw, f"{os.fstat(fh.fileno()).st_ino}-{hashlib.sha256(raw).hexdigest()}"
+
+    def replace_if(self, rel: str, data: bytes, version: str | None) -> str | None:
+        # A version is the file's inode and content digest; a write replaces the file (a new inode) while
+        # holding an exclusive flock on the version it read, so two writers from one version cannot both
+        # succeed; a create is a hard link, which fails if the file exists.
+        target = self.full(rel)
+        folder = os.path.dirname(target)
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f"{TEMP_PREFIX}{os.path.basename(target)}.{uuid.uuid4().hex}")
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            if version is None:
+                try:
+                    os.link(tmp, target)
+                except FileExistsError:
+                    return None
+            else:
+                try:
+                    current = open(target, "rb")  # noqa: SIM115 (closed below, after its lock)
+                except FileNotFoundError:
+                    return None
+                with current:
+                    fcntl.flock(current.fileno(), fcntl.LOCK_EX)
+                    try:
+                        if os.stat(target).st_ino != os.fstat(current.fileno()).st_ino:
+                            return None  # replaced while we waited
+                        if self._versioned(current)[1] != version:
+                            return None
+                        os.replace(tmp, target)
+                    except FileNotFoundError:
+                        return None
+                    finally:
+                        fcntl.flock(current.fileno(), fcntl.LOCK_UN)
+            return f"{os.stat(target).st_ino}-{hashlib.sha256(data).hexdigest()}"
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+
     def touch(self, rel: str) -> None:
         target = self.full(rel)
         os.makedirs(posixpath.dirname(target), exist_ok=True)
@@ -371,6 +443,14 @@ def _store_request(method: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
+def _precondition_failed(e: BaseException) -> bool:
+    """An S3 answer that a conditional write's condition did not hold (412; 409 while another conditional
+    write to the key is in flight), as s3fs passes it on (an OSError caused by the client's error)."""
+    response = getattr(e.__cause__, "response", None) or {}
+    return (response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict")
+            or response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (409, 412))
+
+
 def _is_client_failure(e: Exception) -> bool:
     """A failure of the store's client (its network, its retries), not an answer the caller needs."""
     return isinstance(e, OSError) or type(e).__module__.split(".")[0] in _CLIENT_MODULES
@@ -428,7 +508,7 @@ class FsspecStorage:
         options = {**(storage_options or {}), "use_listings_cache": False}
         self._fs, root = fsspec.core.url_to_fs(self.base_uri, **options)
         self.root = root.rstrip("/") or "/"
-        protocols = _protocols(self._fs)
+        protocols = self._protocols = _protocols(self._fs)
         self._conditional_create = bool(protocols & CONDITIONAL_CREATE_PROTOCOLS)
         self._create_tokens = bool(protocols & {"s3", "s3a"})
         # An object store without a conditional create here (GCS): two writers checking and then putting could
@@ -587,6 +667,73 @@ class FsspecStorage:
             fh.write(data)
 
     @_store_request
+    @_store_request
+    def read_versioned(self, rel: str) -> tuple[bytes, str] | None:
+        target = self.full(rel)
+        if self._protocols & {"s3", "s3a"}:
+            bucket, key, _ = self._fs.split_path(target)
+
+            async def get() -> tuple[bytes, str]:
+                answer = await self._fs._call_s3("get_object", Bucket=bucket, Key=key)
+                async with answer["Body"] as body:
+                    return await body.read(), answer["ETag"]
+            try:
+                got: tuple[bytes, str] = fsspec.asyn.sync(self._fs.loop, get)
+            except FileNotFoundError:
+                return None
+            return got
+        if self._protocols & {"abfs", "abfss", "az"}:
+            container, blob, _ = self._fs.split_path(target)
+
+            async def download() -> tuple[bytes, str]:
+                async with self._fs.service_client.get_blob_client(container=container, blob=blob) as client:
+                    stream = await client.download_blob()
+                    return await stream.readall(), stream.properties.etag
+
+            try:
+                downloaded: tuple[bytes, str] = fsspec.asyn.sync(self._fs.loop, download)
+            except Exception as e:
+                if type(e).__name__ == "ResourceNotFoundError":
+                    return None
+                raise
+            return downloaded
+        raise UnsupportedStorageError(f"no conditional writes on {self.base_uri}'s store (S3 and Azure have them)")
+
+    @_store_request
+    def replace_if(self, rel: str, data: bytes, version: str | None) -> str | None:
+        target = self.full(rel)
+        if self._protocols & {"s3", "s3a"}:
+            bucket, key, _ = self._fs.split_path(target)
+            condition = {"IfNoneMatch": "*"} if version is None else {"IfMatch": version}
+            try:
+                answer = self._fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **condition)
+            except (FileExistsError, FileNotFoundError):
+                return None  # created meanwhile (If-None-Match), or gone (If-Match)
+            except OSError as e:
+                if _precondition_failed(e):
+                    return None
+                raise
+            return str(answer["ETag"])
+        if self._protocols & {"abfs", "abfss", "az"}:
+            from azure.core import MatchConditions
+            container, blob, _ = self._fs.split_path(target)
+            precondition: dict[str, Any] = ({"overwrite": False} if version is None else
+                                            {"overwrite": True, "etag": version,
+                                             "match_condition": MatchConditions.IfNotModified})
+
+            async def upload() -> str:
+                async with self._fs.service_client.get_blob_client(container=container, blob=blob) as client:
+                    return str((await client.upload_blob(data, **precondition))["etag"])
+
+            try:
+                uploaded: str = fsspec.asyn.sync(self._fs.loop, upload)
+                return uploaded
+            except Exception as e:
+                if type(e).__name__ in ("ResourceExistsError", "ResourceModifiedError", "ResourceNotFoundError"):
+                    return None
+                raise
+        raise UnsupportedStorageError(f"no conditional writes on {self.base_uri}'s store (S3 and Azure have them)")
+
     def touch(self, rel: str) -> None:
         self._fs.touch(self.full(rel), truncate=True)
 
