@@ -13,6 +13,7 @@ from hudi_java.harness_env import VENV, ensure
 
 from tms.execute.hudi_engine import hudi_job_command
 from tms.hudi.table.hudi_table import HudiTable
+from tms.planning.capabilities import capabilities
 from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction
 from tms.planning.policy import TablePolicy
@@ -53,6 +54,31 @@ def test_hudi_engine_job_compacts_tms_plan(tmp_path, java_hudi):
     assert writer.read("snapshot") == writer.expected(), "Java Hudi's snapshot read after the Hudi engine's clustering"
     writer.write("upsert", [trip_row(i, 6, "last") for i in (2, 21)])
     assert writer.read("snapshot") == writer.expected(), "Java Hudi writes on after the Hudi engine's clustering"
+
+
+def test_a_table_tms_cannot_merge_is_compacted_by_the_hudi_engine(tmp_path, java_hudi):
+    """A payload class TMS does not implement (merge mode CUSTOM): TMS's own engine refuses the table, a Hudi
+    engine running its tasks serves it; the plan is TMS's, the merge Hudi's, and Java reads the model."""
+    driver = java_hudi(8)
+    _, bundles = ensure()
+    path = tmp_path / "trips_custom_payload_v8"
+    writer = JavaWriter(driver, path, "MERGE_ON_READ", {
+        **OPTIONS, "hoodie.datasource.write.payload.class": "org.apache.hudi.common.model.FirstValueAvroPayload"})
+    write_logs(writer)  # each write a newer ts: the first value of an ordering value is the only one
+    table = HudiTable.load(str(path))
+    assert not capabilities(table)["compaction"].can_run
+    assert "CUSTOM" in capabilities(table)["compaction"].reason
+    on_hudi = capabilities(table, "hudi-1.0.2")["compaction"]
+    assert on_hudi.can_run and on_hudi.engine == "hudi-1.0.2"
+    planned = plan_compaction(table, TablePolicy(), datetime.now(UTC), force=True)
+    assert planned is not None, "TMS planned no compaction of a table with log files"
+
+    _run_hudi_engine_job(tmp_path, path, planned.instant, "compaction", bundles[8])
+
+    instant = HudiTable.load(str(path)).timeline.get(planned.instant)
+    assert instant is not None and instant.is_completed, "the Hudi engine did not complete TMS's plan"
+    assert writer.read("snapshot") == writer.expected(), "Java Hudi's snapshot read after the Hudi engine's job"
+    assert writer.read("read_optimized") == writer.expected(), "Java Hudi's read-optimized read"
 
 
 def _run_hudi_engine_job(tmp_path, path, instant: str, service: str, bundle) -> None:
