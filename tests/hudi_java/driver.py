@@ -5,11 +5,13 @@ product's); the tests talk to it through harness.py.
 Protocol: one JSON command per line on stdin, one JSON answer per line on stdout, prefixed with ANSWER (Spark
 may print to stdout too). Commands:
   {"op": "write", "path", "name", "table_type", "operation", "rows": [...], "options": {...},
-   "boolean_columns": [...] (optional: boolean columns the rows have beyond SCHEMA, e.g. _hoodie_is_deleted)}
+   "boolean_columns": [...] (optional: boolean columns the rows have beyond SCHEMA, e.g. _hoodie_is_deleted),
+   "string_columns": [...] (optional: text columns beyond SCHEMA, e.g. AWS DMS's Op)}
       -> {"instant": the instant the write completed, "completion": its completion time (Hudi 1.x; else the instant)}
   {"op": "crash_write", same as write, "failing_id"}: a write whose Spark tasks fail at the row of that id,
       after Hudi started its instant -> {"failure": the exception}, as a writer that crashed leaves it behind
-  {"op": "read", "path", "query_type": "snapshot" | "read_optimized", "options": {...}} -> {"rows": [...]}
+  {"op": "read", "path", "query_type": "snapshot" | "read_optimized", "options": {...},
+   "extra_columns": [...] (optional: columns beyond SCHEMA to read)} -> {"rows": [...]}
   {"op": "sql", "statement"} -> {"rows": [...]}
   {"op": "hadoop_conf", "conf": {...}}: sets the session's Hadoop configuration (e.g. fs.s3a.*) -> {}
   {"op": "soak", "path", "name", "table_type", "writers": [{"keys": [ids], "part", "options", "inserts"}],
@@ -145,9 +147,10 @@ def soak(spark: SparkSession, command: dict) -> dict:
 
 
 def _frame(spark: SparkSession, command: dict):
-    extra = command.get("boolean_columns", [])
-    schema = StructType([*SCHEMA.fields, *(StructField(c, BooleanType(), True) for c in extra)])
-    rows = [tuple(r.get(c) for c in [*COLUMNS, *extra]) for r in command["rows"]]
+    flags, texts = command.get("boolean_columns", []), command.get("string_columns", [])
+    schema = StructType([*SCHEMA.fields, *(StructField(c, BooleanType(), True) for c in flags),
+                         *(StructField(c, StringType(), True) for c in texts)])
+    rows = [tuple(r.get(c) for c in [*COLUMNS, *flags, *texts]) for r in command["rows"]]
     return spark.createDataFrame(rows, schema).coalesce(1)
 
 
@@ -193,7 +196,8 @@ def _completion_time(instant) -> str:
 def read(spark: SparkSession, command: dict) -> dict:
     options = {"hoodie.datasource.query.type": command.get("query_type", "snapshot"), **command.get("options", {})}
     frame = spark.read.format("hudi").options(**options).load(command["path"])
-    return {"rows": [r.asDict() for r in frame.select(*COLUMNS).collect()]}
+    columns = [*COLUMNS, *command.get("extra_columns", [])]
+    return {"rows": [r.asDict() for r in frame.select(*columns).collect()]}
 
 
 def sql(spark: SparkSession, command: dict) -> dict:

@@ -171,12 +171,13 @@ class JavaWriter:
         self.last_write: dict[str, int] = {}  # key -> the index of the write that last upserted it
         self.write_seconds: list[float] = []
 
-    def write(self, operation: str, rows: list[dict[str, Any]], boolean_columns: list[str] | None = None) -> str:
-        """`boolean_columns`: boolean columns the rows have beyond the driver's schema (e.g. _hoodie_is_deleted);
-        the model takes such rows as they are."""
+    def write(self, operation: str, rows: list[dict[str, Any]], boolean_columns: list[str] | None = None,
+              string_columns: list[str] | None = None) -> str:
+        """`boolean_columns`, `string_columns`: boolean and text columns the rows have beyond the driver's schema
+        (e.g. _hoodie_is_deleted, AWS DMS's Op); the model takes such rows as they are."""
         answer = self.driver.call(op="write", path=str(self.path), name=self.name, table_type=self.table_type,
                                   operation=operation, rows=rows, options=self.options,
-                                  boolean_columns=boolean_columns or [])
+                                  boolean_columns=boolean_columns or [], string_columns=string_columns or [])
         for row in rows:  # acknowledged: the model takes it (every write carries a newer ts)
             if operation == "delete":
                 self.model.pop(row["id"], None)
@@ -199,9 +200,11 @@ class JavaWriter:
         assert answer["crashed_here"], f"the write failed otherwise: {answer['failure']}"
         return answer["failure"]
 
-    def read(self, query_type: str = "snapshot", **options: str) -> list[dict[str, Any]]:
-        return sorted(self.driver.call(op="read", path=str(self.path), query_type=query_type, options=options)["rows"],
-                      key=lambda r: r["id"])
+    def read(self, query_type: str = "snapshot", *, extra_columns: tuple[str, ...] = (),
+             **options: str) -> list[dict[str, Any]]:
+        """`extra_columns`: columns beyond the driver's schema to read too."""
+        return sorted(self.driver.call(op="read", path=str(self.path), query_type=query_type, options=options,
+                                       extra_columns=list(extra_columns))["rows"], key=lambda r: r["id"])
 
     def read_as_of(self, write: int) -> list[dict[str, Any]]:
         """Java Hudi's time-travel read as of the `write`-th write (its completion time: no later write began
