@@ -6,7 +6,8 @@ Protocol: one JSON command per line on stdin, one JSON answer per line on stdout
 may print to stdout too). Commands:
   {"op": "write", "path", "name", "table_type", "operation", "rows": [...], "options": {...},
    "boolean_columns": [...] (optional: boolean columns the rows have beyond SCHEMA, e.g. _hoodie_is_deleted),
-   "string_columns": [...] (optional: text columns beyond SCHEMA, e.g. AWS DMS's Op)}
+   "string_columns": [...], "long_columns": [...] (optional: text and long columns beyond SCHEMA, e.g. AWS DMS's
+   Op, Debezium's _event_lsn)}
       -> {"instant": the instant the write completed, "completion": its completion time (Hudi 1.x; else the instant)}
   {"op": "crash_write", same as write, "failing_id"}: a write whose Spark tasks fail at the row of that id,
       after Hudi started its instant -> {"failure": the exception}, as a writer that crashed leaves it behind
@@ -147,10 +148,10 @@ def soak(spark: SparkSession, command: dict) -> dict:
 
 
 def _frame(spark: SparkSession, command: dict):
-    flags, texts = command.get("boolean_columns", []), command.get("string_columns", [])
-    schema = StructType([*SCHEMA.fields, *(StructField(c, BooleanType(), True) for c in flags),
-                         *(StructField(c, StringType(), True) for c in texts)])
-    rows = [tuple(r.get(c) for c in [*COLUMNS, *flags, *texts]) for r in command["rows"]]
+    extra = [(c, t) for key, t in (("boolean_columns", BooleanType()), ("string_columns", StringType()),
+                                   ("long_columns", LongType())) for c in command.get(key, [])]
+    schema = StructType([*SCHEMA.fields, *(StructField(c, t, True) for c, t in extra)])
+    rows = [tuple(r.get(c) for c in [*COLUMNS, *(c for c, _ in extra)]) for r in command["rows"]]
     return spark.createDataFrame(rows, schema).coalesce(1)
 
 

@@ -172,12 +172,13 @@ class JavaWriter:
         self.write_seconds: list[float] = []
 
     def write(self, operation: str, rows: list[dict[str, Any]], boolean_columns: list[str] | None = None,
-              string_columns: list[str] | None = None) -> str:
-        """`boolean_columns`, `string_columns`: boolean and text columns the rows have beyond the driver's schema
-        (e.g. _hoodie_is_deleted, AWS DMS's Op); the model takes such rows as they are."""
+              string_columns: list[str] | None = None, long_columns: list[str] | None = None) -> str:
+        """`boolean_columns`, `string_columns`, `long_columns`: columns the rows have beyond the driver's schema
+        (e.g. _hoodie_is_deleted, AWS DMS's Op, Debezium's _event_lsn); the model takes such rows as they are."""
         answer = self.driver.call(op="write", path=str(self.path), name=self.name, table_type=self.table_type,
                                   operation=operation, rows=rows, options=self.options,
-                                  boolean_columns=boolean_columns or [], string_columns=string_columns or [])
+                                  boolean_columns=boolean_columns or [], string_columns=string_columns or [],
+                                  long_columns=long_columns or [])
         for row in rows:  # acknowledged: the model takes it (every write carries a newer ts)
             if operation == "delete":
                 self.model.pop(row["id"], None)
