@@ -2,6 +2,7 @@
 serde (as the planner will write them), and the checks that hudi-rs reads what the model says."""
 from __future__ import annotations
 
+import posixpath
 import shutil
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from table_model import CITIES, COLUMNS, ModelledTable, key, rec  # noqa: F401 (
 
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.properties import format_properties
-from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.serde import (
     ActionInstant,
     CleanerPlan,
@@ -19,11 +20,16 @@ from tms.hudi.timeline.serde import (
     ClusteringStrategy,
     CompactionOperation,
     CompactionPlan,
+    InstantInfo,
     RequestedReplaceMetadata,
+    RollbackPlan,
+    RollbackRequest,
     SliceInfo,
+    parse_commit_metadata,
     serialize_cleaner_plan,
     serialize_compaction_plan,
     serialize_requested_replace_metadata,
+    serialize_rollback_plan,
 )
 
 
@@ -56,8 +62,8 @@ def plan_clustering(table: HudiTable, sort_columns: str = "", target_bytes: int 
     groups = []
     for partition in view.partitions:
         slices = [SliceInfo(file_id=fs.file_id, partition_path=fs.partition,
-                            data_file_path=table.storage.full(fs.base_file.path) if fs.base_file else "",
-                            delta_file_paths=[table.storage.full(f.path) for f in fs.log_files])
+                            data_file_path=posixpath.join(table.base_path, fs.base_file.path) if fs.base_file else "",
+                            delta_file_paths=[posixpath.join(table.base_path, f.path) for f in fs.log_files])
                   for fs in view.merged_latest_slices() if fs.partition == partition]
         if slices:
             groups.append(ClusteringGroup(slices=slices, num_output_file_groups=1))
@@ -70,6 +76,25 @@ def plan_clustering(table: HudiTable, sort_columns: str = "", target_bytes: int 
             strategy_params=params)))
     action = Action.CLUSTERING if table.config.version >= 8 else Action.REPLACE_COMMIT
     return table.timeline.create_requested(action, serialize_requested_replace_metadata(plan)).timestamp
+
+
+def plan_rollback_of_write(table: HudiTable, instant: str) -> str:
+    """The rollback plan Hudi's planner makes of a failed write: its new files are deleted, and blocks it
+    appended to existing log files are marked rolled back."""
+    inflight = table.timeline.states_of(instant)[State.INFLIGHT]
+    requests = []
+    for stat in parse_commit_metadata(table.timeline.read(inflight)).write_stats():
+        path = posixpath.join(table.base_path, stat.path)
+        if stat.log_files is not None and stat.log_offset:
+            requests.append(RollbackRequest(partition_path=stat.partition_path, file_id=stat.file_id,
+                                            latest_base_instant=stat.prev_commit,
+                                            log_blocks_to_be_deleted={path: stat.file_size_in_bytes}))
+        else:
+            requests.append(RollbackRequest(partition_path=stat.partition_path, file_id=stat.file_id,
+                                            files_to_be_deleted=[path]))
+    plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=inflight.action),
+                        rollback_requests=requests)
+    return table.timeline.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan)).timestamp
 
 
 def plan_clean_of_old_versions(table: HudiTable) -> tuple[str, list[str]]:

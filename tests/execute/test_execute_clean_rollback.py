@@ -1,21 +1,22 @@
 """Clean and rollback on Spark: the plan's files go, the metadata is written, the table reads the same."""
 import pytest
-from execute_support import ModelledTable, plan_clean_of_old_versions, plan_compaction, rec, write_history
+from execute_support import (
+    ModelledTable,
+    plan_clean_of_old_versions,
+    plan_compaction,
+    plan_rollback_of_write,
+    rec,
+    write_history,
+)
 
 from tms.execute.clean import CleanExecutor
 from tms.execute.dispatch import execute_instant
 from tms.execute.fencing import no_fence
 from tms.hudi.fs_view.file_names import LogFileName
-from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.instant import State
 from tms.hudi.timeline.serde import (
-    InstantInfo,
-    RollbackPlan,
-    RollbackRequest,
     parse_clean_metadata,
-    parse_commit_metadata,
     parse_rollback_metadata,
-    serialize_rollback_plan,
 )
 
 
@@ -60,25 +61,6 @@ def test_clean_left_inflight_runs_again(tmp_path, spark_runner):
     t.check()
 
 
-def _plan_rollback_of_write(table: HudiTable, instant: str) -> str:
-    """The rollback plan Hudi's planner makes of a failed write: its new files are deleted, and blocks it
-    appended to existing log files are marked rolled back."""
-    inflight = table.timeline.states_of(instant)[State.INFLIGHT]
-    requests = []
-    for stat in parse_commit_metadata(table.timeline.read(inflight)).write_stats():
-        path = table.storage.full(stat.path)
-        if stat.log_files is not None and stat.log_offset:
-            requests.append(RollbackRequest(partition_path=stat.partition_path, file_id=stat.file_id,
-                                            latest_base_instant=stat.prev_commit,
-                                            log_blocks_to_be_deleted={path: stat.file_size_in_bytes}))
-        else:
-            requests.append(RollbackRequest(partition_path=stat.partition_path, file_id=stat.file_id,
-                                            files_to_be_deleted=[path]))
-    plan = RollbackPlan(instant_to_rollback=InstantInfo(commit_time=instant, action=inflight.action),
-                        rollback_requests=requests)
-    return table.timeline.create_requested(Action.ROLLBACK, serialize_rollback_plan(plan)).timestamp
-
-
 @pytest.mark.parametrize("table_type,version", [("MERGE_ON_READ", 6), ("MERGE_ON_READ", 8), ("COPY_ON_WRITE", 6)])
 def test_rollback_of_a_crashed_write(tmp_path, spark_runner, table_type, version):
     t = ModelledTable(tmp_path / "t", table_type, version)
@@ -89,7 +71,7 @@ def test_rollback_of_a_crashed_write(tmp_path, spark_runner, table_type, version
     before = t.table().timeline
     written = [s.path for s in before.commit_metadata(before.get(crashed)).write_stats()]  # its inflight workload
     t.check()
-    ts = _plan_rollback_of_write(t.table(), crashed)
+    ts = plan_rollback_of_write(t.table(), crashed)
 
     result = execute_instant(t.table(), ts, spark_runner)
 
