@@ -78,8 +78,10 @@ def _from_bits(packed: np.ndarray) -> pa.Array:
 def _bits(column: pa.Array | pa.ChunkedArray, fields: int) -> np.ndarray:
     """The bitmaps of `HELD` as an (n, fields) bool matrix."""
     col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    width = col.type.byte_width
-    raw = np.frombuffer(col.buffers()[1], np.uint8)[col.offset * width:(col.offset + len(col)) * width]
+    width, data = col.type.byte_width, col.buffers()[1]
+    if data is None:  # no rows, or only the nulls of dropped rows' changes
+        return np.zeros((len(col), fields), np.bool_)
+    raw = np.frombuffer(data, np.uint8)[col.offset * width:(col.offset + len(col)) * width]
     return np.unpackbits(raw.reshape(len(col), width), axis=1, count=fields, bitorder="little").astype(np.bool_)
 
 
