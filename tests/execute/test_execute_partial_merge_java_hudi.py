@@ -25,10 +25,11 @@ OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clean.automatic": "false", 
 PAYLOAD = "org.apache.hudi.common.model."
 IGNORE = PartialMode.IGNORE_DEFAULTS
 RULES = {("PartialUpdateAvroPayload", 6): MergeRules(("ts",), partial=IGNORE,
-                                                     legacy_partial=LegacyPartial.PARTIAL_UPDATE),
+                                                     legacy_partial=LegacyPartial.PARTIAL_UPDATE, partial_blocks=False),
          ("PartialUpdateAvroPayload", 9): MergeRules(("ts",), partial=IGNORE),
          ("OverwriteNonDefaultsWithLatestAvroPayload", 6): MergeRules(
-             ("ts",), base_loses=True, partial=IGNORE, legacy_partial=LegacyPartial.OVERWRITE_NON_DEFAULTS),
+             ("ts",), base_loses=True, partial=IGNORE, legacy_partial=LegacyPartial.OVERWRITE_NON_DEFAULTS,
+             partial_blocks=False),
          ("OverwriteNonDefaultsWithLatestAvroPayload", 9): MergeRules(partial=IGNORE)}
 
 

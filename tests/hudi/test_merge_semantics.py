@@ -18,12 +18,7 @@ from log_slices import write_log_files
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.log_format.log_file import (
-    BlockType,
-    HeaderKey,
-    _block_bytes,
-    avro_data_block,
     delete_block,
-    read_log_file,
 )
 from tms.hudi.records.bounded_merge import BoundedMerge
 from tms.hudi.records.merge import merge_records, scan_logs
@@ -263,27 +258,13 @@ def test_a_delete_field_without_its_marker_is_refused_in_one_line(props, word):
     assert "\n" not in str(raised.value)
 
 
-def test_a_partial_update_block_is_refused_not_merged_as_full_records(tmp_path):
-    rules = MergeRules(("ts",))
-    full = avro_data_block(_rows([(1, 2, 0, "")], "20240102000000001", rules), DATA_SCHEMA, "20240102000000001")
-    (block,) = read_log_file(full)
-    # the same block as Hudi 1.1 writes a partial update: the IS_PARTIAL header set
-    (tmp_path / "log.1").write_bytes(_block_bytes(BlockType.AVRO_DATA, {**block.header, HeaderKey.IS_PARTIAL: "true"},
-                                                  block.content()))
-    storage = LocalStorage(str(tmp_path))
-    with pytest.raises(UnsupportedTableError, match="partial-update block"):
-        scan_logs(storage, ["log.1"], lambda i: True, ARROW)
-    with pytest.raises(UnsupportedTableError, match="partial-update block"):
-        BoundedMerge(storage, None, ["log.1"], lambda i: True, rules, ARROW).run(lambda rows: None)
-
-
 def test_v6_tables_fold_their_logs_by_ordering_value_under_commit_time():
     v6 = {**V9, "hoodie.table.version": "6", "hoodie.table.precombine.field": "ts"}
     overwrite = TableConfig({**v6, "hoodie.compaction.payload.class":
                              "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"})
-    assert merge_rules(overwrite) == MergeRules(("ts",), base_loses=True)
+    assert merge_rules(overwrite) == MergeRules(("ts",), base_loses=True, partial_blocks=False)
     default = TableConfig({**v6, "hoodie.compaction.payload.class":
                            "org.apache.hudi.common.model.DefaultHoodieRecordPayload"})
-    assert merge_rules(default) == MergeRules(("ts",))
+    assert merge_rules(default) == MergeRules(("ts",), partial_blocks=False)
     no_precombine = {k: v for k, v in v6.items() if k != "hoodie.table.precombine.field"}
-    assert merge_rules(TableConfig(no_precombine)) == MergeRules()
+    assert merge_rules(TableConfig(no_precombine)) == MergeRules(partial_blocks=False)

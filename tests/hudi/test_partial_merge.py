@@ -307,9 +307,10 @@ MERGE_PROPERTY = "hoodie.record.merge.property."
       MERGE_PROPERTY + "hoodie.payload.delete.marker": "d"},
      MergeRules(("_event_lsn",), "_change_operation_type", "d", partial=FILL, unavailable_value=UNAVAILABLE)),
     ({**V6, "hoodie.compaction.payload.class": MODEL + "PartialUpdateAvroPayload"},
-     MergeRules(("ts",), partial=IGNORE, legacy_partial=LegacyPartial.PARTIAL_UPDATE)),
+     MergeRules(("ts",), partial=IGNORE, legacy_partial=LegacyPartial.PARTIAL_UPDATE, partial_blocks=False)),
     ({**V6, "hoodie.compaction.payload.class": MODEL + "OverwriteNonDefaultsWithLatestAvroPayload"},
-     MergeRules(("ts",), base_loses=True, partial=IGNORE, legacy_partial=LegacyPartial.OVERWRITE_NON_DEFAULTS)),
+     MergeRules(("ts",), base_loses=True, partial=IGNORE, legacy_partial=LegacyPartial.OVERWRITE_NON_DEFAULTS,
+                partial_blocks=False)),
 ])
 def test_the_rules_of_partial_merges_come_from_the_table_config(props, rules):
     assert merge_rules(TableConfig(props)) == rules

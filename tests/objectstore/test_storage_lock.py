@@ -75,26 +75,32 @@ def test_of_writers_racing_from_one_version_exactly_one_wins(store_base, from_ve
             open_storage(store_base).delete(LOCK)
         expected = store.read() if from_version else None
         assert (expected is not None) == from_version
-        barrier = threading.Barrier(4)
-        won: list[str] = []
-
-        def race(n: int) -> None:
-            data = StorageLockData(False, 0, f"writer-{round_}-{n}")
-            barrier.wait()
-            if store.write_if(data, expected) is not None:
-                won.append(data.owner)
-
-        threads = [threading.Thread(target=race, args=(n,)) for n in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        won = _race(store, expected, f"writer-{round_}")
         assert len(won) == 1, f"round {round_}: {len(won)} writers won"
         final = store.read()
         assert final is not None and final.data.owner == won[0]
         if not from_version:
             continue
         assert store.write_if(StorageLockData(False, 0, "late"), expected) is None, "a stale version won"
+
+
+def _race(store: StorageLockFile, expected, name: str, writers: int = 4) -> list[str]:
+    """`writers` threads writing the lock file from `expected` at once; the owners whose write won."""
+    barrier = threading.Barrier(writers)
+    won: list[str] = []
+
+    def race(n: int) -> None:
+        data = StorageLockData(False, 0, f"{name}-{n}")
+        barrier.wait()
+        if store.write_if(data, expected) is not None:
+            won.append(data.owner)
+
+    threads = [threading.Thread(target=race, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return won
 
 
 def test_a_store_without_conditional_writes_is_refused_in_one_line():

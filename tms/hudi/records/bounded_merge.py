@@ -49,11 +49,20 @@ from .merge import (
     ord_columns,
     ord_names,
     ord_types,
+    partial_block_fields,
     record_keys,
-    require_full_records,
 )
-from .merge_rules import MergeRules
-from .partial_merge import fill, partial_fold, require_fillable, require_partial_schema
+from .merge_rules import MergeRules, PartialMode
+from .partial_merge import (
+    HELD,
+    fill,
+    held_bits,
+    keep_values,
+    partial_fold,
+    require_fillable,
+    require_partial_schema,
+    require_whole,
+)
 from .schema import avro_to_arrow
 from .schema_evolution import SchemaEvolutionError, project, require_evolvable
 
@@ -211,15 +220,27 @@ class BoundedMerge:
         self.history = read_history(storage)  # schema-on-read renames, read once for the slice
         self.ord_types = ord_types(rules, schema)
         self.ords = ord_names(rules)
-        ord_fields = [pa.field(n, t) for n, t in zip(self.ords, self.ord_types, strict=True)]
         self.payload = _nullable(schema)
+        self.held: dict[int, list[str]] = {}  # partial-update blocks (by write position): the fields they hold
+        self._schemas()
+        self.stats = MergeStats()
+
+    def _schemas(self) -> None:
+        """The schemas of events, base keys and changes under the rules (KEEP_VALUES: events and changes carry
+        the fields their records hold, `HELD`)."""
+        ord_fields = [pa.field(n, t) for n, t in zip(self.ords, self.ord_types, strict=True)]
+        held = [pa.field(HELD, pa.binary((len(self.payload) + 7) // 8))] if self.keep else []
         self.event_schema = pa.schema([pa.field(_K, pa.string()), pa.field(_SEQ, pa.int64()), *ord_fields,
                                        pa.field(_DEL, pa.bool_()), pa.field(_BDEL, pa.bool_()),
-                                       pa.field(_RESET, pa.bool_()), pa.field(_N, pa.int64()), *self.payload])
+                                       pa.field(_RESET, pa.bool_()), pa.field(_N, pa.int64()), *held,
+                                       *self.payload])
         self.base_key_schema = pa.schema([pa.field(_K, pa.string()), *ord_fields, pa.field(_ROW, pa.int64())])
         self.change_schema = pa.schema([pa.field(_ROW, pa.int64()), pa.field(_DEL, pa.bool_()),
-                                        pa.field(_MODE, pa.int8()), *self.payload])
-        self.stats = MergeStats()
+                                        pa.field(_MODE, pa.int8()), *held, *self.payload])
+
+    @property
+    def keep(self) -> bool:
+        return self.rules.partial is PartialMode.KEEP_VALUES
 
     def _fold(self, events: pa.Table) -> pa.Table:
         return _fold(events, self.ords, self.rules, self.payload.names)
@@ -240,21 +261,28 @@ class BoundedMerge:
         self.stats.blocks_read = len(blocks)
         self.stats.rollback_blocks = len(rolled_back)
         self.stats.corrupt_blocks = sum(1 for b in blocks if b.block_type is BlockType.CORRUPT)
+        valid = [b.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE)
+                 and b.instant_time is not None and b.instant_time not in rolled_back
+                 and self.is_valid_instant(b.instant_time) for b in blocks]
+        for pos, b in enumerate(blocks):
+            if valid[pos] and b.is_partial:
+                what = f"the log block of instant {b.instant_time} in {paths[pos]}"
+                self.held[pos] = partial_block_fields(bool(self.history), b.schema, self.rules, what, pos)
+        if self.held:  # before the first event: Hudi merges partially from the first partial block on
+            self.rules = keep_values(self.rules, "a partial-update log block", min(self.held))
+            self._schemas()
         consumed, arrival = 0, 0
         for pos, b in enumerate(blocks):
             before = consumed
             consumed += b.size
-            if b.block_type not in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE):
-                continue
             instant = b.instant_time
-            if instant is None or instant in rolled_back or not self.is_valid_instant(instant):
+            if not valid[pos] or instant is None:
                 continue
             if b.block_type is BlockType.DELETE:
                 parts: Iterator[pa.Table] = iter([self._delete_events(pos, b.deleted_keys(), arrival)])
                 count = 1
             else:
                 what = f"the log block of instant {instant} in {paths[pos]}"
-                require_full_records(b, what)
                 require_partial_schema(b.schema, self.rules, what)
                 if b.schema is not None:
                     require_evolvable(history_rename_schema(self.history, avro_to_arrow(b.schema), instant),
@@ -294,14 +322,16 @@ class BoundedMerge:
         deleted = data_deletes(records, self.rules)
         control = self._control(record_keys(records, self.rules), pos, ords, deleted, False,
                                 data_resets(deleted, ords), arrival)
-        return pa.Table.from_arrays([*control, *rows.columns], schema=self.event_schema)
+        held = [held_bits(self.payload.names, self.held.get(pos), rows.num_rows)] if self.keep else []
+        return pa.Table.from_arrays([*control, *held, *rows.columns], schema=self.event_schema)
 
     def _delete_events(self, pos: int, deleted: list[tuple[str, str, object]], arrival: int) -> pa.Table:
         n = len(deleted)
         ords, natural = delete_block_ords([d[2] for d in deleted], self.rules, self.ord_types)
         control = self._control(pa.array([d[0] for d in deleted], pa.string()), pos, ords, pa.repeat(True, n),
                                 True, natural, arrival)
-        return pa.Table.from_arrays([*control, *(pa.nulls(n, f.type) for f in self.payload)],
+        held = [held_bits(self.payload.names, [], n)] if self.keep else []
+        return pa.Table.from_arrays([*control, *held, *(pa.nulls(n, f.type) for f in self.payload)],
                                     schema=self.event_schema)
 
     @staticmethod
@@ -476,13 +506,14 @@ class BoundedMerge:
                  repl_rows.combine_chunks().cast(pa.int64())]))
             dropped = bk.filter(pc.invert(kept)).column(_ROW)
             partial = self.rules.partial is not None
+            held = [HELD] if self.keep else []
             changes_of_bucket = [
                 pa.Table.from_arrays([repl_rows.cast(pa.int64()), pa.repeat(False, repl.num_rows),
                                       pa.repeat(pa.scalar(_LOG_FIRST if partial else _REPLACE, pa.int8()),
                                                 repl.num_rows),
-                                      *repl.select(self.payload.names).columns], schema=self.change_schema),
+                                      *repl.select([*held, *self.payload.names]).columns], schema=self.change_schema),
                 pa.Table.from_arrays([dropped, pa.repeat(True, len(dropped)), pa.nulls(len(dropped), pa.int8()),
-                                      *(pa.nulls(len(dropped), f.type) for f in self.payload)],
+                                      *(pa.nulls(len(dropped), f.type) for f in list(self.change_schema)[3:])],
                                      schema=self.change_schema)]
             if partial:  # a base row that won takes the state's values in its unset fields, unless the state deletes
                 base_won = won.filter(from_base)
@@ -492,7 +523,7 @@ class BoundedMerge:
                 changes_of_bucket.append(pa.Table.from_arrays(
                     [pc.add(base_won.filter(live).column(_N), pa.scalar(-_BASE_N, pa.int64())),
                      pa.repeat(False, filled.num_rows), pa.repeat(pa.scalar(_BASE_FIRST, pa.int8()), filled.num_rows),
-                     *filled.select(self.payload.names).columns], schema=self.change_schema))
+                     *filled.select([*held, *self.payload.names]).columns], schema=self.change_schema))
             change = pa.concat_tables(changes_of_bucket)
             change = change.sort_by(_ROW)
             # The cursors of `_apply` hold a batch of each bucket: together about a sixteenth of the budget.
@@ -504,6 +535,8 @@ class BoundedMerge:
             self.stats.spilled_bytes += spill.close()
             changes.append(spill)
             inserted = winners.filter(pc.and_(pc.invert(hit), pc.invert(is_delete)))
+            if self.keep:  # before `_apply` writes a row
+                require_whole(inserted, _K, len(self.payload))
             inserts.append(inserted.select(self.payload.names))
             # counts, as compaction._record_counts defines them
             deleted_keys = winners.filter(pc.and_(hit, is_delete)).column(_K)
@@ -546,9 +579,11 @@ class BoundedMerge:
                 sink(rows)
         return self.stats
 
-    def _filled(self, state: pa.Table, base: pa.Table, mode: pa.ChunkedArray) -> pa.Table:
-        """Partial merges: each state row filled from its base row, or (`_BASE_FIRST`) the base row from it."""
-        log_first = fill(state, base, self.rules, True)
+    def _filled(self, state: pa.Table, base: pa.Table, mode: pa.ChunkedArray,
+                held: pa.ChunkedArray | None) -> pa.Table:
+        """Partial merges: each state row filled from its base row, or (`_BASE_FIRST`) the base row from it;
+        `held`: the fields each state row holds (KEEP_VALUES)."""
+        log_first = fill(state, base, self.rules, True, held)
         base_first = fill(base, state, self.rules, False)
         which = pc.equal(mode, _BASE_FIRST).combine_chunks()
         return pa.Table.from_arrays([pc.if_else(which, b, s) for s, b in zip(log_first.columns, base_first.columns,
@@ -576,7 +611,8 @@ class BoundedMerge:
                 kept = ch.filter(pc.invert(ch.column(_DEL)))
                 repl = self._out(kept)
                 if self.rules.partial is not None:
-                    repl = self._filled(repl, rows.take(pa.array(replaced)), kept.column(_MODE))
+                    repl = self._filled(repl, rows.take(pa.array(replaced)), kept.column(_MODE),
+                                        kept.column(HELD) if self.keep else None)
                 rows = pa.concat_tables([rows, repl]).take(pa.array(index[keep]))
             start = end
             self.stats.rows_written += rows.num_rows

@@ -5,11 +5,12 @@ under commit-time ordering the last write of a key wins; under event-time orderi
 greatest ordering value (several fields compared in order), ties to the later write, and a natural delete (no
 ordering value; Hudi writes an Integer 0) wins over whatever came before it in the logs. A data record can be a
 delete too (`_hoodie_is_deleted`, a custom delete marker). The fold is done column-wise with pyarrow: only keys
-that appear in the logs are merged; other base rows pass through."""
+that appear in the logs are merged; other base rows pass through. A slice holding a partial-update block (Hudi 1.1,
+header IS_PARTIAL) merges field by field (`partial_merge`, KEEP_VALUES)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,13 +19,23 @@ import pyarrow.compute as pc
 
 from ..errors import HudiError, UnsupportedTableError
 from ..fs_view.view import FileSlice
-from ..log_format.log_file import BlockType, LogBlock, read_log_file
+from ..log_format.log_file import BlockType, read_log_file
 from ..storage.table_storage import Storage
 from ..table.properties import TableConfig
 from .base_format import read_base_file, read_base_schema
 from .internal_schema import history_rename, history_rename_schema, read_history
-from .merge_rules import IS_DELETED, MergeRules, merge_rules
-from .partial_merge import fill, partial_fold, require_fillable, require_partial_schema
+from .merge_rules import IS_DELETED, MergeRules, PartialMode, merge_rules
+from .partial_merge import (
+    HELD,
+    fill,
+    held_bits,
+    keep_values,
+    partial_fold,
+    require_fillable,
+    require_partial_block,
+    require_partial_schema,
+    require_whole,
+)
 from .schema import avro_to_arrow
 from .schema_evolution import evolve_column, project, require_evolvable, slice_schema
 
@@ -42,6 +53,7 @@ class LogScan:
     blocks_read: int = 0
     rollback_blocks: int = 0
     corrupt_blocks: int = 0
+    held: dict[int, list[str]] = field(default_factory=dict)  # partial-update blocks (by index in `data`): their fields
 
 
 def record_keys(t: pa.Table, rules: MergeRules) -> pa.Array:
@@ -88,7 +100,7 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
         read = read_log_file(storage.read_bytes(path))
         blocks.extend(read)
         paths.extend([path] * len(read))
-    history = read_history(storage) if schema is not None else {}
+    history = read_history(storage) if schema is not None or any(b.is_partial for b in blocks) else {}
     rolled_back = set()
     corrupt = 0
     for b in blocks:
@@ -107,7 +119,8 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
             scan.deletes.append((pos, b.deleted_keys()))
             continue
         what = f"the log block of instant {instant} in {paths[pos]}"
-        require_full_records(b, what)
+        if b.is_partial:
+            scan.held[len(scan.data)] = partial_block_fields(bool(history), b.schema, rules, what, pos)
         if rules is not None:
             require_partial_schema(b.schema, rules, what)
         if schema is not None and b.schema is not None:
@@ -122,12 +135,16 @@ def scan_logs(storage: Storage, log_paths: list[str], is_valid_instant: Callable
     return scan
 
 
-def require_full_records(block: LogBlock, what: str) -> None:
-    """Refuse a partial-update data block (Hudi 1.1, header IS_PARTIAL): merged as full records, the columns it
-    lacks would read as nulls instead of keeping the older values."""
-    if block.is_partial:
-        raise UnsupportedTableError(f"{what} is a partial-update block (IS_PARTIAL): TMS does not merge partial "
-                                    "updates, whose missing columns keep the older values")
+def partial_block_fields(schema_on_read: bool, avro_schema: dict[str, Any] | None, rules: MergeRules | None,
+                         what: str, position: int) -> list[str]:
+    """The fields the records of a partial-update block (`what`, at write `position`) hold; refused (one line)
+    where TMS cannot merge it as Hudi 1.1 does (`keep_values`, `require_partial_block`), and on schema-on-read
+    tables (`schema_on_read`: the table keeps an internal schema history; Hudi's Spark SQL writes no partial
+    updates there)."""
+    if schema_on_read:
+        raise UnsupportedTableError(f"{what} is a partial-update block (IS_PARTIAL) on a schema-on-read table: TMS "
+                                    "does not merge those")
+    return require_partial_block(avro_schema, keep_values(rules or MergeRules(), what, position), what)
 
 
 def merge_slice(storage: Storage, config: TableConfig, fs: FileSlice,
@@ -279,6 +296,8 @@ def merge_records(base: pa.Table | None, scan: LogScan, rules: MergeRules,
     target_schema = schema or (base.schema if base is not None else (scan.data[0].schema if scan.data else None))
     if target_schema is None:
         return pa.table({KEY: pa.array([], pa.string())})
+    if scan.held:
+        rules = keep_values(rules, "a partial-update log block", scan.positions[min(scan.held)])
     if rules.partial is not None:
         return _merge_partial(base, scan, rules, target_schema)
     types = ord_types(rules, target_schema)
@@ -344,6 +363,8 @@ def _merge_partial(base: pa.Table | None, scan: LogScan, rules: MergeRules, sche
     require_fillable(schema, rules)
     types, names = ord_types(rules, schema), ord_names(rules)
     control_names = ["__key", _SEQ, *names, _DEL, _BDEL, _RESET, "__n"]
+    keep = rules.partial is PartialMode.KEEP_VALUES
+    held_names = [HELD] if keep else []
 
     def control(keys: pa.Array | pa.ChunkedArray, pos: int, ords: list[pa.Array], dels: pa.Array,
                 resets: pa.Array, block_deletes: bool) -> list[pa.Array | pa.ChunkedArray]:
@@ -353,23 +374,27 @@ def _merge_partial(base: pa.Table | None, scan: LogScan, rules: MergeRules, sche
                 pa.array(np.arange(n, dtype=np.int64) + (pos << 32))]
 
     parts = []
-    for t, pos in zip(scan.data, scan.positions, strict=True):
+    for i, (t, pos) in enumerate(zip(scan.data, scan.positions, strict=True)):
         ords, dels = ord_columns(t, rules, types), data_deletes(t, rules)
+        held = [held_bits(schema.names, scan.held.get(i), t.num_rows)] if keep else []
         parts.append(pa.Table.from_arrays(
-            [*control(record_keys(t, rules), pos, ords, dels, data_resets(dels, ords), False),
+            [*control(record_keys(t, rules), pos, ords, dels, data_resets(dels, ords), False), *held,
              *_conform(t, schema).columns],
-            names=[*control_names, *schema.names]))
+            names=[*control_names, *held_names, *schema.names]))
     for pos, dels_ in scan.deletes:
         ords, natural = delete_block_ords([d[2] for d in dels_], rules, types)
         n = len(dels_)
+        held = [held_bits(schema.names, [], n)] if keep else []
         parts.append(pa.Table.from_arrays(
             [*control(pa.array([d[0] for d in dels_], pa.string()), pos, ords, pa.repeat(True, n), natural, True),
-             *(pa.nulls(n, f.type) for f in schema)], names=[*control_names, *schema.names]))
+             *held, *(pa.nulls(n, f.type) for f in schema)], names=[*control_names, *held_names, *schema.names]))
     if not parts:
         return _concat([base], schema) if base is not None else schema.empty_table()
     state = partial_fold(pa.concat_tables(parts), "__key", "__n", names, rules, schema.names)
     live = pc.invert(state.column(_DEL))
     if base is None:
+        if keep:
+            require_whole(state.filter(live), "__key", len(schema))
         return _concat([state.filter(live).select(schema.names)], schema)
     base = _conform(base, schema)
     base_keys = record_keys(base, rules)
@@ -402,10 +427,14 @@ def _merge_partial(base: pa.Table | None, scan: LogScan, rules: MergeRules, sche
     out.append(fill(rows.filter(fillable), state_of_base.filter(fillable).select(schema.names), rules, False))
     # the state won: a delete drops the key; else the base row, if any, fills its unset fields
     log_won = won.filter(pc.and_(pc.invert(from_base), pc.invert(won.column(_DEL))))
-    rows = state.take(log_won.column("__state")).select(schema.names)
+    won_state = state.take(log_won.column("__state"))
+    rows = won_state.select(schema.names)
     in_base = pc.is_valid(log_won.column("__row"))
+    if keep:
+        require_whole(won_state.filter(pc.invert(in_base)), "__key", len(schema))
     out.append(rows.filter(pc.invert(in_base)))
-    out.append(fill(rows.filter(in_base), base.take(log_won.filter(in_base).column("__row")), rules, True))
+    out.append(fill(rows.filter(in_base), base.take(log_won.filter(in_base).column("__row")), rules, True,
+                    won_state.filter(in_base).column(HELD) if keep else None))
     return _concat(out, schema)
 
 

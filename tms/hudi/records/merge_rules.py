@@ -34,9 +34,14 @@ _PARTIAL_PAYLOADS = {_NON_DEFAULTS, _PARTIAL_UPDATE, _POSTGRES}
 class PartialMode(StrEnum):
     """Which fields of the winning record take the value of the record it merges with (Hudi's PartialUpdateMode):
     IGNORE_DEFAULTS those holding their default (null: TMS refuses other defaults), FILL_UNAVAILABLE the text and
-    bytes fields holding the unavailable value."""
+    bytes fields holding the unavailable value. KEEP_VALUES is no table's mode: a file slice with Hudi 1.1's
+    partial-update blocks merges so, the fields a record lacks (its block's schema has not them) taking the other's."""
     IGNORE_DEFAULTS = "IGNORE_DEFAULTS"
     FILL_UNAVAILABLE = "FILL_UNAVAILABLE"
+    KEEP_VALUES = "KEEP_VALUES"
+
+
+_TABLE_PARTIAL_MODES = (PartialMode.IGNORE_DEFAULTS.value, PartialMode.FILL_UNAVAILABLE.value)
 
 
 class LegacyPartial(StrEnum):
@@ -54,7 +59,10 @@ class MergeRules:
     write with the greatest ordering value, the fields compared in order (Hudi's ArrayComparable), ties to the
     later write. A data record is a delete when its `_hoodie_is_deleted` is true or its `delete_field` holds
     `delete_marker` (compared as text). `base_loses`: the log's winner replaces the base row whatever the
-    ordering values (Hudi 0.x under commit-time ordering: the log alone is folded by ordering value)."""
+    ordering values (Hudi 0.x under commit-time ordering: the log alone is folded by ordering value).
+    `partial_blocks`: Hudi 1.1's partial-update log blocks merge under these rules (table version 9; see
+    `partial_merge.keep_values`). `partial_from`: under KEEP_VALUES, the write position of the slice's first
+    partial-update block, from which Hudi's record buffer merges partially."""
     ordering: tuple[str, ...] = ()
     delete_field: str | None = None
     delete_marker: str | None = None
@@ -63,6 +71,8 @@ class MergeRules:
     unavailable_value: str | None = None
     legacy_partial: LegacyPartial | None = None
     key_fields: tuple[str, ...] = ()  # virtual keys: records are merged by the key these fields make (`record_keys`)
+    partial_blocks: bool = True
+    partial_from: int = 0
 
     @classmethod
     def of(cls, ordering: str | list[str] | tuple[str, ...] | None, delete_field: str | None = None,
@@ -119,7 +129,7 @@ def merge_refusal(config: TableConfig) -> str:
             return f"it uses merge mode CUSTOM, which needs a Java merger (payload {merger})"
     partial = (config.get(PARTIAL_UPDATE_MODE) or "").upper()
     if partial and partial != "NONE":
-        if partial not in PartialMode.__members__:
+        if partial not in _TABLE_PARTIAL_MODES:
             return f"it uses partial update mode {partial} ({PARTIAL_UPDATE_MODE}), which TMS does not know"
         if partial == PartialMode.FILL_UNAVAILABLE and not _merge_property(config, UNAVAILABLE_VALUE):
             return f"it uses partial update mode FILL_UNAVAILABLE without {_MERGE_PROPERTY}{UNAVAILABLE_VALUE}"
@@ -139,20 +149,23 @@ def merge_rules(config: TableConfig) -> MergeRules:
         raise UnsupportedTableError(f"TMS cannot merge the records of table {config.name}: {reason}")
     delete_field, delete_marker = _merge_property(config, DELETE_FIELD), _merge_property(config, DELETE_MARKER)
     keys = () if config.populate_meta_fields else tuple(config.record_key_fields)
+    blocks = config.version == 9  # the partial-update blocks of Hudi 1.0 (version 8) are not checked against Java
     legacy = _legacy_payload(config)
     if legacy == _PARTIAL_UPDATE:  # preCombine and combineAndGetUpdateValue compare ordering values
         return MergeRules(tuple(config.ordering_fields), delete_field, delete_marker,
                           partial=PartialMode.IGNORE_DEFAULTS, legacy_partial=LegacyPartial.PARTIAL_UPDATE,
-                          key_fields=keys)
+                          key_fields=keys, partial_blocks=blocks)
     ordering = tuple(config.ordering_fields) if config.merge_mode is MergeMode.EVENT_TIME_ORDERING else ()
     base_loses = False
     precombined = config.traits.payload_precombines_log_records
     if precombined and not ordering and config.ordering_fields:
         ordering, base_loses = tuple(config.ordering_fields), True
     mode = (config.get(PARTIAL_UPDATE_MODE) or "").upper()
-    partial = PartialMode(mode) if mode in PartialMode.__members__ else None
+    partial = PartialMode(mode) if mode in _TABLE_PARTIAL_MODES else None
     if legacy == _NON_DEFAULTS:
         return MergeRules(ordering, delete_field, delete_marker, base_loses, PartialMode.IGNORE_DEFAULTS,
-                          legacy_partial=LegacyPartial.OVERWRITE_NON_DEFAULTS, key_fields=keys)
+                          legacy_partial=LegacyPartial.OVERWRITE_NON_DEFAULTS, key_fields=keys,
+                          partial_blocks=blocks)
     unavailable = _merge_property(config, UNAVAILABLE_VALUE) if partial is PartialMode.FILL_UNAVAILABLE else None
-    return MergeRules(ordering, delete_field, delete_marker, base_loses, partial, unavailable, key_fields=keys)
+    return MergeRules(ordering, delete_field, delete_marker, base_loses, partial, unavailable, key_fields=keys,
+                      partial_blocks=blocks)
