@@ -37,7 +37,6 @@ from ..errors import HudiError
 from ..fs_view.file_names import BaseFileName
 from ..log_format.log_file import BlockType, LogBlock, read_log_file
 from ..storage.table_storage import Storage
-from .base_format import read_base_schema
 from .internal_schema import history_rename, history_rename_schema, read_history
 from .merge import (
     BASE_SEQ,
@@ -218,6 +217,7 @@ class BoundedMerge:
         self.budget = max(budget_bytes, 1)
         self.spill_dir = spill_dir
         self.history = read_history(storage)  # schema-on-read renames, read once for the slice
+        self._base: pq.ParquetFile | None = None  # the base file, opened once (_base_file)
         self.ord_types = ord_types(rules, schema)
         self.ords = ord_names(rules)
         self.payload = _nullable(schema)
@@ -394,11 +394,15 @@ class BoundedMerge:
         return "0"
 
     def _base_file(self) -> pq.ParquetFile:
+        """The base file, opened once for the merge's passes over it (on an object store each open would be a
+        HEAD and the footer's GETs again); closed when the merge ends."""
         assert self.base_file is not None
-        fs = self.storage.arrow_filesystem()
-        # buffer_size: column chunks are read a buffer at a time, not whole (a row group can be 100s of MB)
-        return pq.ParquetFile(fs.open_input_file(self.storage.full(self.base_file)), buffer_size=_READ_BUFFER,
-                              pre_buffer=False)
+        if self._base is None:
+            fs = self.storage.arrow_filesystem()
+            # buffer_size: column chunks are read a buffer at a time, not whole (a row group can be 100s of MB)
+            self._base = pq.ParquetFile(fs.open_input_file(self.storage.full(self.base_file)),
+                                        buffer_size=_READ_BUFFER, pre_buffer=False)
+        return self._base
 
     def _base_key_bytes(self) -> int:
         if self.base_file is None:
@@ -552,11 +556,19 @@ class BoundedMerge:
         return pa.Table.from_arrays(t.select(self.schema.names).columns, schema=self.schema)
 
     def run(self, sink: Callable[[pa.Table], None]) -> MergeStats:
+        try:
+            return self._run(sink)
+        finally:
+            if self._base is not None:
+                self._base.close()
+                self._base = None
+
+    def _run(self, sink: Callable[[pa.Table], None]) -> MergeStats:
         import time
         started = time.monotonic()
         require_fillable(self.schema, self.rules)
         if self.base_file is not None:
-            stored = read_base_schema(self.storage, self.base_file)
+            stored = self._base_file().schema_arrow
             renamed = history_rename_schema(self.history, stored, self._base_instant())
             require_evolvable(renamed, self.schema, f"base file {self.base_file}")
             moved = [f for f in self.rules.ordering if f in renamed.names and f not in stored.names]
