@@ -36,3 +36,23 @@ def test_a_base_file_whose_bloom_filter_misses_keys_is_reported(tmp_path, fixtur
 def test_every_key_of_a_correct_filter_is_contained():
     keys = pa.array([f"k{i}" * (i % 5) for i in range(3000)]).unique()
     assert len(keys_not_contained(dynamic_bloom_filter(keys, num_entries=1000, max_entries=2000), keys)) == 0
+
+
+def test_a_committed_file_that_cannot_be_read_is_reported_not_a_crash(tmp_path):
+    """`tms verify --json` on a table whose latest base file was truncated: one problem naming the file, and the
+    answer is still one JSON document (exit 1)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from tms.cli import app
+    base = unzip_fixture("mor_v8_trips_8i3u1d", tmp_path)
+    table = HudiTable.load(str(base))
+    victim = next(sl.base_file for sl in table.file_system_view().latest_slices() if sl.base_file)
+    path = base / victim.path
+    path.write_bytes(path.read_bytes()[:100])  # truncated: no footer
+    result = CliRunner().invoke(app, ["verify", str(base), "--json"])
+    assert result.exit_code == 1, result.output
+    answer = json.loads(result.output)
+    unreadable = [p for p in answer["problems"] if p["check"] == "unreadable_file"]
+    assert unreadable and unreadable[0]["where"] == victim.path and not answer["ok"]

@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UnsupportedTableError
@@ -40,6 +41,7 @@ _WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 @dataclass(frozen=True)
 class Problem:
     check: str      # mdt_listing | column_stats | record_index | heartbeat | unreferenced_file | bloom_filter
+                    # | unreadable_file
     where: str      # a partition, file or instant
     detail: str
 
@@ -48,6 +50,18 @@ class Problem:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# A committed file that cannot be read (truncated, corrupt, not Parquet) is a problem to report, not a crash.
+_UNREADABLE = (pa.ArrowException, OSError, EOFError)
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+
+
+def _unreadable(rel: str, e: BaseException) -> Problem:
+    return Problem("unreadable_file", rel, f"a committed file that cannot be read: {_first_line(e)}")
 
 
 def verify_table(table: HudiTable, *, now: float | None = None,
@@ -124,12 +138,16 @@ def _footer_bloom_filters(table: HudiTable) -> list[Problem]:
     for sl in table.file_system_view().latest_slices():
         if sl.base_file is None:
             continue
-        with table.storage.open(sl.base_file.path) as fh:
-            pf = pq.ParquetFile(fh)
-            serialized = (pf.metadata.metadata or {}).get(FOOTER_KEY)
-            if serialized is None:
-                continue
-            keys = pf.read(columns=["_hoodie_record_key"]).column(0).combine_chunks()
+        try:
+            with table.storage.open(sl.base_file.path) as fh:
+                pf = pq.ParquetFile(fh)
+                serialized = (pf.metadata.metadata or {}).get(FOOTER_KEY)
+                if serialized is None:
+                    continue
+                keys = pf.read(columns=["_hoodie_record_key"]).column(0).combine_chunks()
+        except _UNREADABLE as e:
+            out.append(_unreadable(sl.base_file.path, e))
+            continue
         missing = keys_not_contained(serialized, keys)
         if len(missing):
             out.append(Problem("bloom_filter", sl.base_file.path,
@@ -208,8 +226,12 @@ def _column_stats(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
             if not name.endswith(".parquet") or name not in stored.get(part, {}):
                 continue   # a listed file storage lacks is a listing difference, reported there
             rel = posixpath.join(part, name) if part else name
-            with table.storage.open(rel) as fh:
-                pf = pq.ParquetFile(fh)
+            try:
+                with table.storage.open(rel) as fh:
+                    pf = pq.ParquetFile(fh)
+            except _UNREADABLE as e:
+                out.append(_unreadable(rel, e))
+                continue
             footer = _footer_column_stats(pf.metadata, pf.schema_arrow, name, columns, v2)
             for col, want in footer.items():
                 key = K.column_stats_key(part, name, col)
@@ -246,7 +268,11 @@ def _column_stats(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
 def _record_index(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
     out = []
     index = mdt.records(K.RECORD_INDEX)
-    snap = read_snapshot(table, columns=["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"])
+    try:
+        snap = read_snapshot(table, columns=["_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name"])
+    except _UNREADABLE as e:
+        return [Problem("record_index", table.config.name, f"the records cannot be read to check the index: "
+                                                            f"{_first_line(e)}")]
     seen = set()
     for row in snap.to_pylist():
         key = row["_hoodie_record_key"]
