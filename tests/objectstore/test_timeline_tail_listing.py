@@ -99,6 +99,9 @@ class Reader:
 
         storage.names = whole  # type: ignore[method-assign]
         storage.names_after = tail  # type: ignore[method-assign]
+        # The planner's first pass of a table it loaded lists it whole (and learns the savepoint bound)
+        self.timeline.reload(force=True, full=True)
+        self.listings = {"whole": 0, "tail": 0}
 
     def reload(self) -> dict[str, int]:
         """A reload, as a planning pass makes it; which listings it made."""

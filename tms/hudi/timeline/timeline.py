@@ -59,7 +59,7 @@ class Timeline:
         self.tail_listing: TailListing | None = None  # list only the folder's tail (a long-lived reader's)
         self._archived: ArchivedTimeline | None = None  # v8+: read when an archived instant's completion matters
         self._tail_reloads = 0                # reloads since the folder was last listed whole
-        # Where an exact reload may start listing (see _savepoint_floor): the oldest commit a savepoint made
+        # Where an exact reload may start listing (see _settle_exact_floor): the oldest commit a savepoint made
         # since the last exact listing can keep, and the newest clean that bound was taken from.
         self._exact_floor: str | None = None
         self._floor_clean = ""
@@ -141,8 +141,8 @@ class Timeline:
             new.append(inst)
         if tail_key is not None and unseen_behind:
             new += self.reload(force=True, full=True)
-        elif feed is None and (exact or tail_key is None) and not self._settle_exact_floor(
-                checked=None if tail_key is None else self._exact_floor):
+        elif self.tail_listing is not None and feed is None and (exact or tail_key is None) and \
+                not self._settle_exact_floor(checked=None if tail_key is None else self._exact_floor):
             new += self.reload(force=True, full=True)  # a clean since the floor allows older savepoints
         new.sort()
         return new
