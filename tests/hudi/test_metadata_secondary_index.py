@@ -123,3 +123,30 @@ def test_what_cannot_be_built_exactly_is_refused_before_anything_is_written(tmp_
         schedule_index(HudiTable.load(str(path)), partition, column=column)
     assert sorted(p.name for p in timeline.iterdir()) == before
     assert not (path / ".hoodie" / ".index_defs").exists()
+
+
+def test_a_definition_left_without_its_build_is_scheduled_again_or_dropped(tmp_path, monkeypatch):
+    """A schedule that crashed after defining the index (no indexing instant yet): scheduling it on the same column
+    goes on; on another column it is refused; a drop removes the leftover definition."""
+    path = tmp_path / "t"
+    t = MdtModelledTable(path, "MERGE_ON_READ", 8, partitions=["files", "record_index"])
+    t.write([rec(i, 1) for i in range(6)], "insert")
+
+    def crashed_schedule(partition):
+        def crash(*_args, **_kwargs):
+            raise RuntimeError("crashed")
+        table = HudiTable.load(str(path))
+        with monkeypatch.context() as m:
+            m.setattr(type(table.timeline), "create_requested", crash)
+            with pytest.raises(RuntimeError, match="crashed"):
+                schedule_index(table, partition, column="name")
+
+    crashed_schedule(INDEX)
+    crashed_schedule("secondary_index_other")
+    assert sorted(_index_definitions(path)) == [INDEX, "secondary_index_other"]
+    with pytest.raises(HudiError, match="already defines index"):
+        schedule_index(HudiTable.load(str(path)), INDEX, column="city")
+    build_index(HudiTable.load(str(path)), INDEX, column="name")
+    drop_index(HudiTable.load(str(path)), "secondary_index_other")
+    assert sorted(_index_definitions(path)) == [INDEX]
+    assert verify_table(HudiTable.load(str(path))) == []

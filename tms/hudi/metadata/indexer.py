@@ -147,9 +147,11 @@ def _require_secondary_buildable(table: HudiTable, partition: str, column: str |
     if not supported_column_type(fields.field(column).type):
         raise UnsupportedTableError(f"column {column} of table {name} is of type {fields.field(column).type}: TMS "
                                     "builds secondary indexes on string, integer and boolean columns only")
-    built = metadata_partitions(table) + inflight_metadata_partitions(table)
-    if partition not in built and partition in read_index_definitions(table):
-        raise HudiError(f"table {name} already defines index {partition}: drop it first")
+    defined = read_index_definitions(table).get(partition)
+    if defined is not None and defined.get("sourceFields") != [column]:
+        # The same definition, left by a schedule that crashed before its instant, is written again.
+        raise HudiError(f"table {name} already defines index {partition} (on {defined.get('sourceFields')}): "
+                        "drop it first")
 
 
 def schedule_index(table: HudiTable, partition: str, transactions: TransactionManager | None = None,
@@ -235,6 +237,9 @@ def drop_index(table: HudiTable, partition: str, transactions: TransactionManage
         if partition in inflight or pending:
             raise HudiError(f"table {name} has a pending indexing instant {', '.join(pending)}: "
                             "drop once it has completed")
+        if partition not in built and partition in read_index_definitions(table):
+            undefine_index(table, partition)   # defined, never built: a crashed schedule's or a failed CREATE INDEX
+            return
         if partition not in built:
             raise HudiError(f"table {name} has no metadata partition {partition}")
         if partition == K.FILES and len(built) > 1:
