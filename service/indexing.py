@@ -13,11 +13,12 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
 
 
-def request_index_build(session: Session, row: RegisteredTable, partition: str) -> Task:
-    """Schedule building metadata partition `partition` of the registered table `row`; record its task."""
+def request_index_build(session: Session, row: RegisteredTable, partition: str, column: str | None = None) -> Task:
+    """Schedule building metadata partition `partition` (a secondary index: on `column`) of the registered table
+    `row`; record its task."""
     table = HudiTable.load(row.base_path)
     with TransactionManager.from_options(table, row.concurrency_options) as transactions:
-        instant = schedule_index(table, partition, transactions)
+        instant = schedule_index(table, partition, transactions, column)
     task, _ = TaskRepo(session).create(
         table_id=row.id, service=TableService.INDEXING.value, instant=instant, state=TaskState.RUNNABLE,
         planned_by_tms=True, plan_stats={"operations": 1, "largest_file_group_bytes": 0, "operation_bytes": []})

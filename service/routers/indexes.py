@@ -39,13 +39,15 @@ def list_indexes(table_id: TableId, request: Request) -> dict[str, Any]:
                          "`hoodie.table.metadata.partitions.inflight`) and answers with its task; a worker builds "
                          "the partition from the table's files, catches up with the writes that complete "
                          "meanwhile and completes the instant. 422, before anything is written, for what TMS "
-                         "cannot build exactly: a table version below 8, a secondary or expression index, a "
+                         "cannot build exactly: a table version below 8, an expression index, a secondary "
+                         "index (`secondary_index_<name>` with its `column`) on a table of version other than 8 "
+                         "and 9, without a record index or on a column type TMS does not render as Hudi does, a "
                          "partition the table has or is building.",
              responses=problems(*ADMIN, 400, 404, 413, 422))
 def build_index(table_id: TableId, body: IndexIn, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         row = TableRepo(session).get(table_id)
-        task = request_index_build(session, row, body.partition)
+        task = request_index_build(session, row, body.partition, body.column)
         return TaskOut.model_validate(task).model_dump()
 
 

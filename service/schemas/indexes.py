@@ -10,7 +10,10 @@ class IndexIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     partition: ShortText = Field(description="The metadata-table partition to build: files, column_stats, "
-                                             "bloom_filters, record_index or partition_stats")
+                                             "bloom_filters, record_index, partition_stats, or a secondary "
+                                             "index secondary_index_<name> (with `column`)")
+    column: ShortText | None = Field(None, description="The column a secondary index indexes (secondary indexes "
+                                                       "only)")
 
 
 class IndexesOut(BaseModel):

@@ -135,8 +135,8 @@ def test_drop_removes_the_partition_and_writers_go_on(tmp_path):
 
 @pytest.mark.parametrize("version, partition, message", [
     (6, K.RECORD_INDEX, "table version 6: TMS builds metadata partitions of Hudi 1.x tables"),
-    (8, "secondary_index_city", "TMS does not build secondary or expression indexes"),
-    (8, "expr_index_x", "TMS does not build secondary or expression indexes"),
+    (8, "secondary_index_city", "secondary_index_city needs the column it indexes"),
+    (8, "expr_index_x", "TMS does not build expression indexes"),
     (8, K.PARTITION_STATS, "partition_stats needs column_stats built first"),
     (8, "nonsense", "TMS cannot build metadata partition 'nonsense'"),
 ])

@@ -19,7 +19,9 @@ def test_indexes_commands(tms, service):
 
     assert ok(tms("indexes", "list", table)).strip() == f"table {table}: built files; building -"
     assert "admin" in one_line_error(tms("indexes", "build", table, "record_index", role="operator"))
-    assert "secondary or expression" in one_line_error(tms("indexes", "build", table, "secondary_index_city"))
+    assert "needs the column" in one_line_error(tms("indexes", "build", table, "secondary_index_city"))
+    assert "needs record_index built first" in one_line_error(tms("indexes", "build", table, "secondary_index_city",
+                                                                  "--column", "city"))
     task = as_json(tms("indexes", "build", table, "record_index", "--json"))
     assert (task["service"], task["state"]) == ("indexing", "RUNNABLE")
     assert as_json(tms("indexes", "list", table, "--json"))["building"] == ["record_index"]

@@ -21,9 +21,11 @@ def test_an_admin_builds_and_drops_the_record_index_of_a_live_table(client, toke
     url = f"/api/v1/tables/{table['id']}/indexes"
 
     assert client.post(url, json={"partition": "record_index"}, headers=tokens["operator"]).status_code == 403
-    for wrong, says in (("secondary_index_city", "secondary or expression"), ("partition_stats", "column_stats"),
-                        ("files", "already has")):
-        refused = client.post(url, json={"partition": wrong}, headers=tokens["admin"])
+    for wrong, says in (({"partition": "secondary_index_city"}, "needs the column"),
+                        ({"partition": "secondary_index_city", "column": "city"}, "needs record_index built first"),
+                        ({"partition": "record_index", "column": "city"}, "for secondary indexes only"),
+                        ({"partition": "partition_stats"}, "column_stats"), ({"partition": "files"}, "already has")):
+        refused = client.post(url, json=wrong, headers=tokens["admin"])
         assert refused.status_code == 422 and says in refused.text, refused.text
     assert not HudiTable.load(str(path)).timeline.pending()   # the refusals wrote nothing
     response = client.post(url, json={"partition": "record_index"}, headers=tokens["admin"])

@@ -14,8 +14,12 @@ action does (`ScheduleIndexActionExecutor`, `RunIndexActionExecutor`, `HoodieTab
 
 The catch-up compares states rather than replaying instants: each record of a partition TMS builds is a
 function of one data file (files, column_stats, bloom_filters), of one partition's files (partition_stats) or
-of the latest file slice of one file group (record_index), so rebuilding the records of what differs between
-the first build and the state under the lock is exact.
+of the latest file slice of one file group (record_index, secondary_index_*), so rebuilding the records of what
+differs between the first build and the state under the lock is exact.
+
+A secondary index (`secondary_index_<name>` on one column, see `secondary`) is defined when it is scheduled, as
+`CREATE INDEX ... USING secondary_index(column)` defines it before Hudi builds it: its definition joins the
+index definitions file, which a drop leaves again.
 
 Hudi 1.x tables (version 8+) with Parquet base files only: a v6 table marks indexing commits differently.
 """
@@ -57,6 +61,15 @@ from .reader import (
     refresh_metadata_partitions,
 )
 from .records import MetadataRecord, files_record, record_index_record
+from .secondary import (
+    SecondaryIndex,
+    define_secondary_index,
+    file_group_count,
+    read_index_definitions,
+    secondary_index,
+    supported_column_type,
+    undefine_index,
+)
 from .writer import MetadataWriter
 
 BUILDABLE = (K.FILES, K.COLUMN_STATS, K.BLOOM_FILTERS, K.RECORD_INDEX, K.PARTITION_STATS)
@@ -64,6 +77,7 @@ BUILDABLE = (K.FILES, K.COLUMN_STATS, K.BLOOM_FILTERS, K.RECORD_INDEX, K.PARTITI
 _NEEDS = {K.COLUMN_STATS: K.FILES, K.BLOOM_FILTERS: K.FILES, K.RECORD_INDEX: K.FILES,
           K.PARTITION_STATS: K.COLUMN_STATS}
 _MIN_VERSION = 8
+_SECONDARY_INDEX_VERSIONS = (8, 9)   # the table versions whose secondary indexes TMS builds as Hudi does
 
 
 @dataclass
@@ -74,15 +88,20 @@ class IndexResult:
     caught_up: list[str] = field(default_factory=list)   # data instants completed while it built
 
 
-def require_buildable(table: HudiTable, partition: str) -> None:
+def require_buildable(table: HudiTable, partition: str, column: str | None = None) -> None:
     """Raise UnsupportedTableError (or HudiError for a state that forbids it now), in one line, unless TMS
-    can build MDT partition `partition` of `table` exactly."""
+    can build MDT partition `partition` of `table` exactly (`column`: the column a secondary index indexes)."""
     name = table.config.name
     refresh_metadata_partitions(table)
-    if partition.startswith((K.SECONDARY_INDEX_PREFIX, K.EXPRESSION_INDEX_PREFIX)):
-        raise UnsupportedTableError(f"TMS does not build secondary or expression indexes ({partition}); "
+    secondary = partition.startswith(K.SECONDARY_INDEX_PREFIX)
+    if partition.startswith(K.EXPRESSION_INDEX_PREFIX):
+        raise UnsupportedTableError(f"TMS does not build expression indexes ({partition}); "
                                     "build it with Hudi's own indexer")
-    if partition not in BUILDABLE:
+    if secondary:
+        _require_secondary_buildable(table, partition, column)
+    elif column is not None:
+        raise UnsupportedTableError(f"a column is given for secondary indexes only, not for {partition}")
+    elif partition not in BUILDABLE:
         raise UnsupportedTableError(f"TMS cannot build metadata partition {partition!r} "
                                     f"(it builds {', '.join(BUILDABLE)})")
     if table.config.version < _MIN_VERSION:
@@ -99,7 +118,7 @@ def require_buildable(table: HudiTable, partition: str) -> None:
         raise HudiError(f"table {name} already has metadata partition {partition}")
     if partition in inflight:
         raise HudiError(f"metadata partition {partition} of table {name} is already being built")
-    needed = _NEEDS.get(partition)
+    needed = K.RECORD_INDEX if secondary else _NEEDS.get(partition)
     if needed and needed not in built:
         raise UnsupportedTableError(f"metadata partition {partition} needs {needed} built first (table {name})")
     if partition == K.FILES and MetadataTable.open(table) is not None:
@@ -109,12 +128,42 @@ def require_buildable(table: HudiTable, partition: str) -> None:
         raise HudiError(f"table {name} has a pending indexing instant {', '.join(pending)}")
 
 
-def schedule_index(table: HudiTable, partition: str, transactions: TransactionManager | None = None) -> str:
-    """Plan building `partition`: the requested indexing instant (its time is returned)."""
+def _require_secondary_buildable(table: HudiTable, partition: str, column: str | None) -> None:
+    name = table.config.name
+    if table.config.version not in _SECONDARY_INDEX_VERSIONS:
+        raise UnsupportedTableError(f"table {name} has table version {table.config.version}: TMS builds secondary "
+                                    "indexes of tables of version 8 and 9 only")
+    if not column:
+        raise UnsupportedTableError(f"secondary index {partition} needs the column it indexes")
+    if partition == K.SECONDARY_INDEX_PREFIX or any(c in partition for c in "/,.$ "):
+        raise UnsupportedTableError(f"{partition!r} is not a secondary index name (secondary_index_<name>)")
+    if not table.config.populate_meta_fields:
+        raise UnsupportedTableError(f"table {name} has no meta fields (virtual keys): TMS cannot read its record "
+                                    "keys to build a secondary index")
+    data_schema = latest_data_schema(table)
+    fields = full_arrow_schema(data_schema) if data_schema is not None else None
+    if fields is None or column not in fields.names or column.startswith("_hoodie_"):
+        raise UnsupportedTableError(f"table {name} has no data column {column!r}")
+    if not supported_column_type(fields.field(column).type):
+        raise UnsupportedTableError(f"column {column} of table {name} is of type {fields.field(column).type}: TMS "
+                                    "builds secondary indexes on string, integer and boolean columns only")
+    defined = read_index_definitions(table).get(partition)
+    if defined is not None and defined.get("sourceFields") != [column]:
+        # The same definition, left by a schedule that crashed before its instant, is written again.
+        raise HudiError(f"table {name} already defines index {partition} (on {defined.get('sourceFields')}): "
+                        "drop it first")
+
+
+def schedule_index(table: HudiTable, partition: str, transactions: TransactionManager | None = None,
+                   column: str | None = None) -> str:
+    """Plan building `partition` (a secondary index: on `column`): the requested indexing instant (its time is
+    returned)."""
     transactions = transactions or TransactionManager.single_writer(table)
     with transactions.transaction() as tl:
         tl.reload(force=True)
-        require_buildable(table, partition)
+        require_buildable(table, partition, column)
+        if column is not None:
+            define_secondary_index(table, partition, column)
         last = tl.last_completed()
         plan = IndexPlan(index_partition_infos=[IndexPartitionInfo(
             metadata_partition_path=partition, index_upto_instant=last.timestamp if last else None)])
@@ -160,7 +209,7 @@ def run_index(table: HudiTable, instant: str, transactions: TransactionManager |
         out = [r for per_unit in records.values() for r in per_unit]
         if partition == K.PARTITION_STATS:
             out = build.partition_stats(now, out)
-        _write_partition(table, partition, instant, out)
+        _write_partition(table, partition, instant, out, build.secondary)
         upto = caught_up[-1] if caught_up else plan.index_partition_infos[0].index_upto_instant
         _save_partitions(table, inflight_remove=[partition], built_add=[partition])
         meta = IndexCommitMetadata(index_partition_infos=[IndexPartitionInfo(
@@ -169,9 +218,10 @@ def run_index(table: HudiTable, instant: str, transactions: TransactionManager |
     return IndexResult(instant, partition, len(out), caught_up)
 
 
-def build_index(table: HudiTable, partition: str, transactions: TransactionManager | None = None) -> IndexResult:
-    """Schedule and run the build of `partition`."""
-    return run_index(table, schedule_index(table, partition, transactions), transactions)
+def build_index(table: HudiTable, partition: str, transactions: TransactionManager | None = None,
+                column: str | None = None) -> IndexResult:
+    """Schedule and run the build of `partition` (a secondary index: on `column`)."""
+    return run_index(table, schedule_index(table, partition, transactions, column), transactions)
 
 
 def drop_index(table: HudiTable, partition: str, transactions: TransactionManager | None = None) -> None:
@@ -187,12 +237,16 @@ def drop_index(table: HudiTable, partition: str, transactions: TransactionManage
         if partition in inflight or pending:
             raise HudiError(f"table {name} has a pending indexing instant {', '.join(pending)}: "
                             "drop once it has completed")
+        if partition not in built and partition in read_index_definitions(table):
+            undefine_index(table, partition)   # defined, never built: a crashed schedule's or a failed CREATE INDEX
+            return
         if partition not in built:
             raise HudiError(f"table {name} has no metadata partition {partition}")
         if partition == K.FILES and len(built) > 1:
             raise HudiError(f"table {name}: the files partition carries the metadata table; drop "
                             f"{', '.join(p for p in built if p != K.FILES)} first")
         _save_partitions(table, built_remove=[partition])
+        undefine_index(table, partition)
         if partition == K.FILES:
             table.storage.delete_tree(K.METADATA_DIR)
         else:
@@ -219,6 +273,9 @@ class _Build:
         self.table, self.partition, self.instant = table, partition, instant
         self._units: dict[_Unit, object] = {}   # the identity of each unit at the last build
         self._view: FileSystemView | None = None
+        self.secondary = secondary_index(table, partition) if partition.startswith(K.SECONDARY_INDEX_PREFIX) else None
+        # Partitions whose records derive from the latest file slice of each file group.
+        self._by_slice = partition == K.RECORD_INDEX or self.secondary is not None
 
     def state(self) -> _State:
         table = self.table
@@ -234,7 +291,7 @@ class _Build:
             listing = mdt.file_listing()
         slices: dict[tuple[str, str], FileSlice] = {}
         ids: dict[tuple[str, str], tuple[object, ...]] = {}
-        if self.partition == K.RECORD_INDEX:
+        if self._by_slice:
             view = table.file_system_view()
             for fs in view.merged_latest_slices():
                 slices[(fs.partition, fs.file_id)] = fs
@@ -249,11 +306,11 @@ class _Build:
             return self._files_records(state)
         units: dict[_Unit, object]
         build: Callable[[_Unit], list[MetadataRecord]]
-        if self.partition == K.RECORD_INDEX:
+        if self._by_slice:
             units = dict(state.slice_ids)
 
             def build(unit: _Unit) -> list[MetadataRecord]:
-                return self._record_index(state.slices[unit])
+                return self._slice_records(state.slices[unit])
         else:
             sizes = {(p, n): size for p, files in state.listing.items() for n, size in files.items()}
             units = dict(sizes)
@@ -282,13 +339,18 @@ class _Build:
             out[(part, "")] = [files_record(K.partition_identifier(part), files)]
         return out
 
-    def _record_index(self, fs: FileSlice) -> list[MetadataRecord]:
+    def _slice_records(self, fs: FileSlice) -> list[MetadataRecord]:
+        """The record index's or the secondary index's records of the live records of file slice `fs`."""
         table = self.table
         data_schema = latest_data_schema(table)
         schema = full_arrow_schema(data_schema) if data_schema is not None else None
         if self._view is None:
             raise HudiError("the record index is built from a file system view")
-        rows = merge_slice(table.storage, table.config, fs, self._view.is_completed, ["_hoodie_record_key"], schema)
+        si = self.secondary
+        columns = ["_hoodie_record_key"] + ([si.column] if si else [])
+        rows = merge_slice(table.storage, table.config, fs, self._view.is_completed, columns, schema)
+        if si is not None:
+            return si.records(rows.column(si.column).to_pylist(), rows.column("_hoodie_record_key").to_pylist())
         zone = table.config.timeline_zone
         return [record_index_record(k, fs.partition, fs.file_id, fs.base_instant, zone=zone)
                 for k in rows.column("_hoodie_record_key").to_pylist()]
@@ -302,8 +364,10 @@ def _slice_identity(view: FileSystemView, fs: FileSlice) -> tuple[object, ...]:
 
 # --- writing ----------------------------------------------------------------------------------------------
 
-def _write_partition(table: HudiTable, partition: str, instant: str, records: list[MetadataRecord]) -> None:
-    """The partition's file groups in an MDT delta commit at the indexing instant `instant`."""
+def _write_partition(table: HudiTable, partition: str, instant: str, records: list[MetadataRecord],
+                     secondary: SecondaryIndex | None = None) -> None:
+    """The partition's file groups in an MDT delta commit at the indexing instant `instant` (a secondary index's
+    as many as Hudi estimates for its records, each holding the keys it routes to it)."""
     mdt_path = posixpath.join(table.base_path, K.METADATA_DIR)
     if partition == K.FILES and MetadataTable.open(table) is None:
         mdt = HudiTable.create(mdt_path, metadata_table_properties(table))
@@ -312,7 +376,11 @@ def _write_partition(table: HudiTable, partition: str, instant: str, records: li
     schema = schema_text(table.config.traits)
     tl = mdt.timeline
     inflight = tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT, b"", timestamp=instant), b"")
-    stats = write_file_groups(mdt, partition, instant, records, schema)
+    if secondary is not None:
+        stats = write_file_groups(mdt, partition, instant, records, schema, file_group_count(len(records)),
+                                  secondary.file_group)
+    else:
+        stats = write_file_groups(mdt, partition, instant, records, schema)
     meta = CommitMetadata(partition_to_write_stats={partition: stats}, extra_metadata={"schema": schema},
                           operation_type="BULK_INSERT")
     tl.complete(inflight, serialize_commit_metadata(meta, mdt.config.version))

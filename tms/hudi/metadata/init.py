@@ -5,6 +5,7 @@ table's `hoodie.table.metadata.partitions` lists the partitions."""
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 
 from ..errors import HudiError, UnsupportedTableError
 from ..fs_view.file_names import write_token
@@ -65,17 +66,18 @@ def metadata_table_properties(data: HudiTable) -> dict[str, str]:
     return props
 
 
-def write_file_groups(mdt: HudiTable, part: str, instant: str, records: list[MetadataRecord],
-                      schema: str) -> list[WriteStat]:
-    """The MDT partition `part`'s file groups (FILE_GROUPS[part] of them), each a base HFile written at
-    `instant` holding the records whose keys hash to it; their write stats."""
+def write_file_groups(mdt: HudiTable, part: str, instant: str, records: list[MetadataRecord], schema: str,
+                      groups: int | None = None, route: Callable[[str, int], int] = K.file_group_index
+                      ) -> list[WriteStat]:
+    """The MDT partition `part`'s file groups (`groups`, by default FILE_GROUPS[part], of them), each a base
+    HFile written at `instant` holding the records `route` maps to it; their write stats."""
     marker = posixpath.join(part, ".hoodie_partition_metadata")
     mdt.storage.write_atomic(marker, f"#partition metadata\ncommitTime={instant}\npartitionDepth=1\n".encode(),
                              overwrite=True)
-    groups = FILE_GROUPS[part]
+    groups = groups or FILE_GROUPS[part]
     by_group: list[dict[str, MetadataRecord]] = [{} for _ in range(groups)]
     for rec in records:
-        by_group[K.file_group_index(rec.key, groups)][rec.key] = rec
+        by_group[route(rec.key, groups)][rec.key] = rec
     stats = []
     for index in range(groups):
         fid = K.file_group_id(part, index)

@@ -124,15 +124,27 @@ NULL_SECONDARY_KEY = "\x00"
 _ESCAPE = "\\"
 
 
-def _escape(s: str) -> str:
-    return s.replace(_ESCAPE, _ESCAPE * 2).replace(SECONDARY_KEY_SEPARATOR, _ESCAPE + SECONDARY_KEY_SEPARATOR)
+def _escape(s: str, escape_nul: bool) -> str:
+    out = s.replace(_ESCAPE, _ESCAPE * 2).replace(SECONDARY_KEY_SEPARATOR, _ESCAPE + SECONDARY_KEY_SEPARATOR)
+    return out.replace(NULL_SECONDARY_KEY, _ESCAPE + NULL_SECONDARY_KEY) if escape_nul else out
 
 
-def secondary_index_key(secondary_key: str | None, record_key: str) -> str:
+def secondary_index_key(secondary_key: str | None, record_key: str, *, escape_nul: bool = False) -> str:
     """`SecondaryIndexKeyUtils.constructSecondaryIndexKey`: escaped secondary key, '$', escaped record
-    key (a null secondary key is written as the NUL character)."""
-    sec = NULL_SECONDARY_KEY if secondary_key is None else _escape(secondary_key)
-    return sec + SECONDARY_KEY_SEPARATOR + _escape(record_key)
+    key (a null secondary key is written as the NUL character). `escape_nul`: Hudi 1.1 escapes NUL too."""
+    sec = NULL_SECONDARY_KEY if secondary_key is None else _escape(secondary_key, escape_nul)
+    return sec + SECONDARY_KEY_SEPARATOR + _escape(record_key, escape_nul)
+
+
+def secondary_file_group_index(key: str, num_file_groups: int, *, v2: bool) -> int:
+    """The file group of secondary-index key `key`: by the whole key (index version V1, table version 8), by its
+    escaped secondary-key prefix up to and with the '$' (V2, table version 9)."""
+    if not v2:
+        return file_group_index(key, num_file_groups)
+    i = 0
+    while key[i] != SECONDARY_KEY_SEPARATOR:
+        i += 2 if key[i] == _ESCAPE else 1
+    return file_group_index(key[:i + 1], num_file_groups)
 
 
 def split_secondary_index_key(key: str) -> tuple[str | None, str]:

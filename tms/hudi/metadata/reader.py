@@ -120,11 +120,11 @@ class MetadataTable:
         if partition not in self._records:
             merged: dict[str, MetadataRecord] = {}
             for fs in self.file_slices(partition):
-                merged.update(self._slice_records(fs))
+                merged.update(self.slice_records(fs))
             self._records[partition] = {k: r for k, r in merged.items() if not r.is_deleted}
         return self._records[partition]
 
-    def _slice_records(self, fs: FileSlice) -> dict[str, MetadataRecord]:
+    def slice_records(self, fs: FileSlice) -> dict[str, MetadataRecord]:
         st = self.table.storage
         out: dict[str, MetadataRecord] = {}
         if fs.base_file is not None:

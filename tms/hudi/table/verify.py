@@ -3,6 +3,8 @@
 - the metadata table's file listing against storage and the timeline (files of completed instants);
 - its column statistics against the base files' parquet footers (and entries of files that are gone);
 - its record index against the records a snapshot read finds (key set and file group of each);
+- each secondary index on a column TMS renders as Hudi does against the (secondary key, record key) of the
+  records a snapshot read finds, and each key in the file group it routes to;
 - pending instants whose writer has no live heartbeat (a crashed write waiting for a rollback), and MDT
   instants left pending;
 - files that no instant accounts for (neither completed nor pending): leftovers of failed writes, said to be
@@ -19,11 +21,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import UnsupportedTableError
+from ..errors import HudiError, UnsupportedTableError
 from ..fs_view.file_names import LogFileName
 from ..metadata import keys as K
 from ..metadata.listing import committed_files
 from ..metadata.reader import MetadataTable
+from ..metadata.secondary import secondary_index, supported_column_type
 from ..metadata.writer import _footer_column_stats
 from ..records.bloom import FOOTER_KEY, keys_not_contained
 from ..records.reader import read_snapshot
@@ -40,8 +43,8 @@ _WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
 @dataclass(frozen=True)
 class Problem:
-    check: str      # mdt_listing | column_stats | record_index | heartbeat | unreferenced_file | bloom_filter
-                    # | unreadable_file
+    check: str      # mdt_listing | column_stats | record_index | secondary_index | heartbeat | unreferenced_file
+    #                 | bloom_filter | unreadable_file
     where: str      # a partition, file or instant
     detail: str
 
@@ -87,6 +90,9 @@ def verify_table(table: HudiTable, *, now: float | None = None,
             problems += _record_index(table, mdt)
         if K.BLOOM_FILTERS in mdt.partitions:
             problems += _bloom_filters(mdt)
+        for partition in mdt.partitions:
+            if partition.startswith(K.SECONDARY_INDEX_PREFIX):
+                problems += _secondary_index(table, mdt, partition)
     return problems
 
 
@@ -291,6 +297,43 @@ def _record_index(table: HudiTable, mdt: MetadataTable) -> list[Problem]:
                                                     f"{row['_hoodie_partition_path']}/{row['_hoodie_file_name']}"))
     for key in sorted(set(index) - seen):
         out.append(Problem("record_index", key, "indexed, but no such record"))
+    return out
+
+
+def _secondary_index(table: HudiTable, mdt: MetadataTable, partition: str) -> list[Problem]:
+    """The index holds the key of each live record (Hudi 1.0 indexes no null value) and nothing else, each key in
+    its file group. An index on a column whose values TMS does not render as Hudi does is not checked."""
+    try:
+        si = secondary_index(table, partition)
+    except UnsupportedTableError:
+        return []
+    except HudiError:
+        return [Problem("secondary_index", partition, "a secondary-index partition the table does not define")]
+    try:
+        snap = read_snapshot(table, columns=["_hoodie_record_key", si.column])
+    except _UNREADABLE as e:
+        return [Problem("secondary_index", partition, f"the records cannot be read to check the index: "
+                                                      f"{_first_line(e)}")]
+    if si.column not in snap.column_names or not supported_column_type(snap.schema.field(si.column).type):
+        return []
+    try:
+        wanted = {k for k in (si.key(v, rk) for v, rk in zip(snap.column(si.column).to_pylist(),
+                                                            snap.column("_hoodie_record_key").to_pylist(),
+                                                            strict=True)) if k is not None}
+    except UnsupportedTableError:
+        return []
+    index = mdt.records(partition)
+    out = [Problem("secondary_index", f"{partition}:{k}", "record not in the secondary index")
+           for k in sorted(wanted - set(index))]
+    out += [Problem("secondary_index", f"{partition}:{k}", "indexed, but no such record")
+            for k in sorted(set(index) - wanted)]
+    slices = mdt.file_slices(partition)
+    for fs in slices:
+        group = K.file_group_index_of(fs.file_id)
+        for key in mdt.slice_records(fs):
+            if si.file_group(key, len(slices)) != group:
+                out.append(Problem("secondary_index", f"{partition}:{key}",
+                                   f"in file group {fs.file_id}, which its key does not route to"))
     return out
 
 

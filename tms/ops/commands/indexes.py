@@ -12,8 +12,10 @@ from .table_ref import table_id
 app = typer.Typer(help="A table's metadata-table indexes: those built, a build (a worker runs it), a drop.",
                   no_args_is_help=True)
 Ref = Annotated[str, typer.Argument(help="The table: its id, name or database.name.", show_default=False)]
-Partition = Annotated[str, typer.Argument(help="files, column_stats, bloom_filters, record_index or "
-                                               "partition_stats.", show_default=False)]
+Partition = Annotated[str, typer.Argument(help="files, column_stats, bloom_filters, record_index, "
+                                               "partition_stats, or secondary_index_<name> (with --column).",
+                                          show_default=False)]
+Column = Annotated[str | None, typer.Option("--column", help="The column a secondary index indexes.")]
 
 
 @app.command("list")
@@ -26,10 +28,12 @@ def list_indexes(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json:
 
 
 @app.command("build")
-def build(ref: Ref, partition: Partition, url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+def build(ref: Ref, partition: Partition, column: Column = None, url: Url = DEFAULT_URL, token: Token = None,
+          as_json: Json = False) -> None:
     """Build a metadata-table partition (admin): Hudi's indexing action, run by a worker while writers go on."""
+    body = {"partition": partition} | ({"column": column} if column else {})
     with connect(url, token) as client:
-        task = client.post(f"/tables/{table_id(client, ref)}/indexes", {"partition": partition})
+        task = client.post(f"/tables/{table_id(client, ref)}/indexes", body)
     output_for(as_json).show(task, f"build of {partition} requested: task {task['id']} "
                                    f"({task['service']} {task['instant']}, {task['state']})")
 
