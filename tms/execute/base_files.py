@@ -17,7 +17,7 @@ from tms.hudi.fs_view.file_names import BaseFileName
 from tms.hudi.records import base_format, internal_schema, schema_evolution
 from tms.hudi.records.bloom import DYNAMIC_V0, FOOTER_KEY, TYPE_CODE_KEY, DynamicBloomBuilder, dynamic_bloom_filter
 from tms.hudi.records.merge import KEY
-from tms.hudi.records.schema import with_meta_fields
+from tms.hudi.records.schema import empty_table, with_meta_fields
 from tms.hudi.storage.table_storage import Storage
 from tms.hudi.table.hudi_table import HudiTable
 
@@ -140,7 +140,7 @@ class StreamingBaseFileWriter:
         if self._writer is None:
             if not self.always:
                 return None
-            self.write(self.schema.empty_table())
+            self.write(empty_table(self.schema))
         assert self._writer is not None
         footer = {b"parquet.avro.schema": json.dumps(self.avro_schema).encode(), b"writer.model.name": b"avro"}
         if not (self.rows and self.null_keys == self.rows):  # Java writes no keys without meta fields

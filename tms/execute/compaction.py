@@ -23,7 +23,7 @@ from tms.hudi.records.bounded_merge import BoundedMerge
 from tms.hudi.records.merge import LogScan, merge_records, record_keys, scan_logs
 from tms.hudi.records.merge_budget import DEFAULT_BYTES, merge_budget_bytes
 from tms.hudi.records.merge_rules import MergeRules, merge_rules
-from tms.hudi.records.schema import avro_to_arrow
+from tms.hudi.records.schema import avro_to_arrow, empty_table
 from tms.hudi.records.schema_evolution import internal_schema_metadata
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
@@ -136,7 +136,7 @@ def _compact_within_budget(task: CompactionTask, token: str) -> WriteStat | None
 
     stats = merge.run(write)
     if task.base_file is not None and not marked:
-        write(arrow_schema.empty_table())
+        write(empty_table(arrow_schema))
     size = writer.close()
     if size is None:
         return None

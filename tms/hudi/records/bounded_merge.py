@@ -62,7 +62,7 @@ from .partial_merge import (
     require_partial_schema,
     require_whole,
 )
-from .schema import avro_to_arrow
+from .schema import avro_to_arrow, empty_table
 from .schema_evolution import SchemaEvolutionError, project, require_evolvable
 
 # The control columns of an event (payload columns keep their own names; none starts with "__").
@@ -372,9 +372,9 @@ class BoundedMerge:
                 spill.append(part)
             buffer, held = [], 0
         if buckets is None:
-            rest = self._fold(pa.concat_tables(buffer)) if buffer else self.event_schema.empty_table()
+            rest = self._fold(pa.concat_tables(buffer)) if buffer else empty_table(self.event_schema)
             return [_Spill(self.event_schema, tables=[rest])]
-        rest = pa.concat_tables(buffer) if buffer else self.event_schema.empty_table()
+        rest = pa.concat_tables(buffer) if buffer else empty_table(self.event_schema)
         for spill, part in zip(buckets, _partition(rest, len(buckets)), strict=True):
             spill.append(part)
         self.stats.spilled_bytes += sum(s.close() for s in buckets)
@@ -466,7 +466,7 @@ class BoundedMerge:
             if held > self.budget // 4:
                 folded = self._fold(pa.concat_tables(parts))
                 parts, held = [folded], folded.nbytes
-        return self._fold(pa.concat_tables(parts) if parts else self.event_schema.empty_table())
+        return self._fold(pa.concat_tables(parts) if parts else empty_table(self.event_schema))
 
     def _resolve(self, logs: list[_Spill], base_keys: list[_Spill], tmp: str) -> tuple[list[_Spill], _Spill]:
         """Per bucket, the changes to base rows (sorted by row); the inserted rows."""

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..storage.table_storage import Storage
+from .schema import empty_table
 
 INTERNAL_SCHEMA_KEY = "latest_schema"  # SerDeHelper.LATEST_SCHEMA, in a commit's extra metadata
 SCHEMA_FOLDER = ".hoodie/.schema"      # FileBasedInternalSchemaStorageManager.SCHEMA_NAME
@@ -219,7 +220,7 @@ def rename_to_latest(rows: pa.Table, written: InternalSchema, latest: InternalSc
 
 def rename_schema(schema: pa.Schema, written: InternalSchema, latest: InternalSchema) -> pa.Schema:
     """The schema `rename_to_latest` gives rows of `schema` (for refusing a file before its rows are read)."""
-    return rename_to_latest(schema.empty_table(), written, latest).schema
+    return rename_to_latest(empty_table(schema), written, latest).schema
 
 
 def _renamed_type(t: pa.DataType, node: Node, names: dict[int, str]) -> pa.DataType:
@@ -276,4 +277,4 @@ def _renamed_array(arr: pa.Array, node: Node, names: dict[int, str], new: pa.Dat
 
 def history_rename_schema(history: dict[int, InternalSchema], schema: pa.Schema, instant: str) -> pa.Schema:
     """The schema `history_rename` gives rows of `schema` written at `instant` (to refuse before reading)."""
-    return history_rename(history, schema.empty_table(), instant).schema
+    return history_rename(history, empty_table(schema), instant).schema

@@ -36,7 +36,7 @@ from .partial_merge import (
     require_partial_schema,
     require_whole,
 )
-from .schema import avro_to_arrow
+from .schema import avro_to_arrow, empty_table
 from .schema_evolution import evolve_column, project, require_evolvable, slice_schema
 
 KEY = "_hoodie_record_key"
@@ -389,7 +389,7 @@ def _merge_partial(base: pa.Table | None, scan: LogScan, rules: MergeRules, sche
             [*control(pa.array([d[0] for d in dels_], pa.string()), pos, ords, pa.repeat(True, n), natural, True),
              *held, *(pa.nulls(n, f.type) for f in schema)], names=[*control_names, *held_names, *schema.names]))
     if not parts:
-        return _concat([base], schema) if base is not None else schema.empty_table()
+        return _concat([base], schema) if base is not None else empty_table(schema)
     state = partial_fold(pa.concat_tables(parts), "__key", "__n", names, rules, schema.names)
     live = pc.invert(state.column(_DEL))
     if base is None:
@@ -453,5 +453,5 @@ def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
 def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
     tables = [t for t in tables if t is not None]
     if not tables:
-        return schema.empty_table()
+        return empty_table(schema)
     return pa.concat_tables([_conform(t, schema) for t in tables])

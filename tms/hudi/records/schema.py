@@ -262,3 +262,9 @@ def _avro_value(value: Any, arrow_type: pa.DataType) -> Any:
     if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
         return [_avro_value(v, arrow_type.value_type) for v in value]
     return value
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of no rows in `schema`. Not `Schema.empty_table()`: it imports pandas (a second or more, paid
+    by every merge and job that calls it first)."""
+    return pa.Table.from_batches([], schema=schema)
