@@ -15,21 +15,23 @@ def write_log_files(root: Path, blocks: list[tuple[str, Any]], data: Callable[[A
     """Write `blocks` ((kind, arg): "data" rows as `data(arg, instant)` makes them, Avro and Parquet blocks in
     turn; "delete" keys as `deletes(arg)` gives them; "rollback" of the arg-th block) into a few log files
     under `root`, the i-th block at instant 2024010200000<i>; the files' names, in order."""
-    logs, content = [], b""
+    contents = []
     for i, (kind, arg) in enumerate(blocks):
         instant = f"2024010200000{i:04d}"
         if kind == "data":
             encode = parquet_data_block if i % 2 else avro_data_block  # both block formats
-            content += encode(data(arg, instant), schema, instant)
+            contents.append(encode(data(arg, instant), schema, instant))
         elif kind == "delete":
-            content += delete_block(deletes(arg), instant, delete_ordering)
+            contents.append(delete_block(deletes(arg), instant, delete_ordering))
         else:
-            content += rollback_command_block(f"2024010200000{arg:04d}", instant)
-        if i % 3 == 2:  # a few log files
-            logs.append(f"log.{i}")
-            (root / logs[-1]).write_bytes(content)
-            content = b""
-    if content:
-        logs.append("log.last")
-        (root / logs[-1]).write_bytes(content)
+            contents.append(rollback_command_block(f"2024010200000{arg:04d}", instant))
+    return write_three_to_a_file(root, contents)
+
+
+def write_three_to_a_file(root: Path, contents: list[bytes]) -> list[str]:
+    """Encoded blocks written three to a log file under `root` (a few log files); the files' names, in order."""
+    logs = []
+    for start in range(0, len(contents), 3):
+        logs.append(f"log.{start + 2}" if start + 3 <= len(contents) else "log.last")
+        (root / logs[-1]).write_bytes(b"".join(contents[start:start + 3]))
     return logs

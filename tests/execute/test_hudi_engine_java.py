@@ -36,12 +36,7 @@ def test_hudi_engine_job_compacts_tms_plan(tmp_path, java_hudi):
     planned = plan_compaction(HudiTable.load(str(path)), TablePolicy(), datetime.now(UTC), force=True)
     assert planned is not None, "TMS planned no compaction of a table with log files"
 
-    _run_hudi_engine_job(tmp_path, path, planned.instant, "compaction", bundles[8])
-
-    instant = HudiTable.load(str(path)).timeline.get(planned.instant)
-    assert instant is not None and instant.is_completed, "the Hudi engine did not complete TMS's plan"
-    assert writer.read("snapshot") == writer.expected(), "Java Hudi's snapshot read after the Hudi engine's job"
-    assert writer.read("read_optimized") == writer.expected(), "Java Hudi's read-optimized read"
+    _compact_and_judge(tmp_path, writer, planned.instant, bundles[8])
     writer.write("upsert", [trip_row(i, 4, "after") for i in (0, 5, 13)])
     assert writer.read("snapshot") == writer.expected(), "Java Hudi writes on after the Hudi engine's compaction"
 
@@ -73,10 +68,14 @@ def test_a_table_tms_cannot_merge_is_compacted_by_the_hudi_engine(tmp_path, java
     planned = plan_compaction(table, TablePolicy(), datetime.now(UTC), force=True)
     assert planned is not None, "TMS planned no compaction of a table with log files"
 
-    _run_hudi_engine_job(tmp_path, path, planned.instant, "compaction", bundles[8])
+    _compact_and_judge(tmp_path, writer, planned.instant, bundles[8])
 
-    instant = HudiTable.load(str(path)).timeline.get(planned.instant)
-    assert instant is not None and instant.is_completed, "the Hudi engine did not complete TMS's plan"
+
+def _compact_and_judge(tmp_path, writer: JavaWriter, instant: str, bundle) -> None:
+    """The Hudi engine's job compacts TMS's plan at `instant`; Java Hudi then reads the model's rows."""
+    _run_hudi_engine_job(tmp_path, writer.path, instant, "compaction", bundle)
+    done = HudiTable.load(str(writer.path)).timeline.get(instant)
+    assert done is not None and done.is_completed, "the Hudi engine did not complete TMS's plan"
     assert writer.read("snapshot") == writer.expected(), "Java Hudi's snapshot read after the Hudi engine's job"
     assert writer.read("read_optimized") == writer.expected(), "Java Hudi's read-optimized read"
 

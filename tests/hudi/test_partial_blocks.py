@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from log_slices import write_three_to_a_file
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.log_format.log_file import (
@@ -90,24 +91,17 @@ def _write_slice(root: Path, base_keys: list[int] | None, blocks: list) -> tuple
         base = "base.parquet"
         pq.write_table(_rows([(k, k % 3, False) for k in base_keys], "20240101000000000", None), root / base,
                        row_group_size=4)
-    logs, content = [], b""
+    contents = []
     for i, (kind, arg) in enumerate(blocks):
         if kind == "full":
-            content += avro_data_block(_rows(arg, _instant(i), None), DATA_SCHEMA, _instant(i))
+            contents.append(avro_data_block(_rows(arg, _instant(i), None), DATA_SCHEMA, _instant(i)))
         elif kind == "delete":
-            content += delete_block([(f"k{k}", "", o) for k, o in arg], _instant(i), "long")
+            contents.append(delete_block([(f"k{k}", "", o) for k, o in arg], _instant(i), "long"))
         elif kind == "rollback":
-            content += rollback_command_block(_instant(arg), _instant(i))
+            contents.append(rollback_command_block(_instant(arg), _instant(i)))
         else:
-            content += partial_block(_rows(arg, _instant(i), kind), kind, _instant(i))
-        if i % 3 == 2:
-            logs.append(f"log.{i}")
-            (root / logs[-1]).write_bytes(content)
-            content = b""
-    if content:
-        logs.append("log.last")
-        (root / logs[-1]).write_bytes(content)
-    return base, logs
+            contents.append(partial_block(_rows(arg, _instant(i), kind), kind, _instant(i)))
+    return base, write_three_to_a_file(root, contents)
 
 
 # --- the model: Hudi 1.1.1's Java, one record at a time -----------------------------------------------------------
