@@ -405,8 +405,10 @@ class LocalStorage:
 # fsspec protocols whose create-if-absent is one conditional request to the store, `If-None-Match: *`: s3fs
 # sends it with the PUT or the completion of a multipart upload, adlfs with the Put Blob or the Put Block List.
 CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a", "abfs", "abfss", "az"})
-# The user metadata key of a create's token (S3: sent as x-amz-meta-tms-create)
+# The user metadata key of a create's token (S3: sent as x-amz-meta-tms-create; Azure's keys are C# names)
 CREATE_TOKEN_KEY = "tms-create"
+AZURE_CREATE_TOKEN_KEY = "tms_create"
+AZURE_PROTOCOLS = frozenset({"abfs", "abfss", "az"})
 # Object stores: an object is written whole, once; there is no append.
 OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
 
@@ -510,7 +512,6 @@ class FsspecStorage:
         self.root = root.rstrip("/") or "/"
         protocols = self._protocols = _protocols(self._fs)
         self._conditional_create = bool(protocols & CONDITIONAL_CREATE_PROTOCOLS)
-        self._create_tokens = bool(protocols & {"s3", "s3a"})
         # An object store without a conditional create here (GCS): two writers checking and then putting could
         # both win, so a create-once file is refused there.
         self._creates_unsafely = not self._conditional_create and bool(protocols & OBJECT_STORE_PROTOCOLS)
@@ -633,14 +634,14 @@ class FsspecStorage:
         self._refuse_unsafe_create(rel)
         target = self.full(rel)
         if self._conditional_create:
-            # A token of this create in the object's metadata (S3): when a PUT's answer is lost and the client
+            # A token of this create in the object's metadata: when a PUT's answer is lost and the client
             # retries it, the retry finds the object the first attempt made; the token tells it is its own
             # (exactly: another writer's object has another token), not another writer's.
-            token = {CREATE_TOKEN_KEY: uuid.uuid4().hex} if self._create_tokens else {}
+            token = uuid.uuid4().hex
             try:
-                self._fs.pipe_file(target, data, mode="create", **({"Metadata": token} if token else {}))
+                self._put_new(target, data, token)
             except FileExistsError:
-                if token and self._fs.metadata(target).get(CREATE_TOKEN_KEY) == token[CREATE_TOKEN_KEY]:
+                if self._create_token(target) == token:
                     return
                 raise InstantConflictError(f"{rel} already exists") from None
             return
@@ -649,6 +650,38 @@ class FsspecStorage:
         if self.appends:
             self._fs.makedirs(posixpath.dirname(target), exist_ok=True)
         self._fs.pipe_file(target, data)
+
+    def _put_new(self, target: str, data: bytes, token: str) -> None:
+        """One conditional create (If-None-Match: *) carrying `token` in the object's metadata; FileExistsError
+        if the object exists."""
+        if not self._protocols & AZURE_PROTOCOLS:
+            self._fs.pipe_file(target, data, mode="create", Metadata={CREATE_TOKEN_KEY: token})
+            return
+        container, blob, _ = self._fs.split_path(target)
+
+        async def upload() -> None:
+            async with self._fs.service_client.get_blob_client(container=container, blob=blob) as client:
+                await client.upload_blob(data, overwrite=False,
+                                         metadata={"is_directory": "false", AZURE_CREATE_TOKEN_KEY: token})
+        try:
+            fsspec.asyn.sync(self._fs.loop, upload)
+        except Exception as e:
+            if type(e).__name__ == "ResourceExistsError":
+                raise FileExistsError(target) from None
+            raise
+
+    def _create_token(self, target: str) -> str | None:
+        """The token of the create that made the object at `target` (None: none, or not TMS's)."""
+        if not self._protocols & AZURE_PROTOCOLS:
+            return self._fs.metadata(target).get(CREATE_TOKEN_KEY)  # type: ignore[no-any-return]
+        container, blob, _ = self._fs.split_path(target)
+
+        async def properties() -> str | None:
+            async with self._fs.service_client.get_blob_client(container=container, blob=blob) as client:
+                token: str | None = (await client.get_blob_properties()).metadata.get(AZURE_CREATE_TOKEN_KEY)
+                return token
+        made_by: str | None = fsspec.asyn.sync(self._fs.loop, properties)
+        return made_by
 
     @_store_request
     def open_new(self, rel: str) -> IO[bytes]:
@@ -667,7 +700,6 @@ class FsspecStorage:
             fh.write(data)
 
     @_store_request
-    @_store_request
     def read_versioned(self, rel: str) -> tuple[bytes, str] | None:
         target = self.full(rel)
         if self._protocols & {"s3", "s3a"}:
@@ -682,7 +714,7 @@ class FsspecStorage:
             except FileNotFoundError:
                 return None
             return got
-        if self._protocols & {"abfs", "abfss", "az"}:
+        if self._protocols & AZURE_PROTOCOLS:
             container, blob, _ = self._fs.split_path(target)
 
             async def download() -> tuple[bytes, str]:
@@ -714,7 +746,7 @@ class FsspecStorage:
                     return None
                 raise
             return str(answer["ETag"])
-        if self._protocols & {"abfs", "abfss", "az"}:
+        if self._protocols & AZURE_PROTOCOLS:
             from azure.core import MatchConditions
             container, blob, _ = self._fs.split_path(target)
             precondition: dict[str, Any] = ({"overwrite": False} if version is None else
@@ -734,6 +766,7 @@ class FsspecStorage:
                 raise
         raise UnsupportedStorageError(f"no conditional writes on {self.base_uri}'s store (S3 and Azure have them)")
 
+    @_store_request
     def touch(self, rel: str) -> None:
         self._fs.touch(self.full(rel), truncate=True)
 
