@@ -71,7 +71,15 @@ def _rows(records: list[tuple[int, int, int, str]], instant: str, rules: MergeRu
 
 
 def _delete_ordering(rules: MergeRules) -> Any:
-    return AVRO_TYPE[rules.ordering[0]] if len(rules.ordering) == 1 else "int"
+    """The Avro type of a delete's ordering value: of several ordering fields, a tuple (Hudi 1.1's ArrayWrapper)."""
+    if len(rules.ordering) > 1:
+        return tuple(AVRO_TYPE[f] for f in rules.ordering)
+    return AVRO_TYPE[rules.ordering[0]] if rules.ordering else "int"
+
+
+def _delete_value(o: int | None, rules: MergeRules) -> Any:
+    """A delete's ordering value in a delete block: of two ordering fields, (ts, seq) = (o, o % 3)."""
+    return (o, o % 3) if o is not None and len(rules.ordering) > 1 else o
 
 
 def _write_slice(root: Path, base_keys: list[int] | None, blocks: list, rules: MergeRules) -> tuple[str | None, list]:
@@ -81,7 +89,8 @@ def _write_slice(root: Path, base_keys: list[int] | None, blocks: list, rules: M
         pq.write_table(_rows([(k, k % 4, k % 3, "") for k in base_keys], "20240101000000000", rules), root / base,
                        row_group_size=5)
     logs = write_log_files(root, blocks, lambda arg, instant: _rows(arg, instant, rules),
-                           lambda arg: [(f"k{k:03d}", "", o) for k, o in arg], DATA_SCHEMA, _delete_ordering(rules))
+                           lambda arg: [(f"k{k:03d}", "", _delete_value(o, rules)) for k, o in arg], DATA_SCHEMA,
+                           _delete_ordering(rules))
     return base, logs
 
 
@@ -137,8 +146,11 @@ def _model(base: list[dict], blocks: list, rules: MergeRules) -> list[dict]:
         else:
             for k, o in arg:
                 key = f"k{k:03d}"
-                java = DEFAULT if o is None or (o == 0 and _delete_ordering(rules) == "int") else (
-                    "Long" if _delete_ordering(rules) == "long" else "Integer", o)
+                if len(rules.ordering) > 1:
+                    java = DEFAULT if o is None else ("ArrayComparable", _delete_value(o, rules))
+                else:
+                    java = DEFAULT if o is None or (o == 0 and _delete_ordering(rules) == "int") else (
+                        "Long" if _delete_ordering(rules) == "long" else "Integer", o)
                 delete, old = _Rec(java, True, None), buffer.get(key)
                 if old is None or not event_time:
                     buffer[key] = delete

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import io
 import struct
 from collections.abc import Iterator
@@ -113,6 +114,16 @@ _ORDERING_WRAPPERS = [
     _wrapper("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
     _wrapper("TimestampMicrosWrapper", "long"),
 ]
+# Hudi 1.1: the ordering value of a table ordered by several fields (an ArrayComparable), each element wrapped;
+# appended to the union, so the branches before it keep their indexes (what Hudi 0.15 and 1.0 read).
+_ARRAY_WRAPPER = {
+    "type": "record",
+    "name": "ArrayWrapper",
+    "namespace": "org.apache.hudi.avro.model",
+    "fields": [{"name": "wrappedValues", "default": None, "type": ["null", {"type": "array", "items": [
+        "null", *(f"org.apache.hudi.avro.model.{w['name']}" for w in _ORDERING_WRAPPERS),
+        _wrapper("LocalDateWrapper", "int")]}]}],
+}
 _DECIMAL_WRAPPER_EXPONENT = decimal.Decimal(1).scaleb(-15)
 _DECIMAL_WRAPPER_CONTEXT = decimal.Context(prec=30)
 _EPOCH = datetime.date(1970, 1, 1)
@@ -133,7 +144,8 @@ _DELETE_RECORD_LIST = fastavro.parse_schema(
                         "fields": [
                             {"name": "recordKey", "type": ["null", "string"], "default": None},
                             {"name": "partitionPath", "type": ["null", "string"], "default": None},
-                            {"name": "orderingVal", "type": ["null", *_ORDERING_WRAPPERS], "default": None},
+                            {"name": "orderingVal", "type": ["null", *_ORDERING_WRAPPERS, _ARRAY_WRAPPER],
+                             "default": None},
                         ],
                     },
                 },
@@ -186,6 +198,15 @@ def _wrap_ordering_value(value: Any, wrapper: str) -> Any:
     return (f"org.apache.hudi.avro.model.{wrapper}", {"value": value})
 
 
+def _wrap_ordering_values(values: tuple[Any, ...] | None, wrappers: list[str]) -> Any:
+    """The ordering value of a table of several ordering fields: an ArrayWrapper of each field's wrapped value
+    (None: Java's "no ordering value", an Integer 0, as for one field)."""
+    if values is None:
+        return _wrap_ordering_value(None, "")
+    wrapped = [None if v is None else _wrap_ordering_value(v, w)[1] for v, w in zip(values, wrappers, strict=True)]
+    return ("org.apache.hudi.avro.model.ArrayWrapper", {"wrappedValues": wrapped})
+
+
 def _unwrap_ordering_value(wrapped: Any) -> Any:
     """The ordering value of a delete; None for Java's "no ordering value" (null, or an Integer 0: the delete
     wins whatever the ordering, `OrderingValues.isCommitTimeOrderingValue`). A Long 0 is a value like any."""
@@ -194,7 +215,16 @@ def _unwrap_ordering_value(wrapped: Any) -> Any:
     name, record = wrapped
     if name.endswith(".IntWrapper") and record["value"] == 0:
         return None
-    if name.endswith(".DateWrapper"):
+    if name.endswith(".ArrayWrapper"):  # several ordering fields: a tuple, an element per field
+        return tuple(_unwrap_element(w) for w in record["wrappedValues"] or ())
+    return _unwrap_element(wrapped)
+
+
+def _unwrap_element(wrapped: Any) -> Any:
+    if wrapped is None:
+        return None
+    name, record = wrapped
+    if name.endswith((".DateWrapper", ".LocalDateWrapper")):
         return _EPOCH + datetime.timedelta(days=record["value"])
     return record["value"]
 
@@ -622,16 +652,20 @@ def delete_block(
 
     `ordering_type` is the Avro type of the table's ordering field (e.g. "long",
     ["null", "long"], {"type": "int", "logicalType": "date"}): readers compare the
-    ordering value with the field's values, so its wrapper must match that type. An
+    ordering value with the field's values, so its wrapper must match that type; a tuple
+    of types for a table of several ordering fields (Hudi 1.1 wraps the values, a tuple
+    each, in an ArrayWrapper). An
     ordering value of None deletes whatever the stored record's ordering value; it is
     written as Java writes it, an int 0, and reads back as 0. Hudi's writers also put
     the table schema in the header; pass `avro_schema` to do the same.
     """
-    wrapper = _ordering_wrapper(ordering_type)
-    records = [
-        {"recordKey": key, "partitionPath": partition, "orderingVal": _wrap_ordering_value(value, wrapper)}
-        for key, partition, value in keys
-    ]
+    if isinstance(ordering_type, tuple):  # several ordering fields (Hudi 1.1): each value a tuple, one per field
+        wrappers = [_ordering_wrapper(t) for t in ordering_type]
+        wrap = functools.partial(_wrap_ordering_values, wrappers=wrappers)
+    else:
+        wrap = functools.partial(_wrap_ordering_value, wrapper=_ordering_wrapper(ordering_type))
+    records = [{"recordKey": key, "partitionPath": partition, "orderingVal": wrap(value)}
+               for key, partition, value in keys]
     buffer = io.BytesIO()
     fastavro.schemaless_writer(buffer, _DELETE_RECORD_LIST, {"deleteRecordList": records})
     content = _INT.pack(CONTENT_VERSION) + _INT.pack(buffer.tell()) + buffer.getvalue()

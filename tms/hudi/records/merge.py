@@ -230,11 +230,17 @@ def delete_block_ords(values: list[Any], rules: MergeRules, types: list[pa.DataT
     natural = [v is None for v in values]
     if len(types) == 1:
         return [_cast_ord(values, types[0])], pa.array(natural, pa.bool_())
-    if len(types) > 1 and not all(natural):
-        raise UnsupportedTableError(
-            f"a delete block orders a delete by one value ({next(v for v in values if v is not None)!r}) "
-            f"but the table orders by {len(types)} fields ({', '.join(rules.ordering)}): Hudi cannot compare them")
-    return [pa.nulls(len(values), t) for t in types], pa.array([bool(types)] * len(values), pa.bool_())
+    if len(types) > 1:
+        # Hudi 1.1 orders such a delete by an array of values, one per ordering field
+        wrong = next((v for v in values if v is not None and not (isinstance(v, tuple) and len(v) == len(types))),
+                     None)
+        if wrong is not None:
+            raise UnsupportedTableError(
+                f"a delete block orders a delete by {wrong!r} but the table orders by {len(types)} fields "
+                f"({', '.join(rules.ordering)}): Hudi cannot compare them")
+        return ([_cast_ord([None if v is None else v[i] for v in values], t) for i, t in enumerate(types)],
+                pa.array(natural, pa.bool_()))
+    return [], pa.array([False] * len(values), pa.bool_())
 
 
 def fold_winners(ctrl: pa.Table, key: str, ords: list[str], tiebreak: list[str], base_loses: bool = False,
