@@ -13,13 +13,12 @@ from hudi_java.harness import JavaWriter
 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
-from tms.hudi.records.merge_rules import PartialMode, merge_rules
+from tms.hudi.records.merge_rules import MergeRules, PartialMode, merge_rules
 from tms.hudi.records.reader import read_snapshot
 from tms.hudi.table.hudi_table import HudiTable
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
 EXTRA = ("_change_operation_type", "_event_lsn")
-COLUMNS = ["id", "part", "ts", "name", "value", *EXTRA]
 UNAVAILABLE = "__debezium_unavailable_value"
 OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clean.automatic": "false", "hoodie.clustering.inline": "false",
            "hoodie.embed.timeline.server": "false", "hoodie.metadata.enable": "false",
@@ -31,10 +30,6 @@ OPTIONS = {"hoodie.compact.inline": "false", "hoodie.clean.automatic": "false", 
 def _row(i: int, lsn: int, op: str, name: str) -> dict:
     return {"id": f"k{i:02d}", "part": ("americas", "europe")[i % 2], "ts": lsn, "name": name, "value": i * lsn,
             "_change_operation_type": op, "_event_lsn": lsn}
-
-
-def _plain(rows: list[dict]) -> list[dict]:
-    return sorted(({c: r[c] for c in COLUMNS} for r in rows), key=lambda r: r["id"])
 
 
 def test_java_hudi_and_tms_agree_on_postgres_debezium_changes(java_hudi, tmp_path):
@@ -54,17 +49,28 @@ def test_java_hudi_and_tms_agree_on_postgres_debezium_changes(java_hudi, tmp_pat
     del want["k04"]
     expected = sorted(want.values(), key=lambda r: r["id"])
 
-    assert _plain(writer.read("snapshot", extra_columns=EXTRA)) == expected, "Java Hudi's own read"
-    table = HudiTable.load(str(writer.path))
-    rules = merge_rules(table.config)
+    rules = _judge(writer, expected, EXTRA)
     assert (rules.ordering, rules.delete_field, rules.delete_marker, rules.partial) == (
         ("_event_lsn",), "_change_operation_type", "d", PartialMode.FILL_UNAVAILABLE)
-    assert _plain(read_snapshot(table).to_pylist()) == expected, "TMS's read of Java Hudi's log files"
+
+
+def _judge(writer: JavaWriter, expected: list[dict], extra: tuple[str, ...]) -> MergeRules:
+    """Java Hudi reads `expected`, so does TMS; TMS compacts the table and Java reads it again (snapshot and
+    read-optimized). The table's merge rules, as TMS reads them."""
+    columns = ["id", "part", "ts", "name", "value", *extra]
+
+    def plain(rows: list[dict]) -> list[dict]:
+        return sorted(({c: r[c] for c in columns} for r in rows), key=lambda r: r["id"])
+
+    assert plain(writer.read("snapshot", extra_columns=extra)) == expected, "Java Hudi's own read"
+    table = HudiTable.load(str(writer.path))
+    assert plain(read_snapshot(table).to_pylist()) == expected, "TMS's read of Java Hudi's log files"
     instant = plan_compaction(table)
     execute_instant(HudiTable.load(str(writer.path)), instant, LocalRunner())
     assert HudiTable.load(str(writer.path)).timeline.get(instant).is_completed
-    assert _plain(writer.read("snapshot", extra_columns=EXTRA)) == expected, "Java's read after TMS compacted"
-    assert _plain(writer.read("read_optimized", extra_columns=EXTRA)) == expected, "the compacted base files"
+    assert plain(writer.read("snapshot", extra_columns=extra)) == expected, "Java's read after TMS compacted"
+    assert plain(writer.read("read_optimized", extra_columns=extra)) == expected, "the compacted base files"
+    return merge_rules(table.config)
 
 
 MYSQL_EXTRA = ("_change_operation_type", "_event_bin_file", "_event_pos")
@@ -95,21 +101,7 @@ def test_java_hudi_and_tms_agree_on_mysql_debezium_changes(java_hudi, tmp_path):
              "k08": _mysql_row(8, 3, 2, "c", "new8")}
     for gone in ("k03", "k04"):  # k03's later change is from an older binlog position: the delete stands
         del want[gone]
-    expected = sorted(({c: r[c] for c in ["id", "part", "ts", "name", "value", *MYSQL_EXTRA]} for r in want.values()),
-                      key=lambda r: r["id"])
-
-    def plain(rows: list[dict]) -> list[dict]:
-        return sorted(({c: r[c] for c in ["id", "part", "ts", "name", "value", *MYSQL_EXTRA]} for r in rows),
-                      key=lambda r: r["id"])
-
-    assert plain(writer.read("snapshot", extra_columns=MYSQL_EXTRA)) == expected, "Java Hudi's own read"
-    table = HudiTable.load(str(writer.path))
-    rules = merge_rules(table.config)
+    expected = sorted(want.values(), key=lambda r: r["id"])
+    rules = _judge(writer, expected, MYSQL_EXTRA)
     assert (rules.ordering, rules.delete_field, rules.delete_marker) == (
         ("_event_bin_file", "_event_pos"), "_change_operation_type", "d")
-    assert plain(read_snapshot(table).to_pylist()) == expected, "TMS's read of Java Hudi's log files"
-    instant = plan_compaction(table)
-    execute_instant(HudiTable.load(str(writer.path)), instant, LocalRunner())
-    assert HudiTable.load(str(writer.path)).timeline.get(instant).is_completed
-    assert plain(writer.read("snapshot", extra_columns=MYSQL_EXTRA)) == expected, "Java's read after TMS compacted"
-    assert plain(writer.read("read_optimized", extra_columns=MYSQL_EXTRA)) == expected, "the compacted base files"
