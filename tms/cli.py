@@ -78,7 +78,7 @@ def inspect(path: str = typer.Argument(..., help="Base path (or URL) of a Hudi t
             as_json: bool = typer.Option(False, "--json", help="Print one JSON document.")):
     """Table config, timeline, file groups with their slices and sizes, pending plans, inflight instants."""
     table = _load(path)
-    desc = describe_table(table, capabilities(table))
+    desc = describe_table(table, {service: (c.can_run, c.reason) for service, c in capabilities(table).items()})
     typer.echo(json.dumps(desc, indent=2, default=_json_default) if as_json else format_description(desc))
 
 
