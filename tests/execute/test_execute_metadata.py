@@ -7,7 +7,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from execute_support import key, plan_clean_of_old_versions, plan_clustering, plan_compaction, rec, write_history
+from execute_support import (
+    key,
+    plan_clean_of_old_versions,
+    plan_clustering,
+    plan_compaction,
+    plan_rollback_of_write,
+    rec,
+    write_history,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mdt_model import MDT_FIXTURES, MdtModelledTable, unzip_mdt_fixture, without_metadata_table
@@ -140,8 +148,7 @@ def test_all_creatable_partitions_through_every_service(tmp_path, table_type, ve
 
 
 def _plan_rollback(table: HudiTable, instant: str) -> str:
-    from test_execute_clean_rollback import _plan_rollback_of_write
-    return _plan_rollback_of_write(table, instant)
+    return plan_rollback_of_write(table, instant)
 
 
 @pytest.mark.parametrize("table_type,version", TABLES)

@@ -16,7 +16,7 @@ from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.records.reader import read_snapshot
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.properties import format_properties
-from tms.planning.capabilities import SERVICES, capabilities, unrunnable_plans
+from tms.planning.capabilities import SERVICES, Capability, capabilities, unrunnable_plans
 
 # Fixtures whose metadata table TMS cannot keep in sync: its statistics are read from Parquet base files.
 WITH_UNMAINTAINABLE_METADATA_TABLE = {"cow_v9_lance_nonpartitioned"}
@@ -42,9 +42,10 @@ def test_every_fixture_is_readable_and_serviceable_unless_its_metadata_table_can
     table = HudiTable.load(str(fixture_tables[name]))
     caps = capabilities(table)
     assert set(caps) == set(SERVICES)
-    assert caps["reading"] == (True, "")
+    assert caps["reading"] == Capability(True, "")
     for service in ("compaction", "clustering", "clean", "rollback"):
-        can_run, reason = caps[service]
+        can_run, reason, engine = caps[service]
+        assert engine == ""  # no Hudi engine runs the table's tasks
         if service == "compaction" and name.startswith("cow_"):
             assert not can_run and reason.startswith("compaction applies to MERGE_ON_READ tables")
         elif name in WITH_UNMAINTAINABLE_METADATA_TABLE:
@@ -136,7 +137,7 @@ def test_the_metadata_table_writer_decides_which_partitions_block_a_service(fixt
     monkeypatch.setattr(caps_module, "unmaintainable_partitions",
                         lambda t, service: ["secondary_index_idx_rider"] if service == "clustering" else [])
     caps = capabilities(table)
-    assert caps["compaction"] == (True, "") and caps["clean"].can_run
+    assert caps["compaction"] == Capability(True, "") and caps["clean"].can_run
     assert not caps["clustering"].can_run and "secondary_index_idx_rider" in caps["clustering"].reason
 
 

@@ -128,6 +128,21 @@ def test_nothing_to_compact_and_file_groups_never_planned_twice(tmp_path):
     assert plan_compaction(t.table(), every, now()) is None
 
 
+def test_an_instant_time_a_writer_took_meanwhile_is_planned_again_at_a_later_one(tmp_path):
+    """A writer without the table's lock took the planner's instant time (the same millisecond): the compaction
+    is planned at a later time at once, not left for the next event."""
+    t = _table(tmp_path, version=8)
+    t.write([rec(0, 20)])
+    taken = t.write([rec(1, 30)], leave_inflight=True)  # the writer's instant time, given to the planner first
+    table = t.table()
+    real = table.timeline.new_instant_time
+    times = iter([taken])
+    table.timeline.new_instant_time = lambda: next(times, None) or real()  # type: ignore[method-assign]
+    planned = plan_compaction(table, policy(hoodie__compact__inline__max__delta__commits=1), now())
+    assert planned is not None and planned.instant > taken
+    assert [i.timestamp for i in t.table().timeline.pending(("compaction",))] == [planned.instant]
+
+
 def test_v8_plan_and_refusals(tmp_path):
     t = _table(tmp_path, version=8)
     t.write([rec(0, 20)])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from tms.hudi.errors import InstantConflictError
 from tms.hudi.fs_view.view import FileSlice, LogFile
 from tms.hudi.log_format.log_file import BlockType, read_log_file
 from tms.hudi.table.hudi_table import HudiTable
@@ -66,8 +67,25 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     tl.reload()
     if not force and not compaction_trigger(table, policy, now).due:
         return None
+    for attempt in range(_ATTEMPTS):
+        try:
+            return _plan_at(table, policy, now, tl.new_instant_time())
+        except InstantConflictError:
+            # A writer without the table's lock took the same instant time meanwhile (the same millisecond):
+            # plan again at a later time rather than wait for the next event.
+            if attempt + 1 == _ATTEMPTS:
+                raise
+            tl.reload(force=True)
+    raise AssertionError("unreachable")
+
+
+_ATTEMPTS = 3
+
+
+def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str) -> Planned | None:
+    """The compaction plan at instant time `tc`, written; None if no file slice has logs to compact."""
+    config, tl = table.config, table.timeline
     v6 = not config.traits.log_files_named_by_writer  # v6 slices by instant time
-    tc = tl.new_instant_time()
     view = table.file_system_view()
     busy = set(view.pending_compaction) | set(view.pending_clustering)
     deferred = _pending_only_logs(table) if v6 else set()
