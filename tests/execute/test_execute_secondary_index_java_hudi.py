@@ -64,7 +64,8 @@ def _build(path) -> int:
 @pytest.mark.parametrize("version", [8, 9])
 def test_java_hudi_uses_and_maintains_the_secondary_index_tms_built(tmp_path, java_hudi, monkeypatch, version):
     driver = java_hudi(version)
-    writer = JavaWriter(driver, tmp_path / "indexed", "MERGE_ON_READ", OPTIONS)
+    # A table name of its own: Java Hudi keeps state by table name in its session, which other tests share
+    writer = JavaWriter(driver, tmp_path / f"secondary_indexed_v{version}", "MERGE_ON_READ", OPTIONS)
     writer.write("insert", [_named(i, 1, f"n{i}") for i in range(12)] + [_named(12, 1, None)])
     writer.write("upsert", [_named(i, 2, "shared") for i in range(0, 12, 3)] + [_named(7, 2, "solo")])
     assert metadata_partitions(HudiTable.load(str(writer.path))) == [K.FILES, K.RECORD_INDEX]
