@@ -50,16 +50,12 @@ class Capability(NamedTuple):
     engine: str = ""  # the Hudi engine that runs the service where TMS's own engine cannot
 
 
-def _on_hudi_engine(table: HudiTable, service: str, hudi_engine: str | None) -> bool:
-    """Whether a Hudi engine runs `service` on the table whatever TMS's own engine cannot do."""
-    return (hudi_engine is not None and service in HUDI_ENGINE_SERVICES
-            and (service != COMPACTION or table.config.is_mor))
-
-
 def _capability(table: HudiTable, service: str, hudi_engine: str | None) -> Capability:
+    """Whether `service` runs on the table: on TMS's own engine, else on the Hudi engine running the table's
+    tasks (any refusal but compaction of a COPY_ON_WRITE table is TMS's own engine's)."""
     reasons = "; ".join(_refusals(table, service))
-    if reasons and _on_hudi_engine(table, service, hudi_engine):
-        assert hudi_engine is not None
+    if (reasons and hudi_engine and service in HUDI_ENGINE_SERVICES
+            and (service != COMPACTION or table.config.is_mor)):
         return Capability(True, reasons, hudi_engine)
     return Capability(not reasons, reasons)
 

@@ -55,6 +55,9 @@ def _operation(fs: FileSlice, logs: list[LogFile], policy: TablePolicy) -> Compa
                                 policy.parquet_max_file_size))
 
 
+_ATTEMPTS = 3  # instant times tried when writers without the table's lock take them meanwhile
+
+
 def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False) -> Planned | None:
     """Plan a compaction if the trigger strategy says one is due (or `force`: an operator asked for one now)
     and some file slice has log files to compact; None otherwise. On v6 the plan may come back held
@@ -67,19 +70,14 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     tl.reload()
     if not force and not compaction_trigger(table, policy, now).due:
         return None
-    for attempt in range(_ATTEMPTS):
+    for _ in range(_ATTEMPTS - 1):
         try:
             return _plan_at(table, policy, now, tl.new_instant_time())
         except InstantConflictError:
             # A writer without the table's lock took the same instant time meanwhile (the same millisecond):
             # plan again at a later time rather than wait for the next event.
-            if attempt + 1 == _ATTEMPTS:
-                raise
             tl.reload(force=True)
-    raise AssertionError("unreachable")
-
-
-_ATTEMPTS = 3
+    return _plan_at(table, policy, now, tl.new_instant_time())
 
 
 def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str) -> Planned | None:
