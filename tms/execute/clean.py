@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from tms.hudi.locks.transaction import TransactionManager
@@ -62,6 +62,12 @@ class CleanExecutor(ActionExecutor):
         super().__init__(table, instant, transactions)
         self.plan_bytes = self.timeline.read_plan(self.timestamp)
         self.plan: CleanerPlan = parse_cleaner_plan(self.plan_bytes)
+
+    def plan_paths(self) -> Iterator[tuple[str, str]]:
+        for partition, files in self._files_by_partition().items():
+            yield partition, ""
+            yield from ((partition, f) for f in files)
+        yield from ((p, "") for p in self.plan.partitions_to_be_deleted)
 
     def _files_by_partition(self) -> dict[str, list[str]]:
         if self.plan.file_paths_to_be_deleted_per_partition:
