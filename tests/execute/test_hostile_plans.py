@@ -87,6 +87,7 @@ class Scene:
             "another store": ("city=sf", f"s3://bucket{self.table_path}/city=sf/x.parquet"),
             "nul": ("city=sf", "city=sf/x.parquet\x00../../outside/victim/keep.txt"),
             "symlink out of the table": ("linked", "keep.txt"),
+            "the timeline": (".hoodie", ".hoodie/hoodie.properties"),
             "100 KB": ("city=sf", "city=sf/" + "a/" * 20_000 + "../" * 30_000 + "outside/victim/keep.txt"),
         }
 
@@ -145,6 +146,15 @@ def test_a_plan_naming_paths_outside_its_table_is_refused_and_changes_nothing(tm
         assert scene.snapshot() == scene.before, f"{case}: something outside the table changed"
         assert set(scene.table().timeline.states_of(ts)) == {State.REQUESTED}, f"{case}: the plan was started"
         scene.table().timeline.delete_instant(ts)
+
+
+def test_a_clean_deleting_the_whole_table_as_a_partition_is_refused(tmp_path, written_tables):
+    scene = Scene(tmp_path, written_tables[8])
+    table = scene.table()
+    ts = table.timeline.create_requested(Action.CLEAN, _clean(table, "", "")).timestamp
+    with pytest.raises(UnsafePlanError, match="deletes the whole table"):
+        execute_instant(table, ts, LocalRunner())
+    assert (scene.table_path / ".hoodie" / "hoodie.properties").exists()
 
 
 def test_the_storage_refuses_every_operation_outside_its_table(tmp_path, written_tables):

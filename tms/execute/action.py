@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import require_maintainable
-from tms.hudi.storage.paths import PathOutsideTableError, confined, table_relative
+from tms.hudi.storage.paths import PathOutsideTableError, confined, shown, table_relative
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Instant, State
 from tms.planning.capabilities import require_capability
@@ -43,6 +43,17 @@ class ExecutionResult:
         return (f"{self.service} {self.instant.timestamp} completed as {self.instant.action}{done}: "
                 f"{self.tasks} task(s), {self.files_written} file(s) written ({self.bytes_written / 1e6:.1f} MB), "
                 f"{self.files_deleted} file(s) deleted")
+
+
+METAFOLDER = ".hoodie"
+
+
+def _outside_metadata(rel: str) -> str:
+    """A plan's data files and partitions are never the table's own metadata (its timeline, properties and
+    metadata table live under `.hoodie`)."""
+    if rel == METAFOLDER or rel.startswith(METAFOLDER + "/"):
+        raise PathOutsideTableError(f"path {shown(rel)} is in the table's own metadata folder, not its data")
+    return rel
 
 
 class ActionExecutor(ABC):
@@ -108,9 +119,9 @@ class ActionExecutor(ABC):
         try:
             for partition, path in self.plan_paths():
                 # `full` resolves as every storage operation does (on a local filesystem: symbolic links too)
-                self.storage.full(confined(partition, "partition"))
+                self.storage.full(_outside_metadata(confined(partition, "partition")))
                 if path:
-                    self.storage.full(table_relative(base, path, partition))
+                    self.storage.full(_outside_metadata(table_relative(base, path, partition)))
         except PathOutsideTableError as e:
             raise UnsafePlanError(f"{self.service} {self.timestamp} of table {self.config.name} is refused: {e}; "
                                   "nothing was run") from None
