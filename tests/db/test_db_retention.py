@@ -157,11 +157,11 @@ def test_ended_tasks_go_with_their_attempts_and_live_or_referenced_ones_stay(db,
             "runnable": _task(session, table_id, "20260101000000006", S.RUNNABLE, service="clustering"),
             "retrying": _task(session, table_id, "20260101000000007", S.FAILED, service="ttl",
                               next_attempt_at=text("now() + interval '1 hour'")),
-            "alerted": _task(session, table_id, "20260101000000008", S.SUCCEEDED, service="rollback"),
+            # as the cancelled backup below, but an alert refers to it
+            "alerted": _task(session, table_id, "20260101000000008", S.CANCELLED, service="backup"),
             # a cancelled backup (it names a request, not a plan) followed by a newer one: removed
             "cancelled_backup": _task(session, table_id, "20260101000000009", S.CANCELLED, service="backup"),
             "newest_backup": _task(session, table_id, "20260101000000010", S.SUCCEEDED, service="backup"),
-            "newest_rollback": _task(session, table_id, "20260101000000011", S.SUCCEEDED, service="rollback"),
             "recent": _task(session, table_id, "20260101000000012", S.SUCCEEDED),
         }
         for name in ("succeeded", "failed_plan", "runnable"):
