@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from tms.config import Settings
 from tms.db import TablePolicy, TtlTaskRepo
 from tms.fleet.health import health_digest
 from tms.fleet.registration import registration_facts as registration_facts
@@ -16,9 +17,11 @@ from tms.fleet.registration import registration_refusal as fleet_refusal
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.serde import MetadataFormatError
+from tms.plan_pass.on_request import planner_options
 from tms.planning import find_failed_writes
 from tms.planning.capabilities import COMPACTION, READING, Capability, capabilities
 from tms.planning.health import table_health
+from tms.planning.outlook import stored_outlook
 from tms.planning.ttl import ttl_state
 from tms.planning.ttl_schedule import next_ttl_due
 
@@ -100,6 +103,15 @@ def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[T
             last_task_id=task.id if task else None, last_state=task.state if task else None,
             last_requested_at=task.created_at if task else None, last_finished_at=task.finished_at if task else None))
     return out
+
+
+def planner_outlook(planner_state: dict[str, Any] | None, settings: Settings) -> dict[str, Any]:
+    """The planner's outlook on each service of the table, as its last pass stored it with the table's digest
+    (tms.planning.outlook); every service unread while the planner has not read the table."""
+    stored = (planner_state or {}).get("services")
+    if stored:
+        return stored
+    return stored_outlook(None, TablePolicy(), planner_options(settings), datetime.now(UTC), is_mor=False)
 
 
 def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool,

@@ -17,8 +17,8 @@ from tms.hudi.errors import HudiError
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
-from tms.hudi.timeline.timeline import WRITE_ACTIONS
 from tms.hudi.timeline.serde import MetadataFormatError
+from tms.hudi.timeline.timeline import WRITE_ACTIONS
 from tms.planning.capabilities import require_capability
 from tms.planning.clean import plan_clean_or_why
 from tms.planning.clustering import plan_clustering
