@@ -185,7 +185,8 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
     settings = request.app.state.settings
     view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
-                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine)
+                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
+                     planner_state=table.planner_state)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state,
             "services": planner_outlook(table.planner_state, settings)}
 

@@ -138,7 +138,8 @@ def table_detail(session: Session, table_id: int, settings: Settings) -> dict[st
     policy = TablePolicy.from_stored(table.policies)
     view = live_view(table.base_path, policy, by_state, table.enabled, ttl_schedule(session, table_id, policy),
                      hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
-                                                                      table=table.name))
+                                                                      table=table.name),
+                     clean_commits=settings.planner_clean_commits, planner_state=table.planner_state)
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
                              with_timeline=True)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)
