@@ -14,45 +14,53 @@ from planning_support import ModelledTable, rec
 from planner.runner import Planner
 from tms.planning.decisions import PlannerOptions
 
-OPTIONS = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=3)
 
 
 @pytest.fixture
 def written(hudi_tables):
-    """A MERGE_ON_READ table of three writes (one insert, two upserts) under the service's storage root."""
+    """A MERGE_ON_READ table of 16 writes (an insert, then upserts) under the service's storage root: more than the
+    10 commits a clean retains by default, but every file group has a single slice, so nothing is cleanable."""
     path = next(iter(hudi_tables.values())).parent / f"outlook-{secrets.token_hex(4)}"
     t = ModelledTable(path)
     t.write([rec(i, 10) for i in range(6)], "insert")
-    t.write([rec(i, 20) for i in range(6)])
-    t.write([rec(i, 30) for i in range(6)])
+    for n in range(15):
+        t.write([rec(i, 20 + n) for i in range(6)])
     yield t
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _services(client, tokens, table_id: int) -> dict:
+def _detail(client, tokens, table_id: int) -> dict:
     response = client.get(f"/api/v1/tables/{table_id}", headers=tokens["viewer"])
     assert response.status_code == 200, response.text
-    return response.json()["services"]
+    return response.json()
 
 
 def test_a_clean_with_nothing_to_clean_yet_says_why(client, tokens, app, written):
-    table = client.post("/api/v1/tables", json={"base_path": str(written.path)}, headers=tokens["admin"]).json()
-    before = _services(client, tokens, table["id"])
+    table = client.post("/api/v1/tables", json={"base_path": str(written.path),
+                                                 "policies": {"hoodie.compact.inline.max.delta.commits": 20}},
+                        headers=tokens["admin"]).json()
+    before = _detail(client, tokens, table["id"])["services"]
     assert set(before) == {"compaction", "clustering", "clean", "rollback"}
     assert "not read the table yet" in before["clean"]["reason"]
 
-    assert Planner(app.state.database, OPTIONS, watch_timelines=False).reconcile(table["id"])
-    services = _services(client, tokens, table["id"])
+    trigger = app.state.settings.planner_clean_commits  # 5, which health's clean_lag reads too
+    options = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=trigger)
+    assert Planner(app.state.database, options, watch_timelines=False).reconcile(table["id"])
+    detail = _detail(client, tokens, table["id"])
+    services = detail["services"]
     clean = services["clean"]
-    # Three writes made the clean due; the planner attempted it and found nothing, and says so (not merely
-    # "3 completed writes since the last clean").
-    assert clean["scheduled"] and not clean["due"] and clean["writes_until_due"] == 3
+    # The writes made the clean due; the planner attempted it and found nothing, and says so (not merely
+    # "16 completed writes since the last clean").
+    assert clean["scheduled"] and not clean["due"] and clean["writes_until_due"] == trigger
     assert "0 completed writes since the last clean attempt at " in clean["reason"]
-    assert "nothing to clean yet" in clean["reason"] and "hoodie.cleaner.commits.retained" in clean["reason"]
+    assert "nothing to clean: no file slice older than the earliest commit to retain" in clean["reason"]
     assert services["clustering"]["reason"].startswith("not scheduled") and not services["clustering"]["scheduled"]
     compaction = services["compaction"]
-    assert not compaction["due"] and compaction["writes_until_due"] == 2  # 3 of Hudi's default 5 delta commits
+    assert not compaction["due"] and compaction["writes_until_due"] == 4  # 16 of the table's 20 delta commits
     assert services["rollback"]["reason"] == "nothing to roll back: no pending write"
+    [lag] = [r for r in detail["health"]["reasons"] if r.startswith("16 completed writes since the last clean")]
+    assert "; the planner's last attempt (at " in lag and "): nothing to clean: no file slice" in lag
+    assert detail["health"]["status"] == "ok", "attempted, nothing to clean: not a due service left unplanned"
 
     from test_svc_dashboard import _sign_in
     _sign_in(client, tokens["viewer"])

@@ -24,6 +24,7 @@ def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[st
     """`planner_state`: the table row's (the planner's digest), to tell a due service it has not planned."""
     digest = TimelineDigest.of(table, None, now, _COUNTED)
     unplanned = _since_attempts(table, now, planner_state)
+    finding = ((planner_state or {}).get("findings") or {}).get(TableService.CLEAN)
     deltas = digest.counted.get(TableService.COMPACTION) or []
     orphans = find_orphans(table, now=now.timestamp(), safety_seconds=orphan_safety_seconds)
     groups = [FileGroupFacts(g.partition, g.file_id, g.base_size or 0, g.log_count or 0, g.log_bytes or 0)
@@ -36,7 +37,8 @@ def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[st
         held_plans=tasks_by_state.get("BLOCKED", 0) + len(digest.held),
         orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans),
         writes_since_clean_attempt=unplanned.get(TableService.CLEAN),
-        deltas_since_compaction_attempt=unplanned.get(TableService.COMPACTION))
+        deltas_since_compaction_attempt=unplanned.get(TableService.COMPACTION),
+        clean_finding=f"(at {finding[0]}): {finding[1]}" if finding else None)
 
 
 # The plans whose pending instant means the service is planned.

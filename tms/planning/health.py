@@ -54,6 +54,7 @@ class HealthDigest:
     # unknown, the planner has not read the table, or it does not schedule the service).
     writes_since_clean_attempt: int | None = None
     deltas_since_compaction_attempt: int | None = None
+    clean_finding: str | None = None  # what the planner's last clean attempt that planned nothing found
 
 
 @dataclass(frozen=True)
@@ -158,8 +159,9 @@ def _plans(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
 def _clean_lag(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
     if d.writes_since_clean <= CLEAN_LAG_FACTOR * d.clean_commits:
         return []
+    found = f"; the planner's last attempt {d.clean_finding}" if d.clean_finding else ""
     return [Reason("clean_lag", 10, f"{d.writes_since_clean} completed writes since the last clean (the clean "
-                                    f"trigger is {d.clean_commits})")]
+                                    f"trigger is {d.clean_commits}){found}")]
 
 
 def _unplanned(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
