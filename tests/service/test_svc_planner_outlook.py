@@ -15,7 +15,6 @@ from planner.runner import Planner
 from tms.planning.decisions import PlannerOptions
 
 
-
 @pytest.fixture
 def written(hudi_tables):
     """A MERGE_ON_READ table of 16 writes (an insert, then upserts) under the service's storage root: more than the
