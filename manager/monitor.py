@@ -18,6 +18,7 @@ from tms.db.read_models import MonitorReads
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import CONFLICT_REASON
+from tms.hudi.timeline.instant import instant_to_datetime
 from tms.leadership import LeaderLease
 from tms.planning.capabilities import capabilities
 from tms.planning.digest import TimelineDigest
@@ -38,8 +39,9 @@ class MonitorContext:
     backlog: dict[str, list[int]]  # queue -> its backlog at the last evaluations (queue_saturated)
     # table -> (pending plans, uncompacted delta commits) at the last evaluations (backlog_growing)
     table_backlog: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-    # table -> ((base path, newest delta commit, scan period), whether TMS can compact it) (not_scheduled)
-    compactable: dict[int, tuple[tuple[str, str, int, str], bool]] = field(default_factory=dict)
+    # (table, service) -> ((base path, newest counted instant, scan period, engine), whether TMS can run the
+    # service on it) (not_scheduled)
+    runnable: dict[tuple[int, str], tuple[tuple[str, str, int, str], bool]] = field(default_factory=dict)
 
 
 def task_failed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -66,9 +68,11 @@ def task_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting
 
 
 def not_scheduled(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
-    """A runnable task no worker claimed for `monitor_unclaimed_seconds`, or a table whose compaction has
-    been due for `monitor_unplanned_seconds` with nothing planned for it."""
-    return {**_unclaimed(reads, ctx), **_unplanned(reads, ctx)}
+    """A runnable task no worker claimed for `monitor_unclaimed_seconds`, or a table whose compaction or clean
+    has been due for `monitor_unplanned_seconds` with nothing planned for it."""
+    return {**_unclaimed(reads, ctx), **_unplanned(reads, ctx), **_unplanned_cleans(reads, ctx)}
+    # Archival (issue 36 item 1): once it is a table service, its own `_unplanned_*` check joins here, on the
+    # trigger the planner's digest keeps for it, with the subject `table:{id}:archive`.
 
 
 def _unclaimed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -95,7 +99,8 @@ def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
             continue
         policy = TablePolicy.from_stored(row.policies)
         since = digest.compaction_due_since(policy)
-        if since is None or since > limit or not _can_compact(row, digest, ctx, reads.hudi_engine_for(row)):
+        if since is None or since > limit or not _can_run(row, digest, TableService.COMPACTION, ctx,
+                                                          reads.hudi_engine_for(row)):
             continue
         deltas = digest.counted[TableService.COMPACTION]
         sightings[f"table:{row.id}"] = Sighting(
@@ -106,20 +111,52 @@ def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     return sightings
 
 
-def _can_compact(row: RegisteredTable, digest: TimelineDigest, ctx: MonitorContext, hudi_engine: str | None) -> bool:
-    """Whether TMS (or the Hudi engine running the table's tasks) can compact the table (its capabilities), read
-    from storage once per state of its delta commits, scan period and engine. A table that cannot be read is
-    `table_unreadable`'s business, not this rule's."""
-    key = (row.base_path, (digest.counted.get(TableService.COMPACTION) or [""])[-1],
+def _unplanned_cleans(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """Enabled tables whose clean trigger (`planner_clean_commits` completed writes since the last clean or the
+    planner's last attempt that found nothing to clean, on its digest) has held for `monitor_unplanned_seconds`
+    while no clean of theirs is planned, pending, running or awaiting a retry, and that TMS can clean. An
+    attempt that finds nothing to clean re-arms the trigger (the table's `services` say why), so this fires only
+    when the planner did not attempt the clean at all."""
+    if TableService.CLEAN not in ctx.settings.planner_services:
+        return {}
+    limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unplanned_seconds)
+    trigger = ctx.settings.planner_clean_commits
+    planned = reads.tables_with_open(TableService.CLEAN)
+    services = frozenset(ctx.settings.planner_services)
+    sightings = {}
+    for row in reads.enabled_tables():
+        digest = TimelineDigest.from_state(row.planner_state, services)
+        if row.id in planned or digest is None:
+            continue
+        writes = digest.counted.get(TableService.CLEAN) or []
+        if len(writes) < trigger:
+            continue
+        since = instant_to_datetime(writes[trigger - 1], digest.zone)
+        if since > limit or not _can_run(row, digest, TableService.CLEAN, ctx, reads.hudi_engine_for(row)):
+            continue
+        sightings[f"table:{row.id}:clean"] = Sighting(
+            "warning", f"table {row.name}: clean due since {since:%Y-%m-%d %H:%M:%S} ({len(writes)} completed "
+                       f"writes since the last clean or clean attempt, trigger {trigger}) and none planned",
+            table_id=row.id, details={"service": TableService.CLEAN.value, "due_since": since.isoformat(),
+                                      "completed_writes": len(writes), "trigger": trigger})
+    return sightings
+
+
+def _can_run(row: RegisteredTable, digest: TimelineDigest, service: TableService, ctx: MonitorContext,
+             hudi_engine: str | None) -> bool:
+    """Whether TMS (or the Hudi engine running the table's tasks) can run `service` on the table (its
+    capabilities), read from storage once per state of what its trigger counts, scan period and engine. A table
+    that cannot be read is `table_unreadable`'s business, not this rule's."""
+    key = (row.base_path, (digest.counted.get(service) or [""])[-1],
            int(ctx.now.timestamp() // ctx.settings.planner_scan_seconds), hudi_engine or "")
-    known = ctx.compactable.get(row.id)
+    known = ctx.runnable.get((row.id, service))
     if known is None or known[0] != key:
         try:
-            can_run = capabilities(HudiTable.load(row.base_path), hudi_engine)[TableService.COMPACTION].can_run
+            can_run = capabilities(HudiTable.load(row.base_path), hudi_engine)[service].can_run
         except (HudiError, OSError) as exc:
             log.info("table %s: cannot read its capabilities: %s", row.id, exc)
             return False
-        known = ctx.compactable[row.id] = (key, can_run)
+        known = ctx.runnable[(row.id, service)] = (key, can_run)
     return known[1]
 
 

@@ -134,7 +134,7 @@ class Planner:
                                    is_mor=row.table_type == "MERGE_ON_READ")
         if work:
             return False
-        store_digest(row, digest, self.options)
+        store_digest(row, digest, self.options, now)
         return True
 
     def _on_events(self, ctx: PassContext, events) -> None:
@@ -275,7 +275,7 @@ class Planner:
             ctx.table, ctx.transactions = cached.table, cached.transactions
             digest, recorded = planning_pass(ctx, digest, work)
             ctx.row.planned_at = ctx.now
-        store_digest(ctx.row, digest, self.options)
+        store_digest(ctx.row, digest, self.options, ctx.now)
         return recorded
 
     def _digest(self, row: RegisteredTable) -> TimelineDigest | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from tms.config import Settings
 from tms.db import TablePolicy, TtlTaskRepo
 from tms.fleet.health import health_digest
 from tms.fleet.registration import registration_facts as registration_facts
@@ -16,9 +17,11 @@ from tms.fleet.registration import registration_refusal as fleet_refusal
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.serde import MetadataFormatError
+from tms.plan_pass.on_request import planner_options
 from tms.planning import find_failed_writes
 from tms.planning.capabilities import COMPACTION, READING, Capability, capabilities
 from tms.planning.health import table_health
+from tms.planning.outlook import stored_outlook
 from tms.planning.ttl import ttl_state
 from tms.planning.ttl_schedule import next_ttl_due
 
@@ -102,14 +105,24 @@ def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[T
     return out
 
 
+def planner_outlook(planner_state: dict[str, Any] | None, settings: Settings) -> dict[str, Any]:
+    """The planner's outlook on each service of the table, as its last pass stored it with the table's digest
+    (tms.planning.outlook); every service unread while the planner has not read the table."""
+    stored = (planner_state or {}).get("services")
+    if stored:
+        return stored
+    return stored_outlook(None, TablePolicy(), planner_options(settings), datetime.now(UTC), is_mor=False)
+
+
 def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool,
               ttl_tasks: list[TtlScheduleOut] | None = None, *, clean_commits: int = 5,
               orphan_safety_seconds: float = 24 * 3600, hudi_engine: str | None = None,
-              table: HudiTable | None = None) -> dict[str, Any]:
+              planner_state: dict[str, Any] | None = None, table: HudiTable | None = None) -> dict[str, Any]:
     """The table's current state on storage; problems become health reasons, never errors. `ttl_tasks`: the
     table's TTL schedule (ttl_schedule), shown in its TTL state. `clean_commits` and `orphan_safety_seconds`:
     the settings its health score reads (TMS_PLANNER_CLEAN_COMMITS, TMS_ORPHAN_SAFETY_HOURS). `hudi_engine`:
-    the Hudi engine running the table's tasks (RolloutRepo.hudi_engine_for), if one does. `table`: the table
+    the Hudi engine running the table's tasks (RolloutRepo.hudi_engine_for), if one does. `planner_state`: the
+    table row's, to tell a due service the planner has not planned (health's `unplanned`). `table`: the table
     already loaded (a page that shows more of it reads one timeline), else loaded now."""
     reasons: list[str] = []
     status = "ok"
@@ -159,7 +172,7 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     score = None
     try:  # the score and its reasons (tms.planning.health), failed and held plans among them
         digest = health_digest(table, datetime.now(UTC), tasks_by_state=tasks_by_state, clean_commits=clean_commits,
-                               orphan_safety_seconds=orphan_safety_seconds)
+                               orphan_safety_seconds=orphan_safety_seconds, planner_state=planner_state)
         health = table_health(digest, policy, datetime.now(UTC))
         score = health.score
         reasons += [r.message for r in health.reasons]

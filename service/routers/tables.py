@@ -32,7 +32,14 @@ from ..schemas.tables import (
     TableRegistration,
 )
 from ..schemas.tasks import TaskOut
-from ..table_view import capability_report, live_view, registration_facts, registration_refusal, ttl_schedule
+from ..table_view import (
+    capability_report,
+    live_view,
+    planner_outlook,
+    registration_facts,
+    registration_refusal,
+    ttl_schedule,
+)
 from .backups import BACKUP_DESTINATION, require_backup_destination
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
@@ -178,8 +185,10 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
     settings = request.app.state.settings
     view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
-                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine)
-    return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
+                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
+                     planner_state=table.planner_state)
+    return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state,
+            "services": planner_outlook(table.planner_state, settings)}
 
 
 @router.patch("/{table_id}", response_model=TableOut, dependencies=[Admin],

@@ -170,6 +170,22 @@ class TtlStateOut(BaseModel):
     schedule: list[TtlScheduleOut] = Field([], description="The TTL tasks TMS runs on schedule: the last, the next")
 
 
+class ServiceOutlookOut(BaseModel):
+    """The planner's outlook on one service of the table, as it decided at its last look (kept with the table's
+    digest; tms.planning.outlook)."""
+    scheduled: bool = Field(description="The planner schedules this service on the table (TMS_PLANNER_SERVICES, "
+                                        "and compaction only on MERGE_ON_READ)")
+    due: bool = Field(description="The service's trigger held at the planner's last look: its next pass attempts it")
+    next_due: datetime | None = Field(description="When time alone makes the service due (a time-based compaction "
+                                                  "trigger, a pending write's heartbeat expiry); null when it is "
+                                                  "due already or only writes make it due")
+    writes_until_due: int | None = Field(description="Completed writes (delta commits for compaction) its trigger "
+                                                     "still needs; null when writes do not make it due")
+    reason: str = Field(description="Why it is not planned now (or that it is due), in one line: what the trigger "
+                                    "counted since when, and what the planner found at its last attempt that "
+                                    "planned nothing (e.g. nothing to clean, and why)")
+
+
 class TableDetail(TableOut):
     properties: dict[str, str]
     timeline: TimelineSummary | None
@@ -182,6 +198,10 @@ class TableDetail(TableOut):
         description=CAPABILITIES_DESCRIPTION + " (as the table's properties are now; null when it cannot be read)")
     health: Health
     ttl: TtlStateOut | None = Field(None, description="Record and partition TTL (null: no TTL policy set)")
+    services: dict[str, ServiceOutlookOut] = Field(
+        description="Per service (compaction, clustering, clean, rollback): the planner's outlook, when it is "
+                    "next due and why it is not planned now, as the planner decided it at its last pass over the "
+                    "table")
 
 
 class PlanRequest(BaseModel):

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from tms import display
 from tms.backup.requests import store_of
+from tms.config import Settings
 from tms.db import (
     BUILTIN,
     AlertRepo,
@@ -33,7 +34,7 @@ from tms.hudi.table.inspect import human_size
 from tms.hudi.table.savepoint import read_savepoint
 from tms.hudi.timeline.instant import Action
 
-from ..table_view import live_view, ttl_schedule
+from ..table_view import live_view, planner_outlook, ttl_schedule
 from . import charts
 from .table_facts import TableFacts, read_table_facts
 
@@ -129,7 +130,7 @@ def file_group_charts(facts: TableFacts) -> tuple[charts.Chart, charts.Chart]:
     return sizes, logs
 
 
-def table_detail(session: Session, table_id: int) -> dict[str, Any]:
+def table_detail(session: Session, table_id: int, settings: Settings) -> dict[str, Any]:
     table = TableRepo(session).get(table_id)
     tasks_repo = TaskRepo(session)
     by_state = tasks_repo.counts_by_state(table_id=table_id)
@@ -142,7 +143,8 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
         hudi = None
     view = live_view(table.base_path, policy, by_state, table.enabled, ttl_schedule(session, table_id, policy),
                      hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
-                                                                      table=table.name), table=hudi)
+                                                                      table=table.name),
+                     clean_commits=settings.planner_clean_commits, planner_state=table.planner_state, table=hudi)
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
                              with_timeline=True, table=hudi)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)
@@ -154,7 +156,7 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
             "explicit_policies": own.get("policies") or {}, "concurrency_options": table.concurrency_options,
             "own_concurrency_options": own.get("concurrency_options") or {},
             "sources": TableRepo(session).effective(table).sources,
-            "view": view, "facts": facts,
+            "view": view, "facts": facts, "services": planner_outlook(table.planner_state, settings),
             "timeline_chart": charts.timeline_chart(facts.timeline), "size_chart": size_chart,
             "log_chart": log_chart, "backlog_chart": table_backlog(session, table_id, datetime.now(UTC)),
             "tasks": tasks, "task_total": task_total, "tasks_by_state": by_state,

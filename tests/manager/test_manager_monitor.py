@@ -219,3 +219,41 @@ def test_a_restore_that_succeeded_is_told_once_as_restore_done(db):
     [alert] = _alerts(db, "restore_done")
     assert (alert.task_id, alert.severity, alert.state) == (done.id, "info", "firing")
     assert "savepoint 20260101000001000" in alert.message
+
+
+def test_a_clean_due_and_never_attempted_fires_not_scheduled_and_the_table_is_not_ok(db, fixture_tables, tmp_path):
+    """Issue 36: a due clean that the planner neither planned nor attempted is flagged (the alert, and health
+    not ok); one the planner attempted and found nothing to clean is not (the trigger re-armed, and the table's
+    `services` say why)."""
+    from service.table_view import live_view
+    from tms.db import TablePolicy
+    from tms.planning.decisions import PlannerOptions
+
+    lease, epoch = _leader(db)
+    table_id, path = _trips_table(db, fixture_tables, tmp_path, "unclean",
+                                  {"hoodie.compact.inline.max.delta.commits": 100})
+    services = frozenset({"compaction", "clean", "rollback"})
+    lax = Planner(db, PlannerOptions(services=services, clean_commits=100), watch_timelines=False)
+    assert lax.reconcile(table_id)  # the planner's digest counts the fixture's writes: not due for it
+    # The trigger is lowered (TMS_PLANNER_CLEAN_COMMITS=1) while no planner runs: due since the first write
+    # after the fixture's clean, long ago; two writes since, twice the trigger.
+    settings = Settings(monitor_unplanned_seconds=600, planner_clean_commits=1)
+    ctx = MonitorContext(settings, datetime.now(UTC), {})
+    evaluate(lease, epoch, ctx)
+    [alert] = _alerts(db, "not_scheduled")
+    assert (alert.subject, alert.table_id, alert.state) == (f"table:{table_id}:clean", table_id, "firing")
+    assert "clean due since" in alert.message and alert.details["completed_writes"] == 2
+
+    def health():
+        with db.transaction() as session:
+            row = TableRepo(session).get(table_id)
+            state, policy = row.planner_state, TablePolicy.from_stored(row.policies)
+        return live_view(str(path), policy, {}, True, clean_commits=1, planner_state=state)["health"]
+
+    before = health()
+    assert before.status == "warning" and any(r.startswith("clean due and not planned") for r in before.reasons)
+
+    assert Planner(db, PlannerOptions(services=services, clean_commits=1), watch_timelines=False).reconcile(table_id)
+    evaluate(lease, epoch, ctx)  # the planner attempted the clean (planned it, or found nothing to clean)
+    assert [(a.subject, a.state) for a in _alerts(db, "not_scheduled")] == [(f"table:{table_id}:clean", "resolved")]
+    assert not any(r.startswith("clean due and not planned") for r in health().reasons)

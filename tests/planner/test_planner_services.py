@@ -1,7 +1,7 @@
 """The table services the planner schedules on its own: clustering only when asked for (as in Hudi), clean
 once enough writes landed since the last one, each recorded as one task."""
 from planner_db_support import TrackedTable, pending_plans, planner
-from planning_support import rec
+from planning_support import rec, run_compaction
 
 from tms.hudi.timeline.serde import parse_cleaner_plan
 from tms.planning.decisions import PlannerOptions
@@ -40,3 +40,27 @@ def test_a_clean_is_attempted_every_few_writes_and_recorded(db, tmp_path):
     assert sum(len(files) for files in plan.file_paths_to_be_deleted_per_partition.values()) == 3
     t.write([rec(i, 40) for i in range(3)])
     assert p.handle_events(t.id) and len(t.tasks()) == 1, "a pending clean: not another one"
+
+
+def test_a_clean_attempted_too_early_counts_the_compaction_that_completes_after_it(db, tmp_path):
+    """Issue 36: a clean found nothing to clean while the compaction planned in the same pass was pending;
+    the compaction completed after that attempt with an older instant time, which the re-armed trigger did
+    not count, so the clean it made possible was never planned once the writer stopped."""
+    t = TrackedTable(db, tmp_path / "t", policies={"hoodie.cleaner.commits.retained": 1,
+                                                   "hoodie.compact.inline.max.delta.commits": 3})
+    p = planner(db, options=_options("compaction", "clean", "rollback", clean_commits=3))
+    t.write([rec(i, 10) for i in range(6)], "insert")
+    t.write([rec(i, 20) for i in range(6)])
+    t.write([rec(i, 30) for i in range(6)])
+    assert p.handle_events(t.id)
+    [compaction] = t.tasks()  # the clean was attempted too: nothing to clean while the slices were the latest
+    assert compaction.service == "compaction"
+    run_compaction(t.table(), compaction.instant)  # the worker: no event reports it
+    t.write([rec(i, 40) for i in range(6)])
+    t.write([rec(i, 50) for i in range(6)])  # the writer's last write
+    assert p.handle_events(t.id) and len(t.tasks()) == 1
+    p.scan()  # the reconciliation scan reads the completed compaction
+    [_, clean] = t.tasks()
+    assert clean.service == "clean", "three writes completed since the attempt: the compaction and two deltas"
+    plan = parse_cleaner_plan(t.table().timeline.read_plan(clean.instant))
+    assert sum(len(files) for files in plan.file_paths_to_be_deleted_per_partition.values()) >= 3

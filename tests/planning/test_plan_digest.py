@@ -53,3 +53,26 @@ def test_a_digest_built_from_events_equals_the_timeline_s(tmp_path, version):
     write([rec(3, 50)])
     write([rec(3, 60)])
     _agree(t, digest, at)
+
+
+def test_an_empty_clean_attempt_counts_what_was_pending_at_it_once_it_completes(tmp_path):
+    """Issue 36: after a clean attempt that found nothing, a compaction pending at the attempt (an older instant
+    time) counts once it completes, from its event as from the timeline; an older write that was not pending
+    then does not."""
+    t = ModelledTable(tmp_path / "t")
+    t.write([rec(i, 10) for i in range(3)], "insert")
+    t.write([rec(i, 20) for i in range(3)])
+    planned = plan_compaction(t.table(), policy(**{"hoodie.compact.inline.max.delta.commits": 1}), now())
+    assert planned is not None
+    tc = planned.instant
+    newest = t.write([rec(i, 25) for i in range(3)])
+    digest = TimelineDigest.of(t.table(), None, now(), SERVICES)
+    digest.attempted("clean", newest, [tc], "nothing to clean yet")
+    assert digest.counted["clean"] == [] and digest.findings["clean"] == [newest, "nothing to clean yet"]
+    run_compaction(t.table(), tc)
+    digest.observe(tc, "commit", "completed", now())
+    assert digest.counted["clean"] == [tc]
+    assert TimelineDigest.of(t.table(), digest, now(), SERVICES).counted["clean"] == [tc]
+    digest.observe(t.write([rec(i, 30) for i in range(3)]), "deltacommit", "completed", now())
+    assert len(digest.counted["clean"]) == 2
+    assert TimelineDigest.of(t.table(), digest, now(), SERVICES).counted == digest.counted

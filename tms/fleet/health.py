@@ -10,7 +10,7 @@ from typing import Any
 from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.orphans import find_orphans
-from tms.hudi.timeline.instant import instant_to_datetime
+from tms.hudi.timeline.instant import Action, instant_to_datetime
 from tms.planning.digest import TimelineDigest
 from tms.planning.health import FileGroupFacts, HealthDigest, TableHealth, table_health
 from tms.table_service import TableService
@@ -20,8 +20,11 @@ _COUNTED = frozenset({TableService.COMPACTION, TableService.CLEAN})
 
 
 def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[str, int], clean_commits: int,
-                  orphan_safety_seconds: float) -> HealthDigest:
+                  orphan_safety_seconds: float, planner_state: Mapping[str, Any] | None = None) -> HealthDigest:
+    """`planner_state`: the table row's (the planner's digest), to tell a due service it has not planned."""
     digest = TimelineDigest.of(table, None, now, _COUNTED)
+    unplanned = _since_attempts(table, now, planner_state)
+    finding = ((planner_state or {}).get("findings") or {}).get(TableService.CLEAN)
     deltas = digest.counted.get(TableService.COMPACTION) or []
     orphans = find_orphans(table, now=now.timestamp(), safety_seconds=orphan_safety_seconds)
     groups = [FileGroupFacts(g.partition, g.file_id, g.base_size or 0, g.log_count or 0, g.log_bytes or 0)
@@ -32,7 +35,27 @@ def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[st
         writes_since_clean=len(digest.counted.get(TableService.CLEAN) or []), clean_commits=clean_commits,
         failed_plans=tasks_by_state.get("FAILED", 0),
         held_plans=tasks_by_state.get("BLOCKED", 0) + len(digest.held),
-        orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans))
+        orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans),
+        writes_since_clean_attempt=unplanned.get(TableService.CLEAN),
+        deltas_since_compaction_attempt=unplanned.get(TableService.COMPACTION),
+        clean_finding=f"(at {finding[0]}): {finding[1]}" if finding else None)
+
+
+# The plans whose pending instant means the service is planned.
+_PLAN_ACTIONS: dict[str, tuple[str, ...]] = {TableService.CLEAN: (Action.CLEAN,),
+                                             TableService.COMPACTION: (Action.COMPACTION, Action.LOG_COMPACTION)}
+
+
+def _since_attempts(table: HudiTable, now: datetime, planner_state: Mapping[str, Any] | None) -> dict[str, int]:
+    """Per service of _COUNTED the planner counts, with no plan of it pending: what its trigger counted on the
+    timeline since the planner's last plan or empty attempt (its stored digest's attempts carried over)."""
+    stored = TimelineDigest.from_state(dict(planner_state), frozenset((planner_state or {}).get("counted") or ())) \
+        if planner_state else None
+    if stored is None:
+        return {}
+    services = frozenset(stored.counted) & _COUNTED
+    digest = TimelineDigest.of(table, stored, now, services)
+    return {s: len(digest.counted[s]) for s in services if not table.timeline.pending(_PLAN_ACTIONS[s])}
 
 
 def reasons_out(health: TableHealth) -> list[dict[str, object]]:
@@ -47,11 +70,12 @@ def score_tables(database: Database, table_ids: list[int], now: datetime, *, cle
         with database.transaction() as session:
             row = TableRepo(session).get(table_id)
             base_path, policy = row.base_path, TablePolicy.from_stored(row.policies)
+            planner_state = row.planner_state
             tasks = TaskRepo(session).counts_by_state(table_id=table_id)
         digest: HealthDigest | None = None
         try:
             digest = health_digest(HudiTable.load(base_path), now, tasks_by_state=tasks, clean_commits=clean_commits,
-                                   orphan_safety_seconds=orphan_safety_seconds)
+                                   orphan_safety_seconds=orphan_safety_seconds, planner_state=planner_state)
             health = table_health(digest, policy, now)
             reasons = reasons_out(health)
             status = health.status

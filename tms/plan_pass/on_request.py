@@ -92,5 +92,5 @@ class OnRequestPlanner:
                 raise
             raise PlanningError(f"cannot plan {row.base_path}: {e}") from e
         row.planned_at = ctx.now
-        store_digest(row, digest, self.options)
+        store_digest(row, digest, self.options, ctx.now)
         return recorded

@@ -16,9 +16,11 @@ from tms.db import AlertRepo, RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import MetadataFormatError
+from tms.hudi.timeline.timeline import WRITE_ACTIONS
 from tms.planning.capabilities import require_capability
-from tms.planning.clean import plan_clean
+from tms.planning.clean import plan_clean_or_why
 from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction
 from tms.planning.decisions import Work
@@ -60,21 +62,31 @@ class PassContext:
             exact_view=exact_view)
 
 
-def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | None | bool:
-    """The library's plan for `service`; None when it was due (or `force`d) and there was nothing to plan (or a
-    plan still waiting for a worker holds the next one back), False when its trigger was not due after all (the
-    digest was stale: the rebuilt one is right)."""
+# What a trigger that counts completed writes awaits when an attempt plans nothing: their completion counts.
+_AWAITED_ACTIONS = (*WRITE_ACTIONS, Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
+
+
+def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | str | bool:
+    """The library's plan for `service`; a one-line finding when it was due (or `force`d) and there was nothing
+    to plan (or a plan still waiting for a worker holds the next one back), False when its trigger was not due
+    after all (the digest was stale: the rebuilt one is right)."""
     table, policy, now = ctx.table, ctx.policy, ctx.now
     if service == TableService.COMPACTION:
         planned = plan_compaction(table, policy, now, force=force)
-        if planned or force:
+        if planned:
             return planned
         decision = compaction_trigger(table, policy, now)
-        return None if decision.due or decision.waiting_for else False
+        if decision.waiting_for:
+            return f"due, but compaction {', '.join(decision.waiting_for)} has not started yet"
+        return "nothing to compact: every file group with log files is in a pending plan" \
+            if decision.due or force else False
     if service == TableService.CLUSTERING:
         planned = plan_clustering(table, policy, now, force=force)
-        return planned if planned or force or clustering_trigger(table, policy).due else False
-    return plan_clean(table, policy, now)
+        if planned:
+            return planned
+        return "nothing to cluster: no file groups the clustering strategy picks outside pending plans" \
+            if force or clustering_trigger(table, policy).due else False
+    return plan_clean_or_why(table, policy, now)
 
 
 def _due(ctx: PassContext, service: str) -> bool:
@@ -128,13 +140,17 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
             # stays armed, so it is planned on the first pass after the table's properties allow it again.
             if _guarded(recorder, service, partial(_due, ctx, service)):
                 refusals.refuse(service)
+                digest.found(service, _newest_instant(ctx.table),
+                             f"due, but TMS cannot run it on this table: {refusals.capabilities[service].reason}")
             continue
         planned = _guarded(recorder, service, partial(_plan, ctx, service))
-        if planned:
+        if isinstance(planned, Planned):
             recorder.record(planned)
+            digest.planned(service)
             AlertRepo(ctx.session).resolve(recorder.planning_failed_fingerprint(service))
-        elif planned is None:  # due but nothing to plan, or it failed: re-arm the trigger
-            digest.attempted(service, _newest_instant(ctx.table))
+        elif planned is not False:  # due but nothing to plan (a finding), or it failed (None): re-arm the trigger
+            digest.attempted(service, _newest_instant(ctx.table), _pending(ctx.table),
+                             planned or "due, but planning failed (see the table's planning_failed alert)")
     return TimelineDigest.of(ctx.table, digest, ctx.now, ctx.services), recorder.recorded
 
 
@@ -159,6 +175,8 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
             _guarded(recorder, "compensation", recorder.sync_held_plans)
             found = _plan(ctx, service, force=True)
             planned = [found] if isinstance(found, Planned) else []
+            if digest is not None and isinstance(found, str):
+                digest.found(service, _newest_instant(ctx.table), found)
         for plan in planned:
             recorder.record(plan)
         if planned:
@@ -169,6 +187,11 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
 def _newest_instant(table) -> str:
     latest = table.timeline.latest()
     return latest.timestamp if latest else ""
+
+
+def _pending(table) -> list[str]:
+    """The writes and table services pending on the table: a trigger re-armed now counts them once they complete."""
+    return [i.timestamp for i in table.timeline.pending(_AWAITED_ACTIONS)]
 
 
 def _guarded(recorder: TaskRecorder, step: str, run):

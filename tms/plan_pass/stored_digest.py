@@ -3,11 +3,12 @@
 only the tables time made due."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from tms.db import RegisteredTable, TablePolicy
 from tms.planning.decisions import PlannerOptions, next_tick_at
 from tms.planning.digest import TimelineDigest
+from tms.planning.outlook import stored_outlook
 
 
 def stored_digest(row: RegisteredTable, options: PlannerOptions) -> TimelineDigest | None:
@@ -21,7 +22,14 @@ def tick_due_at(row: RegisteredTable, digest: TimelineDigest | None, options: Pl
                         is_mor=row.table_type == "MERGE_ON_READ")
 
 
-def store_digest(row: RegisteredTable, digest: TimelineDigest | None, options: PlannerOptions) -> None:
-    """Keep `digest` in the locked row (None: forget it, the next reading rebuilds it) and its tick time."""
+def store_digest(row: RegisteredTable, digest: TimelineDigest | None, options: PlannerOptions,
+                 now: datetime | None = None) -> None:
+    """Keep `digest` in the locked row (None: forget it, the next reading rebuilds it), its tick time, and the
+    planner's outlook on each service (`services`: what the table's page and API show) as of `now`."""
     row.tick_due_at = tick_due_at(row, digest, options)
-    row.planner_state = digest.to_state() if digest is not None else {}
+    if digest is None:
+        row.planner_state = {}
+        return
+    services = stored_outlook(digest, TablePolicy.from_stored(row.policies), options, now or datetime.now(UTC),
+                              is_mor=row.table_type == "MERGE_ON_READ")
+    row.planner_state = {**digest.to_state(), "services": services}

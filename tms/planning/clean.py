@@ -127,14 +127,24 @@ def _files_of(fs: FileSlice) -> list[str]:
 
 def plan_clean(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned | None:
     """Plan a clean if the policy finds files to delete; None otherwise, or while a clean is pending."""
+    planned = plan_clean_or_why(table, policy, now)
+    return planned if isinstance(planned, Planned) else None
+
+
+def plan_clean_or_why(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned | str:
+    """plan_clean, or in one line why there is nothing to clean (the planner keeps it for the table's page)."""
     tl = table.timeline
     tl.reload()
-    if tl.pending((Action.CLEAN,)):
-        return None
+    if pending := tl.pending((Action.CLEAN,)):
+        return f"a clean ({pending[0].timestamp}) is still pending"
     rule = policy.cleaner_policy
     earliest = earliest_instant_to_retain(table, policy, now)
-    if earliest is None and rule is not CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
-        return None
+    if earliest is None and rule is CleanerPolicy.KEEP_LATEST_COMMITS:
+        return (f"nothing to clean yet: no more completed commits than the {policy.cleaner_commits_retained} "
+                f"retained (hoodie.cleaner.commits.retained), before any pending instant")
+    if earliest is None and rule is CleanerPolicy.KEEP_LATEST_BY_HOURS:
+        return (f"nothing to clean: no completed commit within the {policy.cleaner_hours_retained} hours retained "
+                f"(hoodie.cleaner.hours.retained)")
     view = table.file_system_view()
     guard = _Guard(table)
     doomed: dict[str, list[str]] = defaultdict(list)
@@ -155,7 +165,13 @@ def plan_clean(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned 
                 if fs.base_instant not in kept:
                     doomed[group.partition] += _files_of(fs)
     if not doomed:
-        return None
+        if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
+            return (f"nothing to clean: no file group has more than the {policy.cleaner_file_versions_retained} "
+                    f"file versions retained (hoodie.cleaner.fileversions.retained) beyond what pending plans and "
+                    f"savepoints keep")
+        assert earliest is not None
+        return (f"nothing to clean: no file slice older than the earliest commit to retain ({earliest.timestamp}) "
+                f"that a newer slice before it supersedes and no pending plan or savepoint keeps")
     last_write = tl.last_of(WRITE_ACTIONS, completed=True)
     plan = CleanerPlan(
         earliest_instant_to_retain=ActionInstant(timestamp=earliest.timestamp, action=earliest.action,

@@ -10,7 +10,11 @@ events that never came are the reconciliation scan's business, which rebuilds th
 
 An attempt that found a plan due but nothing to plan (every file group already in a pending plan,
 nothing to clean) re-arms its trigger: the next attempt waits until the trigger is due again, counted
-from that attempt, so such a table is not planned again on every event."""
+from that attempt, so such a table is not planned again on every event. Counted from that attempt means
+the writes completed after it, by when they completed: the instants newer than the newest one at the
+attempt, and the writes, compactions and clusterings that were pending at the attempt (`awaited`) once
+they complete — a table service planned in the same pass completes after the attempt with an older
+instant time, and it is what most often makes files cleanable."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -30,7 +34,7 @@ from .policy import TablePolicy, TriggerStrategy
 from .rollback_targets import rollback_targets
 from .triggers import last_clustering
 
-FORMAT = 3  # 3: timeline_utc
+FORMAT = 4  # 3: timeline_utc; 4: awaited, findings
 # Instants remembered per trigger: a count past this is "many" (no trigger needs more), and the
 # oldest entry is kept because the time-based compaction trigger counts from it.
 MAX_LISTED = 1000
@@ -56,6 +60,12 @@ class TimelineDigest:
     pending_writes: dict[str, float] = field(default_factory=dict)  # requested/inflight -> first seen (epoch s)
     held: dict[str, list[str]] = field(default_factory=dict)  # held v6 compaction plan -> its blockers
     attempts: dict[str, str] = field(default_factory=dict)    # service -> newest instant at an empty attempt
+    # Per counted service with a completed-writes trigger, the instants pending at its last empty attempt:
+    # each counts once it completes (see the module's docstring).
+    awaited: dict[str, list[str]] = field(default_factory=dict)
+    # Per service, what the planner found at its last attempt that planned nothing (nothing to plan and why,
+    # a refusal, a failure): (instant of the newest instant then, the finding), shown with the outlook.
+    findings: dict[str, list[str]] = field(default_factory=dict)
     scanned_at: float | None = None  # last reconciliation with the timeline (epoch s)
     timeline_utc: bool = False       # the table's instant times are UTC, else LOCAL (timeline_zone)
 
@@ -70,7 +80,8 @@ class TimelineDigest:
         return cls(compacted=state["compacted"], clustered=state["clustered"], cleaned=state["cleaned"],
                    counted={k: list(v) for k, v in state["counted"].items()},
                    pending_writes=dict(state["pending_writes"]), held={k: list(v) for k, v in state["held"].items()},
-                   attempts=dict(state["attempts"]), scanned_at=state["scanned_at"],
+                   attempts=dict(state["attempts"]), awaited={k: list(v) for k, v in state["awaited"].items()},
+                   findings={k: list(v) for k, v in state["findings"].items()}, scanned_at=state["scanned_at"],
                    timeline_utc=state["timeline_utc"])
 
     def to_state(self) -> dict[str, Any]:
@@ -86,6 +97,7 @@ class TimelineDigest:
         pending ones, not the timeline's length."""
         tl = table.timeline
         out = cls(attempts=dict(previous.attempts) if previous else {},
+                  findings={k: list(v) for k, v in previous.findings.items()} if previous else {},
                   scanned_at=previous.scanned_at if previous else None,
                   timeline_utc=is_utc_timeline(table.config.props))
         out.compacted = _timestamp(tl.last_of((Action.COMMIT, Action.REPLACE_COMMIT), completed=True))
@@ -95,7 +107,13 @@ class TimelineDigest:
         for service in counted:
             completed_only = service != TableService.COMPACTION  # compaction counts delta commits in any state
             actions = (Action.DELTA_COMMIT,) if service == TableService.COMPACTION else WRITE_ACTIONS
-            out.counted[service] = _listed_after(tl, actions, out._base(service), completed_only)
+            listed = _listed_after(tl, actions, out._base(service), completed_only)
+            if completed_only and previous is not None and out._counts_from_attempt(service):
+                # What was pending at the attempt and is still on the timeline stays awaited; what completed counts.
+                out.awaited[service] = [ts for ts in previous.awaited.get(service, ()) if tl.states_of(ts)]
+                done = [ts for ts in out.awaited[service] if _completed_at(tl, ts)]
+                listed = _capped(sorted(done + listed))
+            out.counted[service] = listed
         pending_writes = [i.timestamp for i in tl.pending((Action.COMMIT, Action.DELTA_COMMIT))]
         condemned = rollback_targets(table, after=pending_writes[0]) if pending_writes else set()
         seen = previous.pending_writes if previous else {}
@@ -108,7 +126,7 @@ class TimelineDigest:
         """Take one event (an instant of `action` reached `state`) into account."""
         if action in WRITE_ACTIONS:
             if state == COMPLETED:
-                self.pending_writes.pop(instant, None)
+                self.pending_writes.pop(instant, None)  # (an awaited instant is counted: _trim keeps it)
                 self._count(TableService.CLUSTERING, instant)
                 self._count(TableService.CLEAN, instant)
                 if action != Action.DELTA_COMMIT and instant > (self.compacted or ""):
@@ -123,11 +141,25 @@ class TimelineDigest:
             self.cleaned = max(self.cleaned or "", instant)
         self._trim()
 
-    def attempted(self, service: str, newest_instant: str) -> None:
-        """`service` was found due and planned nothing: re-arm its trigger from the newest instant on the
-        timeline (instant times, not the planner's clock: writers' clocks need not agree with it)."""
+    def attempted(self, service: str, newest_instant: str, pending: Iterable[str] = (), finding: str = "") -> None:
+        """`service` was found due and planned nothing (`finding` says why): re-arm its trigger from the newest
+        instant on the timeline (instant times, not the planner's clock: writers' clocks need not agree with
+        it) and the instants then `pending`, each counted once it completes."""
         self.attempts[service] = newest_instant
+        if service in self.counted and service != TableService.COMPACTION:
+            self.awaited[service] = sorted(ts for ts in pending if ts <= newest_instant)
+            self.counted[service] = []  # counted from the attempt on
+        self.found(service, newest_instant, finding)
         self._trim()
+
+    def found(self, service: str, newest_instant: str, finding: str) -> None:
+        """Keep what the planner found of `service` at a pass that planned none (shown with its outlook)."""
+        if finding:
+            self.findings[service] = [newest_instant, finding]
+
+    def planned(self, service: str) -> None:
+        """A plan of `service` was recorded: what was found before it no longer holds."""
+        self.findings.pop(service, None)
 
     def _count(self, service: str, instant: str) -> None:
         instants = self.counted.get(service)
@@ -141,10 +173,17 @@ class TimelineDigest:
                 TableService.CLEAN: self.cleaned}[TableService(service)]
         return max(last or "", self.attempts.get(service, ""))
 
+    def _counts_from_attempt(self, service: str) -> bool:
+        """Whether `service`'s trigger counts from an empty attempt (not from an instant of the service)."""
+        attempt = self.attempts.get(service)
+        return attempt is not None and self._base(service) == attempt
+
     def _trim(self) -> None:
+        for service in [s for s in self.awaited if not self._counts_from_attempt(s)]:
+            del self.awaited[service]  # an instant of the service came since: it counts from that
         for service, instants in self.counted.items():
-            base = self._base(service)
-            self.counted[service] = _capped([i for i in instants if i > base])
+            base, awaited = self._base(service), set(self.awaited.get(service, ()))
+            self.counted[service] = _capped([i for i in instants if i > base or i in awaited])
 
     @property
     def zone(self) -> tzinfo:
@@ -241,6 +280,10 @@ def _elapsed_at(since: str, policy: TablePolicy, zone: tzinfo) -> datetime | Non
 
 def _counted(services: frozenset[str]) -> set[str]:
     return set(services) & set(COUNTED)
+
+
+def _completed_at(tl: Timeline, timestamp: str) -> bool:
+    return any(i.is_completed for i in tl.states_of(timestamp).values())
 
 
 def _timestamp(instant: Instant | None) -> str | None:

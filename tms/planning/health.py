@@ -22,6 +22,10 @@ MIN_FILES_FOR_RATIOS = 8  # fewer base files: a small-file ratio or a size skew 
 SMALL_FILE_RATIO = 0.8
 SKEW_FACTOR = 10.0
 CLEAN_LAG_FACTOR = 3  # completed writes since the last clean, in multiples of the clean trigger
+# A due service unplanned for longer than its trigger: counted past the trigger twice since the planner's last
+# plan or attempt of it. Its penalty alone makes the table's health a warning.
+UNPLANNED_FACTOR = 2
+UNPLANNED_PENALTY = 100 - HEALTHY_SCORE + 1
 
 
 @dataclass(frozen=True)
@@ -46,12 +50,17 @@ class HealthDigest:
     held_plans: int                      # plans held (BLOCKED tasks, held compaction plans)
     orphan_files: int = 0                # files no instant references, older than the safety window
     orphan_bytes: int = 0
+    # Counted since the planner's last plan or empty attempt of the service, with no plan of it pending (None:
+    # unknown, the planner has not read the table, or it does not schedule the service).
+    writes_since_clean_attempt: int | None = None
+    deltas_since_compaction_attempt: int | None = None
+    clean_finding: str | None = None  # what the planner's last clean attempt that planned nothing found
 
 
 @dataclass(frozen=True)
 class Reason:
     kind: str     # log_backlog | uncompacted_age | small_files | size_skew | failed_plans | held_plans | clean_lag
-    penalty: int  #   | orphan_files
+    penalty: int  #   | orphan_files | unplanned
     message: str
 
 
@@ -71,7 +80,7 @@ def _mb(n: int) -> str:
 
 def table_health(digest: HealthDigest, policy: TablePolicy, now: datetime) -> TableHealth:
     reasons = [r for check in (_log_backlog, _uncompacted_age, _small_files, _size_skew, _plans, _clean_lag,
-                               _orphans) for r in check(digest, policy, now)]
+                               _unplanned, _orphans) for r in check(digest, policy, now)]
     return TableHealth(score=max(0, 100 - sum(r.penalty for r in reasons)), reasons=reasons)
 
 
@@ -150,8 +159,27 @@ def _plans(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
 def _clean_lag(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
     if d.writes_since_clean <= CLEAN_LAG_FACTOR * d.clean_commits:
         return []
+    found = f"; the planner's last attempt {d.clean_finding}" if d.clean_finding else ""
     return [Reason("clean_lag", 10, f"{d.writes_since_clean} completed writes since the last clean (the clean "
-                                    f"trigger is {d.clean_commits})")]
+                                    f"trigger is {d.clean_commits}){found}")]
+
+
+def _unplanned(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
+    """A due service the planner has neither planned nor attempted for longer than its trigger (the monitor's
+    `not_scheduled` alerts on it too): the table is not ok, whatever else it scores."""
+    out = []
+    writes = d.writes_since_clean_attempt
+    if writes is not None and writes >= UNPLANNED_FACTOR * d.clean_commits:
+        out.append(Reason("unplanned", UNPLANNED_PENALTY,
+                          f"clean due and not planned: {writes} completed writes since the planner's last clean or "
+                          f"clean attempt (the trigger is {d.clean_commits})"))
+    deltas = d.deltas_since_compaction_attempt
+    if (d.is_mor and deltas is not None and policy.trigger_strategy != TriggerStrategy.TIME_ELAPSED
+            and deltas >= UNPLANNED_FACTOR * policy.max_delta_commits):
+        out.append(Reason("unplanned", UNPLANNED_PENALTY,
+                          f"compaction due and not planned: {deltas} delta commits since the planner's last "
+                          f"compaction or compaction attempt (the trigger is {policy.max_delta_commits})"))
+    return out
 
 
 def _orphans(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:

@@ -1,0 +1,71 @@
+"""Issue 36: the planner's decision on each service is auditable — `GET /api/v1/tables/{id}` ("services") and the
+table's page say, per service, whether it is due, when next, and why it is not planned now, as the planner's
+last pass decided it."""
+from __future__ import annotations
+
+import html
+import re
+import secrets
+import shutil
+
+import pytest
+from planning_support import ModelledTable, rec
+
+from planner.runner import Planner
+from tms.planning.decisions import PlannerOptions
+
+
+@pytest.fixture
+def written(hudi_tables):
+    """A MERGE_ON_READ table of 16 writes (an insert, then upserts) under the service's storage root: more than the
+    10 commits a clean retains by default, but every file group has a single slice, so nothing is cleanable."""
+    path = next(iter(hudi_tables.values())).parent / f"outlook-{secrets.token_hex(4)}"
+    t = ModelledTable(path)
+    t.write([rec(i, 10) for i in range(6)], "insert")
+    for n in range(15):
+        t.write([rec(i, 20 + n) for i in range(6)])
+    yield t
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _detail(client, tokens, table_id: int) -> dict:
+    response = client.get(f"/api/v1/tables/{table_id}", headers=tokens["viewer"])
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_clean_with_nothing_to_clean_yet_says_why(client, tokens, app, written):
+    table = client.post("/api/v1/tables", json={"base_path": str(written.path),
+                                                 "policies": {"hoodie.compact.inline.max.delta.commits": 20}},
+                        headers=tokens["admin"]).json()
+    before = _detail(client, tokens, table["id"])["services"]
+    assert set(before) == {"compaction", "clustering", "clean", "rollback"}
+    assert "not read the table yet" in before["clean"]["reason"]
+
+    trigger = app.state.settings.planner_clean_commits  # 5, which health's clean_lag reads too
+    options = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=trigger)
+    assert Planner(app.state.database, options, watch_timelines=False).reconcile(table["id"])
+    detail = _detail(client, tokens, table["id"])
+    services = detail["services"]
+    clean = services["clean"]
+    # The writes made the clean due; the planner attempted it and found nothing, and says so (not merely
+    # "16 completed writes since the last clean").
+    assert clean["scheduled"] and not clean["due"] and clean["writes_until_due"] == trigger
+    assert "0 completed writes since the last clean attempt at " in clean["reason"]
+    assert "nothing to clean: no file slice older than the earliest commit to retain" in clean["reason"]
+    assert services["clustering"]["reason"].startswith("not scheduled") and not services["clustering"]["scheduled"]
+    compaction = services["compaction"]
+    assert not compaction["due"] and compaction["writes_until_due"] == 4  # 16 of the table's 20 delta commits
+    assert services["rollback"]["reason"] == "nothing to roll back: no pending write"
+    [lag] = [r for r in detail["health"]["reasons"] if r.startswith("16 completed writes since the last clean")]
+    assert "; the planner's last attempt (at " in lag and "): nothing to clean: no file slice" in lag
+    assert detail["health"]["status"] == "ok", "attempted, nothing to clean: not a due service left unplanned"
+
+    from test_svc_dashboard import _sign_in
+    _sign_in(client, tokens["viewer"])
+    try:
+        page = client.get(f"/ui/tables/{table['id']}").text
+    finally:
+        client.cookies.clear()  # the client is the session's: the next test starts signed out
+    lines = dict(re.findall(r'<li class="\w+"><b>(\w+)</b>: ([^<]*)</li>', page.split('id="services"')[1]))
+    assert html.unescape(lines["clean"]) == clean["reason"]
