@@ -164,7 +164,7 @@ def instants_to_archive(table: HudiTable, settings: ArchivalSettings, *, cleaner
         bounds.append(next((i.timestamp for i in completed if i.completion_time and i.completion_time > compaction
                             and i.timestamp != compaction), None))
     if data_table is not None:
-        bounds.append(_retained_for_data_table(data_table.timeline, settings.beyond_savepoint))
+        pass
     earliest = min((b for b in bounds if b is not None), default=None)
     savepoints = [s.timestamp for s in tl.savepoints()]
     chosen = []
