@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tms.hudi.errors import HudiError
+from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.keys import METADATA_DIR
 from tms.hudi.table.archival import ArchivalSettings, archive, instants_to_archive
 from tms.hudi.table.hudi_table import HudiTable
@@ -258,3 +259,21 @@ def test_refuses_version_6_and_bad_limits(tmp_path):
         instants_to_archive(_table(tmp_path / "v6", version=6), SMALL)
     with pytest.raises(HudiError, match="hoodie.keep.max.commits"):
         ArchivalSettings(min_commits=5, max_commits=5)
+
+
+def test_archives_under_the_tables_lock_when_given_its_transactions(tmp_path, monkeypatch):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 5)
+    transactions = TransactionManager.from_options(table, {
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"})
+    assert transactions.takes_lock
+    locked: list[bool] = []
+    delete = table.storage.delete
+
+    def recording(rel, **kw):
+        locked.append(transactions.in_transaction)
+        return delete(rel, **kw)
+    monkeypatch.setattr(table.storage, "delete", recording)
+    assert archive(table, SMALL, transactions=transactions).archived == commits[:3]
+    assert locked and all(locked)

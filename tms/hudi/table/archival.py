@@ -22,9 +22,11 @@ the archived instants go too."""
 from __future__ import annotations
 
 import posixpath
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..errors import HudiError
+from ..locks.transaction import TransactionManager
 from ..metadata.keys import METADATA_DIR
 from ..metadata.reader import metadata_partitions
 from ..timeline.instant import Action, Instant, State
@@ -164,7 +166,7 @@ def instants_to_archive(table: HudiTable, settings: ArchivalSettings, *, cleaner
         bounds.append(next((i.timestamp for i in completed if i.completion_time and i.completion_time > compaction
                             and i.timestamp != compaction), None))
     if data_table is not None:
-        pass
+        bounds.append(_retained_for_data_table(data_table.timeline, settings.beyond_savepoint))
     earliest = min((b for b in bounds if b is not None), default=None)
     savepoints = [s.timestamp for s in tl.savepoints()]
     chosen = []
@@ -205,9 +207,15 @@ def _row(tl: Timeline, states: dict[State, Instant]) -> ArchivedInstant:
 
 
 def archive(table: HudiTable, settings: ArchivalSettings, *, cleaner_retains_from: str | None = None,
-            data_table: HudiTable | None = None) -> ArchivalResult:
-    """Archive what Hudi's rules allow now (see instants_to_archive). The caller holds the table's lock when the
-    table has several writers."""
+            data_table: HudiTable | None = None, transactions: TransactionManager | None = None) -> ArchivalResult:
+    """Archive what Hudi's rules allow now (see instants_to_archive), inside `transactions`' transaction (the
+    table's lock, as Hudi's archiver takes it, when the table has several writers)."""
+    with transactions.transaction(exact_view=True) if transactions is not None else nullcontext():
+        return _archive(table, settings, cleaner_retains_from, data_table)
+
+
+def _archive(table: HudiTable, settings: ArchivalSettings, cleaner_retains_from: str | None,
+             data_table: HudiTable | None) -> ArchivalResult:
     tl = table.timeline
     tl.reload(force=True, full=True)
     chosen = instants_to_archive(table, settings, cleaner_retains_from=cleaner_retains_from, data_table=data_table)
