@@ -277,3 +277,16 @@ def test_archives_under_the_tables_lock_when_given_its_transactions(tmp_path, mo
     monkeypatch.setattr(table.storage, "delete", recording)
     assert archive(table, SMALL, transactions=transactions).archived == commits[:3]
     assert locked and all(locked)
+
+
+def test_settings_from_hudis_options():
+    assert ArchivalSettings.from_options({}) == ArchivalSettings()
+    settings = ArchivalSettings.from_options({"hoodie.keep.min.commits": "5", "hoodie.keep.max.commits": "8",
+                                              "hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED",
+                                              "hoodie.archive.beyond.savepoint": "true"})
+    assert (settings.min_commits, settings.max_commits, settings.compaction_delta_commits,
+            settings.beyond_savepoint) == (5, 8, None, True)
+    mdt = settings.for_metadata_table({"hoodie.metadata.compact.max.delta.commits": "3"})
+    assert (mdt.min_commits, mdt.max_commits, mdt.compaction_delta_commits, mdt.metadata_enabled) == (20, 30, 3, False)
+    with pytest.raises(HudiError, match="hoodie.keep.min.commits must be an integer"):
+        ArchivalSettings.from_options({"hoodie.keep.min.commits": "many"})

@@ -22,6 +22,7 @@ the archived instants go too."""
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
@@ -58,6 +59,48 @@ class ArchivalSettings:
         if self.min_commits < 1 or self.max_commits <= self.min_commits:
             raise HudiError(f"hoodie.keep.max.commits ({self.max_commits}) must be greater than "
                             f"hoodie.keep.min.commits ({self.min_commits}), which must be at least 1")
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> ArchivalSettings:
+        """The settings Hudi's writer reads from these `hoodie.*` options (its defaults for the ones absent)."""
+        trigger = options.get("hoodie.compact.inline.trigger.strategy", "NUM_COMMITS").upper()
+        return cls(min_commits=_int(options, "hoodie.keep.min.commits", 20),
+                   max_commits=_int(options, "hoodie.keep.max.commits", 30),
+                   compaction_batch_size=_int(options, "hoodie.timeline.compaction.batch.size", 10),
+                   beyond_savepoint=_bool(options, "hoodie.archive.beyond.savepoint", False),
+                   compaction_delta_commits=_int(options, "hoodie.compact.inline.max.delta.commits", 5)
+                   if trigger in ("NUM_COMMITS", "NUM_AND_TIME") else None,
+                   metadata_enabled=_bool(options, "hoodie.metadata.enable", True))
+
+    def for_metadata_table(self, options: Mapping[str, str]) -> ArchivalSettings:
+        """The settings of the metadata table's own archival, as Hudi's metadata writer derives them from its data
+        table's (HoodieMetadataWriteUtils): the larger of `hoodie.metadata.keep.{min,max}.commits` and the data
+        table's limits, compaction every `hoodie.metadata.compact.max.delta.commits`."""
+        return ArchivalSettings(
+            min_commits=max(_int(options, "hoodie.metadata.keep.min.commits", 20), self.min_commits),
+            max_commits=max(_int(options, "hoodie.metadata.keep.max.commits", 30), self.max_commits),
+            compaction_batch_size=self.compaction_batch_size, beyond_savepoint=self.beyond_savepoint,
+            compaction_delta_commits=_int(options, "hoodie.metadata.compact.max.delta.commits", 10),
+            metadata_enabled=False)
+
+
+def _int(options: Mapping[str, str], key: str, default: int) -> int:
+    value = options.get(key)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise HudiError(f"{key} must be an integer, got {value!r}") from None
+
+
+def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
+    value = options.get(key)
+    if value is None:
+        return default
+    if value.strip().lower() not in ("true", "false"):
+        raise HudiError(f"{key} must be true or false, got {value!r}")
+    return value.strip().lower() == "true"
 
 
 @dataclass
