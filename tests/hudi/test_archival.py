@@ -209,8 +209,10 @@ def test_the_metadata_table_keeps_what_its_data_tables_timeline_starts_with(tmp_
 def test_lsm_layers_are_compacted_and_old_versions_cleaned(tmp_path):
     table = _table(tmp_path / "t")
     archived: list[str] = []
+    completions: dict[str, str | None] = {}
     for _ in range(6):
-        _commits(table, 3)
+        for ts in _commits(table, 3):
+            completions[ts] = table.timeline.states_of(ts)[State.COMPLETED].completion_time
         archived += archive(table, SMALL).archived
     history = _history(table)
     layers = sorted(n for n in history if n.endswith(".parquet"))
@@ -223,6 +225,8 @@ def test_lsm_layers_are_compacted_and_old_versions_cleaned(tmp_path):
     manifests = [n for n in history if n.startswith("manifest_")]
     assert len(manifests) <= 3 + 2, manifests  # old versions cleaned
     assert set(layers) >= set(listed)
+    reader = ArchivedTimeline(table.storage, table.config.timeline_dir)  # reads the compacted layers too
+    assert {ts: reader.completion_time(ts) for ts in archived} == {ts: completions[ts] for ts in archived}
 
 
 def test_the_active_timeline_loses_pending_files_before_completed_ones(tmp_path, monkeypatch):
