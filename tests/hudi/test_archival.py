@@ -294,3 +294,19 @@ def test_settings_from_hudis_options():
     assert (mdt.min_commits, mdt.max_commits, mdt.compaction_delta_commits, mdt.metadata_enabled) == (20, 30, 3, False)
     with pytest.raises(HudiError, match="hoodie.keep.min.commits must be an integer"):
         ArchivalSettings.from_options({"hoodie.keep.min.commits": "many"})
+
+
+def test_rows_keep_the_plans_of_compactions_and_clusterings(tmp_path):
+    table = _table(tmp_path / "t", "MERGE_ON_READ")
+    compaction = _commit(table, Action.COMPACTION, plan=b"compaction-plan")
+    clustering = _commit(table, Action.CLUSTERING, plan=b"clustering-plan")
+    delta = _commit(table, Action.DELTA_COMMIT, content=b"")
+    _commits(table, 3, Action.DELTA_COMMIT)
+    last = table.timeline.last_completed()
+    assert last is not None  # a clean retaining from the last delta commit lets the clustering go
+    _commit(table, Action.CLEAN, plan=serialize_cleaner_plan(_retaining(last.timestamp)))
+    archive(table, SMALL)
+    rows = {r["instantTime"]: r for r in _rows(table)}
+    assert (rows[compaction]["action"], rows[compaction]["plan"]) == ("commit", b"compaction-plan")
+    assert (rows[clustering]["action"], rows[clustering]["plan"]) == ("replacecommit", b"clustering-plan")
+    assert (rows[delta]["action"], rows[delta]["metadata"], rows[delta]["plan"]) == ("deltacommit", None, None)

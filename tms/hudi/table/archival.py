@@ -232,8 +232,8 @@ def instants_to_archive(table: HudiTable, settings: ArchivalSettings, *, cleaner
 
 def _row(tl: Timeline, states: dict[State, Instant]) -> ArchivedInstant:
     """MetadataConversionUtils.createLSMTimelineInstant: the completed file's bytes, and the plan of an action
-    that has one (a clean's, compaction's or log compaction's requested file; a replace commit's or clustering's
-    requested file, or its inflight file when that is not empty)."""
+    that has one (a clean's requested file, or its inflight one without it; a compaction's or log compaction's
+    requested file; a replace commit's or clustering's requested file, or its inflight file when not empty)."""
     done = states[State.COMPLETED]
     metadata = tl.read(done) or None
     pending = states.get(State.REQUESTED) or states.get(State.INFLIGHT)
@@ -241,7 +241,9 @@ def _row(tl: Timeline, states: dict[State, Instant]) -> ArchivedInstant:
     if pending is not None:
         action = pending.action
         requested = states.get(State.REQUESTED)
-        if action in (Action.CLEAN, Action.COMPACTION, Action.LOG_COMPACTION, *_REPLACES) and requested is not None:
+        if action == Action.CLEAN:  # the cleaner plan, from the earliest pending file there is
+            plan = tl.read(pending) or None
+        elif action in (Action.COMPACTION, Action.LOG_COMPACTION, *_REPLACES) and requested is not None:
             plan = tl.read(requested) or None
         inflight = states.get(State.INFLIGHT)
         if action in _REPLACES and inflight is not None:
