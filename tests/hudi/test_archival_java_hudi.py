@@ -13,6 +13,7 @@ from tms.hudi.metadata.keys import METADATA_DIR
 from tms.hudi.table.archival import ArchivalSettings, archive, instants_to_archive
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.lsm_writer import LSMTimelineWriter
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside, pytest.mark.timeout(1200)]
 
@@ -64,6 +65,9 @@ def test_java_reads_and_extends_the_timeline_tms_archived(java_hudi, tmp_path, v
     assert metadata_mismatches(driver, path) == []
     listed = _call(driver, "show_archived_commits", name, **EVER)
     assert set(archived) < {r["commit_time"] for r in listed}, "Java archived nothing after TMS"
+    history = LSMTimelineWriter(table.storage, table.config.timeline_dir)
+    layer_1 = [n for n, _ in history.manifest(history.latest_version()) if n.endswith("_1.parquet")]
+    assert any(n.startswith(result.archived[0]) for n in layer_1), layer_1  # Java compacted TMS's file
 
     # TMS reads what Java archived, and archives again
     again = HudiTable.load(str(path))
