@@ -1,0 +1,312 @@
+"""Archival of v8/v9 timelines into Hudi's LSM timeline (tms.hudi.table.archival, tms.hudi.timeline.lsm_writer):
+Hudi's rules of what may leave the active timeline, each held by a test that fails without it; the rows and files
+written as Java writes them; the LSM layers compacted; archived instants' completion times still read."""
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from tms.hudi.errors import HudiError
+from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.metadata.keys import METADATA_DIR
+from tms.hudi.table.archival import ArchivalSettings, archive, instants_to_archive
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import new_table_properties
+from tms.hudi.timeline.archived import ArchivedTimeline
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.serde import ActionInstant, CleanerPlan, serialize_cleaner_plan
+
+SMALL = ArchivalSettings(min_commits=2, max_commits=4, compaction_batch_size=2, compaction_delta_commits=None)
+
+
+def _table(path, table_type="COPY_ON_WRITE", version=9, **props) -> HudiTable:
+    base = new_table_properties(name=path.name, table_type=table_type, version=version, record_key=["id"],
+                                ordering=["ts"], partition=["p"], schema_json=None)
+    return HudiTable.create(str(path), {**base, **props})
+
+
+def _commit(table: HudiTable, action: str = Action.COMMIT, *, finish: bool = True, plan: bytes = b"",
+            content: bytes | None = None) -> str:
+    tl = table.timeline
+    req = tl.create_requested(action, plan)
+    inflight = tl.transition_to_inflight(req)
+    if finish:
+        tl.complete(inflight, content if content is not None else f"meta-{req.timestamp}".encode())
+    return req.timestamp
+
+
+def _commits(table: HudiTable, n: int, action: str = Action.COMMIT) -> list[str]:
+    return [_commit(table, action) for _ in range(n)]
+
+
+def _retaining(ts: str) -> CleanerPlan:
+    """A cleaner plan whose earliest commit to retain is `ts`."""
+    return CleanerPlan(earliest_instant_to_retain=ActionInstant(timestamp=ts, action="commit", state="COMPLETED"),
+                       policy="KEEP_LATEST_COMMITS")
+
+
+def _history(table: HudiTable) -> list[str]:
+    return sorted(table.storage.names(f"{table.config.timeline_dir}/history"))
+
+
+def _rows(table: HudiTable) -> list[dict]:
+    history = f"{table.config.timeline_dir}/history"
+    version = table.storage.read_bytes(f"{history}/_version_").decode()
+    manifest = json.loads(table.storage.read_bytes(f"{history}/manifest_{version}"))
+    rows = []
+    for entry in manifest["files"]:
+        rows += pq.read_table(io.BytesIO(table.storage.read_bytes(f"{history}/{entry['fileName']}"))).to_pylist()
+    return sorted(rows, key=lambda r: r["instantTime"])
+
+
+def test_archives_the_oldest_commits_down_to_min_once_over_max_with_their_bytes(tmp_path):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 4)
+    assert instants_to_archive(table, SMALL) == []  # 4 commits: not over max
+    commits += _commits(table, 1)
+    states = {ts: table.timeline.states_of(ts) for ts in commits[:3]}
+    result = archive(table, SMALL)
+    assert result.archived == commits[:3]
+    assert [i.timestamp for i in table.timeline.completed()] == commits[3:]
+    assert not any(n.startswith(tuple(commits[:3])) for n in table.storage.names(table.config.timeline_dir))
+    rows = _rows(table)
+    assert [(r["instantTime"], r["completionTime"], r["action"], r["metadata"], r["plan"], r["version"])
+            for r in rows] == [(ts, s[State.COMPLETED].completion_time, "commit", f"meta-{ts}".encode(), None, 1)
+                               for ts, s in states.items()]
+    assert "_version_" in _history(table) and f"{commits[0]}_{commits[2]}_0.parquet" in _history(table)
+    # TMS's readers of archived instants' completion times
+    archived = ArchivedTimeline(table.storage, table.config.timeline_dir)
+    assert archived.completion_time(commits[1]) == states[commits[1]][State.COMPLETED].completion_time
+    reloaded = HudiTable.load(table.base_path)
+    assert reloaded.timeline.archived_completion_time(commits[0]) == states[commits[0]][State.COMPLETED].completion_time
+    assert reloaded.timeline.committed_rule()(commits[0])
+
+
+def test_cleans_and_rollbacks_before_the_last_archived_commit_go_with_it(tmp_path):
+    table = _table(tmp_path / "t")
+    first = _commit(table)
+    clean = _commit(table, Action.CLEAN, plan=serialize_cleaner_plan(CleanerPlan(policy="KEEP_LATEST_COMMITS")))
+    rest = _commits(table, 4)
+    result = archive(table, SMALL)
+    assert result.archived == sorted([first, clean, *rest[:2]])
+    row = next(r for r in _rows(table) if r["instantTime"] == clean)
+    assert row["action"] == "clean" and row["plan"] is not None  # the cleaner plan kept as the row's plan
+
+
+def test_a_pending_write_holds_archival_back(tmp_path):
+    table = _table(tmp_path / "t")
+    done = _commits(table, 2)
+    _commit(table, finish=False)
+    _commits(table, 4)
+    # without the rule, 4 of the 6 completed commits would go; the last completed before the pending one stays
+    assert instants_to_archive(table, SMALL) == done[:1]
+
+
+def test_a_pending_compaction_holds_archival_back(tmp_path):
+    table = _table(tmp_path / "t", "MERGE_ON_READ")
+    done = _commits(table, 2, Action.DELTA_COMMIT)
+    _commit(table, Action.COMPACTION, finish=False, plan=b"plan")
+    _commits(table, 4, Action.DELTA_COMMIT)
+    assert instants_to_archive(table, SMALL) == done[:1]
+
+
+def test_a_savepoint_holds_archival_back_unless_beyond_savepoint(tmp_path):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 6)
+    table.timeline.write_savepoint(commits[1], b"savepoint")
+    assert instants_to_archive(table, SMALL) == commits[:1]
+    beyond = ArchivalSettings(**{**SMALL.__dict__, "beyond_savepoint": True})
+    assert instants_to_archive(table, beyond) == [commits[0], *commits[2:5]]  # the savepointed one stays
+
+
+def test_replace_commits_wait_for_the_clean_that_retains_past_them(tmp_path):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 2)
+    replace = _commit(table, Action.REPLACE_COMMIT)
+    commits += _commits(table, 4)
+    # no clean yet: the replaced files are not cleaned, so nothing from the replace commit on is archived
+    assert instants_to_archive(table, SMALL) == commits[:2]
+    # the last clean retains from commits[2] (the replaced files before it are gone): up to it may go
+    plan = _retaining(commits[2])
+    _commit(table, Action.CLEAN, plan=serialize_cleaner_plan(plan))
+    assert instants_to_archive(table, SMALL) == [*commits[:2], replace, *commits[2:4]]
+
+
+def test_an_unfinished_clean_does_not_release_replace_commits(tmp_path):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 2)
+    _commit(table, Action.REPLACE_COMMIT)
+    commits += _commits(table, 4)
+    plan = _retaining(commits[4])
+    _commit(table, Action.CLEAN, finish=False, plan=serialize_cleaner_plan(plan))
+    assert instants_to_archive(table, SMALL) == commits[:2]
+
+
+def test_the_cleaner_retention_widens_the_limits(tmp_path):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 8)
+    assert instants_to_archive(table, SMALL) == commits[:6]
+    # the cleaner retains from commits[4]: 3 commits after it + 2 = 5 kept at least, max 5 + (4 - 2) = 7
+    assert instants_to_archive(table, SMALL, cleaner_retains_from=commits[4]) == commits[:3]
+    assert instants_to_archive(table, SMALL, cleaner_retains_from=commits[2]) == []
+
+
+def test_merge_on_read_keeps_the_delta_commits_compaction_scheduling_needs(tmp_path):
+    table = _table(tmp_path / "t", "MERGE_ON_READ")
+    deltas = _commits(table, 7, Action.DELTA_COMMIT)
+    settings = ArchivalSettings(**{**SMALL.__dict__, "compaction_delta_commits": 4})
+    # no compaction yet: the last 4 delta commits are what the next compaction schedule counts
+    assert instants_to_archive(table, settings) == deltas[:3]
+    assert instants_to_archive(table, SMALL) == deltas[:5]
+
+
+def _with_metadata_table(table: HudiTable, compaction: bool) -> None:
+    mdt = HudiTable.create(f"{table.base_path}/{METADATA_DIR}", new_table_properties(
+        name=f"{table.name}_metadata", table_type="MERGE_ON_READ", version=table.config.version,
+        record_key=["key"], ordering=[], partition=[], schema_json=None))
+    _commit(mdt, Action.DELTA_COMMIT)
+    if compaction:
+        _commit(mdt, Action.COMPACTION, plan=b"plan")
+    props = table.config.props
+    props["hoodie.table.metadata.partitions"] = "files"
+
+
+def test_a_lagging_metadata_table_holds_archival_back(tmp_path):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 6)
+    _with_metadata_table(table, compaction=False)
+    assert instants_to_archive(table, SMALL) == []  # no compaction of the metadata table yet
+    assert instants_to_archive(table, ArchivalSettings(**{**SMALL.__dict__, "metadata_enabled": False})) == \
+        commits[:4]
+
+
+def test_the_metadata_tables_latest_compaction_bounds_archival(tmp_path):
+    table = _table(tmp_path / "t")
+    before = _commits(table, 2)
+    _with_metadata_table(table, compaction=True)
+    _commits(table, 4)
+    assert instants_to_archive(table, SMALL) == before  # commits completed after the compaction stay
+
+
+def test_the_metadata_table_keeps_what_its_data_tables_timeline_starts_with(tmp_path):
+    data = _table(tmp_path / "t")
+    mdt = HudiTable.create(f"{data.base_path}/{METADATA_DIR}", new_table_properties(
+        name="t_metadata", table_type="MERGE_ON_READ", version=9, record_key=["key"], ordering=[], partition=[],
+        schema_json=None))
+    mdt_deltas = _commits(mdt, 3, Action.DELTA_COMMIT)
+    first_data = _commit(data)
+    mdt_deltas += _commits(mdt, 4, Action.DELTA_COMMIT)
+    assert instants_to_archive(mdt, SMALL, data_table=data) == mdt_deltas[:3]
+    assert first_data  # the data table's first commit is newer than those three
+    result = archive(mdt, SMALL, data_table=data)
+    assert result.archived == mdt_deltas[:3]
+    assert _history(mdt)
+
+
+def test_lsm_layers_are_compacted_and_old_versions_cleaned(tmp_path):
+    table = _table(tmp_path / "t")
+    archived: list[str] = []
+    completions: dict[str, str | None] = {}
+    for _ in range(6):
+        for ts in _commits(table, 3):
+            completions[ts] = table.timeline.states_of(ts)[State.COMPLETED].completion_time
+        archived += archive(table, SMALL).archived
+    history = _history(table)
+    layers = sorted(n for n in history if n.endswith(".parquet"))
+    version = int(table.storage.read_bytes(f"{table.config.timeline_dir}/history/_version_"))
+    listed = [f["fileName"] for f in json.loads(
+        table.storage.read_bytes(f"{table.config.timeline_dir}/history/manifest_{version}"))["files"]]
+    assert any(n.endswith("_1.parquet") or n.endswith("_2.parquet") for n in listed), listed
+    assert len(listed) < 4, listed
+    assert [r["instantTime"] for r in _rows(table)] == archived
+    manifests = [n for n in history if n.startswith("manifest_")]
+    assert len(manifests) <= 3 + 2, manifests  # old versions cleaned
+    assert set(layers) >= set(listed)
+    reader = ArchivedTimeline(table.storage, table.config.timeline_dir)  # reads the compacted layers too
+    assert {ts: reader.completion_time(ts) for ts in archived} == {ts: completions[ts] for ts in archived}
+
+
+def test_the_active_timeline_loses_pending_files_before_completed_ones(tmp_path, monkeypatch):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 5)
+    deleted: list[str] = []
+    delete = table.storage.delete
+
+    def recording(rel, **kw):
+        deleted.append(rel.rsplit("/", 1)[-1])
+        return delete(rel, **kw)
+    monkeypatch.setattr(table.storage, "delete", recording)
+    archive(table, SMALL)
+    instant_files = [n for n in deleted if n[:17] in commits]
+    completed = [n for n in instant_files if n.endswith(".commit")]
+    assert instant_files == [n for n in instant_files if not n.endswith(".commit")] + completed
+    assert completed == sorted(completed) and len(completed) == 3
+
+
+def test_a_rerun_after_a_crash_before_the_deletes_writes_no_second_file(tmp_path, monkeypatch):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 5)
+    monkeypatch.setattr(table.storage, "delete", lambda rel, **kw: (_ for _ in ()).throw(OSError("crash")))
+    with pytest.raises(OSError):
+        archive(table, SMALL)
+    monkeypatch.undo()
+    reloaded = HudiTable.load(table.base_path)
+    assert archive(reloaded, SMALL).archived == commits[:3]
+    assert [r["instantTime"] for r in _rows(reloaded)] == commits[:3]  # the committed file, once
+
+
+def test_refuses_version_6_and_bad_limits(tmp_path):
+    with pytest.raises(HudiError, match="version 6"):
+        instants_to_archive(_table(tmp_path / "v6", version=6), SMALL)
+    with pytest.raises(HudiError, match="hoodie.keep.max.commits"):
+        ArchivalSettings(min_commits=5, max_commits=5)
+
+
+def test_archives_under_the_tables_lock_when_given_its_transactions(tmp_path, monkeypatch):
+    table = _table(tmp_path / "t")
+    commits = _commits(table, 5)
+    transactions = TransactionManager.from_options(table, {
+        "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
+        "hoodie.write.lock.provider": "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"})
+    assert transactions.takes_lock
+    locked: list[bool] = []
+    delete = table.storage.delete
+
+    def recording(rel, **kw):
+        locked.append(transactions.in_transaction)
+        return delete(rel, **kw)
+    monkeypatch.setattr(table.storage, "delete", recording)
+    assert archive(table, SMALL, transactions=transactions).archived == commits[:3]
+    assert locked and all(locked)
+
+
+def test_settings_from_hudis_options():
+    assert ArchivalSettings.from_options({}) == ArchivalSettings()
+    settings = ArchivalSettings.from_options({"hoodie.keep.min.commits": "5", "hoodie.keep.max.commits": "8",
+                                              "hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED",
+                                              "hoodie.archive.beyond.savepoint": "true"})
+    assert (settings.min_commits, settings.max_commits, settings.compaction_delta_commits,
+            settings.beyond_savepoint) == (5, 8, None, True)
+    mdt = settings.for_metadata_table({"hoodie.metadata.compact.max.delta.commits": "3"})
+    assert (mdt.min_commits, mdt.max_commits, mdt.compaction_delta_commits, mdt.metadata_enabled) == (20, 30, 3, False)
+    with pytest.raises(HudiError, match="hoodie.keep.min.commits must be an integer"):
+        ArchivalSettings.from_options({"hoodie.keep.min.commits": "many"})
+
+
+def test_rows_keep_the_plans_of_compactions_and_clusterings(tmp_path):
+    table = _table(tmp_path / "t", "MERGE_ON_READ")
+    compaction = _commit(table, Action.COMPACTION, plan=b"compaction-plan")
+    clustering = _commit(table, Action.CLUSTERING, plan=b"clustering-plan")
+    delta = _commit(table, Action.DELTA_COMMIT, content=b"")
+    _commits(table, 3, Action.DELTA_COMMIT)
+    last = table.timeline.last_completed()
+    assert last is not None  # a clean retaining from the last delta commit lets the clustering go
+    _commit(table, Action.CLEAN, plan=serialize_cleaner_plan(_retaining(last.timestamp)))
+    archive(table, SMALL)
+    rows = {r["instantTime"]: r for r in _rows(table)}
+    assert (rows[compaction]["action"], rows[compaction]["plan"]) == ("commit", b"compaction-plan")
+    assert (rows[clustering]["action"], rows[clustering]["plan"]) == ("replacecommit", b"clustering-plan")
+    assert (rows[delta]["action"], rows[delta]["metadata"], rows[delta]["plan"]) == ("deltacommit", None, None)
