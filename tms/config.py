@@ -59,7 +59,8 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         "INFO", description="Level of every process's log (any case)")
     db_pool_size: int = Field(
-        10, ge=1, description="Database connections per process and pool (the service: up to 3x this)")
+        10, ge=1, description="Database connections per process and pool (the service: up to 3x this, and 4 more "
+                              "for jobs' fence checks)")
     migrate_on_start: bool = Field(True, description="Upgrade the database schema to head on start")
     cache_seconds: float = Field(
         10.0, ge=0, description="How long a verified API token, or a table's identity and callback key, "
