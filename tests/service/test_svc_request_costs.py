@@ -55,18 +55,23 @@ def test_every_route_refuses_a_body_above_its_bound_before_reading_it(client, se
         assert at_bound.status_code != 413, (method, path)
 
 
-def test_a_chunked_body_is_refused_once_it_passes_the_bound(client, callback_headers, settings):
+def test_a_chunked_body_is_refused_once_it_passes_the_bound(client, callback_headers, tokens, settings):
     chunk = b" " * 64 * 1024
 
-    def body() -> Iterator[bytes]:  # no Content-Length: sent chunked
-        for _ in range(2 * settings.max_bulk_body_bytes // len(chunk)):
+    def body(bound: int) -> Iterator[bytes]:  # no Content-Length: sent chunked
+        for _ in range(2 * bound // len(chunk)):
             yield chunk
 
-    answer = client.post("/api/v1/events:batch", content=body(),
-                         headers={**callback_headers, "Content-Type": "application/json"})
-    assert answer.status_code == 413
-    assert answer.json()["detail"] == (f"the request body is larger than {settings.max_bulk_body_bytes} bytes "
-                                       "(TMS_MAX_BULK_BODY_BYTES)")
+    json = {"Content-Type": "application/json"}
+    batch = client.post("/api/v1/events:batch", content=body(settings.max_bulk_body_bytes),
+                        headers={**callback_headers, **json})
+    assert batch.status_code == 413
+    assert batch.json()["detail"] == (f"the request body is larger than {settings.max_bulk_body_bytes} bytes "
+                                      "(TMS_MAX_BULK_BODY_BYTES)")
+    queue = client.put("/api/v1/queues/q", content=body(settings.max_body_bytes), headers={**tokens["admin"], **json})
+    assert queue.status_code == 413
+    assert queue.json()["detail"] == (f"the request body is larger than {settings.max_body_bytes} bytes "
+                                      "(TMS_MAX_BODY_BYTES)")
 
 
 @pytest.fixture
