@@ -18,7 +18,9 @@ from tms.plan_pass.on_request import OnRequestPlanner
 
 from . import docs, errors, openapi
 from .auth import Authenticator
+from .body_limit import BodyLimit
 from .discovery_admission import callback_admission
+from .fence_checks import FenceChecks
 from .heartbeat import Heartbeat
 from .intake import Intake
 from .leader_watch import LeaderWatchLoop
@@ -74,12 +76,13 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         yield
         gc.unfreeze()
         app.state.planner.close()  # the cached tables' lock connections (ZooKeeper sessions)
+        app.state.fence_checks.close()
         await leader_watch.stop()
         await heartbeat.stop()
         await intake_store.close()
 
     app = FastAPI(title="TMS", version=tms_version(), description=DESCRIPTION, lifespan=lifespan,
-                  max_body_size=settings.max_body_bytes, docs_url=None, redoc_url=None)
+                  docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.database = database
     app.state.metrics = metrics
@@ -89,10 +92,12 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.intake = Intake(intake_store, metrics, cache_seconds=settings.cache_seconds,
                               admit=callback_admission(database, settings))
     app.state.heartbeat = heartbeat
+    app.state.fence_checks = FenceChecks(database.url)
     # Operators' requests to plan a table now run here, under the table's planning lock (no change feed).
     app.state.planner = OnRequestPlanner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE)
     errors.install(app)
-    app.add_middleware(LatencyMiddleware, metrics=metrics)
+    app.add_middleware(BodyLimit, default=settings.max_body_bytes, bulk=settings.max_bulk_body_bytes)
+    app.add_middleware(LatencyMiddleware, metrics=metrics)  # added last: outermost, it times the 413s too
     for module in (events, tables, backups, savepoints, indexes, tasks, admin, engines, manager, discovery,
                    templates, fleet, health):
         app.include_router(module.router)

@@ -100,7 +100,20 @@ class Intake:
         self.store = store
         self.metrics = metrics
         self.tables = TableCache(cache_seconds)
+        self.known_keys: dict[str, float] = {}  # hash of a table's callback key -> known to be in use until
         self.admit = admit
+
+    async def check_key(self, credential: WriterCredential) -> None:
+        """401 for a sender whose key is no registered table's: refused before its body is read, whatever it
+        holds. A key in use is remembered for `cache_seconds`."""
+        if credential.trusted:
+            return
+        assert credential.key_hash is not None  # an untrusted sender sent a key
+        if self.known_keys.get(credential.key_hash, 0.0) > time.monotonic():
+            return
+        if not await self.store.key_in_use(credential.key_hash):
+            raise unauthorized(KEY_MISMATCH)
+        self.known_keys[credential.key_hash] = time.monotonic() + self.tables.ttl
 
     async def accept(self, events: Sequence[ReportedEvent], credential: WriterCredential, *,
                      kind: str) -> IngestResult:

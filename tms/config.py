@@ -47,13 +47,20 @@ class Settings(BaseSettings):
     callback_key: SecretStr | None = Field(
         None, description="Service-wide key Hudi writers send in the HUDI-CALLBACK-KEY header")
     admin_token: SecretStr | None = Field(None, description="A bearer token with the admin role")
-    max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Largest request body accepted")
+    max_body_bytes: int = Field(
+        1024 * 1024, gt=0, description="Largest request body of a route (413 beyond, before it is parsed), but for "
+                                       "those TMS_MAX_BULK_BODY_BYTES bounds")
+    max_bulk_body_bytes: int = Field(
+        10 * 1024 * 1024, gt=0, description="Largest request body of the routes taking many items at once: the "
+                                            "event intake (POST /api/v1/hudi/callback, /events, /events:batch) "
+                                            "and POST /api/v1/tables/{id}/orphans:remove")
     host: str = Field("127.0.0.1", description="Interface `tms serve` listens on")
     port: int = Field(8080, ge=0, le=65535, description="Port `tms serve` listens on")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
         "INFO", description="Level of every process's log (any case)")
     db_pool_size: int = Field(
-        10, ge=1, description="Database connections per process and pool (the service: up to 3x this)")
+        10, ge=1, description="Database connections per process and pool (the service: up to 3x this, and 4 more "
+                              "for jobs' fence checks)")
     migrate_on_start: bool = Field(True, description="Upgrade the database schema to head on start")
     cache_seconds: float = Field(
         10.0, ge=0, description="How long a verified API token, or a table's identity and callback key, "

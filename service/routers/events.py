@@ -18,7 +18,6 @@ from ..schemas.events import EventBatch, EventIn, HudiCommitCallback, IngestResu
 from ..schemas.problems import WRITER, problems
 
 router = APIRouter(prefix="/api/v1", tags=["events"])
-Writer = Annotated[WriterCredential, Depends(writer_credential)]
 BODIES: list[type[BaseModel]] = [HudiCommitCallback, EventIn, EventBatch]  # documented by service.openapi
 _ACCEPTED: dict[str, Any] = {
     "status_code": status.HTTP_202_ACCEPTED, "response_model": IngestResult,
@@ -28,6 +27,17 @@ _ACCEPTED: dict[str, Any] = {
 
 def _intake(request: Request) -> Intake:
     return request.app.state.intake
+
+
+async def _writer(request: Request, credential: Annotated[WriterCredential, Depends(writer_credential)]
+                  ) -> WriterCredential:
+    """The sender's credential, checked before its body is read: a callback key that is no table's is refused
+    at once, so what an unknown sender sends is never parsed."""
+    await _intake(request).check_key(credential)
+    return credential
+
+
+Writer = Annotated[WriterCredential, Depends(_writer)]
 
 
 def _accepted(result: IngestResult) -> Response:

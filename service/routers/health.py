@@ -11,7 +11,7 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", summary="The process is up")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:  # on the event loop: answers while every worker thread is busy
     return {"status": "ok"}
 
 

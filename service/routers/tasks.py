@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query, Request, status
+from fastapi import APIRouter, Path, Query, Request
 
-from tms.db import ConflictError, OperatorAction, TaskRepo, TaskState, hash_secret
+from tms.db import OperatorAction, TaskRepo, TaskState
 from tms.table_service import TableService
 
 from ..auth import Operator, Viewer
@@ -53,25 +53,13 @@ def get_task(task_id: TaskId, request: Request) -> dict[str, Any]:
                         "Authenticated by the attempt's own fence key, which only its worker and job know. "
                         "200 while `token` is the fencing token of the task's live lease; 409 once the task was "
                         "cancelled, finished or taken over, or its lease expired; 403 for a wrong key.")
-def check_fence(task_id: TaskId, request: Request,
-                token: Annotated[int, Query(ge=0, le=2**63 - 1, description="The attempt's fencing token")],
-                key: Annotated[str, Query(min_length=1, max_length=200, description="The attempt's fence key")]
-                ) -> dict[str, Any]:
-    with request.app.state.database.transaction() as session:
-        repo = TaskRepo(session)
-        if repo.attempt_with_fence_key(task_id, token, hash_secret(key)) is None:
-            raise HTTPException(status.HTTP_403_FORBIDDEN, f"no attempt of task {task_id} with this token and key")
-        if not repo.holds_fence(task_id, token):
-            raise ConflictError(_lost_lease_reason(repo.get(task_id), token))
+async def check_fence(task_id: TaskId, request: Request,
+                      token: Annotated[int, Query(ge=0, le=2**63 - 1, description="The attempt's fencing token")],
+                      key: Annotated[str, Query(min_length=1, max_length=200, description="The attempt's fence key")]
+                      ) -> dict[str, Any]:
+    # Its own connections and threads (service.fence_checks): never behind the API's other requests.
+    await request.app.state.fence_checks.check(task_id, token, key)
     return {"task_id": task_id, "fencing_token": token, "holds": True}
-
-
-def _lost_lease_reason(task, token: int) -> str:
-    if task.state != TaskState.RUNNING:
-        return f"task {task.id} is {task.state}: the attempt with fencing token {token} may not change the timeline"
-    if task.fencing_token != token:
-        return f"task {task.id} was taken over: fencing token {task.fencing_token} holds the lease, not {token}"
-    return f"the lease of task {task.id} expired"
 
 
 def _action_route(action: OperatorAction, summary: str, description: str):

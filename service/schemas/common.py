@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 from pydantic_core import PydanticSerializationError, to_json
 
-from tms.hudi.storage.paths import normalize_base_path
+from tms.hudi.storage.paths import MAX_BASE_PATH_CHARS, normalize_base_path
 from tms.hudi.timeline.instant import ACTIONS
 from tms.hudi.timeline.instant import Action as TimelineAction
 
@@ -108,7 +108,9 @@ ShortText = Annotated[str, Field(max_length=256, json_schema_extra={"pattern": N
                       AfterValidator(_storable_text)]
 JsonObject = Annotated[dict[str, Any], AfterValidator(_storable_json)]
 JsonObjects = Annotated[list[dict[str, Any]], AfterValidator(_storable_json)]
-BasePath = Annotated[str, Field(examples=["/data/hudi/trips", "s3://bucket/warehouse/trips"],
+# The length is checked first (by pydantic-core), before anything else is done with the path.
+BasePath = Annotated[str, Field(max_length=MAX_BASE_PATH_CHARS,
+                                examples=["/data/hudi/trips", "s3://bucket/warehouse/trips"],
                                 json_schema_extra={"pattern": BASE_PATH_PATTERN}), AfterValidator(_base_path)]
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 InstantTime = Annotated[str, Field(examples=["20250101120000123"], json_schema_extra={"pattern": INSTANT_PATTERN}),

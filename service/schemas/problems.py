@@ -37,7 +37,7 @@ _DESCRIPTIONS = {
     403: "The token's role is too low for this",
     404: "No such resource",
     409: "The request contradicts the recorded state (the body says how)",
-    413: "The body is larger than TMS_MAX_BODY_BYTES",
+    413: "The body is larger than the route's bound (TMS_MAX_BODY_BYTES, or TMS_MAX_BULK_BODY_BYTES)",
     422: "A request TMS refuses: malformed, out of range, or not doable as asked",
     503: "The metadata database is unavailable; retry later",
 }
@@ -48,9 +48,7 @@ def problems(*codes: int, **descriptions: str) -> dict[int | str, dict[str, Any]
     out: dict[int | str, dict[str, Any]] = {}
     for code in codes:
         description = descriptions.get(f"d{code}", _DESCRIPTIONS[code])
-        if code == 413:
-            out[code] = {"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}}
-        elif code == 422:
+        if code == 422:
             out[code] = {"description": description, "model": ValidationProblem}
         elif code == 503:
             out[code] = {"description": description, "model": Problem,

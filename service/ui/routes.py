@@ -111,10 +111,15 @@ def _local(path: str | None) -> str:
     return path
 
 
-async def _form(request: Request, user: DashboardUser) -> dict[str, str]:
+async def _form(request: Request, user: User) -> dict[str, str]:
+    """The posted form (a dependency), once its CSRF token is checked. Read here, on the event loop, so that the
+    form actions themselves are plain functions: their database work runs in the threadpool, never on the loop."""
     form = await request.form()
     check_csrf(form.get(CSRF_FIELD), user.csrf_token)
     return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+Form = Annotated[dict[str, str], Depends(_form)]
 
 
 def _require(user: DashboardUser, minimum: Role) -> None:
@@ -154,8 +159,7 @@ async def sign_in(request: Request) -> Response:
 
 
 @router.post("/logout")
-async def sign_out(request: Request, user: User) -> Response:
-    await _form(request, user)
+async def sign_out(request: Request, user: User, form: Form) -> Response:
     response = RedirectResponse("/ui/login", status_code=303)
     end_session(response)
     return response
@@ -163,7 +167,7 @@ async def sign_out(request: Request, user: User) -> Response:
 
 # --- pages -----------------------------------------------------------------------------------------------
 @router.get("/")
-async def overview_page(request: Request, user: User) -> HTMLResponse:
+def overview_page(request: Request, user: User) -> HTMLResponse:
     with _database(request).transaction() as session:
         data = views.overview(session, datetime.now(UTC))
         manager = manager_data.leader(session, request.app.state.settings)
@@ -191,8 +195,7 @@ def table_page(request: Request, user: User, table_id: int) -> HTMLResponse:
 
 
 @router.post("/tables/{table_id}/settings")
-async def table_settings(request: Request, user: User, table_id: int) -> Response:
-    form = await _form(request, user)
+def table_settings(request: Request, user: User, table_id: int, form: Form) -> Response:
     _require(user, Role.ADMIN)
     page = f"/ui/tables/{table_id}"
     try:
@@ -217,9 +220,8 @@ async def table_settings(request: Request, user: User, table_id: int) -> Respons
 
 
 @router.post("/tables/{table_id}/restore")
-async def table_restore(request: Request, user: User, table_id: int) -> Response:
+def table_restore(request: Request, user: User, table_id: int, form: Form) -> Response:
     """An admin's restore in place to a savepoint (the form asks for confirmation first)."""
-    form = await _form(request, user)
     _require(user, Role.ADMIN)
     page = f"/ui/tables/{table_id}"
     try:
@@ -233,9 +235,8 @@ async def table_restore(request: Request, user: User, table_id: int) -> Response
 
 
 @router.post("/tables/{table_id}/backup-restore")
-async def table_backup_restore(request: Request, user: User, table_id: int) -> Response:
+def table_backup_restore(request: Request, user: User, table_id: int, form: Form) -> Response:
     """An admin's restore of a backup version to a new base path, confirmed on the form."""
-    form = await _form(request, user)
     _require(user, Role.ADMIN)
     page = f"/ui/tables/{table_id}"
     if form.get("confirm") != "on":
@@ -308,8 +309,7 @@ def _actions_for(state: str) -> list[str]:
 
 
 @router.post("/tasks/{task_id}/{action}")
-async def task_action(request: Request, user: User, task_id: int, action: str) -> Response:
-    await _form(request, user)
+def task_action(request: Request, user: User, task_id: int, action: str, form: Form) -> Response:
     _require(user, Role.OPERATOR)
     if action not in [a.value for a in OperatorAction]:
         raise Refused(404, f"There is no task action {action!r}.")
@@ -329,8 +329,7 @@ def queues_page(request: Request, user: User) -> HTMLResponse:
 
 
 @router.post("/queues")
-async def queue_save(request: Request, user: User) -> Response:
-    form = await _form(request, user)
+def queue_save(request: Request, user: User, form: Form) -> Response:
     _require(user, Role.ADMIN)
     name = form.get("name", "").strip()
     try:
@@ -363,8 +362,7 @@ def _queue_fields(form: dict[str, str]) -> dict[str, Any]:
 
 
 @router.post("/queues/{name}/delete")
-async def queue_delete(request: Request, user: User, name: str) -> Response:
-    await _form(request, user)
+def queue_delete(request: Request, user: User, name: str, form: Form) -> Response:
     _require(user, Role.ADMIN)
     try:
         with _database(request).transaction() as session:
@@ -389,8 +387,8 @@ def engines_page(request: Request, user: User) -> HTMLResponse:
 
 
 @router.get("/alerts")
-async def alerts_page(request: Request, user: User, show: str = "firing", severity: str = "",
-                      page: int = 1) -> HTMLResponse:
+def alerts_page(request: Request, user: User, show: str = "firing", severity: str = "",
+                page: int = 1) -> HTMLResponse:
     page = max(page, 1)
     with _database(request).transaction() as session:
         alerts, total = AlertRepo(session).find(open_only=show == "firing",
@@ -403,8 +401,7 @@ async def alerts_page(request: Request, user: User, show: str = "firing", severi
 
 
 @router.post("/alerts/{alert_id}/mute")
-async def alert_mute(request: Request, user: User, alert_id: int) -> Response:
-    form = await _form(request, user)
+def alert_mute(request: Request, user: User, alert_id: int, form: Form) -> Response:
     _require(user, Role.ADMIN)  # as the API: mutes are an admin's
     try:
         hours = float(form["hours"]) if form.get("hours", "").strip() else None
@@ -435,8 +432,7 @@ def mutes_page(request: Request, user: User) -> HTMLResponse:
 
 
 @router.post("/mutes/{mute_id}/delete")
-async def mute_delete(request: Request, user: User, mute_id: int) -> Response:
-    await _form(request, user)
+def mute_delete(request: Request, user: User, mute_id: int, form: Form) -> Response:
     _require(user, Role.ADMIN)  # as the API: mutes are an admin's
     try:
         with _database(request).transaction() as session:

@@ -45,7 +45,8 @@ def database_url():
 def settings(database_url, hudi_tables) -> Settings:
     root = next(iter(hudi_tables.values())).parent
     return Settings(database_url=database_url, admin_token=ADMIN_TOKEN, callback_key=CALLBACK_KEY,
-                    storage_roots=[str(root)], max_body_bytes=256 * 1024, heartbeat_seconds=3600)
+                    storage_roots=[str(root)], max_body_bytes=256 * 1024, max_bulk_body_bytes=512 * 1024,
+                    heartbeat_seconds=3600)
 
 
 @pytest.fixture(scope="session")

@@ -20,8 +20,8 @@ def test_defaults():
     settings = load_settings()
     assert settings.database_url is None and settings.data_dir == Path(".tms")
     assert settings.storage_roots == [] and settings.callback_key is None and settings.admin_token is None
-    assert (settings.host, settings.port, settings.log_level, settings.max_body_bytes) == (
-        "127.0.0.1", 8080, "INFO", 10 * 1024 * 1024)
+    assert (settings.host, settings.port, settings.log_level) == ("127.0.0.1", 8080, "INFO")
+    assert (settings.max_body_bytes, settings.max_bulk_body_bytes) == (1024 * 1024, 10 * 1024 * 1024)
 
 
 def test_environment(monkeypatch):

@@ -38,7 +38,8 @@ def test_no_server_errors(app, register, tokens, start_service, settings):
     url = start_service(UVICORN, {
         "TMS_DATABASE_URL": settings.database_url, "TMS_ADMIN_TOKEN": settings.admin_token.get_secret_value(),
         "TMS_CALLBACK_KEY": settings.callback_key.get_secret_value(),
-        "TMS_STORAGE_ROOTS": ",".join(settings.storage_roots), "TMS_MAX_BODY_BYTES": str(settings.max_body_bytes)})
+        "TMS_STORAGE_ROOTS": ",".join(settings.storage_roots), "TMS_MAX_BODY_BYTES": str(settings.max_body_bytes),
+        "TMS_MAX_BULK_BODY_BYTES": str(settings.max_bulk_body_bytes)})
     schema = schemathesis.openapi.from_url(url + "/openapi.json")
     server_errors: list[str] = []
     nonconforming: list[str] = []

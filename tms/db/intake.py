@@ -26,6 +26,8 @@ SELECT id, base_path, table_type, callback_key_hash FROM tables
 WHERE id = ANY(%(ids)s::bigint[]) OR base_path = ANY(%(base_paths)s::text[])
 """
 
+_KEY_IN_USE_SQL = "SELECT EXISTS (SELECT 1 FROM tables WHERE callback_key_hash = %(key_hash)s)"
+
 
 @dataclass(frozen=True)
 class TableIdentity:
@@ -101,6 +103,13 @@ class IntakeStore:
         async with self.pool.connection() as connection:
             cursor = await connection.execute(_RESOLVE_SQL, {"ids": list(ids), "base_paths": list(base_paths)})
             return [TableIdentity(*row) for row in await cursor.fetchall()]
+
+    async def key_in_use(self, key_hash: str) -> bool:
+        """Whether some registered table has the callback key of this hash."""
+        async with self.pool.connection() as connection:
+            cursor = await connection.execute(_KEY_IN_USE_SQL, {"key_hash": key_hash})
+            row = await cursor.fetchone()
+            return bool(row and row[0])
 
     async def add_events(self, events: Sequence[NewEvent]) -> int:
         """Store the events not stored yet; how many were new. Returns once they are committed."""

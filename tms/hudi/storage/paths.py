@@ -47,6 +47,10 @@ def confined(rel: str, what: str = "path") -> str:
         raise PathOutsideTableError(f"{what} {shown(rel)} leads outside the table through '..'")
     return rel
 
+# The longest base path accepted, in characters: PATH_MAX of Linux, longer than any real table location. It bounds
+# what normalizing a path may cost, whoever sent it.
+MAX_BASE_PATH_CHARS = 4096
+
 
 class InvalidBasePathError(ValueError):
     """A base path that names no table location (relative, or a URL without bucket or host)."""
@@ -67,18 +71,39 @@ def is_local(path: str) -> bool:
 
 def normalize_base_path(raw: str, *, resolve: bool = True) -> str:
     """The one spelling of a table's base path. Local paths must be absolute and are resolved (symlinks
-    followed) unless `resolve=False`. Raises InvalidBasePathError for anything else."""
+    followed) unless `resolve=False`. Raises InvalidBasePathError for anything else, and for a path longer than
+    MAX_BASE_PATH_CHARS."""
+    if len(raw) > MAX_BASE_PATH_CHARS:
+        raise InvalidBasePathError(f"must be at most {MAX_BASE_PATH_CHARS} characters long")
     scheme, netloc, path = _split(raw)
     if not scheme:
         if not path.startswith("/"):
             raise InvalidBasePathError("must be an absolute path or a URL such as s3://bucket/path")
         path = "/" + posixpath.normpath(path).lstrip("/")
-        return os.path.realpath(path) if resolve else path
+        return _resolved(path) if resolve else path
     if not netloc:
         raise InvalidBasePathError(f"URL {raw.strip()!r} names no bucket or host")
     path = posixpath.normpath(path) if path else ""
     path = "" if path in ("/", ".") else path
     return f"{scheme}://{netloc}{path}"
+
+
+def _resolved(path: str) -> str:
+    """os.path.realpath of a normalized absolute path, in as many look-ups as the folders that exist: realpath
+    looks up every component, each in time growing with the path, while past the first component that does not
+    exist none can be a symlink. The longest existing prefix is found by bisection (existence is monotone along
+    a path)."""
+    parts = path.split("/")
+    exists, missing = 1, len(parts) + 1  # parts[:exists] exists ("" is the root); parts[:missing] does not
+    while missing - exists > 1:
+        middle = (exists + missing) // 2
+        if os.path.lexists("/".join(parts[:middle]) or "/"):
+            exists = middle
+        else:
+            missing = middle
+    head = os.path.realpath("/".join(parts[:exists]) or "/")
+    rest = "/".join(parts[exists:])
+    return posixpath.join(head, rest) if rest else head
 
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
