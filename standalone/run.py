@@ -226,8 +226,11 @@ def run_local(data_dir: Path, *, host: str, port: int, commits: int, interval: f
     tables, logs = data_dir / "tables", data_dir / "logs"
     running = local_instances.running_for(data_dir)
     if running is not None:
-        raise TMSError(f"TMS already runs from {data_dir} (pid {running.pid}, {running.url})")
-    service_port.ensure_free(host, port)  # before anything starts: a busy port is one line, at once
+        other = service_port.free_port_after(host, port)
+        raise TMSError(f"TMS already runs from {data_dir} (pid {running.pid}, {running.url}): use it, or start a "
+                       f"second TMS with a data directory and port of its own, e.g. --data-dir "
+                       f"{service_port.another_data_dir(data_dir)} --port {other or '<port>'}")
+    service_port.ensure_free(host, port, data_dir)  # before anything starts: a busy port is one line, at once
     settings = load_settings(data_dir=data_dir)
     tables.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
