@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import signal
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from tms.config import load_settings
+from tms.instance import LOG_FORMAT
 from tms.ops.output import output_for
 
 
@@ -31,7 +32,19 @@ def serve(host: Annotated[str | None, typer.Option(help="Interface to listen on 
     # hooks, which stop the embedded PostgreSQL when this was its last user.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-                access_log=False)
+                access_log=False, log_config=log_config(settings.log_level))
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging as the other roles log (tms.instance.LOG_FORMAT: a timestamp, the level, the logger),
+    for uvicorn's loggers and the service's own."""
+    handler = {"formatter": "tms", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}
+    return {"version": 1, "disable_existing_loggers": False,
+            "formatters": {"tms": {"format": LOG_FORMAT}},
+            "handlers": {"tms": handler},
+            "loggers": {"uvicorn": {"handlers": ["tms"], "level": level.upper(), "propagate": False},
+                        "uvicorn.access": {"handlers": ["tms"], "level": level.upper(), "propagate": False}},
+            "root": {"handlers": ["tms"], "level": level.upper()}}
 
 
 tokens = typer.Typer(help="API tokens.", no_args_is_help=True)

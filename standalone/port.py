@@ -8,7 +8,6 @@ import errno
 import http.client
 import json
 import socket
-
 from pathlib import Path
 
 import psutil
