@@ -91,7 +91,8 @@ def _detail_lines(t: dict[str, Any], all_policies: bool = False) -> list[str]:
         expired = ttl["expired_partitions"]
         more = ttl["expired_partitions_total"] - len(expired)
         lines += ["", "ttl:", output.record([
-            ("records expire before", ttl["record_ttl_cutoff"] or "no record TTL"),
+            ("records expire before", output.when(ttl["record_ttl_cutoff"]) if ttl["record_ttl_cutoff"]
+             else "no record TTL"),
             ("last record TTL", ttl["last_record_ttl"] or "none yet"),
             ("last partition delete", ttl["last_partition_delete"] or "none yet"),
             ("expired partitions", ", ".join(expired) + (f" and {more} more" if more > 0 else "") or "none"),
@@ -120,7 +121,8 @@ def _detail_lines(t: dict[str, Any], all_policies: bool = False) -> list[str]:
 
 def _ttl_task_line(s: dict[str, Any]) -> str:
     last = f"task {s['last_task_id']} {s['last_state']}" if s.get("last_task_id") else "none yet"
-    return f"every {s['interval_hours']} h; last: {last}; next: {s.get('next_due') or 'at the next look'}"
+    due = output.when(s["next_due"]) if s.get("next_due") else "at the next look"
+    return f"every {s['interval_hours']} h; last: {last}; next: {due}"
 
 
 def _policy_changes(policy: list[str] | None, option: list[str] | None, *, empty_is_none: bool) -> dict[str, Any]:
