@@ -43,7 +43,8 @@ def log_config(level: str) -> dict[str, Any]:
             "formatters": {"tms": {"format": LOG_FORMAT}},
             "handlers": {"tms": handler},
             "loggers": {"uvicorn": {"handlers": ["tms"], "level": level.upper(), "propagate": False},
-                        "uvicorn.access": {"handlers": ["tms"], "level": level.upper(), "propagate": False}},
+                        "uvicorn.access": {"handlers": ["tms"], "level": level.upper(), "propagate": False},
+                        "httpx": {"level": "WARNING"}},  # a line per webhook or probe request otherwise
             "root": {"handlers": ["tms"], "level": level.upper()}}
 
 
