@@ -118,7 +118,11 @@ class ManagerService:
         if epoch == self._leading:
             return
         if self._leading is not None:
-            log.warning("manager %s: no longer the leader (epoch %s); periodic work stopped", self.id, self._leading)
+            if self._stopping.is_set():  # a normal stop: nothing went wrong
+                log.info("manager %s: stopping; periodic work of epoch %s stopped", self.id, self._leading)
+            else:
+                log.warning("manager %s: no longer the leader (epoch %s); periodic work stopped", self.id,
+                            self._leading)
             assert self._scheduler is not None
             self._scheduler.shutdown(wait=finish_work)
             self._scheduler = None

@@ -1,18 +1,20 @@
 """Control-plane commands, mounted into the `tms` CLI with `register(app)`:
 
     tms serve [--host H] [--port P]      the HTTP service (embedded database when none is configured)
-    tms tokens create --role R [--name N] print a new API token
+    tms tokens create --role R [--name N] [--json]  print a new API token
     tms db upgrade                        migrate the database to head
 """
 from __future__ import annotations
 
 import signal
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from tms.config import load_settings
+from tms.instance import LOG_FORMAT
+from tms.ops.output import output_for
 
 
 def serve(host: Annotated[str | None, typer.Option(help="Interface to listen on [TMS_HOST]")] = None,
@@ -30,7 +32,20 @@ def serve(host: Annotated[str | None, typer.Option(help="Interface to listen on 
     # hooks, which stop the embedded PostgreSQL when this was its last user.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
-                access_log=False)
+                access_log=False, log_config=log_config(settings.log_level))
+
+
+def log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging as the other roles log (tms.instance.LOG_FORMAT: a timestamp, the level, the logger),
+    for uvicorn's loggers and the service's own."""
+    handler = {"formatter": "tms", "class": "logging.StreamHandler", "stream": "ext://sys.stderr"}
+    return {"version": 1, "disable_existing_loggers": False,
+            "formatters": {"tms": {"format": LOG_FORMAT}},
+            "handlers": {"tms": handler},
+            "loggers": {"uvicorn": {"handlers": ["tms"], "level": level.upper(), "propagate": False},
+                        "uvicorn.access": {"handlers": ["tms"], "level": level.upper(), "propagate": False},
+                        "httpx": {"level": "WARNING"}},  # a line per webhook or probe request otherwise
+            "root": {"handlers": ["tms"], "level": level.upper()}}
 
 
 tokens = typer.Typer(help="API tokens.", no_args_is_help=True)
@@ -38,7 +53,9 @@ tokens = typer.Typer(help="API tokens.", no_args_is_help=True)
 
 @tokens.command("create")
 def create_token(role: Annotated[str, typer.Option(help="viewer | operator | admin")],
-                 name: Annotated[str, typer.Option(help="A note on who uses it")] = "") -> None:
+                 name: Annotated[str, typer.Option(help="A note on who uses it")] = "",
+                 as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts: the token, its id, "
+                                                                      "role and name.")] = False) -> None:
     """Create an API token and print it (it cannot be shown again). The database is TMS_DATABASE_URL's, else
     that of the `tms up` running on this machine (from TMS_DATA_DIR, or from any directory); none is created."""
     # The database layer (SQLAlchemy, psycopg, the embedded PostgreSQL) loads only for the commands using it.
@@ -56,10 +73,11 @@ def create_token(role: Annotated[str, typer.Option(help="viewer | operator | adm
     database = Database(found.url)
     try:
         with database.transaction() as session:
-            _, token = TokenRepo(session).create(role, name)
+            row, token = TokenRepo(session).create(role, name)
+            made = {"id": row.id, "role": role, "name": name, "token": token}
     finally:
         database.dispose()
-    typer.echo(token)
+    output_for(as_json).show(made, token)
 
 
 db = typer.Typer(help="The metadata database.", no_args_is_help=True)

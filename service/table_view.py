@@ -4,7 +4,7 @@ table, health)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -16,6 +16,7 @@ from tms.fleet.registration import registration_facts as registration_facts
 from tms.fleet.registration import registration_refusal as fleet_refusal
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import instant_to_datetime
 from tms.hudi.timeline.serde import MetadataFormatError
 from tms.plan_pass.on_request import planner_options
 from tms.planning import find_failed_writes
@@ -58,12 +59,16 @@ def _refused_services(table: HudiTable, report: dict[str, CapabilityOut]) -> lis
             if not c.can_run and not (service == COMPACTION and not table.config.is_mor)]
 
 
-def _instant_out(instant) -> InstantOut:
+def _instant_out(instant, zone: tzinfo) -> InstantOut:
+    try:
+        at: datetime | None = instant_to_datetime(instant.timestamp, zone)
+    except (HudiError, ValueError):
+        at = None
     return InstantOut(instant=instant.timestamp, action=instant.action, state=instant.state.name.lower(),
-                      completion_time=instant.completion_time)
+                      completion_time=instant.completion_time, time=at)
 
 
-def _timeline_summary(timeline) -> TimelineSummary:
+def _timeline_summary(timeline, zone: tzinfo) -> TimelineSummary:
     instants = timeline.instants()
     by_action: dict[str, Counter] = defaultdict(Counter)
     for instant in instants:
@@ -74,7 +79,7 @@ def _timeline_summary(timeline) -> TimelineSummary:
         instants=len(instants), completed=completed, pending=len(instants) - completed,
         by_action={action: dict(states) for action, states in sorted(by_action.items())},
         first_instant=instants[0].timestamp if instants else None,
-        last_completed=_instant_out(last) if last else None)
+        last_completed=_instant_out(last, zone) if last else None)
 
 
 def _file_group_summary(table: HudiTable) -> FileGroupSummary:
@@ -132,10 +137,11 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
         table = table or HudiTable.load(base_path)
         view["capabilities"] = capability_report(table, hudi_engine)
         timeline = table.timeline
-        view["timeline"] = _timeline_summary(timeline)
-        view["pending_instants"] = [_instant_out(i) for i in timeline.pending()]
+        zone = table.config.timeline_zone
+        view["timeline"] = _timeline_summary(timeline, zone)
+        view["pending_instants"] = [_instant_out(i, zone) for i in timeline.pending()]
         inflight = timeline.inflight_writes()
-        view["inflight_writes"] = [_instant_out(i) for i in inflight]
+        view["inflight_writes"] = [_instant_out(i, zone) for i in inflight]
     except Exception as exc:  # any storage backend error: the table is unreadable right now
         return {**view, "health": Health(status="error", reasons=[f"cannot read the table: {exc}"])}
 

@@ -38,22 +38,26 @@ def up(data_dir: Path = typer.Option(Path(".tms"), "--data-dir", envvar="TMS_DAT
 
 def check_port_first(args: list[str]) -> None:
     """Before the rest of the CLI loads: exit 1 with one line when the port `tms up args` would listen on is
-    in use (the options parsed as `up` parses them; anything it would refuse is left for it to say)."""
+    in use (the options parsed as `up` parses them; anything it would refuse is left for it to say). Asked for
+    its help, `up` prints it whatever holds the port."""
+    if HELP_OPTIONS & set(args[:args.index("--")] if "--" in args else args):
+        return
     command = typer.main.get_command(_up_alone)
     try:
         params = command.make_context("up", list(args), resilient_parsing=True).params
-        host, port = params["host"], params["port"]
+        host, port, data_dir = params["host"], params["port"], params["data_dir"]
     except Exception:  # noqa: BLE001 (any parsing trouble: `up` itself reports it)
         return
     if host is None or port is None:
         return
     try:
-        service_port.ensure_free(host, port)
+        service_port.ensure_free(host, port, data_dir)
     except ONE_LINE_ERRORS as e:
         typer.echo(f"error: {e}", err=True)
         sys.exit(1)
 
 
+HELP_OPTIONS = {"--help", "-h"}
 _up_alone = typer.Typer()
 _up_alone.command()(up)
 

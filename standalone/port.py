@@ -1,15 +1,18 @@
 """The service's port, checked by `tms up` before it starts anything: free, or a one-line TMSError saying
-what holds it — another TMS (recognised by its API: the OpenAPI document's title), a process (named by
-psutil when this user may see it) or an unknown socket — and how to choose another (`--port`)."""
+what holds it — another TMS (recognised by its API: the OpenAPI document's title; named by its data directory,
+URL and pid when it is a `tms up` of this machine), a process (named by psutil when this user may see it) or an
+unknown socket — and how to choose another (`--port`, and for a second TMS a `--data-dir` of its own)."""
 from __future__ import annotations
 
 import errno
 import http.client
 import json
 import socket
+from pathlib import Path
 
 import psutil
 
+from tms import local_instances
 from tms.errors import TMSError
 
 PROBE_SECONDS = 2.0  # a socket that accepts and never answers (not an HTTP server) costs this, once
@@ -85,19 +88,39 @@ def free_port_after(host: str, port: int, tries: int = 50) -> int | None:
     return next((p for p in range(port + 1, min(port + 1 + tries, 65536)) if is_free(host, p)), None)
 
 
-def holder(host: str, port: int) -> str:
-    """What holds host:port, in a few words."""
+def _local_tms(port: int) -> local_instances.LocalInstance | None:
+    """The `tms up` of this machine whose service listens on `port`, if one is recorded."""
+    return next((i for i in local_instances.running() if i.url.rsplit(":", 1)[-1] == str(port)), None)
+
+
+def holder(host: str, port: int) -> tuple[str, bool]:
+    """What holds host:port, in a few words, and whether it is a TMS."""
     process = _describe(listener(port))
     version = tms_version_at(host, port)
     if version is not None:
-        return f"another TMS (version {version}{', ' + process if process else ''})"
-    return f"another process ({process})" if process else "another process or socket"
+        mine = _local_tms(port)
+        if mine is not None:
+            return f"the TMS running from {mine.data_dir} (pid {mine.pid}, {mine.url}, version {version})", True
+        return f"another TMS (version {version}{', ' + process if process else ''})", True
+    return (f"another process ({process})" if process else "another process or socket"), False
 
 
-def ensure_free(host: str, port: int) -> None:
-    """Nothing when the service can listen on host:port; else one line saying what holds it and what to do."""
+def another_data_dir(data_dir: Path) -> Path:
+    """A data directory beside `data_dir` for a second TMS (.tms -> .tms-2)."""
+    return data_dir.with_name(f"{data_dir.name}-2")
+
+
+def ensure_free(host: str, port: int, data_dir: Path | None = None) -> None:
+    """Nothing when the service can listen on host:port; else one line saying what holds it and what to do
+    (to start a second TMS beside one holding the port: another port and, `data_dir` given, another data
+    directory)."""
     if is_free(host, port):
         return
     other = free_port_after(host, port)
+    what, is_tms = holder(host, port)
+    if is_tms and data_dir is not None:
+        second = f"--data-dir {another_data_dir(data_dir)}" + (f" --port {other}" if other else " --port <port>")
+        raise TMSError(f"port {port} of {host} is in use by {what}: use it, or start a second TMS with a data "
+                       f"directory and port of its own, e.g. {second}")
     choose = f"choose another with --port, e.g. --port {other}" if other else "choose another with --port"
-    raise TMSError(f"port {port} of {host} is in use by {holder(host, port)}: stop it, or {choose}")
+    raise TMSError(f"port {port} of {host} is in use by {what}: stop it, or {choose}")

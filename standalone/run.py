@@ -28,6 +28,7 @@ from . import database as local_database
 from . import port as service_port
 from .credentials import kept_secret
 from .demo import ensure_demo_table, run_demo_writer
+from .engine_watch import EngineWatch
 from .supervisor import Supervisor
 
 # The roles started as child processes, each a `tms` subcommand.
@@ -226,8 +227,11 @@ def run_local(data_dir: Path, *, host: str, port: int, commits: int, interval: f
     tables, logs = data_dir / "tables", data_dir / "logs"
     running = local_instances.running_for(data_dir)
     if running is not None:
-        raise TMSError(f"TMS already runs from {data_dir} (pid {running.pid}, {running.url})")
-    service_port.ensure_free(host, port)  # before anything starts: a busy port is one line, at once
+        other = service_port.free_port_after(host, port)
+        raise TMSError(f"TMS already runs from {data_dir} (pid {running.pid}, {running.url}): use it, or start a "
+                       f"second TMS with a data directory and port of its own, e.g. --data-dir "
+                       f"{service_port.another_data_dir(data_dir)} --port {other or '<port>'}")
+    service_port.ensure_free(host, port, data_dir)  # before anything starts: a busy port is one line, at once
     settings = load_settings(data_dir=data_dir)
     tables.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
@@ -248,14 +252,22 @@ def storage_roots(configured: list[str], tables: Path) -> list[str]:
     return [*configured, str(tables)] if str(tables) not in configured else list(configured)
 
 
-def tms_command() -> str:
-    """How to run `tms` as printed, from any directory: `tms` when that is this installation's, else this
-    one's full path (`/home/me/tms/.venv/bin/tms`: `./dev run` does not put it on the PATH)."""
+def path_for_tms() -> str | None:
+    """The folder that holds this installation's `tms` (`/home/me/tms/.venv/bin`) when the shell would not find
+    it (`./dev run` does not put it on the PATH), else None."""
     mine = Path(sys.executable).parent / "tms"
     on_path = shutil.which("tms")
     if not mine.exists() or (on_path is not None and Path(on_path).absolute() == mine.absolute()):
-        return "tms"
-    return str(mine.absolute())
+        return None
+    return str(mine.parent.absolute())
+
+
+def ops_line(url: str, token: str) -> str:
+    """The one line that readies a shell for the ops commands: `tms` on the PATH (when it is not), TMS_URL and
+    TMS_TOKEN."""
+    folder = path_for_tms()
+    path = f'PATH="{folder}:$PATH" ' if folder else ""
+    return f"ops commands: export {path}TMS_URL={url} TMS_TOKEN={token}; tms status"
 
 
 def _run_roles(data_dir: Path, database_url: str, roots: list[str], tables: Path, logs: Path, *, host: str,
@@ -270,9 +282,11 @@ def _run_roles(data_dir: Path, database_url: str, roots: list[str], tables: Path
            "TMS_PLANNER_SERVICES": os.environ.get("TMS_PLANNER_SERVICES", UP_PLANNER_SERVICES)}
     supervisor = Supervisor(ROLES, env, logs, echo)
     watcher = TaskWatcher(url, admin.value, echo)
+    engine_watch = EngineWatch(logs / "worker.log", echo)  # the worker starts Spark as it comes up
     writer: DemoWriter | None = None
     if stop.is_set():
         raise Stopped
+    engine_watch.start()
     supervisor.start()
     local_instances.record(local_instances.LocalInstance(os.getpid(), str(data_dir), database_url, url))
     try:
@@ -286,7 +300,7 @@ def _run_roles(data_dir: Path, database_url: str, roots: list[str], tables: Path
         echo(f"callback key: {callback_key.value}"
              + (f" (kept in {callback_key.kept_in})" if callback_key.kept_in else ""))
         token = f"$(cat {admin.kept_in})" if admin.kept_in else "<the admin token>"
-        echo(f"ops commands: export TMS_URL={url} TMS_TOKEN={token}; {tms_command()} status")
+        echo(ops_line(url, token))
         echo(f"tables may be registered under: {', '.join(roots)} (TMS_STORAGE_ROOTS, and the data directory's)")
         echo(f"demo table {path} registered as table {table_id}; the demo writer posts callbacks to TMS, "
              f"a compaction is due every {DEMO_POLICIES['hoodie.compact.inline.max.delta.commits']} commits "
@@ -301,6 +315,7 @@ def _run_roles(data_dir: Path, database_url: str, roots: list[str], tables: Path
     finally:
         stop.set()  # the demo writer stops after its commit in progress
         watcher.stop()
+        engine_watch.stop()
         if writer is not None:
             writer.join()
         supervisor.stop()

@@ -5,11 +5,14 @@ import base64
 import datetime as dt
 import decimal
 import json
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import typer
+import typer.rich_utils
 from typer.core import TyperGroup
 
 from manager import cli as manager_cli
@@ -29,6 +32,7 @@ from tms.hudi.table.inspect import describe_table, format_description
 from tms.hudi.table.write_options import parse_option_pairs, parse_write_options
 from tms.hudi.table.writer import HudiWriter, create_table_for_records, records_schema
 from tms.hudi.timeline.instant import is_valid_instant_time
+from tms.instance import tms_version
 from tms.ops import commands as ops_commands
 from tms.ops.options import after_the_subcommand
 from tms.planning.capabilities import capabilities
@@ -56,6 +60,33 @@ app = typer.Typer(cls=_Commands, help="TMS: a table management service for Apach
                                        "(tms --json tasks list, tms tasks list --json).",
                   no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
                   pretty_exceptions_enable=False)
+# Help printed into a pipe (`tms --help | less`) is this wide at least, rather than Rich's 80 columns.
+PIPED_HELP_WIDTH = 100
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"tms {tms_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                       help="Print the version of TMS and exit.")) -> None:
+    pass
+
+
+def help_width() -> int | None:
+    """How wide help is printed: the terminal's (None: Rich asks it), TERMINAL_WIDTH or COLUMNS when set, and
+    when output goes to a pipe, the width of the terminal `tms` runs in (stderr's) but at least
+    PIPED_HELP_WIDTH."""
+    if os.environ.get("TERMINAL_WIDTH") or os.environ.get("COLUMNS") or sys.stdout.isatty():
+        return typer.rich_utils.MAX_WIDTH
+    try:
+        terminal = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        terminal = shutil.get_terminal_size().columns
+    return max(PIPED_HELP_WIDTH, terminal)
 
 
 
@@ -262,6 +293,7 @@ _mount_role_commands()
 
 
 def main() -> None:
+    typer.rich_utils.MAX_WIDTH = help_width()
     app()
 
 

@@ -11,6 +11,8 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tms.errors import ConfigError
+from tms.hudi.timeline.instant import instant_to_datetime, is_valid_instant_time
+from tms.planning.policy import BYTE_SIZE_OPTIONS, MEGABYTE_SIZE_OPTIONS
 
 ZONE_ENV = "TMS_DISPLAY_TIMEZONE"
 DEFAULT_ZONE = "UTC"
@@ -92,6 +94,76 @@ def moment(value: datetime | str | None) -> str:
         except ValueError:
             return value
     return f"{local(at):%Y-%m-%d %H:%M:%S} {zone_label(at)}"
+
+
+def age(at: datetime, now: datetime | None = None) -> str:
+    """How long ago `at` was: `just now`, `14 s ago`, `3m 05s ago`, `2h 10m ago`, `3 days ago`."""
+    at = at if at.tzinfo else at.replace(tzinfo=UTC)
+    seconds = ((now or datetime.now(UTC)) - at).total_seconds()
+    if seconds < 1:
+        return "just now"
+    if seconds >= 2 * 86400:
+        return f"{int(seconds // 86400)} days ago"
+    return f"{duration(seconds)} ago"
+
+
+def moment_and_age(value: datetime | str | None, now: datetime | None = None) -> str:
+    """A time as `moment` shows it, and its age: `2026-11-28 16:22:38 UTC (3m 05s ago)`."""
+    shown = moment(value)
+    try:
+        at = value if isinstance(value, datetime) else datetime.fromisoformat(value or "")
+    except ValueError:
+        return shown
+    return f"{shown} ({age(at, now)})"
+
+
+def instant(ts: str | None, zone: tzinfo = UTC, now: datetime | None = None) -> str:
+    """A Hudi instant time (yyyyMMddHHmmssSSS, a wall-clock time in the timeline's `zone`) as a time with its
+    zone and age: `2026-11-28 16:22:38 UTC (3m 05s ago)`; a string that is no instant time as it is."""
+    if not ts or not is_valid_instant_time(ts):
+        return ts or "-"
+    try:
+        at = instant_to_datetime(ts, zone)
+    except ValueError:
+        return ts
+    return moment_and_age(at, now)
+
+
+def resources(asked: dict[str, Any] | None) -> str:
+    """A job's requested resources in words: `2 executors of 1 core and 1.0 GB, driver 1 core and 1.0 GB; the
+    largest file group 704.7 KB`."""
+    if not asked:
+        return "-"
+    parts = []
+    if "executors" in asked:
+        n = int(asked["executors"])
+        parts.append(f"{n} executor{'' if n == 1 else 's'} of {_cores(asked.get('executor_cores'))}"
+                     f"{size(int(asked.get('executor_memory_mb') or 0) * _MB)}")
+    if "driver_memory_mb" in asked:
+        parts.append(f"driver {_cores(asked.get('driver_cores'))}{size(int(asked['driver_memory_mb']) * _MB)}")
+    text = ", ".join(parts)
+    if asked.get("largest_file_group_bytes"):
+        text += f"; the largest file group {size(asked['largest_file_group_bytes'])}"
+    known = {"executors", "executor_cores", "executor_memory_mb", "driver_cores", "driver_memory_mb",
+             "largest_file_group_bytes"}
+    rest = ", ".join(f"{k} {v}" for k, v in asked.items() if k not in known)
+    return "; ".join(t for t in (text, rest) if t) or "-"
+
+
+def _cores(n: Any) -> str:
+    return "" if n is None else f"{n} core{'' if int(n) == 1 else 's'} and "
+
+
+def policy_value(key: str, value: Any) -> Any:
+    """A policy option's value for people: sizes with units (`hoodie.parquet.max.file.size` 125829120 ->
+    `120.0 MB`); the rest as it is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if key in BYTE_SIZE_OPTIONS:
+        return size(value)
+    if key in MEGABYTE_SIZE_OPTIONS:
+        return size(value * _MB)
+    return value
 
 
 def yes_no(value: bool | None) -> str:

@@ -9,5 +9,5 @@ def main() -> None:
     if sys.argv[1:2] == ["up"]:
         from standalone.cli import check_port_first  # light: the port check and the `up` options only
         check_port_first(sys.argv[2:])
-    from tms.cli import app
-    app()
+    from tms.cli import main as cli_main
+    cli_main()

@@ -106,6 +106,8 @@ class InstantOut(BaseModel):
     action: str
     state: str
     completion_time: str | None = None
+    time: datetime | None = Field(None, description="The moment the instant time names (a wall-clock time in the "
+                                                    "table's timeline zone), in UTC")
 
 
 class TimelineSummary(BaseModel):

@@ -88,7 +88,9 @@ def _when(moment: datetime | None) -> str:
 templates.env.filters.update(human_size=lambda n: human_size(int(n or 0)), ago=_ago, when=_when,
                              plan_summary=display.plan_summary, operation_sizes=display.operation_sizes,
                              size_histogram=display.size_histogram, dotted_breaks=_dotted_breaks,
-                             shown=lambda v: display.yes_no(v) if isinstance(v, bool) else v)
+                             shown=lambda v: display.yes_no(v) if isinstance(v, bool) else v,
+                             policy_value=display.policy_value, resources=display.resources,
+                             when_and_age=lambda m: display.moment_and_age(m) if m else "")
 
 
 def _page(request: Request, name: str, user: DashboardUser | None, status_code: int = 200,
@@ -191,7 +193,7 @@ def table_page(request: Request, user: User, table_id: int) -> HTMLResponse:
             data = views.table_detail(session, table_id, request.app.state.settings)
         except LookupError:
             raise Refused(404, f"There is no table with id {table_id}.") from None
-    return _page(request, "table.html", user, **data)
+    return _page(request, "table.html", user, now=datetime.now(UTC), duration=views.duration, **data)
 
 
 @router.post("/tables/{table_id}/settings")
@@ -275,22 +277,34 @@ def _message(exc: Exception) -> str:
 
 
 @router.get("/tasks")
-def tasks_page(request: Request, user: User, state: str = "", service: str = "", table_id: str = "",
-               page: int = 1) -> HTMLResponse:
+def tasks_page(request: Request, user: User, state: str = "", service: str = "", table: str = "",
+               table_id: str = "", page: int = 1) -> HTMLResponse:
+    """The tasks, newest first, filtered by state, service and table (`table`: its name, database.name or id;
+    `table_id` as the table page links)."""
     filters: dict[str, Any] = {}
     if state in views.TASK_STATES:
         filters["state"] = TaskState(state)
     if service in [s.value for s in TableService]:
         filters["service"] = service
-    if table_id.isdigit():
-        filters["table_id"] = int(table_id)
+    table = table.strip() or table_id.strip()
     page = max(page, 1)
+    tasks: list[Any] = []
+    total, unknown_table = 0, None
     with _database(request).transaction() as session:
-        tasks, total = TaskRepo(session).find(limit=views.PAGE_SIZE, offset=(page - 1) * views.PAGE_SIZE, **filters)
+        if table:
+            found = views.table_named(session, table)
+            if found is None:
+                unknown_table = f"No table is named {table!r} (give its name, database.name or id)."
+            else:
+                filters["table_id"] = found
+        if unknown_table is None:
+            tasks, total = TaskRepo(session).find(limit=views.PAGE_SIZE, offset=(page - 1) * views.PAGE_SIZE,
+                                                  **filters)
         names = views.table_names(session, {t.table_id for t in tasks})
     return _page(request, "tasks.html", user, tasks=tasks, total=total, names=names, state=state, service=service,
-                 table_id=table_id, page=page, pages=max(1, -(-total // views.PAGE_SIZE)),
-                 states=views.TASK_STATES, services=[s.value for s in TableService])
+                 table=table, unknown_table=unknown_table, page=page, pages=max(1, -(-total // views.PAGE_SIZE)),
+                 states=views.TASK_STATES, services=[s.value for s in TableService], now=datetime.now(UTC),
+                 duration=views.duration)
 
 
 @router.get("/tasks/{task_id}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
+from tms import display
 from tms.db import RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
@@ -85,7 +86,8 @@ def read_table_facts(row: RegisteredTable, tasks: list[Task], *, with_timeline: 
                                                     end=max(end, start) if end else (start if instant.is_completed
                                                                                      else None)))
         last = timeline.last_of(_service_actions(row.table_type), completed=True)
-        facts.last_service = f"{last.action} {last.timestamp}" if last else "none yet"
+        facts.last_service = (f"{last.action} {display.instant(last.timestamp, hudi.config.timeline_zone, now)}"
+                              if last else "none yet")
         stats = hudi.file_system_view().file_group_stats()
         facts.file_group_bytes = [(g.base_size or 0) + (g.log_bytes or 0) for g in stats]
         facts.log_counts = [g.log_count or 0 for g in stats]

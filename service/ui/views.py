@@ -223,6 +223,19 @@ def table_names(session: Session, table_ids: set[int]) -> dict[int, str]:
     return names
 
 
+def table_named(session: Session, ref: str) -> int | None:
+    """The id of the one table `ref` names (its id, name or database.name), None when none or several do."""
+    if ref.isdigit():
+        return int(ref)
+    database, _, name = ref.rpartition(".")
+    found, _ = TableRepo(session).find(name=name, database=database or None, limit=2, count=False)
+    exact = [t.id for t in found if t.name == name]
+    if len(exact) != 1:  # a substring match, or several tables of that name
+        found, _ = TableRepo(session).find(name=name, database=database or None, limit=500, count=False)
+        exact = [t.id for t in found if t.name == name]
+    return exact[0] if len(exact) == 1 else None
+
+
 def duration(start: datetime | None, end: datetime | None, now: datetime) -> str:
     if start is None:
         return ""

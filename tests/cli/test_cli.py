@@ -1,5 +1,7 @@
 """The `tms` command line: inspect, read, write, with one clear line for every bad input."""
+import importlib.metadata
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -145,6 +147,16 @@ def test_commit_callback_posts_hudis_payload(tmp_path):
     assert body["hoodieWriteStat"][0]["numInserts"] == 1 and "schema" in body["extraMetadata"]
 
 
-def test_console_script_is_installed():
-    out = subprocess.run([sys.executable, "-m", "tms.cli", "--help"], capture_output=True, text=True)
+def test_console_script_is_installed_and_its_piped_help_is_not_cut_at_80_columns():
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    out = subprocess.run([sys.executable, "-m", "tms.cli", "--help"], capture_output=True, text=True, env=env)
     assert out.returncode == 0 and "inspect" in out.stdout
+    widest = max(len(line.rstrip()) for line in out.stdout.splitlines())
+    assert widest > 80, out.stdout
+    # a line of the root help, whole at 100 columns (cut after "(tms --json tasks" at 80)
+    assert "--token go before or after the subcommand (tms --json tasks list, tms tasks list --json)" in out.stdout
+
+
+def test_version_is_the_installed_package_version():
+    code, out, _ = tms("--version")
+    assert code == 0 and out == f"tms {importlib.metadata.version('tms')}\n"

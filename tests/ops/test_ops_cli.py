@@ -60,7 +60,20 @@ def test_tables_commands(tms, trips):
     detail = as_json(tms("tables", "show", name, "--json"))  # by name
     assert detail["id"] == tid and detail["timeline"]["completed"] >= 3 and "status" in detail["health"]
     shown = ok(tms("tables", "show", str(tid)))
-    assert registered["base_path"] in shown and "hoodie.cleaner.policy" in shown and "ttl:" not in shown
+    assert registered["base_path"] in shown and "ttl:" not in shown
+    # The table's own settings first, the defaults folded away (--all shows them), sizes with units.
+    own = shown.split("policies set for this table or by its template:", 1)[1].split("\n\n", 1)[0]
+    assert re.search(r"hoodie.compact.inline.max.delta.commits: +50 \(table\)", own)
+    assert "hoodie.cleaner.policy" not in shown and "default(s), not shown (--all shows them)" in own
+    assert re.search(r"^last completed: +deltacommit \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(.+ ago\), instant \d{17}$",
+                     shown, re.MULTILINE), shown
+    every = ok(tms("tables", "show", str(tid), "--all"))
+    assert "hoodie.cleaner.policy" in every
+    assert re.search(r"hoodie.parquet.max.file.size: +120.0 MB$", every, re.MULTILINE), every
+    sized = ok(tms("tables", "update", str(tid), "--policy", "hoodie.parquet.max.file.size=268435456"))
+    assert re.search(r"hoodie.parquet.max.file.size: +256.0 MB \(table\)$", ok(tms("tables", "show", str(tid))),
+                     re.MULTILINE) and "hoodie.parquet.max.file.size = 256.0 MB" in sized
+    assert as_json(tms("tables", "show", str(tid), "--json"))["policies"]["hoodie.parquet.max.file.size"] == 268435456
 
     updated = as_json(tms("tables", "update", str(tid), "--policy", "hoodie.cleaner.commits.retained=7",
                           "--policy", "hoodie.compact.inline.max.delta.commits=", "--priority", "5", "--json"))
@@ -125,6 +138,9 @@ def test_trigger_plans_a_compaction_now_and_the_task_commands_act_on_it(tms, tri
     assert [t["id"] for t in tasks["items"]] == [task["id"]]
     human = ok(tms("tasks", "list", "--state", "runnable"))
     assert human.splitlines()[0].split()[:4] == ["ID", "TABLE", "SERVICE", "INSTANT"] and task["instant"] in human
+    name = as_json(tms("tables", "show", str(tid), "--json"))["name"]
+    assert human.splitlines()[1].split()[:3] == [str(task["id"]), name, "compaction"]  # the table by name
+    assert re.search(rf"^table: +{name} \(id {tid}\)$", ok(tms("tasks", "show", str(task["id"]))), re.MULTILINE)
     assert as_json(tms("tasks", "list", "--state", "FAILED", "--json"))["items"] == []
     assert as_json(tms("tasks", "show", str(task["id"]), "--json"))["attempts"] == []
     assert "instant:" in ok(tms("tasks", "show", str(task["id"])))

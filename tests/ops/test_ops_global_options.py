@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from typer.testing import CliRunner
@@ -118,6 +120,17 @@ def test_figures_for_people_have_units_and_a_zone():
     assert display.size_histogram({"operation_bytes": [10, mb, 3 * mb, 20 * mb, 2048 * mb]}) == [
         ("< 1 MB", 1), ("1-10 MB", 2), ("10-100 MB", 1), (">= 1 GB", 1)]
     assert display.size_histogram(None) == []
+    assert display.policy_value("hoodie.parquet.max.file.size", 125829120) == "120.0 MB"
+    assert display.policy_value("hoodie.compaction.target.io", 500 * 1024) == "500.0 GB"  # Hudi's MB
+    assert display.policy_value("hoodie.cleaner.commits.retained", 10) == 10
+    assert display.resources({"executors": 3, "executor_cores": 1, "executor_memory_mb": 512, "driver_cores": 1,
+                              "driver_memory_mb": 1024, "largest_file_group_bytes": 721591}) == \
+        "3 executors of 1 core and 512.0 MB, driver 1 core and 1.0 GB; the largest file group 704.7 KB"
+    now = datetime(2026, 11, 28, 16, 25, 43, tzinfo=UTC)
+    assert display.instant("20261128162238942", UTC, now) == "2026-11-28 16:22:38 UTC (3m 04s ago)"
+    assert display.instant("20261128172238942", ZoneInfo("Europe/Paris"), now) == \
+        "2026-11-28 16:22:38 UTC (3m 04s ago)"  # a LOCAL timeline's wall-clock time, shown in the display zone
+    assert display.instant("not-an-instant") == "not-an-instant"
 
 
 def test_times_are_shown_in_the_display_zone_said_with_it(monkeypatch):

@@ -1,6 +1,8 @@
 """The control-plane commands mounted into a Typer app: tokens create, db upgrade."""
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import create_engine
 from typer.testing import CliRunner
 
@@ -24,6 +26,13 @@ def test_tokens_create_prints_a_working_token(app, monkeypatch, settings):
         assert TokenRepo(session).role_of(token) == "operator"
     bad = CliRunner().invoke(tms_app, ["tokens", "create", "--role", "root"])
     assert bad.exit_code != 0 and "expected viewer, operator or admin" in bad.output
+
+    made = CliRunner().invoke(tms_app, ["tokens", "create", "--role", "viewer", "--name", "a script", "--json"])
+    assert made.exit_code == 0, made.output
+    created = json.loads(made.stdout)
+    assert (created["role"], created["name"]) == ("viewer", "a script") and created["id"] > 0
+    with app.state.database.transaction() as session:
+        assert TokenRepo(session).role_of(created["token"]) == "viewer"
 
 
 def test_db_upgrade(monkeypatch):

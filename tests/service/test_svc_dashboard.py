@@ -180,6 +180,25 @@ def test_the_table_page_shows_boolean_policies_as_the_cli_does(client, tokens, r
     values = re.findall(r"<tr[^>]*><td><code class=\"policy-key\">.+?</code></td><td>([^<]*)</td></tr>", page)
     assert values and ("yes" in values or "no" in values), values  # the policies have booleans
     assert "True" not in values and "False" not in values, values
+    sizes = re.search(r"hoodie.<wbr>parquet.<wbr>max.<wbr>file.<wbr>size</code></td><td>([^<]*)</td>", page)
+    assert sizes and sizes.group(1) == "120.0 MB", sizes  # a size with its unit, as the CLI shows it
+
+
+def test_the_tasks_page_filters_by_table_name_and_shows_durations(client, tokens, failed_task):
+    table, task_id = failed_task
+    _sign_in(client, tokens["viewer"])
+    assert "<th>duration</th>" in client.get("/ui/tasks").text
+    for ref in (table["name"], f"{table['database']}.{table['name']}", str(table["id"])):
+        assert f'data-task-id="{task_id}"' in client.get("/ui/tasks", params={"table": ref}).text, ref
+    unknown = client.get("/ui/tasks", params={"table": "no_such_table"}).text
+    assert "No table is named &#39;no_such_table&#39;" in unknown and "data-task-id" not in unknown
+    assert f'data-task-id="{task_id}"' in client.get("/ui/tasks", params={"table_id": table["id"]}).text
+
+
+def test_the_sign_in_page_says_where_the_admin_token_is_kept(client):
+    client.cookies.clear()
+    page = client.get("/ui/login").text
+    assert "<code>.tms/admin-token</code>" in page and "tms tokens create" in page
 
 
 def test_the_table_page_shows_its_ttl_state(client, register, tokens):

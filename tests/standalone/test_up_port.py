@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -59,8 +61,20 @@ def test_a_port_held_by_another_tms_is_named_at_once(tmp_path, data_dir):
         server.server_close()
     assert line.startswith(f"error: port {port} of 127.0.0.1 is in use by another TMS (version 9.8.7, "
                            f"pid {os.getpid()}: "), line
-    assert "choose another with --port, e.g. --port " in line, line
+    assert f"start a second TMS with a data directory and port of its own, e.g. --data-dir {data_dir}-2 --port " \
+        in line, line
     assert took < 10, f"{took:.1f} s"
+
+
+def test_up_help_is_printed_while_its_port_is_taken():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for asked in (["up", "--port", str(port), "--help"], ["up", "-h", "--port", str(port)]):
+            done = subprocess.run([sys.executable, "-m", "tms", *asked], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0 and "tms up [OPTIONS]" in done.stdout, done.stdout + done.stderr
+            assert "error:" not in done.stdout + done.stderr and "is in use by" not in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("answers", [False, True], ids=["silent-socket", "closing-socket"])

@@ -41,11 +41,14 @@ def _clip(value: str, width: int = MAX_CELL) -> str:
     return value if len(value) <= width else value[:width - 1] + "…"
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Cell]], *, empty: str = "nothing") -> str:
-    """Rows as aligned columns under a header line; `empty` when there is no row."""
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, Cell]], *, empty: str = "nothing",
+          whole: Sequence[str] = ()) -> str:
+    """Rows as aligned columns under a header line; `empty` when there is no row. A cell longer than MAX_CELL
+    is cut, except in the columns named in `whole`."""
     if not rows:
         return f"({empty})"
-    cells = [[_clip(text(cell(row))) for _, cell in columns] for row in rows]
+    cells = [[text(cell(row)) if header in whole else _clip(text(cell(row))) for header, cell in columns]
+             for row in rows]
     headers = [header for header, _ in columns]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]

@@ -40,6 +40,12 @@ class PartitionTtlStrategy(StrEnum):
 
 
 MB = 1024 * 1024
+# The policy options whose values are sizes: in bytes, or in megabytes (Hudi's hoodie.compaction.target.io).
+BYTE_SIZE_OPTIONS = frozenset({
+    "hoodie.compaction.logfile.size.threshold", "hoodie.parquet.max.file.size",
+    "hoodie.clustering.plan.strategy.small.file.limit", "hoodie.clustering.plan.strategy.max.bytes.per.group",
+    "hoodie.clustering.plan.strategy.target.file.max.bytes", "hoodie.memory.compaction.max.size"})
+MEGABYTE_SIZE_OPTIONS = frozenset({"hoodie.compaction.target.io"})
 
 
 class TablePolicy(BaseModel):

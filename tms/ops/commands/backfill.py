@@ -32,12 +32,13 @@ def start(ref: Ref, reason: Annotated[str, typer.Option(help="What the backfill 
 
 @app.command("end")
 def end(ref: Ref, instant: Annotated[str, typer.Argument(help="The backfill's savepoint (its instant).")],
-        url: Url = DEFAULT_URL, token: Token = None) -> None:
+        url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """End a backfill: delete the savepoint its start made (operator)."""
     with connect(url, token) as client:
         tid = table_id(client, ref)
         client.delete(f"/tables/{tid}/backfills/{instant}")
-    typer.echo(f"table {tid}: backfill savepoint {instant} deleted")
+    output.output_for(as_json).show({"table_id": tid, "instant": instant, "deleted": True},
+                                    f"table {tid}: backfill savepoint {instant} deleted")
 
 
 def register(root: typer.Typer) -> None:

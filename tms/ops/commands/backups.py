@@ -5,6 +5,8 @@ from typing import Annotated, Any
 
 import typer
 
+from tms import display
+
 from .. import output
 from ..options import DEFAULT_URL, Json, Token, Url, confirm, connect
 from ..output import output_for
@@ -16,8 +18,8 @@ Ref = Annotated[str, typer.Argument(help="The table: its id, name or database.na
 
 COLUMNS = [("VERSION", output.field("version")), ("INSTANT", output.field("instant")),
            ("STATE", output.field("state")), ("FILES", output.field("files")),
-           ("COPIED BYTES", output.field("bytes_copied")), ("TOTAL BYTES", output.field("total_bytes")),
-           ("CREATED", output.field("created_at"))]
+           ("COPIED", lambda b: display.size(b.get("bytes_copied"))),
+           ("SIZE", lambda b: display.size(b.get("total_bytes"))), ("CREATED", output.time_field("created_at"))]
 
 
 def _task_line(task: dict[str, Any], what: str) -> str:

@@ -41,14 +41,15 @@ def build(ref: Ref, partition: Partition, column: Column = None, url: Url = DEFA
 @app.command("drop")
 def drop(ref: Ref, partition: Partition,
          yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
-         url: Url = DEFAULT_URL, token: Token = None) -> None:
+         url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
     """Drop a metadata-table partition (admin); dropping `files` drops the metadata table."""
     with connect(url, token) as client:
         tid = table_id(client, ref)
         if not yes:
             confirm(f"drop metadata partition {partition} of table {tid}?", "nothing dropped")
         client.delete(f"/tables/{tid}/indexes/{partition}")
-    typer.echo(f"table {tid}: metadata partition {partition} dropped")
+    output_for(as_json).show({"table_id": tid, "partition": partition, "dropped": True},
+                             f"table {tid}: metadata partition {partition} dropped")
 
 
 def register(root: typer.Typer) -> None:

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tms import display
 from tms.errors import TMSError
 from tms.hudi.locks import is_concurrency_option
 
@@ -53,21 +54,29 @@ def list_tables(name: Annotated[str | None, typer.Option(help="Substring of the 
     output_for(as_json).page(page, COLUMNS, empty="no table")
 
 
-def _detail_lines(t: dict[str, Any]) -> list[str]:
+def _instant_text(instant: dict[str, Any]) -> str:
+    """`commit 2026-11-28 16:22:38 UTC (3m 05s ago), instant 20261128162238942`."""
+    when = display.moment_and_age(instant["time"]) if instant.get("time") else instant["instant"]
+    return f"{instant['action']} {when}" + (f", instant {instant['instant']}" if instant.get("time") else "")
+
+
+def _detail_lines(t: dict[str, Any], all_policies: bool = False) -> list[str]:
     health = t.get("health") or {}
     timeline = t.get("timeline") or {}
     groups = t.get("file_group_stats") or {}
-    last = timeline.get("last_completed") or {}
+    last = timeline.get("last_completed")
     lines = [output.record([
         ("table", f"{t['id']} {t['database']}.{t['name']}"), ("base path", t["base_path"]),
         ("type", f"{t['table_type']} v{t['table_version']}"), ("enabled", t["enabled"]),
         ("priority", t["priority"]), ("queue", t["queue"]), ("record key", t["record_key_fields"]),
         ("partitions", t["partition_fields"]), ("ordering", t["ordering_fields"]),
         ("health", f"{health.get('status', '-')} {'; '.join(health.get('reasons') or [])}".strip()),
-        ("timeline", f"{timeline.get('instants', 0)} instants, {timeline.get('pending', 0)} pending, last completed "
-                     f"{last.get('instant', '-')} {last.get('action', '')}".rstrip()),
+        ("timeline", f"{timeline.get('instants', 0)} instants, {timeline.get('pending', 0)} pending"),
+        ("last completed", _instant_text(last) if last else "none"),
         ("file groups", f"{groups.get('file_groups', 0)} in {groups.get('partitions', 0)} partition(s), "
-                        f"{groups.get('log_files', 0)} log file(s)"),
+                        f"{display.size(groups.get('base_bytes'))} of base files, {groups.get('log_files', 0)} log "
+                        f"file(s) of {display.size(groups.get('log_bytes'))}, the largest file group "
+                        f"{display.size(groups.get('largest_file_group_bytes'))}"),
         ("tasks", t.get("tasks_by_state") or {}),
     ])]
     if t.get("capabilities"):
@@ -76,13 +85,14 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
     if pending:
         lines += ["", "pending instants:", output.table(pending, [
             ("INSTANT", output.field("instant")), ("ACTION", output.field("action")),
-            ("STATE", output.field("state"))])]
+            ("STATE", output.field("state")), ("TIME", lambda i: display.moment_and_age(i.get("time")))])]
     ttl = t.get("ttl")
     if ttl:
         expired = ttl["expired_partitions"]
         more = ttl["expired_partitions_total"] - len(expired)
         lines += ["", "ttl:", output.record([
-            ("records expire before", ttl["record_ttl_cutoff"] or "no record TTL"),
+            ("records expire before", output.when(ttl["record_ttl_cutoff"]) if ttl["record_ttl_cutoff"]
+             else "no record TTL"),
             ("last record TTL", ttl["last_record_ttl"] or "none yet"),
             ("last partition delete", ttl["last_partition_delete"] or "none yet"),
             ("expired partitions", ", ".join(expired) + (f" and {more} more" if more > 0 else "") or "none"),
@@ -92,20 +102,27 @@ def _detail_lines(t: dict[str, Any]) -> list[str]:
     sources = t.get("sources") or {}
 
     def sourced(key: str) -> Any:  # a value set by the table or a template says which
-        source = sources.get(key, "default")
-        return policies[key] if source == "default" else f"{output.text(policies[key])} ({source})"
+        value, source = display.policy_value(key, policies[key]), sources.get(key, "default")
+        return value if source == "default" else f"{output.text(value)} ({source})"
     lock = sorted((k, sourced(k)) for k in policies if is_concurrency_option(k))
-    own = sorted((k, sourced(k)) for k in policies if not is_concurrency_option(k))
+    set_here = {k for k in policies if sources.get(k, "default") != "default"}
+    own = sorted((k, sourced(k)) for k in policies if not is_concurrency_option(k) and k in set_here)
+    defaults = sorted((k, sourced(k)) for k in policies if not is_concurrency_option(k) and k not in set_here)
     if t.get("template"):
         lines += ["", f"policy template: {t['template']}"]
-    lines += ["", "policies:", output.record(own)]
+    lines += ["", "policies set for this table or by its template:", output.record(own) if own else "none"]
+    if all_policies:
+        lines += ["", "defaults:", output.record(defaults)]
+    elif defaults:
+        lines += [f"and {len(defaults)} default(s), not shown (--all shows them)"]
     lines += ["", "concurrency control:", output.record(lock) if lock else "single writer (no lock)"]
     return lines
 
 
 def _ttl_task_line(s: dict[str, Any]) -> str:
     last = f"task {s['last_task_id']} {s['last_state']}" if s.get("last_task_id") else "none yet"
-    return f"every {s['interval_hours']} h; last: {last}; next: {s.get('next_due') or 'at the next look'}"
+    due = output.when(s["next_due"]) if s.get("next_due") else "at the next look"
+    return f"every {s['interval_hours']} h; last: {last}; next: {due}"
 
 
 def _policy_changes(policy: list[str] | None, option: list[str] | None, *, empty_is_none: bool) -> dict[str, Any]:
@@ -119,11 +136,15 @@ def _policy_changes(policy: list[str] | None, option: list[str] | None, *, empty
 
 
 @app.command("show")
-def show_table(ref: Ref, url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
-    """A table: configuration, health, timeline, file groups, tasks and every policy's effective value."""
+def show_table(ref: Ref,
+               all_policies: Annotated[bool, typer.Option("--all", help="Also the policies left at their defaults "
+                                                                        "(--json always has them all).")] = False,
+               url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """A table: configuration, health, timeline, file groups, tasks and its policies (those set for it first;
+    with --all every policy's effective value)."""
     with connect(url, token) as client:
         detail = client.get(f"/tables/{table_id(client, ref)}")
-    output_for(as_json).show(detail, lambda: "\n".join(_detail_lines(detail)))
+    output_for(as_json).show(detail, lambda: "\n".join(_detail_lines(detail, all_policies)))
 
 
 def _absolute(path: str) -> str:
@@ -179,7 +200,7 @@ def update_table(ref: Ref, policy: Policies = None, option: WriteOptions = None,
         table = client.patch(f"/tables/{table_id(client, ref)}", changes)
     line = f"table {table['id']} ({table['name']}) updated"
     for key in (changes.get("policies") or {}):
-        line += f"\n  {key} = {output.text(table['policies'].get(key))}"
+        line += f"\n  {key} = {output.text(display.policy_value(key, table['policies'].get(key)))}"
     _show(table, as_json, line)
 
 

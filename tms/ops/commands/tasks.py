@@ -15,7 +15,7 @@ from ..client import ApiError, TmsClient
 from ..names import SERVICES, TASK_STATES
 from ..options import DEFAULT_URL, Json, Token, Url, connect, one_of
 from ..output import output_for
-from .table_ref import table_id
+from .table_ref import table_id, table_names
 
 app = typer.Typer(help="Tasks: the table services planned, and the operator's actions on them.",
                   no_args_is_help=True)
@@ -38,14 +38,23 @@ def _duration(task: dict[str, Any]) -> str | None:
     return display.duration(took.total_seconds())
 
 
-COLUMNS = [("ID", output.field("id")), ("TABLE", output.field("table_id")), ("SERVICE", output.field("service")),
+def _table(task: dict[str, Any]) -> str:
+    """The task's table by name (`table_name`, added by the command from the table list), else its id."""
+    return str(task.get("table_name") or task["table_id"])
+
+
+def _resources(attempt: dict[str, Any]) -> str:
+    return display.resources(attempt.get("requested_resources"))
+
+
+COLUMNS = [("ID", output.field("id")), ("TABLE", _table), ("SERVICE", output.field("service")),
            ("INSTANT", output.field("instant")), ("STATE", output.field("state")),
            ("ATTEMPT", output.field("attempt")), ("QUEUE", output.field("queue")),
            ("CREATED", output.time_field("created_at")), ("TOOK", _duration), ("ERROR", output.field("error"))]
 ATTEMPT_COLUMNS = [("ATTEMPT", output.field("attempt")), ("WORKER", output.field("worker")),
                    ("QUEUE", output.field("queue")), ("ENGINE", lambda a: a.get("engine") or "-"),
                    ("SPARK APP", output.field("spark_app_id")),
-                   ("RESOURCES", output.field("requested_resources")), ("OUTCOME", output.field("outcome")),
+                   ("RESOURCES", _resources), ("OUTCOME", output.field("outcome")),
                    ("STARTED", output.time_field("started_at")), ("TOOK", _duration),
                    ("ERROR", output.field("error"))]
 
@@ -67,7 +76,9 @@ def list_tasks(table: TableRef = None, service: Service = None, state: State = N
     with connect(url, token) as client:
         page = client.get("/tasks", **_filters(client, table, service, state), limit=limit, offset=offset,
                           since=since.isoformat() if since else None, until=until.isoformat() if until else None)
-    output_for(as_json).page(page, COLUMNS, empty="no task")
+        names = {} if as_json else table_names(client, {t["table_id"] for t in page["items"]})
+    rows = [{**t, "table_name": names.get(t["table_id"])} for t in page["items"]]
+    output_for(as_json).page({**page, "items": rows} if names else page, COLUMNS, empty="no task")
 
 
 @app.command("show")
@@ -78,12 +89,14 @@ def show_task(task_id: TaskId,
     """A task and its attempts; its plan as a summary (operations, total, largest)."""
     with connect(url, token) as client:
         task = client.get(f"/tasks/{task_id}")
-    output_for(as_json).show(task, lambda: _task_text(task, operations))
+        name = None if as_json else table_names(client, {task["table_id"]}).get(task["table_id"])
+    output_for(as_json).show(task, lambda: _task_text({**task, "table_name": name}, operations))
 
 
 def _task_text(task: dict[str, Any], operations: bool) -> str:
+    table = f"{task['table_name']} (id {task['table_id']})" if task.get("table_name") else task["table_id"]
     text = output.record([
-        ("task", task["id"]), ("table", task["table_id"]), ("service", task["service"]),
+        ("task", task["id"]), ("table", table), ("service", task["service"]),
         ("instant", task["instant"]), ("target instant", task.get("target_instant")), ("state", task["state"]),
         ("attempt", task["attempt"]), ("priority", task["priority"]), ("queue", task["queue"]),
         ("plan", display.plan_summary(task.get("plan_stats"))),
@@ -98,7 +111,8 @@ def _task_text(task: dict[str, Any], operations: bool) -> str:
         sizes = display.operation_sizes(task.get("plan_stats"))
         text += "\n\noperations (bytes each reads):\n" + ("\n".join(f"  {n}. {s}" for n, s in enumerate(sizes, 1))
                                                           or "  none")
-    return text + "\n\nattempts:\n" + output.table(task["attempts"], ATTEMPT_COLUMNS, empty="none yet")
+    return text + "\n\nattempts:\n" + output.table(task["attempts"], ATTEMPT_COLUMNS, empty="none yet",
+                                                    whole=("RESOURCES",))
 
 
 @app.command("logs")
