@@ -125,7 +125,8 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     try:
         hudi_table = HudiTable.load(body.base_path)
         facts = registration_facts(hudi_table)
-        report = capability_report(hudi_table)
+        planner_services = frozenset(request.app.state.settings.planner_services)
+        report = capability_report(hudi_table, policy=policy, planner_services=planner_services)
     except TableNotFoundError:
         raise validation_error([{"loc": ("base_path",), "type": "value_error",
                                  "msg": _no_table_there(body.base_path)}], "body") from None
@@ -142,6 +143,9 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
             priority=body.priority if "priority" in body.model_fields_set else None,
             policies=policy.explicit(), concurrency_options=concurrency,
             callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **facts)
+        # What the planner schedules follows the policies as its template completes them.
+        report = capability_report(hudi_table, policy=TablePolicy.from_stored(table.policies),
+                                   planner_services=planner_services)
         return {**_out(table, TemplateRepo(session).templates()), "capabilities": report}
 
 
@@ -178,7 +182,8 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
     settings = request.app.state.settings
     view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
-                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine)
+                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
+                     planner_services=frozenset(settings.planner_services))
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
 
 

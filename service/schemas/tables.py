@@ -83,6 +83,11 @@ class CapabilityOut(BaseModel):
     reason: str = Field(description="Why TMS cannot run it, in one line (empty when it can)")
     engine: str | None = Field(default=None, description="The Hudi engine (kind hudi) that runs it on the table "
                                "where TMS's own engine cannot (`reason` then says why TMS cannot)")
+    scheduled: bool | None = Field(default=None, description="Whether TMS's planner schedules it on its own on the "
+                                   "table (null: not a service the planner schedules)")
+    not_scheduled_reason: str = Field(default="", description=(
+        "Why the planner does not schedule it on its own, in one line (empty when it does), e.g. clustering not "
+        "asked for by the table's policy; POST /api/v1/tables/{id}:plan plans it all the same"))
 
 
 CAPABILITIES_DESCRIPTION = ("What TMS can do for the table, decided from its hoodie.properties: `reading` and each "

@@ -184,7 +184,8 @@ def tables_page(request: Request, user: User, q: str = "", health: str = "", tab
 def table_page(request: Request, user: User, table_id: int) -> HTMLResponse:
     with _database(request).transaction() as session:
         try:
-            data = views.table_detail(session, table_id)
+            data = views.table_detail(session, table_id,
+                                      frozenset(request.app.state.settings.planner_services))
         except LookupError:
             raise Refused(404, f"There is no table with id {table_id}.") from None
     return _page(request, "table.html", user, **data)

@@ -129,7 +129,7 @@ def file_group_charts(facts: TableFacts) -> tuple[charts.Chart, charts.Chart]:
     return sizes, logs
 
 
-def table_detail(session: Session, table_id: int) -> dict[str, Any]:
+def table_detail(session: Session, table_id: int, planner_services: frozenset[str] = frozenset()) -> dict[str, Any]:
     table = TableRepo(session).get(table_id)
     tasks_repo = TaskRepo(session)
     by_state = tasks_repo.counts_by_state(table_id=table_id)
@@ -137,7 +137,8 @@ def table_detail(session: Session, table_id: int) -> dict[str, Any]:
     policy = TablePolicy.from_stored(table.policies)
     view = live_view(table.base_path, policy, by_state, table.enabled, ttl_schedule(session, table_id, policy),
                      hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
-                                                                      table=table.name))
+                                                                      table=table.name),
+                     planner_services=planner_services)
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
                              with_timeline=True)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)

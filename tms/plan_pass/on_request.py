@@ -13,12 +13,11 @@ from tms.config import Settings
 from tms.db import ConflictError, Database, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.errors import ONE_LINE_ERRORS
 from tms.planning.decisions import PlannerOptions
-from tms.planning.digest import TimelineDigest
 from tms.planning.errors import PlanningError
 from tms.table_service import TableService
 
 from .passes import PLANNING_ERRORS, PassContext, requested_pass
-from .stored_digest import store_digest
+from .stored_digest import store_digest, stored_digest
 from .table_cache import TableCache
 
 _LOCK_RETRY_SECONDS = 0.2
@@ -79,10 +78,10 @@ class OnRequestPlanner:
             raise ConflictError(f"table {row.id} is disabled: enable it before planning it")
         try:
             cached = self.cache.with_current_properties(row)
-            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
-                              self.options.services, cached.transactions)
-            digest, recorded = requested_pass(
-                ctx, TimelineDigest.from_state(row.planner_state, self.options.services), service)
+            policy = TablePolicy.from_stored(row.policies)
+            ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),
+                              cached.transactions)
+            digest, recorded = requested_pass(ctx, stored_digest(row, self.options), service)
         except PLANNING_ERRORS as e:
             self.cache.forget(row.id)
             if isinstance(e, ONE_LINE_ERRORS):
