@@ -103,7 +103,8 @@ class Settings(BaseSettings):
     planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback"]], NoDecode] = Field(
         ["compaction", "clean", "rollback"],
         description="Comma-separated table services the planner schedules on its own; clustering is opt-in, "
-                    "as in Hudi (`tms schedule` plans any of them on request)")
+                    "as in Hudi: a table's policy or template turns it on (hoodie.clustering.async.enabled=true) "
+                    "or off (=false) for that table (`tms schedule` plans any of them on request)")
     planner_threads: int = Field(4, ge=1, description="Tables one planner process plans at the same time")
     planner_poll_seconds: float = Field(0.5, gt=0, description="How often an idle planner looks for new events")
     planner_tick_seconds: float = Field(
