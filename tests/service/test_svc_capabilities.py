@@ -4,6 +4,7 @@ hoodie.properties as they are now; a table TMS can do nothing for is refused at 
 `POST /api/v1/tables/{id}:plan` refuses a service TMS cannot run with one line and writes nothing."""
 from __future__ import annotations
 
+import html
 import re
 import secrets
 import shutil
@@ -82,12 +83,34 @@ def test_a_policy_asking_for_clustering_has_the_planner_schedule_it(client, toke
     assert response.json()["capabilities"]["clustering"] == {"can_run": True, "reason": "", "engine": None,
                                                              "scheduled": True, "not_scheduled_reason": ""}
     table_id = response.json()["id"]
+    assert _service_lines(client, tokens, table_id)["clustering"] == "runs"
     response = client.patch(f"/api/v1/tables/{table_id}", headers=tokens["admin"],
                             json={"policies": {"hoodie.clustering.async.enabled": False}})
     assert response.status_code == 200, response.text
     clustering = client.get(f"/api/v1/tables/{table_id}", headers=tokens["viewer"]).json()["capabilities"]["clustering"]
     assert clustering["scheduled"] is False
     assert clustering["not_scheduled_reason"].startswith("clustering is turned off by the table's policy")
+    assert _service_lines(client, tokens, table_id)["clustering"] == (
+        "runs, on request only: clustering is turned off by the table's policy (hoodie.clustering.async.enabled=false)")
+
+
+def test_the_table_page_says_clustering_is_not_asked_for_by_the_tables_policy(client, tokens, copy_of):
+    table = _post(client, tokens, copy_of("mor_v8_trips_8i3u1d")).json()
+    lines = _service_lines(client, tokens, table["id"])
+    assert lines["clustering"] == f"runs, on request only: {NOT_ASKED}"
+    assert lines["compaction"] == "runs" and lines["clean"] == "runs"
+
+
+def _service_lines(client, tokens, table_id: int) -> dict[str, str]:
+    """The table page's "What TMS runs": service -> its line."""
+    from test_svc_dashboard import _sign_in
+    _sign_in(client, tokens["viewer"])
+    try:
+        page = client.get(f"/ui/tables/{table_id}").text
+    finally:
+        client.cookies.clear()  # the client is the session's: the next test starts signed out
+    return {service: html.unescape(line)
+            for service, line in re.findall(r'<li class="(?:runs|refused)"><b>(\w+)</b>: ([^<]*)</li>', page)}
 
 
 def test_detail_and_health_follow_the_tables_properties(client, tokens, copy_of):

@@ -64,8 +64,10 @@ def test_operator_finds_a_table_opens_its_timeline_and_reruns_a_task_until_it_su
     expect(page.locator("svg.log-counts rect.bar")).not_to_have_count(0)
     expect(page.locator("section", has_text="Pending plans").get_by_text(scene["instant"])).to_be_visible()
     services = page.locator("#capabilities li")  # what TMS runs on the table: a line per service
-    expect(services).to_have_text(["reading: runs", "compaction: runs", "clustering: runs", "clean: runs",
-                                   "rollback: runs", "restore: runs"])
+    expect(services).to_have_text(["reading: runs", "compaction: runs",
+                                   "clustering: runs, on request only: clustering is not asked for by the table's "
+                                   "policy (hoodie.clustering.async.enabled=true in its policy or its template turns "
+                                   "it on)", "clean: runs", "rollback: runs", "restore: runs"])
     browsing.shot(page, "table")
 
     # The task: rerun, confirmed; the worker claims it and the page shows it succeed by itself.
