@@ -174,13 +174,14 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).get(table_id)
         tasks_by_state = TaskRepo(session).counts_by_state(table_id=table_id)
+        health_counts = TaskRepo(session).health_counts(table_id)
         policy = TablePolicy.from_stored(table.policies)
         ttl_tasks = ttl_schedule(session, table_id, policy)
         out = _out(table, TemplateRepo(session).templates())
         hudi_engine = RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                            table=table.name)
     settings = request.app.state.settings
-    view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
+    view = live_view(table.base_path, policy, health_counts, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
                      orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
                      planner_services=frozenset(settings.planner_services))

@@ -73,7 +73,7 @@ _ROW_CACHE = _RowCache()
 
 def table_row(session: Session, table: RegisteredTable) -> TableRow:
     tasks_repo = TaskRepo(session)
-    by_state = tasks_repo.counts_by_state(table_id=table.id)
+    by_state = tasks_repo.health_counts(table.id)
     key = (table.id, table.updated_at, tuple(sorted(by_state.items())))
     cached = _ROW_CACHE.get(key)
     if cached is not None:
@@ -135,7 +135,8 @@ def table_detail(session: Session, table_id: int, planner_services: frozenset[st
     by_state = tasks_repo.counts_by_state(table_id=table_id)
     tasks, task_total = tasks_repo.find(table_id=table_id, limit=PAGE_SIZE)
     policy = TablePolicy.from_stored(table.policies)
-    view = live_view(table.base_path, policy, by_state, table.enabled, ttl_schedule(session, table_id, policy),
+    view = live_view(table.base_path, policy, tasks_repo.health_counts(table_id), table.enabled,
+                     ttl_schedule(session, table_id, policy),
                      hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                                       table=table.name),
                      planner_services=planner_services)
@@ -258,7 +259,8 @@ def fleet_board(session: Session, now: datetime, limit: int = PAGE_SIZE) -> dict
     templates = TemplateRepo(session)
     counts = templates.table_counts()
     health_chart, backlog_chart = fleet_trends(session, now)
-    return {"by_health": health.by_status(), "worst": health.worst(limit), "health_chart": health_chart,
+    return {"by_health": health.by_status(), "unscored": health.unscored(), "worst": health.worst(limit),
+            "health_chart": health_chart,
             "backlog_chart": backlog_chart,
             "templates": [{"template": t, "tables": counts.get(t.name, 0)} for t in templates.list()]}
 

@@ -152,7 +152,7 @@ def test_a_viewer_finds_the_worst_table_on_the_fleet_page_and_where_its_settings
     expect(page.get_by_role("heading", name="Fleet")).to_be_visible()
     first = page.locator("table.fleet tbody tr").first
     expect(first).to_have_attribute("data-table-id", str(table["id"]))
-    expect(first).to_contain_text("1 failed task(s)")
+    expect(first).to_contain_text("1 task(s) failed for good")
     expect(page.locator("tr[data-template='fleet']")).to_contain_text(f"under {stack.tables_root / 'fleet_cow'}")
     browsing.shot(page, "fleet")
     first.get_by_role("link").click()

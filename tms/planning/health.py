@@ -141,7 +141,7 @@ def _size_skew(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reas
 def _plans(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
     out = []
     if d.failed_plans:
-        out.append(Reason("failed_plans", min(30, 10 * d.failed_plans), f"{d.failed_plans} failed task(s)"))
+        out.append(Reason("failed_plans", min(30, 10 * d.failed_plans), f"{d.failed_plans} task(s) failed for good"))
     if d.held_plans:
         out.append(Reason("held_plans", 10, f"{d.held_plans} plan(s) held, waiting for what blocks them"))
     return out
