@@ -74,7 +74,7 @@ def test_the_fleet_worst_first_and_orphans_removed_on_an_admins_approval(client,
     assert scored.status_code == 200, scored.text
     items = scored.json()["items"]
     assert [i["table_id"] for i in items] == [left_id, clean_id], "worst first"
-    assert items[1]["score"] == 100 and items[1]["reasons"] == [], "a failed attempt whose retry is to come costs nothing"
+    assert items[1]["score"] == 100 and items[1]["reasons"] == [], "an attempt whose retry is to come costs nothing"
     assert {r["kind"] for r in items[0]["reasons"]} == {"failed_plans", "orphan_files"}
     assert {"kind": "failed_plans", "penalty": 10, "message": "1 task(s) failed for good"} in items[0]["reasons"]
     assert items[0]["score"] == 80 and scored.json()["by_status"] == {"ok": 2}
