@@ -42,7 +42,7 @@ class HealthDigest:
     oldest_uncompacted: datetime | None  # the oldest delta commit no compaction has taken yet
     writes_since_clean: int
     clean_commits: int                   # the planner's clean trigger (completed writes)
-    failed_plans: int                    # the table's FAILED tasks
+    failed_plans: int                    # the table's tasks failed for good (TaskRepo.health_counts)
     held_plans: int                      # plans held (BLOCKED tasks, held compaction plans)
     orphan_files: int = 0                # files no instant references, older than the safety window
     orphan_bytes: int = 0
