@@ -48,6 +48,11 @@ class Settings(BaseSettings):
         None, description="Service-wide key Hudi writers send in the HUDI-CALLBACK-KEY header")
     admin_token: SecretStr | None = Field(None, description="A bearer token with the admin role")
     max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Largest request body accepted")
+    public_url: str | None = Field(
+        None, pattern=r"^https?://[^\s/]+(/\S*)?$",
+        description="The URL writers and users reach the service at (http[s]://host[:port][/prefix]): the commit "
+                    "callback's URL the service gives for a table's writers (<it>/api/v1/hudi/callback); unset: "
+                    "the URL each request came in by")
     host: str = Field("127.0.0.1", description="Interface `tms serve` listens on")
     port: int = Field(8080, ge=0, le=65535, description="Port `tms serve` listens on")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
-from tms.db import RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
+from tms.db import EventRepo, RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
 from tms.fleet.templates import PRIORITY, QUEUE, Template, resolve
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
@@ -33,6 +33,7 @@ from ..schemas.tables import (
 )
 from ..schemas.tasks import TaskOut
 from ..table_view import capability_report, live_view, registration_facts, registration_refusal, ttl_schedule
+from ..writer_options import writer_options
 from .backups import BACKUP_DESTINATION, require_backup_destination
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
@@ -146,7 +147,9 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
         # What the planner schedules follows the policies as its template completes them.
         report = capability_report(hudi_table, policy=TablePolicy.from_stored(table.policies),
                                    planner_services=planner_services)
-        return {**_out(table, TemplateRepo(session).templates()), "capabilities": report}
+        return {**_out(table, TemplateRepo(session).templates()), "capabilities": report,
+                "writer_options": writer_options(request.app.state.settings, request,
+                                                 table_has_own_key=table.callback_key_hash is not None)}
 
 
 @router.get("", response_model=TablePage, dependencies=[Viewer], summary="List tables",
@@ -180,12 +183,15 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         out = _out(table, TemplateRepo(session).templates())
         hudi_engine = RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                            table=table.name)
+        last_event_at = EventRepo(session).last_received_at(table_id)
     settings = request.app.state.settings
     view = live_view(table.base_path, policy, health_counts, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
                      orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
                      planner_services=frozenset(settings.planner_services))
-    return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
+    return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state,
+            "writer_options": writer_options(settings, request, table_has_own_key=out["has_callback_key"]),
+            "last_event_at": last_event_at}
 
 
 @router.patch("/{table_id}", response_model=TableOut, dependencies=[Admin],

@@ -94,8 +94,16 @@ CAPABILITIES_DESCRIPTION = ("What TMS can do for the table, decided from its hoo
                             "table service, whether TMS runs it and, if not, why")
 
 
+WRITER_OPTIONS_DESCRIPTION = (
+    "The Hudi writer options that send the table's commits to TMS as they complete (Hudi's HTTP commit callback): "
+    "hoodie.write.commit.callback.on, ...http.url (TMS_PUBLIC_URL's /api/v1/hudi/callback) and ...http.api.key, "
+    "whose value says where the key is (never the key); without them the table's commits reach TMS only by the "
+    "planner's periodic pass (TMS_PLANNER_SCAN_SECONDS)")
+
+
 class TableRegistered(TableOut):
     capabilities: dict[str, CapabilityOut] = Field(description=CAPABILITIES_DESCRIPTION)
+    writer_options: dict[str, str] = Field(description=WRITER_OPTIONS_DESCRIPTION)
 
 
 class TablePage(BaseModel):
@@ -187,6 +195,10 @@ class TableDetail(TableOut):
         description=CAPABILITIES_DESCRIPTION + " (as the table's properties are now; null when it cannot be read)")
     health: Health
     ttl: TtlStateOut | None = Field(None, description="Record and partition TTL (null: no TTL policy set)")
+    writer_options: dict[str, str] = Field(description=WRITER_OPTIONS_DESCRIPTION)
+    last_event_at: datetime | None = Field(description=(
+        "When the table's writers last sent TMS an event (a commit callback or POST /api/v1/events); null: none "
+        "yet, its commits reach TMS only by the planner's periodic pass (TMS_PLANNER_SCAN_SECONDS)"))
 
 
 class PlanRequest(BaseModel):

@@ -15,6 +15,7 @@ from tms.db import (
     AlertRepo,
     BackupTaskRepo,
     EngineRepo,
+    EventRepo,
     HealthRepo,
     InstanceRepo,
     QueueRepo,
@@ -158,7 +159,7 @@ def table_detail(session: Session, table_id: int, planner_services: frozenset[st
             "pending_plans": [i for i in view["pending_instants"] if i.action in PLAN_ACTIONS], "held": held,
             "alerts": alerts, "alert_total": alert_total, "queues": [q.name for q in QueueRepo(session).list()],
             "savepoints": savepoints, "savepoints_error": savepoints_error,
-            "backups": table_backups(session, table)}
+            "backups": table_backups(session, table), "last_event_at": EventRepo(session).last_received_at(table_id)}
 
 
 @dataclass(frozen=True)
