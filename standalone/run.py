@@ -36,9 +36,10 @@ ROLES = ("serve", "planner", "worker", "manager")
 # the demo table asks for clustering (off by default, as in Hudi: `tms up` clusters no other table unless its
 # policy asks), which merges a city's small file groups (those made while its file group was being compacted)
 # now and then, never rewriting a city's one file group alone.
+ASKS_FOR_CLUSTERING = "hoodie.clustering.async.enabled"
 DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3,
                  "hoodie.compact.inline.trigger.strategy": "NUM_COMMITS_AFTER_LAST_REQUEST",
-                 "hoodie.clustering.async.enabled": True,
+                 ASKS_FOR_CLUSTERING: True,
                  "hoodie.clustering.async.max.commits": 10,
                  "hoodie.clustering.plan.strategy.single.group.clustering.enabled": False}
 ACTIVE_STATES = ("PENDING", "BLOCKED", "RUNNABLE", "RUNNING")
@@ -79,6 +80,9 @@ def _wait_ready(url: str, supervisor: Supervisor, stop: threading.Event,
 def _register(client: TmsClient, path: str) -> int:
     for t in client.all_pages("/tables", name="trips"):
         if t["base_path"].rstrip("/").endswith(path.rstrip("/")):
+            if t["sources"].get(ASKS_FOR_CLUSTERING, "default") == "default":
+                # Registered by a TMS whose `tms up` clustered every table: the demo table asks for it now.
+                client.patch(f"/tables/{t['id']}", {"policies": {ASKS_FOR_CLUSTERING: True}})
             return int(t["id"])
     return int(client.post("/tables", {"base_path": path, "policies": DEMO_POLICIES})["id"])
 
