@@ -22,6 +22,7 @@ from tms.execute.job_result import result_line
 from tms.execute.runner import Runner
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.records.merge_budget import is_memory_option, merge_budget_bytes
+from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import parse_option_pairs
 from tms.hudi.timeline.conflicts import WriteConflictError
@@ -46,10 +47,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def run_plan(args: argparse.Namespace, runner: Runner) -> int:
     """Run the plan the arguments name on `runner`, under the table's lock; print the outcome; the exit status."""
     try:
+        settings = load_settings()
+        require_under_roots(args.table, settings.storage_roots)  # as it resolves now, not when registered
         table = HudiTable.load(args.table)
         options = parse_option_pairs(args.option)
         memory = {k: v for k, v in options.items() if is_memory_option(k)}
-        budget = merge_budget_bytes(memory, table.config.props, load_settings().merge_memory_bytes)
+        budget = merge_budget_bytes(memory, table.config.props, settings.merge_memory_bytes)
         concurrency = parse_concurrency_options({k: v for k, v in options.items() if k not in memory},
                                                 base_path=args.table, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:

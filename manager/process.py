@@ -4,15 +4,15 @@ APScheduler; a standby only waits for the lease. Any number of managers may
 run: the lease and the fenced transactions (leadership.py) make one leader's writes count at a time.
 
 The leader's periodic work: restore (at start and every `manager_restore_seconds`), due retries, the backups'
-and the TTL tasks' schedules, the alert rules, webhook deliveries, and the planners' periodic trigger and
-reconciliation scan (it asks, planners plan)."""
+and the TTL tasks' schedules, the alert rules, webhook deliveries, the planners' periodic trigger and
+reconciliation scan (it asks, planners plan), and the retention of TMS's own history."""
 from __future__ import annotations
 
 import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -29,9 +29,11 @@ from tms.webhooks.delivery import Deliverer
 
 from .backups import schedule_backups
 from .canary import check_canaries
+from .metrics import removed_rows_counter
 from .monitor import MonitorContext, evaluate
 from .planning_requests import request_scans, request_ticks
 from .restore import restore
+from .retention import purge_history
 from .retries import promote_due_retries
 from .ttl import schedule_ttl
 
@@ -52,6 +54,7 @@ class ManagerService:
         self.deliverer = Deliverer(settings)
         self.leader_watch = LeaderWatch(database, settings)
         self.monitor = MonitorContext(settings, datetime.now(UTC), {})
+        self.retention_removed = removed_rows_counter()  # shown by the manager's /metrics
         self._scheduler: BackgroundScheduler | None = None
         self._leading: int | None = None  # the epoch the periodic work runs at
         self._stopping = threading.Event()
@@ -140,6 +143,9 @@ class ManagerService:
             ("planner scan", s.planner_scan_seconds, lambda e: request_scans(self.lease, e)),
         ]
         jobs.append(("health", s.manager_health_seconds, lambda e: self._score_health()))
+        jobs.append(("retention", s.manager_retention_seconds, lambda e: purge_history(
+            self.lease, e, s, removed=self.retention_removed,
+            stopping=lambda: self._stopping.is_set() or self.lease.epoch != e)))
         if s.discovery_scan_seconds > 0:
             jobs.append(("discovery", s.discovery_scan_seconds, lambda e: self._discover()))
         if s.glue_sync_databases:
@@ -191,8 +197,7 @@ class ManagerService:
         """Score the tables checked longest ago (tms.fleet.health), for the fleet view and the metrics."""
         s = self.settings
         score_stalest(self.database, datetime.now(UTC), batch=s.health_batch, clean_commits=s.planner_clean_commits,
-                      orphan_safety_seconds=s.orphan_safety_hours * 3600,
-                      history=timedelta(days=s.health_history_days))
+                      orphan_safety_seconds=s.orphan_safety_hours * 3600)
 
     def _leader_job(self, name: str, epoch: int, work: Callable[[int], object]) -> Callable[[], None]:
         def run() -> None:

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from tms.config import Settings
 from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.hudi.errors import TableNotFoundError
+from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import PROPERTIES
 from tms.hudi.timeline.stamp import timeline_stamp, unchanged_since
 from tms.hudi.timeline.watch import TimelineWatcher
@@ -288,6 +289,7 @@ class Planner:
         metadata) raises an alert and gives None; the tasks recorded before the failure stay (each has
         its plan on the timeline), and so does the table's digest — the next pass catches up."""
         try:
+            require_under_roots(row.base_path, self.options.storage_roots)
             cached = self.cache.get(row)
             policy = TablePolicy.from_stored(row.policies)
             ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),

@@ -115,18 +115,19 @@ def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[T
 def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool,
               ttl_tasks: list[TtlScheduleOut] | None = None, *, clean_commits: int = 5,
               orphan_safety_seconds: float = 24 * 3600, hudi_engine: str | None = None,
-              planner_services: frozenset[str] = frozenset()) -> dict[str, Any]:
+              table: HudiTable | None = None, planner_services: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The table's current state on storage; problems become health reasons, never errors. `ttl_tasks`: the
     table's TTL schedule (ttl_schedule), shown in its TTL state. `clean_commits` and `orphan_safety_seconds`:
     the settings its health score reads (TMS_PLANNER_CLEAN_COMMITS, TMS_ORPHAN_SAFETY_HOURS). `hudi_engine`:
-    the Hudi engine running the table's tasks (RolloutRepo.hudi_engine_for), if one does. `planner_services`:
+    the Hudi engine running the table's tasks (RolloutRepo.hudi_engine_for), if one does. `table`: the table
+    already loaded (a page that shows more of it reads one timeline), else loaded now. `planner_services`:
     TMS_PLANNER_SERVICES, which the capabilities' `scheduled` read."""
     reasons: list[str] = []
     status = "ok"
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
                             "file_group_stats": None, "capabilities": None, "ttl": None}
     try:
-        table = HudiTable.load(base_path)
+        table = table or HudiTable.load(base_path)
         view["capabilities"] = capability_report(table, hudi_engine, policy=policy, planner_services=planner_services)
         timeline = table.timeline
         view["timeline"] = _timeline_summary(timeline)

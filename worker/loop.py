@@ -92,7 +92,7 @@ class Worker:
                            py_files=py_files, log_dir=log_dir,
                            lease_seconds=s.worker_lease_seconds, timeout_seconds=s.worker_job_timeout_seconds,
                            retry_limits=RetryLimits.from_settings(s), warm_engines=self.warm_engines,
-                           shadow_root=s.worker_shadow_root)
+                           shadow_root=s.worker_shadow_root, storage_roots=tuple(s.storage_roots))
 
     def _ensure_a_queue(self) -> None:
         """A first start with no queue configured gets a local one, so jobs run out of the box."""

@@ -4,7 +4,8 @@ failure (the manager's leader makes the task RUNNABLE again when `next_attempt_a
 Retryable: the job crashed, timed out, could not reach the table's store (`store_unreachable`), lost its
 executors, ran out of memory (retried with 1.5x the executor memory), the worker stopped or died, the attempt
 lost its lease (`fenced`), the table's lock could not be taken in time (`lock_unavailable`). Not retryable:
-the plan cannot run on this table (unsupported, corrupt plan, files missing that TMS cannot restore), and a
+the plan cannot run on this table (unsupported, corrupt plan, files missing that TMS cannot restore, a path
+outside the table: `unsafe_plan`), and a
 `conflict`: a write completed over the plan's file groups, the writer won and the plan was rolled back (the
 job's exit status 3; the next plan takes the new data). Retried without counting against the limit: a plan
 `held` by writes still pending before it (they complete, or fail and are rolled back once their heartbeat
@@ -35,6 +36,9 @@ _TAIL_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
 _HELD = re.compile(r"is held by writes still pending before it")
 # Looked for in the attempt's error only (the job's own last word), the first that matches wins.
 _ERROR_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
+    # tms.hudi.storage.paths.PathOutsideTableError: a plan or a table folder leading outside the table
+    ("unsafe_plan", False, re.compile(r"outside the table|outside the storage roots|not relative to the table|"
+                                      r"holds a control character")),
     # the table's store did not answer (after its client's retries): the store's trouble, not the plan's
     ("store_unreachable", True, re.compile(r"cannot reach the store of")),
     ("fenced", True, re.compile(r"lost (its|the) lease|FencingError|\bfence\b|InstantConflictError", re.IGNORECASE)),

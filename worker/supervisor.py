@@ -19,6 +19,7 @@ from tms.execute.job_result import find_result
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
 from tms.hudi.locks import TransactionManager
+from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State
 from tms.table_service import TableService, is_backup_service, names_request
@@ -56,6 +57,7 @@ class JobSettings:
     retry_limits: RetryLimits = RetryLimits(60.0, 3600.0, 3)
     warm_engines: WarmEngines | None = None  # the queues' warm engines (spark runner)
     shadow_root: str | None = None  # where shadow canaries' scratch copies go (None: <log_dir>/../shadow)
+    storage_roots: tuple[str, ...] = ()  # a table found outside them when a job starts is refused
 
 
 class JobSupervisor:
@@ -112,10 +114,14 @@ class JobSupervisor:
         c = self.claimed
         if names_request(c.service):  # a backup's or TTL's: its instant names the request (its job handles retries)
             return False
+        require_under_roots(c.base_path, self.settings.storage_roots)
         table = HudiTable.load(c.base_path)
         states = table.timeline.states_of(c.instant)
         if State.COMPLETED in states:
             return True
+        if c.service not in (TableService.RESTORE, TableService.INDEXING):
+            # Refused here too, before any engine (Hudi's own among them) is given the plan.
+            executor_for(table, c.instant).require_plan_inside_table()
         # A restore left inflight resumes where it stopped (tms.execute.restore); an indexing rebuilds.
         if (State.INFLIGHT in states and c.service not in (TableService.RESTORE, TableService.INDEXING)
                 and not executor_for(table, c.instant).resumable_inflight):

@@ -34,6 +34,7 @@ SETTING_GROUPS = [
     ("engine_", "Engines and canary rollout"),
     ("canary_", "Engines and canary rollout"),
     ("webhook_", "Webhooks"),
+    ("retention_", "Retention"),
 ]
 GENERAL_GROUP = "Service and every process"
 

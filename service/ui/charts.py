@@ -132,7 +132,7 @@ def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]
     # Label every column whose label fits beside its neighbours' (at most 8, or 5 on a narrow chart).
     longest = max((len(label) for label, _ in counts), default=0)
     every = max(1, math.ceil(n / (8 if width >= WIDTH else 5)), math.ceil((longest * TICK_CHAR_WIDTH + 12) / slot))
-    ticks = [Tick(x=round(gutter + i * slot + slot / 2, 1), label=label)
+    ticks = [_inside(Tick(x=round(gutter + i * slot + slot / 2, 1), label=label), width)
              for i, (label, _) in enumerate(counts) if i % every == 0]
     used = [name for name in series if any(c.get(name) for _, c in counts)]
     return Chart(width=width, height=PLOT_HEIGHT + AXIS_HEIGHT, bars=bars, ticks=ticks, axis_y=PLOT_HEIGHT,
@@ -140,12 +140,30 @@ def _columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str]
                  y_max_label=value(top) if top else "", gutter=gutter)
 
 
+def _inside(tick: Tick, width: int) -> Tick:
+    """A centred label that would run past an edge of the chart ends (or starts) at that edge instead."""
+    half = len(tick.label) * TICK_CHAR_WIDTH / 2
+    if tick.x + half > width - 2:
+        return replace(tick, x=float(width - 2), anchor="end")
+    if tick.x - half < 2:
+        return replace(tick, x=2.0, anchor="start")
+    return tick
+
+
+# A chart in one of two columns is drawn narrower, so that its 11px labels stay about 11px on the page.
+HALF_WIDTH = 480
+HALF_GUTTER = 64  # room for the scale's top value ("812.7 KB")
+
+
 def stacked_columns(counts: Sequence[tuple[str, dict[str, int]]], series: Sequence[str],
-                    value: Callable[[int], str] = str) -> Chart:
+                    value: Callable[[int], str] = str, *, half: bool = False) -> Chart:
+    """Stacked columns across the page, or in one of two columns (`half`)."""
+    if half:
+        return _columns(counts, series, value=value, width=HALF_WIDTH, gutter=HALF_GUTTER)
     return _columns(counts, series, value=value)
 
 
-HISTOGRAM_WIDTH = 560
+HISTOGRAM_WIDTH = HALF_WIDTH
 HISTOGRAM_GUTTER = 40
 
 

@@ -44,6 +44,9 @@ def _service_actions(table_type: str) -> tuple[str, ...]:
 
 
 def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], now: datetime) -> str:
+    # A task whose instant this timeline shows completed is finishing (its worker records it next): the last
+    # service, not the next, on the page drawn from the same timeline.
+    waiting = [t for t in waiting if not hudi.timeline.is_completed(t.instant)]
     if waiting:
         task = min(waiting, key=lambda t: t.id)
         return f"{task.service} {task.instant} ({task.state})"
@@ -60,12 +63,13 @@ def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], no
 
 
 def read_table_facts(row: RegisteredTable, tasks: list[Task], *, with_timeline: bool,
-                     now: datetime | None = None) -> TableFacts:
-    """The table's facts from storage; a table that cannot be read gives its error, never an exception."""
+                     now: datetime | None = None, table: HudiTable | None = None) -> TableFacts:
+    """The table's facts from storage; a table that cannot be read gives its error, never an exception.
+    `table`: the table as the rest of the page read it (one timeline for the whole page), else loaded now."""
     now = now or datetime.now(UTC)
     facts = TableFacts()
     try:
-        hudi = HudiTable.load(row.base_path)
+        hudi = table or HudiTable.load(row.base_path)
         timeline = hudi.timeline
         instants = timeline.instants()
         facts.instants = len(instants)

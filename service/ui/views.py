@@ -136,13 +136,18 @@ def table_detail(session: Session, table_id: int, planner_services: frozenset[st
     by_state = tasks_repo.counts_by_state(table_id=table_id)
     tasks, task_total = tasks_repo.find(table_id=table_id, limit=PAGE_SIZE)
     policy = TablePolicy.from_stored(table.policies)
+    # One reading of the table for the whole page: its last and next service and its pending plans agree.
+    try:
+        hudi: HudiTable | None = HudiTable.load(table.base_path)
+    except Exception:  # any storage or format error: each part of the page says it
+        hudi = None
     view = live_view(table.base_path, policy, tasks_repo.health_counts(table_id), table.enabled,
                      ttl_schedule(session, table_id, policy),
                      hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                                       table=table.name),
-                     planner_services=planner_services)
+                     table=hudi, planner_services=planner_services)
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
-                             with_timeline=True)
+                             with_timeline=True, table=hudi)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)
     alerts, alert_total = AlertRepo(session).find(table_id=table_id, limit=PAGE_SIZE)
     size_chart, log_chart = file_group_charts(facts)
@@ -238,8 +243,8 @@ def fleet_trends(session: Session, now: datetime, hours: int = 24) -> tuple[char
     by_hour = {h.hour.astimezone(UTC): h for h in HealthRepo(session).fleet_by_hour(slots[0])}
     statuses = [(f"{at:%H}:00", by_hour[at].tables_by_status if at in by_hour else {}) for at in slots]
     backlog = [(f"{at:%H}:00", {"log-bytes": by_hour[at].log_bytes} if at in by_hour else {}) for at in slots]
-    return (charts.stacked_columns(statuses, ("ok", "warning", "error")),
-            charts.stacked_columns(backlog, ("log-bytes",), value=lambda n: human_size(n)))
+    return (charts.stacked_columns(statuses, ("ok", "warning", "error"), half=True),
+            charts.stacked_columns(backlog, ("log-bytes",), value=lambda n: human_size(n), half=True))
 
 
 def table_backlog(session: Session, table_id: int, now: datetime, hours: int = 24) -> charts.Chart:

@@ -1,6 +1,7 @@
 """The dashboard's chart geometry: histograms count every value once, the timeline places instants in time."""
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 from service.ui.charts import PLOT_HEIGHT, TimelineEntry, histogram, stacked_columns, timeline_chart
@@ -52,3 +53,19 @@ def test_stacked_columns_stack_series_in_order():
     assert succeeded.css == "SUCCEEDED" and failed.y + failed.height == succeeded.y
     assert succeeded.height + failed.height == PLOT_HEIGHT and chart.y_max_label == "4"
     assert chart.legend == [("SUCCEEDED", "SUCCEEDED"), ("FAILED", "FAILED")]
+
+
+def _extent(tick, char_width: float = 7.0) -> tuple[float, float]:
+    width = len(tick.label) * char_width
+    start = {"start": tick.x, "middle": tick.x - width / 2, "end": tick.x - width}[tick.anchor]
+    return start, start + width
+
+
+def test_every_label_of_a_histogram_fits_inside_it_units_and_all():
+    """The file-group sizes of a table (the issue's "731.5 KB-812.7" was the last label cut at the edge)."""
+    from tms.hudi.table.inspect import human_size
+    chart = histogram([i * 83_213 for i in range(1, 11)], bins=10, label=lambda v: human_size(int(v)), css="size")
+    assert chart.ticks and all(0 <= _extent(t)[0] and _extent(t)[1] <= chart.width for t in chart.ticks)
+    assert all(re.fullmatch(r"[\d.]+ [KMG]?B-[\d.]+ [KMG]?B", t.label) for t in chart.ticks), chart.ticks
+    spans = sorted(_extent(t) for t in chart.ticks)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), "labels overlap"

@@ -132,13 +132,12 @@ def test_the_fleet_page_shows_the_worst_tables_first_and_the_templates(client, t
 def test_backlog_over_time_per_hour_for_the_fleet_and_each_table(client, tokens, lake, app):
     """Each score is kept as a sample: the fleet's hours count each table as its last score in the hour showed
     it, and sum their pending log bytes; a table's history lists its scores; samples past the history are
-    forgotten by the leader's round; the fleet and table pages chart them."""
+    forgotten by the retention; the fleet and table pages chart them."""
     from datetime import UTC, datetime, timedelta
 
     from test_svc_dashboard import _sign_in
 
-    from tms.db import HealthRepo
-    from tms.fleet.health import score_stalest
+    from tms.db import HealthRepo, RetentionRepo
 
     clean_id = _register(client, tokens, f"{lake}/clean_t")
     left_id = _register(client, tokens, f"{lake}/leftover_t")
@@ -178,8 +177,8 @@ def test_backlog_over_time_per_hour_for_the_fleet_and_each_table(client, tokens,
     assert client.get("/api/v1/tables/987654/health/history", headers=tokens["viewer"]).status_code == 404
     assert client.get("/api/v1/fleet/backlog", params={"hours": 0}, headers=tokens["viewer"]).status_code == 422
 
-    score_stalest(app.state.database, now, batch=0, clean_commits=10, orphan_safety_seconds=DAY,
-                  history=timedelta(days=7))
+    with app.state.database.transaction() as session:
+        RetentionRepo(session).purge_health_samples(timedelta(days=7), 100)
     with app.state.database.transaction() as session:
         kept = HealthRepo(session).samples(clean_id, now - timedelta(days=60))
     assert [s.score for s in kept] == [100, 100], "the 30-day-old sample is forgotten"

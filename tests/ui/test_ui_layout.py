@@ -1,5 +1,6 @@
-"""Every page of the dashboard, at a desktop and a tablet width, as an admin sees it: the navigation is there
-(error pages included, and the API docs link back), no two pieces of text overlap (chart labels included),
+"""Every page of the dashboard, at a desktop and a laptop width, as an admin sees it: the navigation is there
+(error pages included, and the API docs link back), no two pieces of text overlap (chart labels included, each
+inside its chart and legible, no empty chart drawn),
 long policy keys break only after a dot, and a checkbox sits next to its label. A screenshot of each is
 written (see tests/ui/conftest.py)."""
 from __future__ import annotations
@@ -11,7 +12,7 @@ from ui_support import sign_in
 
 pytestmark = pytest.mark.slow
 
-WIDTHS = (1366, 768)
+WIDTHS = (1400, 1000)
 NAVIGATION = ("Overview", "Tables", "Fleet", "Tasks", "Queues", "Alerts")
 
 # Each visible piece of text as the boxes of its lines; any two boxes of different text nodes that cross by
@@ -68,6 +69,26 @@ _MID_WORD_BREAKS = """() => {
   return out;
 }"""
 
+# Chart labels: each inside its chart, and drawn at 9 px or more however the chart is scaled to its column; an
+# empty chart is a line of text, not an empty frame.
+_CHART_LABELS = """() => {
+  const out = [];
+  for (const svg of document.querySelectorAll('figure.chart svg')) {
+    const box = svg.getBoundingClientRect();
+    const scale = box.width / svg.viewBox.baseVal.width;
+    for (const t of svg.querySelectorAll('text')) {
+      const r = t.getBoundingClientRect();
+      if (r.width < 1) continue;
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        out.push(`${t.textContent} runs outside its chart (${svg.getAttribute('class')})`);
+      const px = parseFloat(getComputedStyle(t).fontSize) * scale;
+      if (px < 9) out.push(`${t.textContent} drawn at ${px.toFixed(1)} px (${svg.getAttribute('class')})`);
+    }
+    if (!svg.querySelector('rect')) out.push(`an empty chart drawn (${svg.getAttribute('class')})`);
+  }
+  return out.slice(0, 8);
+}"""
+
 # A checkbox and its label: on one line, the label's text starting within 12 px of the box.
 _LOOSE_CHECKBOXES = """() => {
   const out = [];
@@ -109,7 +130,8 @@ def pages(stack, fixtures_root) -> list[tuple[str, str]]:
 def _problems(page: Page) -> dict[str, list[str]]:
     return {"overlapping text": page.evaluate(_OVERLAPS),
             "policy keys broken mid-word": page.evaluate(_MID_WORD_BREAKS),
-            "checkboxes apart from their labels": page.evaluate(_LOOSE_CHECKBOXES)}
+            "checkboxes apart from their labels": page.evaluate(_LOOSE_CHECKBOXES),
+            "chart labels": page.evaluate(_CHART_LABELS)}
 
 
 @pytest.mark.parametrize("width", WIDTHS)

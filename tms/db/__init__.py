@@ -40,6 +40,8 @@ from .repos.events import EventRepo, NewEvent
 from .repos.health import FleetHour, HealthRepo
 from .repos.instances import InstanceRepo, LeaseRepo
 from .repos.queues import QueueRepo
+from .repos.retention import Cursor as RetentionCursor
+from .repos.retention import Purged, RetentionRepo
 from .repos.scan_requests import ScanRequestRepo
 from .repos.shadow_runs import ShadowResults, ShadowRunRepo
 from .repos.tables import TableRepo
@@ -58,7 +60,7 @@ __all__ = [
     "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
     "Lease", "LeaseRepo", "Mute", "MuteRepo", "PolicyTemplate", "TemplateRepo",
     "NewEvent", "FleetHour", "HealthRecord", "HealthRepo", "HealthSample", "NotFoundError", "OperatorAction",
-    "QueueRepo",
+    "Purged", "QueueRepo", "RetentionCursor", "RetentionRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "ShadowResults", "ShadowRun",
     "ShadowRunRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",

@@ -167,6 +167,7 @@ class Event(Base):
         UniqueConstraint("table_id", "instant", "action", "state"),
         # The planner's work list: events not yet processed, per table.
         Index("ix_events_unprocessed", "table_id", "id", postgresql_where=text("processed_at IS NULL")),
+        Index(None, "received_at"),  # the retention's oldest first
         CheckConstraint(_one_of("state", EVENT_STATES), name="state"),
         CheckConstraint(_one_of("source", EVENT_SOURCES), name="source"),
     )
@@ -287,6 +288,7 @@ class ShadowRun(Base):
 
     __table_args__ = (
         Index(None, "rollout", "created_at"),
+        Index(None, "task_id"),  # a task's deletion looks its shadow runs up
         CheckConstraint(_one_of("outcome", SHADOW_OUTCOMES), name="outcome"),
     )
 
@@ -438,6 +440,7 @@ class Alert(Base):
               postgresql_where=text("resolved_at IS NULL")),
         Index(None, "created_at"),
         Index(None, "table_id", "id"),  # a table's alerts, newest first
+        Index(None, "task_id"),  # a task's alerts (the retention keeps a task an alert refers to)
         CheckConstraint(_one_of("severity", SEVERITIES), name="severity"),
     )
 
@@ -505,6 +508,8 @@ class WebhookDelivery(Base):
     __table_args__ = (
         Index("ix_webhook_deliveries_pending", "next_attempt_at", postgresql_where=text("state = 'pending'")),
         Index(None, "webhook_id", "id"),
+        Index(None, "alert_id"),  # an alert's deliveries (its deletion looks them up)
+        Index(None, "created_at"),  # the retention's oldest first
         CheckConstraint(_one_of("state", DELIVERY_STATES), name="state"),
         CheckConstraint(_one_of("event", ("firing", "resolved")), name="event"),
     )

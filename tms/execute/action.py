@@ -3,20 +3,20 @@ tasks, and complete the instant from the tasks' results."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tms.hudi.errors import InstantConflictError, UnsupportedTableError
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import require_maintainable
-from tms.hudi.storage.paths import table_relative
+from tms.hudi.storage.paths import PathOutsideTableError, confined, shown, table_relative
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Instant, State
 from tms.planning.capabilities import require_capability
 from tms.table_service import TableService
 
-from .errors import PlanHeldError
+from .errors import PlanHeldError, UnsafePlanError
 from .fencing import Fence
 from .table_ref import TableRef
 
@@ -43,6 +43,17 @@ class ExecutionResult:
         return (f"{self.service} {self.instant.timestamp} completed as {self.instant.action}{done}: "
                 f"{self.tasks} task(s), {self.files_written} file(s) written ({self.bytes_written / 1e6:.1f} MB), "
                 f"{self.files_deleted} file(s) deleted")
+
+
+METAFOLDER = ".hoodie"
+
+
+def _outside_metadata(rel: str) -> str:
+    """A plan's data files and partitions are never the table's own metadata (its timeline, properties and
+    metadata table live under `.hoodie`)."""
+    if rel == METAFOLDER or rel.startswith(METAFOLDER + "/"):
+        raise PathOutsideTableError(f"path {shown(rel)} is in the table's own metadata folder, not its data")
+    return rel
 
 
 class ActionExecutor(ABC):
@@ -72,8 +83,14 @@ class ActionExecutor(ABC):
         """A path of the plan relative to the table (plans name files absolutely or within a partition)."""
         return table_relative(self.storage.base_uri, path, partition)
 
+    def plan_paths(self) -> Iterable[tuple[str, str]]:
+        """Every (partition, path) the plan names, path '' for a partition alone (a file id counts as a file
+        name in its partition): `validate` refuses the plan if one leads outside the table."""
+        return ()
+
     def validate(self) -> None:
         """Raise if the plan cannot run now; changes nothing. `start` calls it first."""
+        self.require_plan_inside_table()
         self._require_serviceable_table()
         require_capability(self.table, self.service)  # the same decision the planner made
         states = self.timeline.states_of(self.timestamp)
@@ -95,6 +112,20 @@ class ActionExecutor(ABC):
         """Complete the instant from the tasks' results, after the fence check."""
 
     # --- shared checks ---------------------------------------------------------------------------
+    def require_plan_inside_table(self) -> None:
+        """A plan is input like any other (any writer of the table may have written it): every path it names
+        must resolve inside the table, before anything is read, written or deleted."""
+        base = self.storage.base_uri
+        try:
+            for partition, path in self.plan_paths():
+                # `full` resolves as every storage operation does (on a local filesystem: symbolic links too)
+                self.storage.full(_outside_metadata(confined(partition, "partition")))
+                if path:
+                    self.storage.full(_outside_metadata(table_relative(base, path, partition)))
+        except PathOutsideTableError as e:
+            raise UnsafePlanError(f"{self.service} {self.timestamp} of table {self.config.name} is refused: {e}; "
+                                  "nothing was run") from None
+
     def _require_serviceable_table(self) -> None:
         # A metadata table is kept in sync (tms.hudi.metadata.writer), except partitions TMS cannot maintain.
         require_maintainable(self.table, self.service)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from tms.hudi.locks.transaction import TransactionManager
@@ -21,6 +21,7 @@ from tms.hudi.timeline.serde import (
 from tms.table_service import TableService
 
 from .action import ActionExecutor, ExecutionResult
+from .errors import UnsafePlanError
 from .fencing import Fence
 from .table_ref import TableRef
 
@@ -62,6 +63,18 @@ class CleanExecutor(ActionExecutor):
         super().__init__(table, instant, transactions)
         self.plan_bytes = self.timeline.read_plan(self.timestamp)
         self.plan: CleanerPlan = parse_cleaner_plan(self.plan_bytes)
+
+    def validate(self) -> None:
+        if "" in self.plan.partitions_to_be_deleted:  # the partition of a non-partitioned table: all of it
+            raise UnsafePlanError(f"clean {self.timestamp} of table {self.config.name} is refused: it deletes the "
+                                  "whole table as a partition; nothing was run")
+        super().validate()
+
+    def plan_paths(self) -> Iterator[tuple[str, str]]:
+        for partition, files in self._files_by_partition().items():
+            yield partition, ""
+            yield from ((partition, f) for f in files)
+        yield from ((p, "") for p in self.plan.partitions_to_be_deleted)
 
     def _files_by_partition(self) -> dict[str, list[str]]:
         if self.plan.file_paths_to_be_deleted_per_partition:

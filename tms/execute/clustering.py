@@ -204,6 +204,13 @@ class ClusteringExecutor(ActionExecutor):
         self.target_file_bytes = int(params.get(TARGET_FILE_BYTES) or DEFAULT_TARGET_FILE_BYTES)
         self.budget_bytes = merge_budget_bytes({}, self.config.props)
 
+    def plan_paths(self) -> Iterator[tuple[str, str]]:
+        for group in self.plan.input_groups:
+            for s in group.slices:
+                partition = s.partition_path or ""
+                yield partition, s.file_id or ""
+                yield from ((partition, p) for p in (s.data_file_path, *s.delta_file_paths) if p)
+
     def validate(self) -> None:
         super().validate()
         for group in self.plan.input_groups:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -194,6 +194,12 @@ class CompactionExecutor(ActionExecutor):
         super().__init__(table, instant, transactions)
         self.budget_bytes = merge_budget_bytes({}, self.config.props)
         self.plan: CompactionPlan = parse_compaction_plan(self.timeline.read_plan(self.timestamp))
+
+    def plan_paths(self) -> Iterator[tuple[str, str]]:
+        for op in self.plan.operations:
+            partition = op.partition_path or ""
+            yield partition, op.file_id or ""  # the new base file is named after it
+            yield from ((partition, p) for p in (op.data_file_path, *op.delta_file_paths) if p)
 
     def validate(self) -> None:
         super().validate()

@@ -20,6 +20,11 @@ class PlanHeldError(ExecutionError):
                          "it runs once they complete or are rolled back")
 
 
+class UnsafePlanError(ExecutionError):
+    """A plan that names a path outside its table (`..`, an absolute path or URL elsewhere, a symbolic link out
+    of it): refused before anything is done, and never retried."""
+
+
 # A job's exit status when a conflicting write won: its attempt and plan were rolled back, and the task ends with
 # reason `conflict` (tms.hudi.timeline.conflicts.CONFLICT_REASON), never retried (the next plan takes the new data).
 CONFLICT_EXIT_STATUS = 3

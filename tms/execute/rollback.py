@@ -8,7 +8,7 @@ instead: its plan stays, to run again (Hudi's rollback of an inflight table serv
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from tms.hudi.errors import HudiError, InstantConflictError
@@ -95,6 +95,12 @@ class RollbackExecutor(ActionExecutor):
         if self.plan.instant_to_rollback is None:
             raise HudiError(f"rollback plan {self.timestamp} names no instant to roll back")
         self.failed = self.plan.instant_to_rollback
+
+    def plan_paths(self) -> Iterator[tuple[str, str]]:
+        for r in self.plan.rollback_requests:
+            partition = r.partition_path or ""
+            yield partition, ""
+            yield from ((partition, f) for f in (*r.files_to_be_deleted, *r.log_blocks_to_be_deleted))
 
     def validate(self) -> None:
         super().validate()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
@@ -78,12 +78,9 @@ def _backlog(digest: HealthDigest | None, now: datetime) -> dict[str, Any]:
 
 
 def score_stalest(database: Database, now: datetime, *, batch: int, clean_commits: int,
-                  orphan_safety_seconds: float, history: timedelta | None = None) -> dict[int, TableHealth]:
-    """The leader's round: score the `batch` tables checked longest ago, and forget the samples older than
-    `history`."""
+                  orphan_safety_seconds: float) -> dict[int, TableHealth]:
+    """The leader's round: score the `batch` tables checked longest ago (the retention, manager/retention.py,
+    forgets old samples)."""
     with database.transaction() as session:
-        repo = HealthRepo(session)
-        ids = repo.stalest(batch)
-        if history is not None:
-            repo.prune_samples(now - history)
+        ids = HealthRepo(session).stalest(batch)
     return score_tables(database, ids, now, clean_commits=clean_commits, orphan_safety_seconds=orphan_safety_seconds)

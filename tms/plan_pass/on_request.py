@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from tms.config import Settings
 from tms.db import ConflictError, Database, RegisteredTable, TablePolicy, TableRepo, Task
 from tms.errors import ONE_LINE_ERRORS
+from tms.hudi.storage.paths import require_under_roots
 from tms.planning.decisions import PlannerOptions
 from tms.planning.errors import PlanningError
 from tms.table_service import TableService
@@ -37,7 +38,8 @@ def locked_for_planning(database: Database, table_id: int) -> Iterator[tuple[Ses
 
 def planner_options(settings: Settings) -> PlannerOptions:
     """What the planner schedules (TMS_PLANNER_SERVICES, TMS_PLANNER_CLEAN_COMMITS)."""
-    return PlannerOptions(services=frozenset(settings.planner_services), clean_commits=settings.planner_clean_commits)
+    return PlannerOptions(services=frozenset(settings.planner_services), clean_commits=settings.planner_clean_commits,
+                          storage_roots=tuple(settings.storage_roots))
 
 
 class OnRequestPlanner:
@@ -77,6 +79,7 @@ class OnRequestPlanner:
         if not row.enabled:
             raise ConflictError(f"table {row.id} is disabled: enable it before planning it")
         try:
+            require_under_roots(row.base_path, self.options.storage_roots)
             cached = self.cache.with_current_properties(row)
             policy = TablePolicy.from_stored(row.policies)
             ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),

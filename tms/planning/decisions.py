@@ -25,6 +25,7 @@ class PlannerOptions:
 
     services: frozenset[str]  # of compaction, clustering, clean, rollback (TMS_PLANNER_SERVICES)
     clean_commits: int        # completed writes since the last clean (or clean attempt) before the next
+    storage_roots: tuple[str, ...] = ()  # a table found outside them (its folder replaced by a link) is not planned
 
     def services_for(self, policy: TablePolicy) -> frozenset[str]:
         """What the planner schedules on its own for a table under `policy` (see `scheduled_services`)."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import CursorResult, delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.orm import Session
 
@@ -68,12 +68,6 @@ class HealthRepo:
         self.session.add(HealthSample(table_id=table_id, sampled_at=sampled_at, score=score, status=status,
                                       log_bytes=log_bytes, log_files=log_files,
                                       oldest_uncompacted_seconds=oldest_uncompacted_seconds))
-
-    def prune_samples(self, before: datetime) -> int:
-        """Forget the samples taken before `before`; how many."""
-        result = self.session.execute(delete(HealthSample).where(HealthSample.sampled_at < before),
-                                      execution_options={"synchronize_session": False})
-        return cast(CursorResult[Any], result).rowcount
 
     def samples(self, table_id: int, since: datetime) -> list[HealthSample]:
         """A table's samples since `since`, oldest first."""

@@ -9,12 +9,43 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from ..errors import HudiError
 
 LOCAL_SCHEMES = ("", "file")
+# Schemes that name the same store, as Hadoop's writers and TMS spell them; any other scheme is its own store.
+_STORE_FAMILIES = ({"s3", "s3a", "s3n"}, {"abfs", "abfss", "az"}, {"gs", "gcs"})
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SHOWN_CHARS = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class PathOutsideTableError(HudiError):
+    """A path that a plan, commit metadata or a caller names and that leads outside its table: through `..`, as
+    an absolute path or URL elsewhere, with another scheme, with a NUL or control character, or (on a local
+    filesystem) through a symbolic link. Nothing is read, written or deleted at such a path."""
+
+
+def shown(path: str) -> str:
+    """A path as an error message may echo it: control characters escaped, at most 200 characters."""
+    text = path if len(path) <= _SHOWN_CHARS else path[:_SHOWN_CHARS] + "..."
+    return repr(text)
+
+
+def confined(rel: str, what: str = "path") -> str:
+    """`rel`, a path relative to a table, checked to stay inside it: refused (PathOutsideTableError) if it is
+    absolute, has a `..` segment, names a scheme, or holds a NUL or control character. The one check every path
+    TMS acts on passes, whoever named it: every storage operation of a table applies it."""
+    if _CONTROL.search(rel):
+        raise PathOutsideTableError(f"{what} {shown(rel)} holds a control character")
+    if rel.startswith("/") or _SCHEME.match(rel) or rel.startswith("file:"):
+        raise PathOutsideTableError(f"{what} {shown(rel)} is not relative to the table")
+    if ".." in rel.split("/"):
+        raise PathOutsideTableError(f"{what} {shown(rel)} leads outside the table through '..'")
+    return rel
 
 
 class InvalidBasePathError(ValueError):
@@ -76,17 +107,32 @@ def is_under_roots(base_path: str, roots: Iterable[str]) -> bool:
     return False
 
 
+def require_under_roots(base_path: str, roots: Iterable[str]) -> None:
+    """Refuse (PathOutsideTableError) a table whose folder lies, as it resolves now, outside the storage roots:
+    checked whenever TMS acts on a table, not only when it was registered, since a registered local folder can
+    since have been replaced by a symbolic link to a folder elsewhere."""
+    roots = list(roots)
+    if roots and not is_under_roots(normalize_base_path(base_path), roots):
+        raise PathOutsideTableError(f"the table at {base_path} resolves to {normalize_base_path(base_path)}, "
+                                    "outside the storage roots")
+
+
 def join(base_path: str, rel: str) -> str:
     """The absolute path of a table-relative path, as Hudi's plans and metadata record it."""
     base = base_path.rstrip("/")
     return f"{base}/{rel}" if rel else base
 
 
+def _same_store(a: str, b: str) -> bool:
+    """Schemes of one store differ in spelling (s3, s3a, s3n); '' is the local filesystem."""
+    return a == b or any(a in family and b in family for family in _STORE_FAMILIES)
+
+
 def _inside(base: tuple[str, str, str], path: tuple[str, str, str]) -> str | None:
-    # Schemes of one store differ in spelling (s3, s3a, s3n): the bucket or host and the path decide.
+    # The store, the bucket or host and the path decide.
     root = posixpath.normpath(base[2]).rstrip("/")
     target = posixpath.normpath(path[2])
-    if bool(base[0]) != bool(path[0]) or base[1] != path[1]:
+    if not _same_store(base[0], path[0]) or base[1] != path[1]:
         return None
     if target.startswith(root + "/"):
         return target[len(root) + 1:]
@@ -96,16 +142,19 @@ def _inside(base: tuple[str, str, str], path: tuple[str, str, str]) -> str | Non
 def table_relative(base_path: str, path: str, partition: str = "") -> str:
     """`path` relative to the table: an absolute path or URL must lie inside the table (a local one may reach
     it through a symlink); a bare file name is in `partition`; any other relative path is relative to the base
-    path already. Raises HudiError for a path outside the table."""
+    path already. Raises PathOutsideTableError for a path outside the table, or one that goes through `..`
+    (even back into it), holds a NUL or control character, or names another store."""
+    if _CONTROL.search(path) or ".." in path.split("/"):
+        confined(path, "plan path")  # raises, naming what is wrong
     scheme, netloc, local = _split(path)
     if not scheme and not local.startswith("/"):
         if "/" not in local:
-            return posixpath.join(partition, local) if partition else local
-        return posixpath.normpath(local)
+            return confined(posixpath.join(partition, local) if partition else local, "plan path")
+        return confined(posixpath.normpath(local), "plan path")
     base = _split(base_path)
     rel = _inside(base, (scheme, netloc, local))
     if rel is None and not scheme and not base[0]:
         rel = _inside(("", "", os.path.realpath(base[2])), ("", "", os.path.realpath(local)))
     if rel is None:
-        raise HudiError(f"plan path {path} is outside the table at {base_path}")
-    return rel
+        raise PathOutsideTableError(f"plan path {shown(path)} is outside the table at {base_path}")
+    return confined(rel, "plan path")

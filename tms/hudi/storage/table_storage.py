@@ -39,6 +39,7 @@ import fsspec.asyn
 import pyarrow.fs as pafs
 
 from ..errors import HudiError, InstantConflictError, StorageUnavailableError, UnsupportedStorageError
+from .paths import PathOutsideTableError, confined, shown
 
 if TYPE_CHECKING:
     from ..timeline.watch import FolderChanges, TimelineWatcher
@@ -191,11 +192,15 @@ def has_conditional_writes(uri: str) -> bool:
 
 
 def _join(root: str, rel: str) -> str:
-    return posixpath.join(root, rel) if rel else root
+    """The backend's path of a table-relative path, which must stay inside the table (`confined`)."""
+    return posixpath.join(root, confined(rel)) if rel else root
 
 
 class LocalStorage:
-    """A table on a local (or locally mounted) filesystem."""
+    """A table on a local (or locally mounted) filesystem. Every path is resolved when it is used, symbolic
+    links followed, and refused if it leads outside the table as the table's folder resolved when the storage
+    was opened: a link inside the table, or the table's folder replaced by one, never takes a read, a write or
+    a delete elsewhere."""
 
     appends = True
 
@@ -209,9 +214,15 @@ class LocalStorage:
         if path and not path.startswith("/"):  # a relative path: from the working directory, as anywhere
             path = os.path.abspath(path)
         self.root = "/" + path.lstrip("/") if path else "/"
+        self._real_root = os.path.realpath(self.root)
 
     def full(self, rel: str) -> str:
-        return _join(self.root, rel)
+        path = _join(self.root, rel)
+        real = os.path.realpath(path)
+        if real != self._real_root and not real.startswith(self._real_root.rstrip("/") + "/"):
+            raise PathOutsideTableError(f"{shown(rel or '.')} of the table at {self.base_uri} resolves to "
+                                        f"{shown(real)}, outside the table, through a symbolic link")
+        return path
 
     def uri(self, rel: str) -> str:
         return self.full(rel)
@@ -255,7 +266,7 @@ class LocalStorage:
                         continue
                     is_dir = e.is_dir()
                     st = None if is_dir else e.stat()
-                    out.append(FileInfo(e.name, _join(rel, e.name), st.st_size if st else 0,
+                    out.append(FileInfo(e.name, posixpath.join(rel, e.name), st.st_size if st else 0,
                                         st.st_mtime if st else None, is_dir))
         except FileNotFoundError:
             return []
@@ -576,7 +587,7 @@ class FsspecStorage:
                 continue
             mtime = e.get("mtime") or e.get("LastModified")
             mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else mtime
-            out.append(FileInfo(name, _join(rel, name), int(e.get("size") or 0), mtime,
+            out.append(FileInfo(name, posixpath.join(rel, name), int(e.get("size") or 0), mtime,
                                 e.get("type") == "directory"))
         return out
 
