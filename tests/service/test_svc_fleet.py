@@ -127,6 +127,7 @@ def test_the_fleet_page_shows_the_worst_tables_first_and_the_templates(client, t
     assert "1 orphan file(s)" in page and "(-10)" in page and "nothing to say" in page
     assert re.search(r'<tr data-template="lake">.*?<td class="num">2</td>', page, re.S)
     assert '<a href="/ui/fleet" class="here">Fleet</a>' in page
+    client.cookies.clear()  # the client is the session's: the next test starts signed out
 
 
 def test_backlog_over_time_per_hour_for_the_fleet_and_each_table(client, tokens, lake, app):
