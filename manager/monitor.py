@@ -20,6 +20,8 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import CONFLICT_REASON
 from tms.hudi.timeline.instant import instant_to_datetime
 from tms.leadership import LeaderLease
+from tms.plan_pass.on_request import planner_options
+from tms.plan_pass.stored_digest import stored_digest
 from tms.planning.capabilities import capabilities
 from tms.planning.digest import TimelineDigest
 from tms.planning.freshness import forecast_freshness
@@ -91,10 +93,10 @@ def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
         return {}
     limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unplanned_seconds)
     planned = reads.tables_with_open(TableService.COMPACTION)
-    services = frozenset(ctx.settings.planner_services)
+    options = planner_options(ctx.settings)
     sightings = {}
     for row in reads.enabled_tables("MERGE_ON_READ"):
-        digest = TimelineDigest.from_state(row.planner_state, services)
+        digest = stored_digest(row, options)
         if row.id in planned or digest is None:  # never planned yet: the planner's first scan decides
             continue
         policy = TablePolicy.from_stored(row.policies)
@@ -275,11 +277,11 @@ def freshness_at_risk(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     compacted after its deadline (tms.planning.freshness): warned before the objective is missed, with the lead."""
     if TableService.COMPACTION not in ctx.settings.planner_services:
         return {}
-    services = frozenset(ctx.settings.planner_services)
+    options = planner_options(ctx.settings)
     sightings = {}
     for row in reads.enabled_tables("MERGE_ON_READ"):
         policy = TablePolicy.from_stored(row.policies)
-        digest = TimelineDigest.from_state(row.planner_state, services)
+        digest = stored_digest(row, options)
         if not policy.freshness_max_uncompacted_seconds or digest is None:
             continue
         durations = [(finished - started).total_seconds() for _, started, finished, _ in

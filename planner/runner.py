@@ -254,7 +254,7 @@ class Planner:
         stamp = timeline_stamp(ctx.table.storage, ctx.table.config.timeline_dir)  # before the listing
         ctx.table.timeline.reload(full=True)
         AlertRepo(ctx.session).resolve(_unreadable(ctx.row.id))  # it was read now
-        digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, self.options.services)
+        digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, ctx.services)
         digest.scanned_at = ctx.now.timestamp()
         work = decisions.on_scan(digest, ctx.policy, ctx.now, self.options, is_mor=ctx.table.config.is_mor)
         self._run(ctx, digest, work)
@@ -291,8 +291,9 @@ class Planner:
         try:
             require_under_roots(row.base_path, self.options.storage_roots)
             cached = self.cache.get(row)
-            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
-                              self.options.services, cached.transactions)
+            policy = TablePolicy.from_stored(row.policies)
+            ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),
+                              cached.transactions)
             result = run(ctx)
             self.cache.measure(row.id)
             return result

@@ -21,6 +21,7 @@ from tms.hudi.timeline.serde import MetadataFormatError
 from tms.plan_pass.on_request import planner_options
 from tms.planning import find_failed_writes
 from tms.planning.capabilities import COMPACTION, READING, Capability, capabilities
+from tms.planning.decisions import not_scheduled_reason
 from tms.planning.health import table_health
 from tms.planning.outlook import stored_outlook
 from tms.planning.ttl import ttl_state
@@ -38,13 +39,22 @@ from .schemas.tables import (
 )
 
 LARGEST_SHOWN = 20
+SCHEDULED = ("compaction", "clustering", "clean", "rollback")  # what TMS_PLANNER_SERVICES may name
 
 
-def capability_report(table: HudiTable, hudi_engine: str | None = None) -> dict[str, CapabilityOut]:
+def capability_report(table: HudiTable, hudi_engine: str | None = None, *, policy: TablePolicy,
+                      planner_services: frozenset[str]) -> dict[str, CapabilityOut]:
     """Reading and each table service: whether TMS runs it on the table (or the Hudi engine running the table's
-    tasks does), and why not."""
-    return {service: CapabilityOut(can_run=c.can_run, reason=c.reason, engine=c.engine or None)
-            for service, c in capabilities(table, hudi_engine).items()}
+    tasks does), and why not; for the services the planner schedules, whether it schedules them on its own for
+    the table under `policy` and TMS_PLANNER_SERVICES (`planner_services`), and why not."""
+    report = {}
+    for service, c in capabilities(table, hudi_engine).items():
+        out = CapabilityOut(can_run=c.can_run, reason=c.reason, engine=c.engine or None)
+        if service in SCHEDULED and not (service == COMPACTION and not table.config.is_mor):
+            why_not = not_scheduled_reason(service, planner_services, policy)
+            out.scheduled, out.not_scheduled_reason = not why_not, why_not
+        report[service] = out
+    return report
 
 
 def registration_refusal(report: dict[str, CapabilityOut]) -> str | None:
@@ -122,20 +132,22 @@ def planner_outlook(planner_state: dict[str, Any] | None, settings: Settings) ->
 def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int], enabled: bool,
               ttl_tasks: list[TtlScheduleOut] | None = None, *, clean_commits: int = 5,
               orphan_safety_seconds: float = 24 * 3600, hudi_engine: str | None = None,
-              planner_state: dict[str, Any] | None = None, table: HudiTable | None = None) -> dict[str, Any]:
+              planner_state: dict[str, Any] | None = None, table: HudiTable | None = None,
+              planner_services: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The table's current state on storage; problems become health reasons, never errors. `ttl_tasks`: the
     table's TTL schedule (ttl_schedule), shown in its TTL state. `clean_commits` and `orphan_safety_seconds`:
     the settings its health score reads (TMS_PLANNER_CLEAN_COMMITS, TMS_ORPHAN_SAFETY_HOURS). `hudi_engine`:
     the Hudi engine running the table's tasks (RolloutRepo.hudi_engine_for), if one does. `planner_state`: the
     table row's, to tell a due service the planner has not planned (health's `unplanned`). `table`: the table
-    already loaded (a page that shows more of it reads one timeline), else loaded now."""
+    already loaded (a page that shows more of it reads one timeline), else loaded now. `planner_services`:
+    TMS_PLANNER_SERVICES, which the capabilities' `scheduled` read."""
     reasons: list[str] = []
     status = "ok"
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
                             "file_group_stats": None, "capabilities": None, "ttl": None}
     try:
         table = table or HudiTable.load(base_path)
-        view["capabilities"] = capability_report(table, hudi_engine)
+        view["capabilities"] = capability_report(table, hudi_engine, policy=policy, planner_services=planner_services)
         timeline = table.timeline
         zone = table.config.timeline_zone
         view["timeline"] = _timeline_summary(timeline, zone)

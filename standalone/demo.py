@@ -1,6 +1,7 @@
 """The demo writer: a partitioned trips table that keeps receiving inserts, updates and deletes.
 
-It writes as a well-behaved Hudi writer of a table TMS clusters: new trips go into the city's small file
+It writes as a well-behaved Hudi writer of a table TMS clusters (its policy asks for clustering, see
+standalone/run.py DEMO_POLICIES): new trips go into the city's small file
 groups (so the table does not gain a file group per commit), and updates and deletes leave alone the trips
 whose file group is being clustered (Hudi's default update strategy would refuse them: the writer picks
 others instead of failing)."""

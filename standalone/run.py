@@ -34,15 +34,15 @@ from .supervisor import Supervisor
 # The roles started as child processes, each a `tms` subcommand.
 ROLES = ("serve", "planner", "worker", "manager")
 # The demo table's policy: a compaction is due every few delta commits, so one completes within a minute;
-# a clustering merges a city's small file groups (those made while its file group was being compacted) now
-# and then, never rewriting a city's one file group alone.
+# the demo table asks for clustering (off by default, as in Hudi: `tms up` clusters no other table unless its
+# policy asks), which merges a city's small file groups (those made while its file group was being compacted)
+# now and then, never rewriting a city's one file group alone.
+ASKS_FOR_CLUSTERING = "hoodie.clustering.async.enabled"
 DEMO_POLICIES = {"hoodie.compact.inline.max.delta.commits": 3,
                  "hoodie.compact.inline.trigger.strategy": "NUM_COMMITS_AFTER_LAST_REQUEST",
+                 ASKS_FOR_CLUSTERING: True,
                  "hoodie.clustering.async.max.commits": 10,
                  "hoodie.clustering.plan.strategy.single.group.clustering.enabled": False}
-# What the planner of `tms up` schedules unless TMS_PLANNER_SERVICES says otherwise: clustering too (it is
-# opt-in elsewhere, as in Hudi), which keeps the demo table's file groups few.
-UP_PLANNER_SERVICES = "compaction,clustering,clean,rollback"
 ACTIVE_STATES = ("PENDING", "BLOCKED", "RUNNABLE", "RUNNING")
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 READY_TIMEOUT_SECONDS = 180.0
@@ -81,6 +81,9 @@ def _wait_ready(url: str, supervisor: Supervisor, stop: threading.Event,
 def _register(client: TmsClient, path: str) -> int:
     for t in client.all_pages("/tables", name="trips"):
         if t["base_path"].rstrip("/").endswith(path.rstrip("/")):
+            if t["sources"].get(ASKS_FOR_CLUSTERING, "default") == "default":
+                # Registered by a TMS whose `tms up` clustered every table: the demo table asks for it now.
+                client.patch(f"/tables/{t['id']}", {"policies": {ASKS_FOR_CLUSTERING: True}})
             return int(t["id"])
     return int(client.post("/tables", {"base_path": path, "policies": DEMO_POLICIES})["id"])
 
@@ -278,8 +281,7 @@ def _run_roles(data_dir: Path, database_url: str, roots: list[str], tables: Path
     url = f"http://{host}:{port}"
     env = {**os.environ, "TMS_DATA_DIR": str(data_dir), "TMS_STORAGE_ROOTS": ",".join(roots),
            "TMS_DATABASE_URL": database_url, "TMS_MIGRATE_ON_START": "false", "TMS_ADMIN_TOKEN": admin.value,
-           "TMS_CALLBACK_KEY": callback_key.value, "TMS_HOST": host, "TMS_PORT": str(port),
-           "TMS_PLANNER_SERVICES": os.environ.get("TMS_PLANNER_SERVICES", UP_PLANNER_SERVICES)}
+           "TMS_CALLBACK_KEY": callback_key.value, "TMS_HOST": host, "TMS_PORT": str(port)}
     supervisor = Supervisor(ROLES, env, logs, echo)
     watcher = TaskWatcher(url, admin.value, echo)
     engine_watch = EngineWatch(logs / "worker.log", echo)  # the worker starts Spark as it comes up
@@ -304,7 +306,8 @@ def _run_roles(data_dir: Path, database_url: str, roots: list[str], tables: Path
         echo(f"tables may be registered under: {', '.join(roots)} (TMS_STORAGE_ROOTS, and the data directory's)")
         echo(f"demo table {path} registered as table {table_id}; the demo writer posts callbacks to TMS, "
              f"a compaction is due every {DEMO_POLICIES['hoodie.compact.inline.max.delta.commits']} commits "
-             f"and a clustering of small files every {DEMO_POLICIES['hoodie.clustering.async.max.commits']}")
+             f"and (asked for by its policy) a clustering of small files every "
+             f"{DEMO_POLICIES['hoodie.clustering.async.max.commits']}")
         watcher.start()
         writer = DemoWriter(path, commits=commits, interval=interval, callback_url=f"{url}/api/v1/hudi/callback",
                             callback_key=callback_key.value, echo=echo, stop=stop)

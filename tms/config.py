@@ -54,6 +54,11 @@ class Settings(BaseSettings):
         10 * 1024 * 1024, gt=0, description="Largest request body of the routes taking many items at once: the "
                                             "event intake (POST /api/v1/hudi/callback, /events, /events:batch) "
                                             "and POST /api/v1/tables/{id}/orphans:remove")
+    public_url: str | None = Field(
+        None, pattern=r"^https?://[^\s/]+(/\S*)?$",
+        description="The URL writers and users reach the service at (http[s]://host[:port][/prefix]): the commit "
+                    "callback's URL the service gives for a table's writers (<it>/api/v1/hudi/callback); unset: "
+                    "the URL each request came in by")
     host: str = Field("127.0.0.1", description="Interface `tms serve` listens on")
     port: int = Field(8080, ge=0, le=65535, description="Port `tms serve` listens on")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
@@ -110,7 +115,8 @@ class Settings(BaseSettings):
     planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback"]], NoDecode] = Field(
         ["compaction", "clean", "rollback"],
         description="Comma-separated table services the planner schedules on its own; clustering is opt-in, "
-                    "as in Hudi (`tms schedule` plans any of them on request)")
+                    "as in Hudi: a table's policy or template turns it on (hoodie.clustering.async.enabled=true) "
+                    "or off (=false) for that table (`tms schedule` plans any of them on request)")
     planner_threads: int = Field(4, ge=1, description="Tables one planner process plans at the same time")
     planner_poll_seconds: float = Field(0.5, gt=0, description="How often an idle planner looks for new events")
     planner_tick_seconds: float = Field(

@@ -49,7 +49,8 @@ def _accepted(result: IngestResult) -> Response:
 async def hudi_callback(credential: Writer, request: Request) -> Response:
     """Point a writer here with `hoodie.write.commit.callback.on=true`,
     `hoodie.write.commit.callback.http.url=<this URL>` and
-    `hoodie.write.commit.callback.http.api.key=<TMS_CALLBACK_KEY>`. The table is found by `basePath`."""
+    `hoodie.write.commit.callback.http.api.key=<TMS_CALLBACK_KEY>` (registering a table answers with them, as
+    `writer_options`). The table is found by `basePath`."""
     body = await json_body.parse(request, HudiCommitCallback)
     event = IncomingEvent(table_id=None, base_path=body.basePath, instant=body.commitTime,
                           action=hudi_action(body), state="completed", write_stats=body.hoodieWriteStat,

@@ -27,23 +27,27 @@ from ..schemas.fleet import (
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1", tags=["fleet"])
+UNSCORED = "unscored"  # a table registered since the leader's last round
 TableId = Annotated[Id, Path(description="The table's id")]
 
 
 def fleet_health(request: Request, limit: int) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         repo = HealthRepo(session)
-        return {"by_status": repo.by_status(), "items": [
+        unscored = repo.unscored()
+        return {"by_status": {**repo.by_status(), **({UNSCORED: unscored} if unscored else {})}, "items": [
             {"table_id": t.id, "database": t.database, "name": t.name, "base_path": t.base_path,
-             "enabled": t.enabled, "score": h.score, "status": h.status, "reasons": h.reasons,
-             "checked_at": h.checked_at} for t, h in repo.worst(limit)]}
+             "enabled": t.enabled, "score": h.score if h else None, "status": h.status if h else UNSCORED,
+             "reasons": h.reasons if h else [], "checked_at": h.checked_at if h else None}
+            for t, h in repo.worst(limit)]}
 
 
 @router.get("/fleet/health", response_model=FleetHealth, dependencies=[Viewer], responses=problems(*VIEWER, 422),
             summary="The tables' last health scores, worst first")
 def get_fleet_health(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict[str, Any]:
     """As last scored by the manager's leader (every TMS_MANAGER_HEALTH_SECONDS, the TMS_HEALTH_BATCH tables
-    scored longest ago) or on request (POST /api/v1/fleet/health:score)."""
+    scored longest ago, never scored first) or on request (POST /api/v1/fleet/health:score); a table registered
+    since is listed first, `unscored` (score null) until then."""
     return fleet_health(request, limit)
 
 

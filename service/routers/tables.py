@@ -6,7 +6,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
-from tms.db import RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
+from tms.db import EventRepo, RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
 from tms.fleet.templates import PRIORITY, QUEUE, Template, resolve
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
@@ -40,6 +40,7 @@ from ..table_view import (
     registration_refusal,
     ttl_schedule,
 )
+from ..writer_options import writer_options
 from .backups import BACKUP_DESTINATION, require_backup_destination
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
@@ -132,7 +133,8 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     try:
         hudi_table = HudiTable.load(body.base_path)
         facts = registration_facts(hudi_table)
-        report = capability_report(hudi_table)
+        planner_services = frozenset(request.app.state.settings.planner_services)
+        report = capability_report(hudi_table, policy=policy, planner_services=planner_services)
     except TableNotFoundError:
         raise validation_error([{"loc": ("base_path",), "type": "value_error",
                                  "msg": _no_table_there(body.base_path)}], "body") from None
@@ -149,7 +151,12 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
             priority=body.priority if "priority" in body.model_fields_set else None,
             policies=policy.explicit(), concurrency_options=concurrency,
             callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **facts)
-        return {**_out(table, TemplateRepo(session).templates()), "capabilities": report}
+        # What the planner schedules follows the policies as its template completes them.
+        report = capability_report(hudi_table, policy=TablePolicy.from_stored(table.policies),
+                                   planner_services=planner_services)
+        return {**_out(table, TemplateRepo(session).templates()), "capabilities": report,
+                "writer_options": writer_options(request.app.state.settings, request,
+                                                 table_has_own_key=table.callback_key_hash is not None)}
 
 
 @router.get("", response_model=TablePage, dependencies=[Viewer], summary="List tables",
@@ -177,18 +184,22 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).get(table_id)
         tasks_by_state = TaskRepo(session).counts_by_state(table_id=table_id)
+        health_counts = TaskRepo(session).health_counts(table_id)
         policy = TablePolicy.from_stored(table.policies)
         ttl_tasks = ttl_schedule(session, table_id, policy)
         out = _out(table, TemplateRepo(session).templates())
         hudi_engine = RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                            table=table.name)
+        last_event_at = EventRepo(session).last_received_at(table_id)
     settings = request.app.state.settings
-    view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
+    view = live_view(table.base_path, policy, health_counts, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
                      orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
-                     planner_state=table.planner_state)
+                     planner_state=table.planner_state, planner_services=frozenset(settings.planner_services))
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state,
-            "services": planner_outlook(table.planner_state, settings)}
+            "services": planner_outlook(table.planner_state, settings),
+            "writer_options": writer_options(settings, request, table_has_own_key=out["has_callback_key"]),
+            "last_event_at": last_event_at}
 
 
 @router.patch("/{table_id}", response_model=TableOut, dependencies=[Admin],

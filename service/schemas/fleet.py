@@ -21,15 +21,16 @@ class TableHealthOut(BaseModel):
     name: str
     base_path: str
     enabled: bool
-    score: int = Field(description="0-100; below 80: warning; 0 with `unreadable`: the table cannot be read")
-    status: str = Field(description="ok | warning | error")
+    score: int | None = Field(description="0-100; below 80: warning; 0 with `unreadable`: the table cannot be "
+                                          "read; null: not scored yet")
+    status: str = Field(description="ok | warning | error | unscored (registered since the last scoring round)")
     reasons: list[HealthReasonOut]
-    checked_at: datetime
+    checked_at: datetime | None = Field(description="When it was scored (null: not yet)")
 
 
 class FleetHealth(BaseModel):
-    by_status: dict[str, int] = Field(description="Tables per status of their last score")
-    items: list[TableHealthOut] = Field(description="The tables scored, worst first")
+    by_status: dict[str, int] = Field(description="Tables per status of their last score (`unscored`: not yet)")
+    items: list[TableHealthOut] = Field(description="The tables, worst first after those not scored yet")
 
 
 class FleetHourOut(BaseModel):

@@ -83,14 +83,27 @@ class CapabilityOut(BaseModel):
     reason: str = Field(description="Why TMS cannot run it, in one line (empty when it can)")
     engine: str | None = Field(default=None, description="The Hudi engine (kind hudi) that runs it on the table "
                                "where TMS's own engine cannot (`reason` then says why TMS cannot)")
+    scheduled: bool | None = Field(default=None, description="Whether TMS's planner schedules it on its own on the "
+                                   "table (null: not a service the planner schedules)")
+    not_scheduled_reason: str = Field(default="", description=(
+        "Why the planner does not schedule it on its own, in one line (empty when it does), e.g. clustering not "
+        "asked for by the table's policy; POST /api/v1/tables/{id}:plan plans it all the same"))
 
 
 CAPABILITIES_DESCRIPTION = ("What TMS can do for the table, decided from its hoodie.properties: `reading` and each "
                             "table service, whether TMS runs it and, if not, why")
 
 
+WRITER_OPTIONS_DESCRIPTION = (
+    "The Hudi writer options that send the table's commits to TMS as they complete (Hudi's HTTP commit callback): "
+    "hoodie.write.commit.callback.on, ...http.url (TMS_PUBLIC_URL's /api/v1/hudi/callback) and ...http.api.key, "
+    "whose value says where the key is (never the key); without them the table's commits reach TMS only by the "
+    "planner's periodic pass (TMS_PLANNER_SCAN_SECONDS)")
+
+
 class TableRegistered(TableOut):
     capabilities: dict[str, CapabilityOut] = Field(description=CAPABILITIES_DESCRIPTION)
+    writer_options: dict[str, str] = Field(description=WRITER_OPTIONS_DESCRIPTION)
 
 
 class TablePage(BaseModel):
@@ -204,6 +217,10 @@ class TableDetail(TableOut):
         description="Per service (compaction, clustering, clean, rollback): the planner's outlook, when it is "
                     "next due and why it is not planned now, as the planner decided it at its last pass over the "
                     "table")
+    writer_options: dict[str, str] = Field(description=WRITER_OPTIONS_DESCRIPTION)
+    last_event_at: datetime | None = Field(description=(
+        "When the table's writers last sent TMS an event (a commit callback or POST /api/v1/events); null: none "
+        "yet, its commits reach TMS only by the planner's periodic pass (TMS_PLANNER_SCAN_SECONDS)"))
 
 
 class PlanRequest(BaseModel):

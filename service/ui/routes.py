@@ -44,6 +44,7 @@ from ..schemas.admin import QueueIn, QueueKind
 from ..schemas.manager import MuteIn
 from ..schemas.restore import RestoreRequest
 from ..schemas.tables import TableChanges
+from ..writer_options import writer_options
 from . import manager_data, views
 from .session import (
     CSRF_FIELD,
@@ -190,10 +191,13 @@ def tables_page(request: Request, user: User, q: str = "", health: str = "", tab
 def table_page(request: Request, user: User, table_id: int) -> HTMLResponse:
     with _database(request).transaction() as session:
         try:
-            data = views.table_detail(session, table_id, request.app.state.settings)
+            settings = request.app.state.settings
+            data = views.table_detail(session, table_id, settings)
         except LookupError:
             raise Refused(404, f"There is no table with id {table_id}.") from None
-    return _page(request, "table.html", user, now=datetime.now(UTC), duration=views.duration, **data)
+    options = writer_options(settings, request, table_has_own_key=data["table"].callback_key_hash is not None)
+    return _page(request, "table.html", user, now=datetime.now(UTC), duration=views.duration,
+                 writer_options=options, scan_seconds=settings.planner_scan_seconds, **data)
 
 
 @router.post("/tables/{table_id}/settings")

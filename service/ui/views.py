@@ -16,6 +16,7 @@ from tms.db import (
     AlertRepo,
     BackupTaskRepo,
     EngineRepo,
+    EventRepo,
     HealthRepo,
     InstanceRepo,
     QueueRepo,
@@ -74,7 +75,7 @@ _ROW_CACHE = _RowCache()
 
 def table_row(session: Session, table: RegisteredTable) -> TableRow:
     tasks_repo = TaskRepo(session)
-    by_state = tasks_repo.counts_by_state(table_id=table.id)
+    by_state = tasks_repo.health_counts(table.id)
     key = (table.id, table.updated_at, tuple(sorted(by_state.items())))
     cached = _ROW_CACHE.get(key)
     if cached is not None:
@@ -141,10 +142,12 @@ def table_detail(session: Session, table_id: int, settings: Settings) -> dict[st
         hudi: HudiTable | None = HudiTable.load(table.base_path)
     except Exception:  # any storage or format error: each part of the page says it
         hudi = None
-    view = live_view(table.base_path, policy, by_state, table.enabled, ttl_schedule(session, table_id, policy),
+    view = live_view(table.base_path, policy, tasks_repo.health_counts(table_id), table.enabled,
+                     ttl_schedule(session, table_id, policy),
                      hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                                       table=table.name),
-                     clean_commits=settings.planner_clean_commits, planner_state=table.planner_state, table=hudi)
+                     clean_commits=settings.planner_clean_commits, planner_state=table.planner_state, table=hudi,
+                     planner_services=frozenset(settings.planner_services))
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
                              with_timeline=True, table=hudi)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)
@@ -163,7 +166,7 @@ def table_detail(session: Session, table_id: int, settings: Settings) -> dict[st
             "pending_plans": [i for i in view["pending_instants"] if i.action in PLAN_ACTIONS], "held": held,
             "alerts": alerts, "alert_total": alert_total, "queues": [q.name for q in QueueRepo(session).list()],
             "savepoints": savepoints, "savepoints_error": savepoints_error,
-            "backups": table_backups(session, table)}
+            "backups": table_backups(session, table), "last_event_at": EventRepo(session).last_received_at(table_id)}
 
 
 @dataclass(frozen=True)
@@ -277,7 +280,8 @@ def fleet_board(session: Session, now: datetime, limit: int = PAGE_SIZE) -> dict
     templates = TemplateRepo(session)
     counts = templates.table_counts()
     health_chart, backlog_chart = fleet_trends(session, now)
-    return {"by_health": health.by_status(), "worst": health.worst(limit), "health_chart": health_chart,
+    return {"by_health": health.by_status(), "unscored": health.unscored(), "worst": health.worst(limit),
+            "health_chart": health_chart,
             "backlog_chart": backlog_chart,
             "templates": [{"template": t, "tables": counts.get(t.name, 0)} for t in templates.list()]}
 

@@ -43,12 +43,17 @@ def trips(service) -> str:
     return str(path)
 
 
-def test_tables_commands(tms, trips):
+def test_tables_commands(tms, trips, service):
     registered = as_json(tms("tables", "register", trips, "--policy", "hoodie.compact.inline.max.delta.commits=50",
                              "--priority", "2", "--json"))
     tid = registered["id"]
     assert registered["base_path"] == os.path.realpath(trips) and registered["priority"] == 2
     assert registered["policies"]["hoodie.compact.inline.max.delta.commits"] == 50
+    no_key = "<none set: give the table a callback key, or the service a TMS_CALLBACK_KEY>"
+    options = {"hoodie.write.commit.callback.on": "true",
+               "hoodie.write.commit.callback.http.url": f"{service.url}/api/v1/hudi/callback",
+               "hoodie.write.commit.callback.http.api.key": no_key}
+    assert registered["writer_options"] == options
     name = registered["name"]
 
     listed = as_json(tms("tables", "list", "--json"))
@@ -61,6 +66,8 @@ def test_tables_commands(tms, trips):
     assert detail["id"] == tid and detail["timeline"]["completed"] >= 3 and "status" in detail["health"]
     shown = ok(tms("tables", "show", str(tid)))
     assert registered["base_path"] in shown and "ttl:" not in shown
+    assert all(f"  {key}={value}\n" in shown for key, value in options.items())
+    assert "no event from its writers yet: its commits reach TMS only by the planner's periodic pass" in shown
     # The table's own settings first, the defaults folded away (--all shows them), sizes with units.
     own = shown.split("policies set for this table or by its template:", 1)[1].split("\n\n", 1)[0]
     assert re.search(r"hoodie.compact.inline.max.delta.commits: +50 \(table\)", own)
@@ -92,6 +99,16 @@ def test_tables_commands(tms, trips):
 
     assert ok(tms("tables", "delete", str(tid), "--yes")) == f"table {tid} unregistered (its files are untouched)\n"
     assert one_line_error(tms("tables", "show", str(tid))) == f"error: no table with id {tid}"
+
+
+def test_register_names_the_writers_callback_options_never_the_key(tms, service):
+    other = str(service.storage_root / f"own_key_{os.getpid()}")
+    run_demo_writer(other, commits=1, interval=0, seed=3, echo=lambda line: None)
+    human = ok(tms("tables", "register", other, "--callback-key", "its-own-key"))
+    assert "  hoodie.write.commit.callback.on=true\n" in human
+    assert f"  hoodie.write.commit.callback.http.url={service.url}/api/v1/hudi/callback\n" in human
+    assert "  hoodie.write.commit.callback.http.api.key=<the table's own callback key, given at its registration>\n" \
+        in human and "its-own-key" not in human
 
 
 def test_table_errors_are_the_services_message_on_one_line(tms, trips, service):

@@ -4,6 +4,7 @@ hoodie.properties as they are now; a table TMS can do nothing for is refused at 
 `POST /api/v1/tables/{id}:plan` refuses a service TMS cannot run with one line and writes nothing."""
 from __future__ import annotations
 
+import html
 import re
 import secrets
 import shutil
@@ -16,6 +17,8 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.properties import format_properties
 
 SERVICES = {"reading", "compaction", "clustering", "clean", "rollback", "restore"}
+NOT_ASKED = ("clustering is not asked for by the table's policy (hoodie.clustering.async.enabled=true in its policy "
+             "or its template turns it on)")
 
 
 @pytest.fixture
@@ -49,7 +52,13 @@ def _post(client, tokens, path: Path):
 
 def test_registration_reports_what_tms_runs_and_why_not(client, tokens, register, copy_of):
     mor = register("mor_v8_trips_8i3u1d")["capabilities"]
-    assert mor == {service: {"can_run": True, "reason": "", "engine": None} for service in SERVICES}
+    runs = {"can_run": True, "reason": "", "engine": None}
+    scheduled = {"scheduled": True, "not_scheduled_reason": ""}
+    assert mor == {"reading": {**runs, "scheduled": None, "not_scheduled_reason": ""},
+                   "restore": {**runs, "scheduled": None, "not_scheduled_reason": ""},
+                   "compaction": {**runs, **scheduled}, "clean": {**runs, **scheduled},
+                   "rollback": {**runs, **scheduled},
+                   "clustering": {**runs, "scheduled": False, "not_scheduled_reason": NOT_ASKED}}
     cow = register("cow_v8_nonpartitioned")["capabilities"]
     assert not cow["compaction"]["can_run"] and "MERGE_ON_READ" in cow["compaction"]["reason"]
     assert all(cow[s]["can_run"] for s in SERVICES - {"compaction"})
@@ -64,6 +73,44 @@ def test_registration_reports_what_tms_runs_and_why_not(client, tokens, register
         assert caps[service]["reason"].startswith("its metadata table has partitions TMS cannot keep in sync")
         assert "expr_index_price" in caps[service]["reason"]
     assert caps["rollback"]["can_run"] and caps["reading"]["can_run"]
+
+
+def test_a_policy_asking_for_clustering_has_the_planner_schedule_it(client, tokens, copy_of):
+    path = copy_of("mor_v8_trips_8i3u1d")
+    response = client.post("/api/v1/tables", headers=tokens["admin"], json={
+        "base_path": str(path), "policies": {"hoodie.clustering.async.enabled": True}})
+    assert response.status_code == 201, response.text
+    assert response.json()["capabilities"]["clustering"] == {"can_run": True, "reason": "", "engine": None,
+                                                             "scheduled": True, "not_scheduled_reason": ""}
+    table_id = response.json()["id"]
+    assert _service_lines(client, tokens, table_id)["clustering"] == "runs"
+    response = client.patch(f"/api/v1/tables/{table_id}", headers=tokens["admin"],
+                            json={"policies": {"hoodie.clustering.async.enabled": False}})
+    assert response.status_code == 200, response.text
+    clustering = client.get(f"/api/v1/tables/{table_id}", headers=tokens["viewer"]).json()["capabilities"]["clustering"]
+    assert clustering["scheduled"] is False
+    assert clustering["not_scheduled_reason"].startswith("clustering is turned off by the table's policy")
+    assert _service_lines(client, tokens, table_id)["clustering"] == (
+        "runs, on request only: clustering is turned off by the table's policy (hoodie.clustering.async.enabled=false)")
+
+
+def test_the_table_page_says_clustering_is_not_asked_for_by_the_tables_policy(client, tokens, copy_of):
+    table = _post(client, tokens, copy_of("mor_v8_trips_8i3u1d")).json()
+    lines = _service_lines(client, tokens, table["id"])
+    assert lines["clustering"] == f"runs, on request only: {NOT_ASKED}"
+    assert lines["compaction"] == "runs" and lines["clean"] == "runs"
+
+
+def _service_lines(client, tokens, table_id: int) -> dict[str, str]:
+    """The table page's "What TMS runs": service -> its line."""
+    from test_svc_dashboard import _sign_in
+    _sign_in(client, tokens["viewer"])
+    try:
+        page = client.get(f"/ui/tables/{table_id}").text
+    finally:
+        client.cookies.clear()  # the client is the session's: the next test starts signed out
+    return {service: html.unescape(line)
+            for service, line in re.findall(r'<li class="(?:runs|refused)"><b>(\w+)</b>: ([^<]*)</li>', page)}
 
 
 def test_detail_and_health_follow_the_tables_properties(client, tokens, copy_of):

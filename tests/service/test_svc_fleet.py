@@ -9,6 +9,7 @@ import re
 import shutil
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -55,18 +56,27 @@ def test_the_fleet_worst_first_and_orphans_removed_on_an_admins_approval(client,
     left_id = _register(client, tokens, left_path)
     old = _leftover(left_path, 1000, 2 * DAY)
     young = _leftover(left_path, 2000, 60)
-    with app.state.database.transaction() as session:  # a failed plan on the same table
+    with app.state.database.transaction() as session:  # a plan failed for good on the same table
         TaskRepo(session).create(table_id=left_id, service="compaction", instant="20990101000000000",
                                  state=TaskState.FAILED)
+        # and one whose attempt failed (a worker stopped mid-job) with its retry to come: no failure yet
+        retried, _ = TaskRepo(session).create(table_id=clean_id, service="compaction", instant="20990101000000001",
+                                              state=TaskState.FAILED)
+        retried.next_attempt_at = datetime.now(UTC) + timedelta(minutes=5)
 
-    assert client.get("/api/v1/fleet/health", headers=tokens["viewer"]).json() == {"by_status": {}, "items": []}
+    # Registered, not scored yet: listed at once, first.
+    unscored = client.get("/api/v1/fleet/health", headers=tokens["viewer"]).json()
+    assert unscored["by_status"] == {"unscored": 2}
+    assert [(i["table_id"], i["status"], i["score"], i["reasons"], i["checked_at"]) for i in unscored["items"]] == [
+        (clean_id, "unscored", None, [], None), (left_id, "unscored", None, [], None)]
     assert client.post("/api/v1/fleet/health:score", json={}, headers=tokens["viewer"]).status_code == 403
     scored = client.post("/api/v1/fleet/health:score", json={}, headers=tokens["operator"])
     assert scored.status_code == 200, scored.text
     items = scored.json()["items"]
     assert [i["table_id"] for i in items] == [left_id, clean_id], "worst first"
-    assert items[1]["score"] == 100 and items[1]["reasons"] == []
+    assert items[1]["score"] == 100 and items[1]["reasons"] == [], "an attempt whose retry is to come costs nothing"
     assert {r["kind"] for r in items[0]["reasons"]} == {"failed_plans", "orphan_files"}
+    assert {"kind": "failed_plans", "penalty": 10, "message": "1 task(s) failed for good"} in items[0]["reasons"]
     assert items[0]["score"] == 80 and scored.json()["by_status"] == {"ok": 2}
     assert client.post("/api/v1/fleet/health:score", json={"table_ids": [987654]},
                        headers=tokens["operator"]).status_code == 404
@@ -107,7 +117,9 @@ def test_the_fleet_page_shows_the_worst_tables_first_and_the_templates(client, t
     left_id = _register(client, tokens, f"{lake}/leftover_t")
     _leftover(f"{lake}/leftover_t", 1000, 2 * DAY)
     _sign_in(client, tokens["viewer"])
-    assert "No table scored yet." in client.get("/ui/fleet").text
+    page = client.get("/ui/fleet").text
+    assert re.findall(r'<tr data-table-id="(\d+)">', page) == [str(clean_id), str(left_id)], "listed at once"
+    assert page.count("not yet scored") == 3  # the count above the table, and each row
     client.post("/api/v1/fleet/health:score", json={"table_ids": [clean_id, left_id]}, headers=tokens["operator"])
     page = client.get("/ui/fleet").text
     rows = re.findall(r'<tr data-table-id="(\d+)">', page)
@@ -115,6 +127,7 @@ def test_the_fleet_page_shows_the_worst_tables_first_and_the_templates(client, t
     assert "1 orphan file(s)" in page and "(-10)" in page and "nothing to say" in page
     assert re.search(r'<tr data-template="lake">.*?<td class="num">2</td>', page, re.S)
     assert '<a href="/ui/fleet" class="here">Fleet</a>' in page
+    client.cookies.clear()  # the client is the session's: the next test starts signed out
 
 
 def test_backlog_over_time_per_hour_for_the_fleet_and_each_table(client, tokens, lake, app):

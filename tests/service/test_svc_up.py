@@ -43,5 +43,7 @@ def test_tms_up_registers_the_demo_table_and_stores_its_callbacks(client, databa
     finally:
         database.dispose()
     assert registered.base_path.endswith("tables/trips")
+    # The demo table asks for clustering in its own policy: `tms up` clusters no other table by default.
+    assert registered.policies["hoodie.clustering.async.enabled"] is True
     assert sorted(e.instant for e in events) == commits
     assert {(e.action, e.state, e.source) for e in events} == {("deltacommit", "completed", "hudi_callback")}

@@ -64,8 +64,10 @@ def test_operator_finds_a_table_opens_its_timeline_and_reruns_a_task_until_it_su
     expect(page.locator("svg.log-counts rect.bar")).not_to_have_count(0)
     expect(page.locator("section", has_text="Pending plans").get_by_text(scene["instant"])).to_be_visible()
     services = page.locator("#capabilities li")  # what TMS runs on the table: a line per service
-    expect(services).to_have_text(["reading: runs", "compaction: runs", "clustering: runs", "clean: runs",
-                                   "rollback: runs", "restore: runs"])
+    expect(services).to_have_text(["reading: runs", "compaction: runs",
+                                   "clustering: runs, on request only: clustering is not asked for by the table's "
+                                   "policy (hoodie.clustering.async.enabled=true in its policy or its template turns "
+                                   "it on)", "clean: runs", "rollback: runs", "restore: runs"])
     browsing.shot(page, "table")
 
     # The task: rerun, confirmed; the worker claims it and the page shows it succeed by itself.
@@ -150,7 +152,7 @@ def test_a_viewer_finds_the_worst_table_on_the_fleet_page_and_where_its_settings
     expect(page.get_by_role("heading", name="Fleet")).to_be_visible()
     first = page.locator("table.fleet tbody tr").first
     expect(first).to_have_attribute("data-table-id", str(table["id"]))
-    expect(first).to_contain_text("1 failed task(s)")
+    expect(first).to_contain_text("1 task(s) failed for good")
     expect(page.locator("tr[data-template='fleet']")).to_contain_text(f"under {stack.tables_root / 'fleet_cow'}")
     browsing.shot(page, "fleet")
     first.get_by_role("link").click()

@@ -71,7 +71,7 @@ def score_tables(database: Database, table_ids: list[int], now: datetime, *, cle
             row = TableRepo(session).get(table_id)
             base_path, policy = row.base_path, TablePolicy.from_stored(row.policies)
             planner_state = row.planner_state
-            tasks = TaskRepo(session).counts_by_state(table_id=table_id)
+            tasks = TaskRepo(session).health_counts(table_id)
         digest: HealthDigest | None = None
         try:
             digest = health_digest(HudiTable.load(base_path), now, tasks_by_state=tasks, clean_commits=clean_commits,

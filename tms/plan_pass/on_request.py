@@ -14,12 +14,11 @@ from tms.db import ConflictError, Database, RegisteredTable, TablePolicy, TableR
 from tms.errors import ONE_LINE_ERRORS
 from tms.hudi.storage.paths import require_under_roots
 from tms.planning.decisions import PlannerOptions
-from tms.planning.digest import TimelineDigest
 from tms.planning.errors import PlanningError
 from tms.table_service import TableService
 
 from .passes import PLANNING_ERRORS, PassContext, requested_pass
-from .stored_digest import store_digest
+from .stored_digest import store_digest, stored_digest
 from .table_cache import TableCache
 
 _LOCK_RETRY_SECONDS = 0.2
@@ -82,10 +81,10 @@ class OnRequestPlanner:
         try:
             require_under_roots(row.base_path, self.options.storage_roots)
             cached = self.cache.with_current_properties(row)
-            ctx = PassContext(session, row, cached.table, TablePolicy.from_stored(row.policies), self.clock(),
-                              self.options.services, cached.transactions)
-            digest, recorded = requested_pass(
-                ctx, TimelineDigest.from_state(row.planner_state, self.options.services), service)
+            policy = TablePolicy.from_stored(row.policies)
+            ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),
+                              cached.transactions)
+            digest, recorded = requested_pass(ctx, stored_digest(row, self.options), service)
         except PLANNING_ERRORS as e:
             self.cache.forget(row.id)
             if isinstance(e, ONE_LINE_ERRORS):

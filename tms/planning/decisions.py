@@ -23,9 +23,37 @@ _PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Ac
 class PlannerOptions:
     """What the planner schedules, service-wide."""
 
-    services: frozenset[str]  # of compaction, clustering, clean, rollback
+    services: frozenset[str]  # of compaction, clustering, clean, rollback (TMS_PLANNER_SERVICES)
     clean_commits: int        # completed writes since the last clean (or clean attempt) before the next
     storage_roots: tuple[str, ...] = ()  # a table found outside them (its folder replaced by a link) is not planned
+
+    def services_for(self, policy: TablePolicy) -> frozenset[str]:
+        """What the planner schedules on its own for a table under `policy` (see `scheduled_services`)."""
+        return scheduled_services(self.services, policy)
+
+
+def scheduled_services(services: frozenset[str], policy: TablePolicy) -> frozenset[str]:
+    """What the planner schedules on its own for a table under `policy`: `services` (TMS_PLANNER_SERVICES), with
+    clustering as the policy asks (TablePolicy.clustering_asked): on where it asks for it, off where it turns it
+    off, else as `services` says."""
+    asked = policy.clustering_asked
+    if asked is None:
+        return services
+    clustering = {TableService.CLUSTERING.value}
+    return services | clustering if asked else services - clustering
+
+
+def not_scheduled_reason(service: str, services: frozenset[str], policy: TablePolicy) -> str:
+    """Why the planner does not schedule `service` on its own for a table under `policy` (empty when it does);
+    an operator's request (`tms schedule`, POST /api/v1/tables/{id}:plan) plans it all the same."""
+    if service in scheduled_services(services, policy):
+        return ""
+    if service == TableService.CLUSTERING:
+        if policy.clustering_asked is False:
+            return "clustering is turned off by the table's policy (hoodie.clustering.async.enabled=false)"
+        return ("clustering is not asked for by the table's policy (hoodie.clustering.async.enabled=true in its "
+                "policy or its template turns it on)")
+    return f"{service} is not in TMS_PLANNER_SERVICES"
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ class HealthDigest:
     oldest_uncompacted: datetime | None  # the oldest delta commit no compaction has taken yet
     writes_since_clean: int
     clean_commits: int                   # the planner's clean trigger (completed writes)
-    failed_plans: int                    # the table's FAILED tasks
+    failed_plans: int                    # the table's tasks failed for good (TaskRepo.health_counts)
     held_plans: int                      # plans held (BLOCKED tasks, held compaction plans)
     orphan_files: int = 0                # files no instant references, older than the safety window
     orphan_bytes: int = 0
@@ -150,7 +150,7 @@ def _size_skew(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reas
 def _plans(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
     out = []
     if d.failed_plans:
-        out.append(Reason("failed_plans", min(30, 10 * d.failed_plans), f"{d.failed_plans} failed task(s)"))
+        out.append(Reason("failed_plans", min(30, 10 * d.failed_plans), f"{d.failed_plans} task(s) failed for good"))
     if d.held_plans:
         out.append(Reason("held_plans", 10, f"{d.held_plans} plan(s) held, waiting for what blocks them"))
     return out

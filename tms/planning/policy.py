@@ -46,6 +46,8 @@ BYTE_SIZE_OPTIONS = frozenset({
     "hoodie.clustering.plan.strategy.small.file.limit", "hoodie.clustering.plan.strategy.max.bytes.per.group",
     "hoodie.clustering.plan.strategy.target.file.max.bytes", "hoodie.memory.compaction.max.size"})
 MEGABYTE_SIZE_OPTIONS = frozenset({"hoodie.compaction.target.io"})
+# The options by which a Hudi writer asks for clustering (TablePolicy attribute names).
+CLUSTERING_SWITCHES = ("clustering_async_enabled", "clustering_inline", "clustering_schedule_inline")
 
 
 class TablePolicy(BaseModel):
@@ -83,6 +85,11 @@ class TablePolicy(BaseModel):
     clustering_single_group: bool = Field(
         True, alias="hoodie.clustering.plan.strategy.single.group.clustering.enabled")
     clustering_max_commits: int = Field(4, ge=1, alias="hoodie.clustering.async.max.commits")
+    # Whether the table's clustering is asked for, as a Hudi writer asks for it (off by default, as in Hudi):
+    # any of the three set true asks for it; set only false, they turn it off (see `clustering_asked`).
+    clustering_async_enabled: bool = Field(False, alias="hoodie.clustering.async.enabled")
+    clustering_inline: bool = Field(False, alias="hoodie.clustering.inline")
+    clustering_schedule_inline: bool = Field(False, alias="hoodie.clustering.schedule.inline")
     # The memory budget of the table's compactions and clusterings (bytes; log records past it spill to local
     # disk) and the jobs' memory sized from it; 0: the worker's TMS_MERGE_MEMORY_BYTES.
     merge_memory_bytes: int = Field(0, ge=0, alias="hoodie.memory.compaction.max.size")
@@ -149,6 +156,14 @@ class TablePolicy(BaseModel):
         from tms.backup.schedule import parse_schedule  # the one reading of a schedule
         parse_schedule(value)
         return value
+
+    @property
+    def clustering_asked(self) -> bool | None:
+        """Whether the policy (the table's own or its template's) asks for clustering: True when it sets any of
+        `hoodie.clustering.async.enabled`, `hoodie.clustering.inline`, `hoodie.clustering.schedule.inline` true,
+        False when it sets them false only, None when it sets none of them (TMS_PLANNER_SERVICES decides)."""
+        set_values = [getattr(self, name) for name in CLUSTERING_SWITCHES if name in self.model_fields_set]
+        return any(set_values) if set_values else None
 
     @property
     def sort_columns(self) -> list[str]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from pydantic_core import to_json
@@ -89,6 +90,11 @@ class EventRepo:
         if ids:  # the clock's time, not the transaction's start: when the planner had decided
             self.session.execute(update(Event).where(Event.id.in_(ids)).values(processed_at=func.clock_timestamp()),
                                  execution_options={"synchronize_session": False})
+
+    def last_received_at(self, table_id: int) -> datetime | None:
+        """When the table's writers last sent an event TMS had not stored yet (a commit callback or POST
+        /api/v1/events); None: never (the planner learns of its commits only by reading its timeline)."""
+        return self.session.scalar(select(func.max(Event.received_at)).where(Event.table_id == table_id))
 
     def count(self, table_id: int | None = None) -> int:
         stmt = select(func.count()).select_from(Event)

@@ -41,12 +41,20 @@ class HealthRepo:
             .where(RegisteredTable.enabled.is_(True))
             .order_by(HealthRecord.checked_at.asc().nulls_first(), RegisteredTable.id).limit(limit)))
 
-    def worst(self, limit: int = 100) -> list[tuple[RegisteredTable, HealthRecord]]:
-        """The checked tables, worst score first."""
+    def worst(self, limit: int = 100) -> list[tuple[RegisteredTable, HealthRecord | None]]:
+        """The tables, worst score first, after those not scored yet (registered since the last round: None)."""
         rows = self.session.execute(select(RegisteredTable, HealthRecord)
-                                    .join(HealthRecord, HealthRecord.table_id == RegisteredTable.id)
-                                    .order_by(HealthRecord.score, RegisteredTable.id).limit(limit)).all()
+                                    .outerjoin(HealthRecord, HealthRecord.table_id == RegisteredTable.id)
+                                    .order_by(HealthRecord.score.asc().nulls_first(), RegisteredTable.id)
+                                    .limit(limit)).all()
         return [(t, h) for t, h in rows]
+
+    def unscored(self) -> int:
+        """How many tables have no score yet."""
+        return self.session.execute(
+            select(func.count()).select_from(RegisteredTable)
+            .outerjoin(HealthRecord, HealthRecord.table_id == RegisteredTable.id)
+            .where(HealthRecord.table_id.is_(None))).scalar_one()
 
     def of(self, table_id: int) -> HealthRecord | None:
         return self.session.get(HealthRecord, table_id, populate_existing=True)

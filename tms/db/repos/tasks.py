@@ -123,6 +123,16 @@ class TaskRepo:
         rows = self.session.execute(stmt)
         return {state: count for state, count in rows}
 
+    def health_counts(self, table_id: int) -> dict[str, int]:
+        """The table's tasks by state as its health score reads them: FAILED counts only the tasks that failed
+        for good (no retry to come, as `failed_for_good`), not those awaiting a retry."""
+        counts = self.counts_by_state(table_id=table_id)
+        if counts.get(S.FAILED.value):
+            counts[S.FAILED.value] = self.session.execute(
+                select(func.count()).select_from(Task).where(Task.table_id == table_id, Task.state == S.FAILED.value,
+                                                             Task.next_attempt_at.is_(None))).scalar_one()
+        return counts
+
     def created_by_hour(self, since: datetime) -> list[tuple[datetime, str, int]]:
         """(hour, state, count) of the tasks created since `since`, by the hour they were created and the
         state they are in now: the dashboard's tasks-over-time chart."""

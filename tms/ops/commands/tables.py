@@ -31,13 +31,24 @@ COLUMNS = [("ID", output.field("id")), ("DATABASE", output.field("database")), (
 
 
 def _show(table: dict[str, Any], as_json: bool, line: str) -> None:
-    output_for(as_json).show(table, lambda: "\n".join([line, *_capability_lines(table)]))
+    output_for(as_json).show(table, lambda: "\n".join([line, *_capability_lines(table), *_writer_lines(table)]))
 
 
 def _capability_lines(t: dict[str, Any]) -> list[str]:
-    """What TMS runs on the table: a line per service (runs, or refused and why)."""
+    """What TMS runs on the table: a line per service (runs, or refused and why; run on request only and why)."""
     return [f"  {service}: {'runs' if c['can_run'] else 'refused because ' + c['reason']}"
+            + (f", on request only: {c['not_scheduled_reason']}" if c["can_run"] and c.get("scheduled") is False
+               else "")
             for service, c in (t.get("capabilities") or {}).items()]
+
+
+def _writer_lines(t: dict[str, Any]) -> list[str]:
+    """The Hudi writer options that send the table's commits to TMS as they complete, one per line."""
+    options = t.get("writer_options")
+    if not options:
+        return []
+    return ["", "writers' options (each commit reaches TMS as it completes; without them, only by the planner's "
+                "periodic pass):", *(f"  {key}={value}" for key, value in options.items())]
 
 
 @app.command("list")
@@ -81,6 +92,10 @@ def _detail_lines(t: dict[str, Any], all_policies: bool = False) -> list[str]:
     ])]
     if t.get("capabilities"):
         lines += ["", "what TMS runs:", *_capability_lines(t)]
+    lines += _writer_lines(t)
+    if "last_event_at" in t:
+        lines.append(f"  last event from its writers: {t['last_event_at']}" if t["last_event_at"] else
+                     "  no event from its writers yet: its commits reach TMS only by the planner's periodic pass")
     pending = t.get("pending_instants") or []
     if pending:
         lines += ["", "pending instants:", output.table(pending, [
