@@ -179,3 +179,35 @@ def require_listed_files(table: HudiTable, view: FileSystemView) -> None:
             damaged.append(DamagedFile(path, f"{stored[path]} bytes, the metadata table lists {size}"))
     if damaged:
         raise DamagedFilesError(f"table {table.config.name} cannot be read whole", damaged)
+
+
+def require_input_files(table: HudiTable, what: str, groups: set[tuple[str, str]], inputs: Iterable[str]) -> None:
+    """A table service's refusal to rewrite file groups without all of their files: raise DamagedFilesError when
+    a file of `groups` (partition, file id) the retained commits wrote and the table needs, or one of `inputs`
+    (the plan's files, relative), is missing, truncated or an empty log file. Without it the rewrite would
+    make a file slice of what is left, and lose the rest for good."""
+    needed = {f.path: f for f in written_files(table) if (f.partition, f.file_id) in groups}
+    for path in inputs:
+        if path not in needed:  # written by an archived commit: no size on record
+            name = LogFileName.parse(posixpath.basename(path))
+            needed[path] = WrittenFile(path, "", name.file_id if name else "", "an archived commit", 0,
+                                       name is not None)
+    damaged = find_damaged(table.storage, needed.values())
+    if damaged:
+        raise DamagedFilesError(what, damaged)
+
+
+def require_readable_inputs(storage: Storage, what: str, paths: Iterable[str]) -> None:
+    """The check a table service's task makes before it merges its input files: each one on storage, no log file
+    empty (a log reader would take an empty file for one without blocks)."""
+    damaged = []
+    for path in paths:
+        try:
+            size = storage.info(path).size
+        except FileNotFoundError:
+            damaged.append(DamagedFile(path, "not found on storage"))
+            continue
+        if size == 0 and LogFileName.parse(posixpath.basename(path)):
+            damaged.append(DamagedFile(path, "empty log file"))
+    if damaged:
+        raise DamagedFilesError(what, damaged)
