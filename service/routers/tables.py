@@ -14,6 +14,7 @@ from tms.hudi.storage.paths import is_under_roots
 from tms.hudi.storage.table_storage import open_storage
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import split_concurrency_options
+from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.ttl import ttl_policy_refusal
 
 from ..auth import Admin, Operator, Viewer
@@ -175,10 +176,12 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         out = _out(table, TemplateRepo(session).templates())
         hudi_engine = RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                            table=table.name)
+        damaged = reported_damaged_files(session, table_id)
     settings = request.app.state.settings
     view = live_view(table.base_path, policy, tasks_by_state, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
-                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine)
+                     orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
+                     damaged_files=damaged)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state}
 
 

@@ -3,7 +3,7 @@ timeline's digest, its orphan files, its tasks), and the leader's round that kee
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,6 +11,7 @@ from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.orphans import find_orphans
 from tms.hudi.timeline.instant import instant_to_datetime
+from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.digest import TimelineDigest
 from tms.planning.health import FileGroupFacts, HealthDigest, TableHealth, table_health
 from tms.table_service import TableService
@@ -20,7 +21,8 @@ _COUNTED = frozenset({TableService.COMPACTION, TableService.CLEAN})
 
 
 def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[str, int], clean_commits: int,
-                  orphan_safety_seconds: float) -> HealthDigest:
+                  orphan_safety_seconds: float, damaged_files: Sequence[str] = ()) -> HealthDigest:
+    """`damaged_files`: those the table's `table_damaged` alert names (reported_damaged_files)."""
     digest = TimelineDigest.of(table, None, now, _COUNTED)
     deltas = digest.counted.get(TableService.COMPACTION) or []
     orphans = find_orphans(table, now=now.timestamp(), safety_seconds=orphan_safety_seconds)
@@ -32,7 +34,7 @@ def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[st
         writes_since_clean=len(digest.counted.get(TableService.CLEAN) or []), clean_commits=clean_commits,
         failed_plans=tasks_by_state.get("FAILED", 0),
         held_plans=tasks_by_state.get("BLOCKED", 0) + len(digest.held),
-        orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans))
+        orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans), damaged_files=tuple(damaged_files))
 
 
 def reasons_out(health: TableHealth) -> list[dict[str, object]]:
@@ -48,10 +50,11 @@ def score_tables(database: Database, table_ids: list[int], now: datetime, *, cle
             row = TableRepo(session).get(table_id)
             base_path, policy = row.base_path, TablePolicy.from_stored(row.policies)
             tasks = TaskRepo(session).counts_by_state(table_id=table_id)
+            damaged = reported_damaged_files(session, table_id)
         digest: HealthDigest | None = None
         try:
             digest = health_digest(HudiTable.load(base_path), now, tasks_by_state=tasks, clean_commits=clean_commits,
-                                   orphan_safety_seconds=orphan_safety_seconds)
+                                   orphan_safety_seconds=orphan_safety_seconds, damaged_files=damaged)
             health = table_health(digest, policy, now)
             reasons = reasons_out(health)
             status = health.status

@@ -46,12 +46,14 @@ class HealthDigest:
     held_plans: int                      # plans held (BLOCKED tasks, held compaction plans)
     orphan_files: int = 0                # files no instant references, older than the safety window
     orphan_bytes: int = 0
+    damaged_files: Sequence[str] = ()    # files its commits wrote that are lost or damaged (its `table_damaged`
+    #                                      alert names them)
 
 
 @dataclass(frozen=True)
 class Reason:
     kind: str     # log_backlog | uncompacted_age | small_files | size_skew | failed_plans | held_plans | clean_lag
-    penalty: int  #   | orphan_files
+    penalty: int  #   | orphan_files | damaged_files
     message: str
 
 
@@ -71,7 +73,7 @@ def _mb(n: int) -> str:
 
 def table_health(digest: HealthDigest, policy: TablePolicy, now: datetime) -> TableHealth:
     reasons = [r for check in (_log_backlog, _uncompacted_age, _small_files, _size_skew, _plans, _clean_lag,
-                               _orphans) for r in check(digest, policy, now)]
+                               _orphans, _damaged) for r in check(digest, policy, now)]
     return TableHealth(score=max(0, 100 - sum(r.penalty for r in reasons)), reasons=reasons)
 
 
@@ -159,3 +161,11 @@ def _orphans(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason
         return []
     return [Reason("orphan_files", 10, f"{d.orphan_files} orphan file(s) ({_mb(d.orphan_bytes)}) that no instant "
                                        "references, older than the safety window")]
+
+
+def _damaged(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
+    """A table that lost files its commits wrote reads wrong or not at all: a warning whatever else is well."""
+    if not d.damaged_files:
+        return []
+    return [Reason("damaged_files", 60, f"{len(d.damaged_files)} file(s) its commits wrote are lost or damaged "
+                                        f"(e.g. {d.damaged_files[0]}): see its table_damaged alert")]
