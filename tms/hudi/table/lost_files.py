@@ -64,8 +64,9 @@ def written_files(table: HudiTable, *, latest: int | None = None) -> list[Writte
     replaced: set[tuple[str, str]] = set()
     latest_base: dict[tuple[str, str], str] = {}   # file group -> its latest base file's instant
     files: dict[str, WrittenFile] = {}
-    log_time: dict[str, str] = {}                  # log file -> what slices it (v6: its base instant; v8+: its
-    #                                                writer's completion time)
+    # Where a file's slice begins at the latest: a base file's instant; a log file's base instant (v6) or its
+    # writer's completion time (v8+: the slice is the latest one that began before).
+    begins: dict[str, str] = {}
     for inst in commits:
         try:
             meta = tl.commit_metadata(inst)
@@ -74,24 +75,24 @@ def written_files(table: HudiTable, *, latest: int | None = None) -> list[Writte
         for part, fids in (meta.partition_to_replace_file_ids or {}).items():
             replaced.update((part or "", fid) for fid in fids)
         for stat in meta.write_stats():
-            if not stat.path:
-                continue
-            name = posixpath.basename(stat.path)
-            log = LogFileName.parse(name)
-            base = None if log else BaseFileName.parse(name)
-            if log is None and base is None:
-                continue
-            part = stat.partition_path if stat.partition_path is not None else posixpath.dirname(stat.path)
-            group = (part, log.file_id if log else base.file_id)  # type: ignore[union-attr]
-            if base is not None:
-                latest_base[group] = max(latest_base.get(group, ""), base.instant)
+            path = stat.path or ""
+            name = posixpath.basename(path)
+            log, base = LogFileName.parse(name), BaseFileName.parse(name)
+            if log is not None:
+                file_id = log.file_id
+                begins[path] = (inst.completion_time or inst.timestamp) if by_writer else log.instant
+            elif base is not None:
+                file_id = base.file_id
+                begins[path] = base.instant
             else:
-                log_time[stat.path] = ((inst.completion_time or inst.timestamp) if by_writer
-                                       else log.instant)  # type: ignore[union-attr]
-            before = files.get(stat.path)
-            files[stat.path] = WrittenFile(stat.path, part, group[1], inst.timestamp,
-                                           max(stat.file_size_in_bytes or 0, before.size if before else 0),
-                                           log is not None)
+                continue
+            part = stat.partition_path if stat.partition_path is not None else posixpath.dirname(path)
+            if base is not None:
+                latest_base[(part, file_id)] = max(latest_base.get((part, file_id), ""), base.instant)
+            before = files.get(path)
+            files[path] = WrittenFile(path, part, file_id, inst.timestamp,
+                                      max(stat.file_size_in_bytes or 0, before.size if before else 0),
+                                      log is not None)
 
     def needed(f: WrittenFile) -> bool:
         group = (f.partition, f.file_id)
@@ -99,10 +100,9 @@ def written_files(table: HudiTable, *, latest: int | None = None) -> list[Writte
             return False
         newest = latest_base.get(group, "")
         if not f.is_log:
-            return BaseFileName.parse(posixpath.basename(f.path)).instant == newest  # type: ignore[union-attr]
-        # v6: the log's slice begins at its base instant; v8+: at the latest base instant before its writer
-        # completed. A later base file compacted it.
-        return log_time[f.path] >= newest if not by_writer else log_time[f.path] > newest
+            return begins[f.path] == newest
+        # a later base file compacted it
+        return begins[f.path] > newest if by_writer else begins[f.path] >= newest
     return [f for f in files.values() if needed(f)]
 
 
