@@ -77,7 +77,7 @@ def test_verify_names_the_base_file_the_latest_commit_wrote_when_it_is_removed(t
 
 
 @pytest.mark.parametrize("version", [6, 8])
-def test_an_empty_or_truncated_log_file_a_commit_names_is_reported(tmp_path, version):
+def test_an_empty_log_file_a_commit_names_is_reported(tmp_path, version):
     path = _table(tmp_path, version)
     table = HudiTable.load(str(path))
     logs = sorted((f for f in written_files(table) if f.is_log), key=lambda f: f.path)
