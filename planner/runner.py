@@ -23,6 +23,7 @@ from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import PROPERTIES
 from tms.hudi.timeline.stamp import timeline_stamp, unchanged_since
 from tms.hudi.timeline.watch import TimelineWatcher
+from tms.plan_pass.damage import check_damaged_files
 from tms.plan_pass.on_request import OnRequestPlanner, locked_for_planning, planner_options, utc_now
 from tms.plan_pass.passes import PLANNING_ERRORS, PassContext, planning_pass
 from tms.plan_pass.stored_digest import store_digest, stored_digest, tick_due_at
@@ -257,6 +258,8 @@ class Planner:
         digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, ctx.services)
         digest.scanned_at = ctx.now.timestamp()
         work = decisions.on_scan(digest, ctx.policy, ctx.now, self.options, is_mor=ctx.table.config.is_mor)
+        if not work:  # a planning pass looks for lost files itself
+            check_damaged_files(ctx.session, ctx.row.id, ctx.row.base_path, ctx.table)
         self._run(ctx, digest, work)
         ctx.row.timeline_stamp = stamp
 

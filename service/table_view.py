@@ -4,6 +4,7 @@ table, health)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
@@ -133,14 +134,15 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
               ttl_tasks: list[TtlScheduleOut] | None = None, *, clean_commits: int = 5,
               orphan_safety_seconds: float = 24 * 3600, hudi_engine: str | None = None,
               planner_state: dict[str, Any] | None = None, table: HudiTable | None = None,
-              planner_services: frozenset[str] = frozenset()) -> dict[str, Any]:
+              planner_services: frozenset[str] = frozenset(), damaged_files: Sequence[str] = ()) -> dict[str, Any]:
     """The table's current state on storage; problems become health reasons, never errors. `ttl_tasks`: the
     table's TTL schedule (ttl_schedule), shown in its TTL state. `clean_commits` and `orphan_safety_seconds`:
     the settings its health score reads (TMS_PLANNER_CLEAN_COMMITS, TMS_ORPHAN_SAFETY_HOURS). `hudi_engine`:
     the Hudi engine running the table's tasks (RolloutRepo.hudi_engine_for), if one does. `planner_state`: the
     table row's, to tell a due service the planner has not planned (health's `unplanned`). `table`: the table
     already loaded (a page that shows more of it reads one timeline), else loaded now. `planner_services`:
-    TMS_PLANNER_SERVICES, which the capabilities' `scheduled` read."""
+    TMS_PLANNER_SERVICES, which the capabilities' `scheduled` read. `damaged_files`: those its `table_damaged`
+    alert names (reported_damaged_files), which take its score down."""
     reasons: list[str] = []
     status = "ok"
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
@@ -190,7 +192,8 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     score = None
     try:  # the score and its reasons (tms.planning.health), failed and held plans among them
         digest = health_digest(table, datetime.now(UTC), tasks_by_state=tasks_by_state, clean_commits=clean_commits,
-                               orphan_safety_seconds=orphan_safety_seconds, planner_state=planner_state)
+                               orphan_safety_seconds=orphan_safety_seconds, planner_state=planner_state,
+                               damaged_files=damaged_files)
         health = table_health(digest, policy, datetime.now(UTC))
         score = health.score
         reasons += [r.message for r in health.reasons]

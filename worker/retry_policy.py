@@ -43,7 +43,9 @@ _ERROR_RULES: tuple[tuple[str, bool, re.Pattern[str]], ...] = (
     ("store_unreachable", True, re.compile(r"cannot reach the store of")),
     ("fenced", True, re.compile(r"lost (its|the) lease|FencingError|\bfence\b|InstantConflictError", re.IGNORECASE)),
     ("lock_unavailable", True, re.compile(r"\block(ed)?\b", re.IGNORECASE)),
-    ("missing_files", False, re.compile(r"FileNotFoundError|No such file|does not exist|not found", re.IGNORECASE)),
+    # tms.hudi.table.lost_files.DamagedFilesError: an input file lost, truncated or empty
+    ("missing_files", False, re.compile(r"FileNotFoundError|No such file|does not exist|not found|"
+                                        r"missing or damaged file", re.IGNORECASE)),
     ("unsupported", False, re.compile(r"Unsupported|not supported|NotImplementedError", re.IGNORECASE)),
     ("corrupt_plan", False, re.compile(r"MetadataFormatError|corrupt|cannot decode|not a valid", re.IGNORECASE)),
 )

@@ -14,6 +14,7 @@ from tms.hudi.storage.paths import is_under_roots
 from tms.hudi.storage.table_storage import open_storage
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import split_concurrency_options
+from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.ttl import ttl_policy_refusal
 
 from ..auth import Admin, Operator, Viewer
@@ -191,11 +192,13 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         hudi_engine = RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                            table=table.name)
         last_event_at = EventRepo(session).last_received_at(table_id)
+        damaged = reported_damaged_files(session, table_id)
     settings = request.app.state.settings
     view = live_view(table.base_path, policy, health_counts, table.enabled, ttl_tasks,
                      clean_commits=settings.planner_clean_commits,
                      orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
-                     planner_state=table.planner_state, planner_services=frozenset(settings.planner_services))
+                     planner_state=table.planner_state, planner_services=frozenset(settings.planner_services),
+                     damaged_files=damaged)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state,
             "services": planner_outlook(table.planner_state, settings),
             "writer_options": writer_options(settings, request, table_has_own_key=out["has_callback_key"]),

@@ -27,6 +27,7 @@ class AlertType(StrEnum):
     NOT_SCHEDULED = "not_scheduled"
     HELD_TOO_LONG = "held_too_long"
     TABLE_UNREADABLE = "table_unreadable"
+    TABLE_DAMAGED = "table_damaged"
     PLANNING_FAILED = "planning_failed"
     COMPENSATION_FAILED = "compensation_failed"
     SERVICE_REFUSED = "service_refused"

@@ -34,6 +34,7 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.inspect import human_size
 from tms.hudi.table.savepoint import read_savepoint
 from tms.hudi.timeline.instant import Action
+from tms.plan_pass.damage import reported_damaged_files
 
 from ..table_view import live_view, planner_outlook, ttl_schedule
 from . import charts
@@ -76,11 +77,13 @@ _ROW_CACHE = _RowCache()
 def table_row(session: Session, table: RegisteredTable) -> TableRow:
     tasks_repo = TaskRepo(session)
     by_state = tasks_repo.health_counts(table.id)
-    key = (table.id, table.updated_at, tuple(sorted(by_state.items())))
+    damaged = reported_damaged_files(session, table.id)
+    key = (table.id, table.updated_at, tuple(sorted(by_state.items())), tuple(damaged))
     cached = _ROW_CACHE.get(key)
     if cached is not None:
         return cached
-    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), by_state, table.enabled)
+    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), by_state, table.enabled,
+                     damaged_files=damaged)
     waiting: list = []
     for state in (TaskState.RUNNING, TaskState.RUNNABLE, TaskState.BLOCKED, TaskState.PENDING):
         waiting += tasks_repo.in_state(table.id, state) if by_state.get(state.value) else []
@@ -147,7 +150,8 @@ def table_detail(session: Session, table_id: int, settings: Settings) -> dict[st
                      hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                                       table=table.name),
                      clean_commits=settings.planner_clean_commits, planner_state=table.planner_state, table=hudi,
-                     planner_services=frozenset(settings.planner_services))
+                     planner_services=frozenset(settings.planner_services),
+                     damaged_files=reported_damaged_files(session, table_id))
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
                              with_timeline=True, table=hudi)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)

@@ -24,3 +24,13 @@ def test_table_health_reports_the_writes_the_planner_would_roll_back(tmp_path):
     assert health.status == "warning"
     [reason] = health.reasons
     assert pending in reason and "presumed failed" in reason and "tolerance 120 s" in reason
+
+
+def test_a_table_whose_damaged_alert_fires_scores_lower(tmp_path):
+    """The files the table's `table_damaged` alert names take its score down, with the reason."""
+    t = ModelledTable(tmp_path / "t")
+    t.write([rec(i, 10) for i in range(3)], "insert")
+    healthy = live_view(str(t.path), policy(), {}, True)["health"]
+    damaged = live_view(str(t.path), policy(), {}, True, damaged_files=["city=sf/f1-0_0-1-0_1.parquet"])["health"]
+    assert damaged.status == "warning" and damaged.score == healthy.score - 60
+    assert any("city=sf/f1-0_0-1-0_1.parquet" in r and "table_damaged" in r for r in damaged.reasons)

@@ -19,6 +19,8 @@ LIMITS = RetryLimits(backoff_seconds=60, backoff_max_seconds=3600, max_attempts=
      "lock_unavailable", True),
     ("the job exited with status 1: FileNotFoundError: [Errno 2] No such file or directory: '/t/x.log'",
      "execute_instant(table, instant, LocalRunner(), fence, action)", "missing_files", False),
+    ("the job exited with status 1: error: compaction 20260101000000000: missing or damaged file "
+     "a/.f1_20250101000000000.log.1_0-1-0: empty log file", "", "missing_files", False),
     ("the job exited with status 1: error: unsupported table version 9", "", "unsupported", False),
     ("cannot start: MetadataFormatError: corrupt compaction plan", "", "corrupt_plan", False),
     ("the job exited with status 1: error: cannot reach the store of s3://lake/t (after its client's retries): "

@@ -24,6 +24,7 @@ from tms.hudi.records.schema import avro_to_arrow
 from tms.hudi.records.schema_evolution import internal_schema_metadata
 from tms.hudi.records.sorted_runs import SortedRuns
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.lost_files import require_input_files, require_readable_inputs
 from tms.hudi.timeline.conflicts import WriteConflictError, find_conflicts, pending_writes_over
 from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.serde import (
@@ -91,8 +92,9 @@ def cluster_group(task: ClusteringTask, token: str) -> list[WriteStat]:
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
     rules = merge_rules(config)
-    input_bytes = sum(storage.info(p).size for s in task.slices
-                      for p in ((s.base_file,) if s.base_file else ()) + s.log_files)
+    inputs = [p for s in task.slices for p in ((s.base_file,) if s.base_file else ()) + s.log_files]
+    require_readable_inputs(storage, f"clustering {task.instant}", inputs)
+    input_bytes = sum(storage.info(p).size for p in inputs)
     if _by_sorted_runs(task, input_bytes):
         return _cluster_by_sorted_runs(task, token, rules, arrow_schema, avro_schema, input_bytes)
     parts = []
@@ -221,6 +223,11 @@ class ClusteringExecutor(ActionExecutor):
                 raise UnsupportedTableError(f"clustering {self.timestamp} reads bootstrap files; TMS does not")
         # The input file groups are replaced: a write that started before the plan could still add to them.
         self._require_no_pending_writes_before()
+        # ... and replaced for good: each must be whole, or the records of a lost file are gone with it.
+        groups = {(s.partition_path or "", s.file_id or "") for g in self.plan.input_groups for s in g.slices}
+        inputs = [self._relative(p, s.partition_path or "") for g in self.plan.input_groups for s in g.slices
+                  for p in ([s.data_file_path] if s.data_file_path else []) + list(s.delta_file_paths)]
+        require_input_files(self.table, f"clustering {self.timestamp}", groups, inputs)
 
     def start(self, fence: Fence) -> list[ClusteringTask]:
         self.validate()

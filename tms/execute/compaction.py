@@ -26,6 +26,7 @@ from tms.hudi.records.merge_rules import MergeRules, merge_rules
 from tms.hudi.records.schema import avro_to_arrow, empty_table
 from tms.hudi.records.schema_evolution import internal_schema_metadata
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.lost_files import require_input_files, require_readable_inputs
 from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.serde import (
     CommitMetadata,
@@ -86,6 +87,7 @@ def compact_in_memory(task: CompactionTask, token: str) -> WriteStat | None:
     """The merge of the whole file group in memory (Lance file groups, record TTL; bench/merge_memory.py
     compares)."""
     storage, config = task.table.storage(), task.table.config()
+    _require_inputs(task)
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
     started = time.monotonic()
@@ -118,6 +120,7 @@ def compact_in_memory(task: CompactionTask, token: str) -> WriteStat | None:
 
 def _compact_within_budget(task: CompactionTask, token: str) -> WriteStat | None:
     storage, config = task.table.storage(), task.table.config()
+    _require_inputs(task)
     avro_schema = json.loads(task.schema)
     arrow_schema = avro_to_arrow(avro_schema)
     started = time.monotonic()
@@ -153,6 +156,11 @@ def _compact_within_budget(task: CompactionTask, token: str) -> WriteStat | None
         runtime_stats=RuntimeStats(total_scan_time=stats.scan_ms,
                                    total_upsert_time=_ms_since(started) if task.base_file else 0,
                                    total_create_time=0 if task.base_file else _ms_since(started)))
+
+
+def _require_inputs(task: CompactionTask) -> None:
+    require_readable_inputs(task.table.storage(), f"compaction {task.instant} of file group {task.file_id}",
+                            ((task.base_file,) if task.base_file else ()) + task.log_files)
 
 
 def _record_counts(base: pa.Table | None, scan: LogScan, merged: pa.Table, rules: MergeRules) -> dict[str, int]:
@@ -205,10 +213,22 @@ class CompactionExecutor(ActionExecutor):
         super().validate()
         if any(op.bootstrap_file_path for op in self.plan.operations):
             raise UnsupportedTableError(f"compaction {self.timestamp} reads bootstrap files; TMS does not")
+        self._require_input_files()
         if not self.config.traits.log_files_named_by_writer:
             # v6 slices by instant time: a delta commit that started before Tc writes into the slice being
             # compacted, so the plan waits for it (and is synced with its log files by the planner).
             self._require_no_pending_writes_before()
+
+    def _require_input_files(self) -> None:
+        """Every file of the file groups the plan compacts is there as written: a compaction over a slice that
+        lost a file would write a base file without its records."""
+        groups, inputs = set(), []
+        for op in self.plan.operations:
+            partition = op.partition_path or ""
+            groups.add((partition, op.file_id or ""))
+            inputs += [self._relative(p, partition) for p in ([op.data_file_path] if op.data_file_path else [])
+                       + list(op.delta_file_paths)]
+        require_input_files(self.table, f"compaction {self.timestamp}", groups, inputs)
 
     def start(self, fence: Fence) -> list[CompactionTask]:
         self.validate()

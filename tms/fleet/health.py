@@ -3,7 +3,7 @@ timeline's digest, its orphan files, its tasks), and the leader's round that kee
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +11,7 @@ from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.orphans import find_orphans
 from tms.hudi.timeline.instant import Action, instant_to_datetime
+from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.digest import TimelineDigest
 from tms.planning.health import FileGroupFacts, HealthDigest, TableHealth, table_health
 from tms.table_service import TableService
@@ -20,8 +21,10 @@ _COUNTED = frozenset({TableService.COMPACTION, TableService.CLEAN})
 
 
 def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[str, int], clean_commits: int,
-                  orphan_safety_seconds: float, planner_state: Mapping[str, Any] | None = None) -> HealthDigest:
-    """`planner_state`: the table row's (the planner's digest), to tell a due service it has not planned."""
+                  orphan_safety_seconds: float, planner_state: Mapping[str, Any] | None = None,
+                  damaged_files: Sequence[str] = ()) -> HealthDigest:
+    """`planner_state`: the table row's (the planner's digest), to tell a due service it has not planned.
+    `damaged_files`: those the table's `table_damaged` alert names (reported_damaged_files)."""
     digest = TimelineDigest.of(table, None, now, _COUNTED)
     unplanned = _since_attempts(table, now, planner_state)
     finding = ((planner_state or {}).get("findings") or {}).get(TableService.CLEAN)
@@ -35,7 +38,7 @@ def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[st
         writes_since_clean=len(digest.counted.get(TableService.CLEAN) or []), clean_commits=clean_commits,
         failed_plans=tasks_by_state.get("FAILED", 0),
         held_plans=tasks_by_state.get("BLOCKED", 0) + len(digest.held),
-        orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans),
+        orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans), damaged_files=tuple(damaged_files),
         writes_since_clean_attempt=unplanned.get(TableService.CLEAN),
         deltas_since_compaction_attempt=unplanned.get(TableService.COMPACTION),
         clean_finding=f"(at {finding[0]}): {finding[1]}" if finding else None)
@@ -72,10 +75,12 @@ def score_tables(database: Database, table_ids: list[int], now: datetime, *, cle
             base_path, policy = row.base_path, TablePolicy.from_stored(row.policies)
             planner_state = row.planner_state
             tasks = TaskRepo(session).health_counts(table_id)
+            damaged = reported_damaged_files(session, table_id)
         digest: HealthDigest | None = None
         try:
             digest = health_digest(HudiTable.load(base_path), now, tasks_by_state=tasks, clean_commits=clean_commits,
-                                   orphan_safety_seconds=orphan_safety_seconds, planner_state=planner_state)
+                                   orphan_safety_seconds=orphan_safety_seconds, planner_state=planner_state,
+                                   damaged_files=damaged)
             health = table_health(digest, policy, now)
             reasons = reasons_out(health)
             status = health.status

@@ -33,6 +33,7 @@ from tms.planning.savepoints import apply_savepoint_policy
 from tms.planning.triggers import clustering_trigger, compaction_trigger
 from tms.table_service import TableService
 
+from .damage import check_damaged_files
 from .records import TaskRecorder
 from .refusals import Refusals, hudi_engine_of
 
@@ -119,6 +120,8 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
     refusals = Refusals(ctx.session, ctx.row, ctx.table)
     unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
     _guarded(recorder, "adoption", partial(recorder.adopt_unknown_plans, unrunnable))
+    _guarded(recorder, "damaged files", partial(check_damaged_files, ctx.session, ctx.row.id, ctx.row.base_path,
+                                                ctx.table))
     # Rollbacks first: a held plan synced after them, or a compaction planned after them, is not held by
     # the writes they remove.
     if work.rollbacks:

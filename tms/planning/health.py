@@ -55,12 +55,14 @@ class HealthDigest:
     writes_since_clean_attempt: int | None = None
     deltas_since_compaction_attempt: int | None = None
     clean_finding: str | None = None  # what the planner's last clean attempt that planned nothing found
+    damaged_files: Sequence[str] = ()    # files its commits wrote that are lost or damaged (its `table_damaged`
+    #                                      alert names them)
 
 
 @dataclass(frozen=True)
 class Reason:
     kind: str     # log_backlog | uncompacted_age | small_files | size_skew | failed_plans | held_plans | clean_lag
-    penalty: int  #   | orphan_files | unplanned
+    penalty: int  #   | orphan_files | unplanned | damaged_files
     message: str
 
 
@@ -80,7 +82,7 @@ def _mb(n: int) -> str:
 
 def table_health(digest: HealthDigest, policy: TablePolicy, now: datetime) -> TableHealth:
     reasons = [r for check in (_log_backlog, _uncompacted_age, _small_files, _size_skew, _plans, _clean_lag,
-                               _unplanned, _orphans) for r in check(digest, policy, now)]
+                               _unplanned, _orphans, _damaged) for r in check(digest, policy, now)]
     return TableHealth(score=max(0, 100 - sum(r.penalty for r in reasons)), reasons=reasons)
 
 
@@ -187,3 +189,11 @@ def _orphans(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason
         return []
     return [Reason("orphan_files", 10, f"{d.orphan_files} orphan file(s) ({_mb(d.orphan_bytes)}) that no instant "
                                        "references, older than the safety window")]
+
+
+def _damaged(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:
+    """A table that lost files its commits wrote reads wrong or not at all: a warning whatever else is well."""
+    if not d.damaged_files:
+        return []
+    return [Reason("damaged_files", 60, f"{len(d.damaged_files)} file(s) its commits wrote are lost or damaged "
+                                        f"(e.g. {d.damaged_files[0]}): see its table_damaged alert")]

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from ..fs_view.view import FileSlice
 from ..table.hudi_table import HudiTable
+from ..table.lost_files import require_listed_files
 from .base_format import require_readable_format
 from .merge import merge_slice
 from .readability import require_readable
@@ -21,7 +22,8 @@ def iter_snapshot(table: HudiTable, as_of: str | None = None, columns: list[str]
     """The merged rows of each latest file slice at `as_of` (default: now), one table per slice.
     Slices are merged in parallel threads (pyarrow and parquet decoding release the GIL).
     Rows come in the table's latest schema (at `as_of`): files written with older schemas are projected to it.
-    A table TMS cannot read exactly is refused (UnsupportedTableError) before any row is read."""
+    A table TMS cannot read exactly is refused (UnsupportedTableError) before any row is read, and so is one whose
+    metadata table lists a file of a latest slice that storage lost (DamagedFilesError)."""
     require_readable(table)
     data_schema = latest_data_schema(table, as_of)
     schema = None
@@ -29,6 +31,7 @@ def iter_snapshot(table: HudiTable, as_of: str | None = None, columns: list[str]
         require_resolvable_history(table, data_schema, as_of)
         schema = full_arrow_schema(data_schema)
     view = table.file_system_view(as_of=as_of)
+    require_listed_files(table, view)  # a file the metadata table lists that storage lost: no partial answer
     slices = view.merged_latest_slices()
     for fs in slices:  # a base file of another format than the table's must not be half-read either
         if fs.base_file:

@@ -1,5 +1,8 @@
 """`tms verify`: a table's consistency, every difference found.
 
+- the files the retained commits wrote (those the table still needs) against storage: each one there, a base
+  file with the size its commit recorded, a log file not empty and not shorter than its writer recorded
+  (tms.hudi.table.lost_files);
 - the metadata table's file listing against storage and the timeline (files of completed instants);
 - its column statistics against the base files' parquet footers (and entries of files that are gone);
 - its record index against the records a snapshot read finds (key set and file group of each);
@@ -33,6 +36,7 @@ from ..records.reader import read_snapshot
 from ..timeline.instant import Action, State
 from ..timeline.serde import parse_requested_replace_metadata
 from .hudi_table import HudiTable
+from .lost_files import DamagedFilesError, damaged_files
 from .orphans import find_orphans, unreferenced_files
 
 HEARTBEAT_DIR = ".hoodie/.heartbeat"
@@ -43,8 +47,8 @@ _WRITES = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
 
 @dataclass(frozen=True)
 class Problem:
-    check: str      # mdt_listing | column_stats | record_index | secondary_index | heartbeat | unreferenced_file
-    #                 | bloom_filter | unreadable_file
+    check: str      # lost_file | mdt_listing | column_stats | record_index | secondary_index | heartbeat
+    #                 | unreferenced_file | bloom_filter | unreadable_file
     where: str      # a partition, file or instant
     detail: str
 
@@ -55,8 +59,9 @@ class Problem:
         return asdict(self)
 
 
-# A committed file that cannot be read (truncated, corrupt, not Parquet) is a problem to report, not a crash.
-_UNREADABLE = (pa.ArrowException, OSError, EOFError)
+# A committed file that cannot be read (truncated, corrupt, not Parquet, or missing where the records are read) is
+# a problem to report, not a crash.
+_UNREADABLE = (pa.ArrowException, OSError, EOFError, DamagedFilesError)
 
 
 def _first_line(e: BaseException) -> str:
@@ -75,7 +80,7 @@ def verify_table(table: HudiTable, *, now: float | None = None,
     if fmt != "PARQUET":
         raise UnsupportedTableError(f"tms verify reads parquet base files; table {table.config.name} has {fmt}")
     now = time.time() if now is None else now
-    problems: list[Problem] = []
+    problems: list[Problem] = [Problem("lost_file", d.path, d.detail) for d in damaged_files(table)]
     problems += _pending_without_heartbeat(table, now)
     orphans = {o.path for o in find_orphans(table, now=now, safety_seconds=orphan_safety_seconds)}
     problems += _unreferenced_files(table, orphans, orphan_safety_seconds)
