@@ -118,6 +118,7 @@ Action = Annotated[str, Field(examples=[TimelineAction.DELTA_COMMIT.value], json
 # Numbers and flags in JSON bodies are taken as their schema says: no `true` for 1, no `0` for false.
 BodyInt = Annotated[int, Strict()]
 BodyBool = Annotated[bool, Strict()]
+BodyFloat = Annotated[float, Strict()]  # an integer too (a JSON number), not a string
 BodyId = Annotated[int, Strict(), Field(ge=1, le=MAX_ID)]
 Limit = Annotated[int, Field(ge=1, le=500)]
 Offset = Annotated[int, Field(ge=0, le=MAX_ID)]
