@@ -49,6 +49,10 @@ def test_405_names_the_methods_of_the_path(client, tokens):
     assert answer.status_code == 405 and answer.headers["allow"] == "POST"
     answer = client.put("/api/v1/tables/1", headers=tokens["admin"])
     assert answer.status_code == 405 and answer.headers["allow"] == "DELETE, GET, PATCH"
+    # /tables/1:plan would match /tables/{table_id} (which takes PATCH) with the id "1:plan": still a 405
+    answer = client.patch("/api/v1/tables/1:plan", json={}, headers=tokens["admin"])
+    assert answer.status_code == 405 and answer.headers["allow"] == "POST"
+    assert client.patch("/api/v1/tables/x", json={}, headers=tokens["admin"]).status_code == 422
 
 
 def test_docs_pages_load_their_assets_from_the_service(client):
