@@ -21,6 +21,7 @@ _COUNTED = frozenset({TableService.COMPACTION, TableService.CLEAN})
 
 def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[str, int], clean_commits: int,
                   orphan_safety_seconds: float) -> HealthDigest:
+    table.timeline.check_latest_write()  # a truncated latest commit: the table cannot be read (scored 0)
     digest = TimelineDigest.of(table, None, now, _COUNTED)
     deltas = digest.counted.get(TableService.COMPACTION) or []
     orphans = find_orphans(table, now=now.timestamp(), safety_seconds=orphan_safety_seconds)
