@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from tms.backup.schedule import missed_since
 from tms.config import Settings
-from tms.db import AlertRepo, RegisteredTable, Sighting, TablePolicy, TaskState
+from tms.db import AlertRepo, Instance, RegisteredTable, Sighting, TablePolicy, TaskState
 from tms.db.read_models import MonitorReads
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
@@ -172,12 +172,32 @@ def held_too_long(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sightin
 
 
 def instance_down(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
-    """A process whose heartbeat is missing (a clean stop deregisters; a crash leaves its row behind)."""
-    rows = reads.silent_instances(ctx.now - timedelta(seconds=ctx.settings.monitor_instance_missing_seconds))
+    """A process whose heartbeat is missing (a clean stop deregisters; a crash leaves its row behind) and that
+    no process took the place of (`replaced`). An operator's acknowledgement forgets its row (the alert then
+    resolves: service/routers/manager.py)."""
+    silent = reads.silent_instances(ctx.now - timedelta(seconds=ctx.settings.monitor_instance_missing_seconds))
+    gone = replaced(silent, reads.instances()) if silent else set()
     return {f"instance:{i.id}": Sighting("critical" if "manager" in i.roles else "warning",
                                          f"{','.join(i.roles)} {i.id} has not beaten since "
                                          f"{i.heartbeat_at:%Y-%m-%d %H:%M:%S}", details={"roles": list(i.roles)})
-            for i in rows}
+            for i in silent if i.id not in gone}
+
+
+def replaced(silent: list[Instance], instances: list[Instance]) -> set[str]:
+    """The silent instances a restart replaced: each has a successor of its own, an instance of the same roles
+    that started after its last heartbeat (a restarted process registers under a new id, on another host too
+    when it runs in a container). One successor per instance, so two crashed workers and one restarted leave
+    one missing: the earliest dead take the earliest successors, on their own host first."""
+    taken: set[str] = set()
+    gone: set[str] = set()
+    for dead in sorted(silent, key=lambda i: i.heartbeat_at):
+        successors = [i for i in instances if i.id != dead.id and i.id not in taken
+                      and sorted(i.roles) == sorted(dead.roles) and i.started_at > dead.heartbeat_at]
+        if successors:
+            heir = min(successors, key=lambda i: (i.host != dead.host, i.started_at))
+            taken.add(heir.id)
+            gone.add(dead.id)
+    return gone
 
 
 def queue_saturated(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:

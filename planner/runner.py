@@ -254,6 +254,7 @@ class Planner:
         ctx.row.timeline_stamp = None  # until this reading succeeds
         stamp = timeline_stamp(ctx.table.storage, ctx.table.config.timeline_dir)  # before the listing
         ctx.table.timeline.reload(full=True)
+        ctx.table.timeline.check_latest_write()  # a truncated latest commit is table_unreadable, naming its file
         AlertRepo(ctx.session).resolve(_unreadable(ctx.row.id))  # it was read now
         digest = TimelineDigest.of(ctx.table, self._digest(ctx.row), ctx.now, ctx.services)
         digest.scanned_at = ctx.now.timestamp()

@@ -34,12 +34,42 @@ _NOT_AN_OBJECT_TYPES = frozenset({"model_type", "model_attributes_type", "dict_t
 NOT_AN_OBJECT = "must be a JSON object"
 
 
+# What an error body may echo of a request: control characters (ANSI escapes, newlines) and the invisible
+# ones that reorder text shown as Python escapes (\x1b), each run of text without spaces (a path, a value)
+# cut to ECHOED_WORD characters and the whole to ECHOED_TEXT, each cut marked with "…".
+ECHOED_WORD = 200
+ECHOED_TEXT = 2000
+_UNSHOWABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_LONG_WORD = re.compile(rf"\S{{{ECHOED_WORD + 1},}}")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def shown(text: str) -> str:
+    """`text` as an error body may show it: escaped and bounded (see ECHOED_WORD)."""
+    if len(text) > 4 * ECHOED_TEXT:  # no need to escape what will be cut off
+        text = text[:4 * ECHOED_TEXT]
+    text = _UNSHOWABLE.sub(_escape, text)
+    text = _LONG_WORD.sub(lambda m: m.group()[:ECHOED_WORD] + "…", text)
+    return text if len(text) <= ECHOED_TEXT else text[:ECHOED_TEXT] + "…"
+
+
+def _shown_issue(error: dict[str, Any]) -> dict[str, Any]:
+    return {**error, "loc": [shown(part) if isinstance(part, str) else part for part in error.get("loc", ())],
+            "msg": shown(str(error.get("msg", "")))}
+
+
 def problem(request: Request, status_code: int, detail: str, *, headers: dict[str, str] | None = None,
             **extensions: Any) -> JSONResponse:
     """The one error body of the API (RFC 9457): no type beyond the status's, so `about:blank` and the
-    status's phrase as the title; the request's path as the instance."""
+    status's phrase as the title; the request's path as the instance. What it echoes is `shown()`."""
+    if "errors" in extensions:
+        extensions["errors"] = [_shown_issue(e) for e in extensions["errors"]]
     body = {"type": "about:blank", "title": HTTPStatus(status_code).phrase, "status": status_code,
-            "detail": detail, "instance": request.url.path, **extensions}
+            "detail": shown(detail), "instance": shown(request.url.path), **extensions}
     return JSONResponse(status_code=status_code, content=jsonable_encoder(body), headers=headers,
                         media_type=PROBLEM_JSON)
 
@@ -95,6 +125,13 @@ def _body_not_json(request: Request, errors: list[dict[str, Any]]) -> bool:
 
 
 async def _on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    if any(e.get("loc") and e["loc"][0] == "path" for e in exc.errors()):
+        # A path that routing took for another route's parameter (PATCH /tables/1:plan matched
+        # /tables/{table_id}): when the path's own route (the most specific) lacks the method, that is a 405.
+        documented = allowed_methods(request.app, request.url.path)
+        if documented and request.method not in documented:
+            return problem(request, status.HTTP_405_METHOD_NOT_ALLOWED, "Method Not Allowed",
+                           headers={"Allow": ", ".join(documented)})
     if _body_not_json(request, list(exc.errors())):
         return problem(request, status.HTTP_400_BAD_REQUEST, not_json_detail(request.headers.get("content-type")))
     errors = [_plain(e) for e in exc.errors()]

@@ -201,6 +201,7 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
             status = "warning"
     except (HudiError, MetadataFormatError, OSError) as exc:
         status = "warning"
+        score = 0  # as the fleet round scores a table it cannot read
         reasons.append(f"cannot score the table's health: {exc}")
     if not enabled:
         reasons.append("table is disabled: TMS plans nothing for it")

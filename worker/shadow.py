@@ -14,6 +14,7 @@ import posixpath
 from dataclasses import replace
 
 from tms.db import Database, ShadowRunRepo
+from tms.execute.fencing import redact_fence_keys
 from tms.execute.shadow_compare import Comparison, compare_instant
 from tms.execute.shadow_copy import scratch_copy
 from tms.hudi.storage.table_storage import open_storage
@@ -90,9 +91,11 @@ class ShadowAttempt:
         self._record("differed", groups=comparison.groups, detail=detail,
                      first_differing_key=comparison.first_differing_key)
 
-    def _record(self, outcome: str, **fields) -> None:
+    def _record(self, outcome: str, detail: str | None = None, **fields) -> None:
         c = self.claimed
         assert c.shadow is not None and c.engine is not None
+        if detail is not None:
+            fields["detail"] = redact_fence_keys(detail, c.fence_key)
         with self.database.transaction() as session:
             ShadowRunRepo(session).record(task_id=c.task_id, attempt=c.attempt, rollout=c.shadow.rollout,
                                           canary_engine=self.engine, stable_engine=c.engine.name, outcome=outcome,

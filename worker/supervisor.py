@@ -15,6 +15,7 @@ from tms.db import Database, TaskRepo
 from tms.errors import ConfigError
 from tms.execute.dispatch import executor_for
 from tms.execute.errors import CONFLICT_EXIT_STATUS
+from tms.execute.fencing import redact_fence_keys
 from tms.execute.job_result import find_result
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
@@ -271,8 +272,11 @@ class JobSupervisor:
 
     def _finish(self, outcome: Outcome, tail: str, error: str | None, *, conflict: bool = False) -> Outcome:
         """Record the outcome; a task that left RUNNING meanwhile (cancelled, taken over) keeps its state,
-        and only the log tail is added to the attempt. `conflict`: the job gave way to a conflicting write."""
+        and only the log tail is added to the attempt. `conflict`: the job gave way to a conflicting write.
+        The attempt's fence key is hidden wherever the error or the tail shows it (its command line, a fence URL)."""
         c = self.claimed
+        tail = redact_fence_keys(tail, c.fence_key)
+        error = None if error is None else redact_fence_keys(error, c.fence_key)
         with self.settings.database.transaction() as session:
             tasks = TaskRepo(session)
             finished = None

@@ -8,13 +8,14 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import AlertRepo, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
+from tms.db import Alert, AlertRepo, ConflictError, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
 from tms.leadership import LEASE_NAME
 
-from ..auth import Admin, Viewer
+from ..auth import Admin, Operator, Viewer
 from ..pagination import Cursor, decode_cursor, page
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.manager import (
+    AlertOut,
     AlertPage,
     AlertType,
     DeliveryPage,
@@ -26,7 +27,7 @@ from ..schemas.manager import (
     WebhookIn,
     WebhookOut,
 )
-from ..schemas.problems import ADMIN, VIEWER, problems
+from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 
 router = APIRouter(prefix="/api/v1")
 
@@ -69,6 +70,35 @@ def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None
             open_only=open_only, state=state, muted=muted, subject=subject, since=since, limit=limit + 1,
             offset=offset, before_id=before_id, count=cursor is None)
         return page("alerts", alerts, limit, total, offset, cursor)
+
+
+@router.post("/alerts/{alert_id}:acknowledge", response_model=AlertOut, dependencies=[Operator], tags=["alerts"],
+             responses=problems(*OPERATOR, 404, 409, 422, d409="An alert of a type that resolves by itself"),
+             summary="Acknowledge an instance_down alert: the process is gone for good")
+def acknowledge(alert_id: Annotated[Id, Path()], request: Request) -> Alert:
+    """The instance is forgotten (its row removed, unless it beats again) and the alert resolves. An alert
+    already resolved is answered as it is."""
+    with request.app.state.database.transaction() as session:
+        return acknowledge_alert(session, alert_id, request.app.state.settings)
+
+
+ACKNOWLEDGED_TYPES = frozenset({AlertType.INSTANCE_DOWN.value})
+
+
+def acknowledge_alert(session: Session, alert_id: int, settings: Settings) -> Alert:
+    """Resolve an instance_down alert on an operator's word (the API's and the dashboard's); NotFoundError
+    for an unknown alert, ConflictError for a type whose condition TMS watches until it clears."""
+    alerts = AlertRepo(session)
+    alert = alerts.get(alert_id)
+    if alert.kind not in ACKNOWLEDGED_TYPES:
+        raise ConflictError(f"alert {alert_id} is {alert.kind}: it resolves when its condition clears; only "
+                            f"{', '.join(sorted(ACKNOWLEDGED_TYPES))} alerts are acknowledged")
+    if alert.resolved_at is not None:
+        return alert
+    InstanceRepo(session).forget_silent(alert.subject.removeprefix("instance:"),
+                                        settings.monitor_instance_missing_seconds)
+    resolved = alerts.resolve(alert.fingerprint)
+    return resolved or alerts.get(alert_id)
 
 
 # --- mutes -----------------------------------------------------------------------------------------

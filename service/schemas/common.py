@@ -19,8 +19,10 @@ MAX_ID = 2**63 - 1  # bigint
 # The validators below, as JSON Schema says them (for clients, the API docs and schemathesis).
 NO_NUL_PATTERN = r"^[^\u0000]*$"
 # An instant time: a calendar time yyyyMMddHHmmss[SSS], or one of Hudi's reserved times (eight zeros of date:
-# the init and bootstrap instants, the metadata table's). The day is checked against its month in _instant.
-INSTANT_PATTERN = (r"^(([0-9]{4}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])([01][0-9]|2[0-3])[0-5][0-9][0-5][0-9])"
+# the init and bootstrap instants, the metadata table's); no year 0. The day is checked against its month in
+# _instant.
+INSTANT_PATTERN = (r"^((([1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+                   r"(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])([01][0-9]|2[0-3])[0-5][0-9][0-5][0-9])"
                    r"|0{8}[0-9]{6})([0-9]{3})?$")
 _INSTANT = re.compile(INSTANT_PATTERN)
 # An absolute path, a file: URL of one, or a URL naming a bucket or host.
@@ -117,10 +119,16 @@ InstantTime = Annotated[str, Field(examples=["20250101120000123"], json_schema_e
                         AfterValidator(_instant)]
 Action = Annotated[str, Field(examples=[TimelineAction.DELTA_COMMIT.value], json_schema_extra={"enum": list(ACTIONS)}),
                    AfterValidator(_action)]
+def _json_integer(value: Any) -> Any:
+    # JSON Schema counts 117.0 an integer (a number without a fraction); `true` and "117" are not.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 # Numbers and flags in JSON bodies are taken as their schema says: no `true` for 1, no `0` for false.
-BodyInt = Annotated[int, Strict()]
+BodyInt = Annotated[int, Strict(), BeforeValidator(_json_integer)]
 BodyBool = Annotated[bool, Strict()]
-BodyId = Annotated[int, Strict(), Field(ge=1, le=MAX_ID)]
+BodyFloat = Annotated[float, Strict()]  # an integer too (a JSON number), not a string
+BodyId = Annotated[int, Strict(), BeforeValidator(_json_integer), Field(ge=1, le=MAX_ID)]
 Limit = Annotated[int, Field(ge=1, le=500)]
 Offset = Annotated[int, Field(ge=0, le=MAX_ID)]
 

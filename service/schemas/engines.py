@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .common import BodyInt, Record, ShortText
+from .common import BodyBool, BodyFloat, BodyInt, Record, ShortText
 
 EngineName = Field(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
 
@@ -58,11 +58,11 @@ class RolloutIn(BaseModel):
     stable_engine: ShortText
     canary_engine: ShortText | None = None
     canary_percent: BodyInt = Field(0, ge=0, le=100, description="Share of the tasks run on the canary")
-    shadow: bool = Field(
+    shadow: BodyBool = Field(
         False, description="Run the canary in shadow: its share of compactions and clusterings also runs on the "
                            "stable engine, whose result alone is committed; the canary runs the same plan on a "
                            "scratch copy and a result that differs rolls the rule back")
-    failure_margin: float | None = Field(
+    failure_margin: BodyFloat | None = Field(
         None, ge=0, le=1, description="Roll the canary back when its failure rate exceeds the stable engine's by "
                                       "more than this; unset: TMS_CANARY_FAILURE_MARGIN")
     min_tasks: BodyInt | None = Field(

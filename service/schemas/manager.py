@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import AnyHttpUrl, BaseModel, Field, computed_field, field_validator, model_validator
 
-from .common import Id, Record, ShortText
+from .common import BodyBool, Id, Record, ShortText
 
 
 class Severity(StrEnum):
@@ -128,7 +128,7 @@ class WebhookIn(BaseModel):
     min_severity: Severity = Severity.INFO
     format: WebhookFormat = WebhookFormat.JSON
     name: ShortText | None = Field(None, max_length=64)
-    enabled: bool = True
+    enabled: BodyBool = True
 
 
 class WebhookChanges(BaseModel):
@@ -139,7 +139,7 @@ class WebhookChanges(BaseModel):
     min_severity: Severity | None = None
     format: WebhookFormat | None = None
     name: ShortText | None = Field(None, max_length=64)
-    enabled: bool | None = None
+    enabled: BodyBool | None = None
 
     @model_validator(mode="after")
     def _no_nulls(self) -> WebhookChanges:

@@ -223,9 +223,16 @@ class TableDetail(TableOut):
         "yet, its commits reach TMS only by the planner's periodic pass (TMS_PLANNER_SCAN_SECONDS)"))
 
 
+def _planned_only(schema: dict[str, Any]) -> None:
+    """The document lists the services a request may plan, as the validator below takes them."""
+    schema.pop("$ref", None)
+    schema.update(type="string", enum=[s.value for s in TableService if s in PLANNED_SERVICES])
+
+
 class PlanRequest(BaseModel):
     service: TableService = Field(description="The table service to plan now, whatever its trigger says "
-                                              "(a rollback: of the writes whose writer is gone)")
+                                              "(a rollback: of the writes whose writer is gone)",
+                                  json_schema_extra=_planned_only)
 
     @field_validator("service")
     @classmethod

@@ -6,14 +6,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .common import BodyInt, JsonObject, Record, ShortText
+from .common import BasePath, BodyInt, JsonObject, Record, ShortText
 
 
 class TemplateIn(BaseModel):
     database: ShortText | None = Field(None, description="Tables of this database")
     name_pattern: ShortText | None = Field(
         None, description="Tables whose name (or database.name) matches this pattern (`*`, `?`, `[...]`)")
-    path_prefix: ShortText | None = Field(None, description="Tables whose base path lies under this folder")
+    path_prefix: BasePath | None = Field(None, max_length=4096, description=(
+        "Tables whose base path lies under this folder (an absolute path or a URL, as a base path)"))
     policies: JsonObject = Field(default_factory=dict, description=(
         "Hudi option name -> value, as a table's `policies`: TMS's policy options and the writers' lock options "
         "(taken as a group: a table with lock options of its own takes none of these)"))

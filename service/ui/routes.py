@@ -37,7 +37,7 @@ from tms.table_service import TableService
 from ..auth import Role
 from ..backup_restore import restore_to_new_path
 from ..errors import validation_detail
-from ..routers.manager import add_mute
+from ..routers.manager import ACKNOWLEDGED_TYPES, acknowledge_alert, add_mute
 from ..routers.tables import apply_table_changes
 from ..savepoint_restore import request_savepoint_restore
 from ..schemas.admin import QueueIn, QueueKind
@@ -415,7 +415,8 @@ def alerts_page(request: Request, user: User, show: str = "firing", severity: st
                                                 offset=(page - 1) * views.PAGE_SIZE)
         names = views.table_names(session, {a.table_id for a in alerts if a.table_id})
     return _page(request, "alerts.html", user, alerts=alerts, total=total, names=names, show=show,
-                 severity=severity, page=page, pages=max(1, -(-total // views.PAGE_SIZE)))
+                 severity=severity, page=page, pages=max(1, -(-total // views.PAGE_SIZE)),
+                 acknowledged_types=ACKNOWLEDGED_TYPES)
 
 
 @router.post("/alerts/{alert_id}/mute")
@@ -440,6 +441,18 @@ def alert_mute(request: Request, user: User, alert_id: int, form: Form) -> Respo
         except (ValidationError,) + ONE_LINE_ERRORS as exc:
             return _back("/ui/alerts", f"The alert was not muted: {_message(exc)}", "error")
     return _back("/ui/alerts", f"Alerts of kind {alert.kind} muted.")
+
+
+@router.post("/alerts/{alert_id}/acknowledge")
+async def alert_acknowledge(request: Request, user: User, alert_id: int) -> Response:
+    await _form(request, user)
+    _require(user, Role.OPERATOR)  # as the API
+    with _database(request).transaction() as session:
+        try:
+            alert = acknowledge_alert(session, alert_id, request.app.state.settings)
+        except ONE_LINE_ERRORS as exc:
+            return _back("/ui/alerts", f"The alert was not acknowledged: {_message(exc)}", "error")
+    return _back("/ui/alerts", f"Alert {alert.kind} {alert.subject} acknowledged and resolved.")
 
 
 @router.get("/mutes")

@@ -5,12 +5,16 @@ for commits is no problem. And the digest read from a real table: its file group
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from tms.fleet.health import health_digest
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.writer import create_table_for_records
+from tms.hudi.timeline.serde import MetadataFormatError
 from tms.planning.health import FileGroupFacts, HealthDigest, table_health
 from tms.planning.policy import TablePolicy
 
@@ -91,3 +95,18 @@ def test_the_digest_of_a_table_on_storage(tmp_path):
     assert (digest.orphan_files, digest.orphan_bytes, digest.failed_plans) == (1, 100, 1)
     younger = health_digest(table, now, tasks_by_state={}, clean_commits=5, orphan_safety_seconds=7200)
     assert younger.orphan_files == 0, "younger than the safety window: maybe a write under way"
+
+
+def test_a_truncated_latest_commit_makes_the_table_unreadable_naming_the_file(tmp_path):
+    # The fleet round scores a table whose digest cannot be made 0 ("unreadable", with this message).
+    writer = create_table_for_records(str(tmp_path / "t"), ROWS, table_type="COPY_ON_WRITE", version=6, key=["id"],
+                                      ordering=["ts"], partition=["city"])
+    writer.write(ROWS, "insert")
+    table = HudiTable.load(str(tmp_path / "t"))
+    latest = table.timeline.last_of(("commit",), completed=True)
+    path = table.timeline.path_of(latest)
+    for damaged in (b"", b'{"partitionToWriteStats": {"city=sf": [{"fileId": "'):  # emptied, cut short
+        (tmp_path / "t" / ".hoodie" / os.path.basename(path)).write_bytes(damaged)
+        with pytest.raises(MetadataFormatError, match=re.escape(os.path.basename(path))):
+            health_digest(HudiTable.load(str(tmp_path / "t")), datetime.now(UTC), tasks_by_state={}, clean_commits=5,
+                          orphan_safety_seconds=600)

@@ -12,7 +12,7 @@ from sqlalchemy import text, update
 from manager.monitor import MonitorContext, evaluate
 from planner.runner import Planner
 from tms.config import Settings
-from tms.db import AlertRepo, TableRepo, Task, TaskRepo, TaskState
+from tms.db import AlertRepo, Instance, InstanceRepo, TableRepo, Task, TaskRepo, TaskState
 from tms.leadership import LeaderLease
 
 S = TaskState
@@ -257,3 +257,34 @@ def test_a_clean_due_and_never_attempted_fires_not_scheduled_and_the_table_is_no
     evaluate(lease, epoch, ctx)  # the planner attempted the clean (planned it, or found nothing to clean)
     assert [(a.subject, a.state) for a in _alerts(db, "not_scheduled")] == [(f"table:{table_id}:clean", "resolved")]
     assert not any(r.startswith("clean due and not planned") for r in health().reasons)
+
+
+def _crashed(db, instance_id: str, roles: list[str], host: str, minutes_ago: int) -> None:
+    """An instance whose process died `minutes_ago` without deregistering (kill -9)."""
+    with db.transaction() as session:
+        InstanceRepo(session).heartbeat(instance_id, roles=roles, host=host, pid=1, version="v")
+        session.execute(update(Instance).where(Instance.id == instance_id).values(
+            started_at=text(f"now() - interval '{minutes_ago + 10} minutes'"),
+            heartbeat_at=text(f"now() - interval '{minutes_ago} minutes'")))
+
+
+def _firing(db, kind: str) -> list[str]:
+    return sorted(a.subject for a in _alerts(db, kind) if a.state == "firing")
+
+
+def test_instance_down_resolves_when_a_restart_of_the_same_roles_takes_each_crashed_instances_place(db):
+    lease, epoch = _leader(db)
+    ctx = MonitorContext(Settings(monitor_instance_missing_seconds=60), datetime.now(UTC), {})
+    _crashed(db, "h1:1:a", ["worker"], "h1", minutes_ago=9)
+    _crashed(db, "h2:2:b", ["worker"], "h2", minutes_ago=8)
+    _crashed(db, "h1:3:c", ["planner"], "h1", minutes_ago=7)
+    evaluate(lease, epoch, ctx)
+    assert _firing(db, "instance_down") == ["instance:h1:1:a", "instance:h1:3:c", "instance:h2:2:b"]
+    with db.transaction() as session:  # one worker is back, under a new id on h2: one of the two is still missing
+        InstanceRepo(session).heartbeat("h2:4:d", roles=["worker"], host="h2", pid=4, version="v")
+    evaluate(lease, epoch, ctx)
+    assert _firing(db, "instance_down") == ["instance:h1:3:c", "instance:h2:2:b"]  # the earliest dead replaced
+    with db.transaction() as session:  # the second worker back (another host: a new container), not the planner
+        InstanceRepo(session).heartbeat("h9:5:e", roles=["worker"], host="h9", pid=5, version="v")
+    evaluate(lease, epoch, ctx)
+    assert _firing(db, "instance_down") == ["instance:h1:3:c"]

@@ -12,7 +12,7 @@ import pytest
 from support import REPO
 
 from standalone.demo import run_demo_writer
-from tms.db import AlertRepo, TaskRepo
+from tms.db import AlertRepo, Sighting, TaskRepo
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 
@@ -225,6 +225,12 @@ def test_alerts_tokens_and_status(tms, tokens, service, trips):
     assert (alert["kind"], alert["table_id"], alert["message"]) == ("planning_failed", tid, "cannot plan it")
     assert "cannot plan it" in ok(tms("alerts", "list", "--table", str(tid)))
     assert as_json(tms("alerts", "list", "--severity", "critical", "--json"))["items"] == []
+    with service.database.transaction() as session:
+        down, _ = AlertRepo(session).fire("instance_down", "instance:h:1:x", Sighting("warning", "h:1:x is silent"))
+    assert ok(tms("alerts", "ack", str(down.id), role="operator")) == \
+        f"alert {down.id} (instance_down instance:h:1:x) resolved\n"
+    assert "resolves when its condition clears" in one_line_error(
+        tms("alerts", "ack", str(as_json(tms("alerts", "list", "--open", "--json"))["items"][0]["id"])))
 
     listed = as_json(tms("tokens", "list", "--json"))
     assert {t["role"] for t in listed} == {"viewer", "operator", "admin"} and all("token" not in t for t in listed)

@@ -177,3 +177,18 @@ def test_many_tables_events_are_taken_together_and_a_due_one_is_planned(db, tmp_
     assert task.service == "compaction" and pending_plans(due.table()) == [(task.instant, "compaction")]
     assert [t.tasks() for t in tables[1:]] == [[], [], []]
     assert p.handle_events_of([held.id]) == [held.id] and held.unprocessed() == []
+
+
+def test_a_truncated_latest_commit_raises_table_unreadable_naming_the_file(db, tmp_path):
+    t = TrackedTable(db, tmp_path / "t", policies=EVERY_3)
+    t.write([rec(i, 10) for i in range(3)])
+    t.write([rec(i, 20) for i in range(3)])
+    timeline = tmp_path / "t" / ".hoodie"
+    latest = max((f for f in timeline.rglob("*.deltacommit") if "metadata" not in f.parts),
+                 key=lambda f: f.name)
+    latest.write_bytes(latest.read_bytes()[:20])  # truncated (a writer that died while completing it)
+    assert planner(db).reconcile(t.id)
+    with db.transaction() as session:
+        alerts, _ = AlertRepo(session).find(table_id=t.id, open_only=True)
+    assert [a.kind for a in alerts] == ["table_unreadable"]
+    assert latest.name in alerts[0].message, alerts[0].message

@@ -1,7 +1,8 @@
 """Queues, tokens, instances, alerts, health and metrics."""
 from __future__ import annotations
 
-from tms.db import AlertRepo, TaskRepo, TaskState
+from service.app import create_app
+from tms.db import AlertRepo, Database, TaskRepo, TaskState
 
 
 def test_queues(client, app, tokens, register):
@@ -57,7 +58,21 @@ def test_alerts(client, app, tokens, register):
 
 def test_readyz_reports_migrations(client):
     body = client.get("/readyz").json()
-    assert body["status"] == "ok" and body["migrations"]
+    assert body["status"] == "ok" and body["database"] == "ok" and body["migrations"]
+
+
+def test_readyz_says_which_dependency_is_down_and_not_the_drivers_error(settings, caplog):
+    from fastapi.testclient import TestClient
+
+    url = "postgresql://tms_user:hunter2@127.0.0.1:9/tms_meta?connect_timeout=2"
+    database = Database(url)
+    try:
+        answer = TestClient(create_app(settings.model_copy(update={"database_url": url}), database)).get("/readyz")
+    finally:
+        database.dispose()
+    assert answer.status_code == 503
+    assert answer.json() == {"status": "unavailable", "database": "unreachable"}  # no host, port or user
+    assert "127.0.0.1" in caplog.text  # the driver's error goes to the log, for the operator
 
 
 def test_metrics(client, register, callback_headers, app):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from service.ui.session import CSRF_FIELD, SESSION_COOKIE
-from tms.db import AlertRepo, QueueRepo, TaskRepo, TaskState
+from tms.db import AlertRepo, QueueRepo, Sighting, TaskRepo, TaskState
 from tms.db.repos.webhooks import MuteRepo, WebhookRepo
 
 
@@ -240,3 +240,17 @@ def test_the_table_page_shows_the_backups_and_an_admin_restores_one_after_confir
     assert "Restore requested: task" in restored.text
     listed = client.get(f"/api/v1/tables/{table['id']}/backups", headers=tokens["admin"]).json()
     assert [(t["action"], t["plan_stats"]["target_path"]) for t in listed["tasks"]] == [("backup_restore", target)]
+
+
+def test_an_operator_acknowledges_an_instance_down_alert_from_the_alerts_page(client, tokens, app):
+    with app.state.database.transaction() as session:
+        down, _ = AlertRepo(session).fire("instance_down", "instance:h:9:gone", Sighting("warning", "h:9:gone silent"))
+        AlertRepo(session).fire("queue_saturated", "queue:q", Sighting("warning", "queue q is full"))
+    csrf = _sign_in(client, tokens["operator"])
+    page = client.get("/ui/alerts").text
+    assert page.count('/acknowledge"') == 1 and f'/ui/alerts/{down.id}/acknowledge"' in page  # only instance_down
+    done = client.post(f"/ui/alerts/{down.id}/acknowledge", data={CSRF_FIELD: csrf})
+    assert "acknowledged and resolved" in done.text, done.text
+    with app.state.database.transaction() as session:
+        assert AlertRepo(session).get(down.id).resolved_at is not None
+    assert "h:9:gone silent" not in client.get("/ui/alerts").text  # firing alerts only

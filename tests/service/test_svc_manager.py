@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import update
+from sqlalchemy import text, update
 
-from tms.db import AlertRepo, InstanceRepo, LeaseRepo, RegisteredTable, Sighting, TaskRepo, TaskState
+from tms.db import AlertRepo, Instance, InstanceRepo, LeaseRepo, RegisteredTable, Sighting, TaskRepo, TaskState
 
 
 def test_manager_shows_the_leader_its_epoch_and_the_standbys(client, app, tokens):
@@ -74,7 +74,8 @@ def test_mutes_are_created_listed_and_deleted_and_mark_alerts_muted(client, app,
 def test_webhooks_crud_without_showing_secrets_and_their_deliveries(client, app, tokens):
     admin = tokens["admin"]
     for bad in ({"url": "not a url"}, {"url": "http://x", "format": "xml"}, {"url": "http://x", "secret": "short"},
-                {"url": "http://x", "min_severity": "loud"}, {"url": "http://x", "alert_types": ["nope"]}):
+                {"url": "http://x", "min_severity": "loud"}, {"url": "http://x", "alert_types": ["nope"]},
+                {"url": "http://x", "enabled": 0}, {"url": "http://x", "enabled": "false"}):
         assert client.post("/api/v1/webhooks", json=bad, headers=admin).status_code == 422, bad
     assert client.get("/api/v1/webhooks", headers=admin).json() == []
     created = client.post("/api/v1/webhooks", json={"url": "http://127.0.0.1:9/hook", "secret": "s3cret-value",
@@ -88,6 +89,7 @@ def test_webhooks_crud_without_showing_secrets_and_their_deliveries(client, app,
                            headers=admin)
     assert changed.status_code == 200 and changed.json()["format"] == "json" and changed.json()["alert_types"] == []
     assert client.patch(f"/api/v1/webhooks/{hook['id']}", json={"url": None}, headers=admin).status_code == 422
+    assert client.patch(f"/api/v1/webhooks/{hook['id']}", json={"enabled": 1}, headers=admin).status_code == 422
     assert client.patch("/api/v1/webhooks/999999", json={"enabled": False}, headers=admin).status_code == 404
     with app.state.database.transaction() as session:
         AlertRepo(session).fire("task_failed", "task:5", Sighting("critical", "boom"))
@@ -143,3 +145,24 @@ def test_metrics_show_each_tables_newest_backup(client, app, register):
     assert lines[f"tms_backup_last_version{labels}"] == 2
     assert lines[f"tms_backup_last_bytes_copied{labels}"] == 120
     assert abs(lines[f"tms_backup_last_success_timestamp_seconds{labels}"] - time.time()) < 600
+
+
+def test_an_instance_down_alert_is_acknowledged_by_an_operator_and_forgets_the_instance(client, app, tokens):
+    with app.state.database.transaction() as session:
+        InstanceRepo(session).heartbeat("h:1:dead", roles=["worker"], host="h", pid=1, version="v")
+        session.execute(update(Instance).where(Instance.id == "h:1:dead")
+                        .values(heartbeat_at=text("now() - interval '1 hour'")))
+        down, _ = AlertRepo(session).fire("instance_down", "instance:h:1:dead", Sighting("warning", "silent"))
+        other, _ = AlertRepo(session).fire("table_unreadable", "table:1", Sighting("warning", "gone"))
+    ack = f"/api/v1/alerts/{down.id}:acknowledge"
+    assert client.post(ack, headers=tokens["viewer"]).status_code == 403
+    answer = client.post(ack, headers=tokens["operator"])
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["state"], answer.json()["subject"]) == ("resolved", "instance:h:1:dead")
+    with app.state.database.transaction() as session:
+        assert "h:1:dead" not in [i.id for i in InstanceRepo(session).list()]  # forgotten: it fires no more
+    again = client.post(ack, headers=tokens["operator"])  # already resolved: answered as it is
+    assert again.status_code == 200 and again.json()["resolved_at"] == answer.json()["resolved_at"]
+    refused = client.post(f"/api/v1/alerts/{other.id}:acknowledge", headers=tokens["operator"])
+    assert refused.status_code == 409 and "resolves when its condition clears" in refused.json()["detail"]
+    assert client.post("/api/v1/alerts/999999:acknowledge", headers=tokens["operator"]).status_code == 404

@@ -49,6 +49,10 @@ def test_405_names_the_methods_of_the_path(client, tokens):
     assert answer.status_code == 405 and answer.headers["allow"] == "POST"
     answer = client.put("/api/v1/tables/1", headers=tokens["admin"])
     assert answer.status_code == 405 and answer.headers["allow"] == "DELETE, GET, PATCH"
+    # /tables/1:plan would match /tables/{table_id} (which takes PATCH) with the id "1:plan": still a 405
+    answer = client.patch("/api/v1/tables/1:plan", json={}, headers=tokens["admin"])
+    assert answer.status_code == 405 and answer.headers["allow"] == "POST"
+    assert client.patch("/api/v1/tables/x", json={}, headers=tokens["admin"]).status_code == 422
 
 
 def test_docs_pages_load_their_assets_from_the_service(client):
@@ -61,3 +65,16 @@ def test_docs_pages_load_their_assets_from_the_service(client):
             assert f"/static/docs/{asset}" in sources
             served = client.get(f"/static/docs/{asset}")
             assert served.status_code == 200 and len(served.content) > 100_000
+
+
+def test_the_document_is_as_strict_as_the_validation(client, tokens, register):
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert schemas["PlanRequest"]["properties"]["service"]["enum"] == ["compaction", "clustering", "clean", "rollback"]
+    assert not re.match(schemas["EventIn"]["properties"]["instant"]["pattern"], "00000101000000")  # no year 0
+    table = register("cow_v6_nonpartitioned")
+    # JSON Schema's integer: 7.0 is one, "7" and true are not
+    changed = client.patch(f"/api/v1/tables/{table['id']}", json={"priority": 7.0}, headers=tokens["admin"])
+    assert changed.status_code == 200 and changed.json()["priority"] == 7
+    for bad in ("7", True, 7.5):
+        assert client.patch(f"/api/v1/tables/{table['id']}", json={"priority": bad},
+                            headers=tokens["admin"]).status_code == 422, bad

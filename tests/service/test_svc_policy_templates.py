@@ -109,6 +109,9 @@ def test_templates_refuse_what_they_cannot_give_every_table_and_viewers_cannot_w
     lock = client.put("/api/v1/policy-templates/t", json={"policies": {LOCK: "com.example.NoSuchLock"}},
                       headers=tokens["admin"])
     assert lock.status_code == 422
+    for prefix in ("0", "relative/dir", "s3://"):  # not a folder a base path can lie under: refused, not a 500
+        refused = client.put("/api/v1/policy-templates/t", json={"path_prefix": prefix}, headers=tokens["admin"])
+        assert refused.status_code == 422 and "body.path_prefix" in refused.json()["detail"], (prefix, refused.text)
     assert client.put("/api/v1/policy-templates/t", json={}, headers=tokens["operator"]).status_code == 403
     assert client.get("/api/v1/policy-templates", headers=tokens["viewer"]).json() == []
     assert client.get("/api/v1/policy-templates/t", headers=tokens["viewer"]).status_code == 404

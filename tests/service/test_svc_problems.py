@@ -23,9 +23,10 @@ def assert_problem(answer, status: int) -> dict:
     assert answer.status_code == status, answer.text
     assert answer.headers["content-type"] == "application/problem+json"
     body = answer.json()
-    assert {k: body[k] for k in ("type", "title", "status", "instance")} == {
-        "type": "about:blank", "title": __import__("http").HTTPStatus(status).phrase, "status": status,
-        "instance": answer.request.url.path}
+    assert {k: body[k] for k in ("type", "title", "status")} == {
+        "type": "about:blank", "title": __import__("http").HTTPStatus(status).phrase, "status": status}
+    path = answer.request.url.path
+    assert body["instance"] == path if len(path) <= 200 else body["instance"] == path[:200] + "…"
     assert isinstance(body["detail"], str) and "\n" not in body["detail"] and body["detail"]
     return body
 
@@ -90,3 +91,17 @@ def test_an_oversized_body_is_a_413_of_the_declared_media_type(client, callback_
     assert answer.status_code == 413
     declared = client.get("/openapi.json").json()["paths"]["/api/v1/events:batch"]["post"]["responses"]["413"]
     assert answer.headers["content-type"].partition(";")[0] in declared["content"], answer.headers
+
+
+def test_echoed_input_is_bounded_and_escaped(client, tokens):
+    # A long path and ANSI escapes, echoed by the refusal: bounded with "…", control characters as \x1b.
+    long = "/" + "a" * 100_000
+    refused = client.post("/api/v1/tables", json={"base_path": long}, headers=tokens["admin"])
+    body = assert_problem(refused, 422)
+    assert len(refused.content) < 10_000 and "/" + "a" * 199 + "…" in body["detail"]
+    assert "a" * 201 not in refused.text
+    red = client.post("/api/v1/tables", json={"base_path": "/\x1b[31mred\x1b[0m"}, headers=tokens["admin"])
+    body = assert_problem(red, 422)
+    assert "\x1b" not in red.text and "\\x1b[31mred\\x1b[0m" in body["detail"]
+    path = assert_problem(client.get("/api/v1/" + "b" * 5000, headers=tokens["viewer"]), 404)
+    assert path["instance"] == "/api/v1/" + "b" * 192 + "…"

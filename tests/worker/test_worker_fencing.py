@@ -13,6 +13,7 @@ from worker_support import (
 )
 
 from tms.db import OperatorAction, TaskRepo, TaskState
+from tms.execute.fencing import redact_fence_keys
 from tms.hudi.timeline.instant import State
 from worker.claim import ClaimLimits, claim_next, restore_expired_leases
 from worker.fence import fence_url
@@ -108,3 +109,27 @@ def test_two_workers_never_run_one_task_twice(tmp_path, service, db, local_queue
         on_disk = [p for p in t.path.rglob(f"*_{d.instant}.parquet")]
         assert len(on_disk) == len(written) == d.plan_stats["operations"], "each file group compacted once"
         t.check()
+
+
+def test_the_fence_key_is_in_no_text_a_viewer_reads(tmp_path, service, db, local_queue):
+    # A job that cannot reach its fence (the service's URL is wrong) fails saying where it looked: not with
+    # which key. Its task's error, its attempt's error and log tail name the URL with the key hidden.
+    local_queue()
+    _, task_id = _compaction(tmp_path, service, db)
+    claimed = claim_next(db, "w1", LIMITS)
+    with __import__("socket").socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        nowhere = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    settings = JobSettings(database=db, service_url=nowhere, runner="python", py_files=None,
+                           log_dir=tmp_path / "jobs", lease_seconds=30, timeout_seconds=60)
+    assert JobSupervisor(settings, claimed).run() is Outcome.FAILED
+    [attempt] = attempts(db, task_id)
+    with db.transaction() as session:
+        task = TaskRepo(session).get(task_id)
+    texts = [task.error or "", attempt.error or "", attempt.log_tail or ""]
+    assert "cannot confirm the lease" in attempt.log_tail and "key=<redacted>" in attempt.log_tail
+    assert all(claimed.fence_key not in text for text in texts), texts
+    # what the worker records is redacted however the job showed the key (its command line, a bare key)
+    shown = f"argv: --fence-url {fence_url(nowhere, task_id, 1, 'k3y-Secret_1')} then k3y-Secret_1"
+    assert redact_fence_keys(shown, "k3y-Secret_1") == \
+        f"argv: --fence-url {nowhere}/api/v1/tasks/{task_id}/fence?token=1&key=<redacted> then <redacted>"

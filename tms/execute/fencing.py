@@ -5,6 +5,7 @@ A fence is a callable that returns when this attempt still owns the plan and rai
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 
@@ -17,6 +18,20 @@ Fence = Callable[[], None]
 # How long a fence check keeps asking a service that does not answer: the default lease
 # (TMS_WORKER_LEASE_SECONDS), which the worker renews meanwhile without the service.
 FENCE_PATIENCE_SECONDS = 60.0
+
+REDACTED = "<redacted>"
+# The key of a fence URL (`...?token=3&key=...`): whoever holds it can answer for the attempt's job.
+_URL_KEY = re.compile(r"([?&]key=)[^&#\s'\"]+")
+
+
+def redact_fence_keys(text: str, *keys: str) -> str:
+    """`text` with the key of every fence URL in it, and each of `keys` wherever it stands, hidden: for what
+    viewers read (task and attempt errors, log tails) and the console."""
+    text = _URL_KEY.sub(rf"\g<1>{REDACTED}", text)
+    for key in keys:
+        if key:
+            text = text.replace(key, REDACTED)
+    return text
 
 
 def no_fence() -> None:

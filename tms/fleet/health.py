@@ -25,6 +25,7 @@ def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[st
                   damaged_files: Sequence[str] = ()) -> HealthDigest:
     """`planner_state`: the table row's (the planner's digest), to tell a due service it has not planned.
     `damaged_files`: those the table's `table_damaged` alert names (reported_damaged_files)."""
+    table.timeline.check_latest_write()  # a truncated latest commit: the table cannot be read (scored 0)
     digest = TimelineDigest.of(table, None, now, _COUNTED)
     unplanned = _since_attempts(table, now, planner_state)
     finding = ((planner_state or {}).get("findings") or {}).get(TableService.CLEAN)

@@ -119,6 +119,10 @@ class MonitorReads:
         """Instances whose last heartbeat is older than `limit`."""
         return list(self.session.scalars(select(Instance).where(Instance.heartbeat_at < limit)))
 
+    def instances(self) -> list[Instance]:
+        """Every registered instance, alive or silent (the successors a silent one may have)."""
+        return list(self.session.scalars(select(Instance).order_by(Instance.started_at)))
+
 
 def _load_at_start() -> ScalarSelect[float]:
     """Per task row: its queue's load when it started, the runs of that queue under way then per slot (0

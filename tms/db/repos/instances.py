@@ -42,6 +42,13 @@ class InstanceRepo:
     def remove(self, instance_id: str) -> None:
         self.session.execute(delete(Instance).where(Instance.id == instance_id))
 
+    def forget_silent(self, instance_id: str, seconds: float) -> bool:
+        """Remove the instance's row if it has not beaten for `seconds` (an operator's word that it is gone for
+        good); False if it is alive or unknown."""
+        return self.session.execute(delete(Instance).where(
+            Instance.id == instance_id, Instance.heartbeat_at < func.now() - timedelta(seconds=seconds))
+            .returning(Instance.id)).first() is not None
+
 
 class LeaseRepo:
     """A lease is held by one holder until it expires. Taking it over increments its epoch; the

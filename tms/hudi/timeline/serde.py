@@ -12,6 +12,7 @@ where None means something else (noted on the field).
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 from collections.abc import Callable
@@ -32,6 +33,36 @@ _SCHEMAS = {schema["name"]: fastavro.parse_schema(schema) for schema in avro_sch
 
 class MetadataFormatError(HudiError, ValueError):
     """Bytes that are not the expected Hudi metadata, or a model that cannot be written as such."""
+
+
+class FileBytes(bytes):
+    """The bytes of a file that know its path (Timeline.read's), so that a parser refusing them names it."""
+
+    path: str
+
+    def __new__(cls, data: bytes, path: str) -> FileBytes:
+        made = super().__new__(cls, data)
+        made.path = path
+        return made
+
+
+P = TypeVar("P")
+
+
+def _names_the_file(parse: Callable[[bytes], P]) -> Callable[[bytes], P]:
+    """A parser whose MetadataFormatError names the file its bytes came from (FileBytes), once."""
+
+    @functools.wraps(parse)
+    def parse_file(data: bytes) -> P:
+        try:
+            return parse(data)
+        except MetadataFormatError as e:
+            path = getattr(data, "path", None)
+            if path is None or str(e).startswith(f"{path}: "):
+                raise
+            raise MetadataFormatError(f"{path}: {e}") from e
+
+    return parse_file
 
 
 # --- the record mapping -------------------------------------------------------------------------------------
@@ -101,6 +132,7 @@ class _Record:
 # --- Avro containers ----------------------------------------------------------------------------------------
 
 
+@_names_the_file
 def parse_any_avro(data: bytes) -> tuple[str, dict[str, Any]]:
     """The full record name of the writer schema and the single record of an Avro metadata file."""
     if not data:
@@ -269,6 +301,7 @@ _COMMIT = _full("HoodieCommitMetadata")
 _REPLACE_COMMIT = _full("HoodieReplaceCommitMetadata")
 
 
+@_names_the_file
 def parse_commit_metadata(data: bytes) -> CommitMetadata:
     """Commit metadata from JSON (v6) or Avro (v8+) bytes; empty bytes (requested instants) give empty metadata."""
     if not data.strip():
@@ -373,6 +406,7 @@ class CompactionPlan(_Record):
     missing_schedule_partitions: list[str] | None = None
 
 
+@_names_the_file
 def parse_compaction_plan(data: bytes) -> CompactionPlan:
     return _parse(CompactionPlan, data)
 
@@ -435,6 +469,7 @@ class RequestedReplaceMetadata(_Record):
     version: int | None = 1
 
 
+@_names_the_file
 def parse_requested_replace_metadata(data: bytes) -> RequestedReplaceMetadata:
     return _parse(RequestedReplaceMetadata, data)
 
@@ -506,6 +541,7 @@ class CleanMetadata(_Record):
     extra_metadata: dict[str, str] = field(default_factory=dict)
 
 
+@_names_the_file
 def parse_cleaner_plan(data: bytes) -> CleanerPlan:
     return _parse(CleanerPlan, data)
 
@@ -514,6 +550,7 @@ def serialize_cleaner_plan(plan: CleanerPlan) -> bytes:
     return _serialize(plan)
 
 
+@_names_the_file
 def parse_clean_metadata(data: bytes) -> CleanMetadata:
     return _parse(CleanMetadata, data)
 
@@ -581,6 +618,7 @@ class RollbackMetadata(_Record):
     instants_rollback: list[InstantInfo] = _nested("list", InstantInfo, default_factory=list)
 
 
+@_names_the_file
 def parse_rollback_plan(data: bytes) -> RollbackPlan:
     return _parse(RollbackPlan, data)
 
@@ -589,6 +627,7 @@ def serialize_rollback_plan(plan: RollbackPlan) -> bytes:
     return _serialize(plan)
 
 
+@_names_the_file
 def parse_rollback_metadata(data: bytes) -> RollbackMetadata:
     return _parse(RollbackMetadata, data)
 
@@ -649,6 +688,7 @@ class RestoreMetadata(_Record):
     extra_metadata: dict[str, str] | None = None
 
 
+@_names_the_file
 def parse_savepoint_metadata(data: bytes) -> SavepointMetadata:
     return _parse(SavepointMetadata, data)
 
@@ -657,6 +697,7 @@ def serialize_savepoint_metadata(meta: SavepointMetadata) -> bytes:
     return _serialize(meta)
 
 
+@_names_the_file
 def parse_restore_plan(data: bytes) -> RestorePlan:
     return _parse(RestorePlan, data)
 
@@ -665,6 +706,7 @@ def serialize_restore_plan(plan: RestorePlan) -> bytes:
     return _serialize(plan)
 
 
+@_names_the_file
 def parse_restore_metadata(data: bytes) -> RestoreMetadata:
     return _parse(RestoreMetadata, data)
 
@@ -706,6 +748,7 @@ class IndexCommitMetadata(_Record):
     index_partition_infos: list[IndexPartitionInfo] = _nested("list", IndexPartitionInfo, default_factory=list)
 
 
+@_names_the_file
 def parse_index_plan(data: bytes) -> IndexPlan:
     return _parse(IndexPlan, data)
 
@@ -714,6 +757,7 @@ def serialize_index_plan(plan: IndexPlan) -> bytes:
     return _serialize(plan)
 
 
+@_names_the_file
 def parse_index_commit_metadata(data: bytes) -> IndexCommitMetadata:
     return _parse(IndexCommitMetadata, data)
 

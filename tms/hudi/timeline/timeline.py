@@ -21,7 +21,14 @@ from ..table.properties import TableConfig
 from .archived import ArchivedTimeline
 from .instant import Action, Instant, State, instant_file_name, new_instant_time, parse_instant_file_name
 from .instant_time import TimeGenerator
-from .serde import CommitMetadata, parse_clean_metadata, parse_cleaner_plan, parse_commit_metadata
+from .serde import (
+    CommitMetadata,
+    FileBytes,
+    MetadataFormatError,
+    parse_clean_metadata,
+    parse_cleaner_plan,
+    parse_commit_metadata,
+)
 from .tail_listing import TailListing
 from .watch import FolderChanges
 
@@ -407,8 +414,9 @@ class Timeline:
         cached = self._content.get(name)
         if cached is not None:
             return cached
+        path = f"{self.dir}/{name}"
         try:
-            data = self.storage.read_bytes(f"{self.dir}/{name}")
+            data = FileBytes(self.storage.read_bytes(path), path)  # a parser refusing it names the file
         except FileNotFoundError:
             raise InstantVanishedError(f"instant file {name} vanished (rolled back or archived?)") from None
         if instant.is_completed:
@@ -424,6 +432,19 @@ class Timeline:
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return parse_commit_metadata(self.read(instant))
+
+    def check_latest_write(self) -> None:
+        """Read the latest completed write's metadata, as readers and table services will: a truncated or
+        corrupt file raises MetadataFormatError naming it (found when the table is read, not when a service
+        next needs it). A completed write always says what it wrote: an empty file is a truncated one."""
+        latest = self.last_of(WRITE_ACTIONS, completed=True)
+        if latest is None:
+            return
+        data = self.read(latest)
+        if not data.strip():
+            raise MetadataFormatError(f"{self.path_of(latest)}: empty (a completed {latest.action} names the "
+                                      "files it wrote): truncated?")
+        parse_commit_metadata(data)
 
     # --- transitions -----------------------------------------------------------------------------
     def _write(self, instant: Instant, content: bytes) -> Instant:

@@ -1,4 +1,4 @@
-"""`tms alerts list`: what TMS raised for people to look at."""
+"""`tms alerts list|ack`: what TMS raised for people to look at, and an operator's acknowledgement."""
 from __future__ import annotations
 
 from typing import Annotated
@@ -30,6 +30,16 @@ def list_alerts(table: Annotated[str | None, typer.Option("--table", help="Only 
         page = client.get("/alerts", table_id=table_id(client, table) if table else None, kind=kind,
                           severity=severity, open_only=open_only or None, limit=limit, offset=offset)
     output_for(as_json).page(page, COLUMNS, empty="no alert")
+
+
+@app.command("ack")
+def acknowledge(alert_id: Annotated[int, typer.Argument(min=1, help="The alert's id.", show_default=False)],
+                url: Url = DEFAULT_URL, token: Token = None, as_json: Json = False) -> None:
+    """Acknowledge an instance_down alert: the process is gone for good; its row is forgotten and the alert
+    resolves (other types resolve when their condition clears)."""
+    with connect(url, token) as client:
+        alert = client.post(f"/alerts/{alert_id}:acknowledge")
+    output_for(as_json).show(alert, f"alert {alert_id} ({alert['kind']} {alert['subject']}) resolved")
 
 
 def register(root: typer.Typer) -> None:
