@@ -166,6 +166,14 @@ class JobSupervisor:
             self._record_engine("dedicated")
             return JobProcess(*(backup_job if is_backup_service(c.service) else ttl_job)(c, fence_url=url), log_path)
         engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
+        if engine is not None and engine.first_start_pending():
+            # Starting Spark is most of a small plan's time: while the worker's engine first starts, a plan that
+            # fits it runs at once as a plain Python job instead of waiting (a restarted engine is waited for).
+            log.info("task %s: the warm engine of queue %s is still starting: run as a Python job", c.task_id,
+                     c.queue_name)
+            self._record_engine("dedicated")
+            command, env = python_job(c, fence_url=url)
+            return JobProcess(command, env, log_path)
         self._record_engine("warm" if engine is not None else "dedicated")
         if engine is not None:
             return engine.run(f"task-{c.task_id}-attempt-{c.attempt}", plan_arguments(c, fence_url=url), log_path)

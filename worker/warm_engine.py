@@ -107,6 +107,7 @@ class WarmEngine:
         self._socket: Path | None = None
         self._app_id: str | None = None
         self._ready = threading.Event()
+        self._ever_ready = False  # the engine's first start has completed
         self._stop = threading.Event()
         self._failed_starts = 0
         self.starts = 0
@@ -129,6 +130,10 @@ class WarmEngine:
     def available(self) -> bool:
         """Running, or expected to be soon: not after repeated failed starts."""
         return self._ready.is_set() or self._failed_starts < BROKEN_AFTER_FAILED_STARTS
+
+    def first_start_pending(self) -> bool:
+        """Whether the engine is still on its first start (the worker just started), not yet ready."""
+        return not self._ever_ready and not self._ready.is_set()
 
     def wait_ready(self, timeout: float) -> Path | None:
         """The socket of the running engine, or None if it is not ready within `timeout` seconds."""
@@ -185,6 +190,7 @@ class WarmEngine:
             try:
                 assert self._socket is not None
                 self._app_id = str(_ask(self._socket, {"op": "ping"})["app_id"])
+                self._ever_ready = True
                 self._ready.set()
                 return True
             except (OSError, ValueError, KeyError):

@@ -1,5 +1,6 @@
 """A queue's warm engine: a compaction whose sized job fits its executors runs there, without a spark-submit
-of its own, and a bigger one gets a dedicated job; an operator's cancel stops a plan on the engine (its Spark
+of its own (and, while the engine first starts, at once as a plain Python job), and a bigger one gets a
+dedicated job; an operator's cancel stops a plan on the engine (its Spark
 job group) and the engine goes on; an engine killed mid-plan fails the attempt, is restarted, and the retry
 completes on the new engine. hudi-rs reads exactly the model's rows afterwards. Real Spark."""
 import os
@@ -86,12 +87,20 @@ def test_a_small_compaction_runs_on_the_warm_engine_and_a_big_one_on_a_dedicated
     small.write([rec(i, 20) for i in range(0, 30, 6)])
     big = ModelledTable(tmp_path / "big", "MERGE_ON_READ", 6)  # three file groups: three executors
     write_history(big)
-    [small_task] = plan(db, register(service, small.path, **COMPACT_EVERY_1), "compaction")
-    [big_task] = plan(db, register(service, big.path, **COMPACT_EVERY_1), "compaction")
+    small_id = register(service, small.path, **COMPACT_EVERY_1)
+    [first_task] = plan(db, small_id, "compaction")
     submits = SparkSubmits()
     try:
         worker = start_worker(**SPARK)
+        # While the engine first starts, a small plan does not wait for it: it runs as a plain Python job.
+        done = wait_until_final(db, first_task, timeout=180)
+        assert done.state == TaskState.SUCCEEDED, f"{done.error}\n{attempts(db, first_task)[-1].log_tail}"
+        [early] = attempts(db, first_task)
+        assert early.engine_kind == "dedicated" and early.spark_app_id is None and not submits.named(small.path)
         engine = _warm_engine(worker)
+        small.write([rec(i, 30) for i in range(0, 30, 6)])
+        [small_task] = plan(db, small_id, "compaction")
+        [big_task] = plan(db, register(service, big.path, **COMPACT_EVERY_1), "compaction")
         for task_id in (small_task, big_task):
             done = wait_until_final(db, task_id, timeout=180)
             assert done.state == TaskState.SUCCEEDED, f"{done.error}\n{attempts(db, task_id)[-1].log_tail}"
@@ -129,12 +138,13 @@ def test_a_warm_plan_is_cancelled_and_a_killed_engine_fails_the_attempt_restarts
     t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 6, max_file_records=20)
     t.write([rec(i, 10) for i in range(1200)], "insert")  # 60 file groups, on two executors
     t.write([rec(i, 20) for i in range(0, 1200, 2)])
-    [task_id] = plan(db, register(service, t.path, **COMPACT_EVERY_1), "compaction")
+    table_id = register(service, t.path, **COMPACT_EVERY_1)
+    worker = start_worker(**SPARK, retry_backoff_seconds=0)
+    engine = _warm_engine(worker)  # planned once it runs: not a Python job while the engine first starts
+    first_app = engine.app_id
+    [task_id] = plan(db, table_id, "compaction")
     tc = task(db, task_id).instant
     markers = t.path / ".hoodie" / ".temp" / tc
-    worker = start_worker(**SPARK, retry_backoff_seconds=0)
-    engine = _warm_engine(worker)
-    first_app = engine.app_id
 
     # An operator's cancel: the plan's Spark job group is cancelled; the engine goes on.
     _on_the_engine(tmp_path, db, task_id, 1, markers)
