@@ -182,6 +182,10 @@ def test_the_table_page_shows_boolean_policies_as_the_cli_does(client, tokens, r
     assert "True" not in values and "False" not in values, values
     sizes = re.search(r"hoodie.<wbr>parquet.<wbr>max.<wbr>file.<wbr>size</code></td><td>([^<]*)</td>", page)
     assert sizes and sizes.group(1) == "120.0 MB", sizes  # a size with its unit, as the CLI shows it
+    # The table's own settings first; Hudi's defaults folded away below them.
+    own, folded = page.split('<details class="defaults" id="policy-defaults">', 1)
+    assert "hoodie.<wbr>parquet.<wbr>max.<wbr>file.<wbr>size" not in own.split("<h2>Policies</h2>", 1)[1]
+    assert re.search(r"<summary>\d+ more: Hudi's defaults</summary>", folded)
 
 
 def test_the_tasks_page_filters_by_table_name_and_shows_durations(client, tokens, failed_task):
