@@ -50,7 +50,9 @@ def http_fence(url: str, timeout: float = 10.0, patience: float = FENCE_PATIENCE
     def check() -> None:
         deadline = time.monotonic() + patience
         pause = 0.5
+        asked = 0
         while True:
+            asked += 1
             try:
                 response = httpx.get(url, timeout=timeout)
             except httpx.HTTPError as e:
@@ -63,10 +65,10 @@ def http_fence(url: str, timeout: float = 10.0, patience: float = FENCE_PATIENCE
                                        f"{response.text.strip()[:200]}")
                 unanswered = f"cannot confirm the lease at {shown}: it answered {response.status_code}"
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 and asked > 1:  # asked again at least once, however slow the first answer was
                 raise FencingError(f"{unanswered} (asked for {patience:g} s)")
             log.warning("%s; asking again", unanswered)
-            sleep(min(pause, left))
+            sleep(min(pause, max(left, 0.05)))
             pause = min(pause * 2, 8.0)
 
     return check
