@@ -50,6 +50,7 @@ ENDPOINTS = [
     ("DELETE", "/api/v1/tokens/1", "admin"),
     ("GET", "/api/v1/instances", "viewer"),
     ("GET", "/api/v1/alerts", "viewer"),
+    ("POST", "/api/v1/alerts/1:acknowledge", "operator"),
     ("GET", "/api/v1/manager", "viewer"),
     ("POST", "/api/v1/mutes", "admin"),
     ("GET", "/api/v1/mutes", "viewer"),
