@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from hudi_java.harness import JavaWriter, row, standalone_writer_options, table_lock_policies
+from hudi_java.harness import JavaWriter, row, standalone_writer_options, start_driver, table_lock_policies
 
 from tms.hudi.locks import TransactionManager
 from tms.hudi.metadata import keys as K
@@ -62,9 +62,17 @@ def _build(path) -> int:
 
 
 @pytest.mark.parametrize("version", [8, 9])
-def test_java_hudi_uses_and_maintains_the_secondary_index_tms_built(tmp_path, java_hudi, monkeypatch, version):
-    driver = java_hudi(version)
-    # A table name of its own: Java Hudi keeps state by table name in its session, which other tests share
+def test_java_hudi_uses_and_maintains_the_secondary_index_tms_built(tmp_path, monkeypatch, version):
+    # A Java session of its own: Java Hudi keeps state in its session (by table name, and more) that the tests
+    # before it in a shared one have made it maintain the record index wrongly (k002 and k011 left out, on v8).
+    driver = start_driver(version, tmp_path / "hudi-driver.log")
+    try:
+        _run(tmp_path, monkeypatch, version, driver)
+    finally:
+        driver.close()
+
+
+def _run(tmp_path, monkeypatch, version: int, driver) -> None:
     writer = JavaWriter(driver, tmp_path / f"secondary_indexed_v{version}", "MERGE_ON_READ", OPTIONS)
     writer.write("insert", [_named(i, 1, f"n{i}") for i in range(12)] + [_named(12, 1, None)])
     writer.write("upsert", [_named(i, 2, "shared") for i in range(0, 12, 3)] + [_named(7, 2, "solo")])
