@@ -57,7 +57,8 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
                                                 base_path=args.table, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:
             result = execute_instant(table, args.instant, runner,
-                                     http_fence(args.fence_url) if args.fence_url else no_fence, args.service,
+                                     http_fence(args.fence_url, patience=settings.fence_patience_seconds)
+                                     if args.fence_url else no_fence, args.service,
                                      transactions, budget)
     except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back
         print(f"error: {e}", file=sys.stderr)

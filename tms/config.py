@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     worker_lease_seconds: float = Field(
         60.0, ge=1, description="A claimed task's lease; the worker renews it every quarter of this while the "
                                 "job runs, and a cancel is noticed at the next renewal")
+    fence_patience_seconds: float = Field(
+        60.0, gt=0, description="How long a job keeps asking a service that does not answer its fence check "
+                                "before it counts its lease as lost (the worker renews the lease meanwhile)")
     worker_job_timeout_seconds: float = Field(
         4 * 3600.0, gt=0, description="A job running longer is killed and its attempt fails")
     worker_runner: Literal["spark", "python"] = Field(
