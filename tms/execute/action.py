@@ -116,10 +116,13 @@ class ActionExecutor(ABC):
         """A plan is input like any other (any writer of the table may have written it): every path it names
         must resolve inside the table, before anything is read, written or deleted."""
         base = self.storage.base_uri
+        partitions: set[str] = set()  # each resolved once, however many files the plan names in it
         try:
             for partition, path in self.plan_paths():
                 # `full` resolves as every storage operation does (on a local filesystem: symbolic links too)
-                self.storage.full(_outside_metadata(confined(partition, "partition")))
+                if partition not in partitions:
+                    self.storage.full(_outside_metadata(confined(partition, "partition")))
+                    partitions.add(partition)
                 if path:
                     self.storage.full(_outside_metadata(table_relative(base, path, partition)))
         except PathOutsideTableError as e:
