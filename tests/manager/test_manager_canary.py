@@ -74,7 +74,7 @@ def test_a_failing_canary_on_20_percent_of_a_queue_is_rolled_back_and_every_task
 
     start_worker(worker_slots=2, retry_backoff_seconds=1.0, retry_max_attempts=3)
     start_manager(manager_canary_seconds=0.3)
-    wait_for(lambda: all(task(db, t).state == TaskState.SUCCEEDED for t in task_ids), timeout=180,
+    wait_for(lambda: all(task(db, t).state == TaskState.SUCCEEDED for t in task_ids), timeout=480,
              what="every task to succeed")
 
     with db.transaction() as session:
