@@ -31,7 +31,6 @@ from tms.plan_pass.table_cache import TableCache
 from tms.planning import decisions
 from tms.planning.decisions import PlannerOptions, Work
 from tms.planning.digest import TimelineDigest
-from tms.table_service import TableService
 
 log = logging.getLogger(__name__)
 
@@ -263,11 +262,6 @@ class Planner:
             check_damaged_files(ctx.session, ctx.row.id, ctx.row.base_path, ctx.table)
         self._run(ctx, digest, work)
         ctx.row.timeline_stamp = stamp
-
-    # --- an operator's request -----------------------------------------------------------------------
-    def plan_on_request(self, table_id: int, service: TableService, *, wait_seconds: float = 10.0) -> list[Task]:
-        """Plan `service` on one table now (see OnRequestPlanner.plan)."""
-        return self.on_request.plan(table_id, service, wait_seconds=wait_seconds)
 
     # --- shared -------------------------------------------------------------------------------------
     def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list[Task]:

@@ -60,19 +60,6 @@ def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, que
     return EngineChoice(engine=stable, rollout=rule.name, canary=False)
 
 
-def queue_rule(rules: list[Rollout], queue: str) -> Rollout | None:
-    """The rule for a queue as a whole (its own rule, else the rule for every task), ignoring the rules of
-    particular databases and tables."""
-    return matching_rule([r for r in rules if r.database is None and r.table_name is None],
-                         queue=queue, database="", table="")
-
-
-def queue_stable_engine(session: Session, queue: str) -> EngineSpec | None:
-    """The stable engine of a queue's rule: the one its warm engine runs (None: the worker's own code)."""
-    rule = queue_rule(RolloutRepo(session).list(), queue)
-    return spec_of(EngineRepo(session).get(rule.stable_engine)) if rule else None
-
-
 def _failed_on(repo: EngineRepo, task_id: int, rule: Rollout) -> bool:
     last = repo.last_attempt(task_id)
     return last is not None and last.engine == rule.canary_engine and last.outcome != "SUCCEEDED"

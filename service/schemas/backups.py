@@ -5,7 +5,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tms.backup.schedule import parse_schedule
+from tms.backup.cron import parse_schedule
 
 from .common import BasePath, BodyInt, ShortText
 from .tasks import TaskOut

@@ -19,7 +19,7 @@ from tms.execute.engine_code import EngineSpec
 from tms.execute.spark_submit import spark_home
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import hudi_job, python_job, spark_job
-from worker.engine_choice import choose_engine, in_canary, matching_rule, queue_rule
+from worker.engine_choice import choose_engine, in_canary, matching_rule
 
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
 LIMITS = ClaimLimits(lease_seconds=60, driver_memory_mb=512, driver_cores=1, max_executors_per_table=4)
@@ -37,9 +37,6 @@ def test_the_most_specific_rule_wins_table_over_database_over_queue_over_every_t
     assert matching_rule(rules, queue="local", database="hr", table="people").name == "q"
     assert matching_rule(rules, queue="big", database="hr", table="people").name == "all"
     assert matching_rule(rules[1:3], queue="big", database="hr", table="people") is None
-    # A queue's warm engine runs the stable engine of the queue's own rule, whatever tables' rules say.
-    assert queue_rule(rules, "local").name == "q" and queue_rule(rules, "big").name == "all"
-    assert queue_rule(rules[2:], "local") is None
 
 
 def test_the_canary_share_is_fixed_per_task_and_near_its_percentage():

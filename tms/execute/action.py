@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tms.hudi.errors import InstantConflictError, UnsupportedTableError
+from tms.hudi.errors import InstantConflictError
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.metadata.writer import require_maintainable
 from tms.hudi.storage.paths import PathOutsideTableError, confined, shown, table_relative
@@ -132,11 +132,6 @@ class ActionExecutor(ABC):
     def _require_serviceable_table(self) -> None:
         # A metadata table is kept in sync (tms.hudi.metadata.writer), except partitions TMS cannot maintain.
         require_maintainable(self.table, self.service)
-
-    def _require_meta_fields(self) -> None:
-        if not self.config.populate_meta_fields:
-            raise UnsupportedTableError(
-                f"table {self.config.name} does not populate meta fields (virtual keys); TMS cannot merge its records")
 
     def _require_no_pending_writes_before(self) -> None:
         """Writes that started before the plan may still add data to the file groups it rewrites."""

@@ -60,11 +60,6 @@ def _capability(table: HudiTable, service: str, hudi_engine: str | None) -> Capa
     return Capability(not reasons, reasons)
 
 
-def _metadata_partitions(table: HudiTable) -> list[str]:
-    value = table.config.get(METADATA_PARTITIONS) or ""
-    return [p.strip() for p in value.split(",") if p.strip()]
-
-
 def _refusals(table: HudiTable, service: str) -> list[str]:
     """Every reason TMS cannot run `service` (reading included) on the table; empty when it can."""
     config = table.config

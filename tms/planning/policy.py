@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tms.backup.cron import parse_schedule
+
 COMPACTION_STRATEGY_PACKAGE = "org.apache.hudi.table.action.compact.strategy."
 
 
@@ -153,8 +155,7 @@ class TablePolicy(BaseModel):
     @field_validator("backup_schedule")
     @classmethod
     def _known_schedule(cls, value: str) -> str:
-        from tms.backup.schedule import parse_schedule  # the one reading of a schedule
-        parse_schedule(value)
+        parse_schedule(value)  # the one reading of a schedule
         return value
 
     @property

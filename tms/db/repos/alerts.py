@@ -139,11 +139,6 @@ class AlertRepo:
                                     .limit(limit).offset(offset))
         return list(rows), total or 0
 
-    def firing_by_kind(self) -> dict[str, int]:
-        rows = self.session.execute(select(Alert.kind, func.count()).where(Alert.resolved_at.is_(None))
-                                    .group_by(Alert.kind))
-        return {kind: count for kind, count in rows}
-
     # --- mutes --------------------------------------------------------------------------------------
     def is_muted(self, alert: Alert) -> bool:
         """True if an unexpired mute matches the alert: each of its set fields (table, database, owner,

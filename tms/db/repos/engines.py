@@ -195,12 +195,5 @@ def matching_rule(rules: Iterable[Rollout], *, queue: str | None, database: str,
     return min(matching, key=lambda r: (r.table_name is None, r.database is None, r.queue is None, r.name))
 
 
-def engines_named(session: Session, names: Iterable[str]) -> dict[str, Engine]:
-    wanted = [n for n in names if n]
-    if not wanted:
-        return {}
-    return {e.name: e for e in session.scalars(select(Engine).where(Engine.name.in_(wanted)))}
-
-
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)

@@ -365,11 +365,6 @@ class TaskRepo:
                                                             Task.next_attempt_at.is_(None))
                                          .order_by(Task.id).limit(limit)))
 
-    def in_states(self, states: Iterable[TaskState], limit: int = 10_000) -> list[Task]:
-        return list(self.session.scalars(select(Task).where(Task.state.in_([s.value for s in states]))
-                                         .order_by(Task.id).limit(limit),
-                                         execution_options={"populate_existing": True}))
-
     def _update_attempt(self, task_id: int, fencing_token: int, **values: Any) -> None:
         self.session.execute(update(TaskAttempt).where(TaskAttempt.task_id == task_id,
                                                        TaskAttempt.fencing_token == fencing_token)

@@ -100,11 +100,6 @@ class WebhookRepo:
             delivery.next_attempt_at = func.now() + timedelta(seconds=retry_in_seconds)
         self.session.flush()
 
-    def pending_count(self) -> int:
-        return self.session.scalar(select(func.count()).select_from(WebhookDelivery)
-                                   .where(WebhookDelivery.state == "pending")) or 0
-
-
 class MuteRepo:
     def __init__(self, session: Session):
         self.session = session

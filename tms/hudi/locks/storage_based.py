@@ -131,10 +131,6 @@ class StorageLockProvider:
     def _still_valid(data: StorageLockData) -> bool:
         return not data.expired and int(time.time() * 1000) <= data.valid_until_ms + CLOCK_DRIFT_BUFFER_MS
 
-    def holds_lock(self) -> bool:
-        with self._guard:
-            return self._current is not None and self._still_valid(self._current.data)
-
     def unlock(self) -> None:
         self._stop_heartbeat()
         with self._guard:

@@ -47,11 +47,6 @@ def refresh_metadata_partitions(data: HudiTable) -> None:
             data.config.props.pop(prop, None)
 
 
-def has_metadata_table(data: HudiTable) -> bool:
-    return bool(metadata_partitions(data)) or data.storage.exists(
-        posixpath.join(METADATA_DIR, ".hoodie/hoodie.properties"))
-
-
 class _MetadataFileSystemView(FileSystemView):
     """The MDT's file groups: its partitions are the folders under .hoodie/metadata, not key-generator
     levels, and its base files are HFiles."""

@@ -65,10 +65,6 @@ def _split(raw: str) -> tuple[str, str, str]:
     return parts.scheme, parts.netloc, parts.path
 
 
-def is_local(path: str) -> bool:
-    return _split(path)[0] == ""
-
-
 def normalize_base_path(raw: str, *, resolve: bool = True) -> str:
     """The one spelling of a table's base path. Local paths must be absolute and are resolved (symlinks
     followed) unless `resolve=False`. Raises InvalidBasePathError for anything else, and for a path longer than

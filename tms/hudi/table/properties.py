@@ -131,9 +131,6 @@ class TableConfig:
         cfg.validate()
         return cfg
 
-    def to_text(self) -> str:
-        return format_properties(self.props)
-
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.props.get(key, default)
 
