@@ -8,12 +8,15 @@ never skipped."""
 from __future__ import annotations
 
 import pytest
+from fastavro.schema import to_parsing_canonical_form
 from hudi_java.harness import JavaWriter, metadata_mismatches, plain_rows, row, standalone_writer_options
 
+from tms.hudi.log_format.log_file import LogBlock, read_log_file
 from tms.hudi.metadata.keys import METADATA_DIR
 from tms.hudi.table.archival import ArchivalSettings, archive, instants_to_archive
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.archived_log import ArchivedLogTimeline
+from tms.hudi.timeline.avro_schemas import ARCHIVED_META_ENTRY_V6
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.lsm_writer import LSMTimelineWriter
 
@@ -25,6 +28,12 @@ KEEP = {"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "3", "hoodie.
         "hoodie.metadata.compact.max.delta.commits": "2", "hoodie.timeline.compaction.batch.size": "2"}
 SETTINGS = ArchivalSettings(min_commits=2, max_commits=3, compaction_batch_size=2, compaction_delta_commits=None)
 EVER = {"start_ts": "20000101000000000", "end_ts": "29991231235959999", "limit": 100}
+
+
+def _shapes(blocks: list[LogBlock]) -> dict[tuple[str, str], set[str]]:
+    """(action, state) -> the fields the archive records of such instant files fill."""
+    return {(r["actionType"], r["actionState"]): {k for k, v in r.items() if v is not None}
+            for b in blocks for r in b.avro_records()}
 
 
 def _call(driver, procedure: str, name: str, **args) -> list[dict]:
@@ -74,8 +83,16 @@ def test_java_reads_and_extends_the_timeline_tms_archived(java_hudi, tmp_path, v
     assert metadata_mismatches(driver, path) == []
     listed = _call(driver, "show_archived_commits", name, **EVER)
     assert set(archived) < {r["commit_time"] for r in listed}, "Java archived nothing after TMS"
-    if version == 6:  # Java's archiver wrote its own file after TMS's
-        assert archive_log.files()[0] == result.file and len(archive_log.files()) >= 2, archive_log.files()
+    if version == 6:  # Java's archiver wrote its own file after TMS's, of the same schema and record shapes
+        files = archive_log.files()
+        assert files[0] == result.file and len(files) >= 2, files
+        tms_blocks, java_blocks = ([b for name in names for b in read_log_file(
+            table.storage.read_bytes(f"{table.config.archive_dir}/{name}"))] for names in (files[:1], files[1:]))
+        assert {to_parsing_canonical_form(b.schema) for b in java_blocks} == \
+            {to_parsing_canonical_form(ARCHIVED_META_ENTRY_V6)}
+        ours, theirs = _shapes(tms_blocks), _shapes(java_blocks)
+        assert ours.keys() & theirs.keys(), (ours, theirs)
+        assert all(theirs.get(kind, fields) == fields for kind, fields in ours.items()), (ours, theirs)
     else:
         history = LSMTimelineWriter(table.storage, table.config.timeline_dir)
         layer_1 = [n for n, _ in history.manifest(history.latest_version()) if n.endswith("_1.parquet")]

@@ -207,6 +207,25 @@ def _retained_for_data_table(data: Timeline, beyond_savepoint: bool) -> str | No
     return min((t for t in (first, pending) if t is not None), default=None)
 
 
+def _oldest_commits(tl: Timeline, completed: list[Instant], bounds: list[str | None], beyond_savepoint: bool,
+                    lo: int) -> list[str]:
+    """The completed commits before the earliest of `bounds` and the first savepoint (with `beyond_savepoint`: all
+    but the savepointed ones), at most all but `lo` of them."""
+    earliest = min((b for b in bounds if b is not None), default=None)
+    savepoints = [s.timestamp for s in tl.savepoints()]
+    chosen = []
+    for inst in completed:
+        if beyond_savepoint:
+            if inst.timestamp in savepoints:
+                continue
+        elif savepoints and inst.timestamp >= savepoints[0]:
+            continue
+        if earliest is not None and inst.timestamp >= earliest:
+            continue
+        chosen.append(inst.timestamp)
+    return chosen[:max(0, len(completed) - lo)]
+
+
 def instants_to_archive(table: HudiTable, settings: ArchivalSettings, *, cleaner_retains_from: str | None = None,
                         data_table: HudiTable | None = None) -> list[str]:
     """The instant times Hudi's archiver would archive now, ascending. `cleaner_retains_from`: the earliest
@@ -233,19 +252,7 @@ def instants_to_archive(table: HudiTable, settings: ArchivalSettings, *, cleaner
                             and i.timestamp != compaction), None))
     if data_table is not None:
         bounds.append(_retained_for_data_table(data_table.timeline, settings.beyond_savepoint))
-    earliest = min((b for b in bounds if b is not None), default=None)
-    savepoints = [s.timestamp for s in tl.savepoints()]
-    chosen = []
-    for inst in completed:
-        if settings.beyond_savepoint:
-            if inst.timestamp in savepoints:
-                continue
-        elif savepoints and inst.timestamp >= savepoints[0]:
-            continue
-        if earliest is not None and inst.timestamp >= earliest:
-            continue
-        chosen.append(inst.timestamp)
-    chosen = chosen[:max(0, len(completed) - lo)]
+    chosen = _oldest_commits(tl, completed, bounds, settings.beyond_savepoint, lo)
     if not chosen:
         return []
     last = chosen[-1]
@@ -303,19 +310,7 @@ def _commits_v6(table: HudiTable, settings: ArchivalSettings, completed: list[In
     bounds = [_retained_for_pending(tl, completed), _retained_for_clustering_v6(tl)]
     if table.config.is_mor and settings.compaction_delta_commits is not None:
         bounds.append(_retained_for_compaction_v6(tl, settings.compaction_delta_commits))
-    earliest = min((b for b in bounds if b is not None), default=None)
-    savepoints = [s.timestamp for s in tl.savepoints()]
-    chosen = []
-    for inst in completed:
-        if settings.beyond_savepoint:
-            if inst.timestamp in savepoints:
-                continue
-        elif savepoints and inst.timestamp >= savepoints[0]:
-            continue
-        if earliest is not None and inst.timestamp >= earliest:
-            continue
-        chosen.append(inst.timestamp)
-    return chosen[:max(0, len(completed) - lo)]
+    return _oldest_commits(tl, completed, bounds, settings.beyond_savepoint, lo)
 
 
 def _instants_to_archive_v6(table: HudiTable, settings: ArchivalSettings, cleaner_retains_from: str | None,
