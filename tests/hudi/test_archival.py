@@ -1,6 +1,7 @@
-"""Archival of v8/v9 timelines into Hudi's LSM timeline (tms.hudi.table.archival, tms.hudi.timeline.lsm_writer):
-Hudi's rules of what may leave the active timeline, each held by a test that fails without it; the rows and files
-written as Java writes them; the LSM layers compacted; archived instants' completion times still read."""
+"""Archival of v8/v9 timelines into Hudi's LSM timeline (tms.hudi.table.archival, tms.hudi.timeline.lsm_writer), and
+of v6 timelines into Hudi 0.15's archive log files (tms.hudi.timeline.archived_log): Hudi's rules of what may leave
+the active timeline, each held by a test that fails without it (on each version where the rule differs); the rows,
+records and files written as Java writes them; the LSM layers compacted; archived instants still read."""
 from __future__ import annotations
 
 import io
@@ -11,13 +12,23 @@ import pytest
 
 from tms.hudi.errors import HudiError
 from tms.hudi.locks.transaction import TransactionManager
+from tms.hudi.log_format.log_file import BlockType, read_log_file
 from tms.hudi.metadata.keys import METADATA_DIR
 from tms.hudi.table.archival import ArchivalSettings, archive, instants_to_archive
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.properties import new_table_properties
 from tms.hudi.timeline.archived import ArchivedTimeline
+from tms.hudi.timeline.archived_log import ArchivedLogTimeline
+from tms.hudi.timeline.avro_schemas import ARCHIVED_META_ENTRY_V6
 from tms.hudi.timeline.instant import Action, State
-from tms.hudi.timeline.serde import ActionInstant, CleanerPlan, serialize_cleaner_plan
+from tms.hudi.timeline.serde import (
+    ActionInstant,
+    CleanerPlan,
+    CompactionOperation,
+    CompactionPlan,
+    serialize_cleaner_plan,
+    serialize_compaction_plan,
+)
 
 SMALL = ArchivalSettings(min_commits=2, max_commits=4, compaction_batch_size=2, compaction_delta_commits=None)
 
@@ -28,13 +39,20 @@ def _table(path, table_type="COPY_ON_WRITE", version=9, **props) -> HudiTable:
     return HudiTable.create(str(path), {**base, **props})
 
 
+V6_COMMIT = {"partitionToWriteStats": {"p=1": [{"fileId": "f1", "path": "p=1/f1.parquet", "numWrites": 3,
+                                                "totalWriteBytes": 100, "partitionPath": "p=1"}]},
+             "compacted": False, "extraMetadata": {"schema": "{}"}, "operationType": "UPSERT"}
+
+
 def _commit(table: HudiTable, action: str = Action.COMMIT, *, finish: bool = True, plan: bytes = b"",
             content: bytes | None = None) -> str:
     tl = table.timeline
     req = tl.create_requested(action, plan)
     inflight = tl.transition_to_inflight(req)
     if finish:
-        tl.complete(inflight, content if content is not None else f"meta-{req.timestamp}".encode())
+        if content is None:  # v6 commit metadata is JSON; v8+ rows keep any bytes
+            content = json.dumps(V6_COMMIT).encode() if table.config.version == 6 else f"meta-{req.timestamp}".encode()
+        tl.complete(inflight, content)
     return req.timestamp
 
 
@@ -96,8 +114,9 @@ def test_cleans_and_rollbacks_before_the_last_archived_commit_go_with_it(tmp_pat
     assert row["action"] == "clean" and row["plan"] is not None  # the cleaner plan kept as the row's plan
 
 
-def test_a_pending_write_holds_archival_back(tmp_path):
-    table = _table(tmp_path / "t")
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_pending_write_holds_archival_back(tmp_path, version):
+    table = _table(tmp_path / "t", version=version)
     done = _commits(table, 2)
     _commit(table, finish=False)
     _commits(table, 4)
@@ -105,16 +124,18 @@ def test_a_pending_write_holds_archival_back(tmp_path):
     assert instants_to_archive(table, SMALL) == done[:1]
 
 
-def test_a_pending_compaction_holds_archival_back(tmp_path):
-    table = _table(tmp_path / "t", "MERGE_ON_READ")
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_pending_compaction_holds_archival_back(tmp_path, version):
+    table = _table(tmp_path / "t", "MERGE_ON_READ", version=version)
     done = _commits(table, 2, Action.DELTA_COMMIT)
     _commit(table, Action.COMPACTION, finish=False, plan=b"plan")
     _commits(table, 4, Action.DELTA_COMMIT)
     assert instants_to_archive(table, SMALL) == done[:1]
 
 
-def test_a_savepoint_holds_archival_back_unless_beyond_savepoint(tmp_path):
-    table = _table(tmp_path / "t")
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_savepoint_holds_archival_back_unless_beyond_savepoint(tmp_path, version):
+    table = _table(tmp_path / "t", version=version)
     commits = _commits(table, 6)
     table.timeline.write_savepoint(commits[1], b"savepoint")
     assert instants_to_archive(table, SMALL) == commits[:1]
@@ -122,8 +143,9 @@ def test_a_savepoint_holds_archival_back_unless_beyond_savepoint(tmp_path):
     assert instants_to_archive(table, beyond) == [commits[0], *commits[2:5]]  # the savepointed one stays
 
 
-def test_replace_commits_wait_for_the_clean_that_retains_past_them(tmp_path):
-    table = _table(tmp_path / "t")
+@pytest.mark.parametrize("version", [6, 9])
+def test_replace_commits_wait_for_the_clean_that_retains_past_them(tmp_path, version):
+    table = _table(tmp_path / "t", version=version)
     commits = _commits(table, 2)
     replace = _commit(table, Action.REPLACE_COMMIT)
     commits += _commits(table, 4)
@@ -135,8 +157,9 @@ def test_replace_commits_wait_for_the_clean_that_retains_past_them(tmp_path):
     assert instants_to_archive(table, SMALL) == [*commits[:2], replace, *commits[2:4]]
 
 
-def test_an_unfinished_clean_does_not_release_replace_commits(tmp_path):
-    table = _table(tmp_path / "t")
+@pytest.mark.parametrize("version", [6, 9])
+def test_an_unfinished_clean_does_not_release_replace_commits(tmp_path, version):
+    table = _table(tmp_path / "t", version=version)
     commits = _commits(table, 2)
     _commit(table, Action.REPLACE_COMMIT)
     commits += _commits(table, 4)
@@ -145,8 +168,9 @@ def test_an_unfinished_clean_does_not_release_replace_commits(tmp_path):
     assert instants_to_archive(table, SMALL) == commits[:2]
 
 
-def test_the_cleaner_retention_widens_the_limits(tmp_path):
-    table = _table(tmp_path / "t")
+@pytest.mark.parametrize("version", [6, 9])
+def test_the_cleaner_retention_widens_the_limits(tmp_path, version):
+    table = _table(tmp_path / "t", version=version)
     commits = _commits(table, 8)
     assert instants_to_archive(table, SMALL) == commits[:6]
     # the cleaner retains from commits[4]: 3 commits after it + 2 = 5 kept at least, max 5 + (4 - 2) = 7
@@ -154,8 +178,9 @@ def test_the_cleaner_retention_widens_the_limits(tmp_path):
     assert instants_to_archive(table, SMALL, cleaner_retains_from=commits[2]) == []
 
 
-def test_merge_on_read_keeps_the_delta_commits_compaction_scheduling_needs(tmp_path):
-    table = _table(tmp_path / "t", "MERGE_ON_READ")
+@pytest.mark.parametrize("version", [6, 9])
+def test_merge_on_read_keeps_the_delta_commits_compaction_scheduling_needs(tmp_path, version):
+    table = _table(tmp_path / "t", "MERGE_ON_READ", version=version)
     deltas = _commits(table, 7, Action.DELTA_COMMIT)
     settings = ArchivalSettings(**{**SMALL.__dict__, "compaction_delta_commits": 4})
     # no compaction yet: the last 4 delta commits are what the next compaction schedule counts
@@ -174,8 +199,9 @@ def _with_metadata_table(table: HudiTable, compaction: bool) -> None:
     props["hoodie.table.metadata.partitions"] = "files"
 
 
-def test_a_lagging_metadata_table_holds_archival_back(tmp_path):
-    table = _table(tmp_path / "t")
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_lagging_metadata_table_holds_archival_back(tmp_path, version):
+    table = _table(tmp_path / "t", version=version)
     commits = _commits(table, 6)
     _with_metadata_table(table, compaction=False)
     assert instants_to_archive(table, SMALL) == []  # no compaction of the metadata table yet
@@ -258,9 +284,13 @@ def test_a_rerun_after_a_crash_before_the_deletes_writes_no_second_file(tmp_path
     assert [r["instantTime"] for r in _rows(reloaded)] == commits[:3]  # the committed file, once
 
 
-def test_refuses_version_6_and_bad_limits(tmp_path):
-    with pytest.raises(HudiError, match="version 6"):
-        instants_to_archive(_table(tmp_path / "v6", version=6), SMALL)
+def test_refuses_bad_limits_and_merging_small_archive_files(tmp_path):
+    table = _table(tmp_path / "v6", version=6)
+    commits = _commits(table, 5)
+    with pytest.raises(HudiError, match="hoodie.archive.merge.enable"):
+        archive(table, ArchivalSettings.from_options({"hoodie.keep.min.commits": "2", "hoodie.keep.max.commits": "4",
+                                                      "hoodie.archive.merge.enable": "true"}))
+    assert [i.timestamp for i in table.timeline.completed()] == commits  # nothing archived
     with pytest.raises(HudiError, match="hoodie.keep.max.commits"):
         ArchivalSettings(min_commits=5, max_commits=5)
 
@@ -310,3 +340,96 @@ def test_rows_keep_the_plans_of_compactions_and_clusterings(tmp_path):
     assert (rows[compaction]["action"], rows[compaction]["plan"]) == ("commit", b"compaction-plan")
     assert (rows[clustering]["action"], rows[clustering]["plan"]) == ("replacecommit", b"clustering-plan")
     assert (rows[delta]["action"], rows[delta]["metadata"], rows[delta]["plan"]) == ("deltacommit", None, None)
+
+
+# --- table version 6: Hudi 0.15's archive log files ------------------------------------------------------------
+
+
+def _archive_files(table: HudiTable) -> list[str]:
+    return ArchivedLogTimeline(table.storage, table.config.archive_dir).files()
+
+
+def test_v6_archives_each_instant_file_as_a_record_of_an_archive_log_file(tmp_path):
+    table = _table(tmp_path / "t", version=6)
+    commits = _commits(table, 5)
+    result = archive(table, SMALL)
+    assert result.archived == commits[:3] and result.file == ".commits_.archive.1_1-0-1"
+    assert [i.timestamp for i in table.timeline.completed()] == commits[3:]
+    assert not any(n.startswith(tuple(commits[:3])) for n in table.storage.names(".hoodie"))
+    assert _archive_files(table) == [".commits_.archive.1_1-0-1"]
+    entries = ArchivedLogTimeline(table.storage, table.config.archive_dir).entries()
+    assert [(e.timestamp, e.action, e.state) for e in entries] == [
+        (ts, "commit", state) for ts in commits[:3] for state in ("REQUESTED", "INFLIGHT", "COMPLETED")]
+    assert all(e.transition_time and len(e.transition_time) == 17 for e in entries)  # when each file was written
+    done = entries[2].record["hoodieCommitMetadata"]
+    assert (done["operationType"], done["extraMetadata"]) == ("UPSERT", {"schema": "{}", "ROLLING_STAT": ""})
+    stat = done["partitionToWriteStats"]["p=1"][0]
+    assert (stat["fileId"], stat["numWrites"], stat["totalWriteBytes"]) == ("f1", 3, 100)
+    blocks = read_log_file(table.storage.read_bytes(f".hoodie/archived/{result.file}"))
+    assert [(b.block_type, b.record_count()) for b in blocks] == [(BlockType.AVRO_DATA, 9)]
+    assert blocks[0].schema == ARCHIVED_META_ENTRY_V6 and set(blocks[0].header) == {2}  # the schema, only
+    reloaded = HudiTable.load(table.base_path)
+    assert reloaded.timeline.committed_rule()(commits[0])  # archived: before the active timeline's start
+
+    # the next archival writes the next file, `hoodie.commits.archival.batch` records a block
+    more = _commits(reloaded, 3)
+    again = archive(reloaded, ArchivalSettings(**{**SMALL.__dict__, "archival_batch_size": 4}))
+    assert again.archived == [*commits[3:], *more[:1]] and again.file == ".commits_.archive.2_1-0-1"
+    blocks = read_log_file(table.storage.read_bytes(f".hoodie/archived/{again.file}"))
+    assert [b.record_count() for b in blocks] == [4, 4, 1]
+    assert [e.timestamp for e in ArchivedLogTimeline(table.storage, table.config.archive_dir).completed()] == \
+        [*commits, *more[:1]]
+
+
+def test_v6_archives_cleans_and_rollbacks_by_their_own_count(tmp_path):
+    """Hudi 0.15 archives completed cleans (and rollbacks) apart from commits: the oldest down to min once over
+    max of them; later versions archive those before the last archived commit."""
+    table = _table(tmp_path / "t", version=6)
+    _commits(table, 2)
+    plan = serialize_cleaner_plan(CleanerPlan(policy="KEEP_LATEST_COMMITS"))
+    cleans = [_commit(table, Action.CLEAN, plan=plan, content=b"") for _ in range(4)]
+    assert instants_to_archive(table, SMALL) == []  # 4 cleans: not over max
+    cleans.append(_commit(table, Action.CLEAN, plan=plan, content=b""))
+    assert instants_to_archive(table, SMALL) == cleans[:3]
+    result = archive(table, SMALL)
+    assert result.archived == cleans[:3]
+    records = {(e.timestamp, e.state): e.record for e in
+               ArchivedLogTimeline(table.storage, table.config.archive_dir).entries()}
+    assert records[(cleans[0], "REQUESTED")]["hoodieCleanerPlan"]["policy"] == "KEEP_LATEST_COMMITS"
+    assert records[(cleans[0], "COMPLETED")]["hoodieCleanMetadata"] is None  # an empty completed file: names only
+    assert records[(cleans[0], "COMPLETED")]["actionType"] == "clean"
+
+
+def test_v6_one_clean_stays_while_the_commits_around_it_go(tmp_path):
+    table = _table(tmp_path / "t", version=6)
+    first = _commit(table)
+    _commit(table, Action.CLEAN, plan=serialize_cleaner_plan(CleanerPlan(policy="KEEP_LATEST_COMMITS")), content=b"")
+    rest = _commits(table, 4)
+    assert instants_to_archive(table, SMALL) == [first, *rest[:2]]
+
+
+def test_v6_nothing_at_or_after_the_metadata_tables_latest_compaction_goes_not_even_a_clean(tmp_path):
+    table = _table(tmp_path / "t", version=6)
+    plan = serialize_cleaner_plan(CleanerPlan(policy="KEEP_LATEST_COMMITS"))
+    cleans = [_commit(table, Action.CLEAN, plan=plan, content=b"") for _ in range(2)]
+    _with_metadata_table(table, compaction=True)
+    cleans += [_commit(table, Action.CLEAN, plan=plan, content=b"") for _ in range(3)]
+    # 5 cleans over max 4: the oldest 3 would go; the metadata table's compaction came after the first 2
+    assert instants_to_archive(table, SMALL) == cleans[:2]
+
+
+def test_v6_compaction_records_keep_the_plan_and_the_commit_its_operation(tmp_path):
+    table = _table(tmp_path / "t", "MERGE_ON_READ", version=6)
+    plan = CompactionPlan(operations=[CompactionOperation(base_instant_time="1", file_id="f1", partition_path="p=1",
+                                                          delta_file_paths=[".f1_1.log.1_0-1-0"])])
+    compaction = _commit(table, Action.COMPACTION, plan=serialize_compaction_plan(plan),
+                         content=json.dumps({**V6_COMMIT, "compacted": True}).encode())
+    _commits(table, 4, Action.DELTA_COMMIT)
+    assert archive(table, SMALL).archived[0] == compaction
+    records = {e.state: e for e in ArchivedLogTimeline(table.storage, table.config.archive_dir).entries()
+               if e.timestamp == compaction}
+    assert (records["REQUESTED"].action, records["INFLIGHT"].action, records["COMPLETED"].action) == \
+        ("compaction", "compaction", "commit")
+    assert records["REQUESTED"].record["hoodieCompactionPlan"]["operations"][0]["fileId"] == "f1"
+    assert records["INFLIGHT"].record["hoodieCompactionPlan"] is None
+    assert records["COMPLETED"].record["hoodieCommitMetadata"]["operationType"] == "COMPACT"

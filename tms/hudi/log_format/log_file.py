@@ -304,6 +304,22 @@ class LogBlock:
         self._expect(BlockType.PARQUET_DATA)
         return pq.read_table(pa.BufferReader(self.content()))
 
+    def avro_records(self) -> list[dict[str, Any]]:
+        """The records of an Avro data block as plain dicts of its writer schema (nested records kept)."""
+        self._expect(BlockType.AVRO_DATA)
+        schema = self.schema
+        if schema is None:
+            raise ValueError("an Avro data block without a schema")
+        stream = io.BytesIO(self.content())
+        version, count = _INT_PAIR.unpack(stream.read(_INT_PAIR.size))
+        _check_content_version(version)
+        parsed = fastavro.parse_schema(schema)
+        records = []
+        for _ in range(count):
+            (length,) = _INT.unpack(stream.read(_INT.size))
+            records.append(cast(dict[str, Any], fastavro.schemaless_reader(io.BytesIO(stream.read(length)), parsed)))
+        return records
+
     def record_batches(self, batch_bytes: int) -> Iterator[pa.Table]:
         """The records of a data block in batches of about `batch_bytes` of content, read from the source as they
         are decoded: neither the block's bytes nor its decoded records are held whole (a block can be hundreds of
@@ -631,6 +647,18 @@ def avro_data_block(table: pa.Table, avro_schema: dict[str, Any] | str, instant_
         fastavro.schemaless_writer(buffer, parsed, record)
         parts += [_INT.pack(buffer.tell()), buffer.getvalue()]
     return _block_bytes(BlockType.AVRO_DATA, _data_header(instant_time, schema), b"".join(parts))
+
+
+def avro_records_block(records: list[dict[str, Any]], avro_schema: dict[str, Any]) -> bytes:
+    """An Avro data block of plain records of `avro_schema` (no meta fields; the schema its only header), as
+    Hudi's archiver of table version 6 writes its HoodieArchivedMetaEntry records."""
+    parsed = fastavro.parse_schema(avro_schema)
+    parts = [_INT.pack(CONTENT_VERSION), _INT.pack(len(records))]
+    for record in records:
+        buffer = io.BytesIO()
+        fastavro.schemaless_writer(buffer, parsed, record)
+        parts += [_INT.pack(buffer.tell()), buffer.getvalue()]
+    return _block_bytes(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: avro_schema_json(avro_schema)}, b"".join(parts))
 
 
 def parquet_data_block(table: pa.Table, avro_schema: dict[str, Any] | str, instant_time: str) -> bytes:

@@ -1,5 +1,7 @@
-"""Archival of the active timeline of table versions 8 and later, as Hudi's TimelineArchiverV2 does it: which
-instants leave the active timeline, their rows in the LSM timeline (lsm_writer), then their files deleted.
+"""Archival of the active timeline, as Hudi's archiver does it: for table versions 8 and later as its
+TimelineArchiverV2 (the instants' rows in the LSM timeline, lsm_writer), for table version 6 as Hudi 0.15's
+HoodieTimelineArchiver (their files' records in an archive log file, archived_log; see "Table version 6" below).
+Which instants leave the active timeline, their archived form written, then their files deleted.
 
 Which instants (getCommitInstantsToArchive): nothing until the completed commits (commit, deltacommit,
 replacecommit) exceed `max_commits`; then the oldest ones down to `min_commits`, but none at or after
@@ -18,19 +20,33 @@ Completed cleans and rollbacks older than the last commit archived go with them.
 How (archiveIfRequired): the instants' rows are written to the LSM timeline first; then their files are deleted,
 requested and inflight ones first and the completed ones last, oldest first, so that a crash midway leaves each
 instant either whole or as a completed instant; then the LSM timeline's layers are compacted. Leftover markers of
-the archived instants go too."""
+the archived instants go too.
+
+Table version 6 (Hudi 0.15's getInstantsToArchive) differs:
+- completed cleans and rollbacks are archived apart from commits: per action, once more than the max limit of them
+  are on the active timeline, the oldest down to the min limit;
+- on MERGE_ON_READ, the delta commits compaction scheduling counts are the ones with later instant times than the
+  last compaction (any state); with replace commits, also the last completed commit before the first inflight one;
+- with a metadata table, nothing (cleans and rollbacks included) at or after the metadata table's latest compaction
+  (by instant time); of a metadata table, nothing at or after its data table's first commit or pending instant;
+- every file of each archived instant (requested, inflight, completed) becomes a HoodieArchivedMetaEntry record
+  of a new archive log file (`hoodie.commits.archival.batch` records a block); then pending files are deleted
+  first and completed ones last, oldest first. Merging small archive files (`hoodie.archive.merge.enable`, off
+  by default) is not done: archival refuses a table that asks for it."""
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from ..errors import HudiError
 from ..locks.transaction import TransactionManager
 from ..metadata.keys import METADATA_DIR
 from ..metadata.reader import metadata_partitions
-from ..timeline.instant import Action, Instant, State
+from ..timeline.archived_log import ArchivedLogWriter, meta_entry
+from ..timeline.instant import Action, Instant, State, new_instant_time
 from ..timeline.lsm_writer import ArchivedInstant, LSMTimelineWriter
 from ..timeline.serde import parse_cleaner_plan
 from ..timeline.timeline import Timeline
@@ -54,6 +70,8 @@ class ArchivalSettings:
     # MERGE_ON_READ with compaction triggered by commits: hoodie.compact.inline.max.delta.commits; None otherwise
     compaction_delta_commits: int | None = 5
     metadata_enabled: bool = True         # hoodie.metadata.enable
+    archival_batch_size: int = 10         # hoodie.commits.archival.batch (table version 6: records a block)
+    merge_small_files: bool = False       # hoodie.archive.merge.enable (table version 6)
 
     def __post_init__(self) -> None:
         if self.min_commits < 1 or self.max_commits <= self.min_commits:
@@ -70,7 +88,9 @@ class ArchivalSettings:
                    beyond_savepoint=_bool(options, "hoodie.archive.beyond.savepoint", False),
                    compaction_delta_commits=_int(options, "hoodie.compact.inline.max.delta.commits", 5)
                    if trigger in ("NUM_COMMITS", "NUM_AND_TIME") else None,
-                   metadata_enabled=_bool(options, "hoodie.metadata.enable", True))
+                   metadata_enabled=_bool(options, "hoodie.metadata.enable", True),
+                   archival_batch_size=_int(options, "hoodie.commits.archival.batch", 10),
+                   merge_small_files=_bool(options, "hoodie.archive.merge.enable", False))
 
     def for_metadata_table(self, options: Mapping[str, str]) -> ArchivalSettings:
         """The settings of the metadata table's own archival, as Hudi's metadata writer derives them from its data
@@ -81,7 +101,8 @@ class ArchivalSettings:
             max_commits=max(_int(options, "hoodie.metadata.keep.max.commits", 30), self.max_commits),
             compaction_batch_size=self.compaction_batch_size, beyond_savepoint=self.beyond_savepoint,
             compaction_delta_commits=_int(options, "hoodie.metadata.compact.max.delta.commits", 10),
-            metadata_enabled=False)
+            metadata_enabled=False, archival_batch_size=self.archival_batch_size,
+            merge_small_files=self.merge_small_files)
 
 
 def _int(options: Mapping[str, str], key: str, default: int) -> int:
@@ -186,14 +207,35 @@ def _retained_for_data_table(data: Timeline, beyond_savepoint: bool) -> str | No
     return min((t for t in (first, pending) if t is not None), default=None)
 
 
+def _oldest_commits(tl: Timeline, completed: list[Instant], bounds: list[str | None], beyond_savepoint: bool,
+                    lo: int) -> list[str]:
+    """The completed commits before the earliest of `bounds` and the first savepoint (with `beyond_savepoint`: all
+    but the savepointed ones), at most all but `lo` of them."""
+    earliest = min((b for b in bounds if b is not None), default=None)
+    savepoints = [s.timestamp for s in tl.savepoints()]
+    chosen = []
+    for inst in completed:
+        if beyond_savepoint:
+            if inst.timestamp in savepoints:
+                continue
+        elif savepoints and inst.timestamp >= savepoints[0]:
+            continue
+        if earliest is not None and inst.timestamp >= earliest:
+            continue
+        chosen.append(inst.timestamp)
+    return chosen[:max(0, len(completed) - lo)]
+
+
 def instants_to_archive(table: HudiTable, settings: ArchivalSettings, *, cleaner_retains_from: str | None = None,
                         data_table: HudiTable | None = None) -> list[str]:
     """The instant times Hudi's archiver would archive now, ascending. `cleaner_retains_from`: the earliest
     commit the cleaner's policy retains (CleanerUtils.getEarliestCommitToRetain), if any; `data_table`: when
     `table` is a metadata table, its data table."""
+    if table.config.version == 6:
+        return _instants_to_archive_v6(table, settings, cleaner_retains_from, data_table)
     if not table.config.traits.completion_times:
         raise HudiError(f"archival of table version {table.config.version} is not supported: TMS archives "
-                        f"versions 8 and 9 (Hudi's LSM timeline)")
+                        f"versions 6, 8 and 9")
     tl = table.timeline
     completed = _completed_commits(tl)
     lo, hi = limits(tl, settings, cleaner_retains_from)
@@ -210,24 +252,111 @@ def instants_to_archive(table: HudiTable, settings: ArchivalSettings, *, cleaner
                             and i.timestamp != compaction), None))
     if data_table is not None:
         bounds.append(_retained_for_data_table(data_table.timeline, settings.beyond_savepoint))
-    earliest = min((b for b in bounds if b is not None), default=None)
-    savepoints = [s.timestamp for s in tl.savepoints()]
-    chosen = []
-    for inst in completed:
-        if settings.beyond_savepoint:
-            if inst.timestamp in savepoints:
-                continue
-        elif savepoints and inst.timestamp >= savepoints[0]:
-            continue
-        if earliest is not None and inst.timestamp >= earliest:
-            continue
-        chosen.append(inst.timestamp)
-    chosen = chosen[:max(0, len(completed) - lo)]
+    chosen = _oldest_commits(tl, completed, bounds, settings.beyond_savepoint, lo)
     if not chosen:
         return []
     last = chosen[-1]
     chosen += [i.timestamp for i in tl.iter_instants((Action.CLEAN, Action.ROLLBACK), before=last) if i.is_completed]
     return sorted(chosen)
+
+
+# --- table version 6 (Hudi 0.15's HoodieTimelineArchiver) --------------------------------------------------
+
+
+def _cleans_and_rollbacks_v6(tl: Timeline, lo: int, hi: int) -> list[str]:
+    """getCleanInstantsToArchive: per action, the oldest completed ones down to `lo` once over `hi`."""
+    chosen = []
+    for action in (Action.CLEAN, Action.ROLLBACK):
+        done = [i.timestamp for i in tl.iter_instants((action,)) if i.is_completed]
+        if len(done) > hi:
+            chosen += done[:len(done) - lo]
+    return chosen
+
+
+def _retained_for_compaction_v6(tl: Timeline, max_delta_commits: int) -> str | None:
+    """CompactionUtils.getOldestInstantToRetainForCompaction (0.15): the delta commits (any state) with later
+    instant times than the last completed commit, or all of them before any."""
+    last = tl.last_of((Action.COMMIT, Action.REPLACE_COMMIT), completed=True)
+    deltas = [i.timestamp for i in tl.iter_instants((Action.DELTA_COMMIT,))]
+    if last is not None:
+        since, anchor = [ts for ts in deltas if ts > last.timestamp], last.timestamp
+    elif deltas:
+        since, anchor = deltas, deltas[0]
+    else:
+        return None
+    if len(since) < max_delta_commits:
+        return anchor
+    return since[len(since) - max_delta_commits]
+
+
+def _retained_for_clustering_v6(tl: Timeline) -> str | None:
+    """ClusteringUtils.getOldestInstantToRetainForClustering (0.15): as for later versions, or the last completed
+    commit before the first inflight replace commit when that is older."""
+    replaces = list(tl.iter_instants((Action.REPLACE_COMMIT,)))
+    if not replaces:
+        return None
+    oldest = _retained_for_clustering(tl)
+    inflight = next((i for i in replaces if i.state == State.INFLIGHT), None)
+    if inflight is not None:
+        before = next((i.timestamp for i in tl.iter_instants(COMMITS, before=inflight.timestamp, reverse=True)
+                       if i.is_completed), None)
+        if before is not None and (oldest is None or before < oldest):
+            oldest = before
+    return oldest
+
+
+def _commits_v6(table: HudiTable, settings: ArchivalSettings, completed: list[Instant], lo: int) -> list[str]:
+    tl = table.timeline
+    bounds = [_retained_for_pending(tl, completed), _retained_for_clustering_v6(tl)]
+    if table.config.is_mor and settings.compaction_delta_commits is not None:
+        bounds.append(_retained_for_compaction_v6(tl, settings.compaction_delta_commits))
+    return _oldest_commits(tl, completed, bounds, settings.beyond_savepoint, lo)
+
+
+def _instants_to_archive_v6(table: HudiTable, settings: ArchivalSettings, cleaner_retains_from: str | None,
+                            data_table: HudiTable | None) -> list[str]:
+    tl = table.timeline
+    completed = _completed_commits(tl)
+    lo, hi = limits(tl, settings, cleaner_retains_from)
+    chosen = _cleans_and_rollbacks_v6(tl, lo, hi)
+    if len(completed) > hi:
+        chosen += _commits_v6(table, settings, completed, lo)
+    if data_table is None and settings.metadata_enabled and metadata_partitions(table):
+        compaction = metadata_table_compaction(table)
+        if compaction is None:
+            return []  # Hudi archives nothing before the metadata table's first compaction
+        chosen = [ts for ts in chosen if ts < compaction]
+    if data_table is not None:
+        earliest = _retained_for_data_table(data_table.timeline, settings.beyond_savepoint)
+        if earliest is not None:
+            chosen = [ts for ts in chosen if ts < earliest]
+    return sorted(chosen)
+
+
+def _archive_v6(table: HudiTable, settings: ArchivalSettings, chosen: list[str]) -> ArchivalResult:
+    """Each file of the chosen instants as a record of a new archive file; then the files deleted, pending ones
+    first, completed ones last and oldest first."""
+    tl, zone = table.timeline, table.config.timeline_zone
+    files = [states[s] for states in (tl.states_of(ts) for ts in chosen)
+             for s in (State.REQUESTED, State.INFLIGHT, State.COMPLETED) if s in states]
+    entries = []
+    for ts in chosen:
+        table.storage.delete_tree(posixpath.join(MARKERS_DIR, ts))
+    for inst in files:
+        mtime = table.storage.info(tl.path_of(inst)).mtime
+        written = new_instant_time(zone, datetime.fromtimestamp(mtime, UTC)) if mtime else None
+        entries.append(meta_entry(inst.timestamp, inst.action, inst.state, written, tl.read(inst)))
+    result = ArchivalResult()
+    result.file = ArchivedLogWriter(table.storage, table.config.archive_dir, settings.archival_batch_size).write(
+        entries)
+    for inst in sorted((i for i in files if i.state != State.COMPLETED), key=lambda i: (i.timestamp, i.state)):
+        table.storage.delete(tl.path_of(inst))
+    for inst in files:
+        if inst.state == State.COMPLETED:
+            table.storage.delete(tl.path_of(inst))
+    tl.reload(force=True, full=True)
+    result.archived = chosen
+    return result
 
 
 def _row(tl: Timeline, states: dict[State, Instant]) -> ArchivedInstant:
@@ -255,6 +384,9 @@ def archive(table: HudiTable, settings: ArchivalSettings, *, cleaner_retains_fro
             data_table: HudiTable | None = None, transactions: TransactionManager | None = None) -> ArchivalResult:
     """Archive what Hudi's rules allow now (see instants_to_archive), inside `transactions`' transaction (the
     table's lock, as Hudi's archiver takes it, when the table has several writers)."""
+    if table.config.version == 6 and settings.merge_small_files:
+        raise HudiError("hoodie.archive.merge.enable=true: TMS does not merge small archive files of table "
+                        "version 6; archive this table with it off (Hudi's default)")
     with transactions.transaction(exact_view=True) if transactions is not None else nullcontext():
         return _archive(table, settings, cleaner_retains_from, data_table)
 
@@ -264,9 +396,11 @@ def _archive(table: HudiTable, settings: ArchivalSettings, cleaner_retains_from:
     tl = table.timeline
     tl.reload(force=True, full=True)
     chosen = instants_to_archive(table, settings, cleaner_retains_from=cleaner_retains_from, data_table=data_table)
-    result = ArchivalResult()
     if not chosen:
-        return result
+        return ArchivalResult()
+    if table.config.version == 6:
+        return _archive_v6(table, settings, chosen)
+    result = ArchivalResult()
     actions = [tl.states_of(ts) for ts in chosen]
     writer = LSMTimelineWriter(table.storage, tl.dir, settings.compaction_batch_size)
     rows = []

@@ -183,6 +183,11 @@ class TableConfig:
         return ".hoodie"
 
     @property
+    def archive_dir(self) -> str:
+        """Table version 6: the archived timeline's folder (`hoodie.archivelog.folder`) relative to the base path."""
+        return ".hoodie/" + self.props.get("hoodie.archivelog.folder", "archived")
+
+    @property
     def timeline_zone(self) -> tzinfo:
         """The zone the table's instant times are wall-clock times in (see timeline_zone)."""
         return timeline_zone(self.props)

@@ -393,3 +393,72 @@ ALL = (
     INDEX_PLAN,
     INDEX_COMMIT_METADATA,
 )
+
+# --- the archived timeline of table version 6 (Hudi 0.x's HoodieArchivedMetaEntry.avsc) -------------------
+# Hudi 0.15's records are the ones above less the fields Hudi 1.x added to them.
+
+
+def _without(record: dict[str, Any], *names: str, **replaced: Any) -> dict[str, Any]:
+    """`record` less the fields `names`, with the fields named in `replaced` given another type."""
+    fields = [{**f, "type": replaced[f["name"]]} if f["name"] in replaced else f
+              for f in record["fields"] if f["name"] not in names]
+    return {**record, "fields": fields}
+
+
+def _defined_once(schema: Any, seen: set[str] | None = None) -> Any:
+    """`schema` with every named type after its first definition referenced by its name (as Avro requires)."""
+    seen = set() if seen is None else seen
+    if isinstance(schema, list):
+        return [_defined_once(s, seen) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if schema.get("type") == "record":
+        if schema["name"] in seen:
+            return schema["name"]
+        seen.add(schema["name"])
+        return {**schema, "fields": [{**f, "type": _defined_once(f["type"], seen)} for f in schema["fields"]]}
+    if schema.get("type") == "array":
+        return {**schema, "items": _defined_once(schema["items"], seen)}
+    if schema.get("type") == "map":
+        return {**schema, "values": _defined_once(schema["values"], seen)}
+    return schema
+
+
+_WRITE_STAT_V6 = {**WRITE_STAT, "fields": WRITE_STAT["fields"][:17]}  # fileId .. fileSizeInBytes
+_STATS_V6 = _map(_array(_WRITE_STAT_V6))
+COMMIT_METADATA_V6 = _without(COMMIT_METADATA, "compacted", partitionToWriteStats=["null", _STATS_V6])
+_COMPACTION_PLAN_V6 = _without(COMPACTION_PLAN, "missingSchedulePartitions")
+_CLUSTERING_PLAN_V6 = _without(CLUSTERING_PLAN, "missingSchedulePartitions")
+_COMPACTION_METADATA_V6 = _record(
+    "HoodieCompactionMetadata",
+    _field("partitionToCompactionWriteStats", ["null", _map(_array(_record(
+        "HoodieCompactionWriteStat",
+        _optional("partitionPath", STRING),
+        _optional("totalLogRecords", "long"),
+        _optional("totalLogFiles", "long"),
+        _optional("totalUpdatedRecordsCompacted", "long"),
+        _optional("hoodieWriteStat", _WRITE_STAT_V6["name"]),
+    )))]),
+)
+
+ARCHIVED_META_ENTRY_V6 = _defined_once(_record(
+    "HoodieArchivedMetaEntry",
+    _optional("hoodieCommitMetadata", COMMIT_METADATA_V6),
+    _optional("hoodieCleanMetadata", CLEAN_METADATA),
+    _optional("hoodieCompactionMetadata", _COMPACTION_METADATA_V6),
+    _optional("hoodieRollbackMetadata", ROLLBACK_METADATA),
+    _optional("hoodieSavePointMetadata", SAVEPOINT_METADATA),
+    _optional("commitTime", STRING),
+    _optional("actionType", STRING),
+    _version(),
+    _optional("hoodieCompactionPlan", _COMPACTION_PLAN_V6),
+    _optional("hoodieCleanerPlan", CLEANER_PLAN),
+    _optional("actionState", STRING),
+    _optional("hoodieReplaceCommitMetadata", _without(REPLACE_COMMIT_METADATA, "compacted",
+                                                      partitionToWriteStats=["null", _STATS_V6])),
+    _optional("hoodieRequestedReplaceMetadata", _without(REQUESTED_REPLACE_METADATA,
+                                                         clusteringPlan=["null", _CLUSTERING_PLAN_V6])),
+    _optional("HoodieInflightReplaceMetadata", COMMIT_METADATA_V6),
+    _optional("hoodieIndexCommitMetadata", INDEX_COMMIT_METADATA),
+    _optional("stateTransitionTime", STRING),
+))
