@@ -36,7 +36,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 REPO = Path(__file__).resolve().parent.parent
-ROLES = ("service", "planner", "worker", "manager")
+ROLES = ("serve", "planner", "worker", "manager")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -67,31 +67,34 @@ def _proc(pid: int) -> Proc | None:
     return Proc(rss, fds, threads, (int(stat[11]) + int(stat[12])) / CLOCK_TICKS)
 
 
-def _children(pid: int) -> list[int]:
-    kids: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            kids += [int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
-    except OSError:
-        pass
-    return kids
+def _parents() -> dict[int, int]:
+    """Every process's parent, from /proc/<pid>/stat."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    return parents
 
 
 def role_pids(root: int) -> dict[str, int]:
     """The roles' processes (`python -m tms.cli <role>`) under `tms up` (pid `root`), by role."""
+    parents = _parents()
     found: dict[str, int] = {}
-    todo = [root]
-    while todo:
-        pid = todo.pop()
-        kids = _children(pid)
-        todo += kids
-        for kid in kids:
-            try:
-                words = [a.decode(errors="replace") for a in Path(f"/proc/{kid}/cmdline").read_bytes().split(b"\0")]
-            except OSError:
-                continue
-            if "tms.cli" in words and (role := next((w for w in words if w in ROLES), None)):
-                found[role] = kid
+    for pid in parents:
+        ancestor = parents.get(pid)
+        while ancestor not in (None, 0, 1, root):
+            ancestor = parents.get(ancestor)
+        if ancestor != root:
+            continue
+        try:
+            words = [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+        except OSError:
+            continue
+        if "tms.cli" in words and (role := next((w for w in words if w in ROLES), None)):
+            found[role] = pid
     return found
 
 
@@ -132,7 +135,7 @@ def take(table: Path, engine: sa.Engine, root: int) -> Sample:
     active, completed, archived = timeline_figures(table)
     with engine.connect() as conn:
         commits = conn.execute(sa.text(
-            "SELECT count(*) FROM events WHERE state = 'COMPLETED' AND action IN ('deltacommit', 'commit')")).scalar()
+            "SELECT count(*) FROM events WHERE state = 'completed' AND action IN ('deltacommit', 'commit')")).scalar()
         events = conn.execute(sa.text("SELECT count(*) FROM events WHERE processed_at IS NOT NULL")).scalar()
         db_bytes = conn.execute(sa.text("SELECT pg_database_size(current_database())")).scalar()
     roles = {role: p for role, pid in role_pids(root).items() if (p := _proc(pid)) is not None}
