@@ -128,12 +128,12 @@ def plan_scope(table: HudiTable, service: TableService, now: datetime, full_pass
 
 
 def written_since(table: HudiTable, last: Instant, *, with_compactions: bool) -> set[str]:
-    """Partitions the commit metadata names of the writes completed at or after `last`'s instant time (`last`
-    itself left out); compactions only `with_compactions`."""
+    """Partitions the commit metadata names of the writes completed at or after `last`'s instant time, compactions
+    only `with_compactions` (a clustering's own output may be clustered again, as a full pass would)."""
     tl = table.timeline
     out: set[str] = set()
     for inst in tl.completed(WRITE_ACTIONS):
-        if inst.timestamp == last.timestamp or (inst.completion_time or inst.timestamp) < last.timestamp:
+        if (inst.completion_time or inst.timestamp) < last.timestamp:
             continue
         if not with_compactions and inst.action == Action.COMMIT and _is_compaction(table, inst):
             continue
