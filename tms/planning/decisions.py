@@ -13,6 +13,7 @@ from tms.table_service import TableService
 
 from .digest import ALWAYS, TimelineDigest
 from .failed_writes import heartbeat_tolerance_seconds
+from .incremental import full_pass_period
 from .policy import TablePolicy
 
 # A requested instant of these actions is a plan someone else scheduled: adopt it.
@@ -31,7 +32,7 @@ class PlannerOptions:
     @property
     def full_pass_every(self) -> timedelta | None:
         """How often a compaction or clustering plan looks at the whole table (None: always)."""
-        return timedelta(hours=self.full_pass_hours) if self.full_pass_hours > 0 else None
+        return full_pass_period(self.full_pass_hours)
 
     def services_for(self, policy: TablePolicy) -> frozenset[str]:
         """What the planner schedules on its own for a table under `policy` (see `scheduled_services`)."""

@@ -58,6 +58,11 @@ class Scope:
         return {SCOPE_KEY: INCREMENTAL, FULL_PASS_KEY: self.full_pass}
 
 
+def full_pass_period(hours: float) -> timedelta | None:
+    """TMS_PLANNER_FULL_PASS_HOURS as the period `plan_scope` takes (0: every plan is a full pass, None)."""
+    return timedelta(hours=hours) if hours > 0 else None
+
+
 def full_scope(why: str) -> Scope:
     return Scope(None, None, why)
 
