@@ -24,12 +24,13 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from weakref import WeakKeyDictionary
 
 from tms.hudi.errors import HudiError, InstantVanishedError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State, instant_to_datetime
-from tms.hudi.timeline.serde import MetadataFormatError, parse_compaction_plan, parse_requested_replace_metadata
-from tms.hudi.timeline.timeline import WRITE_ACTIONS
+from tms.hudi.timeline.serde import MetadataFormatError, parse_any_avro
+from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
 from tms.table_service import TableService
 
 # In a plan's extraMetadata: how it chose its partitions, and (incremental) the instant time of the full pass it
@@ -78,13 +79,31 @@ class _LastPlan:
     missing: list[str] | None
 
 
+# What the completed plans of a loaded timeline record of their scope, read once (a plan of a big table names
+# thousands of operations this does not need: its record is read, never converted).
+_RECORDED: WeakKeyDictionary[Timeline, dict[str, _LastPlan | None]] = WeakKeyDictionary()
+
+
+def _recorded_scope(table: HudiTable, inst: Instant) -> _LastPlan | None:
+    """What the plan of a completed compaction or clustering records of its scope (None: not a clustering)."""
+    tl = table.timeline
+    known = _RECORDED.setdefault(tl, {})
+    if inst.timestamp not in known:
+        try:
+            name, record = parse_any_avro(tl.read_plan(inst.timestamp))
+        except MetadataFormatError:
+            name, record = "", {}  # an insert_overwrite's requested file may be empty
+        plan = record if name.endswith("HoodieCompactionPlan") else record.get("clusteringPlan")
+        known[inst.timestamp] = None if not isinstance(plan, dict) else _LastPlan(
+            inst, dict(plan.get("extraMetadata") or {}), plan.get("missingSchedulePartitions"))
+    return known[inst.timestamp]
+
+
 def _last_compaction(table: HudiTable) -> _LastPlan | None:
     """The latest completed compaction (by instant time, as Hudi's lastInstant) and what its plan records."""
-    tl = table.timeline
-    for inst in tl.iter_instants((Action.COMMIT,), reverse=True):
+    for inst in table.timeline.iter_instants((Action.COMMIT,), reverse=True):
         if inst.is_completed and _is_compaction(table, inst):
-            plan = parse_compaction_plan(tl.read_plan(inst.timestamp))
-            return _LastPlan(inst, plan.extra_metadata or {}, plan.missing_schedule_partitions)
+            return _recorded_scope(table, inst)
     return None
 
 
@@ -97,14 +116,9 @@ def _is_compaction(table: HudiTable, inst: Instant) -> bool:
 def _last_clustering(table: HudiTable) -> _LastPlan | None:
     tl = table.timeline
     for inst in tl.iter_instants((Action.REPLACE_COMMIT,), reverse=True):
-        if not inst.is_completed or State.REQUESTED not in tl.states_of(inst.timestamp):
-            continue
-        try:
-            plan = parse_requested_replace_metadata(tl.read_plan(inst.timestamp)).clustering_plan
-        except (HudiError, MetadataFormatError):
-            continue  # an insert_overwrite's requested file may be empty
-        if plan is not None:
-            return _LastPlan(inst, plan.extra_metadata or {}, plan.missing_schedule_partitions)
+        if inst.is_completed and State.REQUESTED in tl.states_of(inst.timestamp):
+            if (last := _recorded_scope(table, inst)) is not None:
+                return last
     return None
 
 
