@@ -17,6 +17,7 @@ from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.inspect import human_size
 from tms.hudi.table.write_options import parse_option_pairs, split_concurrency_options
+from tms.planning.incremental import full_pass_period
 from tms.planning.planned import Planned
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule
@@ -55,7 +56,8 @@ def register(app: typer.Typer) -> None:
         table = HudiTable.load(path)
         concurrency = parse_concurrency_options(concurrency_options, base_path=path, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:
-            result = schedule(table, service, policy, datetime.now(UTC), transactions)
+            result = schedule(table, service, policy, datetime.now(UTC), transactions,
+                              full_pass_period(load_settings().planner_full_pass_hours))
         for tc, blockers in result.synced.items():
             typer.echo(f"{tc} compaction held by delta commits in flight: {', '.join(blockers)}" if blockers
                        else f"{tc} compaction synced with its late commits: runnable")

@@ -291,7 +291,7 @@ class Planner:
             cached = self.cache.get(row)
             policy = TablePolicy.from_stored(row.policies)
             ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),
-                              cached.transactions)
+                              cached.transactions, self.options.full_pass_every)
             result = run(ctx)
             self.cache.measure(row.id)
             return result

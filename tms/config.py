@@ -160,6 +160,10 @@ class Settings(BaseSettings):
     planner_clean_commits: int = Field(
         5, ge=1, description="Completed writes since a table's last clean (or clean attempt) before the planner "
                              "attempts the next one")
+    planner_full_pass_hours: float = Field(
+        24.0, ge=0, description="How often a compaction or clustering plan of a v8+ table looks at every partition; "
+                                "between these full passes a plan looks only at the partitions written since the "
+                                "last plan of its service and those it left out (0: every plan is a full pass)")
     planner_cached_tables: int = Field(
         10_000, ge=1, description="Tables whose loaded timeline a planner process keeps between passes")
     planner_cache_mb: int = Field(

@@ -37,9 +37,9 @@ def locked_for_planning(database: Database, table_id: int) -> Iterator[tuple[Ses
 
 
 def planner_options(settings: Settings) -> PlannerOptions:
-    """What the planner schedules (TMS_PLANNER_SERVICES, TMS_PLANNER_CLEAN_COMMITS)."""
+    """What the planner schedules (TMS_PLANNER_SERVICES, TMS_PLANNER_CLEAN_COMMITS, TMS_PLANNER_FULL_PASS_HOURS)."""
     return PlannerOptions(services=frozenset(settings.planner_services), clean_commits=settings.planner_clean_commits,
-                          storage_roots=tuple(settings.storage_roots))
+                          storage_roots=tuple(settings.storage_roots), full_pass_hours=settings.planner_full_pass_hours)
 
 
 class OnRequestPlanner:
@@ -83,7 +83,7 @@ class OnRequestPlanner:
             cached = self.cache.with_current_properties(row)
             policy = TablePolicy.from_stored(row.policies)
             ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),
-                              cached.transactions)
+                              cached.transactions, self.options.full_pass_every)
             digest, recorded = requested_pass(ctx, stored_digest(row, self.options), service)
         except PLANNING_ERRORS as e:
             self.cache.forget(row.id)

@@ -7,7 +7,7 @@ table's digest from the timeline."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
 from sqlalchemy.orm import Session
@@ -52,6 +52,8 @@ class PassContext:
     # The table's lock, as the writers take it: plans and rollbacks are written, and their instant times
     # generated, while it is held (none: a single writer).
     transactions: TransactionManager | None = None
+    # How often a compaction or clustering plan looks at the whole table (None: always; TMS_PLANNER_FULL_PASS_HOURS).
+    full_pass_every: timedelta | None = None
 
     @property
     def lazy_failed_writes(self) -> bool:
@@ -73,7 +75,7 @@ def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | s
     after all (the digest was stale: the rebuilt one is right)."""
     table, policy, now = ctx.table, ctx.policy, ctx.now
     if service == TableService.COMPACTION:
-        planned = plan_compaction(table, policy, now, force=force)
+        planned = plan_compaction(table, policy, now, force=force, full_pass_every=ctx.full_pass_every)
         if planned:
             return planned
         decision = compaction_trigger(table, policy, now)
@@ -82,7 +84,7 @@ def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | s
         return "nothing to compact: every file group with log files is in a pending plan" \
             if decision.due or force else False
     if service == TableService.CLUSTERING:
-        planned = plan_clustering(table, policy, now, force=force)
+        planned = plan_clustering(table, policy, now, force=force, full_pass_every=ctx.full_pass_every)
         if planned:
             return planned
         return "nothing to cluster: no file groups the clustering strategy picks outside pending plans" \

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tms.hudi.fs_view.view import FileSlice
 from tms.hudi.storage.paths import join
@@ -28,6 +28,7 @@ from tms.table_service import TableService
 
 from .compaction_strategy import TOTAL_IO_READ_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE
 from .footprint import file_groups_of_pending_writes
+from .incremental import left_out, plan_scope
 from .planned import Planned
 from .policy import TablePolicy
 from .stats import plan_stats
@@ -76,30 +77,44 @@ def _clustering_group(table: HudiTable, slices: list[FileSlice], policy: TablePo
                  TOTAL_LOG_FILES: float(sum(len(fs.log_files) for fs in slices))})
 
 
-def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False) -> Planned | None:
+def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False,
+                    full_pass_every: timedelta | None = None) -> Planned | None:
     """Plan a clustering if enough commits landed since the last one (or `force`: an operator asked for one
     now) and small files can be grouped; None otherwise. `now` is unused by Hudi's size-based strategy; the plan
-    carries the record TTL's cutoff at `now`."""
+    carries the record TTL's cutoff at `now`. With `full_pass_every`, the plan looks only at the partitions
+    written since the last clustering, and at the whole table once per that period (tms.planning.incremental)."""
     tl = table.timeline
     tl.reload()
     if not force and not clustering_trigger(table, policy).due:
         return None
-    view = table.file_system_view()
+    scope = plan_scope(table, TableService.CLUSTERING, now, full_pass_every)
+    if scope.partitions is not None and not scope.partitions:
+        return None  # nothing written since the last clustering, nothing left out by it
+    view = table.file_system_view(partitions=scope.partitions)
     busy = set(view.pending_compaction) | set(view.pending_clustering) | file_groups_of_pending_writes(table)
     by_partition: dict[str, list] = defaultdict(list)
     for fs in view.latest_slices():
         if (fs.partition, fs.file_id) not in busy and fs.base_size < policy.clustering_small_file_limit:
             by_partition[fs.partition].append(fs)
-    groups = []
+    groups: list[list[FileSlice]] = []
+    cut: list[str] = []  # partitions whose groups the bound on groups cut
     for partition in sorted(by_partition):
-        groups += _slices_into_groups(by_partition[partition], policy)[:policy.clustering_max_num_groups]
-    groups = groups[:policy.clustering_max_num_groups]
+        grouped = _slices_into_groups(by_partition[partition], policy)
+        room = max(0, policy.clustering_max_num_groups - len(groups))  # at most max.num.groups in all
+        groups += grouped[:room]
+        if len(grouped) > room:
+            cut.append(partition)
     if not groups:
         return None
     params = {SORT_COLUMNS_PARAM: ",".join(policy.sort_columns)} if policy.sort_columns else {}
+    extra, missing = ttl_plan_metadata(policy, now), None
+    if table.config.traits.completion_times:  # what the next plan needs to schedule incrementally
+        missing = left_out(cut, busy)
+        extra |= scope.metadata()
     plan = ClusteringPlan(input_groups=[_clustering_group(table, g, policy) for g in groups],
                           strategy=ClusteringStrategy(strategy_class_name=EXECUTION_STRATEGY, strategy_params=params),
-                          extra_metadata=ttl_plan_metadata(policy, now), version=1, preserve_hoodie_metadata=True)
+                          extra_metadata=extra, version=1, preserve_hoodie_metadata=True,
+                          missing_schedule_partitions=missing)
     meta = RequestedReplaceMetadata(operation_type=CLUSTER_OPERATION, clustering_plan=plan, extra_metadata={})
     action = Action.CLUSTERING if table.config.traits.clustering_action else Action.REPLACE_COMMIT
     inst = tl.create_requested(action, serialize_requested_replace_metadata(meta))

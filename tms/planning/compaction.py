@@ -8,7 +8,7 @@ compaction or clustering; the strategy orders and bounds them. Which log files a
   in flight are the plan's blockers."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tms.hudi.errors import InstantConflictError
 from tms.hudi.fs_view.view import FileSlice, LogFile
@@ -22,6 +22,7 @@ from .compaction_strategy import capture_metrics, order_and_filter
 from .compensation import pending_delta_commits_before, sync_held_plan, with_blockers
 from .errors import PlanningError
 from .footprint import IOType, written_files
+from .incremental import Scope, left_out, plan_scope
 from .planned import Planned
 from .policy import TablePolicy
 from .stats import plan_stats
@@ -58,11 +59,14 @@ def _operation(fs: FileSlice, logs: list[LogFile], policy: TablePolicy) -> Compa
 _ATTEMPTS = 3  # instant times tried when writers without the table's lock take them meanwhile
 
 
-def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False) -> Planned | None:
+def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, force: bool = False,
+                    full_pass_every: timedelta | None = None) -> Planned | None:
     """Plan a compaction if the trigger strategy says one is due (or `force`: an operator asked for one now)
     and some file slice has log files to compact; None otherwise. On v6 the plan may come back held
     (`blockers`). Whether any engine can run it is the caller's decision (tms.planning.capabilities: a Hudi
-    engine runs what TMS's own cannot merge), taken before this is called."""
+    engine runs what TMS's own cannot merge), taken before this is called. With `full_pass_every`, the plan
+    looks only at the partitions written since the last compaction, and at the whole table once per that
+    period (tms.planning.incremental)."""
     config = table.config
     if not config.is_mor:
         raise PlanningError(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
@@ -70,21 +74,25 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     tl.reload()
     if not force and not compaction_trigger(table, policy, now).due:
         return None
+    scope = plan_scope(table, TableService.COMPACTION, now, full_pass_every)
+    if scope.partitions is not None and not scope.partitions:
+        return None  # nothing written since the last compaction, nothing left out by it: nothing to compact
     for _ in range(_ATTEMPTS - 1):
         try:
-            return _plan_at(table, policy, now, tl.new_instant_time())
+            return _plan_at(table, policy, now, tl.new_instant_time(), scope)
         except InstantConflictError:
             # A writer without the table's lock took the same instant time meanwhile (the same millisecond):
             # plan again at a later time rather than wait for the next event.
             tl.reload(force=True)
-    return _plan_at(table, policy, now, tl.new_instant_time())
+    return _plan_at(table, policy, now, tl.new_instant_time(), scope)
 
 
-def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str) -> Planned | None:
-    """The compaction plan at instant time `tc`, written; None if no file slice has logs to compact."""
+def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scope: Scope) -> Planned | None:
+    """The compaction plan at instant time `tc` over the partitions of `scope`, written; None if no file slice
+    has logs to compact."""
     config, tl = table.config, table.timeline
     v6 = not config.traits.log_files_named_by_writer  # v6 slices by instant time
-    view = table.file_system_view()
+    view = table.file_system_view(partitions=scope.partitions)
     busy = set(view.pending_compaction) | set(view.pending_clustering)
     deferred = _pending_only_logs(table) if v6 else set()
 
@@ -102,7 +110,13 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str) -> P
     if not operations:
         return None
     blockers = pending_delta_commits_before(table, tc) if v6 else []
-    plan = CompactionPlan(operations=operations, extra_metadata=with_blockers(ttl_plan_metadata(policy, now), blockers))
+    extra = with_blockers(ttl_plan_metadata(policy, now), blockers)
+    missing = None
+    if config.traits.completion_times:  # what the next plan needs to schedule incrementally
+        chosen = {id(op) for op in operations}
+        missing = left_out([op.partition_path or "" for op in candidates if id(op) not in chosen], busy)
+        extra |= scope.metadata()
+    plan = CompactionPlan(operations=operations, extra_metadata=extra, missing_schedule_partitions=missing)
     tl.create_requested(Action.COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from tms.hudi.timeline.instant import Action
@@ -13,6 +13,7 @@ from tms.table_service import TableService
 
 from .digest import ALWAYS, TimelineDigest
 from .failed_writes import heartbeat_tolerance_seconds
+from .incremental import full_pass_period
 from .policy import TablePolicy
 
 # A requested instant of these actions is a plan someone else scheduled: adopt it.
@@ -26,6 +27,12 @@ class PlannerOptions:
     services: frozenset[str]  # of compaction, clustering, clean, rollback (TMS_PLANNER_SERVICES)
     clean_commits: int        # completed writes since the last clean (or clean attempt) before the next
     storage_roots: tuple[str, ...] = ()  # a table found outside them (its folder replaced by a link) is not planned
+    full_pass_hours: float = 24.0  # TMS_PLANNER_FULL_PASS_HOURS
+
+    @property
+    def full_pass_every(self) -> timedelta | None:
+        """How often a compaction or clustering plan looks at the whole table (None: always)."""
+        return full_pass_period(self.full_pass_hours)
 
     def services_for(self, policy: TablePolicy) -> frozenset[str]:
         """What the planner schedules on its own for a table under `policy` (see `scheduled_services`)."""

@@ -4,7 +4,7 @@ service's event, periodic and reconciliation paths will run under the table's ro
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from tms.hudi.locks.transaction import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
@@ -28,25 +28,31 @@ class ScheduleResult:
 
 
 def schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime,
-             transactions: TransactionManager | None = None) -> ScheduleResult:
+             transactions: TransactionManager | None = None,
+             full_pass_every: timedelta | None = None) -> ScheduleResult:
     """Plan under `transactions` (the table's lock, as Hudi schedules table services): plan instant times are
-    generated, and plans written, while the lock is held."""
+    generated, and plans written, while the lock is held. `full_pass_every`: compaction and clustering are
+    scheduled incrementally between full passes (tms.planning.incremental)."""
     if service not in PLANNED_SERVICES:
         raise PlanningError(f"unknown table service {service!r} (one of {', '.join(PLANNED_SERVICES)})")
     require_capability(table, service)  # nothing planned that cannot run: refused before anything is written
     transactions = transactions or TransactionManager.single_writer(table)
     with transactions.transaction():
-        return _schedule(table, service, policy, now, lazy=transactions.config.multi_writer)
+        return _schedule(table, service, policy, now, lazy=transactions.config.multi_writer,
+                         full_pass_every=full_pass_every)
 
 
-def _schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime, *, lazy: bool = False
-              ) -> ScheduleResult:
+def _schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime, *, lazy: bool = False,
+              full_pass_every: timedelta | None = None) -> ScheduleResult:
     result = ScheduleResult(synced=sync_held_plans(table))
     if service == TableService.ROLLBACK:
         result.planned = plan_failed_write_rollbacks(table, policy, now, lazy=lazy)
         return result
-    planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering,
-               TableService.CLEAN: plan_clean}[TableService(service)]
-    planned = planner(table, policy, now)
+    if service == TableService.COMPACTION:
+        planned = plan_compaction(table, policy, now, full_pass_every=full_pass_every)
+    elif service == TableService.CLUSTERING:
+        planned = plan_clustering(table, policy, now, full_pass_every=full_pass_every)
+    else:
+        planned = plan_clean(table, policy, now)
     result.planned = [planned] if planned else []
     return result

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -106,11 +107,16 @@ def partition_paths(table: TableParts) -> list[str]:
 
 
 class FileSystemView:
-    def __init__(self, table: TableParts, as_of: str | None = None):
+    def __init__(self, table: TableParts, as_of: str | None = None, partitions: Iterable[str] | None = None):
+        """`partitions`: only these partitions, each listed on its own (storage requests follow their number,
+        not the table's); default: every partition of the table."""
         self.table = table
         self.config = table.config
         self.timeline = table.timeline
         self.as_of = as_of
+        if partitions is not None:
+            self.partitions = sorted({posixpath.normpath(p) if p else "" for p in partitions})
+            self._partition_listing = PartitionListing(self.partitions)
         self._build()
 
     # --- visibility -----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """A Hudi table: its storage, `hoodie.properties` and timeline, and the views built from them."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import HudiError, TableNotFoundError
@@ -58,9 +59,10 @@ class HudiTable:
     def name(self) -> str:
         return self.config.name
 
-    def file_system_view(self, as_of: str | None = None) -> FileSystemView:
-        """The file groups and slices visible at `as_of` (default: the latest completed instant)."""
-        return FileSystemView(self, as_of=as_of)
+    def file_system_view(self, as_of: str | None = None, partitions: Iterable[str] | None = None) -> FileSystemView:
+        """The file groups and slices visible at `as_of` (default: the latest completed instant), of `partitions`
+        only if given (each listed on its own), else of the whole table."""
+        return FileSystemView(self, as_of=as_of, partitions=partitions)
 
     def reload(self) -> list[Instant]:
         return self.timeline.reload()

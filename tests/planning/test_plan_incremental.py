@@ -1,0 +1,251 @@
+"""Incremental scheduling (issue 37 item 1, Hudi 1.1's RFC-83): a compaction or clustering plan of a v8 table
+looks only at the partitions written since the last completed plan of its service and those that plan left out,
+and chooses the same file groups as a full pass; the full pass comes back after TMS_PLANNER_FULL_PASS_HOURS;
+its storage requests follow the partitions it looks at (item 4)."""
+from collections import Counter
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from planning_support import ModelledTable, _execute, now, policy, run_compaction
+
+from tms.hudi.storage.table_storage import LocalStorage
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import State, instant_to_datetime
+from tms.hudi.timeline.serde import parse_compaction_plan, parse_requested_replace_metadata
+from tms.planning import plan_compaction
+from tms.planning.clustering import plan_clustering
+from tms.planning.incremental import FULL, INCREMENTAL, SCOPE_KEY, plan_scope
+from tms.planning.policy import CompactionStrategy
+from tms.table_service import TableService
+
+DAY = timedelta(days=1)
+CITIES = [f"c{n}" for n in range(5)]
+
+
+def _rows(cities, ts: int, per_city: int = 2) -> list[dict]:
+    return [{"id": n * 100 + k, "name": f"n{n}-{k}-{ts}", "ts": ts, "city": CITIES[n]}
+            for n in sorted(cities) for k in range(per_city)]
+
+
+def _compaction_ops(table: HudiTable, ts: str) -> list[tuple]:
+    plan = parse_compaction_plan(table.timeline.read_plan(ts))
+    return [(op.partition_path, op.file_id, op.base_instant_time, op.data_file_path, tuple(op.delta_file_paths))
+            for op in plan.operations]
+
+
+def _drop(table: HudiTable, ts: str) -> None:
+    """Remove a requested plan from the timeline (to plan again at the same point)."""
+    req = table.timeline.states_of(ts)[State.REQUESTED]
+    table.storage.delete(table.timeline.path_of(req))
+    table.timeline.reload(force=True)
+
+
+def _compare_compaction(t: ModelledTable, pol) -> str | None:
+    """Plan a full pass, remove it, plan incrementally: the same operations. Keeps the incremental plan."""
+    full = plan_compaction(t.table(), pol, now(), force=True)
+    full_ops = []
+    if full is not None:
+        full_ops = _compaction_ops(t.table(), full.instant)
+        _drop(t.table(), full.instant)
+    table = t.table()
+    incremental = plan_compaction(table, pol, now(), force=True, full_pass_every=DAY)
+    assert (incremental is None) == (full is None)
+    if incremental is None:
+        return None
+    assert _compaction_ops(t.table(), incremental.instant) == full_ops
+    return incremental.instant
+
+
+# A write history: writes to sets of partitions (some left inflight and completed later: they complete after
+# plans made meanwhile), plans, and their executions.
+_STEP = st.one_of(
+    st.tuples(st.just("write"), st.frozensets(st.integers(0, len(CITIES) - 1), min_size=1, max_size=3),
+              st.booleans()),
+    st.tuples(st.just("complete"), st.none(), st.none()),
+    st.tuples(st.just("plan"), st.none(), st.none()),
+    st.tuples(st.just("run"), st.none(), st.none()),
+)
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(_STEP, min_size=3, max_size=8),
+       strategy=st.sampled_from([CompactionStrategy.UNBOUNDED, CompactionStrategy.DAY_BASED,
+                                 CompactionStrategy.LOG_FILE_NUM]))
+def test_incremental_compaction_plans_what_a_full_pass_plans(tmp_path_factory, steps, strategy):
+    """Over random write histories (late completions included), an incremental plan names the same
+    operations as a full pass at the same point; strategies that leave file groups out (the newest partition
+    only, at least 2 log files) have the next plans pick them up through the partitions they recorded."""
+    pol = policy(hoodie__compaction__strategy=strategy.value, hoodie__compaction__daybased__target__partitions=1,
+                 hoodie__compaction__logfile__num__threshold=2)
+    t = ModelledTable(tmp_path_factory.mktemp("t") / "t", version=8)
+    t.write(_rows(range(len(CITIES)), 1), "insert")
+    planned: list[str] = []
+    for n, (kind, cities, inflight) in enumerate(steps, start=2):
+        if kind == "write":
+            t.write(_rows(cities, n), leave_inflight=inflight)
+        elif kind == "complete" and t.pending:
+            t.complete(min(t.pending))
+        elif kind == "plan":
+            if (tc := _compare_compaction(t, pol)) is not None:
+                planned.append(tc)
+        elif kind == "run" and planned:
+            run_compaction(t.table(), planned.pop(0))
+    for instant in list(t.pending):
+        t.complete(instant)
+    while planned:
+        run_compaction(t.table(), planned.pop(0))
+    _compare_compaction(t, pol)  # after every late write completed
+
+
+def _compacted_table(tmp_path, cities: int) -> ModelledTable:
+    """A v8 table of `cities` partitions, one compaction completed (of partition c0)."""
+    t = ModelledTable(tmp_path / "t", version=8)
+    t.write([{"id": n, "name": "a", "ts": 1, "city": f"p{n:03d}"} for n in range(cities)], "insert")
+    t.write([{"id": 0, "name": "b", "ts": 2, "city": "p000"}])
+    tc = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    run_compaction(t.table(), tc.instant)
+    return t
+
+
+def test_a_plan_looks_only_at_the_partitions_written_since_the_last_one(tmp_path):
+    t = _compacted_table(tmp_path, 6)
+    t.write([{"id": n, "name": "c", "ts": 3, "city": f"p{n:03d}"} for n in (2, 4)])
+    scope = plan_scope(t.table(), TableService.COMPACTION, now(), DAY)
+    assert scope.partitions == {"city=p002", "city=p004"}
+    planned = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    plan = parse_compaction_plan(t.table().timeline.read_plan(planned.instant))
+    assert sorted(op.partition_path for op in plan.operations) == ["city=p002", "city=p004"]
+    assert plan.extra_metadata[SCOPE_KEY] == INCREMENTAL
+    assert plan.missing_schedule_partitions == []
+    t.check(hudi_rs=False)
+
+
+def test_partitions_a_plan_left_out_are_looked_at_by_the_next(tmp_path):
+    """The newest partition only (DayBasedCompactionStrategy, 1 partition): the others are recorded as missing
+    and planned next, though nothing wrote to them since."""
+    newest_only = policy(hoodie__compaction__strategy=CompactionStrategy.DAY_BASED.value,
+                         hoodie__compaction__daybased__target__partitions=1)
+    t = _compacted_table(tmp_path, 4)
+    t.write([{"id": n, "name": "c", "ts": 3, "city": f"p{n:03d}"} for n in (1, 2, 3)])
+    first = plan_compaction(t.table(), newest_only, now(), force=True, full_pass_every=DAY)
+    plan = parse_compaction_plan(t.table().timeline.read_plan(first.instant))
+    assert [op.partition_path for op in plan.operations] == ["city=p003"]
+    assert plan.missing_schedule_partitions == ["city=p001", "city=p002"]
+    run_compaction(t.table(), first.instant)
+    assert plan_scope(t.table(), TableService.COMPACTION, now(), DAY).partitions == {"city=p001", "city=p002"}
+    second = plan_compaction(t.table(), newest_only, now(), force=True, full_pass_every=DAY)
+    plan = parse_compaction_plan(t.table().timeline.read_plan(second.instant))
+    assert ([op.partition_path for op in plan.operations], plan.missing_schedule_partitions) \
+        == (["city=p002"], ["city=p001"])
+
+
+def test_a_file_group_busy_in_a_pending_plan_is_planned_once_that_plan_completes(tmp_path):
+    """A compaction still pending holds its file groups; a plan made meanwhile records their partitions, so
+    that the plan after it looks at them again (their log files completed before it)."""
+    t = _compacted_table(tmp_path, 3)
+    t.write([{"id": 1, "name": "c", "ts": 3, "city": "p001"}])
+    pending = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    t.write([{"id": 1, "name": "d", "ts": 4, "city": "p001"}, {"id": 2, "name": "d", "ts": 4, "city": "p002"}])
+    meanwhile = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    plan = parse_compaction_plan(t.table().timeline.read_plan(meanwhile.instant))
+    assert ([op.partition_path for op in plan.operations], plan.missing_schedule_partitions) \
+        == (["city=p002"], ["city=p001"])
+    run_compaction(t.table(), meanwhile.instant)
+    run_compaction(t.table(), pending.instant)
+    last = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    assert [op[0] for op in _compaction_ops(t.table(), last.instant)] == ["city=p001"]
+
+
+def test_a_full_pass_comes_back_after_the_period(tmp_path):
+    t = _compacted_table(tmp_path, 3)  # the completed compaction was a full pass
+    table = t.table()
+    boundary = table.timeline.last_of(("commit",), completed=True).timestamp
+    at = instant_to_datetime(boundary, table.config.timeline_zone)
+    assert parse_compaction_plan(table.timeline.read_plan(boundary)).extra_metadata[SCOPE_KEY] == FULL
+    assert not plan_scope(table, TableService.COMPACTION, at + timedelta(hours=5), timedelta(hours=6)).is_full
+    assert plan_scope(table, TableService.COMPACTION, at + timedelta(hours=6), timedelta(hours=6)).is_full
+    assert plan_scope(table, TableService.COMPACTION, at, None).is_full  # TMS_PLANNER_FULL_PASS_HOURS=0
+    t.write([{"id": 1, "name": "c", "ts": 3, "city": "p001"}])
+    later = plan_compaction(t.table(), policy(), at + timedelta(hours=7), force=True,
+                            full_pass_every=timedelta(hours=6))
+    assert parse_compaction_plan(t.table().timeline.read_plan(later.instant)).extra_metadata[SCOPE_KEY] == FULL
+
+
+def test_a_v6_table_is_always_planned_by_a_full_pass(tmp_path):
+    t = ModelledTable(tmp_path / "t", version=6)
+    t.write(_rows(range(3), 1), "insert")
+    t.write(_rows({0}, 2))
+    assert plan_scope(t.table(), TableService.COMPACTION, now(), DAY).is_full
+    planned = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    assert parse_compaction_plan(t.table().timeline.read_plan(planned.instant)).missing_schedule_partitions is None
+
+
+def test_incremental_clustering_plans_what_a_full_pass_plans(tmp_path):
+    """Clustering sorted by id groups every small file group: after one clustering and writes to two partitions,
+    the incremental plan groups the same slices as a full pass (the last clustering's own output included)."""
+    sort = policy(hoodie__clustering__plan__strategy__sort__columns="id", hoodie__clustering__async__max__commits=1)
+    t = ModelledTable(tmp_path / "t", version=8)
+    t.write(_rows(range(4), 1), "insert")
+    first = plan_clustering(t.table(), sort, now(), force=True, full_pass_every=DAY)
+    _execute(t.table(), first.instant)
+    t.write(_rows({1, 3}, 2), "insert")
+
+    def slices(ts: str) -> list[tuple]:
+        meta = parse_requested_replace_metadata(t.table().timeline.read_plan(ts))
+        return sorted((s.partition_path, s.file_id) for g in meta.clustering_plan.input_groups for s in g.slices)
+    full = plan_clustering(t.table(), sort, now(), force=True)
+    expected = slices(full.instant)
+    _drop(t.table(), full.instant)
+    scope = plan_scope(t.table(), TableService.CLUSTERING, now(), DAY)
+    assert not scope.is_full and scope.partitions <= {f"city=c{n}" for n in range(4)}
+    incremental = plan_clustering(t.table(), sort, now(), force=True, full_pass_every=DAY)
+    assert slices(incremental.instant) == expected
+    t.check(hudi_rs=False)
+
+
+def test_storage_requests_follow_the_partitions_looked_at(tmp_path, monkeypatch):
+    """A table of 100 partitions, 2 written since the last compaction: the incremental plan lists those 2
+    partitions and no other, and makes a small fraction of a full pass's storage requests."""
+    t = _compacted_table(tmp_path, 100)
+    t.write([{"id": n, "name": "c", "ts": 3, "city": f"p{n:03d}"} for n in (7, 70)])
+    requests: Counter[str] = Counter()
+    listed: list[str] = []
+    for name in ("listdir", "names", "read_bytes", "open", "exists", "info"):
+        method = getattr(LocalStorage, name)
+
+        def counted(self, rel, *args, _name=name, _method=method, **kwargs):
+            requests[_name] += 1
+            if _name == "listdir":
+                listed.append(rel)
+            return _method(self, rel, *args, **kwargs)
+        monkeypatch.setattr(LocalStorage, name, counted)
+
+    def plan(**kw) -> tuple[int, list[str], str]:
+        table = t.table()
+        requests.clear()
+        listed.clear()
+        planned = plan_compaction(table, policy(), now(), force=True, **kw)
+        return sum(requests.values()), [p for p in listed if not p.startswith(".hoodie")], planned.instant
+    full_requests, full_listed, full = plan()
+    _drop(t.table(), full)
+    incremental_requests, incremental_listed, _ = plan(full_pass_every=DAY)
+    assert len(full_listed) >= 100
+    assert sorted(set(incremental_listed)) == ["city=p007", "city=p070"]
+    assert incremental_requests * 10 < full_requests, (incremental_requests, full_requests)
+
+
+def test_a_write_that_completed_after_the_last_plan_is_planned(tmp_path):
+    """The compensation case: a delta commit that started before a compaction was planned and completed after
+    it is counted by its completion time, so the next plan looks at its partition."""
+    t = _compacted_table(tmp_path, 3)
+    late = t.write([{"id": 2, "name": "c", "ts": 3, "city": "p002"}], leave_inflight=True)
+    t.write([{"id": 1, "name": "c", "ts": 3, "city": "p001"}])
+    first = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    assert [op[0] for op in _compaction_ops(t.table(), first.instant)] == ["city=p001"]
+    run_compaction(t.table(), first.instant)
+    t.complete(late)
+    assert late < first.instant
+    second = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    assert [op[0] for op in _compaction_ops(t.table(), second.instant)] == ["city=p002"]
+    t.check(hudi_rs=False)

@@ -1,0 +1,171 @@
+"""Incremental scheduling of compaction and clustering, as Hudi 1.1 does it (RFC-83,
+`hoodie.table.services.incremental.enabled`): a plan looks only at the partitions written since the last
+completed plan of its service, plus the partitions that plan left out (`missingSchedulePartitions`), and
+builds its file-system view of those partitions alone. Every `full_pass_every` a plan looks at the whole
+table again, and catches what the increments missed (a policy change that makes more file groups eligible).
+
+The partitions written since: those the commit metadata names of every write completed at or after the last
+plan's instant time (BaseTableServicePlanActionExecutor.getIncrementalPartitions) — by completion time, so a
+write that started before that plan and completed after it (the compensation case) is counted. Compaction
+leaves out the compaction commits (they write no log files), clustering counts them (they change base sizes).
+
+The partitions a plan leaves out: as Hudi, those whose file groups the strategy filtered out (an IO bound, the
+newest partitions only, the number of groups); beyond Hudi, those holding a file group busy in a pending
+plan or write, which becomes eligible when that ends without a write of its own (a rollback) or whose log
+files completed before the plan. With both, the file groups an incremental plan may choose are those a full
+pass would, and it chooses them the same way.
+
+Only v8+ tables: v6 has no completion times to tell a write that completed after a plan from one before it.
+A plan not made by TMS (a writer's, an adopted one), or one archived, starts a full pass: TMS does not know
+what it left out."""
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from weakref import WeakKeyDictionary
+
+from tms.hudi.errors import HudiError, InstantVanishedError
+from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, State, instant_to_datetime
+from tms.hudi.timeline.serde import MetadataFormatError, parse_any_avro
+from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
+from tms.table_service import TableService
+
+# In a plan's extraMetadata: how it chose its partitions, and (incremental) the instant time of the full pass it
+# follows; a full pass is its own plan's instant time.
+SCOPE_KEY = "tms.schedule.scope"
+FULL_PASS_KEY = "tms.schedule.full.pass"
+FULL = "full"
+INCREMENTAL = "incremental"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The partitions a plan looks at: `partitions`, or the whole table when None (a full pass)."""
+    partitions: frozenset[str] | None
+    full_pass: str | None  # instant time of the full pass this plan follows (None: it is one)
+    why: str               # one line, for logs and tests
+
+    @property
+    def is_full(self) -> bool:
+        return self.partitions is None
+
+    def metadata(self) -> dict[str, str]:
+        """What a plan records of its scope, read by the next plan of its service."""
+        if self.full_pass is None:
+            return {SCOPE_KEY: FULL}
+        return {SCOPE_KEY: INCREMENTAL, FULL_PASS_KEY: self.full_pass}
+
+
+def full_pass_period(hours: float) -> timedelta | None:
+    """TMS_PLANNER_FULL_PASS_HOURS as the period `plan_scope` takes (0: every plan is a full pass, None)."""
+    return timedelta(hours=hours) if hours > 0 else None
+
+
+def full_scope(why: str) -> Scope:
+    return Scope(None, None, why)
+
+
+def _norm(partition: str | None) -> str:
+    return posixpath.normpath(partition) if partition else ""
+
+
+@dataclass(frozen=True)
+class _LastPlan:
+    instant: Instant
+    extra_metadata: dict[str, str]
+    missing: list[str] | None
+
+
+# What the completed plans of a loaded timeline record of their scope, read once (a plan of a big table names
+# thousands of operations this does not need: its record is read, never converted).
+_RECORDED: WeakKeyDictionary[Timeline, dict[str, _LastPlan | None]] = WeakKeyDictionary()
+
+
+def _recorded_scope(table: HudiTable, inst: Instant) -> _LastPlan | None:
+    """What the plan of a completed compaction or clustering records of its scope (None: not a clustering)."""
+    tl = table.timeline
+    known = _RECORDED.setdefault(tl, {})
+    if inst.timestamp not in known:
+        try:
+            name, record = parse_any_avro(tl.read_plan(inst.timestamp))
+        except MetadataFormatError:
+            name, record = "", {}  # an insert_overwrite's requested file may be empty
+        plan = record if name.endswith("HoodieCompactionPlan") else record.get("clusteringPlan")
+        known[inst.timestamp] = None if not isinstance(plan, dict) else _LastPlan(
+            inst, dict(plan.get("extraMetadata") or {}), plan.get("missingSchedulePartitions"))
+    return known[inst.timestamp]
+
+
+def _last_compaction(table: HudiTable) -> _LastPlan | None:
+    """The latest completed compaction (by instant time, as Hudi's lastInstant) and what its plan records."""
+    for inst in table.timeline.iter_instants((Action.COMMIT,), reverse=True):
+        if inst.is_completed and _is_compaction(table, inst):
+            return _recorded_scope(table, inst)
+    return None
+
+
+def _is_compaction(table: HudiTable, inst: Instant) -> bool:
+    """A commit of a MERGE_ON_READ table that completed a compaction plan (its requested file names it)."""
+    req = table.timeline.states_of(inst.timestamp).get(State.REQUESTED)
+    return req is not None and req.action == Action.COMPACTION
+
+
+def _last_clustering(table: HudiTable) -> _LastPlan | None:
+    tl = table.timeline
+    for inst in tl.iter_instants((Action.REPLACE_COMMIT,), reverse=True):
+        if inst.is_completed and State.REQUESTED in tl.states_of(inst.timestamp):
+            if (last := _recorded_scope(table, inst)) is not None:
+                return last
+    return None
+
+
+def plan_scope(table: HudiTable, service: TableService, now: datetime, full_pass_every: timedelta | None) -> Scope:
+    """The partitions the next `service` plan of `table` looks at (`full_pass_every` None: always all)."""
+    if full_pass_every is None:
+        return full_scope("incremental scheduling is off")
+    if not table.config.traits.completion_times:
+        return full_scope(f"a v{table.config.version} table has no completion times to schedule by")
+    try:
+        last = _last_compaction(table) if service == TableService.COMPACTION else _last_clustering(table)
+    except (HudiError, MetadataFormatError) as e:
+        return full_scope(f"the last {service} plan cannot be read: {e}")
+    if last is None:
+        return full_scope(f"no completed {service} on the active timeline")
+    scope = last.extra_metadata.get(SCOPE_KEY)
+    full_pass = last.instant.timestamp if scope == FULL else last.extra_metadata.get(FULL_PASS_KEY)
+    if last.missing is None or full_pass is None:
+        return full_scope(f"the last {service} {last.instant.timestamp} was not planned by TMS")
+    if now - instant_to_datetime(full_pass, table.config.timeline_zone) >= full_pass_every:
+        return full_scope(f"the last full pass {full_pass} is older than {full_pass_every}")
+    written = written_since(table, last.instant, with_compactions=service != TableService.COMPACTION)
+    partitions = frozenset(written | {_norm(p) for p in last.missing})
+    return Scope(partitions, full_pass, f"{len(partitions)} partitions written since or left out by "
+                                        f"{service} {last.instant.timestamp}")
+
+
+def written_since(table: HudiTable, last: Instant, *, with_compactions: bool) -> set[str]:
+    """Partitions the commit metadata names of the writes completed at or after `last`'s instant time, compactions
+    only `with_compactions` (a clustering's own output may be clustered again, as a full pass would)."""
+    tl = table.timeline
+    out: set[str] = set()
+    for inst in tl.completed(WRITE_ACTIONS):
+        if (inst.completion_time or inst.timestamp) < last.timestamp:
+            continue
+        if not with_compactions and inst.action == Action.COMMIT and _is_compaction(table, inst):
+            continue
+        try:
+            meta = tl.commit_metadata(inst)
+        except InstantVanishedError:
+            continue  # rolled back (restored) since the timeline was listed: it names nothing to read
+        out.update(_norm(p) for p in meta.partition_to_write_stats)
+        out.update(_norm(p) for p in meta.partition_to_replace_file_ids or {})
+    return out
+
+
+def left_out(unchosen: Iterable[str], busy: Iterable[tuple[str, str]]) -> list[str]:
+    """The partitions a plan records as missing: those of the candidates it did not choose (`unchosen`), and
+    those holding a busy file group (in a pending plan or write)."""
+    return sorted({_norm(p) for p in unchosen} | {_norm(p) for p, _ in busy})
