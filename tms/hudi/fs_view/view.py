@@ -106,8 +106,10 @@ def partition_paths(table: TableParts) -> list[str]:
 
 
 class FileSystemView:
-    def __init__(self, table: TableParts, as_of: str | None = None):
+    def __init__(self, table: TableParts, as_of: str | None = None, listing: PartitionListing | None = None):
+        """`listing`: only these partitions (their files listed where it holds none), not the whole table."""
         self.table = table
+        self._given_listing = listing
         self.config = table.config
         self.timeline = table.timeline
         self.as_of = as_of
@@ -212,7 +214,7 @@ class FileSystemView:
 
     @cached_property
     def _partition_listing(self) -> PartitionListing:
-        return list_partitions(self.table)
+        return self._given_listing if self._given_listing is not None else list_partitions(self.table)
 
     @cached_property
     def partitions(self) -> list[str]:

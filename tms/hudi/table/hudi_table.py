@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import HudiError, TableNotFoundError
+from ..fs_view.partitions import PartitionListing
 from ..fs_view.view import FileSystemView
 from ..storage.table_storage import Storage, open_storage
 from ..timeline.instant import Instant
@@ -58,9 +59,10 @@ class HudiTable:
     def name(self) -> str:
         return self.config.name
 
-    def file_system_view(self, as_of: str | None = None) -> FileSystemView:
-        """The file groups and slices visible at `as_of` (default: the latest completed instant)."""
-        return FileSystemView(self, as_of=as_of)
+    def file_system_view(self, as_of: str | None = None, listing: PartitionListing | None = None) -> FileSystemView:
+        """The file groups and slices visible at `as_of` (default: the latest completed instant), of the
+        partitions `listing` names (default: all)."""
+        return FileSystemView(self, as_of=as_of, listing=listing)
 
     def reload(self) -> list[Instant]:
         return self.timeline.reload()
