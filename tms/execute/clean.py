@@ -96,6 +96,7 @@ class CleanExecutor(ActionExecutor):
     service = TableService.CLEAN
     task_function = staticmethod(clean_partition)
     resumable_inflight = True
+    delete_batch = DELETE_BATCH
 
     def __init__(self, table: HudiTable, instant: Instant, transactions: TransactionManager | None = None):
         super().__init__(table, instant, transactions)
@@ -127,7 +128,8 @@ class CleanExecutor(ActionExecutor):
         self.inflight = self._inflight(fence, self.plan_bytes)  # Hudi's clean.inflight holds the plan
         files = self._files_by_partition()
         dropped = set(self.plan.partitions_to_be_deleted)
-        return [CleanTask(self.ref, p, tuple(files.get(p, ())), p in dropped, self.timestamp, resumed)
+        return [CleanTask(self.ref, p, tuple(files.get(p, ())), p in dropped, self.timestamp, resumed,
+                          self.delete_batch)
                 for p in sorted(set(files) | dropped)]
 
     def finish(self, results: Sequence[CleanResult], fence: Fence) -> ExecutionResult:
