@@ -807,10 +807,11 @@ class FsspecStorage:
         if not self._protocols & {"s3", "s3a"}:
             return [rel for rel in rels if self.delete(rel)]
         deleted: list[str] = []
-        for start in range(0, len(rels), S3_DELETE_BATCH):
-            batch = rels[start:start + S3_DELETE_BATCH]
-            keys = {self._fs.split_path(self.full(rel))[1]: rel for rel in batch}  # confined, as every path
-            bucket = self._fs.split_path(self.full(batch[0]))[0]
+        located = [(*self._fs.split_path(self.full(rel)), rel) for rel in rels]  # every path confined first
+        for start in range(0, len(located), S3_DELETE_BATCH):
+            batch = located[start:start + S3_DELETE_BATCH]
+            keys = {key: rel for _, key, _, rel in batch}
+            bucket = batch[0][0]
 
             async def delete_objects(keys: dict[str, str] = keys, bucket: str = bucket) -> Any:
                 return await self._fs._call_s3("delete_objects", Bucket=bucket, Delete={
