@@ -32,7 +32,6 @@ from tms.hudi.timeline.serde import (
     ActionInstant,
     CleanerPlan,
     CleanFileInfo,
-    CleanMetadata,
     parse_compaction_plan,
     serialize_cleaner_plan,
 )
@@ -44,6 +43,7 @@ from .clean_partitions import (
     SAVEPOINTED_TIMESTAMPS,
     WINDOW_START,
     CleanScope,
+    LastClean,
     continued_scope,
     full_scope,
     incremental_scope,
@@ -154,12 +154,12 @@ def plan_clean_or_why(table: HudiTable, policy: TablePolicy, now: datetime) -> P
     rule = policy.cleaner_policy
     earliest = earliest_instant_to_retain(table, policy, now)
     last = last_clean(table)
-    guard = _Guard(table)
-    since = last.earliest_commit_to_retain if last is not None and RESUME_FROM not in last.extra_metadata else ""
-    if last is not None and (kept := _continued_earliest(table, last, rule, earliest)) is not False:
+    stopped = last is not None and RESUME_FROM in last.extra_metadata
+    since = last.earliest_commit_to_retain if last is not None and not stopped else ""
+    if last is not None and stopped and (kept := _continued_earliest(table, last, rule, earliest)) is not False:
         scope = continued_scope(table, last)
         if scope is not None:
-            found = _doomed(table, policy, kept, scope, guard)
+            found = _doomed(table, policy, kept, scope, _Guard(table))
             if found.files:
                 return _write_plan(table, rule, kept, scope, found)
             since = kept.timestamp if kept else ""  # the stopped clean is done: it cleaned up to `kept`
@@ -173,7 +173,7 @@ def plan_clean_or_why(table: HudiTable, policy: TablePolicy, now: datetime) -> P
     if (policy.cleaner_incremental and since and earliest is not None and last is not None
             and rule is not CleanerPolicy.KEEP_LATEST_FILE_VERSIONS):
         scope = incremental_scope(table, since, earliest, last)
-    found = _doomed(table, policy, earliest, scope or full_scope(table), guard)
+    found = _doomed(table, policy, earliest, scope or full_scope(table), _Guard(table))
     if not found.files:
         if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
             return (f"nothing to clean: no file group has more than the {policy.cleaner_file_versions_retained} "
@@ -185,7 +185,7 @@ def plan_clean_or_why(table: HudiTable, policy: TablePolicy, now: datetime) -> P
     return _write_plan(table, rule, earliest, found.scope, found)
 
 
-def _continued_earliest(table: HudiTable, last: CleanMetadata, rule: CleanerPolicy,
+def _continued_earliest(table: HudiTable, last: LastClean, rule: CleanerPolicy,
                         earliest: Instant | None) -> Instant | None | Literal[False]:
     """The earliest instant to retain a stopped clean is continued with (its own, so the plans together
     delete what one would), or False if it cannot be: it has been archived, or the retention now keeps more."""

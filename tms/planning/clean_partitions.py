@@ -20,7 +20,7 @@ from tms.hudi.fs_view.partitions import list_partitions
 from tms.hudi.storage.table_storage import FileInfo
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
-from tms.hudi.timeline.serde import CleanMetadata, parse_clean_metadata
+from tms.hudi.timeline.serde import parse_clean_retention
 from tms.hudi.timeline.timeline import WRITE_ACTIONS
 
 # Hudi's key (CleanPlanner.SAVEPOINTED_TIMESTAMPS): the savepoints a clean saw, comma-separated
@@ -31,6 +31,13 @@ RESUME_FROM = "tms.clean.resume.from"
 WINDOW_START = "tms.clean.window.start"
 
 
+@dataclass(frozen=True)
+class LastClean:
+    """What the next clean plan reads of the last completed clean."""
+    earliest_commit_to_retain: str
+    extra_metadata: dict[str, str]
+
+
 @dataclass
 class CleanScope:
     """The partitions to look at, sorted, and what the plan records about them."""
@@ -39,12 +46,12 @@ class CleanScope:
     listed: dict[str, list[FileInfo]] = field(default_factory=dict)  # listings a full scan took on its way
 
 
-def last_clean(table: HudiTable) -> CleanMetadata | None:
+def last_clean(table: HudiTable) -> LastClean | None:
     inst = table.timeline.last_of((Action.CLEAN,), completed=True)
     if inst is None:
         return None
     data = table.timeline.read(inst)
-    return parse_clean_metadata(data) if data.strip() else None  # an empty clean: as Hudi, as if none
+    return LastClean(*parse_clean_retention(data)) if data.strip() else None  # an empty clean: as if none
 
 
 def savepointed_timestamps(table: HudiTable) -> str:
@@ -56,10 +63,10 @@ def full_scope(table: HudiTable) -> CleanScope:
     return CleanScope(listing.partitions, "", listing.files)
 
 
-def continued_scope(table: HudiTable, last: CleanMetadata) -> CleanScope | None:
+def continued_scope(table: HudiTable, last: LastClean) -> CleanScope | None:
     """The rest of a clean that stopped at its bound; None if the last clean did not stop or its window can
     no longer be read (a commit of it archived)."""
-    extra = last.extra_metadata or {}
+    extra = last.extra_metadata
     if RESUME_FROM not in extra:
         return None
     resume, start = extra[RESUME_FROM], extra.get(WINDOW_START, "")
@@ -74,7 +81,7 @@ def continued_scope(table: HudiTable, last: CleanMetadata) -> CleanScope | None:
     return scope
 
 
-def incremental_scope(table: HudiTable, since: str, earliest: Instant, last: CleanMetadata) -> CleanScope | None:
+def incremental_scope(table: HudiTable, since: str, earliest: Instant, last: LastClean) -> CleanScope | None:
     """Hudi's incremental partitions: those of the commits from `since` (where the last clean cleaned up to)
     to `earliest`; None where a full scan is needed."""
     partitions = _window_partitions(table, since, earliest.timestamp, last.extra_metadata or {})
