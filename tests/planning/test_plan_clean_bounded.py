@@ -3,10 +3,12 @@
 (tms.clean.max.files.per.plan), several plans delete exactly what one unbounded plan would."""
 import os
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from planning_support import CITIES, ModelledTable, now, policy, rec, run_clean, run_compaction
 
+from tms.hudi.table.savepoint import create_savepoint
 from tms.hudi.timeline.serde import parse_cleaner_plan
 from tms.planning import plan_compaction
 from tms.planning.clean import plan_clean_or_why
@@ -86,11 +88,31 @@ def test_incremental_scope_is_the_partitions_written_since_the_last_clean(tmp_pa
     assert files == full_files and list(files) == [nyc]
 
 
-def test_a_bounded_clean_is_several_plans_that_delete_what_one_would(tmp_path):
+def test_incremental_clean_looks_again_at_the_partitions_of_a_deleted_savepoint(tmp_path):
+    t = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
+    _write(t, {0, 1, 2}, 1)
+    kept = _write(t, {0, 1, 2}, 2)
+    _write(t, {0, 1, 2}, 3)
+    create_savepoint(t.table(), kept)
+    _write(t, {0}, 4)
+    run_clean(t.table(), plan_clean_or_why(t.table(), policy(**KEEP1), now()).instant)
+    assert last_clean(t.table()).extra_metadata["savepointed_timestamps"] == kept
+    t.table().timeline.delete_savepoint(kept)
+    _write(t, {0}, 5)  # the window holds only the commit of step 4: partition 0
+
+    incremental, files, full_files = _both_plans(t, **KEEP1)
+    assert files == full_files and len(files) == 3, "the savepoint's partitions are looked at again"
+
+
+VERSIONS1 = {"hoodie__cleaner__policy": "KEEP_LATEST_FILE_VERSIONS", "hoodie__cleaner__fileversions__retained": 1}
+
+
+@pytest.mark.parametrize("retention", [KEEP1, VERSIONS1], ids=["commits", "versions"])
+def test_a_bounded_clean_is_several_plans_that_delete_what_one_would(tmp_path, retention):
     t = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
     for step in range(1, 6):
         _write(t, {0, 1, 2}, step)
-    unbounded = plan_clean_or_why(t.table(), policy(**KEEP1, tms__clean__max__files__per__plan=0), now())
+    unbounded = plan_clean_or_why(t.table(), policy(**retention, tms__clean__max__files__per__plan=0), now())
     expected = sorted(f for fs in _plan_files(t, unbounded).values() for f in fs)
     earliest = parse_cleaner_plan(t.table().timeline.read_plan(unbounded.instant)).earliest_instant_to_retain
     t.table().timeline.delete_pending(unbounded.instant)
@@ -98,7 +120,7 @@ def test_a_bounded_clean_is_several_plans_that_delete_what_one_would(tmp_path):
 
     deleted: list[str] = []
     plans = 0
-    bound = policy(**KEEP1, tms__clean__max__files__per__plan=2)
+    bound = policy(**retention, tms__clean__max__files__per__plan=2)
     while isinstance(planned := plan_clean_or_why(t.table(), bound, now()), Planned):
         files = [f for fs in _plan_files(t, planned).values() for f in fs]
         assert 0 < len(files) <= 2
