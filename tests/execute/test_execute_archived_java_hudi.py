@@ -5,6 +5,8 @@ delta commit deleted. (TMS's file-system view took files of archived instants fo
 its compaction dropped the archived base files' rows.) The harness (tests/hudi_java) is never skipped."""
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from execute_support import plan_compaction
 from hudi_java.harness import JavaWriter, metadata_mismatches, plain_rows, row, standalone_writer_options
@@ -12,6 +14,10 @@ from hudi_java.harness import JavaWriter, metadata_mismatches, plain_rows, row, 
 from tms.execute.dispatch import execute_instant
 from tms.execute.runner import LocalRunner
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.planning.clean import plan_clean_or_why
+from tms.planning.planned import Planned
+from tms.planning.policy import TablePolicy
 
 pytestmark = [pytest.mark.slow, pytest.mark.beside]
 
@@ -44,4 +50,26 @@ def test_tms_compacts_a_table_whose_writer_archived_its_first_commits(java_hudi,
     if metadata:  # TMS kept the metadata table: Java's file listing through it agrees with the storage
         assert metadata_mismatches(driver, path) == []
     writer.write("upsert", [row(i, 20) for i in (3, 5)])
+    assert plain_rows(writer.read("snapshot")) == plain_rows(writer.expected())
+
+
+def test_a_clean_bounded_to_two_files_a_plan_leaves_a_table_java_hudi_reads_and_cleans(java_hudi, tmp_path):
+    """A clean split by `tms.clean.max.files.per.plan` into several plans: Java reads the acknowledged rows after
+    each, and Java's own (incremental) cleaner then reads TMS's clean metadata and cleans the next versions."""
+    path = tmp_path / "bounded"
+    writer = JavaWriter(java_hudi(8), path, "COPY_ON_WRITE", standalone_writer_options())
+    for ts in range(1, 5):  # one file group a partition, a version a write
+        writer.write("upsert", [row(i, ts) for i in range(6)])
+    bound = TablePolicy.from_stored({"hoodie.cleaner.commits.retained": 1, "tms.clean.max.files.per.plan": 2})
+    plans = 0
+    while isinstance(planned := plan_clean_or_why(HudiTable.load(str(path)), bound, datetime.now(UTC)), Planned):
+        execute_instant(HudiTable.load(str(path)), planned.instant, LocalRunner(1))
+        plans += 1
+        assert plain_rows(writer.read("snapshot")) == plain_rows(writer.expected())
+    assert plans == 3, "two old versions in each of three partitions, two files a plan"
+
+    writer.options = {**writer.options, "hoodie.clean.automatic": "true", "hoodie.cleaner.commits.retained": "1"}
+    writer.write("upsert", [row(i, 9) for i in range(6)])
+    cleans = HudiTable.load(str(path)).timeline.completed((Action.CLEAN,))
+    assert len(cleans) == plans + 1, "Java's cleaner ran after TMS's"
     assert plain_rows(writer.read("snapshot")) == plain_rows(writer.expected())

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import islice
-from typing import Any
+from typing import Any, Literal
 
+from tms.hudi.fs_view.partitions import PartitionListing
 from tms.hudi.fs_view.view import FileGroup, FileSlice
 from tms.hudi.storage.paths import join
 from tms.hudi.table.hudi_table import HudiTable
@@ -36,6 +38,18 @@ from tms.hudi.timeline.serde import (
 from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
 from tms.table_service import TableService
 
+from .clean_partitions import (
+    RESUME_FROM,
+    SAVEPOINTED_TIMESTAMPS,
+    WINDOW_START,
+    CleanScope,
+    LastClean,
+    continued_scope,
+    full_scope,
+    incremental_scope,
+    last_clean,
+    savepointed_timestamps,
+)
 from .planned import Planned
 from .policy import CleanerPolicy, TablePolicy
 from .stats import plan_stats
@@ -139,32 +153,28 @@ def plan_clean_or_why(table: HudiTable, policy: TablePolicy, now: datetime) -> P
         return f"a clean ({pending[0].timestamp}) is still pending"
     rule = policy.cleaner_policy
     earliest = earliest_instant_to_retain(table, policy, now)
+    last = last_clean(table)
+    stopped = last is not None and RESUME_FROM in last.extra_metadata
+    since = last.earliest_commit_to_retain if last is not None and not stopped else ""
+    if last is not None and stopped and (kept := _continued_earliest(table, last, rule, earliest)) is not False:
+        scope = continued_scope(table, last)
+        if scope is not None:
+            found = _doomed(table, policy, kept, scope, _Guard(table))
+            if found.files:
+                return _write_plan(table, rule, kept, scope, found)
+            since = kept.timestamp if kept else ""  # the stopped clean is done: it cleaned up to `kept`
     if earliest is None and rule is CleanerPolicy.KEEP_LATEST_COMMITS:
         return (f"nothing to clean yet: no more completed commits than the {policy.cleaner_commits_retained} "
                 f"retained (hoodie.cleaner.commits.retained), before any pending instant")
     if earliest is None and rule is CleanerPolicy.KEEP_LATEST_BY_HOURS:
         return (f"nothing to clean: no completed commit within the {policy.cleaner_hours_retained} hours retained "
                 f"(hoodie.cleaner.hours.retained)")
-    view = table.file_system_view()
-    guard = _Guard(table)
-    doomed: dict[str, list[str]] = defaultdict(list)
-    for group in view.file_groups():
-        protected = guard.protected(group)
-        if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
-            slices = _deletable_by_versions(group, policy.cleaner_file_versions_retained, guard, protected)
-        else:
-            assert earliest is not None  # plan_clean returned above when it is None under this rule
-            slices = _deletable_by_commits(group, earliest.timestamp, rule, protected)
-        for fs in slices:
-            doomed[group.partition] += _files_of(fs)
-    for group in view.replaced_file_groups():
-        replaced_by = view.replaced[(group.partition, group.file_id)]
-        if earliest is None or replaced_by < earliest.timestamp:
-            kept = guard.savepointed(group)
-            for fs in group.slices:
-                if fs.base_instant not in kept:
-                    doomed[group.partition] += _files_of(fs)
-    if not doomed:
+    scope = None
+    if (policy.cleaner_incremental and since and earliest is not None and last is not None
+            and rule is not CleanerPolicy.KEEP_LATEST_FILE_VERSIONS):
+        scope = incremental_scope(table, since, earliest, last)
+    found = _doomed(table, policy, earliest, scope or full_scope(table), _Guard(table))
+    if not found.files:
         if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
             return (f"nothing to clean: no file group has more than the {policy.cleaner_file_versions_retained} "
                     f"file versions retained (hoodie.cleaner.fileversions.retained) beyond what pending plans and "
@@ -172,7 +182,82 @@ def plan_clean_or_why(table: HudiTable, policy: TablePolicy, now: datetime) -> P
         assert earliest is not None
         return (f"nothing to clean: no file slice older than the earliest commit to retain ({earliest.timestamp}) "
                 f"that a newer slice before it supersedes and no pending plan or savepoint keeps")
+    return _write_plan(table, rule, earliest, found.scope, found)
+
+
+def _continued_earliest(table: HudiTable, last: LastClean, rule: CleanerPolicy,
+                        earliest: Instant | None) -> Instant | None | Literal[False]:
+    """The earliest instant to retain a stopped clean is continued with (its own, so the plans together
+    delete what one would), or False if it cannot be: it has been archived, or the retention now keeps more."""
+    if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
+        return None
+    kept = table.timeline.get(last.earliest_commit_to_retain) if last.earliest_commit_to_retain else None
+    if kept is None or earliest is None or earliest.timestamp < kept.timestamp:
+        return False
+    return kept
+
+
+@dataclass
+class _Found:
+    scope: CleanScope
+    files: dict[str, list[str]] = field(default_factory=dict)  # partition -> table-relative paths
+    count: int = 0
+    resume_from: str | None = None  # the partition the plan stopped in (its bound reached)
+
+
+# Partitions whose file groups are held in memory at once
+_PARTITIONS_AT_ONCE = 256
+
+
+def _doomed(table: HudiTable, policy: TablePolicy, earliest: Instant | None, scope: CleanScope,
+            guard: _Guard) -> _Found:
+    """The files to delete in `scope`'s partitions, in order, a few partitions' file groups at a time, whole
+    slices up to the policy's bound of files per plan (a slice larger than the bound goes alone)."""
+    found, bound = _Found(scope), policy.clean_max_files_per_plan
+    for at in range(0, len(scope.partitions), _PARTITIONS_AT_ONCE):
+        chunk = scope.partitions[at:at + _PARTITIONS_AT_ONCE]
+        listing = PartitionListing(chunk, {p: scope.listed.pop(p) for p in chunk if p in scope.listed})
+        for partition, slices in _deletable_slices(table, policy, earliest, listing, guard):
+            for files in slices:
+                if bound and found.count and found.count + len(files) > bound:
+                    found.resume_from = partition
+                    return found
+                found.files.setdefault(partition, []).extend(files)
+                found.count += len(files)
+    return found
+
+
+def _deletable_slices(table: HudiTable, policy: TablePolicy, earliest: Instant | None, listing: PartitionListing,
+                      guard: _Guard) -> Iterator[tuple[str, list[list[str]]]]:
+    """Per partition of `listing`, in its order, the files of each slice the policy deletes."""
+    rule = policy.cleaner_policy
+    view = table.file_system_view(listing=listing)
+    doomed: dict[str, list[list[str]]] = defaultdict(list)
+    for group in view.file_groups():
+        protected = guard.protected(group)
+        if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
+            slices = _deletable_by_versions(group, policy.cleaner_file_versions_retained, guard, protected)
+        else:
+            assert earliest is not None  # plan_clean returned above when it is None under this rule
+            slices = _deletable_by_commits(group, earliest.timestamp, rule, protected)
+        doomed[group.partition] += [_files_of(fs) for fs in slices]
+    for group in view.replaced_file_groups():
+        replaced_by = view.replaced[(group.partition, group.file_id)]
+        if earliest is None or replaced_by < earliest.timestamp:
+            kept = guard.savepointed(group)
+            doomed[group.partition] += [_files_of(fs) for fs in group.slices if fs.base_instant not in kept]
+    for partition in listing.partitions:
+        if files := doomed.pop(partition, None):
+            yield partition, files
+
+
+def _write_plan(table: HudiTable, rule: CleanerPolicy, earliest: Instant | None, scope: CleanScope,
+                found: _Found) -> Planned:
+    tl = table.timeline
     last_write = tl.last_of(WRITE_ACTIONS, completed=True)
+    extra = {SAVEPOINTED_TIMESTAMPS: savepointed_timestamps(table)}
+    if found.resume_from is not None:
+        extra |= {RESUME_FROM: found.resume_from, WINDOW_START: scope.window_start}
     plan = CleanerPlan(
         earliest_instant_to_retain=ActionInstant(timestamp=earliest.timestamp, action=earliest.action,
                                                  state=earliest.state.name) if earliest else None,
@@ -180,6 +265,7 @@ def plan_clean_or_why(table: HudiTable, policy: TablePolicy, now: datetime) -> P
         policy=rule.value,
         file_paths_to_be_deleted_per_partition={
             partition: [CleanFileInfo(file_path=join(table.base_path, p), is_bootstrap_base_file=False) for p in paths]
-            for partition, paths in sorted(doomed.items())})
+            for partition, paths in sorted(found.files.items())},
+        extra_metadata=extra)
     inst = tl.create_requested(Action.CLEAN, serialize_cleaner_plan(plan))
     return Planned(inst.timestamp, TableService.CLEAN, plan_stats(table, inst.timestamp))

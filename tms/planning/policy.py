@@ -99,6 +99,10 @@ class TablePolicy(BaseModel):
     cleaner_commits_retained: int = Field(10, ge=1, alias="hoodie.cleaner.commits.retained")
     cleaner_file_versions_retained: int = Field(3, ge=1, alias="hoodie.cleaner.fileversions.retained")
     cleaner_hours_retained: int = Field(24, ge=1, alias="hoodie.cleaner.hours.retained")
+    # Clean planning looks only at the partitions the commits since the last clean touched, as Hudi's does.
+    cleaner_incremental: bool = Field(True, alias="hoodie.cleaner.incremental.mode")
+    # At most this many files per clean plan (0: no bound); the next plan continues where one stopped.
+    clean_max_files_per_plan: int = Field(100_000, ge=0, alias="tms.clean.max.files.per.plan")
     heartbeat_interval_ms: int = Field(60_000, ge=1, alias="hoodie.client.heartbeat.interval_in_ms")
     heartbeat_tolerable_misses: int = Field(2, ge=0, alias="hoodie.client.heartbeat.tolerable.misses")
     # Writers with Hudi's EAGER failed-writes policy keep no heartbeat: TMS presumes such a pending

@@ -107,10 +107,13 @@ def partition_paths(table: TableParts) -> list[str]:
 
 
 class FileSystemView:
-    def __init__(self, table: TableParts, as_of: str | None = None, partitions: Iterable[str] | None = None):
+    def __init__(self, table: TableParts, as_of: str | None = None, partitions: Iterable[str] | None = None,
+                 listing: PartitionListing | None = None):
         """`partitions`: only these partitions, each listed on its own (storage requests follow their number,
-        not the table's); default: every partition of the table."""
+        not the table's); `listing`: only the partitions it names (their files listed where it holds none);
+        default: every partition of the table."""
         self.table = table
+        self._given_listing = listing
         self.config = table.config
         self.timeline = table.timeline
         self.as_of = as_of
@@ -218,7 +221,7 @@ class FileSystemView:
 
     @cached_property
     def _partition_listing(self) -> PartitionListing:
-        return list_partitions(self.table)
+        return self._given_listing if self._given_listing is not None else list_partitions(self.table)
 
     @cached_property
     def partitions(self) -> list[str]:

@@ -146,6 +146,12 @@ class Storage(Protocol):
     def delete(self, rel: str, *, missing_ok: bool = True) -> bool: ...
     def delete_tree(self, rel: str) -> None: ...
 
+    def delete_many(self, rels: list[str]) -> list[str]:
+        """Delete files in as few requests as the store allows (S3: DeleteObjects, 1,000 keys a request);
+        returns those the store reports deleted (a local filesystem: those that existed; S3 reports a missing
+        key deleted, as its single delete does)."""
+        ...
+
     def read_versioned(self, rel: str) -> tuple[bytes, str] | None:
         """A small file that is changed in place (a lock file) and its version (S3 and Azure: its ETag), in
         one read; None if there is none."""
@@ -405,6 +411,9 @@ class LocalStorage:
                 return False
             raise
 
+    def delete_many(self, rels: list[str]) -> list[str]:
+        return [rel for rel in rels if self.delete(rel)]
+
     def delete_tree(self, rel: str) -> None:
         path = self.full(rel)
         if os.path.isdir(path):
@@ -420,6 +429,8 @@ CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a", "abfs", "abfss", "az"})
 CREATE_TOKEN_KEY = "tms-create"
 AZURE_CREATE_TOKEN_KEY = "tms_create"
 AZURE_PROTOCOLS = frozenset({"abfs", "abfss", "az"})
+# S3's DeleteObjects takes at most this many keys a request.
+S3_DELETE_BATCH = 1000
 # Object stores: an object is written whole, once; there is no append.
 OBJECT_STORE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl"})
 
@@ -790,6 +801,25 @@ class FsspecStorage:
             if missing_ok:
                 return False
             raise
+
+    @_store_request
+    def delete_many(self, rels: list[str]) -> list[str]:
+        if not self._protocols & {"s3", "s3a"}:
+            return [rel for rel in rels if self.delete(rel)]
+        deleted: list[str] = []
+        located = [(*self._fs.split_path(self.full(rel)), rel) for rel in rels]  # every path confined first
+        for start in range(0, len(located), S3_DELETE_BATCH):
+            batch = located[start:start + S3_DELETE_BATCH]
+            keys = {key: rel for _, key, _, rel in batch}
+            bucket = batch[0][0]
+
+            async def delete_objects(keys: dict[str, str] = keys, bucket: str = bucket) -> Any:
+                return await self._fs._call_s3("delete_objects", Bucket=bucket, Delete={
+                    "Objects": [{"Key": key} for key in keys], "Quiet": True})
+            answer = fsspec.asyn.sync(self._fs.loop, delete_objects)
+            failed = {e.get("Key") for e in answer.get("Errors", [])}  # quiet: only the failures are named
+            deleted += [rel for key, rel in keys.items() if key not in failed]
+        return deleted
 
     @_store_request
     def delete_tree(self, rel: str) -> None:

@@ -5,6 +5,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import HudiError, TableNotFoundError
+from ..fs_view.partitions import PartitionListing
 from ..fs_view.view import FileSystemView
 from ..storage.table_storage import Storage, open_storage
 from ..timeline.instant import Instant
@@ -59,10 +60,11 @@ class HudiTable:
     def name(self) -> str:
         return self.config.name
 
-    def file_system_view(self, as_of: str | None = None, partitions: Iterable[str] | None = None) -> FileSystemView:
+    def file_system_view(self, as_of: str | None = None, partitions: Iterable[str] | None = None,
+                         listing: PartitionListing | None = None) -> FileSystemView:
         """The file groups and slices visible at `as_of` (default: the latest completed instant), of `partitions`
-        only if given (each listed on its own), else of the whole table."""
-        return FileSystemView(self, as_of=as_of, partitions=partitions)
+        only if given (each listed on its own), or of those `listing` names, else of the whole table."""
+        return FileSystemView(self, as_of=as_of, partitions=partitions, listing=listing)
 
     def reload(self) -> list[Instant]:
         return self.timeline.reload()
