@@ -11,6 +11,7 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.planning.capabilities import require_capability
 from tms.table_service import PLANNED_SERVICES, TableService
 
+from .archive import plan_archive
 from .clean import plan_clean
 from .clustering import plan_clustering
 from .compaction import plan_compaction
@@ -46,7 +47,7 @@ def _schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime
         result.planned = plan_failed_write_rollbacks(table, policy, now, lazy=lazy)
         return result
     planner = {TableService.COMPACTION: plan_compaction, TableService.CLUSTERING: plan_clustering,
-               TableService.CLEAN: plan_clean}[TableService(service)]
+               TableService.CLEAN: plan_clean, TableService.ARCHIVE: plan_archive}[TableService(service)]
     planned = planner(table, policy, now)
     result.planned = [planned] if planned else []
     return result
