@@ -73,7 +73,8 @@ def test_options_reach_the_planner(tmp_path):
      "error: --option hoodie.compact.inline.max.delta.commits: "),
     (["--service", "compaction", "--option", "no-equals-sign"],
      "error: --option 'no-equals-sign' is not hoodie.key=value"),
-    (["--service", "defrag"], "error: --service must be one of compaction, clustering, clean, rollback, archive, not 'defrag'"),
+    (["--service", "defrag"],
+     "error: --service must be one of compaction, clustering, clean, rollback, archive, not 'defrag'"),
 ])
 def test_bad_options_exit_one_with_one_line(tmp_path, args, message):
     t = _table(tmp_path)

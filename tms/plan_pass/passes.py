@@ -92,7 +92,11 @@ def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | s
         active = ArchiveTaskRepo(ctx.session).active(ctx.row.id)
         if active is not None:  # one archive task per table at a time: it archives what is due when it runs
             return f"due, but archive task {active.id} ({active.state}) has not finished yet"
-        return plan_archive(table, policy, now) or (
+        try:
+            planned_archive = plan_archive(table, policy, now)
+        except HudiError as e:  # e.g. a table version the library does not archive yet: said on the table's page
+            return f"due, but it cannot be archived: {e}"
+        return planned_archive or (
             "nothing to archive: the active timeline is within hoodie.keep.max.commits, or Hudi's archival rules "
             "hold its oldest instants back (a pending instant, a savepoint, a pending compaction or clustering, "
             "the cleaner's retained commits, the metadata table's compaction)")
