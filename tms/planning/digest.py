@@ -279,6 +279,14 @@ class TimelineDigest:
         attempted = self.archive_attempted_at
         return attempted is None or self.commits >= attempted + policy.archive_max_commits - policy.archive_min_commits
 
+    def archive_overdue(self, policy: TablePolicy) -> bool:
+        """Whether archival has been due (archive_may_be_due) for as many more completed commits again as one
+        archival removes (max - min): a planner that handled those commits should have attempted it."""
+        batch = policy.archive_max_commits - policy.archive_min_commits
+        attempted = self.archive_attempted_at
+        due_from = policy.archive_max_commits + 1 if attempted is None else attempted + batch
+        return self.commits > policy.archive_max_commits and self.commits >= due_from + batch
+
     def blockers(self) -> set[str]:
         return {b for blockers in self.held.values() for b in blockers}
 
