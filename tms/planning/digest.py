@@ -173,8 +173,11 @@ class TimelineDigest:
             self.findings[service] = [newest_instant, finding]
 
     def planned(self, service: str) -> None:
-        """A plan of `service` was recorded: what was found before it no longer holds."""
+        """A plan of `service` was recorded: what was found before it no longer holds. An archival counts from it
+        as from an attempt (its task archives what is due when it runs)."""
         self.findings.pop(service, None)
+        if service == TableService.ARCHIVE:
+            self.archive_attempted_at = self.commits
 
     def _count(self, service: str, instant: str) -> None:
         instants = self.counted.get(service)
