@@ -6,7 +6,7 @@ from __future__ import annotations
 from planner_db_support import TrackedTable, planner
 from planning_support import rec
 
-from tms.db import TaskState
+from tms.db import TableRepo, TaskState
 from tms.plan_pass.on_request import OnRequestPlanner
 from tms.plan_pass.table_cache import TableCache
 from tms.planning.decisions import PlannerOptions
@@ -37,6 +37,11 @@ def test_one_archive_task_is_planned_once_the_timeline_is_over_its_limit(db, tmp
     assert task.instant not in completed  # it names the request: archival writes no instant
     _writes(t, p, 3)  # still over the limit, and the task still waits: no second one
     assert [x.id for x in t.tasks()] == [task.id]
+    with db.transaction() as session:
+        outlook = TableRepo(session).get(t.id).planner_state["services"]["archive"]
+    assert outlook["reason"].startswith("8 completed commits on the active timeline (the limit is 4, "
+                                        "hoodie.keep.max.commits), but the last archive attempt at ")
+    assert f"planned nothing (due, but archive task {task.id} (RUNNABLE) has not finished yet)" in outlook["reason"]
 
 
 def test_automatic_false_archives_only_on_request(db, tmp_path):

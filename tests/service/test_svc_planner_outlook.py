@@ -87,7 +87,7 @@ def test_archival_held_back_by_hudis_rules_says_why_and_when_it_is_attempted_aga
         assert archive["scheduled"] and not archive["due"] and archive["writes_until_due"] == 2
         assert archive["reason"].startswith("6 completed commits on the active timeline (the limit is 4, "
                                             "hoodie.keep.max.commits), but the last archive attempt at ")
-        assert "archived nothing (nothing to archive: " in archive["reason"]
+        assert "planned nothing (nothing to archive: " in archive["reason"]
         assert archive["reason"].endswith(": 2 more before the next attempt")
 
         client.patch(f"/api/v1/tables/{table['id']}", json={"policies": {"hoodie.archive.automatic": False}},

@@ -145,13 +145,17 @@ def _archive(digest: TimelineDigest, policy: TablePolicy, options: PlannerOption
         return ServiceOutlook(True, True, None, 0,
                               f"due: {counted} ({trigger}); the planner's next pass attempts it{found}")
     attempted = digest.archive_attempted_at
-    if count > limit and attempted is not None:  # over the limit, but the last attempt archived nothing
+    if count > limit and attempted is not None:  # over the limit, but planned or attempted at the last look
         more = attempted + limit - policy.archive_min_commits - count
         finding = digest.findings.get(TableService.ARCHIVE)
-        why = f" ({finding[1]})" if finding else ""
+        if finding is None:  # planned: its task archives what is due when it runs
+            return ServiceOutlook(True, False, None, more,
+                                  f"{counted} ({trigger}): an archive task was planned at {attempted} completed "
+                                  f"commits; {more} more before the next attempt")
+        why = f" ({finding[1]})"
         return ServiceOutlook(True, False, None, more,
                               f"{counted} ({trigger}), but the last archive attempt at "
-                              f"{digest.attempts.get(TableService.ARCHIVE)} archived nothing{why}: {more} more "
+                              f"{digest.attempts.get(TableService.ARCHIVE)} planned nothing{why}: {more} more "
                               "before the next attempt")
     more = limit - count + 1
     return ServiceOutlook(True, False, None, more, f"{counted}: {more} more before it is due ({trigger})")
