@@ -72,9 +72,8 @@ def task_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting
 def not_scheduled(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A runnable task no worker claimed for `monitor_unclaimed_seconds`, or a table whose compaction or clean
     has been due for `monitor_unplanned_seconds` with nothing planned for it."""
-    return {**_unclaimed(reads, ctx), **_unplanned(reads, ctx), **_unplanned_cleans(reads, ctx)}
-    # Archival (issue 36 item 1): once it is a table service, its own `_unplanned_*` check joins here, on the
-    # trigger the planner's digest keeps for it, with the subject `table:{id}:archive`.
+    return {**_unclaimed(reads, ctx), **_unplanned(reads, ctx), **_unplanned_cleans(reads, ctx),
+            **_unplanned_archives(reads, ctx)}
 
 
 def _unclaimed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -141,6 +140,34 @@ def _unplanned_cleans(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
                        f"writes since the last clean or clean attempt, trigger {trigger}) and none planned",
             table_id=row.id, details={"service": TableService.CLEAN.value, "due_since": since.isoformat(),
                                       "completed_writes": len(writes), "trigger": trigger})
+    return sightings
+
+
+def _unplanned_archives(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
+    """Enabled tables whose archival (Hudi's limit, hoodie.keep.max.commits, on the planner's digest) has been due
+    for a whole archival's worth of completed commits more (TimelineDigest.archive_overdue) while no archive task
+    of theirs is planned, running or awaiting a retry. An attempt that archived nothing (Hudi's rules held the
+    oldest instants back) re-arms the trigger, so this fires only when the planner did not attempt it; a table
+    whose policy turns archival off (hoodie.archive.automatic=false) is left alone."""
+    if TableService.ARCHIVE not in ctx.settings.planner_services:
+        return {}
+    planned = reads.tables_with_open(TableService.ARCHIVE)
+    options = planner_options(ctx.settings)
+    sightings = {}
+    for row in reads.enabled_tables():
+        digest = stored_digest(row, options)
+        if row.id in planned or digest is None:
+            continue
+        policy = TablePolicy.from_stored(row.policies)
+        if TableService.ARCHIVE not in options.services_for(policy) or not digest.archive_overdue(policy):
+            continue
+        if not _can_run(row, digest, TableService.ARCHIVE, ctx, reads.hudi_engine_for(row)):
+            continue
+        sightings[f"table:{row.id}:archive"] = Sighting(
+            "warning", f"table {row.name}: archival due ({digest.commits} completed commits on the active timeline, "
+                       f"hoodie.keep.max.commits {policy.archive_max_commits}) and none planned",
+            table_id=row.id, details={"service": TableService.ARCHIVE.value, "completed_commits": digest.commits,
+                                      "max_commits": policy.archive_max_commits})
     return sightings
 
 

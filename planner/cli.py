@@ -21,7 +21,7 @@ from tms.planning.incremental import full_pass_period
 from tms.planning.planned import Planned
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule
-from tms.table_service import PLANNED_SERVICES
+from tms.table_service import PLANNED_SERVICES, TableService
 
 
 def _policy(changes: dict[str, str]) -> TablePolicy:
@@ -34,6 +34,9 @@ def _policy(changes: dict[str, str]) -> TablePolicy:
 
 def _describe(planned: Planned) -> str:
     s = planned.stats
+    if planned.service == TableService.ARCHIVE:  # nothing is written: a worker's archive task archives them
+        return (f"archive due: {s.operations} instant(s) through {planned.instant} (Hudi's archival rule); the "
+                f"planner records an archive task for a worker, or `tms trigger TABLE --service archive`")
     return (f"{planned.instant} {planned.service} planned: {s.operations} operation(s), {human_size(s.total_bytes)}, "
             f"largest file group {human_size(s.largest_file_group_bytes)}")
 
@@ -43,7 +46,8 @@ def register(app: typer.Typer) -> None:
     def schedule_command(
             path: str = typer.Argument(..., help="Base path (or URL) of a Hudi table."),
             service: str = typer.Option(..., "--service", "--action",
-                                        help="compaction | clustering | clean | rollback (--action: its older name)"),
+                                        help="compaction | clustering | clean | rollback | archive "
+                                             "(--action: its older name)"),
             option: list[str] | None = typer.Option(
                 None, "--option", help="A policy option, hoodie.key=value (repeatable); the table's lock options "
                                        "(hoodie.write.lock.*, hoodie.write.concurrency.mode) plan under its lock.")):

@@ -40,7 +40,7 @@ from .schemas.tables import (
 )
 
 LARGEST_SHOWN = 20
-SCHEDULED = ("compaction", "clustering", "clean", "rollback")  # what TMS_PLANNER_SERVICES may name
+SCHEDULED = ("compaction", "clustering", "clean", "rollback", "archive")  # what TMS_PLANNER_SERVICES may name
 
 
 def capability_report(table: HudiTable, hudi_engine: str | None = None, *, policy: TablePolicy,

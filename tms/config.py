@@ -115,8 +115,9 @@ class Settings(BaseSettings):
                           "run on one long-running Spark application instead of a spark-submit each")
 
     # The planner (`tms planner`): see tms/planning/ and docs/operating/planner.md.
-    planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback"]], NoDecode] = Field(
-        ["compaction", "clean", "rollback"],
+    planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback", "archive"]],
+                                NoDecode] = Field(
+        ["compaction", "clean", "rollback", "archive"],
         description="Comma-separated table services the planner schedules on its own; clustering is opt-in, "
                     "as in Hudi: a table's policy or template turns it on (hoodie.clustering.async.enabled=true) "
                     "or off (=false) for that table (`tms schedule` plans any of them on request)")

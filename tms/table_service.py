@@ -21,11 +21,16 @@ class TableService(StrEnum):
     # A metadata-table partition built (Hudi's `indexing` action), asked for through the API: its task's instant
     # is the indexing instant the request scheduled (tms.hudi.metadata.indexer).
     INDEXING = "indexing"
+    # Archival of the active timeline (Hudi's archiver: tms.hudi.table.archival), planned when Hudi's rule says
+    # the active timeline is over its limit. It writes no instant: its task's instant names the request, and the
+    # instants it archives (through the latest one, `archive_through` in its plan) are in its result.
+    ARCHIVE = "archive"
 
 
-# The services on a table's timeline, each an instant TMS executes (a restore is asked for, the others planned).
+# The services on a table's timeline, each an instant TMS executes (a restore is asked for, the others planned),
+# and its archival (the instants it moves off the active timeline).
 SERVICES: tuple[TableService, ...] = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN,
-                                      TableService.ROLLBACK, TableService.RESTORE)
+                                      TableService.ROLLBACK, TableService.RESTORE, TableService.ARCHIVE)
 # The services TMS plans (the planner on its own, `tms schedule` and `tms trigger` on request): a restore is asked for.
 PLANNED_SERVICES: tuple[TableService, ...] = tuple(s for s in SERVICES if s is not TableService.RESTORE)
 # The services on a table's backups: their task's instant names the request, not an instant of the timeline.
@@ -38,7 +43,7 @@ TTL_SERVICES: tuple[TableService, ...] = (TableService.TTL, TableService.PARTITI
 # The services whose task's instant names the request (a time unique among the table's tasks), not an instant
 # on the table's timeline: the worker runs their job without preparing an instant, the job's result record
 # says it is done, and the reconciliation of tasks with timelines leaves them alone.
-REQUESTED_SERVICES: tuple[TableService, ...] = BACKUP_SERVICES + TTL_SERVICES
+REQUESTED_SERVICES: tuple[TableService, ...] = BACKUP_SERVICES + TTL_SERVICES + (TableService.ARCHIVE,)
 
 
 def is_backup_service(service: str) -> bool:

@@ -74,6 +74,16 @@ def ttl_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[st
     return command, dict(os.environ)
 
 
+def archive_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
+    """An archive task's job (jobs.archive_job), whatever the worker's runner: it moves instant files, Spark adds
+    nothing."""
+    command = [sys.executable, "-m", "jobs.archive_job", "--table", claimed.base_path, "--instant", claimed.instant,
+               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
+    for key, value in claimed.concurrency_options.items():
+        command += ["--option", f"{key}={value}"]
+    return command, dict(os.environ)
+
+
 def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
     if claimed.engine is not None:  # the engine's job code
         return python_job_command(claimed.engine, plan_arguments(claimed, fence_url=fence_url))

@@ -26,7 +26,7 @@ from tms.hudi.timeline.instant import State
 from tms.table_service import TableService, is_backup_service, names_request
 
 from .claim import ClaimedTask
-from .commands import backup_job, hudi_job, plan_arguments, python_job, spark_job, ttl_job
+from .commands import archive_job, backup_job, hudi_job, plan_arguments, python_job, spark_job, ttl_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
 from .retry_policy import RetryLimits, classify
@@ -113,7 +113,8 @@ class JobSupervisor:
         rollback just runs again), under the table's lock as the writers take it. True if the instant already
         completed (an earlier attempt finished it but could not record it)."""
         c = self.claimed
-        if names_request(c.service):  # a backup's or TTL's: its instant names the request (its job handles retries)
+        if names_request(c.service):  # a backup's, TTL's or archive's: its instant names the request (its job
+            # handles retries)
             return False
         require_under_roots(c.base_path, self.settings.storage_roots)
         table = HudiTable.load(c.base_path)
@@ -164,7 +165,9 @@ class JobSupervisor:
         log_path = self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log"
         if names_request(c.service):
             self._record_engine("dedicated")
-            return JobProcess(*(backup_job if is_backup_service(c.service) else ttl_job)(c, fence_url=url), log_path)
+            job = backup_job if is_backup_service(c.service) else \
+                archive_job if c.service == TableService.ARCHIVE else ttl_job
+            return JobProcess(*job(c, fence_url=url), log_path)
         engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
         if engine is not None and engine.first_start_pending():
             # Starting Spark is most of a small plan's time: while the worker's engine first starts, a plan that

@@ -214,7 +214,7 @@ class TableDetail(TableOut):
     health: Health
     ttl: TtlStateOut | None = Field(None, description="Record and partition TTL (null: no TTL policy set)")
     services: dict[str, ServiceOutlookOut] = Field(
-        description="Per service (compaction, clustering, clean, rollback): the planner's outlook, when it is "
+        description="Per service (compaction, clustering, clean, rollback, archive): the planner's outlook, when it is "
                     "next due and why it is not planned now, as the planner decided it at its last pass over the "
                     "table")
     writer_options: dict[str, str] = Field(description=WRITER_OPTIONS_DESCRIPTION)

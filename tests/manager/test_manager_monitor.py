@@ -288,3 +288,53 @@ def test_instance_down_resolves_when_a_restart_of_the_same_roles_takes_each_cras
         InstanceRepo(session).heartbeat("h9:5:e", roles=["worker"], host="h9", pid=5, version="v")
     evaluate(lease, epoch, ctx)
     assert _firing(db, "instance_down") == ["instance:h1:3:c"]
+
+
+def test_an_archival_due_and_never_attempted_fires_not_scheduled(db, tmp_path):
+    """Issue 36: a table over hoodie.keep.max.commits by a whole archival's worth more (max - min), that the
+    planner neither planned nor attempted to archive, is flagged; the planner's next pass plans it and it
+    resolves."""
+    from planning_support import ModelledTable, rec
+
+    from service.table_view import registration_facts
+    from tms.db import RegisteredTable
+    from tms.planning.decisions import PlannerOptions
+
+    lease, epoch = _leader(db)
+    t = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", version=8)
+    for n in range(7):
+        t.write([rec(0, 10 + n)])
+    with db.transaction() as session:
+        table_id = TableRepo(session).register(base_path=str(t.path), policies={"hoodie.cleaner.commits.retained": 1},
+                                               **registration_facts(t.table())).id
+    services = frozenset(Settings().planner_services)  # the monitor reads the digest of TMS_PLANNER_SERVICES
+    planner = Planner(db, PlannerOptions(services=services, clean_commits=100), watch_timelines=False)
+    assert planner.reconcile(table_id)  # 7 commits: within Hudi's default limit (30), nothing due
+    ctx = MonitorContext(Settings(), datetime.now(UTC), {})
+    evaluate(lease, epoch, ctx)
+    assert _alerts(db, "not_scheduled") == []
+    # The limit is lowered while no planner runs: due since the 5th commit, two more since (max - min)
+    with db.transaction() as session:
+        session.execute(update(RegisteredTable).where(RegisteredTable.id == table_id).values(policies={
+            "hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 4, "hoodie.cleaner.commits.retained": 1}))
+    evaluate(lease, epoch, ctx)
+    [alert] = _alerts(db, "not_scheduled")
+    assert (alert.subject, alert.state) == (f"table:{table_id}:archive", "firing")
+    assert alert.details["completed_commits"] == 7 and "archival due" in alert.message
+
+    def health():
+        from service.table_view import live_view
+        from tms.db import TablePolicy
+        with db.transaction() as session:
+            row = TableRepo(session).get(table_id)
+            state, policy = row.planner_state, TablePolicy.from_stored(row.policies)
+        return live_view(str(t.path), policy, {}, True, planner_state=state)["health"]
+
+    assert health().status == "warning" and any(r.startswith("archival due and not planned: 7 completed commits")
+                                                for r in health().reasons)
+    assert planner.reconcile(table_id)  # plans it
+    with db.transaction() as session:
+        assert [x.service for x in TaskRepo(session).find(table_id=table_id)[0]] == ["archive"]
+    evaluate(lease, epoch, ctx)
+    assert [(a.subject, a.state) for a in _alerts(db, "not_scheduled")] == [(f"table:{table_id}:archive", "resolved")]
+    assert not any(r.startswith("archival due") for r in health().reasons)

@@ -14,7 +14,7 @@ from tms.hudi.errors import InstantConflictError
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.writer import HudiWriter
-from tms.hudi.timeline.instant import Action, Instant, new_instant_time
+from tms.hudi.timeline.instant import Action, Instant, State, new_instant_time
 from tms.hudi.timeline.serde import (
     ActionInstant,
     CleanerPlan,
@@ -285,3 +285,21 @@ def test_the_key_is_behind_the_oldest_pending_instant_and_the_lateness_in_whole_
     # An older Hudi's 14-digit instant time at the key's second sorts after it, as later ones do
     assert all(name > "20260101110000" for name in ("20260101110000.commit", "20260101110000000.deltacommit",
                                                     "20260101110000000_20260101110001000.deltacommit"))
+
+
+def test_instants_archived_behind_the_tail_are_forgotten_not_read(base):
+    """Archival deletes the oldest instant files, behind any tail key: the new archived-timeline version it writes
+    first makes the next reload list the folder whole."""
+    from tms.hudi.table.archival import ArchivalSettings, archive
+
+    writer = Writer(base)
+    commits = [writer.commit(m) for m in range(0, 20, 2)]
+    reader = Reader(base)
+    assert reader.reload() == TAIL
+    reader.timeline.read(reader.timeline.states_of(commits[0])[State.COMPLETED])  # a reader of the oldest one
+    result = archive(writer.table, ArchivalSettings(min_commits=2, max_commits=4, compaction_delta_commits=None))
+    assert result.archived == commits[:8]
+    assert reader.reload() == {"whole": 1, "tail": 1}
+    reader.assert_sees_what_a_whole_listing_shows(base)
+    assert reader.timeline.states_of(commits[0]) == {}
+    assert reader.reload() == TAIL  # the same version: the tail again

@@ -149,7 +149,7 @@ def test_trigger_plans_a_compaction_now_and_the_task_commands_act_on_it(tms, tri
     assert [i.timestamp for i in requested] == [task["instant"]]
     assert ok(tms("trigger", str(tid), role="operator")) == f"nothing to plan: table {tid} needs no compaction now\n"
     assert one_line_error(tms("trigger", str(tid), "--service", "vacuum")) == \
-        "error: --service must be one of compaction, clustering, clean, rollback, not 'vacuum'"
+        "error: --service must be one of compaction, clustering, clean, rollback, archive, not 'vacuum'"
 
     tasks = as_json(tms("tasks", "list", "--table", str(tid), "--json"))
     assert [t["id"] for t in tasks["items"]] == [task["id"]]

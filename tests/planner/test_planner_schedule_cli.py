@@ -35,7 +35,7 @@ def test_action_is_the_older_name_of_service(tmp_path):
     assert (code, err, out.strip()) == (0, "", "nothing to do: no clean is due")
     code, _, err = schedule(t.path, "--service", "backup")
     assert code == 1 and err.startswith(
-        "error: --service must be one of compaction, clustering, clean, rollback, not 'backup'")
+        "error: --service must be one of compaction, clustering, clean, rollback, archive, not 'backup'")
 
 
 def test_held_compaction_is_printed_then_synced_on_the_next_run(tmp_path):
@@ -73,7 +73,8 @@ def test_options_reach_the_planner(tmp_path):
      "error: --option hoodie.compact.inline.max.delta.commits: "),
     (["--service", "compaction", "--option", "no-equals-sign"],
      "error: --option 'no-equals-sign' is not hoodie.key=value"),
-    (["--service", "defrag"], "error: --service must be one of compaction, clustering, clean, rollback, not 'defrag'"),
+    (["--service", "defrag"],
+     "error: --service must be one of compaction, clustering, clean, rollback, archive, not 'defrag'"),
 ])
 def test_bad_options_exit_one_with_one_line(tmp_path, args, message):
     t = _table(tmp_path)
@@ -101,3 +102,19 @@ def test_clean_plan_written_by_the_command_reads_back(tmp_path):
     instant = out.split()[0]
     plan = parse_cleaner_plan(cow.table().timeline.read_plan(instant))
     assert plan.policy == "KEEP_LATEST_FILE_VERSIONS" and len(plan.file_paths_to_be_deleted_per_partition[""]) == 3
+
+
+def test_archive_prints_what_hudis_rule_archives_and_writes_nothing(tmp_path):
+    t = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", version=8)
+    for n in range(5):
+        t.write([rec(n, 10)])
+    small = ["--option", "hoodie.keep.min.commits=2", "--option", "hoodie.keep.max.commits=4",
+             "--option", "hoodie.cleaner.commits.retained=1"]
+    names = sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir())
+    code, out, err = schedule(t.path, "--service", "archive", *small)
+    completed = [i.timestamp for i in t.table().timeline.completed()]
+    assert len(completed) == 5 and (code, err) == (0, "") and out.strip().startswith(
+        f"archive due: 3 instant(s) through {completed[2]} (Hudi's archival rule)")  # down to 2 commits
+    assert sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir()) == names
+    code, out, _ = schedule(t.path, "--service", "archive")  # Hudi's defaults: 30 commits
+    assert (code, out.strip()) == (0, "nothing to do: no archive is due")

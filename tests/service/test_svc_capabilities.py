@@ -57,7 +57,7 @@ def test_registration_reports_what_tms_runs_and_why_not(client, tokens, register
     assert mor == {"reading": {**runs, "scheduled": None, "not_scheduled_reason": ""},
                    "restore": {**runs, "scheduled": None, "not_scheduled_reason": ""},
                    "compaction": {**runs, **scheduled}, "clean": {**runs, **scheduled},
-                   "rollback": {**runs, **scheduled},
+                   "rollback": {**runs, **scheduled}, "archive": {**runs, **scheduled},
                    "clustering": {**runs, "scheduled": False, "not_scheduled_reason": NOT_ASKED}}
     cow = register("cow_v8_nonpartitioned")["capabilities"]
     assert not cow["compaction"]["can_run"] and "MERGE_ON_READ" in cow["compaction"]["reason"]
@@ -170,7 +170,8 @@ def test_the_dashboards_table_page_shows_a_line_per_service(client, tokens, copy
     lines = re.findall(r'<li class="(runs|refused)"><b>(\w+)</b>: ([^<]*)</li>', page)
     assert [(state, service) for state, service, _ in lines] == [
         ("runs", "reading"), ("refused", "compaction"), ("refused", "clustering"), ("refused", "clean"),
-        ("runs", "rollback"), ("refused", "restore")]  # a restore undoes completed writes the index holds
+        ("runs", "rollback"), ("refused", "restore"),  # a restore undoes completed writes the index holds
+        ("runs", "archive")]  # archival moves instant files only
     assert lines[0][2] == "runs"
     assert lines[1][2].startswith("refused because its metadata table has partitions TMS cannot keep in sync")
     assert "expr_index_price" in lines[1][2]

@@ -69,7 +69,8 @@ def test_docs_pages_load_their_assets_from_the_service(client):
 
 def test_the_document_is_as_strict_as_the_validation(client, tokens, register):
     schemas = client.get("/openapi.json").json()["components"]["schemas"]
-    assert schemas["PlanRequest"]["properties"]["service"]["enum"] == ["compaction", "clustering", "clean", "rollback"]
+    assert schemas["PlanRequest"]["properties"]["service"]["enum"] == ["compaction", "clustering", "clean", "rollback",
+                                                                      "archive"]
     assert not re.match(schemas["EventIn"]["properties"]["instant"]["pattern"], "00000101000000")  # no year 0
     table = register("cow_v6_nonpartitioned")
     # JSON Schema's integer: 7.0 is one, "7" and true are not

@@ -39,7 +39,7 @@ def test_a_clean_with_nothing_to_clean_yet_says_why(client, tokens, app, written
                                                  "policies": {"hoodie.compact.inline.max.delta.commits": 20}},
                         headers=tokens["admin"]).json()
     before = _detail(client, tokens, table["id"])["services"]
-    assert set(before) == {"compaction", "clustering", "clean", "rollback"}
+    assert set(before) == {"compaction", "clustering", "clean", "rollback", "archive"}
     assert "not read the table yet" in before["clean"]["reason"]
 
     trigger = app.state.settings.planner_clean_commits  # 5, which health's clean_lag reads too
@@ -69,3 +69,31 @@ def test_a_clean_with_nothing_to_clean_yet_says_why(client, tokens, app, written
         client.cookies.clear()  # the client is the session's: the next test starts signed out
     lines = dict(re.findall(r'<li class="\w+"><b>(\w+)</b>: ([^<]*)</li>', page.split('id="services"')[1]))
     assert html.unescape(lines["clean"]) == clean["reason"]
+
+
+def test_archival_held_back_by_hudis_rules_says_why_and_when_it_is_attempted_again(client, tokens, app, hudi_tables):
+    path = next(iter(hudi_tables.values())).parent / f"outlook-{secrets.token_hex(4)}"
+    t = ModelledTable(path, "COPY_ON_WRITE", version=8)
+    try:
+        for n in range(6):
+            t.write([rec(0, 10 + n)])
+        # over hoodie.keep.max.commits (4), but the cleaner retains 4 commits: Hudi's archiver keeps them all
+        table = client.post("/api/v1/tables", json={"base_path": str(path), "policies": {
+            "hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 4, "hoodie.cleaner.commits.retained": 4}},
+                            headers=tokens["admin"]).json()
+        options = PlannerOptions(services=frozenset({"archive"}), clean_commits=5)
+        assert Planner(app.state.database, options, watch_timelines=False).reconcile(table["id"])
+        archive = _detail(client, tokens, table["id"])["services"]["archive"]
+        assert archive["scheduled"] and not archive["due"] and archive["writes_until_due"] == 2
+        assert archive["reason"].startswith("6 completed commits on the active timeline (the limit is 4, "
+                                            "hoodie.keep.max.commits), but the last archive attempt at ")
+        assert "planned nothing (nothing to archive: " in archive["reason"]
+        assert archive["reason"].endswith(": 2 more before the next attempt")
+
+        client.patch(f"/api/v1/tables/{table['id']}", json={"policies": {"hoodie.archive.automatic": False}},
+                     headers=tokens["admin"]).raise_for_status()
+        assert Planner(app.state.database, options, watch_timelines=False).reconcile(table["id"])
+        archive = _detail(client, tokens, table["id"])["services"]["archive"]
+        assert not archive["scheduled"] and "hoodie.archive.automatic=false" in archive["reason"]
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -67,7 +67,8 @@ def test_operator_finds_a_table_opens_its_timeline_and_reruns_a_task_until_it_su
     expect(services).to_have_text(["reading: runs", "compaction: runs",
                                    "clustering: runs, on request only: clustering is not asked for by the table's "
                                    "policy (hoodie.clustering.async.enabled=true in its policy or its template turns "
-                                   "it on)", "clean: runs", "rollback: runs", "restore: runs"])
+                                   "it on)", "clean: runs", "rollback: runs", "restore: runs",
+                                   "archive: runs"])
     browsing.shot(page, "table")
 
     # The task: rerun, confirmed; the worker claims it and the page shows it succeed by itself.

@@ -33,6 +33,7 @@ from .models import (
                      WebhookDelivery,
 )
 from .repos.alerts import AlertRepo, Sighting
+from .repos.archive import ArchiveTaskRepo
 from .repos.backups import BackupHistory, BackupTaskRepo
 from .repos.discovery import DiscoveryRepo
 from .repos.engines import BUILTIN, EngineRepo, EngineResults, RolloutRepo, matching_rule
@@ -65,6 +66,7 @@ __all__ = [
     "ShadowRunRepo", "Sighting", "TRANSITIONS",
     "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
     "TtlTaskRepo",
+    "ArchiveTaskRepo",
     "Webhook", "WebhookDelivery", "WebhookRepo", "bounded_idle", "can_transition", "database_url", "hash_secret",
     "open_database", "sqlalchemy_url",
 ]

@@ -42,7 +42,19 @@ def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[st
         orphan_files=len(orphans), orphan_bytes=sum(o.size for o in orphans), damaged_files=tuple(damaged_files),
         writes_since_clean_attempt=unplanned.get(TableService.CLEAN),
         deltas_since_compaction_attempt=unplanned.get(TableService.COMPACTION),
-        clean_finding=f"(at {finding[0]}): {finding[1]}" if finding else None)
+        clean_finding=f"(at {finding[0]}): {finding[1]}" if finding else None,
+        **_archive_counts(table, now, planner_state))
+
+
+def _archive_counts(table: HudiTable, now: datetime, planner_state: Mapping[str, Any] | None) -> dict[str, int | None]:
+    """The completed commits on the active timeline and the planner's count at its last archival plan or attempt,
+    when the planner counts archival for the table (its stored digest has counted commits)."""
+    stored = TimelineDigest.from_state(dict(planner_state), frozenset((planner_state or {}).get("counted") or ())) \
+        if planner_state else None
+    if stored is None or not stored.commits:
+        return {}
+    digest = TimelineDigest.of(table, stored, now, frozenset({TableService.ARCHIVE}))
+    return {"archive_commits": digest.commits, "archive_attempted_at": digest.archive_attempted_at}
 
 
 # The plans whose pending instant means the service is planned.

@@ -7,6 +7,7 @@ from typing import Any
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning.capabilities import Capability, capabilities
+from tms.table_service import TableService
 
 
 def registration_facts(table: HudiTable) -> dict[str, Any]:
@@ -26,7 +27,9 @@ def registration_facts(table: HudiTable) -> dict[str, Any]:
 
 def registration_refusal(report: dict[str, Capability]) -> str | None:
     """Why a table TMS can do nothing for (neither read it nor run a table service on it) is refused at
-    registration, in one line; None when it can do something."""
+    registration, in one line; None when it can do something. Archiving its timeline alone (which every table
+    allows: no data file is read or written) does not make a table worth taking."""
+    report = {service: c for service, c in report.items() if service != TableService.ARCHIVE}
     if any(c.can_run for c in report.values()):
         return None
     reasons = dict.fromkeys(reason for c in report.values() for reason in c.reason.split("; "))

@@ -12,13 +12,14 @@ from functools import partial
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, RegisteredTable, TablePolicy, Task
+from tms.db import AlertRepo, ArchiveTaskRepo, RegisteredTable, TablePolicy, Task
 from tms.hudi.errors import HudiError
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import MetadataFormatError
 from tms.hudi.timeline.timeline import WRITE_ACTIONS
+from tms.planning.archive import plan_archive
 from tms.planning.capabilities import require_capability
 from tms.planning.clean import plan_clean_or_why
 from tms.planning.clustering import plan_clustering
@@ -89,6 +90,18 @@ def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | s
             return planned
         return "nothing to cluster: no file groups the clustering strategy picks outside pending plans" \
             if force or clustering_trigger(table, policy).due else False
+    if service == TableService.ARCHIVE:
+        active = ArchiveTaskRepo(ctx.session).active(ctx.row.id)
+        if active is not None:  # one archive task per table at a time: it archives what is due when it runs
+            return f"due, but archive task {active.id} ({active.state}) has not finished yet"
+        try:
+            planned_archive = plan_archive(table, policy, now)
+        except HudiError as e:  # e.g. a table version the library does not archive yet: said on the table's page
+            return f"due, but it cannot be archived: {e}"
+        return planned_archive or (
+            "nothing to archive: the active timeline is within hoodie.keep.max.commits, or Hudi's archival rules "
+            "hold its oldest instants back (a pending instant, a savepoint, a pending compaction or clustering, "
+            "the cleaner's retained commits, the metadata table's compaction)")
     return plan_clean_or_why(table, policy, now)
 
 
@@ -114,11 +127,12 @@ def _decides_on_older_instants(ctx: PassContext, work: Work) -> bool:
     keeps what savepoints keep, a rollback plan and the savepoint policy read the savepoints, all named by
     the commit they keep; the timeline is then read from its change feed, or listed from the oldest commit
     a savepoint made since can keep (Timeline.reload's `exact`)."""
-    return (TableService.CLEAN in work.services or work.rollbacks or bool(ctx.policy.savepoint_interval_hours))
+    return (TableService.CLEAN in work.services or TableService.ARCHIVE in work.services or work.rollbacks
+            or bool(ctx.policy.savepoint_interval_hours))
 
 
 def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
-    recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
+    recorder = TaskRecorder(ctx.session, ctx.row, ctx.table, ctx.policy)
     refusals = Refusals(ctx.session, ctx.row, ctx.table)
     unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
     _guarded(recorder, "adoption", partial(recorder.adopt_unknown_plans, unrunnable))
@@ -137,7 +151,7 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
     _guarded(recorder, "compensation", recorder.sync_held_plans)
     if ctx.policy.savepoint_interval_hours:
         _guarded(recorder, "savepoint", partial(apply_savepoint_policy, ctx.table, ctx.policy, ctx.now))
-    for service in (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN):
+    for service in (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN, TableService.ARCHIVE):
         if service not in work.services:
             continue
         if not refusals.can_run(service):
@@ -169,7 +183,7 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
     require_capability(ctx.table, service, hudi_engine_of(ctx.session, ctx.row))
     # An operator's request is rare: never from the folder's tail, whatever the service.
     with ctx.transaction(exact_view=True), ctx.table.timeline.pinned(listed=True):  # reloaded under the lock
-        recorder = TaskRecorder(ctx.session, ctx.row, ctx.table)
+        recorder = TaskRecorder(ctx.session, ctx.row, ctx.table, ctx.policy)
         refusals = Refusals(ctx.session, ctx.row, ctx.table)
         unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
         _guarded(recorder, "adoption", partial(recorder.adopt_unknown_plans, unrunnable))

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, RegisteredTable, Task, TaskRepo, TaskState
+from tms.db import AlertRepo, ArchiveTaskRepo, RegisteredTable, Task, TaskRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import parse_rollback_plan
@@ -20,6 +20,7 @@ from tms.planning.adoption import find_unknown_plans
 from tms.planning.compensation import held_compactions, sync_held_plan
 from tms.planning.errors import CompensationError
 from tms.planning.planned import Planned
+from tms.planning.policy import TablePolicy
 from tms.planning.stats import PlanStats, plan_stats
 from tms.table_service import TableService
 
@@ -40,8 +41,9 @@ def stats_record(stats: PlanStats) -> dict[str, Any]:
 class TaskRecorder:
     """Records the plans of one table, locked for planning in `session`'s transaction."""
 
-    def __init__(self, session: Session, row: RegisteredTable, table: HudiTable):
+    def __init__(self, session: Session, row: RegisteredTable, table: HudiTable, policy: TablePolicy | None = None):
         self.session = session
+        self.policy = policy  # the table's effective policy: an archive task's plan keeps it
         self.row = row
         self.table = table
         self.tasks = TaskRepo(session)
@@ -49,7 +51,17 @@ class TaskRecorder:
 
     def record(self, planned: Planned, *, planned_by_tms: bool = True) -> Task:
         """The task of a plan already on the timeline (the existing one if it was recorded before);
-        `planned_by_tms`: TMS wrote the plan (False: adopted)."""
+        `planned_by_tms`: TMS wrote the plan (False: adopted). An archival writes nothing on the timeline: its
+        task names the request, and its plan the latest instant it archives through."""
+        if planned.service == TableService.ARCHIVE:
+            task = ArchiveTaskRepo(self.session).request(
+                self.row.id, {"archive_through": planned.instant, "instants": planned.stats.operations,
+                              "policy": self.policy.explicit() if self.policy is not None else {}},
+                priority=self.row.priority, queue=self.row.queue)
+            self.recorded.append(task)
+            log.info("table %s: archive through %s (%s instants) planned as task %s", self.row.id, planned.instant,
+                     planned.stats.operations, task.id)
+            return task
         target = None
         if planned.service == TableService.ROLLBACK:
             target = parse_rollback_plan(self.table.timeline.read_plan(planned.instant)).instant_to_rollback

@@ -28,6 +28,7 @@ from tms.table_service import TableService
 READING = "reading"
 COMPACTION, CLUSTERING, CLEAN, ROLLBACK = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN,
                                            TableService.ROLLBACK)
+ARCHIVE = TableService.ARCHIVE
 SERVICES = (READING, *TABLE_SERVICES)
 # Services that merge records (they read base and log files and write new base files).
 _MERGING = (READING, COMPACTION, CLUSTERING)
@@ -68,7 +69,7 @@ def _refusals(table: HudiTable, service: str) -> list[str]:
         reasons.append(f"compaction applies to MERGE_ON_READ tables; {config.name} is {config.table_type.value}")
     if service in _MERGING:
         reasons.append(merge_reason(config))
-    if service != ROLLBACK:
+    if service not in (ROLLBACK, ARCHIVE):  # archival moves instant files only: no data file is read or written
         reasons.append(bootstrap_reason(config))
     fmt = table_base_format(config)
     if service in _MERGING:
@@ -79,7 +80,7 @@ def _refusals(table: HudiTable, service: str) -> list[str]:
         reasons.append(virtual_keys_reason(config))
     if service == READING:
         reasons.append(dropped_partition_columns_reason(config))
-    if service != READING:
+    if service not in (READING, ARCHIVE):
         partitions = unmaintainable_partitions(table, service)
         if partitions:
             reasons.append(f"its metadata table has partitions TMS cannot keep in sync for {service} "

@@ -24,7 +24,7 @@ _PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Ac
 class PlannerOptions:
     """What the planner schedules, service-wide."""
 
-    services: frozenset[str]  # of compaction, clustering, clean, rollback (TMS_PLANNER_SERVICES)
+    services: frozenset[str]  # of compaction, clustering, clean, rollback, archive (TMS_PLANNER_SERVICES)
     clean_commits: int        # completed writes since the last clean (or clean attempt) before the next
     storage_roots: tuple[str, ...] = ()  # a table found outside them (its folder replaced by a link) is not planned
     full_pass_hours: float = 24.0  # TMS_PLANNER_FULL_PASS_HOURS
@@ -43,6 +43,8 @@ def scheduled_services(services: frozenset[str], policy: TablePolicy) -> frozens
     """What the planner schedules on its own for a table under `policy`: `services` (TMS_PLANNER_SERVICES), with
     clustering as the policy asks (TablePolicy.clustering_asked): on where it asks for it, off where it turns it
     off, else as `services` says."""
+    if not policy.archive_automatic:
+        services = services - {TableService.ARCHIVE.value}
     asked = policy.clustering_asked
     if asked is None:
         return services
@@ -60,6 +62,8 @@ def not_scheduled_reason(service: str, services: frozenset[str], policy: TablePo
             return "clustering is turned off by the table's policy (hoodie.clustering.async.enabled=false)"
         return ("clustering is not asked for by the table's policy (hoodie.clustering.async.enabled=true in its "
                 "policy or its template turns it on)")
+    if service == TableService.ARCHIVE and not policy.archive_automatic and service in services:
+        return "archival is turned off by the table's policy (hoodie.archive.automatic=false): archived on request only"
     return f"{service} is not in TMS_PLANNER_SERVICES"
 
 
@@ -67,7 +71,8 @@ def not_scheduled_reason(service: str, services: frozenset[str], policy: TablePo
 class Work:
     """What one planning pass attempts. Every pass also adopts unknown plans and syncs held ones."""
 
-    services: frozenset[str] = frozenset()  # compaction, clustering, clean: planned if the library finds them due
+    # compaction, clustering, clean, archive: planned if the library finds them due
+    services: frozenset[str] = frozenset()
     rollbacks: bool = False                 # plan the rollback of writes whose writer is gone
     reconcile: bool = False                 # run the pass for adoption and held plans alone
 
@@ -93,6 +98,8 @@ def _due_services(digest: TimelineDigest, policy: TablePolicy, now: datetime, op
         due.add(TableService.CLUSTERING)
     if digest.clean_may_be_due(options.clean_commits):
         due.add(TableService.CLEAN)
+    if TableService.ARCHIVE in options.services_for(policy) and digest.archive_may_be_due(policy):
+        due.add(TableService.ARCHIVE)
     return frozenset(due)
 
 
@@ -132,7 +139,8 @@ def next_tick_at(digest: TimelineDigest | None, policy: TablePolicy, options: Pl
     due: list[datetime | None] = [_rollbacks_due_at(digest, policy, options)]
     if is_mor:
         due.append(digest.compaction_due_at(policy))
-    if digest.clustering_may_be_due(policy) or digest.clean_may_be_due(options.clean_commits):
+    if digest.clustering_may_be_due(policy) or digest.clean_may_be_due(options.clean_commits) or (
+            TableService.ARCHIVE in options.services_for(policy) and digest.archive_may_be_due(policy)):
         due.append(ALWAYS)
     return min((d for d in due if d is not None), default=None)
 

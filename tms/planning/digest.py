@@ -41,6 +41,8 @@ MAX_LISTED = 1000
 COMPLETED = "completed"
 # "Due whatever the time": a moment before any instant (what `compaction_due_at` says of a count reached).
 ALWAYS = datetime(1970, 1, 1, tzinfo=UTC)
+# The completed commits Hudi's archiver counts (tms.hudi.table.archival.COMMITS).
+ARCHIVED_COMMITS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.CLUSTERING)
 COUNTED = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN)  # the services with a counting trigger
 
 
@@ -68,6 +70,11 @@ class TimelineDigest:
     findings: dict[str, list[str]] = field(default_factory=dict)
     scanned_at: float | None = None  # last reconciliation with the timeline (epoch s)
     timeline_utc: bool = False       # the table's instant times are UTC, else LOCAL (timeline_zone)
+    # Archival (counted only when the planner schedules it): the completed commits on the active timeline (as
+    # rebuilt, plus the completed writes seen since), and their count at the last archival attempt that archived
+    # nothing (Hudi's rules held the oldest back): the next attempt waits for more.
+    commits: int = 0
+    archive_attempted_at: int | None = None
 
     # --- storage in planner_state -------------------------------------------------------------------
     @classmethod
@@ -82,7 +89,8 @@ class TimelineDigest:
                    pending_writes=dict(state["pending_writes"]), held={k: list(v) for k, v in state["held"].items()},
                    attempts=dict(state["attempts"]), awaited={k: list(v) for k, v in state["awaited"].items()},
                    findings={k: list(v) for k, v in state["findings"].items()}, scanned_at=state["scanned_at"],
-                   timeline_utc=state["timeline_utc"])
+                   timeline_utc=state["timeline_utc"], commits=state.get("commits", 0),
+                   archive_attempted_at=state.get("archive_attempted_at"))
 
     def to_state(self) -> dict[str, Any]:
         return {"format": FORMAT, **vars(self)}  # the row keeps it; this digest is not used after
@@ -119,6 +127,10 @@ class TimelineDigest:
         seen = previous.pending_writes if previous else {}
         out.pending_writes = {ts: seen.get(ts, now.timestamp()) for ts in pending_writes if ts not in condemned}
         out.held = held_compactions(table)
+        if TableService.ARCHIVE in services:
+            out.commits = sum(1 for i in tl.iter_instants(ARCHIVED_COMMITS) if i.is_completed)
+            attempted = previous.archive_attempted_at if previous else None
+            out.archive_attempted_at = attempted if attempted is not None and out.commits >= attempted else None
         return out
 
     # --- following events ---------------------------------------------------------------------------
@@ -129,6 +141,7 @@ class TimelineDigest:
                 self.pending_writes.pop(instant, None)  # (an awaited instant is counted: _trim keeps it)
                 self._count(TableService.CLUSTERING, instant)
                 self._count(TableService.CLEAN, instant)
+                self.commits += 1
                 if action != Action.DELTA_COMMIT and instant > (self.compacted or ""):
                     self.compacted = instant
             elif action != Action.REPLACE_COMMIT:  # a pending v6 replacecommit may be a clustering plan
@@ -146,6 +159,8 @@ class TimelineDigest:
         instant on the timeline (instant times, not the planner's clock: writers' clocks need not agree with
         it) and the instants then `pending`, each counted once it completes."""
         self.attempts[service] = newest_instant
+        if service == TableService.ARCHIVE:
+            self.archive_attempted_at = self.commits
         if service in self.counted and service != TableService.COMPACTION:
             self.awaited[service] = sorted(ts for ts in pending if ts <= newest_instant)
             self.counted[service] = []  # counted from the attempt on
@@ -158,8 +173,11 @@ class TimelineDigest:
             self.findings[service] = [newest_instant, finding]
 
     def planned(self, service: str) -> None:
-        """A plan of `service` was recorded: what was found before it no longer holds."""
+        """A plan of `service` was recorded: what was found before it no longer holds. An archival counts from it
+        as from an attempt (its task archives what is due when it runs)."""
         self.findings.pop(service, None)
+        if service == TableService.ARCHIVE:
+            self.archive_attempted_at = self.commits
 
     def _count(self, service: str, instant: str) -> None:
         instants = self.counted.get(service)
@@ -254,6 +272,23 @@ class TimelineDigest:
 
     def clean_may_be_due(self, every_commits: int) -> bool:
         return len(self.counted.get(TableService.CLEAN, ())) >= every_commits
+
+    def archive_may_be_due(self, policy: TablePolicy) -> bool:
+        """Hudi's archival trigger on what the digest knows: more completed commits than `hoodie.keep.max.commits`
+        on the active timeline; after an attempt that archived nothing, once as many more have completed as an
+        archival would leave (max - min)."""
+        if self.commits <= policy.archive_max_commits:
+            return False
+        attempted = self.archive_attempted_at
+        return attempted is None or self.commits >= attempted + policy.archive_max_commits - policy.archive_min_commits
+
+    def archive_overdue(self, policy: TablePolicy) -> bool:
+        """Whether archival has been due (archive_may_be_due) for as many more completed commits again as one
+        archival removes (max - min): a planner that handled those commits should have attempted it."""
+        batch = policy.archive_max_commits - policy.archive_min_commits
+        attempted = self.archive_attempted_at
+        due_from = policy.archive_max_commits + 1 if attempted is None else attempted + batch
+        return self.commits > policy.archive_max_commits and self.commits >= due_from + batch
 
     def blockers(self) -> set[str]:
         return {b for blockers in self.held.values() for b in blockers}

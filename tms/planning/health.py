@@ -57,6 +57,10 @@ class HealthDigest:
     clean_finding: str | None = None  # what the planner's last clean attempt that planned nothing found
     damaged_files: Sequence[str] = ()    # files its commits wrote that are lost or damaged (its `table_damaged`
     #                                      alert names them)
+    # Archival (None: the planner does not count it for the table): the completed commits on the active timeline,
+    # and their count at the planner's last archival plan or attempt (TimelineDigest.archive_overdue).
+    archive_commits: int | None = None
+    archive_attempted_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -181,7 +185,17 @@ def _unplanned(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reas
         out.append(Reason("unplanned", UNPLANNED_PENALTY,
                           f"compaction due and not planned: {deltas} delta commits since the planner's last "
                           f"compaction or compaction attempt (the trigger is {policy.max_delta_commits})"))
+    if d.archive_commits is not None and policy.archive_automatic and _archive_overdue(d, policy):
+        out.append(Reason("unplanned", UNPLANNED_PENALTY,
+                          f"archival due and not planned: {d.archive_commits} completed commits on the active "
+                          f"timeline (hoodie.keep.max.commits is {policy.archive_max_commits})"))
     return out
+
+
+def _archive_overdue(d: HealthDigest, policy: TablePolicy) -> bool:
+    from .digest import TimelineDigest  # the digest's own rule (it imports this module's neighbours)
+    return TimelineDigest(commits=d.archive_commits or 0,
+                          archive_attempted_at=d.archive_attempted_at).archive_overdue(policy)
 
 
 def _orphans(d: HealthDigest, policy: TablePolicy, now: datetime) -> list[Reason]:

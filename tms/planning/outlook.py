@@ -14,7 +14,8 @@ from .digest import ALWAYS, TimelineDigest
 from .failed_writes import heartbeat_tolerance_seconds
 from .policy import TablePolicy, TriggerStrategy
 
-SERVICES = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN, TableService.ROLLBACK)
+SERVICES = (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN, TableService.ROLLBACK,
+            TableService.ARCHIVE)
 UNREAD = "the planner has not read the table yet (its first event or the reconciliation scan does)"
 
 
@@ -37,7 +38,8 @@ def outlook(digest: TimelineDigest, policy: TablePolicy, options: PlannerOptions
     return {TableService.COMPACTION: _compaction(digest, policy, options, now, is_mor),
             TableService.CLUSTERING: _clustering(digest, policy, options),
             TableService.CLEAN: _clean(digest, options),
-            TableService.ROLLBACK: _rollback(digest, policy, options, now)}
+            TableService.ROLLBACK: _rollback(digest, policy, options, now),
+            TableService.ARCHIVE: _archive(digest, policy, options)}
 
 
 def stored_outlook(digest: TimelineDigest | None, policy: TablePolicy, options: PlannerOptions, now: datetime, *,
@@ -126,6 +128,37 @@ def _clean(digest: TimelineDigest, options: PlannerOptions) -> ServiceOutlook:
     since = _since(digest, TableService.CLEAN, digest.cleaned, "clean")
     return _counted(digest, TableService.CLEAN, options.clean_commits, since, "completed writes",
                     "TMS_PLANNER_CLEAN_COMMITS")
+
+
+def _archive(digest: TimelineDigest, policy: TablePolicy, options: PlannerOptions) -> ServiceOutlook:
+    if TableService.ARCHIVE not in options.services:
+        return _unscheduled(TableService.ARCHIVE)
+    if not policy.archive_automatic:
+        return ServiceOutlook(False, False, None, None,
+                              "not scheduled: the table's policy turns archival off (hoodie.archive.automatic=false); "
+                              "archived on request only (tms trigger TABLE --service archive)")
+    count, limit = digest.commits, policy.archive_max_commits
+    counted = f"{count} completed commits on the active timeline"
+    trigger = f"the limit is {limit}, hoodie.keep.max.commits"
+    found = _found(digest, TableService.ARCHIVE)
+    if digest.archive_may_be_due(policy):
+        return ServiceOutlook(True, True, None, 0,
+                              f"due: {counted} ({trigger}); the planner's next pass attempts it{found}")
+    attempted = digest.archive_attempted_at
+    if count > limit and attempted is not None:  # over the limit, but planned or attempted at the last look
+        more = attempted + limit - policy.archive_min_commits - count
+        finding = digest.findings.get(TableService.ARCHIVE)
+        if finding is None:  # planned: its task archives what is due when it runs
+            return ServiceOutlook(True, False, None, more,
+                                  f"{counted} ({trigger}): an archive task was planned at {attempted} completed "
+                                  f"commits; {more} more before the next attempt")
+        why = f" ({finding[1]})"
+        return ServiceOutlook(True, False, None, more,
+                              f"{counted} ({trigger}), but the last archive attempt at "
+                              f"{digest.attempts.get(TableService.ARCHIVE)} planned nothing{why}: {more} more "
+                              "before the next attempt")
+    more = limit - count + 1
+    return ServiceOutlook(True, False, None, more, f"{counted}: {more} more before it is due ({trigger})")
 
 
 def _rollback(digest: TimelineDigest, policy: TablePolicy, options: PlannerOptions, now: datetime) -> ServiceOutlook:

@@ -128,6 +128,19 @@ class TablePolicy(BaseModel):
     # (0: none), the oldest of its own beyond `keep` deleted (a writer's savepoints are never touched).
     savepoint_interval_hours: int = Field(0, ge=0, alias="tms.savepoint.interval.hours")
     savepoint_keep: int = Field(7, ge=1, alias="tms.savepoint.keep")
+    # Archival of the active timeline (tms.hudi.table.archival), as Hudi's writers read these: past `keep.max`
+    # completed commits the oldest go down to `keep.min`; automatic=false: archived only on request (`tms trigger
+    # --service archive`); `async` changes nothing in TMS (its archival always runs as a task of its own, apart
+    # from the writers' commits), accepted so that a writer's options can be given as they are.
+    archive_min_commits: int = Field(20, ge=1, alias="hoodie.keep.min.commits")
+    archive_max_commits: int = Field(30, ge=2, alias="hoodie.keep.max.commits")
+    archive_automatic: bool = Field(True, alias="hoodie.archive.automatic")
+    archive_async: bool = Field(False, alias="hoodie.archive.async")
+    archive_beyond_savepoint: bool = Field(False, alias="hoodie.archive.beyond.savepoint")
+    timeline_compaction_batch_size: int = Field(10, ge=2, alias="hoodie.timeline.compaction.batch.size")
+    metadata_min_commits: int = Field(20, ge=1, alias="hoodie.metadata.keep.min.commits")
+    metadata_max_commits: int = Field(30, ge=2, alias="hoodie.metadata.keep.max.commits")
+    metadata_compact_max_delta_commits: int = Field(10, ge=1, alias="hoodie.metadata.compact.max.delta.commits")
     # Backups (tms.backup): where versions go ("": none), when ("daily", "hourly" or a cron expression, UTC),
     # how many are kept, and how long a due backup may take before `backup_missed` fires.
     backup_destination: str = Field("", pattern=r"^[^\x00]*$", alias="tms.backup.destination")
@@ -147,6 +160,16 @@ class TablePolicy(BaseModel):
     def _ttl_complete(self) -> TablePolicy:
         if bool(self.ttl_field) != bool(self.ttl_days):
             raise ValueError("tms.ttl.field and tms.ttl.days are set together (a field and a number of days > 0)")
+        return self
+
+    @model_validator(mode="after")
+    def _archive_limits(self) -> TablePolicy:
+        for low, high, lo, hi in (("hoodie.keep.min.commits", "hoodie.keep.max.commits", self.archive_min_commits,
+                                   self.archive_max_commits),
+                                  ("hoodie.metadata.keep.min.commits", "hoodie.metadata.keep.max.commits",
+                                   self.metadata_min_commits, self.metadata_max_commits)):
+            if hi <= lo:
+                raise ValueError(f"{high} ({hi}) must be greater than {low} ({lo})")
         return self
 
     @property

@@ -11,6 +11,7 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.planning.capabilities import require_capability
 from tms.table_service import PLANNED_SERVICES, TableService
 
+from .archive import plan_archive
 from .clean import plan_clean
 from .clustering import plan_clustering
 from .compaction import plan_compaction
@@ -52,6 +53,8 @@ def _schedule(table: HudiTable, service: str, policy: TablePolicy, now: datetime
         planned = plan_compaction(table, policy, now, full_pass_every=full_pass_every)
     elif service == TableService.CLUSTERING:
         planned = plan_clustering(table, policy, now, full_pass_every=full_pass_every)
+    elif service == TableService.ARCHIVE:
+        planned = plan_archive(table, policy, now)
     else:
         planned = plan_clean(table, policy, now)
     result.planned = [planned] if planned else []

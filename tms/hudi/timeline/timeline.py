@@ -18,7 +18,7 @@ from itertools import filterfalse
 from ..errors import HudiError, InstantConflictError, InstantVanishedError
 from ..storage.table_storage import Storage
 from ..table.properties import TableConfig
-from .archived import ArchivedTimeline
+from .archived import HISTORY_DIR, VERSION_FILE, ArchivedTimeline
 from .instant import Action, Instant, State, instant_file_name, new_instant_time, parse_instant_file_name
 from .instant_time import TimeGenerator
 from .serde import (
@@ -66,6 +66,10 @@ class Timeline:
         self.tail_listing: TailListing | None = None  # list only the folder's tail (a long-lived reader's)
         self._archived: ArchivedTimeline | None = None  # v8+: read when an archived instant's completion matters
         self._tail_reloads = 0                # reloads since the folder was last listed whole
+        # The archived timeline's version at the last whole listing (tail listings only): an archiver deletes the
+        # oldest instant files, behind any tail, and writes a new version first; a tail listing that finds the
+        # version changed lists the folder whole instead, so archived instants are forgotten, never read.
+        self._archive_version: str | None = None
         # Where an exact reload may start listing (see _settle_exact_floor): the oldest commit a savepoint made
         # since the last exact listing can keep, and the newest clean that bound was taken from.
         self._exact_floor: str | None = None
@@ -95,9 +99,13 @@ class Timeline:
                 # since the last exact listing can keep; older savepoints are known from earlier listings.
                 tail_key = None if self._exact_floor is None else min(tail_key, self._exact_floor[:14])
             tail = None if tail_key is None else self.storage.names_after(self.dir, tail_key)
+            if tail is not None and self.archived_version() != self._archive_version:
+                tail = None  # archived since the last whole listing: the instants it removed are behind the tail
             if tail is None or tail_key is None:
                 tail_key = None
                 self._tail_reloads = 0
+                if self.tail_listing is not None:  # read before the listing: an archival in between shows next time
+                    self._archive_version = self.archived_version()
                 listing = self.storage.names(self.dir)
                 added = list(filterfalse(known.__contains__, listing))  # a C loop: the listing may be long
                 # A name can only be gone if the listing is shorter than the known names plus the new ones.
@@ -187,6 +195,13 @@ class Timeline:
         except (HudiError, ValueError, OSError):
             return None
         return earliest.timestamp if earliest is not None and earliest.timestamp else None
+
+    def archived_version(self) -> str | None:
+        """The archived (LSM) timeline's current version (its `_version_` file), None while nothing is archived."""
+        try:
+            return self.storage.read_bytes(f"{self.dir}/{HISTORY_DIR}/{VERSION_FILE}").decode().strip()
+        except FileNotFoundError:
+            return None
 
     def _tail_key(self) -> str | None:
         """The name to list the folder after, None when it must be listed whole: no tail listing, nothing

@@ -1,0 +1,50 @@
+"""Archival as a task: requested through the API (`tms trigger TABLE --service archive`), run by a worker as a
+Python job under the task's lease and fence; the instants Hudi's rule archives leave the active timeline for the
+LSM timeline (`.hoodie/timeline/history/`), the attempt's result says how many, and the table reads back the
+same rows (TMS's reader and hudi-rs)."""
+from __future__ import annotations
+
+import httpx
+from support import hudi_rs_table, rows
+from table_model import COLUMNS
+from worker_support import ModelledTable, attempts, rec, register, wait_until_final
+
+from tms.db import TaskState
+from tms.hudi.timeline.archived import ArchivedTimeline
+
+# keep 2..4 commits; the cleaner retains 1 (so it does not widen the limits)
+SMALL = {"hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 4, "hoodie.cleaner.commits.retained": 1}
+
+
+def test_a_worker_archives_the_timeline_and_the_table_reads_the_same(tmp_path, service, db, local_queue,
+                                                                      start_worker):
+    local_queue()
+    table = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
+    for n in range(6):
+        table.write([rec(i, 10 + n) for i in range(n, n + 3)])
+    before = rows(hudi_rs_table(table.path), COLUMNS)
+    completed = [i.timestamp for i in table.table().timeline.completed()]
+    table_id = register(service, table.path, **SMALL)
+
+    answer = httpx.post(f"{service.url}/api/v1/tables/{table_id}:plan", json={"service": "archive"},
+                        headers=service.admin, timeout=30)
+    assert answer.status_code == 200, answer.text
+    [task] = answer.json()["tasks"]
+    assert (task["service"], task["plan_stats"]["archive_through"]) == ("archive", completed[3])
+    start_worker()
+    done = wait_until_final(db, task["id"], timeout=120)
+    assert done.state == TaskState.SUCCEEDED, done.error
+    result = attempts(db, task["id"])[-1].result
+    assert (result["archived"], result["archived_through"], result["metadata_archived"]) == (4, completed[3], 0)
+    assert result["files_removed"] == 12  # requested, inflight and completed of each
+
+    archived = table.table()
+    assert [i.timestamp for i in archived.timeline.completed()] == completed[4:]
+    history = ArchivedTimeline(archived.storage, archived.config.timeline_dir)
+    assert all(history.completion_time(ts) for ts in completed[:4])  # in the LSM timeline, as Hudi reads it
+    assert rows(hudi_rs_table(table.path), COLUMNS) == before == rows(hudi_rs_table(table.path), COLUMNS)
+    table.check()
+
+    again = httpx.post(f"{service.url}/api/v1/tables/{table_id}:plan", json={"service": "archive"},
+                       headers=service.admin, timeout=30)
+    assert (again.status_code, again.json()["tasks"]) == (200, [])  # within the limit now: nothing planned

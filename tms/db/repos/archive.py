@@ -1,0 +1,27 @@
+"""The tasks of tables' archival (tms.planning.archive), requested by a planning pass: at most one active per
+table; its instant names the request, the latest instant it archives through is in its plan."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tms.table_service import TableService
+
+from ..models import Task
+from .requested import active_task, request_task
+
+_ARCHIVE = [TableService.ARCHIVE.value]
+
+
+class ArchiveTaskRepo:
+    def __init__(self, session: Session):
+        self.session = session
+
+    def active(self, table_id: int) -> Task | None:
+        return active_task(self.session, table_id, _ARCHIVE)
+
+    def request(self, table_id: int, plan: dict[str, Any], *, priority: int = 0, queue: str | None = None) -> Task:
+        """Record a runnable archive task; ConflictError while another one of the table is active."""
+        return request_task(self.session, table_id, TableService.ARCHIVE.value, plan, scope=_ARCHIVE,
+                            kind="archive", priority=priority, queue=queue)
