@@ -1,18 +1,29 @@
 """`tms up` (what `./dev run` starts) keeps up with its demo writer: with a commit every 2 s for 4 minutes,
 the tasks waiting to run (pending, held or runnable) never number more than 2 after the first minute, the
 compactions run on the local queue's warm engine, and the demo table stays healthy: a handful of file groups
-per city, not one more with every commit (new trips fill the small file groups, clustering merges the rest)."""
+per city, not one more with every commit (new trips fill the small file groups, clustering merges the rest).
+
+The demo table's timeline is archived as it goes (issue 36): its active timeline holds at most 60 completed
+instants at the end (Hudi's defaults keep 20 to 30 commits, plus the cleans and what Hudi's rules hold back), the
+rest in the LSM timeline's history.
+
+Meanwhile a user's MERGE_ON_READ table, registered with no policy at all, gets 30 upserts with the commit
+callback on: TMS compacts it and, once compactions leave file slices older than the commits the cleaner retains,
+cleans it by itself (issue 36: such a table once got no clean and nothing said why)."""
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import httpx
 import pytest
 from up_support import UpProcess, clean_env
 
+from standalone.demo import TRIPS_SCHEMA, run_demo_writer
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.writer import HudiWriter
 
 DURATION_SECONDS = float(os.environ.get("TMS_TEST_KEEP_UP_SECONDS", 240))
 # 4 minutes (120 commits) show a growing backlog or file-group count: before the small-file routing the demo
@@ -21,6 +32,23 @@ WAITING = ("PENDING", "BLOCKED", "RUNNABLE")
 # At most this many file groups per city at the end: the one new trips fill (the first commit's inserts make
 # one per city; one more when a city's group was being clustered as trips arrived).
 MAX_FILE_GROUPS_PER_CITY = 2
+
+
+USER_COMMITS = 30
+MAX_ACTIVE_COMPLETED = 60
+
+
+def _user_table(up: UpProcess, headers: dict[str, str], path: str, callback_key: str) -> tuple[int, threading.Thread]:
+    """A user's MERGE_ON_READ table, registered with no policy, and its writer (callbacks on) in a thread."""
+    HudiWriter.create_table(path, table_type="MERGE_ON_READ", version=8, key=["uuid"], ordering=["ts"],
+                            partition=["city"], schema=TRIPS_SCHEMA, name="user_trips")
+    response = httpx.post(f"{up.url}/api/v1/tables", headers=headers, json={"base_path": path}, timeout=30)
+    assert response.status_code == 201, response.text
+    writer = threading.Thread(target=run_demo_writer, daemon=True, kwargs=dict(
+        path=path, commits=USER_COMMITS, interval=1.0, callback_url=f"{up.url}/api/v1/hudi/callback",
+        callback_key=callback_key, batch=100, seed=36, echo=lambda line: None))
+    writer.start()
+    return int(response.json()["id"]), writer
 
 
 def _count(up: UpProcess, headers: dict[str, str], **params) -> int:
@@ -36,13 +64,19 @@ def test_the_demo_never_builds_a_backlog(tmp_path, data_dir):
     up = UpProcess(data_dir, clean_env(tmp_path / "run"), "--interval", "2")
     try:
         headers = {"Authorization": f"Bearer {up.wait_for('admin token: ').split()[2]}"}
+        callback_key = up.wait_for("callback key: ").split()[2]
         up.wait_for("TMS is up")
+        user_id, user_writer = _user_table(up, headers, str(data_dir / "tables" / "user_trips"), callback_key)
         started = time.monotonic()
         waiting: list[tuple[float, int]] = []
         while (elapsed := time.monotonic() - started) < DURATION_SECONDS:
             if elapsed >= 60:
                 waiting.append((round(elapsed), sum(_count(up, headers, state=s) for s in WAITING)))
             time.sleep(5)
+        user_writer.join(timeout=60)
+        assert not user_writer.is_alive(), "the user's writer did not finish its 30 upserts"
+        user_cleans = _count(up, headers, table_id=user_id, service="clean", state="SUCCEEDED")
+        user_compactions = _count(up, headers, table_id=user_id, service="compaction", state="SUCCEEDED")
         succeeded = httpx.get(f"{up.url}/api/v1/tasks", headers=headers, timeout=30,
                               params={"state": "SUCCEEDED", "service": "compaction", "limit": 5}).json()["items"]
         on_warm = []
@@ -54,9 +88,15 @@ def test_the_demo_never_builds_a_backlog(tmp_path, data_dir):
     finally:
         up.kill()
 
-    view = HudiTable.load(str(data_dir / "tables" / "trips")).file_system_view()
+    demo = HudiTable.load(str(data_dir / "tables" / "trips"))
+    active = demo.timeline.completed()
+    history = data_dir / "tables" / "trips" / ".hoodie" / "timeline" / "history"
+    assert len(active) <= MAX_ACTIVE_COMPLETED, f"{len(active)} completed instants on the active timeline"
+    assert (history / "_version_").exists() and any(history.glob("*.parquet")), "nothing archived"
+    view = demo.file_system_view()
     groups = {p: len(view.file_groups(p)) for p in view.partitions}
     print(f"file groups per city after {DURATION_SECONDS:.0f} s: {groups}")
     assert max(groups.values()) <= MAX_FILE_GROUPS_PER_CITY, groups
     assert max(n for _, n in waiting) <= 2, f"waiting tasks over time (s, count): {waiting}"
     assert succeeded and all(on_warm), f"compactions that succeeded, on the warm engine: {on_warm}"
+    assert user_compactions >= 1 and user_cleans >= 1, (user_compactions, user_cleans)
