@@ -1,14 +1,18 @@
-"""What the jobs that run a requested task in their own process share (jobs.backup_job, jobs.ttl_job): one
-command line (the worker builds it in worker/commands.py) and one ending, the exit status and record line of
-`jobs/run.py`."""
+"""What the jobs that run a requested task in their own process share (jobs.backup_job, jobs.ttl_job,
+jobs.archive_job): one command line (the worker builds it in worker/commands.py) and one ending, the exit status
+and record line of `jobs/run.py`."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
 from tms.errors import ONE_LINE_ERRORS
+from tms.execute.fencing import Fence, http_fence, no_fence
 from tms.execute.job_result import record_line
+from tms.hudi.table.write_options import parse_option_pairs
 
 
 def task_parser(prog: str, description: str, services: Iterable[str], plan_help: str,
@@ -35,3 +39,24 @@ def finish(run: Callable[[], tuple[str, dict]]) -> int:
     print(summary)
     print(record_line(record), flush=True)
     return 0
+
+
+class TaskOutcome(Protocol):
+    def summary(self) -> str: ...
+    def record(self) -> dict: ...
+
+
+LockedTask = Callable[[argparse.Namespace, dict[str, Any], Fence, dict[str, str]], TaskOutcome]
+
+
+def locked_task_main(ap: argparse.ArgumentParser, run_task: LockedTask, argv: list[str] | None = None) -> int:
+    """The whole of a job that runs one task under the table's lock: `ap` (a task_parser) gains the table's lock
+    options (--option key=value), and `run_task(args, plan, fence, lock_options)` runs it."""
+    ap.add_argument("--option", action="append", default=[], help="a lock option of the table, key=value")
+    args = ap.parse_args(argv)
+    fence = http_fence(args.fence_url) if args.fence_url else no_fence
+
+    def run() -> tuple[str, dict]:
+        done = run_task(args, json.loads(args.plan), fence, parse_option_pairs(args.option))
+        return done.summary(), done.record()
+    return finish(run)
