@@ -15,7 +15,7 @@ from . import json_body
 from .errors import PROBLEM_JSON
 from .routers.backups import BACKUP_DESTINATION
 from .routers.events import BODIES
-from .schemas.common import STORABLE_JSON, STORABLE_JSON_SCHEMA
+from .schemas.common import MAX_ID, STORABLE_JSON, STORABLE_JSON_SCHEMA
 
 
 def roots_pattern(roots: list[str]) -> str | None:
@@ -42,12 +42,25 @@ _BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "ex
 
 
 def json_schema_bounds(node: Any) -> None:
-    """Every `ge`/`le`/`gt`/`lt` bound in `node` (a schema or the document) renamed to JSON Schema's keyword."""
+    """Every `ge`/`le`/`gt`/`lt` bound in `node` (a schema or the document) renamed to JSON Schema's keyword, an
+    integer's bounds as integers (FastAPI's document model holds them as floats: 2**63 - 1 became 2**63), and a
+    dictionary's key pattern (which pydantic writes as `patternProperties`, leaving other keys free) as the
+    pattern of every key."""
     if isinstance(node, dict):
         if node.get("type") in ("integer", "number"):
             for pydantic_name, name in _BOUNDS.items():
                 if isinstance(node.get(pydantic_name), int | float):
                     node[name] = node.pop(pydantic_name)
+        if node.get("type") == "integer":
+            for name in _BOUNDS.values():
+                if isinstance(node.get(name), float) and node[name].is_integer():
+                    node[name] = max(-MAX_ID - 1, min(int(node[name]), MAX_ID))  # bigint's, the widest TMS takes
+        patterns = node.get("patternProperties")
+        if isinstance(patterns, dict) and len(patterns) == 1 and "propertyNames" in node:
+            [(pattern, values)] = patterns.items()
+            del node["patternProperties"]
+            node["propertyNames"] = {**node["propertyNames"], "pattern": pattern}
+            node["additionalProperties"] = values
         for value in node.values():
             json_schema_bounds(value)
     elif isinstance(node, list):
@@ -94,7 +107,8 @@ def install(app: FastAPI, settings: Settings) -> None:
         confine(schemas, "RestoreRequest", ("target_path",), storage_roots)
         confine(schemas, "ScanRequest", ("root",), storage_roots)
         confine(schemas, "BackupPolicyIn", ("destination",), backup_roots)
-        for model in ("TableRegistration", "TableChanges", "TemplateIn"):
+        for model in ("TableRegistration", "TableChanges", "TemplateIn", "ScanRequest", "GlueSyncRequest",
+                      "HiveSyncRequest"):
             confine(schemas, model, ("policies", BACKUP_DESTINATION), backup_roots, empty=True)
         return schema
 

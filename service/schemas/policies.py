@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from tms.fleet.templates import PER_TABLE_OPTIONS
 from tms.hudi.locks.config import _KNOWN as CONCURRENCY_OPTIONS
 from tms.planning.policy import COMPACTION_STRATEGY_PACKAGE, CompactionStrategy, TablePolicy
 
@@ -46,7 +47,10 @@ def _object_of(options: dict[str, Any]):
     return extra
 
 
-# `json_schema_extra=` of a `policies` field: TMS's policy options and the concurrency options (a table's, a
-# template's), or the policy options alone (discovery's new tables).
+# `json_schema_extra=` of a `policies` field: TMS's policy options and the concurrency options (a table's), or the
+# policy options alone (discovery's new tables).
 policies_schema = _object_of({**POLICY_OPTIONS, **CONCURRENCY})
 policy_options_schema = _object_of(POLICY_OPTIONS)
+# A policy template's: without the options only a table can have.
+template_policies_schema = _object_of({name: schema for name, schema in {**POLICY_OPTIONS, **CONCURRENCY}.items()
+                                       if name not in PER_TABLE_OPTIONS})

@@ -99,8 +99,8 @@ def test_no_server_errors(app, register, tokens, start_service, settings):
             except Unsatisfiable:  # nothing to make invalid (an operation without inputs)
                 assert mode is GenerationMode.NEGATIVE, operation.label
     print(f"{calls['operations']} operations, {calls['requests']} requests in {time.monotonic() - started:.1f} s")
-    assert server_errors == []
-    assert nonconforming == []
+    assert server_errors == [], "\n".join(server_errors)
+    assert nonconforming == [], "\n".join(nonconforming)
 
 
 def _not_in_the_schema(case, response) -> bool:
