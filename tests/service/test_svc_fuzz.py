@@ -38,6 +38,10 @@ NOT_IN_THE_SCHEMA = [
     ("POST /api/v1/tables", r"^body\.base_path: .* (does not exist|is not a Hudi table.*)$"),
     # The writers' lock: a provider TMS can share, with the options it needs (a combination of values).
     ("", r"^body\.policies\.(hoodie\.write\.|hoodie\.time\.generator\.)"),
+    # Record TTL: a field and a number of days, together with the table's own (a PATCH's), of a column the table
+    # has; partition TTL of a partitioned table.
+    ("", r"^body\.policies(\.tms\.ttl\.field|\.hoodie\.partition\.ttl\.days\.retain)?: "
+         r"(tms\.ttl\.field and tms\.ttl\.days are set together|table .*)"),
     # A cron expression's values within their fields' ranges, ranges ascending.
     ("", r"backup schedule .* is neither daily, hourly nor a cron expression"),
     # Files on the service's machine (spark-submit, Spark, the job code) and engines that exist.

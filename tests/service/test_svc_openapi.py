@@ -43,7 +43,9 @@ def test_validators_are_in_the_schema(client, settings):
     assert "deltacommit" in event["action"]["enum"] and "compaction" in event["action"]["enum"]
     base_path = schemas["TableRegistration"]["properties"]["base_path"]
     [root] = settings.storage_roots
-    assert re.match(base_path["pattern"], f"{root}/trips") and not re.match(base_path["pattern"], "/elsewhere/t")
+    patterns = [base_path["pattern"], *(condition["pattern"] for condition in base_path["allOf"])]
+    assert all(re.match(p, f"{root}/trips") for p in patterns)
+    assert not all(re.match(p, "/elsewhere/t") for p in patterns)
     assert root in base_path["description"]
 
 
