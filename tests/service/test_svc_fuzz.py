@@ -30,7 +30,8 @@ from tms.db import TaskRepo, TaskState
 EXAMPLES_PER_MODE = 5  # x 2 modes x every operation (72): about 700 requests, well under a minute
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
           response_schema_conformance, negative_data_rejection, positive_data_acceptance]
-# The 422s of schema-valid requests that depend on what exists (operation, the refusal's detail).
+# The 422s of schema-valid requests for what no schema can say: what exists, combinations of values (operation,
+# "" for any; a pattern of the refusal's detail).
 NOT_IN_THE_SCHEMA = [
     # Text PostgreSQL can store: a lone surrogate (\ud800 alone), which not every JSON Schema tool's patterns see.
     ("", r"must be valid Unicode \(no lone surrogates\)"),
@@ -46,7 +47,7 @@ NOT_IN_THE_SCHEMA = [
     ("", r"backup schedule .* is neither daily, hourly nor a cron expression"),
     # Files on the service's machine (spark-submit, Spark, the job code) and engines that exist.
     ("PUT /api/v1/engines/{name}", r"is not an executable file|has no bin/spark-submit|no code_path given|"
-                                   r"needs its own spark_submit|Hudi's bundle|pyspark"),
+                                   r"no job code at|needs its own spark_submit|Hudi's bundle|pyspark"),
     ("PUT /api/v1/rollouts/{name}", r"^(stable|canary)_engine: no engine named"),
     # Catalogs this service is configured for and can reach.
     ("POST /api/v1/discovery/glue-sync", r"^cannot read the Glue database|Glue sync is not installed"),
