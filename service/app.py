@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     for module in (events, tables, backups, savepoints, indexes, tasks, admin, engines, manager, discovery,
                    templates, fleet, health):
         app.include_router(module.router)
-    openapi.install(app, settings.storage_roots)
+    openapi.install(app, settings)
     docs.install(app)
     dashboard.install(app)
     return app

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hmac
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request, Response, status
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
@@ -89,18 +92,52 @@ async def bearer_role(request: Request, credentials: Annotated[HTTPAuthorization
     return role
 
 
+def _admit(role: Role | None, minimum: Role) -> Role:
+    """`role` if it is at least `minimum`: 401 without one, 403 below."""
+    if role is None:
+        raise unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
+    if role.rank < minimum.rank:
+        raise HTTPException(status.HTTP_403_FORBIDDEN,
+                            f"this needs the {minimum} role; the token has the {role} role")
+    return role
+
+
 def require(minimum: Role):
     """A dependency admitting callers whose role is at least `minimum` (401 without a token, 403 below)."""
 
     async def dependency(role: Annotated[Role | None, Depends(bearer_role)]) -> Role:
-        if role is None:
-            raise unauthorized("missing credentials: send 'Authorization: Bearer <token>'")
-        if role.rank < minimum.rank:
-            raise HTTPException(status.HTTP_403_FORBIDDEN,
-                                f"this needs the {minimum} role; the token has the {role} role")
-        return role
+        return _admit(role, minimum)
 
+    dependency.minimum_role = minimum  # type: ignore[attr-defined]  # for AuthenticatedFirst
     return Depends(dependency)
+
+
+def _minimum_role(dependant: Dependant) -> Role | None:
+    """The role a route's `require()` dependency asks for, if it has one."""
+    for sub in dependant.dependencies:
+        minimum = getattr(sub.call, "minimum_role", None) or _minimum_role(sub)
+        if minimum is not None:
+            return minimum
+    return None
+
+
+class AuthenticatedFirst(APIRoute):
+    """A route whose caller is authenticated before its body is read. FastAPI reads and decodes a JSON body
+    before it solves any dependency, so an unauthenticated caller could otherwise make the service decode up
+    to TMS_MAX_BODY_BYTES for nothing. The route's own dependency then admits the caller again, from the
+    cache of verified tokens."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        minimum = _minimum_role(self.dependant)
+        if self.body_field is None or minimum is None:
+            return handler
+
+        async def authenticated_first(request: Request) -> Response:
+            _admit(await bearer_role(request, await bearer_scheme(request)), minimum)
+            return await handler(request)
+
+        return authenticated_first
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ from fastapi import APIRouter, Path, Request, Response, status
 
 from tms.db import InstanceRepo, QueueRepo, TaskRepo, TokenRepo
 
-from ..auth import Admin, Viewer
+from ..auth import Admin, AuthenticatedFirst, Viewer
 from ..schemas.admin import InstanceOut, NewToken, QueueIn, QueueOut, TokenIn, TokenOut
 from ..schemas.common import Id
 from ..schemas.problems import ADMIN, VIEWER, problems
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1")
 QueueName = Annotated[str, Path(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
 
 

@@ -13,14 +13,14 @@ from tms.db import BackupTaskRepo, NotFoundError, TablePolicy, TableRepo
 from tms.hudi.storage.paths import is_under_roots
 from tms.table_service import TableService
 
-from ..auth import Admin, Operator, Viewer
+from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
 from ..errors import validation_error
 from ..schemas.backups import BackupList, BackupPolicyIn, BackupPolicyOut
 from ..schemas.common import Id
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 from ..schemas.tasks import TaskOut
 
-router = APIRouter(prefix="/api/v1/tables", tags=["backups"])
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/tables", tags=["backups"])
 TableId = Annotated[Id, Path(description="The table's id")]
 BACKUP_DESTINATION = "tms.backup.destination"
 _POLICY_KEYS = (BACKUP_DESTINATION, "tms.backup.schedule", "tms.backup.keep.versions")

@@ -12,7 +12,7 @@ from tms.fleet.hive import sync_hive_database
 from tms.fleet.onboarding import scan_root
 from tms.hudi.storage.paths import is_under_roots, normalize_base_path
 
-from ..auth import Admin, Viewer
+from ..auth import Admin, AuthenticatedFirst, Viewer
 from ..errors import validation_error
 from ..schemas.common import Limit, Offset
 from ..schemas.discovery import (
@@ -27,7 +27,7 @@ from ..schemas.discovery import (
 from ..schemas.problems import ADMIN, VIEWER, problems
 from .tables import _forget_cached_identities, _policy
 
-router = APIRouter(prefix="/api/v1/discovery", tags=["discovery"])
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/discovery", tags=["discovery"])
 
 
 @router.post("/scan", response_model=ScanResult, dependencies=[Admin],

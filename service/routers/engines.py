@@ -11,7 +11,7 @@ from tms.db import AlertRepo, Engine, EngineRepo, EngineResults, Rollout, Rollou
 from tms.execute.engine_code import check_pyspark_version, resolve_code_path, spark_submit_of
 from tms.execute.hudi_engine import check_hudi_engine
 
-from ..auth import Admin, Viewer
+from ..auth import Admin, AuthenticatedFirst, Viewer
 from ..schemas.engines import (
     EngineIn,
     EngineOut,
@@ -23,7 +23,7 @@ from ..schemas.engines import (
 )
 from ..schemas.problems import ADMIN, VIEWER, problems
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1")
 Name = Annotated[str, Path(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
 RESULTS_WINDOW = timedelta(days=1)
 CANARY_ALERT = "canary_rolled_back"

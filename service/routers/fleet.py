@@ -13,7 +13,7 @@ from tms.fleet.health import score_stalest, score_tables
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.orphans import Orphan, find_orphans, remove_orphans
 
-from ..auth import Admin, Operator, Viewer
+from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
 from ..schemas.common import Id
 from ..schemas.fleet import (
     FleetBacklog,
@@ -26,7 +26,7 @@ from ..schemas.fleet import (
 )
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 
-router = APIRouter(prefix="/api/v1", tags=["fleet"])
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1", tags=["fleet"])
 UNSCORED = "unscored"  # a table registered since the leader's last round
 TableId = Annotated[Id, Path(description="The table's id")]
 

@@ -12,14 +12,14 @@ from tms.hudi.metadata.indexer import drop_index
 from tms.hudi.metadata.reader import inflight_metadata_partitions, metadata_partitions
 from tms.hudi.table.hudi_table import HudiTable
 
-from ..auth import Admin, Viewer
+from ..auth import Admin, AuthenticatedFirst, Viewer
 from ..indexing import request_index_build
 from ..schemas.common import Id, ShortText
 from ..schemas.indexes import IndexesOut, IndexIn
 from ..schemas.problems import ADMIN, VIEWER, problems
 from ..schemas.tasks import TaskOut
 
-router = APIRouter(prefix="/api/v1/tables", tags=["indexes"])
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/tables", tags=["indexes"])
 TableId = Annotated[Id, Path(description="The table's id")]
 Partition = Annotated[ShortText, Path(description="The metadata-table partition, e.g. record_index")]
 

@@ -11,8 +11,8 @@ from tms.config import Settings
 from tms.db import Alert, AlertRepo, ConflictError, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
 from tms.leadership import LEASE_NAME
 
-from ..auth import Admin, Operator, Viewer
-from ..pagination import Cursor, decode_cursor, page
+from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
+from ..pagination import AlertsCursor, decode_cursor, page
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.manager import (
     AlertOut,
@@ -29,7 +29,7 @@ from ..schemas.manager import (
 )
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 
-router = APIRouter(prefix="/api/v1")
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1")
 
 
 @router.get("/manager", response_model=ManagerOut, dependencies=[Viewer], tags=["manager"],
@@ -61,9 +61,9 @@ def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None
                 state: Annotated[str | None, Query(pattern="^(firing|resolved)$")] = None,
                 muted: bool | None = None, subject: Annotated[ShortText | None, Query()] = None,
                 open_only: bool = False, since: datetime | None = None,
-                limit: Limit = 50, offset: Offset = 0, cursor: Cursor = None) -> dict[str, Any]:
+                limit: Limit = 50, offset: Offset = 0, cursor: AlertsCursor = None) -> dict[str, Any]:
     """Walk every page with `cursor` (each page's `next_cursor`), or with `offset`."""
-    before_id = decode_cursor("alerts", cursor, offset)
+    before_id = decode_cursor(cursor)
     with request.app.state.database.transaction() as session:
         alerts, total = AlertRepo(session).find(
             table_id=table_id, kind=type.value if type else kind, severity=severity.value if severity else None,

@@ -17,7 +17,7 @@ from tms.hudi.table.savepoint import (
     read_savepoint,
 )
 
-from ..auth import Admin, Operator, Viewer
+from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
 from ..backup_restore import restore_to_new_path
 from ..savepoint_restore import request_savepoint_restore
 from ..schemas.common import Id, InstantTime
@@ -26,7 +26,7 @@ from ..schemas.restore import RestoreRequest
 from ..schemas.savepoints import BackfillOut, BackfillRequest, SavepointOut, SavepointRequest
 from ..schemas.tasks import TaskOut
 
-router = APIRouter(prefix="/api/v1/tables", tags=["savepoints"])
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/tables", tags=["savepoints"])
 TableId = Annotated[Id, Path(description="The table's id")]
 
 

@@ -17,9 +17,9 @@ from tms.hudi.table.write_options import split_concurrency_options
 from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.ttl import ttl_policy_refusal
 
-from ..auth import Admin, Operator, Viewer
+from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
 from ..errors import validation_error
-from ..pagination import Cursor, decode_cursor, page
+from ..pagination import TablesCursor, decode_cursor, page
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 from ..schemas.tables import (
@@ -44,7 +44,7 @@ from ..table_view import (
 from ..writer_options import writer_options
 from .backups import BACKUP_DESTINATION, require_backup_destination
 
-router = APIRouter(prefix="/api/v1/tables", tags=["tables"])
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/tables", tags=["tables"])
 TableId = Annotated[Id, Path(description="The table's id")]
 _COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback_key", "policies", "sources")]
 
@@ -166,9 +166,9 @@ def list_tables(request: Request, database: Annotated[ShortText | None, Query()]
                 name: Annotated[ShortText | None, Query(description="Substring of the table name")] = None,
                 table_type: Annotated[str | None, Query(pattern="^(COPY_ON_WRITE|MERGE_ON_READ)$")] = None,
                 enabled: bool | None = None, limit: Limit = 50, offset: Offset = 0,
-                cursor: Cursor = None) -> dict[str, Any]:
+                cursor: TablesCursor = None) -> dict[str, Any]:
     """By id; walk every page with `cursor` (each page's `next_cursor`), or with `offset`."""
-    after_id = decode_cursor("tables", cursor, offset)
+    after_id = decode_cursor(cursor)
     with request.app.state.database.transaction() as session:
         tables, total = TableRepo(session).find(database=database, name=name, table_type=table_type,
                                                 enabled=enabled, limit=limit + 1, offset=offset, after_id=after_id,

@@ -8,13 +8,13 @@ from fastapi import APIRouter, Path, Query, Request
 from tms.db import OperatorAction, TaskRepo, TaskState
 from tms.table_service import TableService
 
-from ..auth import Operator, Viewer
-from ..pagination import Cursor, decode_cursor, page
+from ..auth import AuthenticatedFirst, Operator, Viewer
+from ..pagination import TasksCursor, decode_cursor, page
 from ..schemas.common import DateTime, Id, Limit, Offset
 from ..schemas.problems import OPERATOR, VIEWER, problems
 from ..schemas.tasks import FenceOut, TaskDetail, TaskOut, TaskPage
 
-router = APIRouter(prefix="/api/v1/tasks", tags=["tasks"])
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/tasks", tags=["tasks"])
 TaskId = Annotated[Id, Path(description="The task's id")]
 
 
@@ -26,9 +26,9 @@ def list_tasks(request: Request, table_id: Annotated[Id | None, Query()] = None,
                state: TaskState | None = None,
                since: Annotated[DateTime | None, Query(description="Created at or after")] = None,
                until: Annotated[DateTime | None, Query(description="Created before")] = None,
-               limit: Limit = 50, offset: Offset = 0, cursor: Cursor = None) -> dict[str, Any]:
+               limit: Limit = 50, offset: Offset = 0, cursor: TasksCursor = None) -> dict[str, Any]:
     """Walk every page with `cursor` (each page's `next_cursor`), or with `offset`."""
-    before_id = decode_cursor("tasks", cursor, offset)
+    before_id = decode_cursor(cursor)
     with request.app.state.database.transaction() as session:
         tasks, total = TaskRepo(session).find(table_id=table_id, service=service or action, state=state, since=since,
                                               until=until, limit=limit + 1, offset=offset, before_id=before_id,

@@ -12,13 +12,13 @@ from tms.fleet.templates import PER_TABLE_OPTIONS
 from tms.hudi.storage.paths import normalize_base_path
 from tms.hudi.table.write_options import split_concurrency_options
 
-from ..auth import Admin, Viewer
+from ..auth import Admin, AuthenticatedFirst, Viewer
 from ..errors import validation_error
 from ..schemas.problems import ADMIN, VIEWER, problems
 from ..schemas.templates import TemplateIn, TemplateOut, TemplatePut
 from .tables import _concurrency, _forget_cached_identities, _policy
 
-router = APIRouter(prefix="/api/v1/policy-templates", tags=["policy templates"])
+router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/policy-templates", tags=["policy templates"])
 Name = Annotated[str, Path(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$", description="The template's name")]
 
 

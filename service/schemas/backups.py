@@ -7,8 +7,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tms.backup.cron import parse_schedule
 
-from .common import BasePath, BodyInt, ShortText
+from .common import BasePath, BodyInt
 from .tasks import TaskOut
+
+_CRON_FIELD = r"[0-9A-Za-z*?,/-]+"
+SCHEDULE_PATTERN = rf"^(daily|hourly|{_CRON_FIELD}( {_CRON_FIELD}){{4}})$"
 
 
 class BackupPolicyIn(BaseModel):
@@ -16,8 +19,10 @@ class BackupPolicyIn(BaseModel):
 
     destination: BasePath = Field(description="The root backups go under (another bucket or store may hold it); "
                                               "each table's versions under <destination>/<table name>-<id>")
-    schedule: ShortText = Field("daily", description="daily (00:00 UTC), hourly, or a cron expression "
-                                                     "(minute hour day month weekday, UTC)")
+    schedule: str = Field("daily", max_length=256, pattern=SCHEDULE_PATTERN, description=(
+        "daily (00:00 UTC), hourly, or a cron expression: five fields (minute hour day month weekday, UTC) "
+        "separated by single spaces, each of digits, names (jan, mon), `*`, `?`, `,`, `-` and `/`, read as "
+        "cron reads them (weekdays 0-7 from Sunday); values outside their field's range are refused"))
     keep_versions: BodyInt = Field(7, ge=1, le=10_000, description="Versions kept; older ones are deleted by "
                                                                    "the backup-clean after each backup")
 

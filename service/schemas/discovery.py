@@ -6,27 +6,29 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from .common import BasePath, BodyInt, JsonObject, Record
+from .policies import policy_options_schema
 
 
 class ScanRequest(BaseModel):
     root: BasePath | None = Field(None, description="The root to scan (under TMS_STORAGE_ROOTS); none: every "
                                                     "storage root")
-    policies: JsonObject = Field(default_factory=dict, description="TMS's policy options the new tables get")
+    policies: JsonObject = Field(default_factory=dict, json_schema_extra=policy_options_schema,
+                                 description="TMS's policy options the new tables get")
     max_depth: BodyInt = Field(4, ge=0, le=16, description="Folder levels below the root looked into")
 
 
 class GlueSyncRequest(BaseModel):
     database: str = Field(min_length=1, max_length=255, pattern=r"^[^\x00/]+$",
                           description="The Glue database whose Hudi tables are onboarded")
-    policies: JsonObject = Field(default_factory=dict, description="TMS's policy options the new tables get (over "
-                                                                   "their policy templates')")
+    policies: JsonObject = Field(default_factory=dict, json_schema_extra=policy_options_schema,
+                                 description="TMS's policy options the new tables get (over their policy templates')")
 
 
 class HiveSyncRequest(BaseModel):
     database: str = Field(min_length=1, max_length=255, pattern=r"^[^\x00/]+$",
                           description="The Hive Metastore database whose Hudi tables are onboarded")
-    policies: JsonObject = Field(default_factory=dict, description="TMS's policy options the new tables get (over "
-                                                                   "their policy templates')")
+    policies: JsonObject = Field(default_factory=dict, json_schema_extra=policy_options_schema,
+                                 description="TMS's policy options the new tables get (over their policy templates')")
 
 
 class DiscoveredRef(BaseModel):

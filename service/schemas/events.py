@@ -20,7 +20,7 @@ from .common import (
     JsonObjects,
     Text,
     doubtful_json,
-    is_calendar_day,
+    exactly_one,
 )
 
 MAX_BATCH = 10_000
@@ -51,7 +51,7 @@ class HudiCommitCallback(BaseModel):
 class EventIn(BaseModel):
     """One instant state change of one table (by `table_id` or `base_path`)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", json_schema_extra=exactly_one("table_id", "base_path"))
 
     table_id: BodyId | None = None
     base_path: BasePath | None = None
@@ -103,9 +103,6 @@ def checked_batch(body: bytes) -> list[_CheckedEvent] | None:
     except ValidationError:
         return None
     if any((e.table_id is None) == (e.base_path is None) for e in events):
-        return None
-    if not all(is_calendar_day(e.instant[:8]) and (e.completion_time is None or is_calendar_day(e.completion_time[:8]))
-               for e in events):
         return None
     if doubtful_json(to_json([(e.write_stats, e.extra_metadata) for e in events])):
         return None

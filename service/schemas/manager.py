@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import AnyHttpUrl, BaseModel, Field, computed_field, field_validator, model_validator
 
-from .common import BodyBool, Id, Record, ShortText
+from .common import BodyBool, Id, Record, ShortText, never_null
 
 
 class Severity(StrEnum):
@@ -133,13 +133,13 @@ class WebhookIn(BaseModel):
 
 class WebhookChanges(BaseModel):
     """Only the fields given change."""
-    url: AnyHttpUrl | None = None
+    url: AnyHttpUrl | None = Field(None, json_schema_extra=never_null)
     secret: ShortText | None = Field(None, min_length=8)
-    alert_types: list[AlertType] | None = None
-    min_severity: Severity | None = None
-    format: WebhookFormat | None = None
+    alert_types: list[AlertType] | None = Field(None, json_schema_extra=never_null)
+    min_severity: Severity | None = Field(None, json_schema_extra=never_null)
+    format: WebhookFormat | None = Field(None, json_schema_extra=never_null)
     name: ShortText | None = Field(None, max_length=64)
-    enabled: BodyBool | None = None
+    enabled: BodyBool | None = Field(None, json_schema_extra=never_null)
 
     @model_validator(mode="after")
     def _no_nulls(self) -> WebhookChanges:

@@ -3,12 +3,17 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .common import BasePath, BodyBool, BodyInt, InstantTime
+from .common import BasePath, BodyBool, BodyInt, InstantTime, exactly_one, present
 
 
 class RestoreRequest(BaseModel):
     """Exactly one of `version` (a backup version) and `savepoint` (an instant); to `target_path` or `in_place`."""
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"allOf": [
+        exactly_one("version", "savepoint"),
+        {"oneOf": [present("target_path"), present("in_place", {"const": True})]},
+        {"anyOf": [present("savepoint"), present("target_path")]},  # a backup version: to a target_path
+        {"anyOf": [{"properties": {"catch_up": {"const": False}}}, {"allOf": [present("version"),
+                                                                              present("target_path")]}]}]})
 
     version: BodyInt | None = Field(None, ge=1, description="A backup version of the table")
     savepoint: InstantTime | None = Field(None, description="The savepoint (its instant time) to restore")

@@ -8,7 +8,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from tms.table_service import PLANNED_SERVICES, TableService
 
-from .common import BasePath, BodyBool, BodyInt, JsonObject, Record, ShortText
+from .common import BasePath, BodyBool, BodyInt, JsonObject, Record, ShortText, never_null
+from .policies import policies_schema
 from .tasks import TaskOut
 
 
@@ -18,7 +19,7 @@ class TableRegistration(BaseModel):
     priority: BodyInt = Field(0, ge=-1000, le=1000, description="Higher runs first; reserved queues by priority")
     queue: ShortText | None = Field(None, description="Preferred resource queue")
     owner: ShortText | None = Field(None, description="Who answers for the table (alert mutes can match it)")
-    policies: JsonObject = Field(default_factory=dict, description=(
+    policies: JsonObject = Field(default_factory=dict, json_schema_extra=policies_schema, description=(
         "Hudi option name -> value: TMS's policy options, and the writers' concurrency control "
         "(hoodie.write.lock.provider and its hoodie.write.lock.* options, hoodie.write.concurrency.mode), "
         "under which TMS plans, completes and rolls back; a lock provider TMS cannot share is refused (422)"))
@@ -26,22 +27,14 @@ class TableRegistration(BaseModel):
         None, min_length=8, description="A HUDI-CALLBACK-KEY accepted for this table only")
 
 
-def _never_null(schema: dict[str, Any]) -> None:
-    """A field that may be left out but not sent as null: its schema without the null."""
-    options = [option for option in schema.pop("anyOf", []) if option.get("type") != "null"]
-    if len(options) == 1:
-        schema.update(options[0])
-    schema.pop("default", None)
-
-
 class TableChanges(BaseModel):
     """Only the fields given change. In `policies`, an option set to null returns to its default."""
 
-    enabled: BodyBool | None = Field(None, json_schema_extra=_never_null)
-    priority: BodyInt | None = Field(None, ge=-1000, le=1000, json_schema_extra=_never_null)
+    enabled: BodyBool | None = Field(None, json_schema_extra=never_null)
+    priority: BodyInt | None = Field(None, ge=-1000, le=1000, json_schema_extra=never_null)
     queue: ShortText | None = None
     owner: ShortText | None = None
-    policies: JsonObject | None = None
+    policies: JsonObject | None = Field(None, json_schema_extra=policies_schema)
     callback_key: ShortText | None = Field(None, min_length=8, description="null removes the table's key")
 
     @field_validator("enabled", "priority")

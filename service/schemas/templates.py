@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .common import BasePath, BodyInt, JsonObject, Record, ShortText
+from .policies import template_policies_schema
 
 
 class TemplateIn(BaseModel):
@@ -15,7 +16,7 @@ class TemplateIn(BaseModel):
         None, description="Tables whose name (or database.name) matches this pattern (`*`, `?`, `[...]`)")
     path_prefix: BasePath | None = Field(None, max_length=4096, description=(
         "Tables whose base path lies under this folder (an absolute path or a URL, as a base path)"))
-    policies: JsonObject = Field(default_factory=dict, description=(
+    policies: JsonObject = Field(default_factory=dict, json_schema_extra=template_policies_schema, description=(
         "Hudi option name -> value, as a table's `policies`: TMS's policy options and the writers' lock options "
         "(taken as a group: a table with lock options of its own takes none of these)"))
     queue: ShortText | None = Field(None, description="The tables' resource queue")

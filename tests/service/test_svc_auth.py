@@ -116,6 +116,20 @@ def test_roles(client, tokens, method, path, minimum):
             assert status not in (401, 403), (role, status)
 
 
+@pytest.mark.parametrize("method, path, minimum", [e for e in ENDPOINTS if e[0] != "GET"])
+def test_credentials_are_checked_before_the_body_is_read(client, tokens, method, path, minimum):
+    """A caller who may not make the request gets its 401 or 403, not the 400 of a body that is not JSON."""
+    not_json = {"content": b'{"not json', "headers": {"Content-Type": "application/json"}}
+    response = client.request(method, path, **not_json)
+    assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer", response.text
+    if minimum != "viewer":
+        weaker = "viewer" if minimum == "operator" else "operator"
+        headers = {**not_json["headers"], **tokens[weaker]}
+        response = client.request(method, path, content=not_json["content"], headers=headers)
+        assert response.status_code == 403, response.text
+        assert response.json()["detail"].endswith(f"the token has the {weaker} role")
+
+
 def test_revoked_token_is_refused(client, tokens):
     created = client.post("/api/v1/tokens", json={"role": "viewer", "name": "temp"}, headers=tokens["admin"]).json()
     headers = {"Authorization": f"Bearer {created['token']}"}

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from http import HTTPStatus
 
+import pytest
+from jsonschema import Draft202012Validator
+
 from service.schemas.common import INSTANT_PATTERN
 
 
@@ -40,7 +43,9 @@ def test_validators_are_in_the_schema(client, settings):
     assert "deltacommit" in event["action"]["enum"] and "compaction" in event["action"]["enum"]
     base_path = schemas["TableRegistration"]["properties"]["base_path"]
     [root] = settings.storage_roots
-    assert re.match(base_path["pattern"], f"{root}/trips") and not re.match(base_path["pattern"], "/elsewhere/t")
+    patterns = [base_path["pattern"], *(condition["pattern"] for condition in base_path["allOf"])]
+    assert all(re.match(p, f"{root}/trips") for p in patterns)
+    assert not all(re.match(p, "/elsewhere/t") for p in patterns)
     assert root in base_path["description"]
 
 
@@ -79,3 +84,50 @@ def test_the_document_is_as_strict_as_the_validation(client, tokens, register):
     for bad in ("7", True, 7.5):
         assert client.patch(f"/api/v1/tables/{table['id']}", json={"priority": bad},
                             headers=tokens["admin"]).status_code == 422, bad
+
+
+SAVEPOINT = "20250101120000000"
+# (route, model, body): requests whose verdict needs more than one field's schema. A restore's or a backup
+# policy's table does not exist, so a body the service accepts is answered 404; a PATCH changes a real table.
+CROSS_FIELD = [
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"savepoint": SAVEPOINT, "in_place": True}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"version": 2, "target_path": "{root}/copy"}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"version": 2, "target_path": "{root}/copy", "catch_up": True}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"version": 2, "savepoint": SAVEPOINT, "in_place": True}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"savepoint": SAVEPOINT}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"version": 2, "in_place": True}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"savepoint": SAVEPOINT, "target_path": "{root}/copy",
+                                                         "in_place": True}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"savepoint": SAVEPOINT, "target_path": "{root}/copy",
+                                                         "catch_up": True}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"savepoint": "20250230120000000", "in_place": True}),
+    ("/api/v1/tables/999999/restore", "RestoreRequest", {"version": 2, "target_path": "/elsewhere/copy"}),
+    ("/api/v1/tables/999999", "TableChanges", {"policies": {"hoodie.cleaner.commits.retained": 3}}),
+    ("/api/v1/tables/999999", "TableChanges", {"policies": {"hoodie.cleaner.commits.retained": None}}),
+    ("/api/v1/tables/999999", "TableChanges", {"policies": {"hoodie.cleaner.commits.retained": 0}}),
+    ("/api/v1/tables/999999", "TableChanges", {"policies": {"hoodie.cleaner.commits.retaind": 3}}),
+    ("/api/v1/tables/999999", "TableChanges", {"policies": {"hoodie.compaction.strategy": "UnBoundedCompaction"
+                                                                                          "Strategy"}}),
+    ("/api/v1/tables/999999", "TableChanges", {"policies": {"tms.backup.destination": "/elsewhere/backups"}}),
+    ("/api/v1/tables/999999", "TableChanges", {"owner": "a\u0000b"}),
+    ("/api/v1/tables/999999", "TableChanges", {"enabled": None}),
+    ("/api/v1/tables/999999/backup", "BackupPolicyIn", {"destination": "{root}/b", "schedule": "30 2 * * mon-fri"}),
+    ("/api/v1/tables/999999/backup", "BackupPolicyIn", {"destination": "{root}/b", "schedule": "30  2 * * *"}),
+    ("/api/v1/tables/999999/backup", "BackupPolicyIn", {"destination": "/elsewhere/b"}),
+]
+
+
+@pytest.mark.parametrize("path, model, body", CROSS_FIELD)
+def test_the_document_and_the_service_agree_on_cross_field_rules(client, tokens, settings, register, path, model,
+                                                                 body):
+    spec = _spec(client)
+    accepted = 404
+    if model == "TableChanges":
+        path, accepted = f"/api/v1/tables/{register('cow_v6_nonpartitioned')['id']}", 200
+    [root] = settings.storage_roots
+    body = {k: v.format(root=root) if isinstance(v, str) else v for k, v in body.items()}
+    valid = Draft202012Validator({"$ref": f"#/components/schemas/{model}", "components": spec["components"]}
+                                 ).is_valid(body)
+    method = {"RestoreRequest": "POST", "TableChanges": "PATCH", "BackupPolicyIn": "PUT"}[model]
+    response = client.request(method, path, json=body, headers=tokens["admin"])
+    assert response.status_code == (accepted if valid else 422), (valid, response.text)

@@ -93,11 +93,18 @@ def test_list_filters_and_pages(client, register, tokens):
     viewer = tokens["viewer"]
     mor = client.get("/api/v1/tables", params={"table_type": "MERGE_ON_READ"}, headers=viewer).json()
     assert mor["total"] == 2 and {t["table_type"] for t in mor["items"]} == {"MERGE_ON_READ"}
+    page_of_all = client.get("/api/v1/tables", headers=viewer).json()
     page = client.get("/api/v1/tables", params={"limit": 3, "offset": 3}, headers=viewer).json()
     assert page["total"] == 4 and len(page["items"]) == 1
     by_name = client.get("/api/v1/tables", params={"name": "trips"}, headers=viewer).json()
     assert by_name["total"] == 2
     assert client.get("/api/v1/tables", params={"limit": 0}, headers=viewer).status_code == 422
+    first = client.get("/api/v1/tables", params={"limit": 1}, headers=viewer).json()
+    after = client.get("/api/v1/tables", params={"limit": 1, "offset": 1, "cursor": first["next_cursor"]},
+                       headers=viewer).json()  # an offset after a cursor skips rows past the cursor's
+    assert [t["id"] for t in after["items"]] == [t["id"] for t in page_of_all["items"]][2:3]
+    for cursor in (first["next_cursor"].replace("tables", "tasks"), "tables.x", "tables"):
+        assert client.get("/api/v1/tables", params={"cursor": cursor}, headers=viewer).status_code == 422, cursor
     assert client.get("/api/v1/tables", params={"table_type": "X"}, headers=viewer).status_code == 422
 
 
