@@ -16,33 +16,18 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from storage_requests import REQUESTS, count_requests  # noqa: E402
+
 from tms.db import Database  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
 from tms.fleet.onboarding import scan_root  # noqa: E402
-from tms.hudi.storage.table_storage import LocalStorage  # noqa: E402
 from tms.hudi.table.writer import create_table_for_records  # noqa: E402
-
-COUNTED = ("listdir", "names", "read_bytes", "open", "exists", "info")
-REQUESTS: Counter[str] = Counter()
-
-
-def _count_requests() -> None:
-    for name in COUNTED:
-        method = getattr(LocalStorage, name)
-
-        def counted(self: LocalStorage, *args: Any, _name: str = name, _method: Callable[..., Any] = method,
-                    **kwargs: Any) -> Any:
-            REQUESTS[_name] += 1
-            return _method(self, *args, **kwargs)
-        setattr(LocalStorage, name, counted)
 
 
 def _make_root(root: Path, tables: int) -> Path:
@@ -72,7 +57,7 @@ def main() -> None:
         template = _make_root(root, args.tables)
         print(f"made {args.tables} tables in {time.perf_counter() - t0:.1f} s")
         database = Database(url)
-        _count_requests()
+        count_requests()
         first_s, first_req, first = _scan(database, root)
         shutil.copytree(template, root / "db000" / "new_table")
         re_s, re_req, again = _scan(database, root)

@@ -18,8 +18,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,10 +25,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from storage_requests import REQUESTS, count_requests  # noqa: E402
+
 from tms.execute.dispatch import execute_instant  # noqa: E402
 from tms.execute.fencing import no_fence  # noqa: E402
 from tms.execute.runner import LocalRunner  # noqa: E402
-from tms.hudi.storage.table_storage import LocalStorage  # noqa: E402
 from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
 from tms.hudi.table.writer import create_table_for_records  # noqa: E402
 from tms.hudi.timeline.instant import State  # noqa: E402
@@ -38,20 +37,7 @@ from tms.hudi.timeline.serde import parse_compaction_plan  # noqa: E402
 from tms.planning import plan_compaction  # noqa: E402
 from tms.planning.policy import TablePolicy  # noqa: E402
 
-COUNTED = ("listdir", "names", "read_bytes", "open", "exists", "info")
-REQUESTS: Counter[str] = Counter()
 FULL_PASS_EVERY = timedelta(hours=24)  # TMS_PLANNER_FULL_PASS_HOURS's default
-
-
-def _count_requests() -> None:
-    for name in COUNTED:
-        method = getattr(LocalStorage, name)
-
-        def counted(self: LocalStorage, *args: Any, _name: str = name, _method: Callable[..., Any] = method,
-                    **kwargs: Any) -> Any:
-            REQUESTS[_name] += 1
-            return _method(self, *args, **kwargs)
-        setattr(LocalStorage, name, counted)
 
 
 def _rows(partitions: range, ts: int) -> list[dict[str, Any]]:
@@ -95,7 +81,7 @@ def main() -> int:
             writer.write(_rows(everything, ts))
         print(f"table: {args.partitions} partitions, 1 insert + {args.deltas} delta commits, built in "
               f"{time.perf_counter() - start:.1f} s")
-        _count_requests()
+        count_requests()
         first_s, first_req, first, first_ops = _plan(path, FULL_PASS_EVERY)
         print(f"first plan (full pass):          {first_s:7.2f} s {first_req:7d} requests {first_ops:6d} operations")
         start = time.perf_counter()
