@@ -11,7 +11,8 @@ every --interval seconds: upserts and deletes over the demo table's partitions, 
   rss/fds/thr  each role's resident memory (MB), open file descriptors and threads
   db MB        TMS's database size (pg_database_size)
 
-At the end, the figures the goals are about, each as last quarter / first quarter of the run (goal <= 1.1):
+At the end, the figures the goals are about, each as last quarter / first quarter of the run after its first
+--warmup minutes (goal <= 1.1):
 planner CPU per event; each role's memory and descriptors; and the active timeline's largest size against
 `hoodie.keep.max.commits` (the table's, or Hudi's default 30) plus what Hudi's rules hold back.
 
@@ -200,6 +201,7 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=0.2, help="seconds between the demo writer's commits")
     ap.add_argument("--sample", type=float, default=60, help="seconds between samples")
     ap.add_argument("--keep-max-commits", type=int, default=30, help="the table's hoodie.keep.max.commits")
+    ap.add_argument("--warmup", type=float, default=3, help="minutes left out of the ratios (the roles warm up)")
     ap.add_argument("--data-dir", type=Path, help="the data directory (default: a fresh one)")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tms-long-life-"))
@@ -232,8 +234,9 @@ def main() -> int:
             print(line(samples[-2], samples[-1], started), flush=True)
         if up.poll() is not None:
             print(f"error: tms up exited with {up.returncode} (see {scratch / 'up.log'})")
-        if len(samples) > 2:
-            report(samples, args.keep_max_commits)
+        settled = [s for s in samples if s.at - started >= args.warmup * 60]
+        if len(settled) > 2:
+            report(settled, args.keep_max_commits)
         engine.dispose()
     finally:
         if up.poll() is None:
