@@ -1,6 +1,7 @@
 """Backup bodies: a table's backup policy, its versions, and the restore request."""
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -19,7 +20,8 @@ class BackupPolicyIn(BaseModel):
 
     destination: BasePath = Field(description="The root backups go under (another bucket or store may hold it); "
                                               "each table's versions under <destination>/<table name>-<id>")
-    schedule: str = Field("daily", max_length=256, pattern=SCHEDULE_PATTERN, description=(
+    # The pattern in the document; the validator below refuses what breaks it in words a person reads.
+    schedule: str = Field("daily", max_length=256, json_schema_extra={"pattern": SCHEDULE_PATTERN}, description=(
         "daily (00:00 UTC), hourly, or a cron expression: five fields (minute hour day month weekday, UTC) "
         "separated by single spaces, each of digits, names (jan, mon), `*`, `?`, `,`, `-` and `/`, read as "
         "cron reads them (weekdays 0-7 from Sunday); values outside their field's range are refused"))
@@ -29,6 +31,9 @@ class BackupPolicyIn(BaseModel):
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, value: str) -> str:
+        if not re.fullmatch(SCHEDULE_PATTERN, value):
+            raise ValueError(f"backup schedule {value[:64]!r} is neither daily, hourly nor a cron expression (five "
+                             f"fields, minute hour day month weekday, separated by single spaces)")
         parse_schedule(value)
         return value
 
