@@ -36,8 +36,9 @@ _MONTH_DAY = r"((0[13578]|1[02])(0[1-9]|[12][0-9]|3[01])|(0[469]|11)(0[1-9]|[12]
 _DATE = rf"({_YEAR}{_MONTH_DAY}|{_LEAP_YEAR}0229)"
 INSTANT_PATTERN = rf"^(({_DATE}([01][0-9]|2[0-3])[0-5][0-9][0-5][0-9])|0{{8}}[0-9]{{6}})([0-9]{{3}})?$"
 _INSTANT = re.compile(INSTANT_PATTERN)
-# An absolute path, a file: URL of one, or a URL naming a bucket or host.
-BASE_PATH_PATTERN = r"^(/|file:/|[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s])"
+# An absolute path, a file: URL of one, or a URL naming a bucket or host. U+0085 (NEL) is white space to Python
+# (which strips it) but not to a JSON Schema pattern's \s: named apart.
+BASE_PATH_PATTERN = r"^(/|file:/|[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s\u0085])"
 _BASE_PATH = re.compile(BASE_PATH_PATTERN)
 _DOUBTFUL_JSON = re.compile(rb"NaN|Infinity|\\u0000")  # as pydantic_core.to_json writes them
 
