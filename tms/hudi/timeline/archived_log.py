@@ -13,7 +13,6 @@ Each archival writes a file of its own (Hudi rolls a log file over on storage th
 stores), its records in blocks of `hoodie.commits.archival.batch` (10)."""
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from ..log_format.log_file import BlockType, avro_records_block, read_log_file
 from ..storage.table_storage import Storage
 from .avro_schemas import ARCHIVED_META_ENTRY_V6
 from .instant import Action, State
-from .serde import MetadataFormatError, parse_any_avro
+from .serde import json_commit_metadata, parse_any_avro
 
 ARCHIVE_FILE_PREFIX = ".commits_.archive."
 WRITE_TOKEN = "1-0-1"  # HoodieLogFormat's token of a writer outside a task
@@ -41,15 +40,7 @@ def archive_file_version(name: str) -> int | None:
 
 
 def _json_commit(data: bytes) -> dict[str, Any]:
-    if not data.strip():
-        return {}
-    try:
-        doc = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise MetadataFormatError(f"commit metadata is not JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise MetadataFormatError("commit metadata JSON is not an object")
-    return doc
+    return json_commit_metadata(data) if data.strip() else {}
 
 
 def _avro_commit(doc: dict[str, Any], *, replace: bool) -> dict[str, Any]:

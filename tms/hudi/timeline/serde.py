@@ -162,6 +162,17 @@ def _parse(cls: type[R], data: bytes) -> R:
     return _build(cls, record)
 
 
+def json_commit_metadata(data: bytes) -> dict[str, Any]:
+    """Commit metadata written as JSON (table versions before 8, and Java's archive records), as a dict."""
+    try:
+        doc = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise MetadataFormatError(f"commit metadata is neither Avro nor JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise MetadataFormatError("commit metadata JSON is not an object")
+    return doc
+
+
 def _build(cls: type[R], record: dict[str, Any]) -> R:
     try:
         return cls.from_avro(record)
@@ -312,12 +323,7 @@ def parse_commit_metadata(data: bytes) -> CommitMetadata:
             raise MetadataFormatError(f"expected {_COMMIT} or {_REPLACE_COMMIT}, found {name}")
         is_replace = name == _REPLACE_COMMIT
     else:
-        try:
-            doc = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise MetadataFormatError(f"commit metadata is neither Avro nor JSON: {e}") from e
-        if not isinstance(doc, dict):
-            raise MetadataFormatError("commit metadata JSON is not an object")
+        doc = json_commit_metadata(data)
         is_replace = "partitionToReplaceFileIds" in doc
     meta = _build(CommitMetadata, doc)
     if is_replace and meta.partition_to_replace_file_ids is None:
