@@ -83,10 +83,15 @@ def test_old_history_goes_in_bounded_batches_while_the_api_answers(db, service):
 def test_the_leader_runs_the_retention_on_its_schedule(db, start_manager):
     recent, tasks = _history(db, old_events=3)
     manager = start_manager(manager_retention_seconds=0.5, retention_batch_rows=2)
-    deadline = time.monotonic() + 20
-    while _left(db) != ({recent}, {tasks[3]}) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _left(db) == ({recent}, {tasks[3]})
     registry = CollectorRegistry()
     registry.register(manager.retention_removed)
-    assert registry.get_sample_value("tms_manager_retention_removed_rows_total", {"kind": "tasks"}) == 3
+
+    def removed_tasks() -> float | None:
+        return registry.get_sample_value("tms_manager_retention_removed_rows_total", {"kind": "tasks"})
+
+    # The counter moves after the batch's transaction commits: wait for both, then assert both.
+    deadline = time.monotonic() + 20
+    while (_left(db) != ({recent}, {tasks[3]}) or removed_tasks() != 3) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _left(db) == ({recent}, {tasks[3]})
+    assert removed_tasks() == 3

@@ -91,7 +91,8 @@ def test_the_demo_never_builds_a_backlog(tmp_path, data_dir):
         user_cleans = _count(up, headers, table_id=user_id, service="clean", state="SUCCEEDED")
         user_compactions = _count(up, headers, table_id=user_id, service="compaction", state="SUCCEEDED")
         succeeded = httpx.get(f"{up.url}/api/v1/tasks", headers=headers, timeout=30,
-                              params={"state": "SUCCEEDED", "service": "compaction", "limit": 5}).json()["items"]
+                              params={"state": "SUCCEEDED", "service": "compaction", "table_id": demo_id,
+                                      "limit": 5}).json()["items"]
         on_warm = []
         for t in succeeded:
             detail = httpx.get(f"{up.url}/api/v1/tasks/{t['id']}", headers=headers, timeout=30).json()
