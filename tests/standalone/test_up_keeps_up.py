@@ -9,7 +9,8 @@ rest in the LSM timeline's history.
 
 Meanwhile a user's MERGE_ON_READ table, registered with no policy at all, gets 30 upserts with the commit
 callback on: TMS compacts it and, once compactions leave file slices older than the commits the cleaner retains,
-cleans it by itself (issue 36: such a table once got no clean and nothing said why). Afterwards hudi-rs reads both
+cleans it by itself (issue 36: such a table once got no clean and nothing said why), and never clusters it, so
+none of its upserts is rejected (issue 38: clustering is opt-in, as in Hudi). Afterwards hudi-rs reads both
 tables as TMS does, and `tms verify` finds nothing."""
 from __future__ import annotations
 
@@ -42,15 +43,17 @@ USER_COMMITS = 30
 MAX_ACTIVE_COMPLETED = 60
 
 
-def _user_table(up: UpProcess, headers: dict[str, str], path: str, callback_key: str) -> tuple[int, threading.Thread]:
-    """A user's MERGE_ON_READ table, registered with no policy, and its writer (callbacks on) in a thread."""
+def _user_table(up: UpProcess, headers: dict[str, str], path: str, callback_key: str,
+                writes: list[str]) -> tuple[int, threading.Thread]:
+    """A user's MERGE_ON_READ table, registered with no policy, and its writer (callbacks on) in a thread, which
+    appends a line per write to `writes` (a refused upsert says "refused")."""
     HudiWriter.create_table(path, table_type="MERGE_ON_READ", version=8, key=["uuid"], ordering=["ts"],
                             partition=["city"], schema=TRIPS_SCHEMA, name="user_trips")
     response = httpx.post(f"{up.url}/api/v1/tables", headers=headers, json={"base_path": path}, timeout=30)
     assert response.status_code == 201, response.text
     writer = threading.Thread(target=run_demo_writer, daemon=True, kwargs=dict(
         path=path, commits=USER_COMMITS, interval=1.0, callback_url=f"{up.url}/api/v1/hudi/callback",
-        callback_key=callback_key, batch=100, seed=36, echo=lambda line: None))
+        callback_key=callback_key, batch=100, seed=36, echo=writes.append))
     writer.start()
     return int(response.json()["id"]), writer
 
@@ -77,7 +80,9 @@ def test_the_demo_never_builds_a_backlog(tmp_path, data_dir):
         headers = {"Authorization": f"Bearer {up.wait_for('admin token: ').split()[2]}"}
         callback_key = up.wait_for("callback key: ").split()[2]
         up.wait_for("TMS is up")
-        user_id, user_writer = _user_table(up, headers, str(data_dir / "tables" / "user_trips"), callback_key)
+        user_writes: list[str] = []
+        user_id, user_writer = _user_table(up, headers, str(data_dir / "tables" / "user_trips"), callback_key,
+                                           user_writes)
         demo_id = _table_id(up, headers, "trips")
         started = time.monotonic()
         waiting: list[tuple[float, int]] = []
@@ -90,6 +95,10 @@ def test_the_demo_never_builds_a_backlog(tmp_path, data_dir):
         assert not user_writer.is_alive(), "the user's writer did not finish its 30 upserts"
         user_cleans = _count(up, headers, table_id=user_id, service="clean", state="SUCCEEDED")
         user_compactions = _count(up, headers, table_id=user_id, service="compaction", state="SUCCEEDED")
+        # Issue 38: clustering is opt-in, as in Hudi: the user's table, whose policy does not ask for it, is never
+        # clustered, so none of its upserts is rejected for a file group being clustered.
+        assert _count(up, headers, table_id=user_id, service="clustering") == 0
+        assert not [w for w in user_writes if "refused" in w], user_writes
         succeeded = httpx.get(f"{up.url}/api/v1/tasks", headers=headers, timeout=30,
                               params={"state": "SUCCEEDED", "service": "compaction", "table_id": demo_id,
                                       "limit": 5}).json()["items"]
