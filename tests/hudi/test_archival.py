@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import uuid
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -16,7 +18,10 @@ from tms.hudi.log_format.log_file import BlockType, read_log_file
 from tms.hudi.metadata.keys import METADATA_DIR
 from tms.hudi.table.archival import ArchivalSettings, archive, instants_to_archive
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.orphans import unreferenced_files
 from tms.hudi.table.properties import new_table_properties
+from tms.hudi.table.verify import verify_table
+from tms.hudi.table.writer import HudiWriter
 from tms.hudi.timeline.archived import ArchivedTimeline
 from tms.hudi.timeline.archived_log import ArchivedLogTimeline
 from tms.hudi.timeline.avro_schemas import ARCHIVED_META_ENTRY_V6
@@ -433,3 +438,26 @@ def test_v6_compaction_records_keep_the_plan_and_the_commit_its_operation(tmp_pa
     assert records["REQUESTED"].record["hoodieCompactionPlan"]["operations"][0]["fileId"] == "f1"
     assert records["INFLIGHT"].record["hoodieCompactionPlan"] is None
     assert records["COMPLETED"].record["hoodieCommitMetadata"]["operationType"] == "COMPACT"
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_files_of_archived_commits_are_not_leftovers_and_a_failed_writes_are(tmp_path, version):
+    """A file group whose base file was written by a commit archival took off the active timeline is committed
+    (Hudi's containsOrBeforeTimelineStarts): `tms verify` and the orphan search leave it alone; a file of an
+    instant after the timeline's start that the timeline does not have is still a leftover."""
+    writer = HudiWriter.create_table(str(tmp_path / "t"), table_type="MERGE_ON_READ", version=version, key=["id"],
+                                     ordering=["ts"], partition=["p"], name="t",
+                                     schema=pa.schema([("id", pa.string()), ("ts", pa.int64()), ("p", pa.string())]))
+    table = writer.table
+    first = writer.write([{"id": "a", "ts": 1, "p": "x"}], "insert").instant
+    for ts in range(2, 8):  # log files on the first commit's file group; no compaction
+        writer.write([{"id": "a", "ts": ts, "p": "x"}], "upsert")
+    table = HudiTable.load(table.base_path)
+    assert first in archive(table, SMALL).archived
+    table = HudiTable.load(table.base_path)
+    assert not table.timeline.states_of(first)
+    assert list(unreferenced_files(table)) == []
+    assert verify_table(table) == []
+    leftover = f"p=x/{uuid.uuid4()}-0_0-0-0_{table.timeline.last_completed().timestamp[:-3]}999.parquet"
+    table.storage.write_new(leftover, b"PAR1")
+    assert [e.path for e, _ in unreferenced_files(HudiTable.load(table.base_path))] == [leftover]

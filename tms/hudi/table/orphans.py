@@ -23,15 +23,17 @@ class Orphan:
 
 
 def unreferenced_files(table: HudiTable) -> Iterator[tuple[FileInfo, str]]:
-    """Every data file whose instant (as its name says) is neither completed nor pending on the timeline, with
-    that instant; orphans or not (`tms verify` reports them all)."""
+    """Every data file whose instant (as its name says) is neither completed nor pending on the active timeline
+    nor archived (older than where the active timeline starts, as Hudi's containsOrBeforeTimelineStarts reads
+    it), with that instant; orphans or not (`tms verify` reports them all)."""
     tl = table.timeline
+    start = tl.start()
     for part in data_partitions(table):
         for e in table.storage.listdir(part):
             if e.is_dir:
                 continue
             ts = file_instant(e.name)
-            if ts is not None and not tl.states_of(ts):
+            if ts is not None and not tl.states_of(ts) and (start is None or ts > start):
                 yield e, ts
 
 
