@@ -15,7 +15,7 @@ from tms.hudi.timeline.instant import State, instant_to_datetime
 from tms.hudi.timeline.serde import parse_compaction_plan, parse_requested_replace_metadata
 from tms.planning import plan_compaction
 from tms.planning.clustering import plan_clustering
-from tms.planning.incremental import FULL, INCREMENTAL, POLICY_KEY, SCOPE_KEY, plan_scope, policy_digest
+from tms.planning.incremental import FULL, INCREMENTAL, POLICY_KEY, SCOPE_KEY, Scope, plan_scope, policy_digest
 from tms.planning.policy import CompactionStrategy
 from tms.table_service import TableService
 
@@ -314,7 +314,8 @@ def test_a_compaction_plan_is_a_full_pass_after_a_change_of_the_options_that_cho
 
 def test_a_last_plan_without_a_policy_digest_makes_a_full_pass(tmp_path, monkeypatch):
     """A plan TMS made before plans recorded their policy: whether the policy changed since is unknown."""
-    monkeypatch.setattr("tms.planning.incremental.policy_digest", lambda policy, service: "")
+    recorded = Scope.metadata
+    monkeypatch.setattr(Scope, "metadata", lambda scope: {k: v for k, v in recorded(scope).items() if k != POLICY_KEY})
     t = _compacted_table(tmp_path, 3)
     monkeypatch.undo()
     last = t.table().timeline.last_of(("commit",), completed=True).timestamp

@@ -77,7 +77,7 @@ class Scope:
     partitions: frozenset[str] | None
     full_pass: str | None  # instant time of the full pass this plan follows (None: it is one)
     why: str               # one line, for logs, tests and the planner's outlook
-    policy: str = ""       # policy_digest of the policy the plan chooses by
+    policy: str            # policy_digest of the policy the plan chooses by
 
     @property
     def is_full(self) -> bool:
@@ -85,10 +85,9 @@ class Scope:
 
     def metadata(self) -> dict[str, str]:
         """What a plan records of its scope, read by the next plan of its service."""
-        digest = {POLICY_KEY: self.policy} if self.policy else {}
         if self.full_pass is None:
-            return {SCOPE_KEY: FULL, **digest}
-        return {SCOPE_KEY: INCREMENTAL, FULL_PASS_KEY: self.full_pass, **digest}
+            return {SCOPE_KEY: FULL, POLICY_KEY: self.policy}
+        return {SCOPE_KEY: INCREMENTAL, FULL_PASS_KEY: self.full_pass, POLICY_KEY: self.policy}
 
     def describe(self) -> str:
         """How the plan chose its partitions, in words (kept with the planner's outlook)."""
@@ -100,7 +99,7 @@ def full_pass_period(hours: float) -> timedelta | None:
     return timedelta(hours=hours) if hours > 0 else None
 
 
-def full_scope(why: str, policy: str = "") -> Scope:
+def full_scope(why: str, policy: str) -> Scope:
     return Scope(None, None, why, policy)
 
 
