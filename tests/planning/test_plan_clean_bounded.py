@@ -2,6 +2,7 @@
 (hoodie.cleaner.incremental.mode) it plans what a full scan would; bounded to N files a plan
 (tms.clean.max.files.per.plan), several plans delete exactly what one unbounded plan would."""
 import os
+from datetime import timedelta
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 from planning_support import CITIES, ModelledTable, now, policy, rec, run_clean, run_compaction
 
 from tms.hudi.table.savepoint import create_savepoint
+from tms.hudi.timeline.instant import instant_to_datetime
 from tms.hudi.timeline.serde import parse_cleaner_plan
 from tms.planning import plan_compaction
 from tms.planning.clean import plan_clean_or_why
@@ -86,6 +88,64 @@ def test_incremental_scope_is_the_partitions_written_since_the_last_clean(tmp_pa
     assert scope.partitions == [nyc]
     incremental, files, full_files = _both_plans(t, **KEEP1)
     assert files == full_files and list(files) == [nyc]
+
+
+def test_fewer_commits_retained_widen_the_incremental_window_to_the_partitions_they_make_cleanable(tmp_path):
+    """A retention change needs no full scan (Hudi's CleanPlanner makes none): a slice becomes cleanable only when
+    a newer slice of its file group is older than the new earliest commit to retain, and the commit that wrote
+    that slice lies between the last clean's earliest commit to retain and the new one: in the window."""
+    t = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
+    _write(t, {0, 1, 2}, 1)
+    _write(t, {0}, 2)
+    _write(t, {0}, 3)
+    _write(t, {1}, 4)
+    _write(t, {1}, 5)
+    keep3 = {"hoodie__cleaner__commits__retained": 3}
+    first, files, _ = _both_plans(t, **keep3)  # retains steps 3 to 5, and step 2's slice of partition 0
+    la = f"city={CITIES[0]}"
+    assert list(files) == [la]
+    run_clean(t.table(), first.instant)
+    # No write since: under the same retention nothing more is cleanable; retaining 1 commit, step 2's slice of
+    # partition 0 is (step 3's slice, which supersedes it, is now older than the earliest commit to retain)
+    assert _both_plans(t, **keep3)[1:] == ("nothing to clean: no file slice older than the earliest commit to "
+                                           f"retain ({last_clean(t.table()).earliest_commit_to_retain}) that a "
+                                           "newer slice before it supersedes and no pending plan or savepoint "
+                                           "keeps",) * 2
+    incremental, files, full_files = _both_plans(t, **KEEP1)
+    assert files == full_files and la in files
+    run_clean(t.table(), incremental.instant)
+    t.check(hudi_rs=False)
+
+
+def test_incremental_clean_by_hours_plans_what_a_full_scan_plans(tmp_path):
+    """KEEP_LATEST_BY_HOURS keeps the last slice before the earliest commit to retain, as Hudi's CleanPlanner does:
+    a partition written only after that commit holds nothing cleanable yet, for the full scan as for the
+    incremental window that leaves it out."""
+    t = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
+    _write(t, {0, 1, 2}, 1)
+    _write(t, {1}, 2)
+    third = _write(t, {1}, 3)
+    zone = t.table().config.timeline_zone
+    hours = {"hoodie__cleaner__policy": "KEEP_LATEST_BY_HOURS", "hoodie__cleaner__hours__retained": 1}
+
+    def both(at: str) -> tuple[Planned | str, object, object]:
+        """_both_plans an hour after the instant `at`: `at` is the earliest commit to retain."""
+        when = instant_to_datetime(at, zone) + timedelta(hours=1)
+        full = plan_clean_or_why(t.table(), policy(hoodie__cleaner__incremental__mode=False, **hours), when)
+        full_files = _plan_files(t, full)
+        if isinstance(full, Planned):
+            t.table().timeline.delete_pending(full.instant)
+        incremental = plan_clean_or_why(t.table(), policy(**hours), when)
+        return incremental, _plan_files(t, incremental), full_files
+    first, files, full_files = both(third)
+    assert files == full_files and list(files) == [f"city={CITIES[1]}"]
+    run_clean(t.table(), first.instant)
+    fourth = _write(t, {0}, 4)  # partition 0's second slice, newer than the next earliest commit to retain
+    _write(t, {1}, 5)
+    second, files, full_files = both(fourth)  # the window: the commit of step 3 (partition 1)
+    assert files == full_files and list(files) == [f"city={CITIES[1]}"]
+    run_clean(t.table(), second.instant)
+    t.check(hudi_rs=False)
 
 
 def test_incremental_clean_looks_again_at_the_partitions_of_a_deleted_savepoint(tmp_path):

@@ -15,7 +15,7 @@ from tms.hudi.timeline.instant import State, instant_to_datetime
 from tms.hudi.timeline.serde import parse_compaction_plan, parse_requested_replace_metadata
 from tms.planning import plan_compaction
 from tms.planning.clustering import plan_clustering
-from tms.planning.incremental import FULL, INCREMENTAL, SCOPE_KEY, plan_scope
+from tms.planning.incremental import FULL, INCREMENTAL, POLICY_KEY, SCOPE_KEY, Scope, plan_scope, policy_digest
 from tms.planning.policy import CompactionStrategy
 from tms.table_service import TableService
 
@@ -111,7 +111,7 @@ def _compacted_table(tmp_path, cities: int) -> ModelledTable:
 def test_a_plan_looks_only_at_the_partitions_written_since_the_last_one(tmp_path):
     t = _compacted_table(tmp_path, 6)
     t.write([{"id": n, "name": "c", "ts": 3, "city": f"p{n:03d}"} for n in (2, 4)])
-    scope = plan_scope(t.table(), TableService.COMPACTION, now(), DAY)
+    scope = plan_scope(t.table(), TableService.COMPACTION, now(), DAY, policy())
     assert scope.partitions == {"city=p002", "city=p004"}
     planned = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
     plan = parse_compaction_plan(t.table().timeline.read_plan(planned.instant))
@@ -133,7 +133,8 @@ def test_partitions_a_plan_left_out_are_looked_at_by_the_next(tmp_path):
     assert [op.partition_path for op in plan.operations] == ["city=p003"]
     assert plan.missing_schedule_partitions == ["city=p001", "city=p002"]
     run_compaction(t.table(), first.instant)
-    assert plan_scope(t.table(), TableService.COMPACTION, now(), DAY).partitions == {"city=p001", "city=p002"}
+    scope = plan_scope(t.table(), TableService.COMPACTION, now(), DAY, newest_only)
+    assert scope.partitions == {"city=p001", "city=p002"}
     second = plan_compaction(t.table(), newest_only, now(), force=True, full_pass_every=DAY)
     plan = parse_compaction_plan(t.table().timeline.read_plan(second.instant))
     assert ([op.partition_path for op in plan.operations], plan.missing_schedule_partitions) \
@@ -163,9 +164,9 @@ def test_a_full_pass_comes_back_after_the_period(tmp_path):
     boundary = table.timeline.last_of(("commit",), completed=True).timestamp
     at = instant_to_datetime(boundary, table.config.timeline_zone)
     assert parse_compaction_plan(table.timeline.read_plan(boundary)).extra_metadata[SCOPE_KEY] == FULL
-    assert not plan_scope(table, TableService.COMPACTION, at + timedelta(hours=5), timedelta(hours=6)).is_full
-    assert plan_scope(table, TableService.COMPACTION, at + timedelta(hours=6), timedelta(hours=6)).is_full
-    assert plan_scope(table, TableService.COMPACTION, at, None).is_full  # TMS_PLANNER_FULL_PASS_HOURS=0
+    assert not plan_scope(table, TableService.COMPACTION, at + timedelta(hours=5), timedelta(hours=6), policy()).is_full
+    assert plan_scope(table, TableService.COMPACTION, at + timedelta(hours=6), timedelta(hours=6), policy()).is_full
+    assert plan_scope(table, TableService.COMPACTION, at, None, policy()).is_full  # TMS_PLANNER_FULL_PASS_HOURS=0
     t.write([{"id": 1, "name": "c", "ts": 3, "city": "p001"}])
     later = plan_compaction(t.table(), policy(), at + timedelta(hours=7), force=True,
                             full_pass_every=timedelta(hours=6))
@@ -176,7 +177,7 @@ def test_a_v6_table_is_always_planned_by_a_full_pass(tmp_path):
     t = ModelledTable(tmp_path / "t", version=6)
     t.write(_rows(range(3), 1), "insert")
     t.write(_rows({0}, 2))
-    assert plan_scope(t.table(), TableService.COMPACTION, now(), DAY).is_full
+    assert plan_scope(t.table(), TableService.COMPACTION, now(), DAY, policy()).is_full
     planned = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
     assert parse_compaction_plan(t.table().timeline.read_plan(planned.instant)).missing_schedule_partitions is None
 
@@ -197,7 +198,7 @@ def test_incremental_clustering_plans_what_a_full_pass_plans(tmp_path):
     full = plan_clustering(t.table(), sort, now(), force=True)
     expected = slices(full.instant)
     _drop(t.table(), full.instant)
-    scope = plan_scope(t.table(), TableService.CLUSTERING, now(), DAY)
+    scope = plan_scope(t.table(), TableService.CLUSTERING, now(), DAY, sort)
     assert not scope.is_full and scope.partitions <= {f"city=c{n}" for n in range(4)}
     incremental = plan_clustering(t.table(), sort, now(), force=True, full_pass_every=DAY)
     assert slices(incremental.instant) == expected
@@ -249,3 +250,75 @@ def test_a_write_that_completed_after_the_last_plan_is_planned(tmp_path):
     second = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
     assert [op[0] for op in _compaction_ops(t.table(), second.instant)] == ["city=p002"]
     t.check(hudi_rs=False)
+
+
+def _clustered_slices(table: HudiTable, ts: str) -> list[tuple]:
+    meta = parse_requested_replace_metadata(table.timeline.read_plan(ts))
+    return sorted((s.partition_path, s.file_id) for g in meta.clustering_plan.input_groups for s in g.slices)
+
+
+def test_a_policy_change_makes_the_next_plan_a_full_pass_that_picks_unchanged_partitions(tmp_path):
+    """Clustering without one-slice groups clusters only c0 (two small file groups); the others, one small file
+    group each and unwritten since, were not left out by the plan (nothing there was eligible). Allowing one-slice
+    groups makes them eligible: the next plan is a full pass and clusters them, as a full pass at the same point
+    does; under the same policy again, the plan after it is incremental."""
+    pairs_only = policy(hoodie__clustering__plan__strategy__single__group__clustering__enabled=False)
+    singles = policy()  # one-slice groups allowed (Hudi's default)
+    t = ModelledTable(tmp_path / "t", version=8)
+    t.write(_rows(range(4), 1), "insert")
+    t.write([{"id": 900, "name": "x", "ts": 2, "city": "c0"}], "insert")  # a second file group in c0
+    first = plan_clustering(t.table(), pairs_only, now(), force=True, full_pass_every=DAY)
+    assert {p for p, _ in _clustered_slices(t.table(), first.instant)} == {"city=c0"}
+    _execute(t.table(), first.instant)
+    unchanged = plan_scope(t.table(), TableService.CLUSTERING, now(), DAY, pairs_only)
+    assert not unchanged.is_full and unchanged.partitions == {"city=c0"}  # the clustering's own output
+
+    changed = plan_scope(t.table(), TableService.CLUSTERING, now(), DAY, singles)
+    assert changed.is_full
+    assert f"the clustering policy changed since the last clustering {first.instant}" in changed.why
+    full = plan_clustering(t.table(), singles, now(), force=True)  # a full pass, for comparison
+    expected = _clustered_slices(t.table(), full.instant)
+    _drop(t.table(), full.instant)
+    planned = plan_clustering(t.table(), singles, now(), force=True, full_pass_every=DAY)
+    assert _clustered_slices(t.table(), planned.instant) == expected
+    assert {"city=c1", "city=c2", "city=c3"} <= {p for p, _ in expected}
+    meta = parse_requested_replace_metadata(t.table().timeline.read_plan(planned.instant)).clustering_plan
+    assert meta.extra_metadata[SCOPE_KEY] == FULL
+    assert meta.extra_metadata[POLICY_KEY] == policy_digest(singles, TableService.CLUSTERING)
+    assert planned.scope.startswith("a full pass (the clustering policy changed")
+    _execute(t.table(), planned.instant)
+    assert not plan_scope(t.table(), TableService.CLUSTERING, now(), DAY, singles).is_full
+    t.check(hudi_rs=False)
+
+
+def test_a_compaction_plan_is_a_full_pass_after_a_change_of_the_options_that_choose_its_file_groups(tmp_path):
+    t = _compacted_table(tmp_path, 3)
+    t.write([{"id": 1, "name": "c", "ts": 3, "city": "p001"}])
+    table = t.table()
+    last = table.timeline.last_of(("commit",), completed=True).timestamp
+    assert not plan_scope(table, TableService.COMPACTION, now(), DAY, policy()).is_full
+    # the trigger's options do not choose file groups
+    assert not plan_scope(table, TableService.COMPACTION, now(), DAY,
+                          policy(hoodie__compact__inline__max__delta__commits=1)).is_full
+    for changed in (policy(hoodie__compaction__target__io=1), policy(hoodie__compaction__logfile__num__threshold=2),
+                    policy(hoodie__compaction__strategy=CompactionStrategy.UNBOUNDED.value)):
+        scope = plan_scope(table, TableService.COMPACTION, now(), DAY, changed)
+        assert scope.is_full and f"the compaction policy changed since the last compaction {last}" in scope.why
+    planned = plan_compaction(t.table(), policy(hoodie__compaction__target__io=1), now(), force=True,
+                              full_pass_every=DAY)
+    plan = parse_compaction_plan(t.table().timeline.read_plan(planned.instant))
+    assert plan.extra_metadata[SCOPE_KEY] == FULL
+    assert plan.extra_metadata[POLICY_KEY] == policy_digest(policy(hoodie__compaction__target__io=1),
+                                                            TableService.COMPACTION)
+
+
+def test_a_last_plan_without_a_policy_digest_makes_a_full_pass(tmp_path, monkeypatch):
+    """A plan TMS made before plans recorded their policy: whether the policy changed since is unknown."""
+    recorded = Scope.metadata
+    monkeypatch.setattr(Scope, "metadata", lambda scope: {k: v for k, v in recorded(scope).items() if k != POLICY_KEY})
+    t = _compacted_table(tmp_path, 3)
+    monkeypatch.undo()
+    last = t.table().timeline.last_of(("commit",), completed=True).timestamp
+    assert POLICY_KEY not in parse_compaction_plan(t.table().timeline.read_plan(last)).extra_metadata
+    scope = plan_scope(t.table(), TableService.COMPACTION, now(), DAY, policy())
+    assert scope.is_full and f"the last compaction {last} records no policy digest" in scope.why

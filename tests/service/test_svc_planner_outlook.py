@@ -9,7 +9,7 @@ import secrets
 import shutil
 
 import pytest
-from planning_support import ModelledTable, rec
+from planning_support import ModelledTable, rec, run_compaction
 
 from planner.runner import Planner
 from tms.planning.decisions import PlannerOptions
@@ -95,5 +95,41 @@ def test_archival_held_back_by_hudis_rules_says_why_and_when_it_is_attempted_aga
         assert Planner(app.state.database, options, watch_timelines=False).reconcile(table["id"])
         archive = _detail(client, tokens, table["id"])["services"]["archive"]
         assert not archive["scheduled"] and "hoodie.archive.automatic=false" in archive["reason"]
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_compaction_outlook_says_why_the_last_plan_was_a_full_pass(client, tokens, app, hudi_tables):
+    """Issue 37: a policy change makes the next compaction plan a full pass, and the table's outlook says so."""
+    path = next(iter(hudi_tables.values())).parent / f"outlook-{secrets.token_hex(4)}"
+    t = ModelledTable(path, version=8)
+    try:
+        t.write([rec(i, 10) for i in range(6)], "insert")
+        t.write([rec(1, 11)])
+        table = client.post("/api/v1/tables", json={"base_path": str(path), "policies": {
+            "hoodie.compact.inline.max.delta.commits": 1}}, headers=tokens["admin"]).json()
+        options = PlannerOptions(services=frozenset({"compaction"}), clean_commits=5)
+
+        def planned_and_run() -> str:
+            assert Planner(app.state.database, options, watch_timelines=False).reconcile(table["id"])
+            [planned] = t.table().timeline.pending(("compaction",))
+            run_compaction(t.table(), planned.timestamp)
+            return planned.timestamp
+        first = planned_and_run()
+        assert "; the last plan (" + first + ") was a full pass (no completed compaction on the active timeline)" \
+            in _detail(client, tokens, table["id"])["services"]["compaction"]["reason"]
+        client.patch(f"/api/v1/tables/{table['id']}", json={"policies": {
+            "hoodie.compact.inline.max.delta.commits": 1, "hoodie.compaction.target.io": 1}},
+                     headers=tokens["admin"]).raise_for_status()
+        t.write([rec(2, 12)])
+        second = planned_and_run()
+        assert (f"; the last plan ({second}) was a full pass (the compaction policy changed since the last compaction "
+                f"{first} (one of hoodie.compaction.strategy, ") \
+            in _detail(client, tokens, table["id"])["services"]["compaction"]["reason"]
+        t.write([rec(3, 13)])
+        third = planned_and_run()
+        assert (f"; the last plan ({third}) was incremental (1 partitions written since or left out by compaction "
+                f"{second})") in _detail(client, tokens, table["id"])["services"]["compaction"]["reason"]
+        t.check(hudi_rs=False)
     finally:
         shutil.rmtree(path, ignore_errors=True)

@@ -166,6 +166,7 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
         if isinstance(planned, Planned):
             recorder.record(planned)
             digest.planned(service)
+            digest.scoped(planned)
             AlertRepo(ctx.session).resolve(recorder.planning_failed_fingerprint(service))
         elif planned is not False:  # due but nothing to plan (a finding), or it failed (None): re-arm the trigger
             digest.attempted(service, _newest_instant(ctx.table), _pending(ctx.table),
@@ -196,6 +197,8 @@ def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: Tab
             planned = [found] if isinstance(found, Planned) else []
             if digest is not None and isinstance(found, str):
                 digest.found(service, _newest_instant(ctx.table), found)
+            elif digest is not None and isinstance(found, Planned):
+                digest.scoped(found)
         for plan in planned:
             recorder.record(plan)
         if planned:

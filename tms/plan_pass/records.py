@@ -73,8 +73,9 @@ class TaskRecorder:
             planned_by_tms=planned_by_tms)
         if created:
             self.recorded.append(task)
-            log.info("table %s: %s %s planned%s", self.row.id, planned.service, planned.instant,
-                     f", held by {', '.join(planned.blockers)}" if planned.blockers else "")
+            log.info("table %s: %s %s planned%s%s", self.row.id, planned.service, planned.instant,
+                     f", held by {', '.join(planned.blockers)}" if planned.blockers else "",
+                     f", {planned.scope}" if planned.scope else "")
         return task
 
     def adopt_unknown_plans(self, unrunnable: Collection[str] = ()) -> None:

@@ -4,7 +4,8 @@
   (never later than the earliest pending one); per file group, slices older than it go, except the
   latest slice and the last slice before it (a query of the retained window may still read it).
 - KEEP_LATEST_BY_HOURS: the earliest instant to retain is the first completed write of the last
-  `hours.retained` hours; slices older than it go, except the latest.
+  `hours.retained` hours; slices older than it go, except the latest and the last slice before it, as
+  KEEP_LATEST_COMMITS (Hudi's CleanPlanner runs the same rule for both; its docs leave out the slice before).
 - KEEP_LATEST_FILE_VERSIONS: per file group, the newest `fileversions.retained` slices stay.
 File groups replaced by a completed replace commit go whole (under the first two policies once the replace
 commit is older than the earliest instant to retain).
@@ -117,14 +118,14 @@ class _Guard:
         return {ts for ts in keep if ts is not None}
 
 
-def _deletable_by_commits(group: FileGroup, earliest: str, policy: CleanerPolicy,
-                          protected: set[str]) -> list[FileSlice]:
+def _deletable_by_commits(group: FileGroup, earliest: str, protected: set[str]) -> list[FileSlice]:
+    """KEEP_LATEST_COMMITS and KEEP_LATEST_BY_HOURS: slices older than `earliest`, but the latest and the last one
+    before `earliest` (a reader of the retained window may still read it). Keeping that one also makes a slice
+    cleanable only once a newer slice is older than `earliest`: incremental cleaning finds it in the window."""
     newest_first = list(reversed(group.slices))
     latest = newest_first[0].base_instant
     before_earliest = next((s.base_instant for s in newest_first if s.base_instant < earliest), None)
-    keep: set[str | None] = {latest, *protected}
-    if policy is CleanerPolicy.KEEP_LATEST_COMMITS:
-        keep.add(before_earliest)
+    keep: set[str | None] = {latest, before_earliest, *protected}
     return [s for s in newest_first if s.base_instant not in keep and s.base_instant < earliest]
 
 
@@ -239,7 +240,7 @@ def _deletable_slices(table: HudiTable, policy: TablePolicy, earliest: Instant |
             slices = _deletable_by_versions(group, policy.cleaner_file_versions_retained, guard, protected)
         else:
             assert earliest is not None  # plan_clean returned above when it is None under this rule
-            slices = _deletable_by_commits(group, earliest.timestamp, rule, protected)
+            slices = _deletable_by_commits(group, earliest.timestamp, protected)
         doomed[group.partition] += [_files_of(fs) for fs in slices]
     for group in view.replaced_file_groups():
         replaced_by = view.replaced[(group.partition, group.file_id)]

@@ -87,7 +87,7 @@ def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     tl.reload()
     if not force and not clustering_trigger(table, policy).due:
         return None
-    scope = plan_scope(table, TableService.CLUSTERING, now, full_pass_every)
+    scope = plan_scope(table, TableService.CLUSTERING, now, full_pass_every, policy)
     if scope.partitions is not None and not scope.partitions:
         return None  # nothing written since the last clustering, nothing left out by it
     view = table.file_system_view(partitions=scope.partitions)
@@ -118,4 +118,4 @@ def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     meta = RequestedReplaceMetadata(operation_type=CLUSTER_OPERATION, clustering_plan=plan, extra_metadata={})
     action = Action.CLUSTERING if table.config.traits.clustering_action else Action.REPLACE_COMMIT
     inst = tl.create_requested(action, serialize_requested_replace_metadata(meta))
-    return Planned(inst.timestamp, TableService.CLUSTERING, plan_stats(table, inst.timestamp))
+    return Planned(inst.timestamp, TableService.CLUSTERING, plan_stats(table, inst.timestamp), scope=scope.describe())

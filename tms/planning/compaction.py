@@ -74,7 +74,7 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     tl.reload()
     if not force and not compaction_trigger(table, policy, now).due:
         return None
-    scope = plan_scope(table, TableService.COMPACTION, now, full_pass_every)
+    scope = plan_scope(table, TableService.COMPACTION, now, full_pass_every, policy)
     if scope.partitions is not None and not scope.partitions:
         return None  # nothing written since the last compaction, nothing left out by it: nothing to compact
     for _ in range(_ATTEMPTS - 1):
@@ -120,4 +120,4 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
     tl.create_requested(Action.COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []
-    return Planned(tc, TableService.COMPACTION, plan_stats(table, tc), tuple(remaining))
+    return Planned(tc, TableService.COMPACTION, plan_stats(table, tc), tuple(remaining), scope.describe())

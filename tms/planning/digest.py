@@ -30,11 +30,12 @@ from tms.hudi.timeline.zone import is_utc_timeline, zone_of
 from tms.table_service import TableService
 
 from .compensation import held_compactions
+from .planned import Planned
 from .policy import TablePolicy, TriggerStrategy
 from .rollback_targets import rollback_targets
 from .triggers import last_clustering
 
-FORMAT = 4  # 3: timeline_utc; 4: awaited, findings
+FORMAT = 4  # 3: timeline_utc; 4: awaited, findings (scopes: read where present)
 # Instants remembered per trigger: a count past this is "many" (no trigger needs more), and the
 # oldest entry is kept because the time-based compaction trigger counts from it.
 MAX_LISTED = 1000
@@ -68,6 +69,9 @@ class TimelineDigest:
     # Per service, what the planner found at its last attempt that planned nothing (nothing to plan and why,
     # a refusal, a failure): (instant of the newest instant then, the finding), shown with the outlook.
     findings: dict[str, list[str]] = field(default_factory=dict)
+    # Per service, how the last plan TMS made chose its partitions: (its instant, a full pass or incremental and
+    # why; tms.planning.incremental), shown with the outlook.
+    scopes: dict[str, list[str]] = field(default_factory=dict)
     scanned_at: float | None = None  # last reconciliation with the timeline (epoch s)
     timeline_utc: bool = False       # the table's instant times are UTC, else LOCAL (timeline_zone)
     # Archival (counted only when the planner schedules it): the completed commits on the active timeline (as
@@ -88,7 +92,8 @@ class TimelineDigest:
                    counted={k: list(v) for k, v in state["counted"].items()},
                    pending_writes=dict(state["pending_writes"]), held={k: list(v) for k, v in state["held"].items()},
                    attempts=dict(state["attempts"]), awaited={k: list(v) for k, v in state["awaited"].items()},
-                   findings={k: list(v) for k, v in state["findings"].items()}, scanned_at=state["scanned_at"],
+                   findings={k: list(v) for k, v in state["findings"].items()},
+                   scopes={k: list(v) for k, v in state.get("scopes", {}).items()}, scanned_at=state["scanned_at"],
                    timeline_utc=state["timeline_utc"], commits=state.get("commits", 0),
                    archive_attempted_at=state.get("archive_attempted_at"))
 
@@ -106,6 +111,7 @@ class TimelineDigest:
         tl = table.timeline
         out = cls(attempts=dict(previous.attempts) if previous else {},
                   findings={k: list(v) for k, v in previous.findings.items()} if previous else {},
+                  scopes={k: list(v) for k, v in previous.scopes.items()} if previous else {},
                   scanned_at=previous.scanned_at if previous else None,
                   timeline_utc=is_utc_timeline(table.config.props))
         out.compacted = _timestamp(tl.last_of((Action.COMMIT, Action.REPLACE_COMMIT), completed=True))
@@ -178,6 +184,11 @@ class TimelineDigest:
         self.findings.pop(service, None)
         if service == TableService.ARCHIVE:
             self.archive_attempted_at = self.commits
+
+    def scoped(self, planned: Planned) -> None:
+        """Keep how a compaction or clustering plan TMS made chose its partitions (shown with its outlook)."""
+        if planned.scope:
+            self.scopes[planned.service] = [planned.instant, planned.scope]
 
     def _count(self, service: str, instant: str) -> None:
         instants = self.counted.get(service)

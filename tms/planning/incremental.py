@@ -2,7 +2,11 @@
 `hoodie.table.services.incremental.enabled`): a plan looks only at the partitions written since the last
 completed plan of its service, plus the partitions that plan left out (`missingSchedulePartitions`), and
 builds its file-system view of those partitions alone. Every `full_pass_every` a plan looks at the whole
-table again, and catches what the increments missed (a policy change that makes more file groups eligible).
+table again, and catches what the increments missed.
+
+A policy change can make file groups of partitions nobody wrote to eligible (clustering's small-file limit raised,
+single-slice groups allowed): each plan records a digest of the policy options that choose its file groups
+(`policy_digest`), and the next plan of its service is a full pass when the table's digest differs.
 
 The partitions written since: those the commit metadata names of every write completed at or after the last
 plan's instant time (BaseTableServicePlanActionExecutor.getIncrementalPartitions) — by completion time, so a
@@ -20,6 +24,8 @@ A plan not made by TMS (a writer's, an adopted one), or one archived, starts a f
 what it left out."""
 from __future__ import annotations
 
+import hashlib
+import json
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,12 +39,36 @@ from tms.hudi.timeline.serde import MetadataFormatError, parse_any_avro
 from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
 from tms.table_service import TableService
 
-# In a plan's extraMetadata: how it chose its partitions, and (incremental) the instant time of the full pass it
-# follows; a full pass is its own plan's instant time.
+from .policy import TablePolicy
+
+# In a plan's extraMetadata: how it chose its partitions, (incremental) the instant time of the full pass it
+# follows (a full pass is its own plan's instant time), and the digest of the policy options it chose by.
 SCOPE_KEY = "tms.schedule.scope"
 FULL_PASS_KEY = "tms.schedule.full.pass"
+POLICY_KEY = "tms.schedule.policy"
 FULL = "full"
 INCREMENTAL = "incremental"
+
+# The policy options that decide which file groups a plan of the service chooses (its trigger's and its output's
+# sizes do not): compaction's strategy, its bounds and thresholds, and the size it gives a slice without a base
+# file; clustering's small-file limit, its groups' packing and number, and what makes a one-slice group worth it.
+DECIDING_OPTIONS: dict[str, tuple[str, ...]] = {
+    TableService.COMPACTION: (
+        "hoodie.compaction.strategy", "hoodie.compaction.target.io", "hoodie.compaction.daybased.target.partitions",
+        "hoodie.compaction.logfile.size.threshold", "hoodie.compaction.logfile.num.threshold",
+        "hoodie.parquet.max.file.size"),
+    TableService.CLUSTERING: (
+        "hoodie.clustering.plan.strategy.small.file.limit", "hoodie.clustering.plan.strategy.max.bytes.per.group",
+        "hoodie.clustering.plan.strategy.max.num.groups", "hoodie.clustering.plan.strategy.sort.columns",
+        "hoodie.clustering.plan.strategy.single.group.clustering.enabled", "hoodie.parquet.max.file.size"),
+}
+
+
+def policy_digest(policy: TablePolicy, service: TableService) -> str:
+    """A short digest of the effective values of the options that choose the file groups of `service`'s plans."""
+    options = policy.options()
+    chosen_by = {name: options[name] for name in DECIDING_OPTIONS[service]}
+    return hashlib.sha256(json.dumps(chosen_by, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -46,7 +76,8 @@ class Scope:
     """The partitions a plan looks at: `partitions`, or the whole table when None (a full pass)."""
     partitions: frozenset[str] | None
     full_pass: str | None  # instant time of the full pass this plan follows (None: it is one)
-    why: str               # one line, for logs and tests
+    why: str               # one line, for logs, tests and the planner's outlook
+    policy: str            # policy_digest of the policy the plan chooses by
 
     @property
     def is_full(self) -> bool:
@@ -55,8 +86,12 @@ class Scope:
     def metadata(self) -> dict[str, str]:
         """What a plan records of its scope, read by the next plan of its service."""
         if self.full_pass is None:
-            return {SCOPE_KEY: FULL}
-        return {SCOPE_KEY: INCREMENTAL, FULL_PASS_KEY: self.full_pass}
+            return {SCOPE_KEY: FULL, POLICY_KEY: self.policy}
+        return {SCOPE_KEY: INCREMENTAL, FULL_PASS_KEY: self.full_pass, POLICY_KEY: self.policy}
+
+    def describe(self) -> str:
+        """How the plan chose its partitions, in words (kept with the planner's outlook)."""
+        return f"a full pass ({self.why})" if self.is_full else f"incremental ({self.why})"
 
 
 def full_pass_period(hours: float) -> timedelta | None:
@@ -64,8 +99,8 @@ def full_pass_period(hours: float) -> timedelta | None:
     return timedelta(hours=hours) if hours > 0 else None
 
 
-def full_scope(why: str) -> Scope:
-    return Scope(None, None, why)
+def full_scope(why: str, policy: str) -> Scope:
+    return Scope(None, None, why, policy)
 
 
 def _norm(partition: str | None) -> str:
@@ -122,28 +157,39 @@ def _last_clustering(table: HudiTable) -> _LastPlan | None:
     return None
 
 
-def plan_scope(table: HudiTable, service: TableService, now: datetime, full_pass_every: timedelta | None) -> Scope:
-    """The partitions the next `service` plan of `table` looks at (`full_pass_every` None: always all)."""
+def plan_scope(table: HudiTable, service: TableService, now: datetime, full_pass_every: timedelta | None,
+               policy: TablePolicy) -> Scope:
+    """The partitions the next `service` plan of `table` under `policy` looks at (`full_pass_every` None: always
+    all)."""
+    digest = policy_digest(policy, service)
     if full_pass_every is None:
-        return full_scope("incremental scheduling is off")
+        return full_scope("incremental scheduling is off", digest)
     if not table.config.traits.completion_times:
-        return full_scope(f"a v{table.config.version} table has no completion times to schedule by")
+        return full_scope(f"a v{table.config.version} table has no completion times to schedule by", digest)
     try:
         last = _last_compaction(table) if service == TableService.COMPACTION else _last_clustering(table)
     except (HudiError, MetadataFormatError) as e:
-        return full_scope(f"the last {service} plan cannot be read: {e}")
+        return full_scope(f"the last {service} plan cannot be read: {e}", digest)
     if last is None:
-        return full_scope(f"no completed {service} on the active timeline")
+        return full_scope(f"no completed {service} on the active timeline", digest)
     scope = last.extra_metadata.get(SCOPE_KEY)
     full_pass = last.instant.timestamp if scope == FULL else last.extra_metadata.get(FULL_PASS_KEY)
     if last.missing is None or full_pass is None:
-        return full_scope(f"the last {service} {last.instant.timestamp} was not planned by TMS")
+        return full_scope(f"the last {service} {last.instant.timestamp} was not planned by TMS", digest)
     if now - instant_to_datetime(full_pass, table.config.timeline_zone) >= full_pass_every:
-        return full_scope(f"the last full pass {full_pass} is older than {full_pass_every}")
+        return full_scope(f"the last full pass {full_pass} is older than {full_pass_every}", digest)
+    recorded = last.extra_metadata.get(POLICY_KEY)
+    if recorded != digest:
+        options = ", ".join(DECIDING_OPTIONS[service])
+        if recorded is None:
+            return full_scope(f"the last {service} {last.instant.timestamp} records no policy digest, so a change "
+                              f"of {options} since cannot be ruled out", digest)
+        return full_scope(f"the {service} policy changed since the last {service} {last.instant.timestamp} "
+                          f"(one of {options})", digest)
     written = written_since(table, last.instant, with_compactions=service != TableService.COMPACTION)
     partitions = frozenset(written | {_norm(p) for p in last.missing})
     return Scope(partitions, full_pass, f"{len(partitions)} partitions written since or left out by "
-                                        f"{service} {last.instant.timestamp}")
+                                        f"{service} {last.instant.timestamp}", digest)
 
 
 def written_since(table: HudiTable, last: Instant, *, with_compactions: bool) -> set[str]:

@@ -74,16 +74,23 @@ def _found(digest: TimelineDigest, service: str) -> str:
     return f"; at {finding[0]}: {finding[1]}" if finding and finding[0] != attempt else ""
 
 
+def _scoped(digest: TimelineDigest, service: str) -> str:
+    """How the last plan TMS made of `service` chose its partitions (a full pass and why, or incremental)."""
+    scope = digest.scopes.get(service)
+    return f"; the last plan ({scope[0]}) was {scope[1]}" if scope else ""
+
+
 def _counted(digest: TimelineDigest, service: str, needed: int, since: str, unit: str, trigger: str
              ) -> ServiceOutlook:
     count = len(digest.counted.get(service) or [])
     counted = f"{count} {unit} {since}"
+    found = _found(digest, service) + _scoped(digest, service)
     if count >= needed:
         return ServiceOutlook(True, True, None, 0, f"due: {counted} (the trigger is {needed}, {trigger}); "
-                                                     f"the planner's next pass attempts it{_found(digest, service)}")
+                                                     f"the planner's next pass attempts it{found}")
     return ServiceOutlook(True, False, None, needed - count,
                           f"{counted}: {needed - count} more before the next attempt (the trigger is {needed}, "
-                          f"{trigger}){_found(digest, service)}")
+                          f"{trigger}){found}")
 
 
 def _compaction(digest: TimelineDigest, policy: TablePolicy, options: PlannerOptions, now: datetime,
@@ -104,7 +111,7 @@ def _compaction(digest: TimelineDigest, policy: TablePolicy, options: PlannerOpt
     due_at = digest.compaction_due_at(policy)
     next_due = None if due_at == ALWAYS else due_at
     more = max(policy.max_delta_commits - len(deltas), 0) if by_count else None
-    found = _found(digest, TableService.COMPACTION)
+    found = _found(digest, TableService.COMPACTION) + _scoped(digest, TableService.COMPACTION)
     if due:
         return ServiceOutlook(True, True, None, more,
                               f"due: {counted} (the trigger is {trigger}, {strategy}); the planner's next pass "

@@ -11,12 +11,14 @@ from .stats import PlanStats
 @dataclass(frozen=True)
 class Planned:
     """A requested plan on the timeline. `service` is the table service (clustering also on v6, where the
-    instant is a `replacecommit`). `blockers`: the delta commits a v6 compaction is held for."""
+    instant is a `replacecommit`). `blockers`: the delta commits a v6 compaction is held for. `scope`: how a
+    compaction or clustering plan chose its partitions (a full pass or incremental, and why), in words."""
 
     instant: str
     service: TableService
     stats: PlanStats
     blockers: tuple[str, ...] = ()
+    scope: str = ""
 
     @property
     def runnable(self) -> bool:
