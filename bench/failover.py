@@ -43,7 +43,7 @@ class Managers:
         self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("TMS_")},
                     "TMS_DATABASE_URL": database.url, "TMS_MANAGER_LEASE_SECONDS": str(lease),
                     "TMS_MANAGER_HEARTBEAT_SECONDS": str(heartbeat), "TMS_WEBHOOK_POLL_SECONDS": "0.1",
-                    "TMS_MANAGER_RESTORE_SECONDS": "5", "TMS_MANAGER_MONITOR_SECONDS": "5"}
+                    "TMS_MANAGER_RECONCILE_SECONDS": "5", "TMS_MANAGER_MONITOR_SECONDS": "5"}
         self.procs: dict[int, subprocess.Popen] = {}
 
     def start(self) -> None:

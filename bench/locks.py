@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "hudi" / "locks")]
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from concurrency_support import create_table, zk_options  # noqa: E402
 from zookeeper_server import ZookeeperServer  # noqa: E402

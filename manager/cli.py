@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 def manager() -> None:
     """Elect one leader among the running managers (database lease); the leader retries failed tasks,
-    restores tasks from the timelines, raises and resolves alerts, sends webhooks, and asks the planners
+    reconciles tasks with the timelines, raises and resolves alerts, sends webhooks, and asks the planners
     for their periodic trigger and reconciliation scan."""
     from tms.instance import run_role
 

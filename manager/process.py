@@ -3,9 +3,9 @@ resolves `no_leader` once a manager leads, tms.leadership.watch). The leader run
 APScheduler; a standby only waits for the lease. Any number of managers may
 run: the lease and the fenced transactions (leadership.py) make one leader's writes count at a time.
 
-The leader's periodic work: restore (at start and every `manager_restore_seconds`), due retries, the backups'
-and the TTL tasks' schedules, the alert rules, webhook deliveries, the planners' periodic trigger and
-reconciliation scan (it asks, planners plan), and the retention of TMS's own history."""
+The leader's periodic work: reconciliation with the timelines (at start and every `manager_reconcile_seconds`),
+due retries, the backups' and the TTL tasks' schedules, the alert rules, webhook deliveries, the planners'
+periodic trigger and reconciliation scan (it asks, planners plan), and the retention of TMS's own history."""
 from __future__ import annotations
 
 import logging
@@ -32,7 +32,7 @@ from .canary import check_canaries
 from .metrics import removed_rows_counter
 from .monitor import MonitorContext, evaluate
 from .planning_requests import request_scans, request_ticks
-from .restore import restore
+from .reconcile import reconcile
 from .retention import purge_history
 from .retries import promote_due_retries
 from .ttl import schedule_ttl
@@ -136,7 +136,7 @@ class ManagerService:
         scheduler = BackgroundScheduler(timezone=UTC)
         now = datetime.now(UTC)
         jobs: list[tuple[str, float, Callable[[int], object]]] = [
-            ("restore", s.manager_restore_seconds, lambda e: restore(self.lease, e)),
+            ("reconcile", s.manager_reconcile_seconds, lambda e: reconcile(self.lease, e)),
             ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
             ("canaries", s.manager_canary_seconds, lambda e: check_canaries(self.lease, e)),
             ("backups", s.manager_backup_seconds, lambda e: schedule_backups(self.lease, e)),

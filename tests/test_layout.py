@@ -1,10 +1,11 @@
 """The house's layout rules, checked on the source: the metadata database is reached only through `tms/db`
 (no SQL, and no query built with SQLAlchemy, anywhere else), and the format library `tms/hudi` knows only
-Hudi (it imports nothing of TMS outside itself)."""
+Hudi (it imports nothing of TMS outside itself), and no import circle among the project's modules."""
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,135 @@ def _imports(tree: ast.AST, module: str) -> list[tuple[str, str, int]]:
                 base = ".".join([*parent, base] if base else parent)
             out += [(base, alias.name, node.lineno) for alias in node.names]
     return out
+
+
+def _module_level_imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports that run when a module is imported: at module level, in its `if`/`try`/`with` blocks, but
+    not inside a function or class body (they run later, when called) nor under `if TYPE_CHECKING:`."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If) and not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
+            yield from _module_level_imports(node.body)
+            yield from _module_level_imports(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody):
+                yield from _module_level_imports(block)
+        elif isinstance(node, ast.With):
+            yield from _module_level_imports(node.body)
+
+
+def _import_graph(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Module -> the project's modules it imports at module level (`sources`: module name -> its text; a package
+    is named as its __init__ is imported, `tms.db`). `from package import name` reaches the submodule when `name`
+    is one, else the package; a module importing its own package (`from . import migrate`) is no edge: Python
+    runs a package's __init__ before its modules anyway."""
+    graph: dict[str, set[str]] = {}
+    for module, text in sources.items():
+        package = module if _is_package(module, sources) else module.rpartition(".")[0]
+        found = set()
+        for node in _module_level_imports(ast.parse(text).body):
+            if isinstance(node, ast.Import):
+                found |= {_nearest(alias.name, sources) for alias in node.names}
+                continue
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*parent, base] if base else parent)
+            found |= {_nearest(f"{base}.{alias.name}", sources) for alias in node.names}
+        graph[module] = {m for m in found if m and m != module and not module.startswith(f"{m}.")}
+    return graph
+
+
+def _is_package(module: str, sources: dict[str, str]) -> bool:
+    return any(other.startswith(f"{module}.") for other in sources)
+
+
+def _nearest(name: str, sources: dict[str, str]) -> str:
+    """The project's module that `name` (a module, or a name in one) is found in; "" outside the project."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in sources:
+            return ".".join(parts[:end])
+    return ""
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every circle of the graph, as one path through it (module, ..., module), by its strongly connected
+    components (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph.get(target, ())))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        components.append(sorted(component))
+    return [_path_through(sorted(c), graph) for c in components]
+
+
+def _path_through(component: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """A circle from the component's first module back to it (breadth first, inside the component)."""
+    start, inside = component[0], set(component)
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for target in sorted(graph[node] & inside):
+                if target == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [*reversed(path), start]
+                if target not in came_from:
+                    came_from[target] = node
+                    nxt.append(target)
+        frontier = nxt
+    raise AssertionError(f"no circle through {component}")
+
+
+def test_no_import_circle():
+    """No module imports, at module level, a module that imports it back, directly or through others. Imports
+    inside functions are not counted (they run when called, after every module is loaded), nor those under
+    `if TYPE_CHECKING:`."""
+    sources = {_package_name(p): p.read_text() for p in _modules(*PACKAGES)}
+    circles = _circles(_import_graph(sources))
+    assert not circles, "import circles: " + "; ".join(" -> ".join(c) for c in circles)
+
+
+def _package_name(path: Path) -> str:
+    name = _module_name(path)
+    return name.removesuffix(".__init__")
 
 
 def _outside_db() -> list[Path]:
@@ -86,3 +216,24 @@ def test_the_checks_find_what_they_look_for():
     assert found == ["tms.errors", "tms.table_service", "tms.config"]
     inside = "from tms.hudi.errors import HudiError\nfrom ..table import HudiTable\nfrom . import keys\nimport tmsx\n"
     assert not [s for s, _, _ in _imports(ast.parse(inside), "tms.hudi.metadata.writer") if _outside_the_library(s)]
+
+
+def test_the_circle_check_finds_a_circle():
+    """A circle through a package's __init__ and another package is found; a package importing its own
+    modules, and a function's import, are not circles."""
+    sources = {
+        "tms.db": "from tms.planning.policy import TablePolicy\nfrom .startup import open_database\n",
+        "tms.db.startup": "from . import migrate\nfrom ..config import Settings\n",
+        "tms.db.migrate": "",
+        "tms.config": "def f():\n    from tms.db import startup\n",
+        "tms.planning": "",
+        "tms.planning.policy": "from tms.backup.schedule import parse\n",
+        "tms.backup": "",
+        "tms.backup.schedule": "import tms.db\n",
+    }
+    graph = _import_graph(sources)
+    assert graph["tms.db.startup"] == {"tms.db.migrate", "tms.config"}
+    assert graph["tms.config"] == set()
+    assert _circles(graph) == [["tms.backup.schedule", "tms.db", "tms.planning.policy", "tms.backup.schedule"]]
+    sources["tms.backup.schedule"] = "if TYPE_CHECKING:\n    import tms.db\n"
+    assert _circles(_import_graph(sources)) == []

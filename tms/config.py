@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -188,8 +188,12 @@ class Settings(BaseSettings):
         30.0, gt=0, description="The leader lease; a standby takes over when it expires (database clock)")
     manager_heartbeat_seconds: float = Field(
         10.0, gt=0, description="How often a manager beats and the leader renews its lease")
-    manager_restore_seconds: float = Field(
-        60.0, gt=0, description="How often the leader reconciles tasks with the timelines (and at start)")
+    manager_reconcile_seconds: float = Field(
+        60.0, gt=0, description="How often the leader reconciles tasks with the timelines (and at start); "
+                                "TMS_MANAGER_RESTORE_SECONDS, its former name, is still read (deprecated)",
+        # the former name ("restore" is Hudi's restore action and the backups' restore) is read too: deprecated
+        validation_alias=AliasChoices("manager_reconcile_seconds", "TMS_MANAGER_RECONCILE_SECONDS",
+                                      "manager_restore_seconds", "TMS_MANAGER_RESTORE_SECONDS"))
     manager_retry_seconds: float = Field(5.0, gt=0, description="How often the leader looks for due retries")
     manager_monitor_seconds: float = Field(30.0, gt=0, description="How often the leader evaluates alert rules")
     manager_backup_seconds: float = Field(

@@ -135,16 +135,16 @@ def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str, 
             "operation_bytes": list(stats.operation_bytes), "within_budget": stats.within_budget}
 
 
-def restore_expired_leases(database: Database) -> list[int]:
+def requeue_expired_leases(database: Database) -> list[int]:
     """Hand the tasks whose lease expired (their worker died or hangs) back as RUNNABLE; their attempts are
     LOST, and the next claim's new fencing token keeps the old job from completing the instant."""
-    restored = []
+    requeued = []
     with database.transaction() as session:
         tasks = TaskRepo(session)
         for task in tasks.expired_leases():
-            if tasks.restore_expired(task.id, fencing_token=task.fencing_token) is not None:
-                restored.append(task.id)
-    return restored
+            if tasks.requeue_expired(task.id, fencing_token=task.fencing_token) is not None:
+                requeued.append(task.id)
+    return requeued
 
 
 def _merge_options(table: RegisteredTable) -> dict[str, str]:

@@ -14,7 +14,7 @@ from tms.db import Database, QueueRepo
 from tms.execute.spark_submit import build_py_files
 from tms.instance import InstanceRow
 
-from .claim import ClaimLimits, claim_next, restore_expired_leases
+from .claim import ClaimLimits, claim_next, requeue_expired_leases
 from .retry_policy import RetryLimits
 from .supervisor import JobSettings, JobSupervisor
 from .warm_engine import WarmEngines
@@ -111,7 +111,7 @@ class Worker:
             self._beat()
             if self.warm_engines is not None:
                 self.warm_engines.sync(self.database)
-            for task_id in restore_expired_leases(self.database):
+            for task_id in requeue_expired_leases(self.database):
                 log.info("task %s: its worker's lease expired; runnable again", task_id)
             while len(self.running) < self.settings.worker_slots and not self._stopping.is_set():
                 claimed = claim_next(self.database, self.id, self.limits)

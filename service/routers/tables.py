@@ -7,7 +7,6 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from pydantic import ValidationError
 
 from tms.db import EventRepo, RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
-from tms.fleet.templates import PRIORITY, QUEUE, Template, resolve
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
 from tms.hudi.storage.paths import is_under_roots
@@ -15,6 +14,7 @@ from tms.hudi.storage.table_storage import open_storage
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import split_concurrency_options
 from tms.plan_pass.damage import reported_damaged_files
+from tms.planning.templates import PRIORITY, QUEUE, Template, resolve
 from tms.planning.ttl import ttl_policy_refusal
 
 from ..auth import Admin, AuthenticatedFirst, Operator, Viewer

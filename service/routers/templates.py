@@ -1,5 +1,5 @@
 """Policy templates: rules by database, table-name pattern or path prefix that give tables their policies,
-queue, priority and lock options (tms.fleet.templates); a table's own settings override them. Putting or
+queue, priority and lock options (tms.planning.templates); a table's own settings override them. Putting or
 deleting one resolves every table's settings again."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request, Response, status
 
 from tms.db import PolicyTemplate, TableRepo, TemplateRepo
-from tms.fleet.templates import PER_TABLE_OPTIONS
 from tms.hudi.storage.paths import normalize_base_path
 from tms.hudi.table.write_options import split_concurrency_options
+from tms.planning.templates import PER_TABLE_OPTIONS
 
 from ..auth import Admin, AuthenticatedFirst, Viewer
 from ..errors import validation_error

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tms.backup.cron import parse_schedule
+from tms.planning.cron import parse_schedule
 
 from .common import BasePath, BodyInt
 from .tasks import TaskOut

@@ -6,9 +6,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tms.fleet.templates import PER_TABLE_OPTIONS
 from tms.hudi.locks.config import _KNOWN as CONCURRENCY_OPTIONS
 from tms.planning.policy import COMPACTION_STRATEGY_PACKAGE, CompactionStrategy, TablePolicy
+from tms.planning.templates import PER_TABLE_OPTIONS
 
 # What a concurrency option may be: Hudi's options are strings; numbers and flags are taken as they read.
 _CONCURRENCY_VALUE = {"type": ["string", "number", "boolean", "null"], "pattern": r"^[^\u0000]*$"}

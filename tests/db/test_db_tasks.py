@@ -157,7 +157,7 @@ def test_an_uncounted_failure_starts_a_new_retry_series(db, table_id):
         assert (done.attempt, done.retry_series_start) == (claimed.attempt, series_start)
 
 
-def test_expired_lease_is_restored_and_the_old_holder_is_fenced_off(db, table_id):
+def test_expired_lease_is_requeued_and_the_old_holder_is_fenced_off(db, table_id):
     task = _create(db, table_id)
     with db.transaction() as session:
         first = TaskRepo(session).claim(task.id, expected_version=task.version, owner="w1", lease_seconds=0.05)
@@ -166,10 +166,10 @@ def test_expired_lease_is_restored_and_the_old_holder_is_fenced_off(db, table_id
         repo = TaskRepo(session)
         assert [t.id for t in repo.expired_leases()] == [task.id]
         assert not repo.renew_lease(task.id, fencing_token=first.fencing_token, lease_seconds=30)
-        restored = repo.restore_expired(task.id, fencing_token=first.fencing_token)
-    assert restored.state == S.RUNNABLE
+        requeued = repo.requeue_expired(task.id, fencing_token=first.fencing_token)
+    assert requeued.state == S.RUNNABLE
     with db.transaction() as session:
-        second = TaskRepo(session).claim(task.id, expected_version=restored.version, owner="w2", lease_seconds=30)
+        second = TaskRepo(session).claim(task.id, expected_version=requeued.version, owner="w2", lease_seconds=30)
     assert second.attempt == 2 and second.fencing_token > first.fencing_token
     with db.transaction() as session:
         repo = TaskRepo(session)

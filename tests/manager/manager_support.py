@@ -14,7 +14,7 @@ from tms.db import Database
 
 # Small intervals: a lease of 4 s renewed every second (roomy: CI machines are loaded), the leader's jobs
 # several times a second.
-FAST_MANAGER = {"manager_lease_seconds": 4, "manager_heartbeat_seconds": 1, "manager_restore_seconds": 1,
+FAST_MANAGER = {"manager_lease_seconds": 4, "manager_heartbeat_seconds": 1, "manager_reconcile_seconds": 1,
                 "manager_retry_seconds": 0.2, "manager_monitor_seconds": 0.3, "webhook_poll_seconds": 0.2,
                 "webhook_backoff_seconds": 0.3, "planner_tick_seconds": 3600, "planner_scan_seconds": 3600,
                 "heartbeat_seconds": 3600}
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Managers as processes: a lease of 4 s renewed every second.
 LEASE_SECONDS, HEARTBEAT_SECONDS = 4.0, 1.0  # roomy: CI machines are loaded
 PROCESS_ENV = {"TMS_MANAGER_LEASE_SECONDS": str(LEASE_SECONDS), "TMS_MANAGER_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
-               "TMS_MANAGER_RESTORE_SECONDS": "1", "TMS_MANAGER_MONITOR_SECONDS": "0.3",
+               "TMS_MANAGER_RECONCILE_SECONDS": "1", "TMS_MANAGER_MONITOR_SECONDS": "0.3",
                "TMS_WEBHOOK_POLL_SECONDS": "0.2", "TMS_PLANNER_TICK_SECONDS": "3600",
                "TMS_PLANNER_SCAN_SECONDS": "3600", "TMS_LOG_LEVEL": "INFO"}
 

@@ -112,6 +112,6 @@ def test_a_cancel_racing_completion_ends_succeeded_and_a_removed_instant_cancell
     for f in (t.path / ".hoodie").glob(f"{gone}.*"):
         f.unlink()  # someone deleted the plan from the timeline
     start_manager()
-    wait_for(lambda: _state(db, raced) == S.SUCCEEDED, timeout=30, what="the raced task's restore")
+    wait_for(lambda: _state(db, raced) == S.SUCCEEDED, timeout=30, what="the raced task's reconciliation")
     wait_for(lambda: _state(db, removed) == S.CANCELLED, timeout=30, what="the removed instant's task")
     assert task(db, removed).error == f"its instant {gone} was removed from the timeline"

@@ -15,7 +15,7 @@ from worker_support import (
 from tms.db import OperatorAction, TaskRepo, TaskState
 from tms.execute.fencing import redact_fence_keys
 from tms.hudi.timeline.instant import State
-from worker.claim import ClaimLimits, claim_next, restore_expired_leases
+from worker.claim import ClaimLimits, claim_next, requeue_expired_leases
 from worker.fence import fence_url
 from worker.supervisor import JobSettings, JobSupervisor, Outcome
 
@@ -53,7 +53,7 @@ def test_the_fence_answers_yes_to_the_live_lease_only(tmp_path, service, db, loc
     _expire_lease(db, task_id)
     expired = httpx.get(url)
     assert expired.status_code == 409 and "expired" in expired.json()["detail"]
-    assert restore_expired_leases(db) == [task_id]
+    assert requeue_expired_leases(db) == [task_id]
     second = claim_next(db, "w2", LIMITS)
     assert second.fencing_token == first.fencing_token + 1
     taken_over = httpx.get(url)
@@ -73,7 +73,7 @@ def test_a_worker_whose_lease_was_taken_over_cannot_start_the_instant(tmp_path, 
     t, task_id = _compaction(tmp_path, service, db)
     stale = claim_next(db, "hung-worker", LIMITS)  # claims, then hangs past its lease
     _expire_lease(db, task_id)
-    restore_expired_leases(db)
+    requeue_expired_leases(db)
 
     settings = JobSettings(database=db, service_url=service.url, runner="python", py_files=None,
                            log_dir=tmp_path / "jobs", lease_seconds=30, timeout_seconds=60)

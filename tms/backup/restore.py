@@ -16,13 +16,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tms.hudi.storage.table_storage import Storage, open_storage
+from tms.hudi.storage.table_storage import Storage, open_storage, walk_files
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.table.properties import format_properties, parse_properties
 
 from .errors import BackupError, BackupInconsistentError
 from .layout import BackupStore, Manifest
-from .snapshot import deletions_since, take_snapshot, walk_files
+from .snapshot import deletions_since, take_snapshot
 from .take import copy_file
 
 # The metadata table's partitions (tms.hudi.metadata.reader's names, not imported: it loads polars, seconds

@@ -8,9 +8,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from tms.planning.cron import parse_schedule
 from tms.table_service import TableService
-
-from .cron import parse_schedule
 
 if TYPE_CHECKING:
     from tms.db import BackupHistory

@@ -7,11 +7,10 @@ its listed size, so blocks appended later are not copied. The metadata table (`.
 out: a restored copy is listed by its readers, and its next writer rebuilds the metadata table."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
-from tms.hudi.storage.table_storage import FileInfo, Storage
+from tms.hudi.storage.table_storage import FileInfo, walk_files
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.timeline.instant import Action, State
 
@@ -30,20 +29,6 @@ class TableSnapshot:
     timeline_files: int
     data_files: int
     instants: frozenset[str]     # every instant time on the timeline then (any state)
-
-
-def walk_files(storage: Storage, rel: str = "", skip: Callable[[str], bool] = lambda path: False
-               ) -> Iterator[FileInfo]:
-    """Every file under `rel`; folders for which `skip` is true are not entered."""
-    stack = [rel]
-    while stack:
-        folder = stack.pop()
-        for info in storage.listdir(folder):
-            if info.is_dir:
-                if not skip(info.path):
-                    stack.append(info.path)
-            else:
-                yield info
 
 
 def take_snapshot(table: HudiTable) -> TableSnapshot:

@@ -105,7 +105,7 @@ class RegisteredTable(Base):
     queue: Mapped[str | None] = mapped_column(Text)  # preferred resource queue
     owner: Mapped[str | None] = mapped_column(Text)  # who answers for the table (alert mutes match it)
     # `policies`, `concurrency_options`, `queue` and `priority` above are the effective settings, what TMS uses:
-    # the table's own settings (these, tms.fleet.templates.own_settings) over its policy template's (`template`,
+    # the table's own settings (these, tms.planning.templates.own_settings) over its policy template's (`template`,
     # the name of the one that applied) over the defaults; kept in step by TableRepo.
     own_settings: Mapped[dict[str, Any]] = _json()
     template: Mapped[str | None] = mapped_column(Text)
@@ -533,7 +533,7 @@ class ApiToken(Base):
 
 class PolicyTemplate(Base):
     """A policy template: the tables of a database, a name pattern or a path prefix (any combination) get its
-    policy and lock options (Hudi names), queue and priority, unless they set their own (tms.fleet.templates)."""
+    policy and lock options (Hudi names), queue and priority, unless they set their own (tms.planning.templates)."""
 
     __tablename__ = "policy_templates"
 

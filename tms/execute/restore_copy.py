@@ -17,10 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tms.backup.snapshot import walk_files
 from tms.hudi.errors import HudiError
 from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
-from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.storage.table_storage import open_storage, walk_files
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.table.properties import format_properties
 from tms.hudi.table.savepoint import read_savepoint

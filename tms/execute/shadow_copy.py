@@ -8,10 +8,9 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from tms.backup.snapshot import walk_files
 from tms.hudi.errors import HudiError
 from tms.hudi.storage.paths import table_relative
-from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.storage.table_storage import open_storage, walk_files
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import parse_compaction_plan, parse_requested_replace_metadata

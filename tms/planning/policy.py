@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tms.backup.cron import parse_schedule
+from tms.planning.cron import parse_schedule
 
 COMPACTION_STRATEGY_PACKAGE = "org.apache.hudi.table.action.compact.strategy."
 

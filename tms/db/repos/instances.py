@@ -34,11 +34,6 @@ class InstanceRepo:
             Instance.heartbeat_at >= func.now() - timedelta(seconds=within_seconds))
             .order_by(Instance.started_at), execution_options={"populate_existing": True}))
 
-    def silent_since(self, seconds: float) -> builtins.list[Instance]:
-        """Instances without a heartbeat for `seconds`: presumed dead."""
-        return list(self.session.scalars(select(Instance).where(
-            Instance.heartbeat_at < func.now() - timedelta(seconds=seconds))))
-
     def remove(self, instance_id: str) -> None:
         self.session.execute(delete(Instance).where(Instance.id == instance_id))
 

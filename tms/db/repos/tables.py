@@ -9,7 +9,7 @@ from sqlalchemy import CursorResult, Row, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from tms.fleet.templates import Effective, Template, matching_template, own_settings, resolve
+from tms.planning.templates import Effective, Template, matching_template, own_settings, resolve
 
 from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task

@@ -334,7 +334,7 @@ class TaskRepo:
             select(Task).where(Task.state == S.RUNNING.value, Task.lease_expires_at <= func.now())
             .order_by(Task.lease_expires_at).limit(limit), execution_options={"populate_existing": True}))
 
-    def restore_expired(self, task_id: int, *, fencing_token: int) -> Task | None:
+    def requeue_expired(self, task_id: int, *, fencing_token: int) -> Task | None:
         """RUNNING -> RUNNABLE for a task whose lease (with this token) expired; its attempt is LOST.
         The next claim gets a new fencing token, so the lost worker can no longer complete it."""
         task = self._cas({"state": S.RUNNABLE.value, "version": Task.version + 1,

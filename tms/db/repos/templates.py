@@ -1,5 +1,5 @@
 """Policy templates (`policy_templates`): their rows, and the tables' effective settings kept in step with them
-(tms.fleet.templates resolves; this stores)."""
+(tms.planning.templates resolves; this stores)."""
 from __future__ import annotations
 
 import builtins
@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from tms.fleet.templates import Template
+from tms.planning.templates import Template
 
 from ..errors import NotFoundError
 from ..models import PolicyTemplate, RegisteredTable

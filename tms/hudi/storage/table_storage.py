@@ -191,6 +191,20 @@ def open_storage(base_path: str, storage_options: dict[str, Any] | None = None) 
     return FsspecStorage(base_path, storage_options)
 
 
+def walk_files(storage: Storage, rel: str = "", skip: Callable[[str], bool] = lambda path: False
+               ) -> Iterator[FileInfo]:
+    """Every file under `rel`; folders for which `skip` is true are not entered."""
+    stack = [rel]
+    while stack:
+        folder = stack.pop()
+        for info in storage.listdir(folder):
+            if info.is_dir:
+                if not skip(info.path):
+                    stack.append(info.path)
+            else:
+                yield info
+
+
 def has_conditional_writes(uri: str) -> bool:
     """Whether `Storage.replace_if` works on the store of `uri`: a local filesystem, S3 or Azure Blob storage."""
     protocol = fsspec.utils.get_protocol(uri)

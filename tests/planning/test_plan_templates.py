@@ -2,7 +2,7 @@
 longer path prefix) applies, the table's own settings win, and lock options go as one group."""
 from __future__ import annotations
 
-from tms.fleet.templates import Template, matching_template, own_settings, resolve
+from tms.planning.templates import Template, matching_template, own_settings, resolve
 
 DELTAS = "hoodie.compact.inline.max.delta.commits"
 LOCK = "hoodie.write.lock.provider"

@@ -1,5 +1,6 @@
-"""Restore: reconcile the database's tasks with the tables' timelines (the timeline is the truth about a
-table, invariant 1), at the leader's start and every `manager_restore_seconds`.
+"""Reconciliation: the database's tasks made to agree with the tables' timelines (the timeline is the truth
+about a table, invariant 1), at the leader's start and every `manager_reconcile_seconds`. (Not a restore:
+that is Hudi's restore action to a savepoint, tms/execute/restore.py, and a backup's, tms/backup/restore.py.)
 
 - a running task whose worker died (lease expired) is runnable again (its attempt LOST);
 - a task not running whose instant completed on the timeline is SUCCEEDED (an attempt completed it but
@@ -28,7 +29,7 @@ CANCELLED_LOOKBACK = timedelta(days=1)  # a cancel racing a completion shows up 
 
 
 @dataclass
-class RestoreReport:
+class ReconcileReport:
     lease_expired: list[int] = field(default_factory=list)
     succeeded: list[int] = field(default_factory=list)
     cancelled: list[int] = field(default_factory=list)
@@ -37,12 +38,12 @@ class RestoreReport:
         return bool(self.lease_expired or self.succeeded or self.cancelled)
 
 
-def restore(lease: LeaderLease, epoch: int) -> RestoreReport:
-    report = RestoreReport()
+def reconcile(lease: LeaderLease, epoch: int) -> ReconcileReport:
+    report = ReconcileReport()
     with lease.fenced(epoch) as session:
         tasks = TaskRepo(session)
         for task in tasks.expired_leases():
-            if tasks.restore_expired(task.id, fencing_token=task.fencing_token) is not None:
+            if tasks.requeue_expired(task.id, fencing_token=task.fencing_token) is not None:
                 report.lease_expired.append(task.id)
     verdicts = _read_timelines(lease)
     if verdicts:
@@ -79,7 +80,7 @@ def _read_timelines(lease: LeaderLease) -> dict[tuple[int, S, int], tuple[S, str
             timeline = HudiTable.load(base_path).timeline
             earliest = min((i.timestamp for i in timeline.instants()), default=None)
         except Exception as exc:  # an unreadable table: the planner's table_unreadable alert says so
-            log.debug("restore: cannot read %s: %s", base_path, exc)
+            log.debug("reconcile: cannot read %s: %s", base_path, exc)
             continue
         for row in table_rows:
             states = timeline.states_of(row.instant)

@@ -1,5 +1,6 @@
 """A backup schedule read once: "daily" (00:00 UTC), "hourly" (on the hour) or a five-field cron expression
-(UTC), as APScheduler's CronTrigger. Imports nothing of TMS: policies validate their schedule with it."""
+(UTC), as APScheduler's CronTrigger. Pure, in the planning library beside the policies that validate their
+schedule with it (tms.backup.schedule reads it to request backups)."""
 from __future__ import annotations
 
 from datetime import UTC

@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from locks.concurrency_support import Party, fs_lock_options
+from concurrency_support import Party, fs_lock_options
 from mdt_model import MdtModelledTable, check_metadata_table
 from table_model import rec
 
