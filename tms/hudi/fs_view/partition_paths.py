@@ -9,6 +9,7 @@ import datetime as dt
 
 import pyarrow as pa
 
+from ..config import table as table_config
 from ..errors import HudiError
 from ..table.properties import TableConfig
 
@@ -30,7 +31,7 @@ def escape_path_name(value: str) -> str:
 
 
 def is_time_based(config: TableConfig) -> bool:
-    keygen = config.get("hoodie.table.keygenerator.class") or config.get("hoodie.table.keygenerator.type") or ""
+    keygen = table_config.KEY_GENERATOR.value(config.props)
     return keygen in (TIMESTAMP_KEYGEN_CLASS, "TIMESTAMP")
 
 

@@ -1,0 +1,42 @@
+"""The options of a table's `hoodie.properties` the library reads (hudi-rs: `HudiTableConfig`)."""
+from __future__ import annotations
+
+from .option import HudiOption, field_list, is_true, optional_text, text
+
+# Required: hoodie.properties without them is no table (TableConfig.validate).
+TABLE_NAME: HudiOption[str | None] = HudiOption("hoodie.table.name", None, optional_text)
+TABLE_TYPE: HudiOption[str | None] = HudiOption("hoodie.table.type", None, optional_text)
+TABLE_VERSION: HudiOption[str | None] = HudiOption("hoodie.table.version", None, optional_text)
+REQUIRED = (TABLE_NAME, TABLE_TYPE, TABLE_VERSION)
+
+DATABASE_NAME: HudiOption[str] = HudiOption("hoodie.database.name", "default", text)
+BASE_FILE_FORMAT: HudiOption[str] = HudiOption("hoodie.table.base.file.format", "PARQUET", text)
+# Folders under .hoodie: a blank value is a folder name too (as Hudi reads it).
+TIMELINE_PATH: HudiOption[str] = HudiOption("hoodie.timeline.path", "timeline", text, blank_is_unset=False)
+ARCHIVELOG_FOLDER: HudiOption[str] = HudiOption("hoodie.archivelog.folder", "archived", text,
+                                                blank_is_unset=False)
+RECORD_KEY_FIELDS: HudiOption[tuple[str, ...]] = HudiOption("hoodie.table.recordkey.fields", (), field_list)
+# v8 may suffix fields with the key-generator part type, e.g. "city:SIMPLE" (TableConfig strips it).
+PARTITION_FIELDS: HudiOption[tuple[str, ...]] = HudiOption("hoodie.table.partition.fields", (), field_list)
+# Version 9 names the ordering fields; earlier versions the precombine field.
+ORDERING_FIELDS: HudiOption[tuple[str, ...]] = HudiOption(
+    "hoodie.table.ordering.fields", (), field_list, aliases=("hoodie.table.precombine.field",))
+HIVE_STYLE_PARTITIONING: HudiOption[bool] = HudiOption(
+    "hoodie.datasource.write.hive_style_partitioning", False, is_true, blank_is_unset=False)
+POPULATE_META_FIELDS: HudiOption[bool] = HudiOption("hoodie.populate.meta.fields", True, is_true,
+                                                    blank_is_unset=False)
+CREATE_SCHEMA: HudiOption[str | None] = HudiOption("hoodie.table.create.schema", None, optional_text,
+                                                   blank_is_unset=False)
+# Hudi 0.x names key generators by class, Hudi 1.x by type.
+KEY_GENERATOR: HudiOption[str] = HudiOption("hoodie.table.keygenerator.class", "", text,
+                                            aliases=("hoodie.table.keygenerator.type",))
+
+# How records merge: an explicit mode, else the payload class, else the merge strategy (TableConfig.merge_mode).
+RECORD_MERGE_MODE: HudiOption[str | None] = HudiOption("hoodie.record.merge.mode", None, optional_text)
+PAYLOAD_CLASS: HudiOption[str | None] = HudiOption("hoodie.compaction.payload.class", None, optional_text,
+                                                   blank_is_unset=False)
+# Version 9: the payload class the table was created with, its semantics written as properties.
+LEGACY_PAYLOAD_CLASS: HudiOption[str | None] = HudiOption("hoodie.legacy.payload.class", None, optional_text,
+                                                          blank_is_unset=False)
+RECORD_MERGE_STRATEGY_ID: HudiOption[str | None] = HudiOption(
+    "hoodie.record.merge.strategy.id", None, optional_text, aliases=("hoodie.compaction.record.merger.strategy",))
