@@ -40,3 +40,8 @@ LEGACY_PAYLOAD_CLASS: HudiOption[str | None] = HudiOption("hoodie.legacy.payload
                                                           blank_is_unset=False)
 RECORD_MERGE_STRATEGY_ID: HudiOption[str | None] = HudiOption(
     "hoodie.record.merge.strategy.id", None, optional_text, aliases=("hoodie.compaction.record.merger.strategy",))
+
+# The metadata table's partitions the data table says are built, and those being built (comma-separated).
+METADATA_PARTITIONS: HudiOption[tuple[str, ...]] = HudiOption("hoodie.table.metadata.partitions", (), field_list)
+METADATA_PARTITIONS_INFLIGHT: HudiOption[tuple[str, ...]] = HudiOption(
+    "hoodie.table.metadata.partitions.inflight", (), field_list)
