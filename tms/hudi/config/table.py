@@ -45,3 +45,18 @@ RECORD_MERGE_STRATEGY_ID: HudiOption[str | None] = HudiOption(
 METADATA_PARTITIONS: HudiOption[tuple[str, ...]] = HudiOption("hoodie.table.metadata.partitions", (), field_list)
 METADATA_PARTITIONS_INFLIGHT: HudiOption[tuple[str, ...]] = HudiOption(
     "hoodie.table.metadata.partitions.inflight", (), field_list)
+
+# LOCAL (Hudi's default when unset) or UTC: the zone the table's instant times are wall-clock times in.
+TIMELINE_TIMEZONE: HudiOption[str] = HudiOption("hoodie.table.timeline.timezone", "LOCAL", text)
+PARTITION_PATH_URLENCODE: HudiOption[bool] = HudiOption("hoodie.datasource.write.partitionpath.urlencode", False,
+                                                        is_true, blank_is_unset=False)
+DROP_PARTITION_COLUMNS: HudiOption[bool] = HudiOption("hoodie.datasource.write.drop.partition.columns", False,
+                                                      is_true, blank_is_unset=False)
+BOOTSTRAP_BASE_PATH: HudiOption[str | None] = HudiOption("hoodie.bootstrap.base.path", None, optional_text)
+# Time-based key generators (TimestampBasedKeyGenerator): how the partition field's time is formatted.
+TIMESTAMP_TYPE: HudiOption[str] = HudiOption("hoodie.keygen.timebased.timestamp.type", "EPOCHMILLISECONDS", text)
+TIMESTAMP_OUTPUT_DATE_FORMAT: HudiOption[str] = HudiOption("hoodie.keygen.timebased.output.dateformat",
+                                                           "yyyy-MM-dd", text)
+TIMESTAMP_TIMEZONE: HudiOption[str] = HudiOption("hoodie.keygen.timebased.timezone", "UTC", text)
+# Where the table's index definitions (secondary indexes) are kept, relative to the base path.
+INDEX_DEFS_PATH: HudiOption[str] = HudiOption("hoodie.table.index.defs.path", ".hoodie/.index_defs/index.json", text)

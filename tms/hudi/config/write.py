@@ -3,8 +3,9 @@ waits for, and the concurrency control (lock provider, its options, the clock sk
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
-from ..errors import LockConfigError
+from ..errors import HudiError, LockConfigError
 from .option import HudiOption, boolean, integer, optional_text, text
 
 # --- archival (HoodieArchivalConfig, HoodieCompactionConfig, HoodieMetadataConfig) -------------------------
@@ -97,3 +98,31 @@ CONCURRENCY_OPTIONS: tuple[HudiOption[int] | HudiOption[str] | HudiOption[str | 
     ZOOKEEPER_URL, ZOOKEEPER_PORT, ZOOKEEPER_BASE_PATH, ZOOKEEPER_LOCK_KEY, ZOOKEEPER_SESSION_TIMEOUT_MS,
     ZOOKEEPER_CONNECTION_TIMEOUT_MS, FILESYSTEM_LOCK_PATH, FILESYSTEM_LOCK_EXPIRE_MINUTES,
     STORAGE_LOCK_VALIDITY_TIMEOUT_SECS, STORAGE_LOCK_HEARTBEAT_POLL_SECS)
+
+# --- file sizing of TMS's writer (HoodieStorageConfig, HoodieCompactionConfig) ---------------------------
+
+N = TypeVar("N", int, float)
+
+
+def number_at_least(kind: Callable[[str], N], least: int) -> Callable[[str, str], N]:
+    """A number of `kind`, at least `least` (HudiError otherwise)."""
+    def parse(key: str, value: str) -> N:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise HudiError(f"{key}={value} is not a number") from None
+        if number < least:
+            raise HudiError(f"{key}={value} must be at least {least}")
+        return number
+    return parse
+
+
+# TMS's writer routes no record to small files unless a limit is set (Hudi's writers default it to 100 MB).
+PARQUET_SMALL_FILE_LIMIT: HudiOption[int] = HudiOption("hoodie.parquet.small.file.limit", 0,
+                                                       number_at_least(int, 0), blank_is_unset=False)
+PARQUET_MAX_FILE_SIZE: HudiOption[int] = HudiOption("hoodie.parquet.max.file.size", 120 * 1024 * 1024,
+                                                    number_at_least(int, 1), blank_is_unset=False)
+RECORD_SIZE_ESTIMATE: HudiOption[int] = HudiOption("hoodie.copyonwrite.record.size.estimate", 1024,
+                                                   number_at_least(int, 1), blank_is_unset=False)
+LOG_TO_PARQUET_RATIO: HudiOption[float] = HudiOption("hoodie.logfile.to.parquet.compression.ratio", 0.35,
+                                                     number_at_least(float, 0), blank_is_unset=False)
