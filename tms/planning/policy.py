@@ -77,7 +77,8 @@ class TablePolicy(BaseModel):
         0, ge=0, alias="hoodie.compaction.logfile.size.threshold")
     compaction_log_file_num_threshold: int = Field(0, ge=0, alias="hoodie.compaction.logfile.num.threshold")
     # Hudi sizes a slice without a base file (and its compaction output) as one full parquet file.
-    parquet_max_file_size: int = Field(120 * MB, ge=1, alias="hoodie.parquet.max.file.size")
+    parquet_max_file_size: int = Field(write_config.PARQUET_MAX_FILE_SIZE.default, ge=1,
+                                       alias=write_config.PARQUET_MAX_FILE_SIZE.key)
     clustering_small_file_limit: int = Field(
         300 * MB, ge=0, alias="hoodie.clustering.plan.strategy.small.file.limit")
     clustering_max_bytes_per_group: int = Field(

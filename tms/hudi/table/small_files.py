@@ -29,7 +29,6 @@ MAX_FILE_SIZE = write_config.PARQUET_MAX_FILE_SIZE.key
 RECORD_SIZE_ESTIMATE = write_config.RECORD_SIZE_ESTIMATE.key
 LOG_TO_PARQUET_RATIO = write_config.LOG_TO_PARQUET_RATIO.key
 OPTIONS = (SMALL_FILE_LIMIT, MAX_FILE_SIZE, RECORD_SIZE_ESTIMATE, LOG_TO_PARQUET_RATIO)
-_MB = 1024 * 1024
 # How many of the newest writes the average record size is looked for in (Hudi looks through all of them;
 # a long timeline would make every write read every commit's metadata).
 RECORD_SIZE_LOOKBACK = 20
