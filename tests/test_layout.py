@@ -237,3 +237,23 @@ def test_the_circle_check_finds_a_circle():
     assert _circles(graph) == [["tms.backup.schedule", "tms.db", "tms.planning.policy", "tms.backup.schedule"]]
     sources["tms.backup.schedule"] = "if TYPE_CHECKING:\n    import tms.db\n"
     assert _circles(_import_graph(sources)) == []
+
+
+def _raw_hoodie_reads(tree: ast.AST) -> list[int]:
+    """Lines that read a `hoodie.*` option by its key (`x.get("hoodie....")`) instead of through its typed option."""
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+            and node.args[0].value.startswith("hoodie.")]
+
+
+def test_hoodie_options_are_read_through_their_typed_options():
+    """Every `hoodie.*` option is read through its one definition in `tms/hudi/config` (key, default, aliases,
+    parser), never by a raw `.get("hoodie....")`; the check finds such a read."""
+    assert _raw_hoodie_reads(ast.parse('fmt = props.get("hoodie.table.base.file.format") or "PARQUET"\n')) == [1]
+    assert not _raw_hoodie_reads(ast.parse('fmt = BASE_FILE_FORMAT.value(props)\nx = d.get("tms.ttl.days")\n'))
+    typed = "tms/hudi/config/"
+    found = [f"{path.relative_to(REPO)}:{line}" for path in _modules(*PACKAGES)
+             if not path.relative_to(REPO).as_posix().startswith(typed)
+             for line in _raw_hoodie_reads(ast.parse(path.read_text(), str(path)))]
+    assert not found, f"raw hoodie.* option reads (read them through tms/hudi/config): {', '.join(found)}"

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
 from tms.hudi.storage.table_storage import Storage, open_storage, walk_files
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.table.properties import format_properties, parse_properties
@@ -27,8 +28,6 @@ from .take import copy_file
 
 # The metadata table's partitions (tms.hudi.metadata.reader's names, not imported: it loads polars, seconds
 # of a job's start).
-PARTITIONS_PROP = "hoodie.table.metadata.partitions"
-PARTITIONS_INFLIGHT_PROP = "hoodie.table.metadata.partitions.inflight"
 
 
 @dataclass(frozen=True)

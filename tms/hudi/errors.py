@@ -10,6 +10,10 @@ class HudiConfigError(HudiError):
     """An option given to the library (a write option, a concurrency option) that cannot be used as given."""
 
 
+class LockConfigError(HudiConfigError):
+    """Lock options TMS cannot honour: an unknown or refused provider, a missing or malformed option."""
+
+
 class TableNotFoundError(HudiError):
     """No Hudi table at the path (no `.hoodie/hoodie.properties`)."""
 

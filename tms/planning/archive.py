@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
+from tms.hudi.config import write as write_config
 from tms.hudi.table.archival import ArchivalSettings, instants_to_archive
 from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
@@ -17,10 +18,11 @@ from .policy import TablePolicy
 from .stats import PlanStats
 
 # The policy options Hudi's archiver reads (ArchivalSettings.from_options, for_metadata_table).
-ARCHIVAL_OPTIONS = ("hoodie.keep.min.commits", "hoodie.keep.max.commits", "hoodie.timeline.compaction.batch.size",
-                    "hoodie.archive.beyond.savepoint", "hoodie.compact.inline.trigger.strategy",
-                    "hoodie.compact.inline.max.delta.commits", "hoodie.metadata.keep.min.commits",
-                    "hoodie.metadata.keep.max.commits", "hoodie.metadata.compact.max.delta.commits")
+ARCHIVAL_OPTIONS = tuple(option.key for option in (
+    write_config.KEEP_MIN_COMMITS, write_config.KEEP_MAX_COMMITS, write_config.TIMELINE_COMPACTION_BATCH_SIZE,
+    write_config.ARCHIVE_BEYOND_SAVEPOINT, write_config.COMPACTION_TRIGGER_STRATEGY,
+    write_config.COMPACTION_MAX_DELTA_COMMITS, write_config.METADATA_KEEP_MIN_COMMITS,
+    write_config.METADATA_KEEP_MAX_COMMITS, write_config.METADATA_COMPACT_MAX_DELTA_COMMITS))
 
 
 def archival_options(policy: TablePolicy) -> dict[str, str]:

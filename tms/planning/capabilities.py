@@ -36,8 +36,6 @@ _MERGING = (READING, COMPACTION, CLUSTERING)
 _WRITING_BASE_FILES = (COMPACTION, CLUSTERING)
 WRITABLE_FORMATS = (PARQUET, LANCE)
 
-METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
-
 
 # What a Hudi engine's job runs: TMS's compaction and clustering plans, with Hudi's own procedures
 # (jobs/hudi_procedures.py). Where one runs a table's tasks, what TMS's own engine cannot merge or write is

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tms.hudi.config import write as write_config
 from tms.planning.cron import parse_schedule
 
 COMPACTION_STRATEGY_PACKAGE = "org.apache.hudi.table.action.compact.strategy."
@@ -58,8 +59,10 @@ class TablePolicy(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     trigger_strategy: TriggerStrategy = Field(
-        TriggerStrategy.NUM_COMMITS, alias="hoodie.compact.inline.trigger.strategy")
-    max_delta_commits: int = Field(5, ge=1, alias="hoodie.compact.inline.max.delta.commits")
+        TriggerStrategy(write_config.COMPACTION_TRIGGER_STRATEGY.default),
+        alias=write_config.COMPACTION_TRIGGER_STRATEGY.key)
+    max_delta_commits: int = Field(
+        write_config.COMPACTION_MAX_DELTA_COMMITS.default, ge=1, alias=write_config.COMPACTION_MAX_DELTA_COMMITS.key)
     max_delta_seconds: int = Field(3600, ge=1, alias="hoodie.compact.inline.max.delta.seconds")
     # A compaction plan still waiting for a worker (requested, not started) holds back the next one, so a
     # backlog of plans cannot grow faster than workers serve it; true plans the next one anyway (its file
@@ -74,7 +77,8 @@ class TablePolicy(BaseModel):
         0, ge=0, alias="hoodie.compaction.logfile.size.threshold")
     compaction_log_file_num_threshold: int = Field(0, ge=0, alias="hoodie.compaction.logfile.num.threshold")
     # Hudi sizes a slice without a base file (and its compaction output) as one full parquet file.
-    parquet_max_file_size: int = Field(120 * MB, ge=1, alias="hoodie.parquet.max.file.size")
+    parquet_max_file_size: int = Field(write_config.PARQUET_MAX_FILE_SIZE.default, ge=1,
+                                       alias=write_config.PARQUET_MAX_FILE_SIZE.key)
     clustering_small_file_limit: int = Field(
         300 * MB, ge=0, alias="hoodie.clustering.plan.strategy.small.file.limit")
     clustering_max_bytes_per_group: int = Field(
@@ -132,15 +136,23 @@ class TablePolicy(BaseModel):
     # completed commits the oldest go down to `keep.min`; automatic=false: archived only on request (`tms trigger
     # --service archive`); `async` changes nothing in TMS (its archival always runs as a task of its own, apart
     # from the writers' commits), accepted so that a writer's options can be given as they are.
-    archive_min_commits: int = Field(20, ge=1, alias="hoodie.keep.min.commits")
-    archive_max_commits: int = Field(30, ge=2, alias="hoodie.keep.max.commits")
+    archive_min_commits: int = Field(write_config.KEEP_MIN_COMMITS.default, ge=1,
+                                     alias=write_config.KEEP_MIN_COMMITS.key)
+    archive_max_commits: int = Field(write_config.KEEP_MAX_COMMITS.default, ge=2,
+                                     alias=write_config.KEEP_MAX_COMMITS.key)
     archive_automatic: bool = Field(True, alias="hoodie.archive.automatic")
     archive_async: bool = Field(False, alias="hoodie.archive.async")
-    archive_beyond_savepoint: bool = Field(False, alias="hoodie.archive.beyond.savepoint")
-    timeline_compaction_batch_size: int = Field(10, ge=2, alias="hoodie.timeline.compaction.batch.size")
-    metadata_min_commits: int = Field(20, ge=1, alias="hoodie.metadata.keep.min.commits")
-    metadata_max_commits: int = Field(30, ge=2, alias="hoodie.metadata.keep.max.commits")
-    metadata_compact_max_delta_commits: int = Field(10, ge=1, alias="hoodie.metadata.compact.max.delta.commits")
+    archive_beyond_savepoint: bool = Field(write_config.ARCHIVE_BEYOND_SAVEPOINT.default,
+                                           alias=write_config.ARCHIVE_BEYOND_SAVEPOINT.key)
+    timeline_compaction_batch_size: int = Field(write_config.TIMELINE_COMPACTION_BATCH_SIZE.default, ge=2,
+                                                alias=write_config.TIMELINE_COMPACTION_BATCH_SIZE.key)
+    metadata_min_commits: int = Field(
+        write_config.METADATA_KEEP_MIN_COMMITS.default, ge=1, alias=write_config.METADATA_KEEP_MIN_COMMITS.key)
+    metadata_max_commits: int = Field(
+        write_config.METADATA_KEEP_MAX_COMMITS.default, ge=2, alias=write_config.METADATA_KEEP_MAX_COMMITS.key)
+    metadata_compact_max_delta_commits: int = Field(
+        write_config.METADATA_COMPACT_MAX_DELTA_COMMITS.default, ge=1,
+        alias=write_config.METADATA_COMPACT_MAX_DELTA_COMMITS.key)
     # Backups (tms.backup): where versions go ("": none), when ("daily", "hourly" or a cron expression, UTC),
     # how many are kept, and how long a due backup may take before `backup_missed` fires.
     backup_destination: str = Field("", pattern=r"^[^\x00]*$", alias="tms.backup.destination")

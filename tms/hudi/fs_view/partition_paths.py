@@ -9,15 +9,16 @@ import datetime as dt
 
 import pyarrow as pa
 
+from ..config import table as table_config
 from ..errors import HudiError
 from ..table.properties import TableConfig
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 TIMESTAMP_KEYGEN_CLASS = "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
-TIMESTAMP_TYPE = "hoodie.keygen.timebased.timestamp.type"
-OUTPUT_DATE_FORMAT = "hoodie.keygen.timebased.output.dateformat"
-TIMEZONE = "hoodie.keygen.timebased.timezone"
-URLENCODE = "hoodie.datasource.write.partitionpath.urlencode"
+TIMESTAMP_TYPE = table_config.TIMESTAMP_TYPE.key
+OUTPUT_DATE_FORMAT = table_config.TIMESTAMP_OUTPUT_DATE_FORMAT.key
+TIMEZONE = table_config.TIMESTAMP_TIMEZONE.key
+URLENCODE = table_config.PARTITION_PATH_URLENCODE.key
 
 # Hive's FileUtils.escapePathName, which Hudi's PartitionPathEncodeUtils copies: these become %XX.
 _ESCAPED = set(map(chr, range(0x01, 0x20))) | set('"#%\'*/:=?\\\x7f{[]^')
@@ -30,7 +31,7 @@ def escape_path_name(value: str) -> str:
 
 
 def is_time_based(config: TableConfig) -> bool:
-    keygen = config.get("hoodie.table.keygenerator.class") or config.get("hoodie.table.keygenerator.type") or ""
+    keygen = table_config.KEY_GENERATOR.value(config.props)
     return keygen in (TIMESTAMP_KEYGEN_CLASS, "TIMESTAMP")
 
 
@@ -43,10 +44,11 @@ def _strftime_pattern(java_pattern: str) -> str:
 
 def _time_values(config: TableConfig, column: pa.ChunkedArray) -> list[str | None]:
     """Values of the time-based key generator's one field, formatted with its output date format (UTC)."""
-    kind = (config.get(TIMESTAMP_TYPE) or "EPOCHMILLISECONDS").upper()
-    pattern = _strftime_pattern(config.get(OUTPUT_DATE_FORMAT) or "yyyy-MM-dd")
-    if (config.get(TIMEZONE) or "UTC").upper() not in ("UTC", "GMT"):
-        raise HudiError(f"the writer formats time-based partitions in UTC only, not {config.get(TIMEZONE)}")
+    kind = table_config.TIMESTAMP_TYPE.value(config.props).upper()
+    pattern = _strftime_pattern(table_config.TIMESTAMP_OUTPUT_DATE_FORMAT.value(config.props))
+    if table_config.TIMESTAMP_TIMEZONE.value(config.props).upper() not in ("UTC", "GMT"):
+        zone = table_config.TIMESTAMP_TIMEZONE.raw(config.props)
+        raise HudiError(f"the writer formats time-based partitions in UTC only, not {zone}")
     scale = {"EPOCHMILLISECONDS": 1000, "UNIX_TIMESTAMP": 1, "SCALAR": 1}.get(kind)
     out: list[str | None] = []
     for v in column.to_pylist():
@@ -68,7 +70,7 @@ def record_partition_paths(config: TableConfig, records: pa.Table) -> pa.Array:
         return pa.array([""] * records.num_rows, pa.string())
     if is_time_based(config) and len(fields) != 1:
         raise HudiError("the time-based key generator takes one partition field")
-    encode = config.get(URLENCODE, "false") == "true"
+    encode = table_config.PARTITION_PATH_URLENCODE.value(config.props)
     hive = config.hive_style_partitioning
     parts = []
     for f in fields:
@@ -94,7 +96,8 @@ def partition_time(config: TableConfig, partition: str) -> dt.datetime | None:
             return None
         value = value[len(field) + 1:]
     try:
-        parsed = dt.datetime.strptime(value, _strftime_pattern(config.get(OUTPUT_DATE_FORMAT) or "yyyy-MM-dd"))
+        pattern = _strftime_pattern(table_config.TIMESTAMP_OUTPUT_DATE_FORMAT.value(config.props))
+        parsed = dt.datetime.strptime(value, pattern)
     except ValueError:
         return None
     return parsed.replace(tzinfo=dt.UTC)

@@ -1,10 +1,10 @@
 """Taking part in a table's concurrency control: the lock providers Java writers use (ZooKeeper, file
 system, storage-based), Hudi's lock manager and transaction manager, and the parser of the table's
 `hoodie.write.lock.*` options."""
+from ..errors import LockConfigError
 from .config import (
     ConcurrencyConfig,
     ConcurrencyMode,
-    LockConfigError,
     is_concurrency_option,
     parse_concurrency_options,
 )

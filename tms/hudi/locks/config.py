@@ -9,14 +9,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from ..errors import HudiConfigError
+from ..config import write as write_config
+from ..errors import LockConfigError
 
-LOCK_PREFIX = "hoodie.write.lock."
-PROVIDER = "hoodie.write.lock.provider"
-CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
-CLOCK_SKEW_MS = "hoodie.time.generator.max_expected_clock_skew_ms"
-TIME_GENERATOR_TYPE = "hoodie.time.generator.type"
-CONFLICT_STRATEGY = "hoodie.write.lock.conflict.resolution.strategy"
+LOCK_PREFIX = write_config.LOCK_PREFIX
+PROVIDER = write_config.LOCK_PROVIDER.key
+CONCURRENCY_MODE = write_config.CONCURRENCY_MODE.key
+CLOCK_SKEW_MS = write_config.MAX_CLOCK_SKEW_MS.key
+TIME_GENERATOR_TYPE = write_config.TIME_GENERATOR_TYPE.key
+CONFLICT_STRATEGY = write_config.CONFLICT_STRATEGY.key
 
 _LOCK_PACKAGE = "org.apache.hudi.client.transaction.lock."
 ZOOKEEPER = _LOCK_PACKAGE + "ZookeeperBasedLockProvider"
@@ -35,17 +36,13 @@ REFUSED_PROVIDERS = {
         "TMS does not derive the implicit ZooKeeper lock path yet; use ZookeeperBasedLockProvider with an explicit "
         "base_path and lock_key",
 }
-SIMPLE_CONFLICT_STRATEGY = "org.apache.hudi.client.transaction.SimpleConcurrentFileWritesConflictResolutionStrategy"
+SIMPLE_CONFLICT_STRATEGY = write_config.CONFLICT_STRATEGY.default
 
 
 class ConcurrencyMode(StrEnum):
     SINGLE_WRITER = "SINGLE_WRITER"
     OPTIMISTIC_CONCURRENCY_CONTROL = "OPTIMISTIC_CONCURRENCY_CONTROL"
     NON_BLOCKING_CONCURRENCY_CONTROL = "NON_BLOCKING_CONCURRENCY_CONTROL"
-
-
-class LockConfigError(HudiConfigError):
-    """Lock options TMS cannot honour: an unknown or refused provider, a missing or malformed option."""
 
 
 @dataclass(frozen=True)
@@ -118,17 +115,7 @@ def is_concurrency_option(key: str) -> bool:
     return key.startswith(LOCK_PREFIX) or key in (CONCURRENCY_MODE, CLOCK_SKEW_MS, TIME_GENERATOR_TYPE)
 
 
-_KNOWN = {
-    PROVIDER, CONCURRENCY_MODE, CLOCK_SKEW_MS, TIME_GENERATOR_TYPE, CONFLICT_STRATEGY,
-    "hoodie.write.lock.wait_time_ms", "hoodie.write.lock.num_retries", "hoodie.write.lock.client.num_retries",
-    "hoodie.write.lock.wait_time_ms_between_retry", "hoodie.write.lock.max_wait_time_ms_between_retry",
-    "hoodie.write.lock.client.wait_time_ms_between_retry", "hoodie.write.lock.heartbeat_interval_ms",
-    "hoodie.write.lock.zookeeper.url", "hoodie.write.lock.zookeeper.port", "hoodie.write.lock.zookeeper.base_path",
-    "hoodie.write.lock.zookeeper.lock_key", "hoodie.write.lock.zookeeper.session_timeout_ms",
-    "hoodie.write.lock.zookeeper.connection_timeout_ms",
-    "hoodie.write.lock.filesystem.path", "hoodie.write.lock.filesystem.expire",
-    "hoodie.write.lock.storage.validity.timeout.secs", "hoodie.write.lock.storage.heartbeat.poll.secs",
-}
+_KNOWN = {option.key for option in write_config.CONCURRENCY_OPTIONS}
 
 
 def parse_concurrency_options(options: Mapping[str, str], *, base_path: str, table_name: str) -> ConcurrencyConfig:
@@ -140,16 +127,16 @@ def parse_concurrency_options(options: Mapping[str, str], *, base_path: str, tab
         raise LockConfigError(f"unknown concurrency option {unknown[0]} (TMS knows hoodie.write.lock.provider and "
                               "the zookeeper, filesystem and storage lock options)")
     try:
-        mode = ConcurrencyMode(opts.get(CONCURRENCY_MODE, ConcurrencyMode.SINGLE_WRITER.value).upper())
+        mode = ConcurrencyMode(write_config.CONCURRENCY_MODE.value(opts).upper())
     except ValueError:
         raise LockConfigError(f"{CONCURRENCY_MODE}={opts[CONCURRENCY_MODE]} is not one of "
                               f"{', '.join(m.value for m in ConcurrencyMode)}") from None
-    if opts.get(TIME_GENERATOR_TYPE, "WAIT_TO_ADJUST_SKEW") != "WAIT_TO_ADJUST_SKEW":
+    if write_config.TIME_GENERATOR_TYPE.value(opts) != "WAIT_TO_ADJUST_SKEW":
         raise LockConfigError(f"{TIME_GENERATOR_TYPE} must be WAIT_TO_ADJUST_SKEW (Hudi's only time generator)")
-    if opts.get(CONFLICT_STRATEGY, SIMPLE_CONFLICT_STRATEGY) != SIMPLE_CONFLICT_STRATEGY:
+    if write_config.CONFLICT_STRATEGY.value(opts) != SIMPLE_CONFLICT_STRATEGY:
         raise LockConfigError(f"{CONFLICT_STRATEGY}={opts[CONFLICT_STRATEGY]}: TMS checks conflicts as "
                               "SimpleConcurrentFileWritesConflictResolutionStrategy only")
-    provider = opts.get(PROVIDER) or None
+    provider = write_config.LOCK_PROVIDER.value(opts)
     if provider is None:
         if mode is not ConcurrencyMode.SINGLE_WRITER:
             raise LockConfigError(f"{CONCURRENCY_MODE}={mode.value} needs {PROVIDER}: set the provider the writers use")
@@ -163,68 +150,53 @@ def parse_concurrency_options(options: Mapping[str, str], *, base_path: str, tab
         raise LockConfigError(f"{PROVIDER}={provider} is not a lock provider TMS can share with the writers "
                               f"(one of {', '.join(p.rsplit('.', 1)[1] for p in SUPPORTED_PROVIDERS)})")
     retries = LockRetries(
-        wait_time_ms=_int(opts, "hoodie.write.lock.wait_time_ms", 60_000, minimum=0),
-        client_num_retries=_int(opts, "hoodie.write.lock.client.num_retries", 50, minimum=0),
-        client_wait_time_ms_between_retry=_int(opts, "hoodie.write.lock.client.wait_time_ms_between_retry", 5_000,
-                                               minimum=0),
-        num_retries=_int(opts, "hoodie.write.lock.num_retries", 15, minimum=0),
-        wait_time_ms_between_retry=_int(opts, "hoodie.write.lock.wait_time_ms_between_retry", 1_000, minimum=0),
-        max_wait_time_ms_between_retry=_int(opts, "hoodie.write.lock.max_wait_time_ms_between_retry", 16_000,
-                                            minimum=0))
+        wait_time_ms=write_config.LOCK_WAIT_TIME_MS.value(opts),
+        client_num_retries=write_config.LOCK_CLIENT_NUM_RETRIES.value(opts),
+        client_wait_time_ms_between_retry=write_config.LOCK_CLIENT_WAIT_TIME_MS_BETWEEN_RETRY.value(opts),
+        num_retries=write_config.LOCK_NUM_RETRIES.value(opts),
+        wait_time_ms_between_retry=write_config.LOCK_WAIT_TIME_MS_BETWEEN_RETRY.value(opts),
+        max_wait_time_ms_between_retry=write_config.LOCK_MAX_WAIT_TIME_MS_BETWEEN_RETRY.value(opts))
     base = base_path.rstrip("/")
     zookeeper = filesystem = storage = None
     if provider == ZOOKEEPER:
         zookeeper = _zookeeper(opts, table_name)
     elif provider == FILESYSTEM:
         filesystem = FileSystemLockOptions(
-            lock_dir=(opts.get("hoodie.write.lock.filesystem.path") or f"{base}/.hoodie").rstrip("/"),
-            expire_minutes=_int(opts, "hoodie.write.lock.filesystem.expire", 0, minimum=0))
+            lock_dir=(write_config.FILESYSTEM_LOCK_PATH.value(opts) or f"{base}/.hoodie").rstrip("/"),
+            expire_minutes=write_config.FILESYSTEM_LOCK_EXPIRE_MINUTES.value(opts))
     else:
-        validity = _int(opts, "hoodie.write.lock.storage.validity.timeout.secs", 300, minimum=10)
-        poll = _int(opts, "hoodie.write.lock.storage.heartbeat.poll.secs", 30, minimum=1)
+        validity = write_config.STORAGE_LOCK_VALIDITY_TIMEOUT_SECS.value(opts)
+        poll = write_config.STORAGE_LOCK_HEARTBEAT_POLL_SECS.value(opts)
         if validity < 10 * poll:
-            raise LockConfigError("hoodie.write.lock.storage.validity.timeout.secs must be at least 10x "
-                                  "hoodie.write.lock.storage.heartbeat.poll.secs (as Hudi requires)")
+            raise LockConfigError(f"{write_config.STORAGE_LOCK_VALIDITY_TIMEOUT_SECS.key} must be at least 10x "
+                                  f"{write_config.STORAGE_LOCK_HEARTBEAT_POLL_SECS.key} (as Hudi requires)")
         storage = StorageLockOptions(lock_file=f"{base}/.hoodie/.locks/table_lock.json",
                                      validity_timeout_secs=validity, heartbeat_poll_secs=poll)
     return ConcurrencyConfig(mode=mode, provider=provider, zookeeper=zookeeper, filesystem=filesystem,
                              storage=storage, retries=retries, options=tuple(sorted(opts.items())),
-                             max_clock_skew_ms=_int(opts, CLOCK_SKEW_MS, 200, minimum=0))
+                             max_clock_skew_ms=write_config.MAX_CLOCK_SKEW_MS.value(opts))
 
 
 def _zookeeper(opts: dict[str, str], table_name: str) -> ZookeeperLockOptions:
-    url = opts.get("hoodie.write.lock.zookeeper.url")
-    base_path = opts.get("hoodie.write.lock.zookeeper.base_path")
+    url = write_config.ZOOKEEPER_URL.value(opts)
+    base_path = write_config.ZOOKEEPER_BASE_PATH.value(opts)
     if not url:
-        raise LockConfigError(f"{PROVIDER}=ZookeeperBasedLockProvider needs hoodie.write.lock.zookeeper.url")
+        raise LockConfigError(f"{PROVIDER}=ZookeeperBasedLockProvider needs {write_config.ZOOKEEPER_URL.key}")
     if not base_path:
-        raise LockConfigError(f"{PROVIDER}=ZookeeperBasedLockProvider needs hoodie.write.lock.zookeeper.base_path")
+        raise LockConfigError(f"{PROVIDER}=ZookeeperBasedLockProvider needs {write_config.ZOOKEEPER_BASE_PATH.key}")
     if not base_path.startswith("/"):
-        raise LockConfigError(f"hoodie.write.lock.zookeeper.base_path={base_path} must be an absolute znode path")
-    port = opts.get("hoodie.write.lock.zookeeper.port")
+        raise LockConfigError(f"{write_config.ZOOKEEPER_BASE_PATH.key}={base_path} must be an absolute znode path")
+    port = write_config.ZOOKEEPER_PORT.value(opts)
     if port is not None and not port.isdigit():
-        raise LockConfigError(f"hoodie.write.lock.zookeeper.port={port} is not a port number")
+        raise LockConfigError(f"{write_config.ZOOKEEPER_PORT.key}={port} is not a port number")
     # Hudi's provider (0.15 to 1.1) hands the url to Curator as its connect string and never reads the port: a
     # host that names no port is ZooKeeper's default 2181 there, and must be here, or TMS and Java writers would
     # lock on different servers.
     connect = ",".join(h.strip() for h in url.split(",") if h.strip())
-    lock_key = opts.get("hoodie.write.lock.zookeeper.lock_key") or table_name
+    lock_key = write_config.ZOOKEEPER_LOCK_KEY.value(opts) or table_name
     if not re.fullmatch(r"[^/\s]+", lock_key):
-        raise LockConfigError(f"hoodie.write.lock.zookeeper.lock_key={lock_key} must be one znode name")
+        raise LockConfigError(f"{write_config.ZOOKEEPER_LOCK_KEY.key}={lock_key} must be one znode name")
     return ZookeeperLockOptions(
         connect_string=connect, base_path=base_path, lock_key=lock_key,
-        session_timeout_ms=_int(opts, "hoodie.write.lock.zookeeper.session_timeout_ms", 60_000, minimum=1),
-        connection_timeout_ms=_int(opts, "hoodie.write.lock.zookeeper.connection_timeout_ms", 15_000, minimum=1))
-
-
-def _int(opts: dict[str, str], key: str, default: int, *, minimum: int) -> int:
-    raw = opts.get(key)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise LockConfigError(f"{key}={raw} is not a whole number") from None
-    if value < minimum:
-        raise LockConfigError(f"{key}={raw} must be at least {minimum}")
-    return value
+        session_timeout_ms=write_config.ZOOKEEPER_SESSION_TIMEOUT_MS.value(opts),
+        connection_timeout_ms=write_config.ZOOKEEPER_CONNECTION_TIMEOUT_MS.value(opts))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
 
+from ..config import table as table_config
 from ..errors import HudiError
 from ..fs_view.view import FileSlice, FileSystemView
 from ..log_format.hfile import read_hfile
@@ -18,8 +19,8 @@ from ..timeline.instant import Action
 from .keys import ALL_PARTITIONS_KEY, METADATA_DIR, data_partition_path
 from .records import MetadataRecord, RecordType, decode_value, merge
 
-PARTITIONS_PROP = "hoodie.table.metadata.partitions"
-PARTITIONS_INFLIGHT_PROP = "hoodie.table.metadata.partitions.inflight"
+PARTITIONS_PROP = table_config.METADATA_PARTITIONS.key
+PARTITIONS_INFLIGHT_PROP = table_config.METADATA_PARTITIONS_INFLIGHT.key
 # MDT instants that belong to the MDT itself, not to a data-table instant: the initialisation of each
 # partition (`00000000000000000`, `...0001`, ...: SOLO_COMMIT_TIMESTAMP and its successors).
 _MDT_OWN_PREFIX = "0000000000000"
@@ -28,13 +29,11 @@ HFILE_EXT = ".hfile"
 
 def metadata_partitions(data: HudiTable) -> list[str]:
     """The MDT partitions the data table says are built (`hoodie.table.metadata.partitions`)."""
-    value = data.config.get(PARTITIONS_PROP) or ""
-    return [p for p in (s.strip() for s in value.split(",")) if p]
+    return list(table_config.METADATA_PARTITIONS.value(data.config.props))
 
 
 def inflight_metadata_partitions(data: HudiTable) -> list[str]:
-    value = data.config.get(PARTITIONS_INFLIGHT_PROP) or ""
-    return [p for p in (s.strip() for s in value.split(",")) if p]
+    return list(table_config.METADATA_PARTITIONS_INFLIGHT.value(data.config.props))
 
 
 def refresh_metadata_partitions(data: HudiTable) -> None:

@@ -21,13 +21,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..config import table as table_config
 from ..errors import HudiError, UnsupportedTableError
 from ..table.hudi_table import HudiTable
 from . import keys as K
 from .records import MetadataRecord, secondary_index_record
 
-INDEX_DEFS_PATH_PROP = "hoodie.table.index.defs.path"
-DEFAULT_INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
+INDEX_DEFS_PATH_PROP = table_config.INDEX_DEFS_PATH.key
+DEFAULT_INDEX_DEFS_PATH = table_config.INDEX_DEFS_PATH.default
 SECONDARY_INDEX_TYPE = "secondary_index"
 
 # `estimateFileGroupCount` as `initializeSecondaryIndexPartition` calls it: the record index's settings
@@ -86,7 +87,7 @@ def supported_column_type(arrow_type: pa.DataType) -> bool:
 
 def index_defs_path(table: HudiTable) -> str:
     """The table-relative path of its index definitions file."""
-    path = table.config.get(INDEX_DEFS_PATH_PROP) or DEFAULT_INDEX_DEFS_PATH
+    path = table_config.INDEX_DEFS_PATH.value(table.config.props)
     if "://" in path or posixpath.isabs(path):
         base = table.base_path.rstrip("/") + "/"
         if not path.startswith(base):

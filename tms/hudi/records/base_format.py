@@ -10,6 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..config import table as table_config
 from ..errors import UnsupportedTableError
 from ..storage.table_storage import Storage
 from ..table.properties import TableConfig
@@ -23,7 +24,7 @@ LANCE_FILE_VERSION = "2.0"
 
 def table_base_format(config: TableConfig) -> str:
     """The table's base file format, upper case (Hudi's default is PARQUET)."""
-    return (config.get("hoodie.table.base.file.format") or PARQUET).strip().upper()
+    return table_config.BASE_FILE_FORMAT.value(config.props).strip().upper()
 
 
 def format_of_extension(extension: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from ..config import table as table_config
 from ..errors import HudiError, UnsupportedTableError
 from ..table.properties import MergeMode, TableConfig
 
@@ -87,7 +88,7 @@ def _merge_property(config: TableConfig, key: str) -> str | None:
 
 def _legacy_payload(config: TableConfig) -> str | None:
     """The partial payload class of a table before version 9 (version 9 writes its semantics as properties)."""
-    payload = config.get("hoodie.compaction.payload.class")
+    payload = table_config.PAYLOAD_CLASS.value(config.props)
     return payload if payload in _PARTIAL_PAYLOADS and config.version < 9 else None
 
 
@@ -125,7 +126,7 @@ def merge_refusal(config: TableConfig) -> str:
         except HudiError as e:
             return str(e)
         if mode is MergeMode.CUSTOM:
-            merger = config.get("hoodie.compaction.payload.class") or config.get("hoodie.record.merge.strategy.id")
+            merger = config.custom_merger()
             return f"it uses merge mode CUSTOM, which needs a Java merger (payload {merger})"
     partial = (config.get(PARTIAL_UPDATE_MODE) or "").upper()
     if partial and partial != "NONE":
@@ -133,8 +134,8 @@ def merge_refusal(config: TableConfig) -> str:
             return f"it uses partial update mode {partial} ({PARTIAL_UPDATE_MODE}), which TMS does not know"
         if partial == PartialMode.FILL_UNAVAILABLE and not _merge_property(config, UNAVAILABLE_VALUE):
             return f"it uses partial update mode FILL_UNAVAILABLE without {_MERGE_PROPERTY}{UNAVAILABLE_VALUE}"
-    elif config.version >= 9 and config.get("hoodie.legacy.payload.class") in _PARTIAL_PAYLOADS:
-        return (f"it was created with payload {config.get('hoodie.legacy.payload.class')} but sets no "
+    elif config.version >= 9 and table_config.LEGACY_PAYLOAD_CLASS.value(config.props) in _PARTIAL_PAYLOADS:
+        return (f"it was created with payload {table_config.LEGACY_PAYLOAD_CLASS.value(config.props)} but sets no "
                 f"{PARTIAL_UPDATE_MODE}, which Hudi 1.1 infers for it")
     field, marker = _merge_property(config, DELETE_FIELD), _merge_property(config, DELETE_MARKER)
     if bool(field) != bool(marker):

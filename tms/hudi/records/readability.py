@@ -3,14 +3,15 @@ in one line a user can act on. The reader refuses before it reads a row; a table
 never read. The reasons are also the pieces callers decide other uses of a table by (merging it, writing it)."""
 from __future__ import annotations
 
+from ..config import table as table_config
 from ..errors import UnsupportedTableError
 from ..table.hudi_table import HudiTable
 from ..table.properties import TableConfig
 from .base_format import table_base_format, unreadable_format_reason
 from .merge_rules import merge_refusal, virtual_keys_refusal
 
-BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
-DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+BOOTSTRAP_BASE_PATH = table_config.BOOTSTRAP_BASE_PATH.key
+DROP_PARTITION_COLUMNS = table_config.DROP_PARTITION_COLUMNS.key
 
 
 def merge_reason(config: TableConfig) -> str:
@@ -20,8 +21,9 @@ def merge_reason(config: TableConfig) -> str:
 
 def bootstrap_reason(config: TableConfig) -> str:
     """Why a bootstrap table's files cannot be taken as they are; empty for a table that is none."""
-    if config.get(BOOTSTRAP_BASE_PATH):
-        return (f"it is a bootstrap table ({BOOTSTRAP_BASE_PATH}={config.get(BOOTSTRAP_BASE_PATH)}): "
+    bootstrap_base_path = table_config.BOOTSTRAP_BASE_PATH.value(config.props)
+    if bootstrap_base_path:
+        return (f"it is a bootstrap table ({BOOTSTRAP_BASE_PATH}={bootstrap_base_path}): "
                 "its skeleton base files need the source files stitched in, which TMS does not do")
     return ""
 
@@ -38,7 +40,7 @@ def virtual_keys_reason(config: TableConfig) -> str:
 
 def dropped_partition_columns_reason(config: TableConfig) -> str:
     """Why the table's rows cannot be read whole: its partition columns are not in its files; empty otherwise."""
-    if config.get(DROP_PARTITION_COLUMNS, "false") == "true":
+    if table_config.DROP_PARTITION_COLUMNS.value(config.props):
         return (f"its partition columns are dropped from the data files ({DROP_PARTITION_COLUMNS}=true): "
                 "TMS cannot rebuild their values from partition paths exactly")
     return ""

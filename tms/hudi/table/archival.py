@@ -41,6 +41,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from ..config import write as write_config
 from ..errors import HudiError
 from ..locks.transaction import TransactionManager
 from ..metadata.keys import METADATA_DIR
@@ -63,15 +64,15 @@ MARKERS_DIR = ".hoodie/.temp"
 @dataclass(frozen=True)
 class ArchivalSettings:
     """Hudi's archival configuration of one table (its writers' `hoodie.*` settings)."""
-    min_commits: int = 20                 # hoodie.keep.min.commits
-    max_commits: int = 30                 # hoodie.keep.max.commits
-    compaction_batch_size: int = 10       # hoodie.timeline.compaction.batch.size
-    beyond_savepoint: bool = False        # hoodie.archive.beyond.savepoint
+    min_commits: int = write_config.KEEP_MIN_COMMITS.default
+    max_commits: int = write_config.KEEP_MAX_COMMITS.default
+    compaction_batch_size: int = write_config.TIMELINE_COMPACTION_BATCH_SIZE.default
+    beyond_savepoint: bool = write_config.ARCHIVE_BEYOND_SAVEPOINT.default
     # MERGE_ON_READ with compaction triggered by commits: hoodie.compact.inline.max.delta.commits; None otherwise
-    compaction_delta_commits: int | None = 5
-    metadata_enabled: bool = True         # hoodie.metadata.enable
-    archival_batch_size: int = 10         # hoodie.commits.archival.batch (table version 6: records a block)
-    merge_small_files: bool = False       # hoodie.archive.merge.enable (table version 6)
+    compaction_delta_commits: int | None = write_config.COMPACTION_MAX_DELTA_COMMITS.default
+    metadata_enabled: bool = write_config.METADATA_ENABLED.default
+    archival_batch_size: int = write_config.ARCHIVAL_BATCH_SIZE.default  # table version 6: records a block
+    merge_small_files: bool = write_config.ARCHIVE_MERGE_ENABLED.default  # table version 6
 
     def __post_init__(self) -> None:
         if self.min_commits < 1 or self.max_commits <= self.min_commits:
@@ -81,47 +82,28 @@ class ArchivalSettings:
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> ArchivalSettings:
         """The settings Hudi's writer reads from these `hoodie.*` options (its defaults for the ones absent)."""
-        trigger = options.get("hoodie.compact.inline.trigger.strategy", "NUM_COMMITS").upper()
-        return cls(min_commits=_int(options, "hoodie.keep.min.commits", 20),
-                   max_commits=_int(options, "hoodie.keep.max.commits", 30),
-                   compaction_batch_size=_int(options, "hoodie.timeline.compaction.batch.size", 10),
-                   beyond_savepoint=_bool(options, "hoodie.archive.beyond.savepoint", False),
-                   compaction_delta_commits=_int(options, "hoodie.compact.inline.max.delta.commits", 5)
+        trigger = write_config.COMPACTION_TRIGGER_STRATEGY.value(options).upper()
+        return cls(min_commits=write_config.KEEP_MIN_COMMITS.value(options),
+                   max_commits=write_config.KEEP_MAX_COMMITS.value(options),
+                   compaction_batch_size=write_config.TIMELINE_COMPACTION_BATCH_SIZE.value(options),
+                   beyond_savepoint=write_config.ARCHIVE_BEYOND_SAVEPOINT.value(options),
+                   compaction_delta_commits=write_config.COMPACTION_MAX_DELTA_COMMITS.value(options)
                    if trigger in ("NUM_COMMITS", "NUM_AND_TIME") else None,
-                   metadata_enabled=_bool(options, "hoodie.metadata.enable", True),
-                   archival_batch_size=_int(options, "hoodie.commits.archival.batch", 10),
-                   merge_small_files=_bool(options, "hoodie.archive.merge.enable", False))
+                   metadata_enabled=write_config.METADATA_ENABLED.value(options),
+                   archival_batch_size=write_config.ARCHIVAL_BATCH_SIZE.value(options),
+                   merge_small_files=write_config.ARCHIVE_MERGE_ENABLED.value(options))
 
     def for_metadata_table(self, options: Mapping[str, str]) -> ArchivalSettings:
         """The settings of the metadata table's own archival, as Hudi's metadata writer derives them from its data
         table's (HoodieMetadataWriteUtils): the larger of `hoodie.metadata.keep.{min,max}.commits` and the data
         table's limits, compaction every `hoodie.metadata.compact.max.delta.commits`."""
         return ArchivalSettings(
-            min_commits=max(_int(options, "hoodie.metadata.keep.min.commits", 20), self.min_commits),
-            max_commits=max(_int(options, "hoodie.metadata.keep.max.commits", 30), self.max_commits),
+            min_commits=max(write_config.METADATA_KEEP_MIN_COMMITS.value(options), self.min_commits),
+            max_commits=max(write_config.METADATA_KEEP_MAX_COMMITS.value(options), self.max_commits),
             compaction_batch_size=self.compaction_batch_size, beyond_savepoint=self.beyond_savepoint,
-            compaction_delta_commits=_int(options, "hoodie.metadata.compact.max.delta.commits", 10),
+            compaction_delta_commits=write_config.METADATA_COMPACT_MAX_DELTA_COMMITS.value(options),
             metadata_enabled=False, archival_batch_size=self.archival_batch_size,
             merge_small_files=self.merge_small_files)
-
-
-def _int(options: Mapping[str, str], key: str, default: int) -> int:
-    value = options.get(key)
-    if value is None:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise HudiError(f"{key} must be an integer, got {value!r}") from None
-
-
-def _bool(options: Mapping[str, str], key: str, default: bool) -> bool:
-    value = options.get(key)
-    if value is None:
-        return default
-    if value.strip().lower() not in ("true", "false"):
-        raise HudiError(f"{key} must be true or false, got {value!r}")
-    return value.strip().lower() == "true"
 
 
 @dataclass

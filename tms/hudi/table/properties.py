@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from enum import StrEnum
 
+from ..config import table as table_config
 from ..errors import HudiError, UnsupportedTableError
 from ..timeline.zone import timeline_zone
 from .version_traits import SUPPORTED_VERSIONS, TableVersionTraits
@@ -115,10 +116,6 @@ def table_checksum(database: str, table_name: str) -> int:
 
 # --- table configuration ----------------------------------------------------------------------
 
-def _split_fields(value: str | None) -> list[str]:
-    return [f.strip() for f in (value or "").split(",") if f.strip()]
-
-
 @dataclass
 class TableConfig:
     """The table's `hoodie.properties`, with typed accessors for what TMS needs."""
@@ -135,32 +132,34 @@ class TableConfig:
         return self.props.get(key, default)
 
     def validate(self) -> None:
-        for key in ("hoodie.table.name", "hoodie.table.type", "hoodie.table.version"):
-            if not self.props.get(key):
-                raise HudiError(f"hoodie.properties lacks required property {key}")
+        for option in table_config.REQUIRED:
+            if option.value(self.props) is None:
+                raise HudiError(f"hoodie.properties lacks required property {option.key}")
+        table_type = self.props[table_config.TABLE_TYPE.key]
         try:
-            TableType(self.props["hoodie.table.type"])
+            TableType(table_type)
         except ValueError:
-            raise HudiError(f"unknown hoodie.table.type {self.props['hoodie.table.type']!r}") from None
+            raise HudiError(f"unknown {table_config.TABLE_TYPE.key} {table_type!r}") from None
         try:
-            version = int(self.props["hoodie.table.version"])
+            version = int(self.props[table_config.TABLE_VERSION.key])
         except ValueError:
-            raise HudiError(f"bad hoodie.table.version {self.props['hoodie.table.version']!r}") from None
+            raise HudiError(f"bad {table_config.TABLE_VERSION.key} "
+                            f"{self.props[table_config.TABLE_VERSION.key]!r}") from None
         if version not in SUPPORTED_VERSIONS:
             raise UnsupportedTableError(
                 f"table version {version} is not supported (supported: {', '.join(map(str, SUPPORTED_VERSIONS))})")
 
     @property
     def name(self) -> str:
-        return self.props["hoodie.table.name"]
+        return self.props[table_config.TABLE_NAME.key]
 
     @property
     def database(self) -> str:
-        return self.props.get("hoodie.database.name", "default") or "default"
+        return table_config.DATABASE_NAME.value(self.props)
 
     @property
     def table_type(self) -> TableType:
-        return TableType(self.props["hoodie.table.type"])
+        return TableType(self.props[table_config.TABLE_TYPE.key])
 
     @property
     def is_mor(self) -> bool:
@@ -168,7 +167,7 @@ class TableConfig:
 
     @property
     def version(self) -> int:
-        return int(self.props["hoodie.table.version"])
+        return int(self.props[table_config.TABLE_VERSION.key])
 
     @property
     def traits(self) -> TableVersionTraits:
@@ -179,13 +178,13 @@ class TableConfig:
     def timeline_dir(self) -> str:
         """Timeline folder relative to the base path."""
         if self.traits.timeline_folder_of_its_own:
-            return ".hoodie/" + self.props.get("hoodie.timeline.path", "timeline")
+            return ".hoodie/" + table_config.TIMELINE_PATH.value(self.props)
         return ".hoodie"
 
     @property
     def archive_dir(self) -> str:
         """Table version 6: the archived timeline's folder (`hoodie.archivelog.folder`) relative to the base path."""
-        return ".hoodie/" + self.props.get("hoodie.archivelog.folder", "archived")
+        return ".hoodie/" + table_config.ARCHIVELOG_FOLDER.value(self.props)
 
     @property
     def timeline_zone(self) -> tzinfo:
@@ -194,51 +193,49 @@ class TableConfig:
 
     @property
     def record_key_fields(self) -> list[str]:
-        return _split_fields(self.props.get("hoodie.table.recordkey.fields"))
+        return list(table_config.RECORD_KEY_FIELDS.value(self.props))
 
     @property
     def partition_fields(self) -> list[str]:
         # v8 may suffix fields with the key-generator part type, e.g. "city:SIMPLE".
-        return [f.split(":")[0] for f in _split_fields(self.props.get("hoodie.table.partition.fields"))]
+        return [f.split(":")[0] for f in table_config.PARTITION_FIELDS.value(self.props)]
 
     @property
     def ordering_fields(self) -> list[str]:
-        return _split_fields(self.props.get("hoodie.table.ordering.fields")
-                             or self.props.get("hoodie.table.precombine.field"))
+        return list(table_config.ORDERING_FIELDS.value(self.props))
 
     @property
     def hive_style_partitioning(self) -> bool:
-        return self.props.get("hoodie.datasource.write.hive_style_partitioning", "false") == "true"
+        return table_config.HIVE_STYLE_PARTITIONING.value(self.props)
 
     @property
     def populate_meta_fields(self) -> bool:
-        return self.props.get("hoodie.populate.meta.fields", "true") == "true"
+        return table_config.POPULATE_META_FIELDS.value(self.props)
 
     @property
     def create_schema(self) -> str | None:
-        return self.props.get("hoodie.table.create.schema")
+        return table_config.CREATE_SCHEMA.value(self.props)
 
-    def _custom_merger(self) -> str | None:
-        return self.props.get("hoodie.compaction.payload.class") or self.props.get("hoodie.record.merge.strategy.id")
+    def custom_merger(self) -> str | None:
+        return table_config.PAYLOAD_CLASS.value(self.props) or table_config.RECORD_MERGE_STRATEGY_ID.value(self.props)
 
     @property
     def merge_mode(self) -> MergeMode:
         """Merge mode as Hudi resolves it: explicit mode, else payload class, else strategy id."""
-        mode = self.props.get("hoodie.record.merge.mode")
+        mode = table_config.RECORD_MERGE_MODE.value(self.props)
         if mode:
             try:
                 return MergeMode(mode)
             except ValueError:
                 raise HudiError(f"unknown hoodie.record.merge.mode {mode!r}") from None
-        payload = self.props.get("hoodie.compaction.payload.class")
+        payload = table_config.PAYLOAD_CLASS.value(self.props)
         if payload in _EVENT_TIME_PAYLOADS:
             return MergeMode.EVENT_TIME_ORDERING
         if payload in _COMMIT_TIME_PAYLOADS:
             return MergeMode.COMMIT_TIME_ORDERING
         if payload:
             return MergeMode.CUSTOM
-        strategy = (self.props.get("hoodie.record.merge.strategy.id")
-                    or self.props.get("hoodie.compaction.record.merger.strategy"))
+        strategy = table_config.RECORD_MERGE_STRATEGY_ID.value(self.props)
         if strategy == COMMIT_TIME_STRATEGY_ID:
             return MergeMode.COMMIT_TIME_ORDERING
         if strategy == EVENT_TIME_STRATEGY_ID:
@@ -255,7 +252,7 @@ class TableConfig:
         mode = self.merge_mode
         if mode is MergeMode.CUSTOM:
             raise UnsupportedTableError(
-                f"table {self.name} uses merge mode CUSTOM (payload {self._custom_merger()}),"
+                f"table {self.name} uses merge mode CUSTOM (payload {self.custom_merger()}),"
                 " which needs a Java merger; TMS only merges EVENT_TIME_ORDERING and COMMIT_TIME_ORDERING")
         return mode
 

@@ -19,20 +19,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..config import write as write_config
 from ..errors import HudiError
 from ..fs_view.view import FileSlice, FileSystemView
 from ..timeline.timeline import Timeline
 
-SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
-MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
-RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
-LOG_TO_PARQUET_RATIO = "hoodie.logfile.to.parquet.compression.ratio"
-# option: (FileSizing field, type, least value)
-_FIELDS: dict[str, tuple[str, type, int]] = {
-    SMALL_FILE_LIMIT: ("small_file_limit", int, 0), MAX_FILE_SIZE: ("max_file_size", int, 1),
-    RECORD_SIZE_ESTIMATE: ("record_size_estimate", int, 1), LOG_TO_PARQUET_RATIO: ("log_to_parquet_ratio", float, 0)}
-OPTIONS = tuple(_FIELDS)
-_MB = 1024 * 1024
+SMALL_FILE_LIMIT = write_config.PARQUET_SMALL_FILE_LIMIT.key
+MAX_FILE_SIZE = write_config.PARQUET_MAX_FILE_SIZE.key
+RECORD_SIZE_ESTIMATE = write_config.RECORD_SIZE_ESTIMATE.key
+LOG_TO_PARQUET_RATIO = write_config.LOG_TO_PARQUET_RATIO.key
+OPTIONS = (SMALL_FILE_LIMIT, MAX_FILE_SIZE, RECORD_SIZE_ESTIMATE, LOG_TO_PARQUET_RATIO)
 # How many of the newest writes the average record size is looked for in (Hudi looks through all of them;
 # a long timeline would make every write read every commit's metadata).
 RECORD_SIZE_LOOKBACK = 20
@@ -43,26 +39,18 @@ class FileSizing:
     """Hudi's file-sizing options. TMS's writer routes no record to small files unless a limit is set (Hudi's
     writers default it to 100 MB): tests and tools rely on each insert batch making its own file groups."""
 
-    small_file_limit: int = 0
-    max_file_size: int = 120 * _MB
-    record_size_estimate: int = 1024
-    log_to_parquet_ratio: float = 0.35
+    small_file_limit: int = write_config.PARQUET_SMALL_FILE_LIMIT.default
+    max_file_size: int = write_config.PARQUET_MAX_FILE_SIZE.default
+    record_size_estimate: int = write_config.RECORD_SIZE_ESTIMATE.default
+    log_to_parquet_ratio: float = write_config.LOG_TO_PARQUET_RATIO.default
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> FileSizing:
         """From `hoodie.*` options given as strings (others are ignored); a bad value raises HudiError."""
-        values: dict[str, float] = {}
-        for key, value in options.items():
-            if key not in _FIELDS:
-                continue
-            attr, kind, least = _FIELDS[key]
-            try:
-                values[attr] = kind(value)
-            except ValueError:
-                raise HudiError(f"{key}={value} is not a number") from None
-            if values[attr] < least:
-                raise HudiError(f"{key}={value} must be at least {least}")
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(small_file_limit=write_config.PARQUET_SMALL_FILE_LIMIT.value(options),
+                   max_file_size=write_config.PARQUET_MAX_FILE_SIZE.value(options),
+                   record_size_estimate=write_config.RECORD_SIZE_ESTIMATE.value(options),
+                   log_to_parquet_ratio=write_config.LOG_TO_PARQUET_RATIO.value(options))
 
     @property
     def routes(self) -> bool:

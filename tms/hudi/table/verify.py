@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..config import table as table_config
 from ..errors import HudiError, UnsupportedTableError
 from ..fs_view.file_names import LogFileName
 from ..metadata import keys as K
@@ -76,7 +77,7 @@ def verify_table(table: HudiTable, *, now: float | None = None,
                  orphan_safety_seconds: float = 24 * 3600) -> list[Problem]:
     """Every difference found. An unreferenced file older than `orphan_safety_seconds` (and written after the
     active timeline's first instant) is said to be an orphan (tms.hudi.table.orphans)."""
-    fmt = (table.config.get("hoodie.table.base.file.format") or "PARQUET").upper()
+    fmt = table_config.BASE_FILE_FORMAT.value(table.config.props).upper()
     if fmt != "PARQUET":
         raise UnsupportedTableError(f"tms verify reads parquet base files; table {table.config.name} has {fmt}")
     now = time.time() if now is None else now

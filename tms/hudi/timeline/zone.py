@@ -10,9 +10,10 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from ..config import table as table_config
 from ..errors import HudiError
 
-TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
+TIMELINE_TIMEZONE = table_config.TIMELINE_TIMEZONE.key
 _SYSTEM_ZONE_FILE = "/etc/localtime"
 
 
@@ -61,9 +62,9 @@ def local_zone() -> tzinfo:
 
 def is_utc_timeline(props: Mapping[str, str]) -> bool:
     """Whether the table's instant times are UTC (else LOCAL); HudiError for a value Hudi does not accept."""
-    value = (props.get(TIMELINE_TIMEZONE) or "LOCAL").upper()
+    value = table_config.TIMELINE_TIMEZONE.value(props).upper()
     if value not in ("UTC", "LOCAL"):
-        raise HudiError(f"{TIMELINE_TIMEZONE}={props.get(TIMELINE_TIMEZONE)}: expected LOCAL or UTC")
+        raise HudiError(f"{TIMELINE_TIMEZONE}={table_config.TIMELINE_TIMEZONE.raw(props)}: expected LOCAL or UTC")
     return value == "UTC"
 
 
