@@ -214,8 +214,8 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
     thread.start()
     try:
         began = time.monotonic()
-        answer = driver.call(timeout=SECONDS + 600, op="soak", path=str(path), name=seed.name,
-                             table_type="MERGE_ON_READ", seconds=SECONDS, min_acks=3, max_seconds=SECONDS + 300,
+        answer = driver.call(timeout=SECONDS + 630, op="soak", path=str(path), name=seed.name,
+                             table_type="MERGE_ON_READ", seconds=SECONDS, min_acks=3, max_seconds=SECONDS + 330,
                              writers=[{"keys": _keys(w), "part": PARTITIONS[w], "inserts": w == 2,
                                        "options": {**options, **(ALLOW_UPDATES if w < 2 else {})}}
                                       for w in range(3)])
