@@ -61,6 +61,23 @@ def integer(key: str, value: str) -> int:
         raise HudiError(f"{key} must be an integer, got {value!r}") from None
 
 
+N = TypeVar("N", int, float)
+
+
+def number_at_least(kind: Callable[[str], N], least: int, *, error: type[HudiError] = HudiError,
+                    noun: str = "a number") -> Callable[[str, str], N]:
+    """A number of `kind`, at least `least` (`error` otherwise, calling the value `noun` when it is none)."""
+    def parse(key: str, value: str) -> N:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise error(f"{key}={value} is not {noun}") from None
+        if number < least:
+            raise error(f"{key}={value} must be at least {least}")
+        return number
+    return parse
+
+
 def boolean(key: str, value: str) -> bool:
     """`true` or `false`, any case, surrounding blanks ignored; anything else refused."""
     if value.strip().lower() not in ("true", "false"):

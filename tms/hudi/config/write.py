@@ -2,11 +2,8 @@
 waits for, and the concurrency control (lock provider, its options, the clock skew). Defaults are Hudi's."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
-from ..errors import HudiError, LockConfigError
-from .option import HudiOption, boolean, integer, optional_text, text
+from ..errors import LockConfigError
+from .option import HudiOption, boolean, integer, number_at_least, optional_text, text
 
 # --- archival (HoodieArchivalConfig, HoodieCompactionConfig, HoodieMetadataConfig) -------------------------
 
@@ -36,21 +33,9 @@ METADATA_COMPACT_MAX_DELTA_COMMITS: HudiOption[int] = HudiOption("hoodie.metadat
 # --- concurrency control (HoodieLockConfig, HoodieWriteConfig) --------------------------------------------
 
 
-def whole_number(minimum: int) -> Callable[[str, str], int]:
-    """A lock option's whole number, at least `minimum` (LockConfigError otherwise)."""
-    def parse(key: str, value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise LockConfigError(f"{key}={value} is not a whole number") from None
-        if number < minimum:
-            raise LockConfigError(f"{key}={value} must be at least {minimum}")
-        return number
-    return parse
-
-
 def _lock_int(key: str, default: int, minimum: int) -> HudiOption[int]:
-    return HudiOption(key, default, whole_number(minimum))
+    """A lock option's whole number, at least `minimum` (LockConfigError otherwise)."""
+    return HudiOption(key, default, number_at_least(int, minimum, error=LockConfigError, noun="a whole number"))
 
 
 LOCK_PREFIX = "hoodie.write.lock."
@@ -100,22 +85,6 @@ CONCURRENCY_OPTIONS: tuple[HudiOption[int] | HudiOption[str] | HudiOption[str | 
     STORAGE_LOCK_VALIDITY_TIMEOUT_SECS, STORAGE_LOCK_HEARTBEAT_POLL_SECS)
 
 # --- file sizing of TMS's writer (HoodieStorageConfig, HoodieCompactionConfig) ---------------------------
-
-N = TypeVar("N", int, float)
-
-
-def number_at_least(kind: Callable[[str], N], least: int) -> Callable[[str, str], N]:
-    """A number of `kind`, at least `least` (HudiError otherwise)."""
-    def parse(key: str, value: str) -> N:
-        try:
-            number = kind(value)
-        except ValueError:
-            raise HudiError(f"{key}={value} is not a number") from None
-        if number < least:
-            raise HudiError(f"{key}={value} must be at least {least}")
-        return number
-    return parse
-
 
 # TMS's writer routes no record to small files unless a limit is set (Hudi's writers default it to 100 MB).
 PARQUET_SMALL_FILE_LIMIT: HudiOption[int] = HudiOption("hoodie.parquet.small.file.limit", 0,
