@@ -205,7 +205,8 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
                                           "hoodie.clustering.async.max.commits": 4,
                                           "hoodie.cleaner.commits.retained": 2,
                                           "hoodie.write.concurrency.mode": "OPTIMISTIC_CONCURRENCY_CONTROL", **lock})
-    start_planner(planner_services=["compaction", "clustering", "clean", "rollback"], planner_clean_commits=4)
+    planner = start_planner(planner_services=["compaction", "clustering", "clean", "rollback"],
+                            planner_clean_commits=4)
     start_worker()
     manager = ManagerService(db, Settings(database_url=db.url, heartbeat_seconds=3600, manager_heartbeat_seconds=0.5,
                                           manager_lease_seconds=4, retry_backoff_seconds=1,
@@ -237,7 +238,12 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
             return tasks if tasks and all(TaskState(t.state) in FINAL and not (
                 t.state == TaskState.FAILED and t.next_attempt_at) for t in tasks) else None
 
-        tasks = wait_for(settled, 600, "TMS to end every task it planned")
+        wait_for(settled, 600, "TMS to end every task it planned")
+        # Then TMS stops planning, so that what follows judges a table at rest: a plan made meanwhile would write
+        # files beside Hudi's metadata table validation and refuse or fail the Java write that comes last (a
+        # pending clustering of a file group it updates, a write conflict).
+        planner.stop()
+        tasks = wait_for(settled, 600, "TMS to end every task it planned before it stopped")
     finally:
         manager.stop()
         thread.join(timeout=30)
@@ -246,6 +252,8 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
     # the new data) is Hudi's optimistic concurrency control at work; any other failure is TMS's.
     failed = [f"{t.service} {t.instant}: {t.error}" for t in tasks
               if t.state == TaskState.FAILED and t.failure_kind != CONFLICT_REASON]
+    plans = HudiTable.load(str(path)).timeline.pending(["compaction", "replacecommit", "clustering"])
+    assert [str(i) for i in plans] == [], "plans left pending after every task ended"
     print(f"{kind}: TMS's tasks {dict(ended)} {failed}", file=sys.stderr)
     for w, outcome in enumerate(outcomes):
         refused = outcome["errors"] + outcome["rejected"]
