@@ -239,6 +239,25 @@ def test_the_circle_check_finds_a_circle():
     assert _circles(_import_graph(sources)) == []
 
 
+def _routers_imported(tree: ast.AST, module: str) -> list[int]:
+    """Lines of `module` that import the API's routes (`service.routers`), however spelled."""
+    return [line for source, name, line in _imports(tree, module)
+            if source == "service.routers" or source.startswith("service.routers.")
+            or (source == "service" and name == "routers")]
+
+
+def test_the_dashboard_does_not_call_the_api_routes():
+    """The dashboard's pages (`service/ui`) change state through the actions (`service/actions`) and read through
+    the views, as the API's routes do: never through a route's module. The check finds such an import."""
+    assert _routers_imported(ast.parse("from ..routers.tables import update_table\n"), "service.ui.routes") == [1]
+    assert _routers_imported(ast.parse("from service import routers\nimport service.routers.manager\n"),
+                             "service.ui.x") == [1, 2]
+    assert not _routers_imported(ast.parse("from ..actions.tables import change_table\n"), "service.ui.routes")
+    found = [f"{path.relative_to(REPO)}:{line}" for path in _modules("service/ui")
+             for line in _routers_imported(ast.parse(path.read_text(), str(path)), _module_name(path))]
+    assert not found, f"the dashboard imports the API's routes (call service/actions instead): {', '.join(found)}"
+
+
 def _raw_hoodie_reads(tree: ast.AST) -> list[int]:
     """Lines that read a `hoodie.*` option by its key (`x.get("hoodie....")`) instead of through its typed option."""
     return [node.lineno for node in ast.walk(tree)

@@ -5,7 +5,6 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response, status
 
-from tms.backup.errors import BackupError
 from tms.db import TableRepo
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
@@ -17,9 +16,8 @@ from tms.hudi.table.savepoint import (
     read_savepoint,
 )
 
+from ..actions.restores import restore
 from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
-from ..backup_restore import restore_to_new_path
-from ..savepoint_restore import request_savepoint_restore
 from ..schemas.common import Id, InstantTime
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 from ..schemas.restore import RestoreRequest
@@ -123,12 +121,5 @@ def end_backfill(table_id: TableId, instant: InstantTime, request: Request) -> R
                          "since, a target that is not empty.",
              responses=problems(*ADMIN, 400, 404, 409, 413, 422, d409="A backup task of the table is in progress"))
 def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> dict[str, Any]:
-    if not body.in_place:  # a backup version or a savepoint, to a new base path
-        return restore_to_new_path(request, table_id, body)
-    if body.savepoint is None:
-        raise BackupError("a backup version is restored to a new base path: give target_path (in place is not "
-                          "available for backup versions in this build)")
     with request.app.state.database.transaction() as session:
-        row = TableRepo(session).get(table_id)
-        task = request_savepoint_restore(session, row, body.savepoint, force=body.force)
-        return TaskOut.model_validate(task).model_dump()
+        return TaskOut.model_validate(restore(session, request.app.state.settings, table_id, body)).model_dump()
