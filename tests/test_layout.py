@@ -1,6 +1,7 @@
 """The house's layout rules, checked on the source: the metadata database is reached only through `tms/db`
 (no SQL, and no query built with SQLAlchemy, anywhere else), and the format library `tms/hudi` knows only
-Hudi (it imports nothing of TMS outside itself), and no import circle among the project's modules."""
+Hudi (it imports nothing of TMS outside itself), no import circle among the project's modules, and the dashboard
+(`service/ui`) reaches the service's use cases through `service/actions`, never through the API's routes."""
 from __future__ import annotations
 
 import ast
