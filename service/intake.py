@@ -103,6 +103,11 @@ class Intake:
         self.known_keys: dict[str, float] = {}  # hash of a table's callback key -> known to be in use until
         self.admit = admit
 
+    def forget_tables(self) -> None:
+        """After a change to tables (registered, changed, unregistered) commits: their identities and keys are
+        read from the database again."""
+        self.tables.clear()
+
     async def check_key(self, credential: WriterCredential) -> None:
         """401 for a sender whose key is no registered table's: refused before its body is read, whatever it
         holds. A key in use is remembered for `cache_seconds`."""

@@ -12,8 +12,8 @@ from tms.config import Settings
 from tms.hudi.storage.paths import normalize_base_path
 
 from . import json_body
+from .actions.backups import BACKUP_DESTINATION
 from .errors import PROBLEM_JSON
-from .routers.backups import BACKUP_DESTINATION
 from .routers.events import BODIES
 from .schemas.common import MAX_ID, STORABLE_JSON, STORABLE_JSON_SCHEMA
 

@@ -1,6 +1,7 @@
 """The house's layout rules, checked on the source: the metadata database is reached only through `tms/db`
 (no SQL, and no query built with SQLAlchemy, anywhere else), and the format library `tms/hudi` knows only
-Hudi (it imports nothing of TMS outside itself), and no import circle among the project's modules."""
+Hudi (it imports nothing of TMS outside itself), no import circle among the project's modules, and the dashboard
+(`service/ui`) reaches the service's use cases through `service/actions`, never through the API's routes."""
 from __future__ import annotations
 
 import ast
@@ -237,6 +238,25 @@ def test_the_circle_check_finds_a_circle():
     assert _circles(graph) == [["tms.backup.schedule", "tms.db", "tms.planning.policy", "tms.backup.schedule"]]
     sources["tms.backup.schedule"] = "if TYPE_CHECKING:\n    import tms.db\n"
     assert _circles(_import_graph(sources)) == []
+
+
+def _routers_imported(tree: ast.AST, module: str) -> list[int]:
+    """Lines of `module` that import the API's routes (`service.routers`), however spelled."""
+    return [line for source, name, line in _imports(tree, module)
+            if source == "service.routers" or source.startswith("service.routers.")
+            or (source == "service" and name == "routers")]
+
+
+def test_the_dashboard_does_not_call_the_api_routes():
+    """The dashboard's pages (`service/ui`) change state through the actions (`service/actions`) and read through
+    the views, as the API's routes do: never through a route's module. The check finds such an import."""
+    assert _routers_imported(ast.parse("from ..routers.tables import update_table\n"), "service.ui.routes") == [1]
+    assert _routers_imported(ast.parse("from service import routers\nimport service.routers.manager\n"),
+                             "service.ui.x") == [1, 2]
+    assert not _routers_imported(ast.parse("from ..actions.tables import change_table\n"), "service.ui.routes")
+    found = [f"{path.relative_to(REPO)}:{line}" for path in _modules("service/ui")
+             for line in _routers_imported(ast.parse(path.read_text(), str(path)), _module_name(path))]
+    assert not found, f"the dashboard imports the API's routes (call service/actions instead): {', '.join(found)}"
 
 
 def _raw_hoodie_reads(tree: ast.AST) -> list[int]:

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import fsspec
 from fastapi import APIRouter, Path, Request, status
 
 from tms.backup.layout import backup_root
 from tms.backup.requests import request_backup_task, store_of
 from tms.db import BackupTaskRepo, NotFoundError, TablePolicy, TableRepo
-from tms.hudi.storage.paths import is_under_roots
 from tms.table_service import TableService
 
+from ..actions.backups import set_backup_policy
 from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
-from ..errors import validation_error
 from ..schemas.backups import BackupList, BackupPolicyIn, BackupPolicyOut
 from ..schemas.common import Id
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
@@ -22,8 +20,6 @@ from ..schemas.tasks import TaskOut
 
 router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/tables", tags=["backups"])
 TableId = Annotated[Id, Path(description="The table's id")]
-BACKUP_DESTINATION = "tms.backup.destination"
-_POLICY_KEYS = (BACKUP_DESTINATION, "tms.backup.schedule", "tms.backup.keep.versions")
 
 
 def _policy_out(table_id: int, name: str, policy: TablePolicy) -> dict[str, Any]:
@@ -32,34 +28,14 @@ def _policy_out(table_id: int, name: str, policy: TablePolicy) -> dict[str, Any]
             "root": backup_root(policy.backup_destination, name, table_id)}
 
 
-def require_backup_destination(request: Request, destination: str, *loc: str) -> None:
-    """A 422 unless `destination` lies under the storage or backup roots (either set) and fsspec can write it."""
-    settings = request.app.state.settings
-    roots = [*settings.storage_roots, *settings.backup_roots]
-    if not is_under_roots(destination, roots):
-        raise validation_error([{"loc": loc, "type": "value_error",
-                                 "msg": f"{destination} is outside the storage and backup roots "
-                                        f"({', '.join(roots)}; TMS_BACKUP_ROOTS adds one)"}], "body")
-    try:
-        fsspec.get_filesystem_class(fsspec.utils.get_protocol(destination))
-    except (ValueError, ImportError) as exc:
-        raise validation_error([{"loc": loc, "type": "value_error",
-                                 "msg": f"cannot write to {destination}: {exc}"}], "body") from None
-
-
 @router.put("/{table_id}/backup", response_model=BackupPolicyOut, dependencies=[Admin],
             summary="Set the table's backup policy", responses=problems(*ADMIN, 400, 404, 413, 422))
 def put_backup_policy(table_id: TableId, body: BackupPolicyIn, request: Request) -> dict[str, Any]:
     """The destination must lie under TMS_STORAGE_ROOTS or TMS_BACKUP_ROOTS (when either is set). Stored as the
     table's `tms.backup.*` policy options. The manager's leader takes the first backup at
     once, then one at each time of the schedule, each followed by a backup-clean."""
-    require_backup_destination(request, body.destination, "destination")
     with request.app.state.database.transaction() as session:
-        repo = TableRepo(session)
-        table = repo.get(table_id)
-        changes = dict(zip(_POLICY_KEYS, (body.destination, body.schedule, body.keep_versions), strict=True))
-        own = TablePolicy.from_stored((table.own_settings or {}).get("policies")).merged(changes)
-        table = repo.update(table_id, policies=own.explicit())
+        table = set_backup_policy(session, request.app.state.settings, table_id, body)
         return _policy_out(table_id, table.name, TablePolicy.from_stored(table.policies))
 
 

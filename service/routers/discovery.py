@@ -12,6 +12,7 @@ from tms.fleet.hive import sync_hive_database
 from tms.fleet.onboarding import scan_root
 from tms.hudi.storage.paths import is_under_roots, normalize_base_path
 
+from ..actions.tables import checked_policy
 from ..auth import Admin, AuthenticatedFirst, Viewer
 from ..errors import validation_error
 from ..schemas.common import Limit, Offset
@@ -25,7 +26,6 @@ from ..schemas.discovery import (
     ScanResult,
 )
 from ..schemas.problems import ADMIN, VIEWER, problems
-from .tables import _forget_cached_identities, _policy
 
 router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/discovery", tags=["discovery"])
 
@@ -45,11 +45,11 @@ def scan(body: ScanRequest, request: Request) -> dict[str, Any]:
         raise validation_error([{"loc": ("root",), "type": "value_error",
                                  "msg": "no root given and TMS_STORAGE_ROOTS is empty: name the root to scan"}],
                                "body")
-    policies = _policy({}, body.policies, request).explicit()
+    policies = checked_policy(request.app.state.settings, {}, body.policies).explicit()
     scans = []
     for root in [body.root] if body.root is not None else [normalize_base_path(r) for r in roots]:
         report = scan_root(request.app.state.database, root, policies=policies, max_depth=body.max_depth,
-                           refresh=lambda: _forget_cached_identities(request))
+                           refresh=request.app.state.intake.forget_tables)
         scans.append(asdict(report))
     return {"scans": scans}
 
@@ -64,10 +64,10 @@ def glue_sync(body: GlueSyncRequest, request: Request) -> dict[str, Any]:
     other table is listed refused with the reason; a table registered by an earlier sync and dropped from the
     catalog since is disabled (never deleted). Recorded with the root `glue://<database>`."""
     settings = request.app.state.settings
-    policies = _policy({}, body.policies, request).explicit()
+    policies = checked_policy(request.app.state.settings, {}, body.policies).explicit()
     report = sync_glue_database(request.app.state.database, body.database, endpoint_url=settings.glue_endpoint_url,
                                 region=settings.glue_region, storage_roots=settings.storage_roots, policies=policies,
-                                refresh=lambda: _forget_cached_identities(request))
+                                refresh=request.app.state.intake.forget_tables)
     return asdict(report)
 
 
@@ -82,10 +82,10 @@ def hive_sync(body: HiveSyncRequest, request: Request) -> dict[str, Any]:
     registered by an earlier sync and dropped from the metastore since is disabled (never deleted). Recorded
     with the root `hive://<database>`."""
     settings = request.app.state.settings
-    policies = _policy({}, body.policies, request).explicit()
+    policies = checked_policy(request.app.state.settings, {}, body.policies).explicit()
     report = sync_hive_database(request.app.state.database, body.database, metastore_uri=settings.hive_metastore_uri,
                                 storage_roots=settings.storage_roots, policies=policies,
-                                refresh=lambda: _forget_cached_identities(request))
+                                refresh=request.app.state.intake.forget_tables)
     return asdict(report)
 
 

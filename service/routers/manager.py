@@ -5,13 +5,12 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
-from sqlalchemy.orm import Session
 
-from tms.config import Settings
-from tms.db import Alert, AlertRepo, ConflictError, InstanceRepo, LeaseRepo, MuteRepo, TableRepo, WebhookRepo
-from tms.leadership import LEASE_NAME
+from tms.db import Alert, AlertRepo, MuteRepo, WebhookRepo
 
+from ..actions.alerts import acknowledge_alert, add_mute
 from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
+from ..manager_view import manager_status, webhook_out
 from ..pagination import AlertsCursor, decode_cursor, page
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.manager import (
@@ -37,19 +36,6 @@ router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1")
 def get_manager(request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         return manager_status(session, request.app.state.settings)
-
-
-def manager_status(session: Session, settings: Settings) -> dict[str, Any]:
-    """The leading manager, its epoch and the standbys (the API's and the dashboard's)."""
-    leases = LeaseRepo(session)
-    lease = leases.get(LEASE_NAME)
-    live = lease is not None and leases.is_live(lease)
-    leader = lease.holder if live and lease is not None else None
-    alive = InstanceRepo(session).alive("manager", 2 * settings.manager_heartbeat_seconds + 1)
-    return {"leader": leader, "epoch": lease.epoch if lease else 0,
-            "since": lease.acquired_at if leader and lease else None,
-            "last_work_at": lease.last_work_at if leader and lease else None,
-            "standbys": [{"instance": i.id, "heartbeat_at": i.heartbeat_at} for i in alive if i.id != leader]}
 
 
 @router.get("/alerts", response_model=AlertPage, dependencies=[Viewer], tags=["alerts"],
@@ -79,26 +65,7 @@ def acknowledge(alert_id: Annotated[Id, Path()], request: Request) -> Alert:
     """The instance is forgotten (its row removed, unless it beats again) and the alert resolves. An alert
     already resolved is answered as it is."""
     with request.app.state.database.transaction() as session:
-        return acknowledge_alert(session, alert_id, request.app.state.settings)
-
-
-ACKNOWLEDGED_TYPES = frozenset({AlertType.INSTANCE_DOWN.value})
-
-
-def acknowledge_alert(session: Session, alert_id: int, settings: Settings) -> Alert:
-    """Resolve an instance_down alert on an operator's word (the API's and the dashboard's); NotFoundError
-    for an unknown alert, ConflictError for a type whose condition TMS watches until it clears."""
-    alerts = AlertRepo(session)
-    alert = alerts.get(alert_id)
-    if alert.kind not in ACKNOWLEDGED_TYPES:
-        raise ConflictError(f"alert {alert_id} is {alert.kind}: it resolves when its condition clears; only "
-                            f"{', '.join(sorted(ACKNOWLEDGED_TYPES))} alerts are acknowledged")
-    if alert.resolved_at is not None:
-        return alert
-    InstanceRepo(session).forget_silent(alert.subject.removeprefix("instance:"),
-                                        settings.monitor_instance_missing_seconds)
-    resolved = alerts.resolve(alert.fingerprint)
-    return resolved or alerts.get(alert_id)
+        return acknowledge_alert(session, request.app.state.settings, alert_id)
 
 
 # --- mutes -----------------------------------------------------------------------------------------
@@ -107,16 +74,7 @@ def acknowledge_alert(session: Session, alert_id: int, settings: Settings) -> Al
              summary="Mute alerts by table, database, owner or queue (all types or some)")
 def create_mute(body: MuteIn, request: Request) -> MuteOut:
     with request.app.state.database.transaction() as session:
-        return add_mute(session, body)
-
-
-def add_mute(session: Session, body: MuteIn) -> MuteOut:
-    """A new mute (the API's and the dashboard's); NotFoundError for an unknown table."""
-    if body.table_id is not None:
-        TableRepo(session).get(body.table_id)
-    fields = body.model_dump()
-    fields["alert_types"] = [t.value for t in body.alert_types]
-    return MuteOut.model_validate(MuteRepo(session).create(**fields))
+        return MuteOut.model_validate(add_mute(session, body))
 
 
 @router.get("/mutes", response_model=list[MuteOut], dependencies=[Viewer], tags=["alerts"],
@@ -144,12 +102,6 @@ def _webhook_fields(values: dict[str, Any]) -> dict[str, Any]:
         if name in values:
             values[name] = str(values[name])
     return values
-
-
-def webhook_out(hook: Any) -> WebhookOut:
-    return WebhookOut.model_validate({**{c: getattr(hook, c) for c in ("id", "name", "url", "min_severity",
-                                                                        "format", "enabled", "created_at")},
-                                      "kinds": hook.kinds or [], "has_secret": bool(hook.secret)})
 
 
 @router.post("/webhooks", status_code=status.HTTP_201_CREATED, response_model=WebhookOut, dependencies=[Admin],

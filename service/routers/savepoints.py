@@ -5,21 +5,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response, status
 
-from tms.backup.errors import BackupError
-from tms.db import TableRepo
-from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.table.savepoint import (
-    SavepointError,
-    create_savepoint,
-    delete_savepoint,
-    latest_savepointable,
-    read_savepoint,
-)
+from tms.hudi.table.savepoint import read_savepoint
 
+from ..actions import savepoints as actions
+from ..actions.restores import restore
 from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
-from ..backup_restore import restore_to_new_path
-from ..savepoint_restore import request_savepoint_restore
 from ..schemas.common import Id, InstantTime
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
 from ..schemas.restore import RestoreRequest
@@ -37,16 +28,15 @@ def _out(table: HudiTable, instant: str) -> dict[str, Any]:
             "comments": meta.comments, "files": files}
 
 
-def _table(request: Request, table_id: int) -> tuple[HudiTable, dict[str, str]]:
+def _table(request: Request, table_id: int) -> actions.SavepointedTable:
     with request.app.state.database.transaction() as session:
-        row = TableRepo(session).get(table_id)
-        return HudiTable.load(row.base_path), dict(row.concurrency_options)
+        return actions.savepointed_table(session, table_id)
 
 
 @router.get("/{table_id}/savepoints", response_model=list[SavepointOut], dependencies=[Viewer],
             summary="The table's savepoints", responses=problems(*VIEWER, 404, 422))
 def list_savepoints(table_id: TableId, request: Request) -> list[dict[str, Any]]:
-    table, _ = _table(request, table_id)
+    table = _table(request, table_id).table
     return [_out(table, s.timestamp) for s in table.timeline.savepoints()]
 
 
@@ -57,22 +47,15 @@ def list_savepoints(table_id: TableId, request: Request) -> list[dict[str, Any]]
                          "completed write, already has a savepoint, or is older than what clean retained.",
              responses=problems(*OPERATOR, 400, 404, 413, 422))
 def post_savepoint(table_id: TableId, body: SavepointRequest, request: Request) -> dict[str, Any]:
-    table, options = _table(request, table_id)
-    with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
-        made = create_savepoint(table, body.instant, user="tms-api", comment=body.comment)
-    return _out(table, made.timestamp)
+    target = _table(request, table_id)
+    return _out(target.table, actions.savepoint_now(target, body.instant, body.comment))
 
 
 @router.delete("/{table_id}/savepoints/{instant}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Operator],
                summary="Delete a savepoint", responses=problems(*OPERATOR, 404, 422))
 def remove_savepoint(table_id: TableId, instant: InstantTime, request: Request) -> Response:
-    table, options = _table(request, table_id)
-    with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
-        delete_savepoint(table, instant)
+    actions.remove_savepoint(_table(request, table_id), instant)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
-
-
-BACKFILL_SAVEPOINTER = "tms-backfill"  # `savepointedBy` of a backfill's savepoint: the policy's keep rule leaves it
 
 
 @router.post("/{table_id}/backfills", response_model=BackfillOut, status_code=status.HTTP_201_CREATED,
@@ -85,28 +68,16 @@ BACKFILL_SAVEPOINTER = "tms-backfill"  # `savepointedBy` of a backfill's savepoi
              responses=problems(*OPERATOR, 400, 404, 413, 422))
 def post_backfill(table_id: TableId, request: Request, body: BackfillRequest | None = None) -> dict[str, Any]:
     reason = body.reason if body is not None else ""
-    table, options = _table(request, table_id)
-    with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
-        latest = latest_savepointable(table)
-        existing = latest is not None and any(s.timestamp == latest for s in table.timeline.savepoints())
-        if not existing:
-            latest = create_savepoint(table, latest, user=BACKFILL_SAVEPOINTER,
-                                      comment=f"backfill: {reason}" if reason else "backfill").timestamp
-    assert latest is not None  # create_savepoint refused a table without a completed write
-    return {"table_id": table_id, "savepoint": _out(table, latest), "created": not existing}
+    target = _table(request, table_id)
+    instant, created = actions.announce_backfill(target, reason)
+    return {"table_id": table_id, "savepoint": _out(target.table, instant), "created": created}
 
 
 @router.delete("/{table_id}/backfills/{instant}", status_code=status.HTTP_204_NO_CONTENT, dependencies=[Operator],
                summary="End a backfill: delete the savepoint its announcement made",
                responses=problems(*OPERATOR, 404, 422, d422="No backfill's savepoint at that instant"))
 def end_backfill(table_id: TableId, instant: InstantTime, request: Request) -> Response:
-    table, options = _table(request, table_id)
-    with TransactionManager.from_options(table, options) as transactions, transactions.transaction():
-        made_by = read_savepoint(table, instant).savepointed_by
-        if made_by != BACKFILL_SAVEPOINTER:
-            raise SavepointError(f"the savepoint at {instant} was made by {made_by}, not by a backfill's "
-                                 "announcement: delete it with DELETE .../savepoints/{instant}")
-        delete_savepoint(table, instant)
+    actions.end_backfill(_table(request, table_id), instant)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -123,12 +94,5 @@ def end_backfill(table_id: TableId, instant: InstantTime, request: Request) -> R
                          "since, a target that is not empty.",
              responses=problems(*ADMIN, 400, 404, 409, 413, 422, d409="A backup task of the table is in progress"))
 def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> dict[str, Any]:
-    if not body.in_place:  # a backup version or a savepoint, to a new base path
-        return restore_to_new_path(request, table_id, body)
-    if body.savepoint is None:
-        raise BackupError("a backup version is restored to a new base path: give target_path (in place is not "
-                          "available for backup versions in this build)")
     with request.app.state.database.transaction() as session:
-        row = TableRepo(session).get(table_id)
-        task = request_savepoint_restore(session, row, body.savepoint, force=body.force)
-        return TaskOut.model_validate(task).model_dump()
+        return TaskOut.model_validate(restore(session, request.app.state.settings, table_id, body)).model_dump()

@@ -4,21 +4,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
-from pydantic import ValidationError
 
-from tms.db import EventRepo, RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo, hash_secret
-from tms.hudi.errors import TableNotFoundError
-from tms.hudi.locks import LockConfigError, parse_concurrency_options
-from tms.hudi.storage.paths import is_under_roots
-from tms.hudi.storage.table_storage import open_storage
-from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.table.write_options import split_concurrency_options
+from tms.db import EventRepo, RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo
 from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.templates import PRIORITY, QUEUE, Template, resolve
-from tms.planning.ttl import ttl_policy_refusal
 
+from ..actions import tables as actions
 from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
-from ..errors import validation_error
 from ..pagination import TablesCursor, decode_cursor, page
 from ..schemas.common import Id, Limit, Offset, ShortText
 from ..schemas.problems import ADMIN, OPERATOR, VIEWER, problems
@@ -33,16 +25,8 @@ from ..schemas.tables import (
     TableRegistration,
 )
 from ..schemas.tasks import TaskOut
-from ..table_view import (
-    capability_report,
-    live_view,
-    planner_outlook,
-    registration_facts,
-    registration_refusal,
-    ttl_schedule,
-)
+from ..table_view import live_view, planner_outlook, ttl_schedule
 from ..writer_options import writer_options
-from .backups import BACKUP_DESTINATION, require_backup_destination
 
 router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/tables", tags=["tables"])
 TableId = Annotated[Id, Path(description="The table's id")]
@@ -58,63 +42,6 @@ def _out(table: RegisteredTable, templates: list[Template]) -> dict[str, Any]:
             "sources": {key: effective.source(key) for key in [*policies, QUEUE, PRIORITY]}}
 
 
-def _own(table: RegisteredTable, key: str) -> dict[str, Any]:
-    """The table's own policies or concurrency options (not its template's)."""
-    return dict((table.own_settings or {}).get(key) or {})
-
-
-def _policy(stored: dict[str, Any], changes: dict[str, Any], request: Request | None = None) -> TablePolicy:
-    try:
-        policy = TablePolicy.from_stored(stored).merged(changes)
-    except ValidationError as exc:
-        raise validation_error(exc.errors(), "body", "policies") from None
-    if request is not None and changes.get(BACKUP_DESTINATION):  # the same check as PUT .../backup's
-        require_backup_destination(request, policy.backup_destination, "policies", BACKUP_DESTINATION)
-    return policy
-
-
-def _require_applicable_ttl(table: HudiTable, policy: TablePolicy) -> None:
-    """A TTL option the table cannot honour (a field that holds no time, no partitions) is refused, in one line."""
-    refusal = ttl_policy_refusal(table, policy)
-    if refusal:
-        option, message = refusal
-        raise validation_error([{"loc": (option,), "type": "value_error", "msg": message}], "body", "policies")
-
-
-def _concurrency(stored: dict[str, str], changes: dict[str, Any], *, base_path: str, table_name: str
-                 ) -> dict[str, str]:
-    """The table's concurrency options after `changes` (a None value removes one), validated as TMS will use
-    them to take the writers' lock: a provider TMS cannot share is refused with its one line."""
-    for key, value in changes.items():
-        if isinstance(value, dict | list):
-            raise _lock_error(key, f"{key} must be a string, number or boolean")
-    combined = {k: str(v) for k, v in {**stored, **changes}.items() if v is not None}
-    try:
-        config = parse_concurrency_options(combined, base_path=base_path, table_name=table_name)
-    except LockConfigError as exc:
-        raise _lock_error(next(iter(changes), "policies"), str(exc)) from None
-    return dict(config.options)
-
-
-def _lock_error(key: str, message: str):
-    return validation_error([{"loc": (key,), "type": "value_error", "msg": message}], "body", "policies")
-
-
-def _no_table_there(base_path: str) -> str:
-    """Why there is no Hudi table at `base_path`: nothing is there, or something that is not a Hudi table."""
-    try:
-        there = open_storage(base_path).exists("")
-    except Exception:  # noqa: BLE001 (a storage that cannot say: the plain reason)
-        there = True
-    if not there:
-        return f"{base_path} does not exist"
-    return f"{base_path} is not a Hudi table: it has no .hoodie/hoodie.properties"
-
-
-def _forget_cached_identities(request: Request) -> None:
-    request.app.state.intake.tables.clear()
-
-
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=TableRegistered, dependencies=[Admin],
              summary="Register a table by its base path",
              responses=problems(*ADMIN, 400, 409, 413, 422, d409="The base path is registered already",
@@ -124,39 +51,12 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     """Reads the table's `hoodie.properties` (type, version, key fields). The path must lie under
     one of TMS_STORAGE_ROOTS. Registering changes nothing on storage. The answer's `capabilities` say what
     TMS can do for the table: reading and each table service, and why not the others."""
-    roots = request.app.state.settings.storage_roots
-    if not is_under_roots(body.base_path, roots):
-        raise validation_error([{"loc": ("base_path",), "type": "value_error",
-                                 "msg": f"{body.base_path} is outside the storage roots ({', '.join(roots)})"}],
-                               "body")
-    concurrency_changes, policy_changes = split_concurrency_options(body.policies)
-    policy = _policy({}, policy_changes, request)
-    try:
-        hudi_table = HudiTable.load(body.base_path)
-        facts = registration_facts(hudi_table)
-        planner_services = frozenset(request.app.state.settings.planner_services)
-        report = capability_report(hudi_table, policy=policy, planner_services=planner_services)
-    except TableNotFoundError:
-        raise validation_error([{"loc": ("base_path",), "type": "value_error",
-                                 "msg": _no_table_there(body.base_path)}], "body") from None
-    except Exception as exc:  # unreadable, unsupported version: all bad input here
-        raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": str(exc)}], "body") from None
-    refusal = registration_refusal(report)
-    if refusal:
-        raise validation_error([{"loc": ("base_path",), "type": "value_error", "msg": refusal}], "body")
-    _require_applicable_ttl(hudi_table, policy)
-    concurrency = _concurrency({}, concurrency_changes, base_path=body.base_path, table_name=facts["name"])
+    settings = request.app.state.settings
+    checked = actions.check_registration(settings, body)
     with request.app.state.database.transaction() as session:
-        table = TableRepo(session).register(
-            base_path=body.base_path, enabled=body.enabled, owner=body.owner, queue=body.queue,
-            priority=body.priority if "priority" in body.model_fields_set else None,
-            policies=policy.explicit(), concurrency_options=concurrency,
-            callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **facts)
-        # What the planner schedules follows the policies as its template completes them.
-        report = capability_report(hudi_table, policy=TablePolicy.from_stored(table.policies),
-                                   planner_services=planner_services)
+        table, report = actions.register_table(session, settings, checked)
         return {**_out(table, TemplateRepo(session).templates()), "capabilities": report,
-                "writer_options": writer_options(request.app.state.settings, request,
+                "writer_options": writer_options(settings, request,
                                                  table_has_own_key=table.callback_key_hash is not None)}
 
 
@@ -209,31 +109,10 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
               summary="Change policies, priority, queue, callback key; enable or disable",
               responses=problems(*ADMIN, 400, 404, 413, 422))
 def update_table(table_id: TableId, body: TableChanges, request: Request) -> dict[str, Any]:
-    return apply_table_changes(request, table_id, body)
-
-
-def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> dict[str, Any]:
-    """Apply an admin's changes to a table (the API's PATCH and the dashboard's form): the table as `_out`
-    gives it. RequestValidationError for a policy that cannot be used."""
-    changes = body.model_dump(exclude_unset=True)
     with request.app.state.database.transaction() as session:
-        repo = TableRepo(session)
-        table = repo.get(table_id)
-        if "policies" in changes:
-            concurrency_changes, policy_changes = split_concurrency_options(changes["policies"] or {})
-            policy = _policy(_own(table, "policies"), policy_changes, request)
-            if policy.record_ttl or policy.partition_ttl:
-                _require_applicable_ttl(HudiTable.load(table.base_path), policy)
-            changes["policies"] = policy.explicit()
-            if concurrency_changes:
-                changes["concurrency_options"] = _concurrency(_own(table, "concurrency_options"), concurrency_changes,
-                                                              base_path=table.base_path, table_name=table.name)
-        if "callback_key" in changes:
-            key = changes.pop("callback_key")
-            changes["callback_key_hash"] = hash_secret(key) if key else None
-        table = repo.update(table_id, **changes)
+        table = actions.change_table(session, request.app.state.settings, table_id, body)
         out = _out(table, TemplateRepo(session).templates())
-    _forget_cached_identities(request)
+    request.app.state.intake.forget_tables()
     return out
 
 
@@ -243,7 +122,7 @@ def apply_table_changes(request: Request, table_id: int, body: TableChanges) -> 
 def delete_table(table_id: TableId, request: Request) -> Response:
     with request.app.state.database.transaction() as session:
         TableRepo(session).unregister(table_id)
-    _forget_cached_identities(request)
+    request.app.state.intake.forget_tables()
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

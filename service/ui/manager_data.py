@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from tms.config import Settings
 from tms.db import MuteRepo, WebhookRepo
 
-from ..routers.manager import manager_status, webhook_out
+from ..manager_view import manager_status, webhook_out
 from ..schemas.manager import DeliveryOut, MuteOut
 
 DELIVERIES_SHOWN = 50

@@ -34,12 +34,11 @@ from tms.errors import ONE_LINE_ERRORS
 from tms.hudi.table.inspect import human_size
 from tms.table_service import TableService
 
+from ..actions.alerts import ACKNOWLEDGED_TYPES, acknowledge_alert, add_mute
+from ..actions.restores import restore_in_place, restore_to_new_path
+from ..actions.tables import change_table
 from ..auth import Role
-from ..backup_restore import restore_to_new_path
 from ..errors import validation_detail
-from ..routers.manager import ACKNOWLEDGED_TYPES, acknowledge_alert, add_mute
-from ..routers.tables import apply_table_changes
-from ..savepoint_restore import request_savepoint_restore
 from ..schemas.admin import QueueIn, QueueKind
 from ..schemas.manager import MuteIn
 from ..schemas.restore import RestoreRequest
@@ -210,12 +209,13 @@ def table_settings(request: Request, user: User, table_id: int, form: Form) -> R
                                    "policies": _policy_lines(form.get("policies", ""))}
         with _database(request).transaction() as session:
             table = TableRepo(session).get(table_id)
-        own = table.own_settings or {}
-        # A priority or queue left as its policy template gave it stays the template's (not made the table's own).
-        for key in ("priority", "queue"):
-            if key not in own and changes[key] == getattr(table, key):
-                del changes[key]
-        apply_table_changes(request, table_id, TableChanges(**changes))
+            own = table.own_settings or {}
+            # A priority or queue left as its policy template gave it stays the template's (not the table's own).
+            for key in ("priority", "queue"):
+                if key not in own and changes[key] == getattr(table, key):
+                    del changes[key]
+            change_table(session, request.app.state.settings, table_id, TableChanges(**changes))
+        request.app.state.intake.forget_tables()
     except ValueError as exc:  # int(), a malformed policy line, pydantic's ValidationError
         return _back(page, _message(exc), "error")
     except RequestValidationError as exc:
@@ -232,8 +232,7 @@ def table_restore(request: Request, user: User, table_id: int, form: Form) -> Re
     page = f"/ui/tables/{table_id}"
     try:
         with _database(request).transaction() as session:
-            row = TableRepo(session).get(table_id)
-            task = request_savepoint_restore(session, row, form.get("savepoint", ""), force=form.get("force") == "on")
+            task = restore_in_place(session, table_id, form.get("savepoint", ""), force=form.get("force") == "on")
             task_id = task.id
     except ONE_LINE_ERRORS as exc:
         return _back(page, str(exc), "error")
@@ -250,14 +249,15 @@ def table_backup_restore(request: Request, user: User, table_id: int, form: Form
     try:
         body = RestoreRequest(version=int(form.get("version", "0") or 0), target_path=form.get("target_path") or None,
                               catch_up=form.get("catch_up") == "on")
-        task = restore_to_new_path(request, table_id, body)
+        with _database(request).transaction() as session:
+            task_id = restore_to_new_path(session, request.app.state.settings, table_id, body).id
     except ValueError as exc:  # int(), pydantic's ValidationError
         return _back(page, _message(exc), "error")
     except RequestValidationError as exc:
         return _back(page, validation_detail(exc.errors()), "error")
     except ONE_LINE_ERRORS as exc:
         return _back(page, str(exc), "error")
-    return _back(page, f"Restore requested: task {task.id}.")
+    return _back(page, f"Restore requested: task {task_id}.")
 
 
 def _policy_lines(text: str) -> dict[str, Any]:
@@ -449,7 +449,7 @@ async def alert_acknowledge(request: Request, user: User, alert_id: int) -> Resp
     _require(user, Role.OPERATOR)  # as the API
     with _database(request).transaction() as session:
         try:
-            alert = acknowledge_alert(session, alert_id, request.app.state.settings)
+            alert = acknowledge_alert(session, request.app.state.settings, alert_id)
         except ONE_LINE_ERRORS as exc:
             return _back("/ui/alerts", f"The alert was not acknowledged: {_message(exc)}", "error")
     return _back("/ui/alerts", f"Alert {alert.kind} {alert.subject} acknowledged and resolved.")
