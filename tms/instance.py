@@ -100,7 +100,8 @@ class RoleLoop:
         self._wake.set()
 
     def beat_within(self, seconds: float) -> None:
-        """Bring the next heartbeat (and its turn) forward to at most `seconds` from now."""
+        """Bring the next heartbeat (and its turn) forward to at most `seconds` from now: called in a turn, whose
+        wait it shortens (it wakes no waiting loop)."""
         self._next_beat = min(self._next_beat, time.monotonic() + seconds)
 
     def run(self, role: Role, *, finish: Callable[[], None] | None = None) -> None:
