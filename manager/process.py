@@ -9,8 +9,6 @@ periodic trigger and reconciliation scan (it asks, planners plan), and the reten
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -23,7 +21,7 @@ from tms.fleet.glue import sync_glue_database
 from tms.fleet.health import score_stalest
 from tms.fleet.hive import sync_hive_database
 from tms.fleet.onboarding import ScanReport, scan_root
-from tms.instance import InstanceRow
+from tms.instance import RoleLoop
 from tms.leadership import LeaderLease, LeaderWatch, NotLeader
 from tms.webhooks.delivery import Deliverer
 
@@ -46,9 +44,10 @@ class ManagerService:
     def __init__(self, database: Database, settings: Settings, *, instance_id: str | None = None):
         self.database = database
         self.settings = settings
-        self.instance = InstanceRow(database, [ROLE], interval_seconds=settings.manager_heartbeat_seconds,
-                                    instance_id=instance_id)
-        self.id = self.instance.id
+        # The manager's heartbeat is also its bid for the lease: a turn that carries one bids first.
+        self.loop = RoleLoop(database, [ROLE], heartbeat_seconds=settings.manager_heartbeat_seconds,
+                             instance_id=instance_id)
+        self.id = self.loop.id
         self.lease = LeaderLease(database, self.id, lease_seconds=settings.manager_lease_seconds,
                                  heartbeat_seconds=settings.manager_heartbeat_seconds)
         self.deliverer = Deliverer(settings)
@@ -57,8 +56,6 @@ class ManagerService:
         self.retention_removed = removed_rows_counter()  # shown by the manager's /metrics
         self._scheduler: BackgroundScheduler | None = None
         self._leading: int | None = None  # the epoch the periodic work runs at
-        self._stopping = threading.Event()
-        self._wake = threading.Event()
 
     @property
     def leading_epoch(self) -> int | None:
@@ -68,46 +65,41 @@ class ManagerService:
     def run(self) -> None:
         log.info("manager %s: lease %ss, heartbeat %ss", self.id, self.settings.manager_lease_seconds,
                  self.settings.manager_heartbeat_seconds)
-        next_beat = 0.0
-        try:
-            while not self._stopping.is_set():
-                if time.monotonic() >= next_beat:
-                    next_beat = time.monotonic() + self.settings.manager_heartbeat_seconds
-                    self._beat_and_elect()
-                self._follow(self.lease.epoch)
-                wait = next_beat - time.monotonic()
-                if self._leading is not None:  # wake when the local lease runs out, to stop in time
-                    wait = min(wait, self.lease.valid_for())
-                elif (vacant := self.lease.vacant_in()) is not None and vacant < wait:
-                    # A standby: try again the moment the leader's lease ends (a few ms later, on the
-                    # database's clock), in case the leader is gone.
-                    next_beat = time.monotonic() + vacant + VACANT_GRACE_SECONDS
-                    wait = next_beat - time.monotonic()
-                self._wake.wait(max(0.01, wait))
-                self._wake.clear()
-        finally:
-            self._follow(None, finish_work=True)  # still the leader: let the running jobs record their work
-            try:
-                self.lease.release()
-            except Exception as exc:  # it then simply expires
-                log.warning("manager %s: could not release the lease: %s", self.id, exc)
-            self.deliverer.close()
-            self.instance.deregister()
+        self.loop.run(self, finish=self._finish)
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
+        self.loop.stop()
+
+    def turn(self) -> float | None:
+        """Bid for the lease when a heartbeat is due, and run the periodic work exactly while leading."""
+        if self.loop.beating:
+            self._bid()
+        self._follow(self.lease.epoch)
+        if self._leading is not None:  # wake when the local lease runs out, to stop in time
+            return max(0.01, self.lease.valid_for())
+        if (vacant := self.lease.vacant_in()) is not None:
+            # A standby: try again the moment the leader's lease ends (a few ms later, on the database's
+            # clock), in case the leader is gone.
+            self.loop.beat_within(max(0.01, vacant + VACANT_GRACE_SECONDS))
+        return None  # until the next heartbeat
+
+    def facts(self) -> dict[str, object]:
+        return {"leader": self.lease.epoch is not None, "epoch": self.lease.epoch}
+
+    def _finish(self) -> None:
+        self._follow(None, finish_work=True)  # still the leader: let the running jobs record their work
+        try:
+            self.lease.release()
+        except Exception as exc:  # it then simply expires
+            log.warning("manager %s: could not release the lease: %s", self.id, exc)
+        self.deliverer.close()
 
     # --- election -----------------------------------------------------------------------------------
-    def _beat_and_elect(self) -> None:
+    def _bid(self) -> None:
         try:
             self.lease.try_acquire()
         except Exception as exc:  # a database outage: the local lease runs out and the work stops
             log.warning("manager %s: cannot reach the lease: %s", self.id, exc)
-        try:
-            self.instance.beat({"leader": self.lease.epoch is not None, "epoch": self.lease.epoch})
-        except Exception as exc:
-            log.warning("manager %s: heartbeat failed: %s", self.id, exc)
         try:  # resolves `no_leader` once this manager leads (a live manager takes a vacant lease itself)
             self.leader_watch.check()
         except Exception as exc:
@@ -118,7 +110,7 @@ class ManagerService:
         if epoch == self._leading:
             return
         if self._leading is not None:
-            if self._stopping.is_set():  # a normal stop: nothing went wrong
+            if self.loop.stopping:  # a normal stop: nothing went wrong
                 log.info("manager %s: stopping; periodic work of epoch %s stopped", self.id, self._leading)
             else:
                 log.warning("manager %s: no longer the leader (epoch %s); periodic work stopped", self.id,
@@ -149,7 +141,7 @@ class ManagerService:
         jobs.append(("health", s.manager_health_seconds, lambda e: self._score_health()))
         jobs.append(("retention", s.manager_retention_seconds, lambda e: purge_history(
             self.lease, e, s, removed=self.retention_removed,
-            stopping=lambda: self._stopping.is_set() or self.lease.epoch != e)))
+            stopping=lambda: self.loop.stopping or self.lease.epoch != e)))
         if s.discovery_scan_seconds > 0:
             jobs.append(("discovery", s.discovery_scan_seconds, lambda e: self._discover()))
         if s.glue_sync_databases:

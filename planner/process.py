@@ -20,7 +20,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from tms.config import Settings
 from tms.db import Database, LeaseRepo, ScanRequestRepo, TableRepo
-from tms.instance import InstanceRow
+from tms.instance import RoleLoop
 from tms.leadership import LEASE_NAME
 
 from .runner import Planner
@@ -41,14 +41,14 @@ class PlannerService:
         self.database = database
         self.settings = settings
         self.planner = planner or Planner.from_settings(database, settings)
-        self.instance = InstanceRow(database, [ROLE], interval_seconds=settings.heartbeat_seconds)
-        self.id = self.instance.id
-        self._stopping = threading.Event()
-        self._wake = threading.Event()
+        self.loop = RoleLoop(database, [ROLE], heartbeat_seconds=settings.heartbeat_seconds,
+                             poll_seconds=settings.planner_poll_seconds)
+        self.id = self.loop.id
         self._in_flight: set[int] = set()  # tables handed to threads
         self._jobs = 0  # shares of them in the threads' hands
         self._backoff: dict[int, float] = {}  # table -> monotonic time before which it is not tried again
         self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(settings.planner_threads, thread_name_prefix="plan")  # threads on demand
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -61,30 +61,32 @@ class PlannerService:
                           next_run_time=datetime.now(UTC))
         scheduler.add_job(self._take_requests, "interval", seconds=REQUESTS_POLL_SECONDS, max_instances=1,
                           coalesce=True)
-        pool = ThreadPoolExecutor(s.planner_threads, thread_name_prefix="plan")
         scheduler.start()
         log.info("planner %s: %s thread(s), services %s, tick %ss, scan %ss", self.id, s.planner_threads,
                  ",".join(s.planner_services), s.planner_tick_seconds, s.planner_scan_seconds)
-        try:
-            while not self._stopping.is_set():
-                self.instance.beat_if_due(lambda: {"threads": s.planner_threads})
-                self.planner.drain_timeline_changes()
-                if not self._dispatch(pool):
-                    self._wake.wait(s.planner_poll_seconds)
-                    self._wake.clear()
-        finally:
+
+        def finish() -> None:
             scheduler.shutdown(wait=True)
-            pool.shutdown(wait=True)
+            self._pool.shutdown(wait=True)
             self.planner.close()
-            self.instance.deregister()
+
+        self.loop.run(self, finish=finish)
 
     def stop(self) -> None:
-        self._stopping.set()
+        self.loop.stop()
         self.planner.stop()
-        self._wake.set()
+
+    def turn(self) -> float | None:
+        """Take the timelines' changes and hand tables with new events to free threads: again at once when
+        some were handed, else at the poll interval or a wake-up."""
+        self.planner.drain_timeline_changes()
+        return 0 if self._dispatch() else None
+
+    def facts(self) -> dict[str, int]:
+        return {"threads": self.settings.planner_threads}
 
     # --- the event-driven path ----------------------------------------------------------------------
-    def _dispatch(self, pool: ThreadPoolExecutor) -> int:
+    def _dispatch(self) -> int:
         """Hand tables with new events to free threads; how many were handed."""
         with self._lock:
             free = self.settings.planner_threads - self._jobs
@@ -106,7 +108,7 @@ class PlannerService:
             with self._lock:
                 self._in_flight.update(share)
                 self._jobs += 1
-            pool.submit(self.planner.handle_events_of, share).add_done_callback(partial(self._done, share))
+            self._pool.submit(self.planner.handle_events_of, share).add_done_callback(partial(self._done, share))
         return len(shares)
 
     def _done(self, table_ids: list[int], future: Future) -> None:
@@ -123,7 +125,7 @@ class PlannerService:
                     self._backoff.pop(table_id, None)
                 else:  # another planner holds it, or the database failed: not again before the next poll
                     self._backoff[table_id] = time.monotonic() + self.settings.planner_poll_seconds
-        self._wake.set()
+        self.loop.wake()
 
     # --- the periodic jobs --------------------------------------------------------------------------
     def _leader_decides(self) -> bool:
@@ -140,7 +142,7 @@ class PlannerService:
         """Plan the tables the leader marked due for the periodic trigger, and scan the chunks of tables it
         asked a scan of."""
         try:
-            while not self._stopping.is_set():
+            while not self.loop.stopping:
                 with self.database.transaction() as session:
                     ticks = TableRepo(session).take_tick_requests(REQUESTS_PER_TAKE)
                     chunk = ScanRequestRepo(session).take()

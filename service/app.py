@@ -23,7 +23,6 @@ from .discovery_admission import callback_admission
 from .fence_checks import FenceChecks
 from .heartbeat import Heartbeat
 from .intake import Intake
-from .leader_watch import LeaderWatchLoop
 from .metrics import LatencyMiddleware, Metrics
 from .routers import (
     admin,
@@ -59,16 +58,13 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     logging.getLogger("service").setLevel(settings.log_level)
     database = database or open_database(settings)
     metrics = Metrics(database)
-    heartbeat = Heartbeat(database, roles=["service"], interval_seconds=settings.heartbeat_seconds,
-                          info={"port": settings.port})
+    heartbeat = Heartbeat(database, settings)  # its row, and the watch for a leading manager
     intake_store = IntakeStore(database.url, max_connections=settings.db_pool_size)
-    leader_watch = LeaderWatchLoop(database, settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         await intake_store.open()
         heartbeat.start()
-        leader_watch.start()
         # What exists once started (modules, the app, its caches) lives as long as the process: kept out
         # of the garbage collector's full passes, which otherwise walk it all again and again while
         # requests allocate (a batch of events several times over). Handed back at shutdown.
@@ -77,7 +73,6 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
         gc.unfreeze()
         app.state.planner.close()  # the cached tables' lock connections (ZooKeeper sessions)
         app.state.fence_checks.close()
-        await leader_watch.stop()
         await heartbeat.stop()
         await intake_store.close()
 

@@ -1,5 +1,5 @@
-"""The worker process: it keeps up to `worker_slots` jobs running. Each turn it beats its instance row,
-hands back the tasks of dead workers, and claims runnable tasks for its free slots; each claimed task runs
+"""The worker process: it keeps up to `worker_slots` jobs running. Each turn of its role loop (tms.instance) it
+hands back the tasks of dead workers and claims runnable tasks for its free slots; each claimed task runs
 under a JobSupervisor in a thread of its own."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from tms.config import Settings
 from tms.db import Database, QueueRepo
 from tms.execute.spark_submit import build_py_files
-from tms.instance import InstanceRow
+from tms.instance import RoleLoop
 
 from .claim import ClaimLimits, claim_next, requeue_expired_leases
 from .retry_policy import RetryLimits
@@ -37,50 +37,41 @@ class Worker:
     def __init__(self, database: Database, settings: Settings, *, worker_id: str | None = None):
         self.database = database
         self.settings = settings
-        self.instance = InstanceRow(database, ["worker"], interval_seconds=settings.heartbeat_seconds,
-                                    instance_id=worker_id)
-        self.id = self.instance.id
+        self.loop = RoleLoop(database, ["worker"], heartbeat_seconds=settings.heartbeat_seconds,
+                             poll_seconds=settings.worker_poll_seconds, instance_id=worker_id)
+        self.id = self.loop.id
         self.limits = ClaimLimits(lease_seconds=settings.worker_lease_seconds,
                                   driver_memory_mb=settings.worker_driver_memory_mb,
                                   driver_cores=settings.worker_driver_cores,
                                   max_executors_per_table=settings.worker_max_executors_per_table,
                                   merge_budget_bytes=settings.merge_memory_bytes)
-        self._stopping = threading.Event()
-        self._wake = threading.Event()
         self._jobs: dict[int, tuple[JobSupervisor, threading.Thread]] = {}
         self._lock = threading.Lock()
         self.warm_engines: WarmEngines | None = None  # the spark runner's, made by run()
+        self._job_settings: JobSettings | None = None  # made by run()
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def run(self) -> None:
         """Work until `stop()`; then kill the running jobs (their attempts fail) and deregister."""
         scratch = Path(tempfile.mkdtemp(prefix="tms-worker-"))
         try:
-            job_settings = self._job_settings(scratch)
+            self._job_settings = self._make_job_settings(scratch)
             self._ensure_a_queue()
             log.info("worker %s: %s slot(s), %s jobs, fence at %s", self.id, self.settings.worker_slots,
-                     self.settings.worker_runner, job_settings.service_url)
-            while not self._stopping.is_set():
-                self._turn(job_settings)
-                self._wake.wait(self.settings.worker_poll_seconds)
-                self._wake.clear()
+                     self.settings.worker_runner, self._job_settings.service_url)
+            self.loop.run(self, finish=self._finish)
         finally:
-            self._stop_jobs()
-            if self.warm_engines is not None:
-                self.warm_engines.stop()
-            self.instance.deregister()
             shutil.rmtree(scratch, ignore_errors=True)
 
     def stop(self) -> None:
-        self._stopping.set()
-        self._wake.set()
+        self.loop.stop()
 
     @property
     def running(self) -> list[int]:
         with self._lock:
             return list(self._jobs)
 
-    def _job_settings(self, scratch: Path) -> JobSettings:
+    def _make_job_settings(self, scratch: Path) -> JobSettings:
         s = self.settings
         py_files = build_py_files(scratch) if s.worker_runner == "spark" else None  # built once, shipped each job
         log_dir = s.data_dir.resolve() / "jobs"
@@ -106,20 +97,22 @@ class Worker:
             log.info("no queue was configured: created queue %r (%s)", created.name, created.master)
 
     # --- one turn -----------------------------------------------------------------------------------
-    def _turn(self, job_settings: JobSettings) -> None:
-        try:
-            self._beat()
-            if self.warm_engines is not None:
-                self.warm_engines.sync(self.database)
-            for task_id in requeue_expired_leases(self.database):
-                log.info("task %s: its worker's lease expired; runnable again", task_id)
-            while len(self.running) < self.settings.worker_slots and not self._stopping.is_set():
-                claimed = claim_next(self.database, self.id, self.limits)
-                if claimed is None:
-                    break
-                self._start(JobSupervisor(job_settings, claimed))
-        except Exception:  # a database outage: try again next turn
-            log.exception("worker %s: turn failed", self.id)
+    def turn(self) -> None:
+        """Sync the warm engines, hand back the tasks of dead workers, and claim tasks for the free slots (a
+        failure, e.g. a database outage, is logged by the loop and tried again next turn)."""
+        assert self._job_settings is not None, "run() makes them"
+        if self.warm_engines is not None:
+            self.warm_engines.sync(self.database)
+        for task_id in requeue_expired_leases(self.database):
+            log.info("task %s: its worker's lease expired; runnable again", task_id)
+        while len(self.running) < self.settings.worker_slots and not self.loop.stopping:
+            claimed = claim_next(self.database, self.id, self.limits)
+            if claimed is None:
+                break
+            self._start(JobSupervisor(self._job_settings, claimed))
+
+    def facts(self) -> dict[str, object]:
+        return {"slots": self.settings.worker_slots, "running": self.running}
 
     def _start(self, supervisor: JobSupervisor) -> None:
         task_id = supervisor.claimed.task_id
@@ -137,10 +130,13 @@ class Worker:
         finally:
             with self._lock:
                 self._jobs.pop(task_id, None)
-            self._wake.set()  # a free slot: look for work now
+            self.loop.wake()  # a free slot: look for work now
 
-    def _beat(self) -> None:
-        self.instance.beat_if_due(lambda: {"slots": self.settings.worker_slots, "running": self.running})
+    def _finish(self) -> None:
+        """On the way out: kill the running jobs (their attempts fail) and stop the warm engines."""
+        self._stop_jobs()
+        if self.warm_engines is not None:
+            self.warm_engines.stop()
 
     def _stop_jobs(self) -> None:
         with self._lock:
