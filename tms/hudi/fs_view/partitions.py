@@ -51,6 +51,44 @@ def find_partition_folders(storage: Storage) -> PartitionListing:
 
 
 @dataclass
+class PartitionSample:
+    """Partitions found by a bounded search (sample_partition_folders), with their listings; `share`: the fraction
+    of the table's partitions they stand for (1.0: every partition folder was found)."""
+    listing: PartitionListing
+    share: float
+
+    @property
+    def complete(self) -> bool:
+        return self.share == 1.0
+
+
+def sample_partition_folders(storage: Storage, listings: int) -> PartitionSample:
+    """The partition folders find_partition_folders finds, searching with at most `listings` folder listings: a
+    level holding more folders than half the listings left is sampled, evenly spaced (in name order) over it, and
+    the sample's share of that level counted. Its cost follows `listings`, never the table's partitions."""
+    found: dict[str, list[FileInfo]] = {}
+    level, share, left = [""], 1.0, max(1, listings)
+    while level and left > 0:
+        room = max(1, left // 2) if len(level) > left else len(level)
+        if room < len(level):
+            step = len(level) / room
+            share *= room / len(level)
+            level = [level[int(n * step)] for n in range(room)]
+        next_level: list[str] = []
+        for rel in level:
+            entries = storage.listdir(rel)
+            left -= 1
+            if any(not e.is_dir and is_partition_metafile(e.name) for e in entries):
+                found[rel] = entries
+                continue
+            next_level.extend(e.path for e in entries if e.is_dir and not e.name.startswith("."))
+        level = sorted(next_level)
+    if level:  # listings ran out above the partitions still unsearched: those found stand for a part only
+        share *= len(found) / (len(found) + len(level)) if found else 0.0
+    return PartitionSample(PartitionListing(sorted(found), found), share)
+
+
+@dataclass
 class _CommittedPartitions:
     """What a loaded timeline's completed writes name, kept up to date with what is added to it."""
     mark: tuple[int, int]
