@@ -34,23 +34,23 @@ executors write them.
     .venv/bin/python bench/giant_table.py                                # the issue's size
     .venv/bin/python bench/giant_table.py --scale 0.1 --view-only        # the live view and page alone
 
-Figures (session h22, 2 cores shared, load average 7-9; docs/benchmarks.md keeps them), `--scale 0.01` (1,000
-partitions, 10,000 file groups, 100 instants; built in 78 s, the whole run about 5 minutes):
+Figures (session h22, 2 cores shared; docs/benchmarks.md keeps them), `--scale 0.01` (1,000 partitions, 10,000
+file groups, 100 instants; built in 19 s, the whole run about 1.5 minutes):
 
-    GET /api/v1/tables/{id} (storage)     0.24 s  peak     204 MB       101 requests  10000 file groups
-    table page (storage)                  0.99 s  peak     204 MB       101 requests  (0.50 s, mappers set up before)
-    first compaction plan (full pass)    40.57 s  peak     235 MB      2105 requests  10000 operations
-    next compaction plan, full pass      40.02 s  peak     220 MB      1119 requests  100 operations
-    next compaction plan, incremental     3.34 s  peak     220 MB        28 requests  100 operations
-    clean plan                           49.77 s  peak     220 MB      2109 requests  20880 files in 1000 partitions
-    RATIOS incremental / full pass: 0.084 in time (goal <= 0.05), 0.0250 in requests; incremental 3.34 s (goal
-    <= 1 s); peak of any plan 235 MB (goal <= 1024); API 0.24 s, page 0.99 s (goal <= 1 s)
+    GET /api/v1/tables/{id} (storage)      0.12 s  peak     173 MB       200 requests  10000 file groups
+    table page (storage)                   0.14 s  peak     173 MB       200 requests
+    first compaction plan (full pass)      8.80 s  peak     237 MB      2105 requests  10000 operations
+    next compaction plan, full pass        7.21 s  peak     218 MB      1119 requests  100 operations
+    next compaction plan, incremental      0.45 s  peak     194 MB        28 requests  100 operations
+    clean plan                            10.03 s  peak     218 MB      2109 requests  20880 files in 1000 partitions
+    RATIOS incremental / full pass: 0.063 in time (goal <= 0.05), 0.0250 in requests; incremental 0.45 s (goal
+    <= 1 s); peak of any plan 237 MB (goal <= 1024); API 0.12 s, page 0.14 s (goal <= 1 s)
 
+(An earlier run at load average 7-9: plans 40.6, 40.0 and 3.34 s, clean 49.8 s.)
 Before the live view read a sample (the whole table, three times on the page): 38.7 s and 54.3 s on that table.
 `--partitions 100000 --file-groups 100000 --instants 1000 --view-only` (built in 464 s): the live view 0.40 s, the
 page 0.45 s, 200 storage requests, 178 MB peak; 100,000 file groups estimated (exact) from 99 partitions read.
-The peaks above were ru_maxrss, which a child inherits from the building parent: VmHWM since.
-1/10 and the full size were not run (the plans grow with the table: about 10x and 100x those minutes).
+1/10 and the full size were not run in the session's time (the plans grow with the table).
 """
 from __future__ import annotations
 
