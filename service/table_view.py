@@ -3,6 +3,7 @@ GET /api/v1/tables/{id} (timeline summary, pending instants, file-group statisti
 table, health)."""
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, tzinfo
@@ -12,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.db import TablePolicy, TtlTaskRepo
+from tms.fleet.file_group_sample import FileGroupSample, file_group_sample
 from tms.fleet.health import health_digest
 from tms.fleet.registration import registration_facts as registration_facts
 from tms.fleet.registration import registration_refusal as fleet_refusal
@@ -93,18 +95,22 @@ def _timeline_summary(timeline, zone: tzinfo) -> TimelineSummary:
         last_completed=_instant_out(last, zone) if last else None)
 
 
-def _file_group_summary(table: HudiTable) -> FileGroupSummary:
-    stats = table.file_system_view().file_group_stats()
+def _file_group_summary(sample: FileGroupSample) -> FileGroupSummary:
+    """Totals over every partition, or (a table of more partitions than the view reads) estimated from an evenly
+    spaced sample of them; the largest file groups of those read."""
+    stats = sample.groups
     size = lambda g: (g.base_size or 0) + (g.log_bytes or 0)  # noqa: E731
-    largest = sorted(stats, key=size, reverse=True)[:LARGEST_SHOWN]
+    largest = heapq.nlargest(LARGEST_SHOWN, stats, key=size)
     return FileGroupSummary(
-        file_groups=len(stats), partitions=len({g.partition for g in stats}),
-        base_bytes=sum(g.base_size or 0 for g in stats), log_files=sum(g.log_count or 0 for g in stats),
-        log_bytes=sum(g.log_bytes or 0 for g in stats),
+        file_groups=sample.estimate(len(stats)), partitions=sample.estimate(len(sample.listing.partitions)),
+        base_bytes=sample.estimate(sum(g.base_size or 0 for g in stats)),
+        log_files=sample.estimate(sum(g.log_count or 0 for g in stats)),
+        log_bytes=sample.estimate(sum(g.log_bytes or 0 for g in stats)),
         largest_file_group_bytes=size(largest[0]) if largest else 0,
         largest=[FileGroupOut(partition=g.partition, file_id=g.file_id, base_file=g.base_file,
                               base_size=g.base_size or 0, log_count=g.log_count or 0, log_bytes=g.log_bytes or 0,
-                              num_records=g.num_records, base_instant=g.base_instant) for g in largest])
+                              num_records=g.num_records, base_instant=g.base_instant) for g in largest],
+        sampled=sample.sampled, partitions_read=len(sample.listing.partitions))
 
 
 def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[TtlScheduleOut]:
@@ -159,8 +165,10 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     except Exception as exc:  # any storage backend error: the table is unreadable right now
         return {**view, "health": Health(status="error", reasons=[f"cannot read the table: {exc}"])}
 
+    sample: FileGroupSample | None = None
     try:
-        view["file_group_stats"] = _file_group_summary(table)
+        sample = file_group_sample(table)
+        view["file_group_stats"] = _file_group_summary(sample)
     except (ImportError, AttributeError):
         reasons.append("file-group statistics are not available in this version of TMS")
     except HudiError as exc:
@@ -193,7 +201,7 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     try:  # the score and its reasons (tms.planning.health), failed and held plans among them
         digest = health_digest(table, datetime.now(UTC), tasks_by_state=tasks_by_state, clean_commits=clean_commits,
                                orphan_safety_seconds=orphan_safety_seconds, planner_state=planner_state,
-                               damaged_files=damaged_files)
+                               damaged_files=damaged_files, sample=sample)
         health = table_health(digest, policy, datetime.now(UTC))
         score = health.score
         reasons += [r.message for r in health.reasons]

@@ -143,7 +143,12 @@ class FileGroupSummary(BaseModel):
     log_files: int
     log_bytes: int
     largest_file_group_bytes: int
-    largest: list[FileGroupOut] = Field(description="The largest file groups (base + logs), at most 20")
+    largest: list[FileGroupOut] = Field(description="The largest file groups (base + logs), at most 20, of the "
+                                                    "partitions read")
+    sampled: bool = Field(False, description=(
+        "true: the table has more partitions than the view reads (a giant table), and the counts and bytes above "
+        "are estimated from an evenly spaced sample of them, `partitions_read`; false: they are exact"))
+    partitions_read: int = Field(0, description="The partitions whose file groups were read")
 
 
 class Health(BaseModel):

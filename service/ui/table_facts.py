@@ -1,5 +1,6 @@
 """What a table's page and row show from storage besides the API's live view (service/table_view.py): its
-instants on a time axis, the sizes and log counts of all its file groups, its pending log files, its last
+instants on a time axis, the sizes and log counts of its file groups (of a sample of a giant table's
+partitions, tms.fleet.file_group_sample), its pending log files, its last
 table service and when the next is due."""
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import UTC, datetime, tzinfo
 
 from tms import display
 from tms.db import RegisteredTable, TablePolicy, Task
+from tms.fleet.file_group_sample import file_group_sample
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, instant_to_datetime
@@ -26,6 +28,7 @@ class TableFacts:
     file_group_bytes: list[int] = field(default_factory=list)
     log_counts: list[int] = field(default_factory=list)
     pending_log_files: int | None = None
+    sampled_partitions: int | None = None  # a giant table's: the partitions its file-group charts show
     last_service: str | None = None
     next_service: str | None = None
     error: str | None = None
@@ -88,10 +91,11 @@ def read_table_facts(row: RegisteredTable, tasks: list[Task], *, with_timeline: 
         last = timeline.last_of(_service_actions(row.table_type), completed=True)
         facts.last_service = (f"{last.action} {display.instant(last.timestamp, hudi.config.timeline_zone, now)}"
                               if last else "none yet")
-        stats = hudi.file_system_view().file_group_stats()
-        facts.file_group_bytes = [(g.base_size or 0) + (g.log_bytes or 0) for g in stats]
-        facts.log_counts = [g.log_count or 0 for g in stats]
-        facts.pending_log_files = sum(facts.log_counts)
+        sample = file_group_sample(hudi)  # a giant table's: its charts are of a sample, its count estimated
+        facts.file_group_bytes = [(g.base_size or 0) + (g.log_bytes or 0) for g in sample.groups]
+        facts.log_counts = [g.log_count or 0 for g in sample.groups]
+        facts.pending_log_files = sample.estimate(sum(facts.log_counts))
+        facts.sampled_partitions = len(sample.listing.partitions) if sample.sampled else None
         waiting = [t for t in tasks if t.state in _PENDING_TASK_STATES]
         facts.next_service = _next_service(hudi, row, waiting, now)
     except Exception as exc:  # any storage or format error: shown on the page, like the API's health

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
+from tms.fleet.file_group_sample import FileGroupSample
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.orphans import find_orphans
 from tms.hudi.timeline.instant import Action, instant_to_datetime
@@ -22,17 +23,20 @@ _COUNTED = frozenset({TableService.COMPACTION, TableService.CLEAN})
 
 def health_digest(table: HudiTable, now: datetime, *, tasks_by_state: Mapping[str, int], clean_commits: int,
                   orphan_safety_seconds: float, planner_state: Mapping[str, Any] | None = None,
-                  damaged_files: Sequence[str] = ()) -> HealthDigest:
+                  damaged_files: Sequence[str] = (), sample: FileGroupSample | None = None) -> HealthDigest:
     """`planner_state`: the table row's (the planner's digest), to tell a due service it has not planned.
-    `damaged_files`: those the table's `table_damaged` alert names (reported_damaged_files)."""
+    `damaged_files`: those the table's `table_damaged` alert names (reported_damaged_files). `sample`: the file
+    groups and partition listings to judge by (a giant table's live view), else every partition's."""
     table.timeline.check_latest_write()  # a truncated latest commit: the table cannot be read (scored 0)
     digest = TimelineDigest.of(table, None, now, _COUNTED)
     unplanned = _since_attempts(table, now, planner_state)
     finding = ((planner_state or {}).get("findings") or {}).get(TableService.CLEAN)
     deltas = digest.counted.get(TableService.COMPACTION) or []
-    orphans = find_orphans(table, now=now.timestamp(), safety_seconds=orphan_safety_seconds)
+    orphans = find_orphans(table, now=now.timestamp(), safety_seconds=orphan_safety_seconds,
+                           listed=sample.listing.files if sample else None)
+    stats = sample.groups if sample else table.file_system_view().file_group_stats()
     groups = [FileGroupFacts(g.partition, g.file_id, g.base_size or 0, g.log_count or 0, g.log_bytes or 0)
-              for g in table.file_system_view().file_group_stats()]
+              for g in stats]
     return HealthDigest(
         is_mor=table.config.is_mor, file_groups=groups,
         oldest_uncompacted=instant_to_datetime(deltas[0], digest.zone) if deltas else None,

@@ -11,8 +11,14 @@ from support import hudi_rs_table, rows
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi.fs_view.partitions import PARTITION_METAFILE, committed_partitions, list_partitions
+from tms.hudi.fs_view.partitions import (
+    PARTITION_METAFILE,
+    committed_partitions,
+    list_partitions,
+    sample_partition_folders,
+)
 from tms.hudi.records.reader import read_snapshot
+from tms.hudi.storage.table_storage import LocalStorage
 from tms.hudi.table.hudi_table import HudiTable
 
 
@@ -102,3 +108,28 @@ def test_committed_partitions_follow_the_timeline_as_instants_come_and_go(tmp_pa
     assert committed_partitions(table.timeline) == fresh() == everything
     added, _ = table.timeline.added_since((table.timeline._era, 0))
     assert added == [newest.name.split("_")[0]]
+
+
+def test_a_sample_of_nested_partitions_is_bounded_and_stands_for_them_all(tmp_path, monkeypatch):
+    """The live view's sample (issue 37, item 5): at most about the listings it is given, wherever the
+    partitions are (two levels here), and its share estimates their number; all of them when the listings allow."""
+    for day in range(30):
+        for hour in range(24):
+            folder = tmp_path / f"dt={day:02d}" / f"hr={hour:02d}"
+            folder.mkdir(parents=True)
+            (folder / PARTITION_METAFILE).write_text("")
+    (tmp_path / ".hoodie").mkdir()
+    storage = LocalStorage(str(tmp_path))
+    listings: list[str] = []
+    for name in ("listdir", "names"):
+        def counted(self, rel, _listing=getattr(LocalStorage, name)):
+            listings.append(rel)
+            return _listing(self, rel)
+        monkeypatch.setattr(LocalStorage, name, counted)
+
+    sample = sample_partition_folders(storage, 60)
+    assert len(listings) <= 60 and sample.listing.partitions and not sample.complete
+    assert all(p.count("/") == 1 and p in sample.listing.files for p in sample.listing.partitions)
+    assert round(len(sample.listing.partitions) / sample.share) == 720
+    whole = sample_partition_folders(storage, 2000)
+    assert whole.complete and len(whole.listing.partitions) == 720

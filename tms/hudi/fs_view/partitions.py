@@ -51,6 +51,50 @@ def find_partition_folders(storage: Storage) -> PartitionListing:
 
 
 @dataclass
+class PartitionSample:
+    """Partitions found by a bounded search (sample_partition_folders), with their listings; `share`: the fraction
+    of the table's partitions they stand for (1.0: every partition folder was found)."""
+    listing: PartitionListing
+    share: float
+
+    @property
+    def complete(self) -> bool:
+        return self.share == 1.0
+
+
+def sample_partition_folders(storage: Storage, listings: int) -> PartitionSample:
+    """The partition folders find_partition_folders finds, searching with about `listings` folder listings at
+    most: a level holding more folders than the listings left can search is sampled, evenly spaced (in name
+    order) over it, and the sample's share of that level counted. A folder's names are listed first (the cheap
+    listing: a hundred thousand partitions' names in one), a partition's files then (sizes and times). Its cost
+    follows `listings`, never the table's partitions."""
+    found: dict[str, list[FileInfo]] = {}
+    level, share, left = [""], 1.0, max(1, listings)
+    while level and left > 0:
+        if 2 * len(level) > left:  # a folder may cost two listings: its names, then (a partition) its files
+            room = max(1, left // 2)
+            step = len(level) / room
+            share *= room / len(level)
+            level = [level[int(n * step)] for n in range(room)]
+        next_level: list[str] = []
+        for rel in level:
+            try:
+                names = storage.names(rel)
+            except NotADirectoryError:  # a file beside the folders
+                continue
+            left -= 1
+            if any(is_partition_metafile(n) for n in names):
+                found[rel] = storage.listdir(rel)
+                left -= 1
+                continue
+            next_level.extend(f"{rel}/{n}" if rel else n for n in names if n[:1] != ".")
+        level = sorted(next_level)
+    if level:  # listings ran out above the partitions still unsearched: those found stand for a part only
+        share *= len(found) / (len(found) + len(level)) if found else 0.0
+    return PartitionSample(PartitionListing(sorted(found), found), share)
+
+
+@dataclass
 class _CommittedPartitions:
     """What a loaded timeline's completed writes name, kept up to date with what is added to it."""
     mark: tuple[int, int]

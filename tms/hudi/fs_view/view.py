@@ -255,8 +255,10 @@ class FileSystemView:
             out.append(latest)
         return out
 
-    def file_group_stats(self) -> list[FileGroupStats]:
-        counts = self._base_record_counts()
+    def file_group_stats(self, *, record_counts: bool = True) -> list[FileGroupStats]:
+        """`record_counts`: read each base file's record count from the commit that wrote it (one commit's
+        metadata per base instant: all of a table compacted at once, for one partition's groups)."""
+        counts = self._base_record_counts() if record_counts else {}
         out = []
         for fs in self.merged_latest_slices():
             key = (fs.partition, fs.file_id)

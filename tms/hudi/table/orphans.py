@@ -6,7 +6,7 @@ been archived (TMS does not read the archive), so a file written by such an inst
 orphan; a file younger than the window may belong to a write whose instant file is not visible yet."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..metadata.listing import data_partitions, file_instant
@@ -22,14 +22,17 @@ class Orphan:
     mtime: float
 
 
-def unreferenced_files(table: HudiTable) -> Iterator[tuple[FileInfo, str]]:
+def unreferenced_files(table: HudiTable, listed: Mapping[str, Sequence[FileInfo]] | None = None
+                       ) -> Iterator[tuple[FileInfo, str]]:
     """Every data file whose instant (as its name says) is neither completed nor pending on the active timeline
     nor archived (older than where the active timeline starts, as Hudi's containsOrBeforeTimelineStarts reads
-    it), with that instant; orphans or not (`tms verify` reports them all)."""
+    it), with that instant; orphans or not (`tms verify` reports them all). `listed`: only these partitions,
+    as already listed (partition -> its entries), else every partition of the table."""
     tl = table.timeline
     start = tl.start()
-    for part in data_partitions(table):
-        for e in table.storage.listdir(part):
+    parts = listed.values() if listed is not None else (table.storage.listdir(p) for p in data_partitions(table))
+    for entries in parts:
+        for e in entries:
             if e.is_dir:
                 continue
             ts = file_instant(e.name)
@@ -37,13 +40,15 @@ def unreferenced_files(table: HudiTable) -> Iterator[tuple[FileInfo, str]]:
                 yield e, ts
 
 
-def find_orphans(table: HudiTable, *, now: float, safety_seconds: float) -> list[Orphan]:
-    """The orphan files older than `safety_seconds` at `now` (epoch seconds)."""
+def find_orphans(table: HudiTable, *, now: float, safety_seconds: float,
+                 listed: Mapping[str, Sequence[FileInfo]] | None = None) -> list[Orphan]:
+    """The orphan files older than `safety_seconds` at `now` (epoch seconds); `listed`: of these partitions'
+    listings only (unreferenced_files)."""
     instants = table.timeline.instants()
     if not instants:
         return []
     first = min(i.timestamp for i in instants)
-    return [Orphan(e.path, e.size, ts, e.mtime) for e, ts in unreferenced_files(table)
+    return [Orphan(e.path, e.size, ts, e.mtime) for e, ts in unreferenced_files(table, listed)
             if ts > first and e.mtime is not None and now - e.mtime >= safety_seconds]
 
 
