@@ -34,7 +34,7 @@ executors write them.
     .venv/bin/python bench/giant_table.py                                # the size
     .venv/bin/python bench/giant_table.py --scale 0.1 --view-only        # the live view and page alone
 
-Figures (session h22, 2 cores shared; docs/benchmarks.md keeps them), `--scale 0.01` (1,000 partitions, 10,000
+Figures (session 19, 2 cores shared; docs/benchmarks.md keeps them), `--scale 0.01` (1,000 partitions, 10,000
 file groups, 100 instants; built in 19 s, the whole run about 1.5 minutes):
 
     GET /api/v1/tables/{id} (storage)      0.12 s  peak     173 MB       200 requests  10000 file groups
