@@ -42,8 +42,10 @@ def test_a_job_failing_twice_then_succeeding_succeeds_on_its_third_attempt_after
     job_faults("crash", "crash")
     start_worker(**FAST_RETRY)
     start_manager()
-    wait_for(lambda: _state(db, task_id) == TaskState.SUCCEEDED, timeout=90, what="the third attempt")
-    tried = attempts(db, task_id)
+    wait_for(lambda: _state(db, task_id) == TaskState.SUCCEEDED, timeout=180, what="the third attempt")
+    # An attempt whose worker was starved past its lease (a loaded machine) is LOST and run again: not one of
+    # the job's own failures, and not counted against its retries.
+    tried = [a for a in attempts(db, task_id) if a.outcome != "LOST"]
     assert [a.outcome for a in tried] == ["FAILED", "FAILED", "SUCCEEDED"]
     assert all("injected crash" in a.error for a in tried[:2])
     # The waits follow the backoff: 1 s, then 2 s (+-20% jitter). Load only makes a retry later, so only
