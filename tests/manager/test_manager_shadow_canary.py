@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pyarrow.parquet as pq
 import pytest
-from worker_support import ModelledTable, attempts, plan, register, task, wait_for, write_history
+from worker_support import ModelledTable, attempts, plan, register, task, task_story, wait_for, write_history
 
 from tms.db import AlertRepo, RolloutRepo, ShadowRunRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
@@ -107,7 +107,7 @@ def test_a_shadow_canary_that_agrees_stays_and_one_that_differs_is_rolled_back_n
     tables, task_ids = compactions(service, db, tmp_path, ["a1", "a2"])
     assert len(task_ids) == 2
     wait_for(lambda: all(task(db, t).state == TaskState.SUCCEEDED for t in task_ids), timeout=120,
-             what="the compactions")
+             what="the compactions", explain=lambda: task_story(db, task_ids))
     with db.transaction() as session:
         runs = ShadowRunRepo(session).list(rollout="shadowed")
         assert sorted(r.task_id for r in runs) == sorted(task_ids)
@@ -129,7 +129,8 @@ def test_a_shadow_canary_that_agrees_stays_and_one_that_differs_is_rolled_back_n
     assert response.status_code == 200, response.text
     tables, task_ids = compactions(service, db, tmp_path, ["b1"])
     [task_id] = task_ids
-    wait_for(lambda: task(db, task_id).state == TaskState.SUCCEEDED, timeout=120, what="the compaction")
+    wait_for(lambda: task(db, task_id).state == TaskState.SUCCEEDED, timeout=120, what="the compaction",
+             explain=lambda: task_story(db, [task_id]))
     wait_for(lambda: get(service, "/rollouts/shadowed").json()["state"] == "rolled_back", timeout=30,
              what="the rollback of the shadow canary")
     [attempt] = attempts(db, task_id)

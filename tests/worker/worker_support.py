@@ -2,7 +2,9 @@
 the model of their rows; the planner's step from a table to task rows; waiting for tasks to end."""
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -76,21 +78,41 @@ def attempts(database: Database, task_id: int):
         return TaskRepo(session).attempts(task_id)
 
 
-def wait_for(condition, timeout: float = 60, what: str = "the condition"):
-    deadline = time.monotonic() + timeout
+# CI runs four lanes of tests at once on two cores: a wait there is given three times as long (a wait ends as
+# soon as its condition holds, so only a failing test takes longer).
+TIMEOUT_SCALE = 3 if os.environ.get("CI") else 1
+
+
+def wait_for(condition, timeout: float = 60, what: str = "the condition",
+             explain: Callable[[], object] | None = None):
+    """`condition()` once it is truthy; a timeout fails naming `what`, and what `explain()` tells then."""
+    deadline = time.monotonic() + timeout * TIMEOUT_SCALE
     while True:
         value = condition()
         if value:
             return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout * TIMEOUT_SCALE:.0f} s waiting for {what}"
+                                 + (f": {explain()}" if explain else ""))
         time.sleep(0.1)
+
+
+def task_story(database: Database, task_ids: list[int]) -> str:
+    """Each task's state and its attempts (engine, outcome, error): what a timed-out wait for tasks reports."""
+    stories = []
+    for task_id in task_ids:
+        t = task(database, task_id)
+        tried = [f"{a.engine}:{a.outcome}" + (f" ({a.error[:300]})" if a.error else "")
+                 for a in attempts(database, task_id)]
+        stories.append(f"task {task_id} {t.state} attempts {tried}")
+    return "; ".join(stories)
 
 
 def wait_until_final(database: Database, task_id: int, timeout: float = 60) -> Task:
     def final():
         t = task(database, task_id)
         return t if TaskState(t.state) in FINAL else None
-    return wait_for(final, timeout, f"task {task_id} to end")
+    return wait_for(final, timeout, f"task {task_id} to end", lambda: task_story(database, [task_id]))
 
 
 def processes_with(*words: str) -> list[int]:
