@@ -16,6 +16,9 @@ from typing import Any
 import pyarrow as pa
 
 REPO = Path(__file__).resolve().parents[1]
+# CI runs four lanes of tests at once on two cores: a wait there is given three times as long (a wait ends as
+# soon as its condition holds, so only a failing test takes longer).
+TIMEOUT_SCALE = 3 if os.environ.get("CI") else 1
 FIXTURES = Path(os.environ.get("TMS_HUDI_FIXTURES", REPO.parent / "shared" / "fixtures" / "hudi"))
 
 # zip name -> the table's folder once unzipped (the zip's one top folder, renamed where two zips share it)

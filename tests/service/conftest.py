@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sqlalchemy import text
+from support import TIMEOUT_SCALE
 
 from service.app import create_app
 from tms.config import Settings
@@ -126,7 +127,7 @@ def start_service(tmp_path):
                                 env={**clean, "TMS_PORT": str(port), "TMS_HEARTBEAT_SECONDS": "1", **env})
         processes.append(proc)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * TIMEOUT_SCALE
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise AssertionError(f"service exited: {(tmp_path / f'service-{port}.log').read_text()}")

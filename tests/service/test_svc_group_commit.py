@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from support import TIMEOUT_SCALE
 
 from tms.db import EventRepo, TableRepo
 from tms.db.engine import libpq_url
@@ -42,14 +43,15 @@ def serve(settings, tmp_path) -> Iterator:
                                 stderr=subprocess.STDOUT)
         processes.append(proc)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 60 * TIMEOUT_SCALE
         while time.monotonic() < deadline and proc.poll() is None:
             try:
                 if httpx.get(url + "/readyz", timeout=1).status_code == 200:
                     return url, proc
             except httpx.TransportError:
                 time.sleep(0.1)
-        raise AssertionError((tmp_path / f"service-{port}.log").read_text())
+        raise AssertionError(f"service {'exited' if proc.poll() is not None else 'not ready'}: "
+                             + (tmp_path / f"service-{port}.log").read_text())
 
     yield _serve
     for proc in processes:

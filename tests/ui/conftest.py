@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from playwright.sync_api import Browser, Page, Route, sync_playwright
+from support import TIMEOUT_SCALE
 
 from tms.db import Database, TablePolicy, TokenRepo
 from tms.db.testing import scratch_database
@@ -115,7 +116,7 @@ def stack(tmp_path_factory) -> Iterator[Stack]:
         processes = [_start(["-m", "uvicorn", "--factory", "service.app:create_app", "--port", str(port),
                              "--no-access-log", "--log-level", "warning"], env, logs[0])]
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 60 * TIMEOUT_SCALE
             while True:
                 assert processes[0].poll() is None, logs[0].read_text()
                 try:

@@ -2,7 +2,6 @@
 the model of their rows; the planner's step from a table to task rows; waiting for tasks to end."""
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import table_model
+from support import TIMEOUT_SCALE
 from table_model import CITIES, COLUMNS, key, rec  # noqa: F401 (re-exported to the tests)
 
 from tms.db import Database, RegisteredTable, TablePolicy, Task, TaskRepo, TaskState
@@ -76,11 +76,6 @@ def task(database: Database, task_id: int) -> Task:
 def attempts(database: Database, task_id: int):
     with database.transaction() as session:
         return TaskRepo(session).attempts(task_id)
-
-
-# CI runs four lanes of tests at once on two cores: a wait there is given three times as long (a wait ends as
-# soon as its condition holds, so only a failing test takes longer).
-TIMEOUT_SCALE = 3 if os.environ.get("CI") else 1
 
 
 def wait_for(condition, timeout: float = 60, what: str = "the condition",
