@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pyarrow.parquet as pq
 import pytest
-from worker_support import ModelledTable, attempts, plan, register, task, task_story, wait_for, write_history
+from worker_support import ModelledTable, final_attempt, plan, register, task, task_story, wait_for, write_history
 
 from tms.db import AlertRepo, RolloutRepo, ShadowRunRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
@@ -110,18 +110,18 @@ def test_a_shadow_canary_that_agrees_stays_and_one_that_differs_is_rolled_back_n
              what="the compactions", explain=lambda: task_story(db, task_ids))
     with db.transaction() as session:
         runs = ShadowRunRepo(session).list(rollout="shadowed")
-        assert sorted(r.task_id for r in runs) == sorted(task_ids)
+        assert sorted({r.task_id for r in runs}) == sorted(task_ids)  # a LOST attempt may shadow again
         assert {(r.outcome, r.canary_engine, r.stable_engine) for r in runs} == {("agreed", "v2", "v1")}
         for run in runs:
             assert run.groups and all(g["stable"] == g["shadow"] and g["stable"]["rows"] > 0 for g in run.groups)
         assert RolloutRepo(session).get("shadowed").state == "active"
     for t, task_id in zip(tables, task_ids, strict=True):
-        [attempt] = attempts(db, task_id)
+        attempt = final_attempt(db, task_id)
         assert (attempt.engine, attempt.outcome, attempt.result["job_code"]) == ("v1", "SUCCEEDED", "v1")
         t.check()  # the committed result is stable's, and right
     assert not any(shadow_root.iterdir()), "agreeing scratch copies are removed"
     listed = get(service, "/rollouts/shadowed/shadow-runs").json()
-    assert [r["outcome"] for r in listed] == ["agreed", "agreed"]
+    assert sorted({r["task_id"] for r in listed}) == sorted(task_ids) and {r["outcome"] for r in listed} == {"agreed"}
 
     # 2. v3 writes one wrong value: the rule is rolled back at its first difference, naming the key.
     response = put(service, "/rollouts/shadowed", {"queue": "local", "stable_engine": "v1", "canary_engine": "v3",
@@ -133,7 +133,7 @@ def test_a_shadow_canary_that_agrees_stays_and_one_that_differs_is_rolled_back_n
              explain=lambda: task_story(db, [task_id]))
     wait_for(lambda: get(service, "/rollouts/shadowed").json()["state"] == "rolled_back", timeout=30,
              what="the rollback of the shadow canary")
-    [attempt] = attempts(db, task_id)
+    attempt = final_attempt(db, task_id)
     assert (attempt.engine, attempt.outcome, attempt.result["job_code"]) == ("v1", "SUCCEEDED", "v1")
     tables[0].check()  # v3's wrong value never reached the table
 

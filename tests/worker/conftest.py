@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 from sqlalchemy import text
-from support import served
+from support import TIMEOUT_SCALE, served
 
 from planner.process import PlannerService
 from service.app import create_app
@@ -81,7 +81,7 @@ def start_worker(db, service, tmp_path):
 
     def start(worker_id: str | None = None, **overrides) -> Worker:
         values = {"database_url": db.url, "data_dir": tmp_path / "worker", "worker_service_url": service.url,
-                  "worker_runner": "python", "worker_poll_seconds": 0.2, "worker_lease_seconds": 4,
+                  "worker_runner": "python", "worker_poll_seconds": 0.2, "worker_lease_seconds": 4 * TIMEOUT_SCALE,
                   "heartbeat_seconds": 3600, "worker_driver_memory_mb": 512, **overrides}
         worker = Worker(db, Settings(**values), worker_id=worker_id)
         thread = threading.Thread(target=worker.run, daemon=True)

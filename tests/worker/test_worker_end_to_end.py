@@ -11,6 +11,7 @@ from sqlalchemy import select
 from worker_support import (
     ModelledTable,
     attempts,
+    final_attempt,
     plan,
     rec,
     register,
@@ -59,7 +60,7 @@ def test_compaction_through_the_service_on_spark(tmp_path, service, db, local_qu
 
     done = task(db, task_id)
     assert t.table().timeline.get(done.instant).is_completed
-    [attempt] = attempts(db, task_id)
+    attempt = final_attempt(db, task_id)
     assert attempt.outcome == "SUCCEEDED"
     assert attempt.result["action"] == "compaction" and attempt.result["instant"] == done.instant
     assert attempt.result["completed_as"] == "commit" and attempt.result["completion_time"]
@@ -192,7 +193,7 @@ def test_compaction_on_a_standalone_cluster(tmp_path, service, db, local_queue, 
 
     _run(db, [task_id])
 
-    [attempt] = attempts(db, task_id)
+    attempt = final_attempt(db, task_id)
     assert attempt.queue == "cluster" and attempt.spark_app_id.startswith("app-")
     assert task(db, task_id).spark_app_id == attempt.spark_app_id
     assert State.COMPLETED in t.table().timeline.states_of(task(db, task_id).instant)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import httpx
 import pytest
-from worker_support import ModelledTable, attempts, plan, register, wait_until_final, write_history
+from worker_support import ModelledTable, final_attempt, plan, register, wait_until_final, write_history
 
 from tms.db import EngineRepo, RegisteredTable, RolloutRepo, TaskRepo, TaskState
 from tms.execute.engine_code import EngineSpec
@@ -151,7 +151,7 @@ def test_a_compaction_runs_on_spark_with_an_engines_own_code_and_spark_submit(tm
     [task_id] = plan(db, table_id, "compaction")
     start_worker(worker_runner="spark")
     done = wait_until_final(db, task_id, timeout=180)
-    [attempt] = attempts(db, task_id)
+    attempt = final_attempt(db, task_id)
     assert done.state == TaskState.SUCCEEDED, attempt.log_tail
     assert (attempt.engine, attempt.rollout) == ("spark-1.1", "spark")
     assert attempt.result["instant"] == done.instant and attempt.result["action"] == "compaction"

@@ -12,6 +12,7 @@ from support import REPO
 from worker_support import (
     ModelledTable,
     attempts,
+    final_attempt,
     plan,
     processes_with,
     rec,
@@ -56,7 +57,7 @@ def test_cancel_kills_the_running_job(tmp_path, service, db, local_queue, start_
 
     wait_for(lambda: not worker.running, timeout=30, what="the worker to notice the cancel")
     assert processes_with(instant) == [], "spark-submit, its driver and its Python workers are gone"
-    [attempt] = attempts(db, task_id)
+    attempt = final_attempt(db, task_id)
     assert attempt.outcome == "CANCELLED" and attempt.error == "cancelled by an operator"
     assert "SparkContext" in attempt.log_tail
     assert task(db, task_id).state == TaskState.CANCELLED
@@ -75,7 +76,7 @@ def test_a_job_past_its_timeout_is_killed_and_its_attempt_fails(tmp_path, servic
 
     assert done.state == TaskState.FAILED and "timeout of 3 s" in done.error
     assert processes_with(done.instant) == []
-    [attempt] = attempts(db, task_id)
+    attempt = final_attempt(db, task_id)
     assert attempt.outcome == "FAILED" and attempt.log_tail
     t.check()
 

@@ -12,6 +12,7 @@ import pytest
 from worker_support import (
     ModelledTable,
     attempts,
+    final_attempt,
     plan,
     processes_with,
     rec,
@@ -95,7 +96,7 @@ def test_a_small_compaction_runs_on_the_warm_engine_and_a_big_one_on_a_dedicated
         # While the engine first starts, a small plan does not wait for it: it runs as a plain Python job.
         done = wait_until_final(db, first_task, timeout=180)
         assert done.state == TaskState.SUCCEEDED, f"{done.error}\n{attempts(db, first_task)[-1].log_tail}"
-        [early] = attempts(db, first_task)
+        early = final_attempt(db, first_task)
         assert early.engine_kind == "dedicated" and early.spark_app_id is None and not submits.named(small.path)
         engine = _warm_engine(worker)
         small.write([rec(i, 30) for i in range(0, 30, 6)])
@@ -107,12 +108,12 @@ def test_a_small_compaction_runs_on_the_warm_engine_and_a_big_one_on_a_dedicated
     finally:
         submits.stop()
 
-    [on_warm] = attempts(db, small_task)
+    on_warm = final_attempt(db, small_task)
     assert on_warm.engine_kind == "warm" and on_warm.spark_app_id == engine.app_id
     assert on_warm.result["instant"] == task(db, small_task).instant
     assert on_warm.result["completed_as"] == "commit" and on_warm.result["files_written"] > 0
     assert not submits.named(small.path), "no spark-submit was started for the small compaction"
-    [dedicated] = attempts(db, big_task)
+    dedicated = final_attempt(db, big_task)
     assert dedicated.engine_kind == "dedicated" and dedicated.requested_resources["executors"] == 3
     assert dedicated.spark_app_id and dedicated.spark_app_id != engine.app_id
     assert submits.named(big.path), "the big compaction had a spark-submit of its own"

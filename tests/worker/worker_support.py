@@ -78,6 +78,14 @@ def attempts(database: Database, task_id: int):
         return TaskRepo(session).attempts(task_id)
 
 
+def final_attempt(database: Database, task_id: int):
+    """The task's last attempt; any before it must be LOST: a worker starved past its lease on a loaded machine
+    loses the attempt and the task runs again, which is the fencing working, not the job failing."""
+    *earlier, last = attempts(database, task_id)
+    assert all(a.outcome == "LOST" for a in earlier), [(a.outcome, a.error) for a in earlier]
+    return last
+
+
 def wait_for(condition, timeout: float = 60, what: str = "the condition",
              explain: Callable[[], object] | None = None):
     """`condition()` once it is truthy; a timeout fails naming `what`, and what `explain()` tells then."""
