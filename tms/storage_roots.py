@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tms.errors import ConfigError
 
@@ -182,20 +182,6 @@ def hadoop_secrets(options: dict[str, StorageRootOptions]) -> dict[str, str]:
             for host in ("dfs", "blob"):
                 conf[f"spark.hadoop.fs.azure.account.key.{o.account}.{host}.core.windows.net"] = secret
     return conf
-
-
-def parse_root_options(text: str | None) -> dict[str, StorageRootOptions]:
-    """The setting's value as the environment carries it (a JSON object: root -> options)."""
-    if not text:
-        return {}
-    try:
-        raw = json.loads(text)
-        if not isinstance(raw, dict):
-            raise ValueError("not a JSON object of root -> options")
-        return {root: StorageRootOptions.model_validate(o) for root, o in raw.items()}
-    except (ValueError, ValidationError) as e:
-        first = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
-        raise ConfigError(f"{ROOT_OPTIONS_ENV}: {first}") from None
 
 
 def dump_root_options(options: dict[str, StorageRootOptions]) -> str:
