@@ -25,6 +25,7 @@ from tms.plan_pass.stored_digest import stored_digest
 from tms.planning.capabilities import capabilities
 from tms.planning.digest import TimelineDigest
 from tms.planning.freshness import forecast_freshness
+from tms.table_context import table_context
 from tms.table_service import TableService
 
 from .early_warning import HISTORY, Run, forecast
@@ -124,9 +125,10 @@ def _unplanned_cleans(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     trigger = ctx.settings.planner_clean_commits
     planned = reads.tables_with_open(TableService.CLEAN)
     services = frozenset(ctx.settings.planner_services)
+    local_zone = table_context(ctx.settings).local_zone
     sightings = {}
     for row in reads.enabled_tables():
-        digest = TimelineDigest.from_state(row.planner_state, services)
+        digest = TimelineDigest.from_state(row.planner_state, services, local_zone)
         if row.id in planned or digest is None:
             continue
         writes = digest.counted.get(TableService.CLEAN) or []
@@ -181,7 +183,8 @@ def _can_run(row: RegisteredTable, digest: TimelineDigest, service: TableService
     known = ctx.runnable.get((row.id, service))
     if known is None or known[0] != key:
         try:
-            can_run = capabilities(HudiTable.load(row.base_path), hudi_engine)[service].can_run
+            can_run = capabilities(HudiTable.load(row.base_path, context=table_context(ctx.settings)),
+                                   hudi_engine)[service].can_run
         except (HudiError, OSError) as exc:
             log.info("table %s: cannot read its capabilities: %s", row.id, exc)
             return False

@@ -43,7 +43,8 @@ class Planner:
                  cache_bytes: int | None = None, watch_timelines: bool = True, clock: Callable[[], datetime] = utc_now):
         self.database = database
         self.options = options
-        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None, max_bytes=cache_bytes)
+        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None, max_bytes=cache_bytes,
+                                context=options.context)
         self.clock = clock
         self.on_request = OnRequestPlanner(database, options, self.cache, clock)
         self._stopping = threading.Event()
@@ -220,7 +221,7 @@ class Planner:
                     return reconciled
                 if scanned_at is not None and now - scanned_at < fresh_seconds:
                     continue
-                if not unchanged_since(base_path, stamp):
+                if not unchanged_since(base_path, stamp, self.options.context):
                     reconciled += self.reconcile(table_id)
         return reconciled
 
@@ -232,7 +233,7 @@ class Planner:
             for table_id, base_path, stamp, _ in rows:
                 if self._stopping.is_set():
                     return reconciled
-                if not unchanged_since(base_path, stamp):
+                if not unchanged_since(base_path, stamp, self.options.context):
                     reconciled += self.reconcile(table_id)
         return reconciled
 

@@ -68,7 +68,7 @@ def list_backups(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).get(table_id)
         tasks = [TaskOut.model_validate(t) for t in BackupTaskRepo(session).recent(table_id)]
-    store = store_of(table)
+    store = store_of(table, request.app.state.table_context)
     items = [{"version": m.version, "instant": m.instant, "state": "complete", "bytes_copied": m.bytes_copied,
               "files_copied": m.files_copied, "files": len(m.files), "total_bytes": m.total_bytes,
               "created_at": m.created_at} for m in store.manifests()]

@@ -52,7 +52,7 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     one of TMS_STORAGE_ROOTS. Registering changes nothing on storage. The answer's `capabilities` say what
     TMS can do for the table: reading and each table service, and why not the others."""
     settings = request.app.state.settings
-    checked = actions.check_registration(settings, body)
+    checked = actions.check_registration(settings, body, request.app.state.table_context)
     with request.app.state.database.transaction() as session:
         table, report = actions.register_table(session, settings, checked)
         return {**_out(table, TemplateRepo(session).templates()), "capabilities": report,
@@ -98,6 +98,7 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
                      clean_commits=settings.planner_clean_commits,
                      orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
                      planner_state=table.planner_state, planner_services=frozenset(settings.planner_services),
+                     context=request.app.state.table_context,
                      damaged_files=damaged)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state,
             "services": planner_outlook(table.planner_state, settings),
@@ -110,7 +111,8 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
               responses=problems(*ADMIN, 400, 404, 413, 422))
 def update_table(table_id: TableId, body: TableChanges, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
-        table = actions.change_table(session, request.app.state.settings, table_id, body)
+        table = actions.change_table(session, request.app.state.settings, table_id, body,
+                                     request.app.state.table_context)
         out = _out(table, TemplateRepo(session).templates())
     request.app.state.intake.forget_tables()
     return out

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, tzinfo
 from tms import display
 from tms.db import RegisteredTable, TablePolicy, Task
 from tms.fleet.file_group_sample import file_group_sample
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, instant_to_datetime
@@ -67,13 +68,14 @@ def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], no
 
 
 def read_table_facts(row: RegisteredTable, tasks: list[Task], *, with_timeline: bool,
-                     now: datetime | None = None, table: HudiTable | None = None) -> TableFacts:
+                     now: datetime | None = None, table: HudiTable | None = None,
+                     context: HudiContext = DEFAULT_CONTEXT) -> TableFacts:
     """The table's facts from storage; a table that cannot be read gives its error, never an exception.
     `table`: the table as the rest of the page read it (one timeline for the whole page), else loaded now."""
     now = now or datetime.now(UTC)
     facts = TableFacts()
     try:
-        hudi = table or HudiTable.load(row.base_path)
+        hudi = table or HudiTable.load(row.base_path, context=context)
         timeline = hudi.timeline
         instants = timeline.instants()
         facts.instants = len(instants)

@@ -15,6 +15,7 @@ from tms.errors import ONE_LINE_ERRORS
 from tms.hudi.storage.paths import require_under_roots
 from tms.planning.decisions import PlannerOptions
 from tms.planning.errors import PlanningError
+from tms.table_context import table_context
 from tms.table_service import TableService
 
 from .passes import PLANNING_ERRORS, PassContext, requested_pass
@@ -39,7 +40,8 @@ def locked_for_planning(database: Database, table_id: int) -> Iterator[tuple[Ses
 def planner_options(settings: Settings) -> PlannerOptions:
     """What the planner schedules (TMS_PLANNER_SERVICES, TMS_PLANNER_CLEAN_COMMITS, TMS_PLANNER_FULL_PASS_HOURS)."""
     return PlannerOptions(services=frozenset(settings.planner_services), clean_commits=settings.planner_clean_commits,
-                          storage_roots=tuple(settings.storage_roots), full_pass_hours=settings.planner_full_pass_hours)
+                          storage_roots=tuple(settings.storage_roots), full_pass_hours=settings.planner_full_pass_hours,
+                          context=table_context(settings))
 
 
 class OnRequestPlanner:
@@ -53,7 +55,8 @@ class OnRequestPlanner:
     @classmethod
     def from_settings(cls, database: Database, settings: Settings, *, cached_tables: int) -> OnRequestPlanner:
         """The service's: keeps `cached_tables` loaded timelines, without a change feed."""
-        return cls(database, planner_options(settings), TableCache(cached_tables))
+        options = planner_options(settings)
+        return cls(database, options, TableCache(cached_tables, context=options.context))
 
     def close(self) -> None:
         """Close the cached tables' locks (the service stops)."""

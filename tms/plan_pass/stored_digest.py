@@ -14,7 +14,8 @@ from tms.planning.outlook import stored_outlook
 def stored_digest(row: RegisteredTable, options: PlannerOptions) -> TimelineDigest | None:
     """The row's digest, None if it has none the planner can use (see TimelineDigest.from_state): one counting
     for the services the planner schedules on the table under its policy (PlannerOptions.services_for)."""
-    return TimelineDigest.from_state(row.planner_state, options.services_for(TablePolicy.from_stored(row.policies)))
+    return TimelineDigest.from_state(row.planner_state, options.services_for(TablePolicy.from_stored(row.policies)),
+                                     options.context.local_zone)
 
 
 def tick_due_at(row: RegisteredTable, digest: TimelineDigest | None, options: PlannerOptions) -> datetime | None:

@@ -20,8 +20,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from tms.db import RegisteredTable
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.locks import TransactionManager
-from tms.hudi.storage.table_storage import Storage, open_storage
+from tms.hudi.storage.table_storage import Storage
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.timeline.tail_listing import TailListing
 from tms.hudi.timeline.watch import TimelineWatcher
@@ -41,8 +42,9 @@ class CachedTable:
 
 class TableCache:
     def __init__(self, capacity: int, watcher: TimelineWatcher | None = None, *, max_bytes: int | None = None,
-                 tail_listing: TailListing | None = TailListing()):
+                 tail_listing: TailListing | None = TailListing(), context: HudiContext = DEFAULT_CONTEXT):
         self.capacity = capacity
+        self.context = context
         self.max_bytes = max_bytes
         self.watcher = watcher
         # The cached timelines stay loaded: where no change feed tells their changes, each reload lists only
@@ -77,8 +79,8 @@ class TableCache:
     def _load(self, row: RegisteredTable) -> CachedTable:
         # Outside the lock: loading reads the whole timeline. The properties are read first: a change
         # in between makes them differ from what is loaded, and the next pass loads the table again.
-        properties = _read_properties(open_storage(row.base_path))
-        table = HudiTable.load(row.base_path, watcher=self.watcher)
+        properties = _read_properties(self.context.open_storage(row.base_path))
+        table = HudiTable.load(row.base_path, watcher=self.watcher, context=self.context)
         table.timeline.tail_listing = self.tail_listing
         try:
             options = dict(row.concurrency_options)
