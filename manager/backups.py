@@ -9,13 +9,13 @@ from datetime import datetime
 from tms.backup.errors import BackupError
 from tms.backup.requests import request_backup_task
 from tms.backup.schedule import next_backup_task
-from tms.db import BackupTaskRepo, ConflictError, TablePolicy, Task
+from tms.db import BackupTaskRepo, ConflictError, TablePolicy, TaskRecord
 from tms.leadership import LeaderLease
 
 log = logging.getLogger(__name__)
 
 
-def schedule_backups(lease: LeaderLease, epoch: int, now: datetime | None = None) -> list[Task]:
+def schedule_backups(lease: LeaderLease, epoch: int, now: datetime | None = None) -> list[TaskRecord]:
     """Record the backup tasks due now (`now`: the database's clock unless given); the tasks recorded."""
     recorded = []
     with lease.fenced(epoch) as session:

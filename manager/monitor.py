@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from tms.backup.schedule import missed_since
 from tms.config import Settings
-from tms.db import AlertRepo, Instance, RegisteredTable, Sighting, TablePolicy, TaskState
+from tms.db import AlertRepo, Instance, Sighting, TablePolicy, TableRecord, TaskState
 from tms.db.read_models import MonitorReads
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
@@ -173,7 +173,7 @@ def _unplanned_archives(reads: MonitorReads, ctx: MonitorContext) -> dict[str, S
     return sightings
 
 
-def _can_run(row: RegisteredTable, digest: TimelineDigest, service: TableService, ctx: MonitorContext,
+def _can_run(row: TableRecord, digest: TimelineDigest, service: TableService, ctx: MonitorContext,
              hudi_engine: str | None) -> bool:
     """Whether TMS (or the Hudi engine running the table's tasks) can run `service` on the table (its
     capabilities), read from storage once per state of what its trigger counts, scan period and engine. A table

@@ -120,7 +120,7 @@ def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[T
     last = {t.service: t for t in reversed(repo.recent(table_id))}  # the newest of each service
     out = []
     for service, due in next_ttl_due(policy, repo.last_requested(table_id)).items():
-        task = last.get(service.value)
+        task = last.get(service)
         out.append(TtlScheduleOut(
             service=service.value, interval_hours=policy.ttl_interval_hours, next_due=due,
             last_task_id=task.id if task else None, last_state=task.state if task else None,

@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from tms.db import Database, EngineRepo, QueueRepo, RegisteredTable, TaskRepo, hash_secret
+from tms.db import Database, EngineRepo, QueueRepo, TableRecord, TableRepo, TaskRepo, hash_secret
 from tms.execute.engine_code import EngineSpec
 from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.records.merge_budget import MAX_SIZE
@@ -88,7 +88,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
         for task in candidates:
             if task.service != TableService.ROLLBACK and task.table_id in rolling_back:
                 continue
-            table = session.get(RegisteredTable, task.table_id)
+            table = TableRepo(session).by_id(task.table_id)
             if table is None:  # unregistered since the task was read
                 continue
             queue = choose_queue(queues, running, table, task.service)
@@ -123,7 +123,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
     return None
 
 
-def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str, service: str,
+def _plan_stats(recorded: dict[str, Any], table: TableRecord, instant: str, service: str,
                 context: HudiContext) -> dict[str, Any]:
     """The statistics the planner recorded; for a task recorded without them, measured from the plan (a
     backup task has none on the timeline: its job copies files, sized minimally)."""
@@ -150,7 +150,7 @@ def requeue_expired_leases(database: Database) -> list[int]:
     return requeued
 
 
-def _merge_options(table: RegisteredTable) -> dict[str, str]:
+def _merge_options(table: TableRecord) -> dict[str, str]:
     """The merge budget the table's policy sets (the job merges within it, and is sized from it); none: the
     worker's TMS_MERGE_MEMORY_BYTES."""
     budget = TablePolicy.from_stored(table.policies).merge_memory_bytes

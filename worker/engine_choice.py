@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from tms.db import Engine, EngineRepo, RegisteredTable, Rollout, RolloutRepo, matching_rule
+from tms.db import Engine, EngineRepo, Rollout, RolloutRepo, TableRecord, matching_rule
 from tms.execute.engine_code import EngineSpec
 from tms.table_service import TableService
 
@@ -43,7 +43,7 @@ def spec_of(engine: Engine) -> EngineSpec:
                       kind=engine.kind)
 
 
-def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, queue: str | None,
+def choose_engine(session: Session, *, task_id: int, table: TableRecord, queue: str | None,
                   service: str) -> EngineChoice | None:
     rule = matching_rule(RolloutRepo(session).list(), queue=queue, database=table.database, table=table.name)
     if rule is None:

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from tms.backup.errors import BackupError
 from tms.backup.requests import request_restore, request_savepoint_copy
 from tms.config import Settings
-from tms.db import TableRepo, Task, TaskRepo, TaskState
+from tms.db import TableRepo, TaskRecord, TaskRepo, TaskState
 from tms.execute.restore import plan_restore
 from tms.hudi.context import HudiContext
 from tms.hudi.locks import TransactionManager
@@ -22,7 +22,7 @@ from ..schemas.restore import RestoreRequest
 
 
 def restore_in_place(session: Session, table_id: int, savepoint: str, *, force: bool = False,
-                     context: HudiContext) -> Task:
+                     context: HudiContext) -> TaskRecord:
     """Plan the restore in place of the registered table to its savepoint `savepoint` and record its task.
     `force`: roll back the writers' pending instants too (otherwise they refuse the restore)."""
     row = TableRepo(session).get(table_id)
@@ -37,7 +37,7 @@ def restore_in_place(session: Session, table_id: int, savepoint: str, *, force: 
 
 
 def restore_to_new_path(session: Session, settings: Settings, table_id: int, restore: RestoreRequest, *,
-                        context: HudiContext) -> Task:
+                        context: HudiContext) -> TaskRecord:
     """Record the backup_restore task of `restore` (a backup version or a savepoint, to a new path)."""
     if restore.in_place or restore.target_path is None:
         raise BackupError("give target_path: a restore to a new base path")
@@ -54,7 +54,7 @@ def restore_to_new_path(session: Session, settings: Settings, table_id: int, res
 
 
 def restore(session: Session, settings: Settings, table_id: int, command: RestoreRequest, *,
-            context: HudiContext) -> Task:
+            context: HudiContext) -> TaskRecord:
     """The restore `command` asks for: in place to a savepoint, or to a new base path."""
     if not command.in_place:
         return restore_to_new_path(session, settings, table_id, command, context=context)

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import RegisteredTable, TablePolicy, TableRepo, hash_secret
+from tms.db import TablePolicy, TableRecord, TableRepo, hash_secret
 from tms.hudi.context import HudiContext
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
@@ -116,7 +116,7 @@ def check_registration(settings: Settings, registration: TableRegistration, cont
 
 
 def register_table(session: Session, settings: Settings, checked: CheckedRegistration
-                   ) -> tuple[RegisteredTable, dict[str, Any]]:
+                   ) -> tuple[TableRecord, dict[str, Any]]:
     """Register the checked table: its row and its capabilities (what the planner schedules follows the
     policies as its template completes them). ConflictError for a base path registered already."""
     body = checked.registration
@@ -130,13 +130,13 @@ def register_table(session: Session, settings: Settings, checked: CheckedRegistr
     return table, report
 
 
-def _own(table: RegisteredTable, key: str) -> dict[str, Any]:
+def _own(table: TableRecord, key: str) -> dict[str, Any]:
     """The table's own policies or concurrency options (not its template's)."""
     return dict((table.own_settings or {}).get(key) or {})
 
 
 def change_table(session: Session, settings: Settings, table_id: int, changes: TableChanges, context: HudiContext
-                 ) -> RegisteredTable:
+                 ) -> TableRecord:
     """Apply an admin's changes to a table (the API's PATCH and the dashboard's settings form; a TTL policy is
     checked against the table read with `context`): the table as changed. A 422 for a policy or lock option that
     cannot be used; NotFoundError for an unknown table."""

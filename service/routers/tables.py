@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
-from tms.db import EventRepo, RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo
+from tms.db import EventRepo, RolloutRepo, TablePolicy, TableRecord, TableRepo, TaskRepo, TemplateRepo
 from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.templates import PRIORITY, QUEUE, Template, resolve
 
@@ -33,7 +33,7 @@ TableId = Annotated[Id, Path(description="The table's id")]
 _COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback_key", "policies", "sources")]
 
 
-def _out(table: RegisteredTable, templates: list[Template]) -> dict[str, Any]:
+def _out(table: TableRecord, templates: list[Template]) -> dict[str, Any]:
     """The table as the API gives it; `templates`: the policy templates (for where each setting comes from)."""
     policies = {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}
     effective = resolve(table.own_settings or {}, next((t for t in templates if t.name == table.template), None))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
 from tms import display
-from tms.db import RegisteredTable, TablePolicy, Task
+from tms.db import TablePolicy, TableRecord, TaskRecord
 from tms.fleet.file_group_sample import file_group_sample
 from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.errors import HudiError
@@ -48,7 +48,7 @@ def _service_actions(table_type: str) -> tuple[str, ...]:
     return (Action.COMMIT, *services) if table_type == "MERGE_ON_READ" else services
 
 
-def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], now: datetime) -> str:
+def _next_service(hudi: HudiTable, row: TableRecord, waiting: list[TaskRecord], now: datetime) -> str:
     # A task whose instant this timeline shows completed is finishing (its worker records it next): the last
     # service, not the next, on the page drawn from the same timeline.
     waiting = [t for t in waiting if not hudi.timeline.is_completed(t.instant)]
@@ -67,7 +67,7 @@ def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], no
     return f"compaction after {more} more delta commit(s) ({policy.trigger_strategy.value})"
 
 
-def read_table_facts(row: RegisteredTable, tasks: list[Task], *, with_timeline: bool,
+def read_table_facts(row: TableRecord, tasks: list[TaskRecord], *, with_timeline: bool,
                      now: datetime | None = None, table: HudiTable | None = None,
                      context: HudiContext = DEFAULT_CONTEXT) -> TableFacts:
     """The table's facts from storage; a table that cannot be read gives its error, never an exception.

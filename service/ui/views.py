@@ -20,10 +20,10 @@ from tms.db import (
     HealthRepo,
     InstanceRepo,
     QueueRepo,
-    RegisteredTable,
     RolloutRepo,
     ShadowRunRepo,
     TablePolicy,
+    TableRecord,
     TableRepo,
     TaskRepo,
     TaskState,
@@ -50,7 +50,7 @@ PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Act
 
 @dataclass
 class TableRow:
-    table: RegisteredTable
+    table: TableRecord
     health: str
     reasons: list[str]
     facts: TableFacts
@@ -75,7 +75,7 @@ class _RowCache:
 _ROW_CACHE = _RowCache()
 
 
-def table_row(session: Session, table: RegisteredTable, context: HudiContext) -> TableRow:
+def table_row(session: Session, table: TableRecord, context: HudiContext) -> TableRow:
     tasks_repo = TaskRepo(session)
     by_state = tasks_repo.health_counts(table.id)
     damaged = reported_damaged_files(session, table.id)
@@ -200,7 +200,7 @@ def table_savepoints(base_path: str, context: HudiContext) -> tuple[list[Savepoi
         return [], f"cannot read the savepoints: {exc}"
 
 
-def table_backups(session: Session, table: RegisteredTable, context: HudiContext) -> dict[str, Any]:
+def table_backups(session: Session, table: TableRecord, context: HudiContext) -> dict[str, Any]:
     """The table's backup policy, the versions its destination keeps (read from their manifests) and its newest
     backup tasks; `error` when the destination cannot be read."""
     policy = TablePolicy.from_stored(table.policies)

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from tms.db import BackupTaskRepo, RegisteredTable, TablePolicy, TableRepo, Task
+from tms.db import BackupTaskRepo, TablePolicy, TableRecord, TableRepo, TaskRecord
 from tms.hudi.context import HudiContext
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.savepoint import read_savepoint
@@ -19,7 +19,7 @@ from .layout import BackupStore, backup_root
 from .restore import require_empty_target
 
 
-def backup_policy(table: RegisteredTable) -> TablePolicy:
+def backup_policy(table: TableRecord) -> TablePolicy:
     """The table's policy; BackupError if it names no backup destination."""
     policy = TablePolicy.from_stored(table.policies)
     if not policy.backup_destination:
@@ -27,19 +27,20 @@ def backup_policy(table: RegisteredTable) -> TablePolicy:
     return policy
 
 
-def store_of(table: RegisteredTable, context: HudiContext) -> BackupStore:
+def store_of(table: TableRecord, context: HudiContext) -> BackupStore:
     """The table's backups, their root reached with `context`."""
     root = backup_root(backup_policy(table).backup_destination, table.name, table.id)
     return BackupStore(root, context.open_storage(root.rstrip("/")))
 
 
-def _plan(table: RegisteredTable, **extra: Any) -> dict[str, Any]:
+def _plan(table: TableRecord, **extra: Any) -> dict[str, Any]:
     policy = backup_policy(table)
     return {"root": backup_root(policy.backup_destination, table.name, table.id),
             "keep_versions": policy.backup_keep_versions, **extra}
 
 
-def request_backup_task(session: Session, table_id: int, service: TableService, now: datetime | None = None) -> Task:
+def request_backup_task(session: Session, table_id: int, service: TableService,
+                        now: datetime | None = None) -> TaskRecord:
     """A backup or backup-clean of the table, now (ConflictError while another backup task is in progress);
     `now`: the requester's clock (the schedule's), by default the database's."""
     table = TableRepo(session).get(table_id)
@@ -48,7 +49,7 @@ def request_backup_task(session: Session, table_id: int, service: TableService, 
 
 
 def request_restore(session: Session, table_id: int, version: int, target_path: str, catch_up: bool = False, *,
-                    context: HudiContext) -> Task:
+                    context: HudiContext) -> TaskRecord:
     """A restore of backup `version` to `target_path`: the version must exist and the target be empty now (the
     job checks the target again before it writes). `catch_up`: then apply the table's instants completed since
     the version (tms.backup.restore)."""
@@ -66,7 +67,7 @@ def request_restore(session: Session, table_id: int, version: int, target_path: 
 
 
 def request_savepoint_copy(session: Session, table_id: int, savepoint: str, target_path: str, *,
-                           context: HudiContext) -> Task:
+                           context: HudiContext) -> TaskRecord:
     """A restore of the table's savepoint `savepoint` to `target_path` (tms.execute.restore_copy), run as a
     backup_restore task (the table's backups' one task at a time; restore_done): the savepoint must exist and
     the target be empty now (the job checks again before it writes)."""

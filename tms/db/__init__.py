@@ -32,6 +32,7 @@ from .models import (
                      Webhook,
                      WebhookDelivery,
 )
+from .records import TableRecord, TaskRecord
 from .repos.alerts import AlertRepo, Sighting
 from .repos.archive import ArchiveTaskRepo
 from .repos.backups import BackupHistory, BackupTaskRepo
@@ -64,7 +65,8 @@ __all__ = [
     "Purged", "QueueRepo", "RetentionCursor", "RetentionRepo",
     "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "ShadowResults", "ShadowRun",
     "ShadowRunRepo", "Sighting", "TRANSITIONS",
-    "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
+    "TablePolicy", "TableRecord", "TableRepo", "TaskRecord",
+    "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
     "TtlTaskRepo",
     "ArchiveTaskRepo",
     "Webhook", "WebhookDelivery", "WebhookRepo", "bounded_idle", "can_transition", "database_url", "hash_secret",

@@ -17,6 +17,7 @@ from tms.errors import ConfigError
 
 from ..errors import ConflictError, NotFoundError
 from ..models import Engine, Rollout, Task, TaskAttempt
+from ..records import TaskRecord, tasks_of
 from ..states import TaskState
 
 BUILTIN = "builtin"  # how results of attempts run by the worker's own job code (no engine) are labelled
@@ -172,7 +173,7 @@ class RolloutRepo:
     def rolled_back(self) -> builtins.list[Rollout]:
         return list(self.session.scalars(select(Rollout).where(Rollout.state == "rolled_back")))
 
-    def failed_on_canary(self, rollout: Rollout, limit: int = 1000) -> builtins.list[Task]:
+    def failed_on_canary(self, rollout: Rollout, limit: int = 1000) -> builtins.list[TaskRecord]:
         """FAILED tasks whose last attempt ran on the rule's canary since the rule was last put, locked."""
         last = (select(TaskAttempt.task_id, func.max(TaskAttempt.attempt).label("attempt"))
                 .group_by(TaskAttempt.task_id).subquery())
@@ -181,7 +182,7 @@ class RolloutRepo:
                 .where(Task.state == TaskState.FAILED.value, TaskAttempt.rollout == rollout.name,
                        TaskAttempt.engine == rollout.canary_engine, TaskAttempt.started_at >= rollout.since)
                 .order_by(Task.id).limit(limit).with_for_update(of=Task, skip_locked=True))
-        return list(self.session.scalars(stmt, execution_options={"populate_existing": True}))
+        return tasks_of(self.session.scalars(stmt, execution_options={"populate_existing": True}))
 
 
 def matching_rule(rules: Iterable[Rollout], *, queue: str | None, database: str, table: str) -> Rollout | None:

@@ -12,6 +12,7 @@ from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.orm import Session
 
 from ..models import HealthRecord, HealthSample, RegisteredTable
+from ..records import TableRecord
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,13 @@ class HealthRepo:
             .where(RegisteredTable.enabled.is_(True))
             .order_by(HealthRecord.checked_at.asc().nulls_first(), RegisteredTable.id).limit(limit)))
 
-    def worst(self, limit: int = 100) -> list[tuple[RegisteredTable, HealthRecord | None]]:
+    def worst(self, limit: int = 100) -> list[tuple[TableRecord, HealthRecord | None]]:
         """The tables, worst score first, after those not scored yet (registered since the last round: None)."""
         rows = self.session.execute(select(RegisteredTable, HealthRecord)
                                     .outerjoin(HealthRecord, HealthRecord.table_id == RegisteredTable.id)
                                     .order_by(HealthRecord.score.asc().nulls_first(), RegisteredTable.id)
                                     .limit(limit)).all()
-        return [(t, h) for t, h in rows]
+        return [(TableRecord.of(t), h) for t, h in rows]
 
     def unscored(self) -> int:
         """How many tables have no score yet."""
