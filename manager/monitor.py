@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from tms.backup.schedule import missed_since
 from tms.config import Settings
-from tms.db import AlertRepo, Instance, Sighting, TablePolicy, TableRecord, TaskState
+from tms.db import AlertRepo, InstanceRecord, Sighting, TablePolicy, TableRecord, TaskState
 from tms.db.read_models import MonitorReads
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
@@ -213,7 +213,7 @@ def instance_down(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sightin
             for i in silent if i.id not in gone}
 
 
-def replaced(silent: list[Instance], instances: list[Instance]) -> set[str]:
+def replaced(silent: list[InstanceRecord], instances: list[InstanceRecord]) -> set[str]:
     """The silent instances a restart replaced: each has a successor of its own, an instance of the same roles
     that started after its last heartbeat (a restarted process registers under a new id, on another host too
     when it runs in a container). One successor per instance, so two crashed workers and one restarted leave

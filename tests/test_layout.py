@@ -188,6 +188,57 @@ def test_no_query_outside_tms_db(path: Path):
             raise AssertionError(f"{path.relative_to(REPO)}:{node.lineno} holds SQL text: it belongs in tms/db")
 
 
+# The ORM classes of tms/db/models.py are the database's rows: no row leaves tms/db (issue 39), the repositories
+# hand out frozen records (tms/db/records.py) and change rows through named commands. Where else a module may
+# import them, and why:
+ROWS_ALLOWED = {
+    "migrations/": "Alembic's environment reads the schema (Base.metadata) the migrations are compared with",
+    "bench/": "a benchmark sets the state of thousands of tables in one statement (their digests, due times)",
+    "tests/": "a test sets or reads a state no repository command offers on purpose (a backdated time, an "
+              "expired lease, the scratch schema built)",
+}
+
+
+def _orm_classes() -> set[str]:
+    """The names of tms/db/models.py's declarative base and of every class mapped on it."""
+    tree = ast.parse((REPO / "tms/db/models.py").read_text())
+    classes = {node.name: {b.id for b in node.bases if isinstance(b, ast.Name)}
+               for node in tree.body if isinstance(node, ast.ClassDef)}
+    return {"Base"} | {name for name, bases in classes.items() if "Base" in bases}
+
+
+def _row_imports(tree: ast.AST, module: str, orm: set[str]) -> list[tuple[int, str]]:
+    """(line, what) of every import of an ORM class (from tms.db or tms.db.models) or of tms.db.models itself."""
+    found = []
+    for source, name, line in _imports(tree, module):
+        if source == "tms.db.models" or (source == "tms.db" and name == "models"):
+            found.append((line, "tms.db.models" if name == "*" else f"{name} from tms.db.models"))
+        elif source == "tms.db" and name in orm:
+            found.append((line, f"{name} from tms.db"))
+    return found
+
+
+def _row_checked() -> list[Path]:
+    paths = [p for p in REPO.rglob("*.py") if not any(part.startswith(".") for part in p.relative_to(REPO).parts)]
+    return sorted(p for p in paths if not p.relative_to(REPO).as_posix().startswith(("tms/db/", *ROWS_ALLOWED)))
+
+
+def test_no_database_row_leaves_tms_db():
+    """No module outside tms/db imports an ORM class (they read records: tms/db/records.py), but those
+    ROWS_ALLOWED names with their reason. The check finds such an import, however spelled."""
+    orm = _orm_classes()
+    assert {"Base", "RegisteredTable", "Task", "ResourceQueue", "Rollout"} <= orm and "Sighting" not in orm
+    caught = "from tms.db import Task, TaskRepo\nfrom tms.db.models import Alert\nimport tms.db.models\n"
+    assert [w for _, w in _row_imports(ast.parse(caught), "worker.x", orm)] == \
+        ["Task from tms.db", "Alert from tms.db.models", "tms.db.models"]
+    assert _row_imports(ast.parse("from ..models import Task\n"), "tms.db.repos.x", orm) == \
+        [(1, "Task from tms.db.models")], "relative imports resolved"
+    assert not _row_imports(ast.parse("from tms.db import TaskRecord, TaskRepo\n"), "worker.x", orm)
+    found = [f"{path.relative_to(REPO)}:{line} imports {what}" for path in _row_checked()
+             for line, what in _row_imports(ast.parse(path.read_text(), str(path)), _module_name(path), orm)]
+    assert not found, "database rows outside tms/db (use the repositories' records):\n" + "\n".join(found)
+
+
 def _outside_the_library(source: str) -> bool:
     """Whether an import from `source` reaches TMS outside its format library `tms.hudi`."""
     return (source == "tms" or source.startswith("tms.")) and not (source == "tms.hudi"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tms.db import Database, QueueRepo, ResourceQueue
+from tms.db import Database, QueueRecord, QueueRepo
 from tms.execute.spark_submit import spark_submit_env, warm_engine_command
 
 from .claim import ClaimedTask
@@ -50,7 +50,7 @@ class EngineSpec:
     driver_cores: int
 
     @classmethod
-    def of(cls, queue: ResourceQueue, *, driver_memory_mb: int, driver_cores: int) -> EngineSpec:
+    def of(cls, queue: QueueRecord, *, driver_memory_mb: int, driver_cores: int) -> EngineSpec:
         return cls(queue=queue.name, kind=queue.kind, master=queue.master,
                    spark_conf=tuple(sorted(queue.spark_conf.items())), executors=queue.warm_engine_executors,
                    executor_memory_mb=queue.warm_engine_executor_memory_mb,
@@ -325,7 +325,7 @@ class WarmEngines:
             log.info("warm engine of queue %s: stopping (its queue's settings changed)", engine.spec.queue)
             engine.stop()
 
-    def _specs(self, queues: Iterable[ResourceQueue]) -> dict[str, EngineSpec]:
+    def _specs(self, queues: Iterable[QueueRecord]) -> dict[str, EngineSpec]:
         memory, cores = self._driver
         return {q.name: EngineSpec.of(q, driver_memory_mb=memory, driver_cores=cores)
                 for q in queues if q.warm_engine_enabled}

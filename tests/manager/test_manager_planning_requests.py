@@ -8,7 +8,8 @@ from sqlalchemy import select, text
 from manager.planning_requests import SCAN_CHUNK_TABLES, request_scans, request_ticks
 from planner import runner
 from planner.runner import Planner
-from tms.db import RegisteredTable, ScanRequestRepo, TableRepo
+from tms.db import ScanRequestRepo, TableRepo
+from tms.db.models import RegisteredTable
 from tms.leadership import LeaderLease
 from tms.planning.decisions import PlannerOptions
 

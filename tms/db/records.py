@@ -111,6 +111,207 @@ class TaskRecord:
         return record_of(cls, row, service=TableService(row.service))
 
 
+@dataclass(frozen=True)
+class QueueRecord:
+    """A resource queue, where Spark jobs run and with how much (`queues`)."""
+    id: int
+    name: str
+    kind: str
+    master: str
+    spark_conf: dict[str, str]
+    capacity: int
+    executor_cores: int
+    min_executor_memory_mb: int
+    max_executor_memory_mb: int
+    max_executors: int
+    reserved_for_priority: int | None
+    allowed_databases: list[str] | None
+    allowed_tables: list[str] | None
+    allowed_services: list[str] | None
+    enabled: bool
+    warm_engine_enabled: bool
+    warm_engine_executors: int
+    warm_engine_executor_memory_mb: int
+    warm_engine_executor_cores: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> QueueRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    """A registered execution engine: the Spark and the job code a task's job runs on (`engines`)."""
+    id: int
+    name: str
+    spark_home: str | None
+    spark_submit: str | None
+    pyspark_version: str | None
+    code_version: str
+    code_path: str
+    spark_conf: dict[str, str]
+    kind: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> EngineRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class RolloutRecord:
+    """A rollout rule: which engine runs the tasks it matches, a canary's share and its results' margin (`rollouts`)."""
+    id: int
+    name: str
+    queue: str | None
+    database: str | None
+    table_name: str | None
+    stable_engine: str
+    canary_engine: str | None
+    canary_percent: int
+    shadow: bool
+    failure_margin: float
+    min_tasks: int
+    state: str
+    rolled_back_at: datetime | None
+    rollback_reason: str | None
+    since: datetime
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> RolloutRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class InstanceRecord:
+    """A running TMS process and its last heartbeat (`instances`)."""
+    id: str
+    roles: list[str]
+    host: str
+    pid: int
+    version: str
+    info: dict[str, Any]
+    started_at: datetime
+    heartbeat_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> InstanceRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class AlertRecord:
+    """An alert of one type and subject: firing while its condition holds, then resolved (`alerts`)."""
+    id: int
+    kind: str
+    severity: str
+    subject: str
+    table_id: int | None
+    task_id: int | None
+    message: str
+    details: dict[str, Any]
+    fingerprint: str
+    count: int
+    muted: bool
+    created_at: datetime
+    last_seen: datetime
+    resolved_at: datetime | None
+    delivered_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Any) -> AlertRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class MuteRecord:
+    """A rule muting the alerts that match every field it sets (`mutes`)."""
+    id: int
+    table_id: int | None
+    database: str | None
+    owner: str | None
+    queue: str | None
+    alert_types: list[str]
+    reason: str
+    created_at: datetime
+    expires_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Any) -> MuteRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class TemplateRecord:
+    """A policy template: the settings it gives the tables it matches (`policy_templates`)."""
+    id: int
+    name: str
+    database: str | None
+    name_pattern: str | None
+    path_prefix: str | None
+    policies: dict[str, Any]
+    queue: str | None
+    priority: int | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> TemplateRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """An instant's state change reported by a writer (`events`)."""
+    id: int
+    table_id: int
+    instant: str
+    action: str
+    state: str
+    completion_time: str | None
+    source: str
+    write_stats: list[dict[str, Any]] | None
+    extra_metadata: dict[str, Any] | None
+    received_at: datetime
+    processed_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Any) -> EventRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One execution attempt of a task: who ran it, where, and how it ended (`task_attempts`)."""
+    id: int
+    task_id: int
+    attempt: int
+    fencing_token: int
+    worker: str
+    queue: str | None
+    requested_resources: dict[str, Any]
+    spark_app_id: str | None
+    engine_kind: str | None
+    outcome: str
+    error: str | None
+    log_tail: str | None
+    result: dict[str, Any] | None
+    fence_key_hash: str | None
+    engine: str | None
+    rollout: str | None
+    started_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Any) -> AttemptRecord:
+        return record_of(cls, row)
+
+
 def table_of(row: Any | None) -> TableRecord | None:
     return None if row is None else TableRecord.of(row)
 
@@ -125,3 +326,12 @@ def task_of(row: Any | None) -> TaskRecord | None:
 
 def tasks_of(rows: Iterable[Any]) -> list[TaskRecord]:
     return [TaskRecord.of(row) for row in rows]
+
+
+def records_of(record_type: type[R], rows: Iterable[Any]) -> list[R]:
+    """The records of `rows`, of a type whose columns need no parsing."""
+    return [record_of(record_type, row) for row in rows]
+
+
+def maybe_of(record_type: type[R], row: Any | None) -> R | None:
+    return None if row is None else record_of(record_type, row)

@@ -83,7 +83,7 @@ class Work:
 
 
 class EventLike(Protocol):
-    """What decisions read of a stored event (tms.db.Event)."""
+    """What decisions read of a stored event (tms.db.EventRecord)."""
 
     instant: str
     action: str

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, aliased
 from tms.table_service import TableService
 
 from ..models import Instance, RegisteredTable, ResourceQueue, Task
-from ..records import TableRecord, TaskRecord, tables_of, tasks_of
+from ..records import InstanceRecord, QueueRecord, TableRecord, TaskRecord, records_of, tables_of, tasks_of
 from ..repos.backups import BackupHistory, BackupTaskRepo
 from ..repos.engines import RolloutRepo
 from ..states import TaskState as S
@@ -113,16 +113,17 @@ class MonitorReads:
             select(RegisteredTable.id, RegisteredTable.name, RegisteredTable.planner_state)
             .where(RegisteredTable.enabled.is_(True)))]
 
-    def enabled_queues(self) -> list[ResourceQueue]:
-        return list(self.session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True))))
+    def enabled_queues(self) -> list[QueueRecord]:
+        return records_of(QueueRecord,
+                          self.session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True))))
 
-    def silent_instances(self, limit: datetime) -> list[Instance]:
+    def silent_instances(self, limit: datetime) -> list[InstanceRecord]:
         """Instances whose last heartbeat is older than `limit`."""
-        return list(self.session.scalars(select(Instance).where(Instance.heartbeat_at < limit)))
+        return records_of(InstanceRecord, self.session.scalars(select(Instance).where(Instance.heartbeat_at < limit)))
 
-    def instances(self) -> list[Instance]:
+    def instances(self) -> list[InstanceRecord]:
         """Every registered instance, alive or silent (the successors a silent one may have)."""
-        return list(self.session.scalars(select(Instance).order_by(Instance.started_at)))
+        return records_of(InstanceRecord, self.session.scalars(select(Instance).order_by(Instance.started_at)))
 
 
 def _load_at_start() -> ScalarSelect[float]:

@@ -10,6 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from ..models import Instance, Lease
+from ..records import InstanceRecord, records_of
 
 
 class InstanceRepo:
@@ -23,13 +24,13 @@ class InstanceRepo:
         self.session.execute(insert(Instance).values(id=instance_id, **fields).on_conflict_do_update(
             index_elements=[Instance.id], set_={**fields, "heartbeat_at": func.now()}))
 
-    def list(self) -> list[Instance]:
-        return list(self.session.scalars(select(Instance).order_by(Instance.started_at),
+    def list(self) -> list[InstanceRecord]:
+        return records_of(InstanceRecord, self.session.scalars(select(Instance).order_by(Instance.started_at),
                                          execution_options={"populate_existing": True}))
 
-    def alive(self, role: str, within_seconds: float) -> builtins.list[Instance]:
+    def alive(self, role: str, within_seconds: float) -> builtins.list[InstanceRecord]:
         """Instances of `role` that beat within `within_seconds`."""
-        return list(self.session.scalars(select(Instance).where(
+        return records_of(InstanceRecord, self.session.scalars(select(Instance).where(
             literal(role) == any_(Instance.roles),
             Instance.heartbeat_at >= func.now() - timedelta(seconds=within_seconds))
             .order_by(Instance.started_at), execution_options={"populate_existing": True}))

@@ -17,7 +17,7 @@ from tms.table_service import TableService
 
 from ..errors import ConflictError, IllegalTransitionError, NotFoundError
 from ..models import RegisteredTable, Task, TaskAttempt
-from ..records import TaskRecord, task_of, tasks_of
+from ..records import AttemptRecord, TaskRecord, records_of, task_of, tasks_of
 from ..states import ACTION_SOURCES, OperatorAction, TaskState, can_transition
 
 S = TaskState
@@ -113,8 +113,8 @@ class TaskRepo:
                                     .limit(limit).offset(offset))
         return tasks_of(rows), total or 0
 
-    def attempts(self, task_id: int) -> list[TaskAttempt]:
-        return list(self.session.scalars(
+    def attempts(self, task_id: int) -> list[AttemptRecord]:
+        return records_of(AttemptRecord, self.session.scalars(
             select(TaskAttempt).where(TaskAttempt.task_id == task_id).order_by(TaskAttempt.attempt)))
 
     def counts_by_state(self, table_id: int | None = None) -> dict[str, int]:
@@ -258,14 +258,15 @@ class TaskRepo:
             stmt = stmt.with_for_update()
         return self.session.execute(stmt).first() is not None
 
-    def attempt_with_fence_key(self, task_id: int, fencing_token: int, fence_key_hash: str) -> TaskAttempt | None:
+    def attempt_with_fence_key(self, task_id: int, fencing_token: int,
+                               fence_key_hash: str) -> AttemptRecord | None:
         """The attempt of `fencing_token` if `fence_key_hash` is its fence key's hash (constant-time compare)."""
         attempt = self.session.scalar(select(TaskAttempt).where(TaskAttempt.task_id == task_id,
                                                                 TaskAttempt.fencing_token == fencing_token))
         if attempt is None or attempt.fence_key_hash is None \
                 or not hmac.compare_digest(attempt.fence_key_hash, fence_key_hash):
             return None
-        return attempt
+        return AttemptRecord.of(attempt)
 
     def annotate_attempt(self, task_id: int, *, fencing_token: int, log_tail: str | None = None,
                          error: str | None = None, result: dict[str, Any] | None = None) -> None:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from ..errors import NotFoundError
 from ..models import Alert, Mute, Webhook, WebhookDelivery
+from ..records import MuteRecord, records_of
 
 
 def _rows(result: Any) -> int:
@@ -104,18 +105,18 @@ class MuteRepo:
     def __init__(self, session: Session):
         self.session = session
 
-    def create(self, **fields: Any) -> Mute:
+    def create(self, **fields: Any) -> MuteRecord:
         mute = Mute(**fields)
         self.session.add(mute)
         self.session.flush()
         self.session.refresh(mute)
-        return mute
+        return MuteRecord.of(mute)
 
-    def list(self, *, include_expired: bool = False) -> builtins.list[Mute]:
+    def list(self, *, include_expired: bool = False) -> builtins.list[MuteRecord]:
         stmt = select(Mute).order_by(Mute.id)
         if not include_expired:
             stmt = stmt.where((Mute.expires_at.is_(None)) | (Mute.expires_at > func.now()))
-        return list(self.session.scalars(stmt))
+        return records_of(MuteRecord, self.session.scalars(stmt))
 
     def delete(self, mute_id: int) -> None:
         if _rows(self.session.execute(delete(Mute).where(Mute.id == mute_id))) == 0:
