@@ -13,15 +13,23 @@ from .errors import ConflictError, IllegalTransitionError, NotFoundError
 from .records import (
     AlertRecord,
     AttemptRecord,
+    DeliveryRecord,
+    DiscoveredRecord,
     EngineRecord,
     EventRecord,
+    HealthSampleRecord,
+    HealthScore,
     InstanceRecord,
+    LeaseRecord,
     MuteRecord,
     QueueRecord,
     RolloutRecord,
+    ShadowRunRecord,
     TableRecord,
     TaskRecord,
     TemplateRecord,
+    TokenRecord,
+    WebhookRecord,
 )
 from .repos.alerts import AlertRepo, Sighting
 from .repos.archive import ArchiveTaskRepo
@@ -48,7 +56,8 @@ from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_
 __all__ = [
     "ACTION_SOURCES", "BUILTIN", "TRANSITIONS",
     "AlertRecord", "AttemptRecord", "EngineRecord", "EventRecord", "InstanceRecord", "MuteRecord", "QueueRecord",
-    "RolloutRecord", "TableRecord", "TaskRecord", "TemplateRecord",
+    "RolloutRecord", "TableRecord", "TaskRecord", "TemplateRecord", "DeliveryRecord", "DiscoveredRecord",
+    "HealthSampleRecord", "HealthScore", "LeaseRecord", "ShadowRunRecord", "TokenRecord", "WebhookRecord",
     "AlertRepo", "ArchiveTaskRepo", "BackupTaskRepo", "DiscoveryRepo", "EngineRepo", "EventRepo", "HealthRepo",
     "InstanceRepo", "LeaseRepo", "MuteRepo", "QueueRepo", "RetentionRepo", "RolloutRepo", "ScanRequestRepo",
     "ShadowRunRepo", "TableRepo", "TaskRepo", "TemplateRepo", "TokenRepo", "TtlTaskRepo", "WebhookRepo",

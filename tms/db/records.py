@@ -312,6 +312,142 @@ class AttemptRecord:
         return record_of(cls, row)
 
 
+@dataclass(frozen=True)
+class WebhookRecord:
+    """A webhook alerts are sent to (`webhooks`)."""
+    id: int
+    name: str | None
+    url: str
+    kinds: list[str] | None
+    min_severity: str
+    format: str
+    secret: str | None
+    enabled: bool
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> WebhookRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class DeliveryRecord:
+    """One alert's firing or resolution to send to one webhook (the outbox) (`webhook_deliveries`)."""
+    id: int
+    webhook_id: int
+    alert_id: int
+    event: str
+    body: str
+    state: str
+    attempts: int
+    attempt_log: list[dict[str, Any]]
+    next_attempt_at: datetime
+    created_at: datetime
+    delivered_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Any) -> DeliveryRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class HealthScore:
+    """A table's last health score (`table_health`)."""
+    table_id: int
+    score: int
+    status: str
+    reasons: list[dict[str, Any]]
+    checked_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> HealthScore:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class HealthSampleRecord:
+    """One health score of a table, kept for the trend charts (`health_samples`)."""
+    id: int
+    table_id: int
+    sampled_at: datetime
+    score: int
+    status: str
+    log_bytes: int | None
+    log_files: int | None
+    oldest_uncompacted_seconds: float | None
+
+    @classmethod
+    def of(cls, row: Any) -> HealthSampleRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """An API token: its role and the hash of its secret (`api_tokens`)."""
+    id: int
+    name: str
+    role: str
+    token_hash: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Any) -> TokenRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class DiscoveredRecord:
+    """A Hudi table found under a discovery root, and what became of it (`discovered_tables`)."""
+    base_path: str
+    root: str
+    state: str
+    reason: str | None
+    table_id: int | None
+    first_seen_at: datetime
+    last_seen_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> DiscoveredRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class ShadowRunRecord:
+    """A shadow comparison of a canary's output with the stable engine's (`shadow_runs`)."""
+    id: int
+    task_id: int
+    attempt: int
+    rollout: str
+    canary_engine: str
+    stable_engine: str
+    outcome: str
+    first_differing_key: str | None
+    detail: str | None
+    groups: list[dict[str, Any]]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Any) -> ShadowRunRecord:
+        return record_of(cls, row)
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """A named lease (the manager's leadership): who holds it, until when (`leases`)."""
+    name: str
+    holder: str | None
+    epoch: int
+    expires_at: datetime | None
+    acquired_at: datetime | None
+    last_work_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Any) -> LeaseRecord:
+        return record_of(cls, row)
+
+
 def table_of(row: Any | None) -> TableRecord | None:
     return None if row is None else TableRecord.of(row)
 
