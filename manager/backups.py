@@ -9,7 +9,7 @@ from datetime import datetime
 from tms.backup.errors import BackupError
 from tms.backup.requests import request_backup_task
 from tms.backup.schedule import next_backup_task
-from tms.db import BackupTaskRepo, ConflictError, TablePolicy, TaskRecord
+from tms.db import BackupTaskRepo, ConflictError, TaskRecord
 from tms.leadership import LeaderLease
 
 log = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ def schedule_backups(lease: LeaderLease, epoch: int, now: datetime | None = None
         repo = BackupTaskRepo(session)
         at = now or repo.now()
         for table in repo.tables_with_backups():
-            policy = TablePolicy.from_stored(table.policies)
+            policy = table.policy
             service = next_backup_task(policy.backup_schedule, repo.history(table.id), at)
             if service is None:
                 continue

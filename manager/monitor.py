@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from tms.backup.schedule import missed_since
 from tms.config import Settings
-from tms.db import AlertRepo, InstanceRecord, Sighting, TablePolicy, TableRecord, TaskState
+from tms.db import AlertRepo, InstanceRecord, Sighting, TableRecord, TaskState
 from tms.db.read_models import MonitorReads
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
@@ -99,7 +99,7 @@ def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
         digest = stored_digest(row, options)
         if row.id in planned or digest is None:  # never planned yet: the planner's first scan decides
             continue
-        policy = TablePolicy.from_stored(row.policies)
+        policy = row.policy
         since = digest.compaction_due_since(policy)
         if since is None or since > limit or not _can_run(row, digest, TableService.COMPACTION, ctx,
                                                           reads.hudi_engine_for(row)):
@@ -160,7 +160,7 @@ def _unplanned_archives(reads: MonitorReads, ctx: MonitorContext) -> dict[str, S
         digest = stored_digest(row, options)
         if row.id in planned or digest is None:
             continue
-        policy = TablePolicy.from_stored(row.policies)
+        policy = row.policy
         if TableService.ARCHIVE not in options.services_for(policy) or not digest.archive_overdue(policy):
             continue
         if not _can_run(row, digest, TableService.ARCHIVE, ctx, reads.hudi_engine_for(row)):
@@ -330,7 +330,7 @@ def freshness_at_risk(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     options = planner_options(ctx.settings)
     sightings = {}
     for row in reads.enabled_tables("MERGE_ON_READ"):
-        policy = TablePolicy.from_stored(row.policies)
+        policy = row.policy
         digest = stored_digest(row, options)
         if not policy.freshness_max_uncompacted_seconds or digest is None:
             continue
@@ -370,7 +370,7 @@ def backup_missed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sightin
     """A table whose scheduled backup is not done `tms.backup.grace.seconds` after its time."""
     sightings = {}
     for row in reads.tables_with_backups():
-        policy = TablePolicy.from_stored(row.policies)
+        policy = row.policy
         history = reads.backup_history(row.id)
         fire = missed_since(policy.backup_schedule, history.first_requested, history.last_succeeded_request,
                             ctx.now, timedelta(seconds=policy.backup_grace_seconds))

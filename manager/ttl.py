@@ -8,7 +8,7 @@ from datetime import datetime
 
 from pydantic import ValidationError
 
-from tms.db import ConflictError, TablePolicy, TaskRecord, TtlTaskRepo
+from tms.db import ConflictError, TaskRecord, TtlTaskRepo
 from tms.leadership import LeaderLease
 from tms.planning.ttl_schedule import due_ttl_service, ttl_task_plan
 
@@ -23,7 +23,7 @@ def schedule_ttl(lease: LeaderLease, epoch: int, now: datetime | None = None) ->
         at = now or repo.now()
         for table in repo.tables_with_ttl():
             try:
-                policy = TablePolicy.from_stored(table.policies)
+                policy = table.policy
             except ValidationError as exc:  # checked when set; a stored policy TMS cannot read is the planner's alert
                 log.warning("table %s: no TTL task: its policy does not read: %s", table.id, exc)
                 continue

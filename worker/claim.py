@@ -16,7 +16,6 @@ from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.records.merge_budget import MAX_SIZE
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import plan_stats
-from tms.planning.policy import TablePolicy
 from tms.table_service import TableService, names_request
 
 from .engine_choice import choose_engine
@@ -153,5 +152,5 @@ def requeue_expired_leases(database: Database) -> list[int]:
 def _merge_options(table: TableRecord) -> dict[str, str]:
     """The merge budget the table's policy sets (the job merges within it, and is sized from it); none: the
     worker's TMS_MERGE_MEMORY_BYTES."""
-    budget = TablePolicy.from_stored(table.policies).merge_memory_bytes
+    budget = table.policy.merge_memory_bytes
     return {MAX_SIZE: str(budget)} if budget else {}

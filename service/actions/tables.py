@@ -125,7 +125,7 @@ def register_table(session: Session, settings: Settings, checked: CheckedRegistr
         priority=body.priority if "priority" in body.model_fields_set else None,
         policies=checked.policy.explicit(), concurrency_options=checked.concurrency,
         callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **checked.facts)
-    report = capability_report(checked.table, policy=TablePolicy.from_stored(table.policies),
+    report = capability_report(checked.table, policy=table.policy,
                                planner_services=frozenset(settings.planner_services))
     return table, report
 

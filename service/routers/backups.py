@@ -36,7 +36,7 @@ def put_backup_policy(table_id: TableId, body: BackupPolicyIn, request: Request)
     once, then one at each time of the schedule, each followed by a backup-clean."""
     with request.app.state.database.transaction() as session:
         table = set_backup_policy(session, request.app.state.settings, table_id, body)
-        return _policy_out(table_id, table.name, TablePolicy.from_stored(table.policies))
+        return _policy_out(table_id, table.name, table.policy)
 
 
 @router.get("/{table_id}/backup", response_model=BackupPolicyOut, dependencies=[Viewer],
@@ -45,7 +45,7 @@ def put_backup_policy(table_id: TableId, body: BackupPolicyIn, request: Request)
 def get_backup_policy(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).get(table_id)
-    policy = TablePolicy.from_stored(table.policies)
+    policy = table.policy
     if not policy.backup_destination:
         raise NotFoundError(f"table {table.name} has no backup policy")
     return _policy_out(table_id, table.name, policy)

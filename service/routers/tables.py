@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
-from tms.db import EventRepo, RolloutRepo, TablePolicy, TableRecord, TableRepo, TaskRepo, TemplateRepo
+from tms.db import EventRepo, RolloutRepo, TableRecord, TableRepo, TaskRepo, TemplateRepo
 from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.templates import PRIORITY, QUEUE, Template, resolve
 
@@ -35,7 +35,7 @@ _COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback
 
 def _out(table: TableRecord, templates: list[Template]) -> dict[str, Any]:
     """The table as the API gives it; `templates`: the policy templates (for where each setting comes from)."""
-    policies = {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}
+    policies = {**table.policy.options(), **table.concurrency_options}
     effective = resolve(table.own_settings or {}, next((t for t in templates if t.name == table.template), None))
     return {**{name: getattr(table, name) for name in _COLUMNS},
             "has_callback_key": table.callback_key_hash is not None, "policies": policies,
@@ -86,7 +86,7 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         table = TableRepo(session).get(table_id)
         tasks_by_state = TaskRepo(session).counts_by_state(table_id=table_id)
         health_counts = TaskRepo(session).health_counts(table_id)
-        policy = TablePolicy.from_stored(table.policies)
+        policy = table.policy
         ttl_tasks = ttl_schedule(session, table_id, policy)
         out = _out(table, TemplateRepo(session).templates())
         hudi_engine = RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,

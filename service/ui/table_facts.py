@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
 from tms import display
-from tms.db import TablePolicy, TableRecord, TaskRecord
+from tms.db import TableRecord, TaskRecord
 from tms.fleet.file_group_sample import file_group_sample
 from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.errors import HudiError
@@ -57,9 +57,9 @@ def _next_service(hudi: HudiTable, row: TableRecord, waiting: list[TaskRecord], 
         return f"{task.service} {task.instant} ({task.state})"
     if not row.enabled:
         return "none: the table is disabled"
-    if row.table_type != "MERGE_ON_READ":
+    if not row.is_mor:
         return "clean or clustering when due"
-    policy = TablePolicy.from_stored(row.policies)
+    policy = row.policy
     trigger = compaction_trigger(hudi, policy, now)
     if trigger.due:
         return "compaction due now"

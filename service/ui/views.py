@@ -22,7 +22,6 @@ from tms.db import (
     QueueRepo,
     RolloutRepo,
     ShadowRunRepo,
-    TablePolicy,
     TableRecord,
     TableRepo,
     TaskRepo,
@@ -83,7 +82,7 @@ def table_row(session: Session, table: TableRecord, context: HudiContext) -> Tab
     cached = _ROW_CACHE.get(key)
     if cached is not None:
         return cached
-    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), by_state, table.enabled,
+    view = live_view(table.base_path, table.policy, by_state, table.enabled,
                      damaged_files=damaged, context=context)
     waiting: list = []
     for state in (TaskState.RUNNING, TaskState.RUNNABLE, TaskState.BLOCKED, TaskState.PENDING):
@@ -140,7 +139,7 @@ def table_detail(session: Session, table_id: int, settings: Settings, context: H
     tasks_repo = TaskRepo(session)
     by_state = tasks_repo.counts_by_state(table_id=table_id)
     tasks, task_total = tasks_repo.find(table_id=table_id, limit=PAGE_SIZE)
-    policy = TablePolicy.from_stored(table.policies)
+    policy = table.policy
     # One reading of the table for the whole page: its last and next service and its pending plans agree.
     try:
         hudi: HudiTable | None = HudiTable.load(table.base_path, context=context)
@@ -160,7 +159,7 @@ def table_detail(session: Session, table_id: int, settings: Settings, context: H
     size_chart, log_chart = file_group_charts(facts)
     savepoints, savepoints_error = table_savepoints(table.base_path, context)
     own = table.own_settings or {}
-    return {"table": table, "policies": TablePolicy.from_stored(table.policies).options(),
+    return {"table": table, "policies": table.policy.options(),
             "explicit_policies": own.get("policies") or {}, "concurrency_options": table.concurrency_options,
             "own_concurrency_options": own.get("concurrency_options") or {},
             "sources": TableRepo(session).effective(table).sources,
@@ -203,7 +202,7 @@ def table_savepoints(base_path: str, context: HudiContext) -> tuple[list[Savepoi
 def table_backups(session: Session, table: TableRecord, context: HudiContext) -> dict[str, Any]:
     """The table's backup policy, the versions its destination keeps (read from their manifests) and its newest
     backup tasks; `error` when the destination cannot be read."""
-    policy = TablePolicy.from_stored(table.policies)
+    policy = table.policy
     out: dict[str, Any] = {"policy": policy if policy.backup_destination else None, "versions": [], "error": None,
                            "tasks": BackupTaskRepo(session).recent(table.id, limit=5)}
     if policy.backup_destination:

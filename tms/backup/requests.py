@@ -21,7 +21,7 @@ from .restore import require_empty_target
 
 def backup_policy(table: TableRecord) -> TablePolicy:
     """The table's policy; BackupError if it names no backup destination."""
-    policy = TablePolicy.from_stored(table.policies)
+    policy = table.policy
     if not policy.backup_destination:
         raise BackupError(f"table {table.name} has no backup policy (PUT /api/v1/tables/{table.id}/backup)")
     return policy

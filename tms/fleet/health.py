@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
+from tms.db import Database, HealthRepo, TableRepo, TaskRepo
 from tms.fleet.file_group_sample import FileGroupSample
 from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.table.hudi_table import HudiTable
@@ -91,7 +91,7 @@ def score_tables(database: Database, table_ids: list[int], now: datetime, *, cle
     for table_id in table_ids:
         with database.transaction() as session:
             row = TableRepo(session).get(table_id)
-            base_path, policy = row.base_path, TablePolicy.from_stored(row.policies)
+            base_path, policy = row.base_path, row.policy
             planner_state = row.planner_state
             tasks = TaskRepo(session).health_counts(table_id)
             damaged = reported_damaged_files(session, table_id)
