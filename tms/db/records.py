@@ -223,6 +223,14 @@ class AlertRecord:
     resolved_at: datetime | None
     delivered_at: datetime | None
 
+    @property
+    def state(self) -> str:
+        return "firing" if self.resolved_at is None else "resolved"
+
+    @property
+    def type(self) -> str:
+        return self.kind
+
     @classmethod
     def of(cls, row: Any) -> AlertRecord:
         return record_of(cls, row)
