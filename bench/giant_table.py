@@ -210,12 +210,13 @@ def measure(kind: str, base: str) -> dict[str, Any]:
     """One plan or view in this process, its figures as a dict; a plan is removed after, except `first`."""
     from service.table_view import live_view  # imported before the clock starts
     from service.ui.table_facts import read_table_facts
-    from tms.db import RegisteredTable
+    from tms.db import TableRecord
+    from tms.hudi.table.properties import TableType
     count_requests()
-    # Made before the clock starts: its first instance configures SQLAlchemy's mappers, once per service process.
-    row = RegisteredTable(base_path=base, table_type="MERGE_ON_READ", enabled=True, policies={})
     table = HudiTable.load(base)
     now = datetime.now(UTC)
+    row = TableRecord(id=0, base_path=base, name="", database="", table_type=TableType.MERGE_ON_READ,
+                      table_version=8, created_at=now, updated_at=now)
     REQUESTS.clear()
     start = time.perf_counter()
     out: dict[str, Any] = {}

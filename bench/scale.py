@@ -50,7 +50,8 @@ from sqlalchemy import text, update  # noqa: E402
 from manager.planning_requests import SCAN_CHUNK_TABLES  # noqa: E402
 from planner.process import REQUESTS_PER_TAKE  # noqa: E402
 from planner.runner import Planner  # noqa: E402
-from tms.db import Database, InstanceRepo, RegisteredTable, ScanRequestRepo, TablePolicy, TableRepo  # noqa: E402
+from tms.db import Database, InstanceRepo, ScanRequestRepo, TablePolicy, TableRepo  # noqa: E402
+from tms.db.models import RegisteredTable  # noqa: E402
 from tms.db.testing import scratch_database  # noqa: E402
 from tms.hudi.storage.table_storage import LocalStorage  # noqa: E402
 from tms.hudi.table.hudi_table import HudiTable  # noqa: E402

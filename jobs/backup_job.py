@@ -12,7 +12,9 @@ import sys
 
 from jobs.in_process import finish, task_parser
 from tms.backup.job import run_backup_task
+from tms.config import load_settings
 from tms.execute.fencing import http_fence, no_fence
+from tms.table_context import table_context
 from tms.table_service import BACKUP_SERVICES
 
 
@@ -27,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     fence = http_fence(args.fence_url) if args.fence_url else no_fence
 
     def run() -> tuple[str, dict]:
-        record, summary = run_backup_task(args.service, args.table, json.loads(args.plan), fence)
+        record, summary = run_backup_task(args.service, args.table, json.loads(args.plan), fence,
+                                          table_context(load_settings()))
         return summary, record
     return finish(run)
 

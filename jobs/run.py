@@ -26,6 +26,7 @@ from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import parse_option_pairs
 from tms.hudi.timeline.conflicts import WriteConflictError
+from tms.table_context import table_context
 from tms.table_service import TableService
 
 
@@ -49,7 +50,7 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
     try:
         settings = load_settings()
         require_under_roots(args.table, settings.storage_roots)  # as it resolves now, not when registered
-        table = HudiTable.load(args.table)
+        table = HudiTable.load(args.table, context=table_context(settings))
         options = parse_option_pairs(args.option)
         memory = {k: v for k, v in options.items() if is_memory_option(k)}
         budget = merge_budget_bytes(memory, table.config.props, settings.merge_memory_bytes)
@@ -80,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from jobs.spark_runner import SparkRunner, driver_conf
 
-    sc = SparkContext.getOrCreate(driver_conf(f"tms {args.service or 'plan'} {args.instant} {args.table}"))
+    sc = SparkContext.getOrCreate(driver_conf(f"tms {args.service or 'plan'} {args.instant} {args.table}",
+                                                load_settings()))
     print(f"spark application id: {sc.applicationId}", flush=True)  # the worker records it
     try:
         return run_plan(args, SparkRunner(sc))

@@ -7,16 +7,17 @@ from typing import Any
 
 from pyspark import SparkConf, SparkContext, TaskContext
 
+from tms.config import Settings
 from tms.execute.runner import TaskFunction
 from tms.hudi.fs_view.file_names import write_token
-from tms.storage_roots import configured_root_options, hadoop_secrets
+from tms.storage_roots import hadoop_secrets
 
 
-def driver_conf(app_name: str) -> SparkConf:
+def driver_conf(app_name: str, settings: Settings) -> SparkConf:
     """The SparkConf of a job's driver, with each storage root's credentials for Hadoop's connectors and the
     executors (`tms.storage_roots.hadoop_secrets`): set here, in the driver, never on spark-submit's command
     line, where any user of the machine could read them."""
-    return SparkConf().setAppName(app_name).setAll(list(hadoop_secrets(configured_root_options()).items()))
+    return SparkConf().setAppName(app_name).setAll(list(hadoop_secrets(settings.storage_root_options).items()))
 
 
 def _with_write_token(fn: TaskFunction, task: Any) -> Any:

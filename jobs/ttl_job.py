@@ -8,7 +8,9 @@ from __future__ import annotations
 import sys
 
 from jobs.in_process import locked_task_main, task_parser
+from tms.config import load_settings
 from tms.execute.ttl_task import run_ttl_task
+from tms.table_context import table_context
 from tms.table_service import TTL_SERVICES
 
 
@@ -18,7 +20,8 @@ def main(argv: list[str] | None = None) -> int:
                      "GET under the table's lock before each write; non-2xx: the lease is lost")
 
     def run(args, plan, fence, options):
-        return run_ttl_task(args.service, args.table, args.instant, plan, fence, options)
+        return run_ttl_task(args.service, args.table, args.instant, plan, fence, options,
+                            context=table_context(load_settings()))
     return locked_task_main(ap, run, argv)
 
 

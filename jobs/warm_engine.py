@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from jobs.run import parse_args, run_plan
+from tms.config import load_settings
 from tms.execute.runner import TaskFunction
 
 KEEP_WARM_SECONDS = 20.0  # Spark stops Python workers idle for a minute: idle engines run a warm-up job this often
@@ -200,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from jobs.spark_runner import driver_conf
 
-    sc = SparkContext.getOrCreate(driver_conf(args.name))  # RDD tasks only: no SparkSession
+    sc = SparkContext.getOrCreate(driver_conf(args.name, load_settings()))  # RDD tasks only: no SparkSession
     warm_up(sc)  # before it answers: the first plan finds its Python workers ready
     output = _ThreadOutput(sys.stdout)
     sys.stdout = sys.stderr = output

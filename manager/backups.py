@@ -9,20 +9,20 @@ from datetime import datetime
 from tms.backup.errors import BackupError
 from tms.backup.requests import request_backup_task
 from tms.backup.schedule import next_backup_task
-from tms.db import BackupTaskRepo, ConflictError, TablePolicy, Task
+from tms.db import BackupTaskRepo, ConflictError, TaskRecord
 from tms.leadership import LeaderLease
 
 log = logging.getLogger(__name__)
 
 
-def schedule_backups(lease: LeaderLease, epoch: int, now: datetime | None = None) -> list[Task]:
+def schedule_backups(lease: LeaderLease, epoch: int, now: datetime | None = None) -> list[TaskRecord]:
     """Record the backup tasks due now (`now`: the database's clock unless given); the tasks recorded."""
     recorded = []
     with lease.fenced(epoch) as session:
         repo = BackupTaskRepo(session)
         at = now or repo.now()
         for table in repo.tables_with_backups():
-            policy = TablePolicy.from_stored(table.policies)
+            policy = table.policy
             service = next_backup_task(policy.backup_schedule, repo.history(table.id), at)
             if service is None:
                 continue

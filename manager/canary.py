@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, EngineRepo, Rollout, RolloutRepo, ShadowRunRepo, TaskRepo, TaskState
+from tms.db import AlertRepo, EngineRepo, RolloutRecord, RolloutRepo, ShadowRunRepo, TaskRepo, TaskState
 from tms.leadership import LeaderLease
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ class CanaryCheck:
     retried: list[int]      # tasks made RUNNABLE again for their stable engine
 
 
-def verdict(rollout: Rollout, *, canary: tuple[int, int],
+def verdict(rollout: RolloutRecord, *, canary: tuple[int, int],
             stable: tuple[int, int]) -> str | None:
     """Why the canary must be rolled back, or None. `canary`/`stable`: (finished, failed) attempts."""
     finished, failed = canary
@@ -88,7 +88,7 @@ def check_canaries(lease: LeaderLease, epoch: int) -> CanaryCheck:
     return CanaryCheck(rolled_back, retried)
 
 
-def _retry_on_stable(session: Session, rollouts: RolloutRepo, rollout: Rollout) -> list[int]:
+def _retry_on_stable(session: Session, rollouts: RolloutRepo, rollout: RolloutRecord) -> list[int]:
     """FAILED tasks whose last attempt ran on the rolled-back canary: RUNNABLE again now, a new series (the
     canary's failure does not count against the task's retries). The claim sends them to the stable engine."""
     tasks = TaskRepo(session)

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from tms.backup.schedule import missed_since
 from tms.config import Settings
-from tms.db import AlertRepo, Instance, RegisteredTable, Sighting, TablePolicy, TaskState
+from tms.db import AlertRepo, InstanceRecord, Sighting, TableRecord, TaskState
 from tms.db.read_models import MonitorReads
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
@@ -25,6 +25,7 @@ from tms.plan_pass.stored_digest import stored_digest
 from tms.planning.capabilities import capabilities
 from tms.planning.digest import TimelineDigest
 from tms.planning.freshness import forecast_freshness
+from tms.table_context import table_context
 from tms.table_service import TableService
 
 from .early_warning import HISTORY, Run, forecast
@@ -98,7 +99,7 @@ def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
         digest = stored_digest(row, options)
         if row.id in planned or digest is None:  # never planned yet: the planner's first scan decides
             continue
-        policy = TablePolicy.from_stored(row.policies)
+        policy = row.policy
         since = digest.compaction_due_since(policy)
         if since is None or since > limit or not _can_run(row, digest, TableService.COMPACTION, ctx,
                                                           reads.hudi_engine_for(row)):
@@ -124,9 +125,10 @@ def _unplanned_cleans(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     trigger = ctx.settings.planner_clean_commits
     planned = reads.tables_with_open(TableService.CLEAN)
     services = frozenset(ctx.settings.planner_services)
+    local_zone = table_context(ctx.settings).local_zone
     sightings = {}
     for row in reads.enabled_tables():
-        digest = TimelineDigest.from_state(row.planner_state, services)
+        digest = TimelineDigest.from_state(row.planner_state, services, local_zone)
         if row.id in planned or digest is None:
             continue
         writes = digest.counted.get(TableService.CLEAN) or []
@@ -158,7 +160,7 @@ def _unplanned_archives(reads: MonitorReads, ctx: MonitorContext) -> dict[str, S
         digest = stored_digest(row, options)
         if row.id in planned or digest is None:
             continue
-        policy = TablePolicy.from_stored(row.policies)
+        policy = row.policy
         if TableService.ARCHIVE not in options.services_for(policy) or not digest.archive_overdue(policy):
             continue
         if not _can_run(row, digest, TableService.ARCHIVE, ctx, reads.hudi_engine_for(row)):
@@ -171,7 +173,7 @@ def _unplanned_archives(reads: MonitorReads, ctx: MonitorContext) -> dict[str, S
     return sightings
 
 
-def _can_run(row: RegisteredTable, digest: TimelineDigest, service: TableService, ctx: MonitorContext,
+def _can_run(row: TableRecord, digest: TimelineDigest, service: TableService, ctx: MonitorContext,
              hudi_engine: str | None) -> bool:
     """Whether TMS (or the Hudi engine running the table's tasks) can run `service` on the table (its
     capabilities), read from storage once per state of what its trigger counts, scan period and engine. A table
@@ -181,7 +183,8 @@ def _can_run(row: RegisteredTable, digest: TimelineDigest, service: TableService
     known = ctx.runnable.get((row.id, service))
     if known is None or known[0] != key:
         try:
-            can_run = capabilities(HudiTable.load(row.base_path), hudi_engine)[service].can_run
+            can_run = capabilities(HudiTable.load(row.base_path, context=table_context(ctx.settings)),
+                                   hudi_engine)[service].can_run
         except (HudiError, OSError) as exc:
             log.info("table %s: cannot read its capabilities: %s", row.id, exc)
             return False
@@ -210,7 +213,7 @@ def instance_down(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sightin
             for i in silent if i.id not in gone}
 
 
-def replaced(silent: list[Instance], instances: list[Instance]) -> set[str]:
+def replaced(silent: list[InstanceRecord], instances: list[InstanceRecord]) -> set[str]:
     """The silent instances a restart replaced: each has a successor of its own, an instance of the same roles
     that started after its last heartbeat (a restarted process registers under a new id, on another host too
     when it runs in a container). One successor per instance, so two crashed workers and one restarted leave
@@ -327,7 +330,7 @@ def freshness_at_risk(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     options = planner_options(ctx.settings)
     sightings = {}
     for row in reads.enabled_tables("MERGE_ON_READ"):
-        policy = TablePolicy.from_stored(row.policies)
+        policy = row.policy
         digest = stored_digest(row, options)
         if not policy.freshness_max_uncompacted_seconds or digest is None:
             continue
@@ -367,7 +370,7 @@ def backup_missed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sightin
     """A table whose scheduled backup is not done `tms.backup.grace.seconds` after its time."""
     sightings = {}
     for row in reads.tables_with_backups():
-        policy = TablePolicy.from_stored(row.policies)
+        policy = row.policy
         history = reads.backup_history(row.id)
         fire = missed_since(policy.backup_schedule, history.first_requested, history.last_succeeded_request,
                             ctx.now, timedelta(seconds=policy.backup_grace_seconds))

@@ -23,6 +23,7 @@ from tms.fleet.hive import sync_hive_database
 from tms.fleet.onboarding import ScanReport, scan_root
 from tms.instance import RoleLoop
 from tms.leadership import LeaderLease, LeaderWatch, NotLeader
+from tms.table_context import table_context
 from tms.webhooks.delivery import Deliverer
 
 from .backups import schedule_backups
@@ -128,7 +129,7 @@ class ManagerService:
         scheduler = BackgroundScheduler(timezone=UTC)
         now = datetime.now(UTC)
         jobs: list[tuple[str, float, Callable[[int], object]]] = [
-            ("reconcile", s.manager_reconcile_seconds, lambda e: reconcile(self.lease, e)),
+            ("reconcile", s.manager_reconcile_seconds, lambda e: reconcile(self.lease, e, table_context(s))),
             ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
             ("canaries", s.manager_canary_seconds, lambda e: check_canaries(self.lease, e)),
             ("backups", s.manager_backup_seconds, lambda e: schedule_backups(self.lease, e)),
@@ -158,7 +159,8 @@ class ManagerService:
         """Onboard what the storage roots hold now (tms.fleet): idempotent, so a scan that overlaps a
         takeover does no harm."""
         for root in self.settings.storage_roots:
-            report = scan_root(self.database, root, max_depth=self.settings.discovery_max_depth)
+            report = scan_root(self.database, root, max_depth=self.settings.discovery_max_depth,
+                               context=table_context(self.settings))
             if report.registered or report.missing:
                 log.info("discovery of %s: %s registered, %s refused, %s gone (disabled)", root,
                          len(report.registered), len(report.refused), len(report.missing))
@@ -168,13 +170,14 @@ class ManagerService:
         s = self.settings
         self._sync_catalog("glue", s.glue_sync_databases, lambda name: sync_glue_database(
             self.database, name, endpoint_url=s.glue_endpoint_url, region=s.glue_region,
-            storage_roots=s.storage_roots))
+            storage_roots=s.storage_roots, context=table_context(s)))
 
     def _sync_hive(self) -> None:
         """Onboard the Hudi tables of each configured Hive Metastore database (tms.fleet.hive)."""
         s = self.settings
         self._sync_catalog("hive", s.hive_sync_databases, lambda name: sync_hive_database(
-            self.database, name, metastore_uri=s.hive_metastore_uri, storage_roots=s.storage_roots))
+            self.database, name, metastore_uri=s.hive_metastore_uri, storage_roots=s.storage_roots,
+            context=table_context(s)))
 
     @staticmethod
     def _sync_catalog(catalog: str, databases: list[str], sync: Callable[[str], ScanReport]) -> None:
@@ -193,7 +196,7 @@ class ManagerService:
         """Score the tables checked longest ago (tms.fleet.health), for the fleet view and the metrics."""
         s = self.settings
         score_stalest(self.database, datetime.now(UTC), batch=s.health_batch, clean_commits=s.planner_clean_commits,
-                      orphan_safety_seconds=s.orphan_safety_hours * 3600)
+                      orphan_safety_seconds=s.orphan_safety_hours * 3600, context=table_context(s))
 
     def _leader_job(self, name: str, epoch: int, work: Callable[[int], object]) -> Callable[[], None]:
         def run() -> None:

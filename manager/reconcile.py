@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from tms.db import TaskRepo, TaskState
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State
 from tms.leadership import LeaderLease
@@ -38,14 +39,14 @@ class ReconcileReport:
         return bool(self.lease_expired or self.succeeded or self.cancelled)
 
 
-def reconcile(lease: LeaderLease, epoch: int) -> ReconcileReport:
+def reconcile(lease: LeaderLease, epoch: int, context: HudiContext = DEFAULT_CONTEXT) -> ReconcileReport:
     report = ReconcileReport()
     with lease.fenced(epoch) as session:
         tasks = TaskRepo(session)
         for task in tasks.expired_leases():
             if tasks.requeue_expired(task.id, fencing_token=task.fencing_token) is not None:
                 report.lease_expired.append(task.id)
-    verdicts = _read_timelines(lease)
+    verdicts = _read_timelines(lease, context)
     if verdicts:
         with lease.fenced(epoch) as session:
             tasks = TaskRepo(session)
@@ -63,7 +64,7 @@ def reconcile(lease: LeaderLease, epoch: int) -> ReconcileReport:
     return report
 
 
-def _read_timelines(lease: LeaderLease) -> dict[tuple[int, S, int], tuple[S, str | None]]:
+def _read_timelines(lease: LeaderLease, context: HudiContext) -> dict[tuple[int, S, int], tuple[S, str | None]]:
     """(task, state, version) -> (the state the timeline says it is in, a reason), for the tasks it differs."""
     since = datetime.now(UTC) - CANCELLED_LOOKBACK
     with lease.database.transaction() as session:
@@ -77,7 +78,7 @@ def _read_timelines(lease: LeaderLease) -> dict[tuple[int, S, int], tuple[S, str
     verdicts: dict[tuple[int, S, int], tuple[S, str | None]] = {}
     for base_path, table_rows in by_table.items():
         try:
-            timeline = HudiTable.load(base_path).timeline
+            timeline = HudiTable.load(base_path, context=context).timeline
             earliest = min((i.timestamp for i in timeline.instants()), default=None)
         except Exception as exc:  # an unreadable table: the planner's table_unreadable alert says so
             log.debug("reconcile: cannot read %s: %s", base_path, exc)

@@ -8,14 +8,14 @@ from datetime import datetime
 
 from pydantic import ValidationError
 
-from tms.db import ConflictError, TablePolicy, Task, TtlTaskRepo
+from tms.db import ConflictError, TaskRecord, TtlTaskRepo
 from tms.leadership import LeaderLease
 from tms.planning.ttl_schedule import due_ttl_service, ttl_task_plan
 
 log = logging.getLogger(__name__)
 
 
-def schedule_ttl(lease: LeaderLease, epoch: int, now: datetime | None = None) -> list[Task]:
+def schedule_ttl(lease: LeaderLease, epoch: int, now: datetime | None = None) -> list[TaskRecord]:
     """Record the TTL tasks due now (`now`: the database's clock unless given); the tasks recorded."""
     recorded = []
     with lease.fenced(epoch) as session:
@@ -23,7 +23,7 @@ def schedule_ttl(lease: LeaderLease, epoch: int, now: datetime | None = None) ->
         at = now or repo.now()
         for table in repo.tables_with_ttl():
             try:
-                policy = TablePolicy.from_stored(table.policies)
+                policy = table.policy
             except ValidationError as exc:  # checked when set; a stored policy TMS cannot read is the planner's alert
                 log.warning("table %s: no TTL task: its policy does not read: %s", table.id, exc)
                 continue

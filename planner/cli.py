@@ -21,6 +21,7 @@ from tms.planning.incremental import full_pass_period
 from tms.planning.planned import Planned
 from tms.planning.policy import TablePolicy
 from tms.planning.schedule import schedule
+from tms.table_context import table_context
 from tms.table_service import PLANNED_SERVICES, TableService
 
 
@@ -57,7 +58,7 @@ def register(app: typer.Typer) -> None:
             raise TMSError(f"--service must be one of {', '.join(PLANNED_SERVICES)}, not {service!r}")
         concurrency_options, policy_options = split_concurrency_options(parse_option_pairs(option or []))
         policy = _policy(policy_options)
-        table = HudiTable.load(path)
+        table = HudiTable.load(path, context=table_context(load_settings()))
         concurrency = parse_concurrency_options(concurrency_options, base_path=path, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:
             result = schedule(table, service, policy, datetime.now(UTC), transactions,

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import AlertRepo, Database, EventRepo, RegisteredTable, TablePolicy, TableRepo, Task
+from tms.db import AlertRepo, Database, EventRepo, TablePolicy, TableRecord, TableRepo, TaskRecord
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import PROPERTIES
@@ -43,7 +43,8 @@ class Planner:
                  cache_bytes: int | None = None, watch_timelines: bool = True, clock: Callable[[], datetime] = utc_now):
         self.database = database
         self.options = options
-        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None, max_bytes=cache_bytes)
+        self.cache = TableCache(cached_tables, TimelineWatcher() if watch_timelines else None, max_bytes=cache_bytes,
+                                context=options.context)
         self.clock = clock
         self.on_request = OnRequestPlanner(database, options, self.cache, clock)
         self._stopping = threading.Event()
@@ -87,7 +88,7 @@ class Planner:
             if events and row.enabled:
                 self._guarded(session, row, lambda ctx: self._on_events(ctx, events))
             elif events:  # a disabled table: once enabled again, its first event reconciles it
-                store_digest(row, None, self.options)
+                store_digest(TableRepo(session), row, None, self.options)
             EventRepo(session).mark_processed(e.id for e in events)  # hints: taken into account, or moot
             return True
 
@@ -99,14 +100,15 @@ class Planner:
         handled: list[int] = []
         alone: list[int] = []
         with self.database.transaction() as session:
-            rows = TableRepo(session).lock_many_for_planning(table_ids)
+            tables = TableRepo(session)
+            rows = tables.lock_many_for_planning(table_ids)
             events_of = EventRepo(session).unprocessed_of([row.id for row in rows])
             now = self.clock()
             done = []
             for row in rows:
                 events = events_of.get(row.id, [])
                 try:
-                    digest_only = not row.enabled or self._digest_only(row, events, now)
+                    digest_only = not row.enabled or self._digest_only(tables, row, events, now)
                 except Exception:  # a bad event or policy: the table fails on its own, not its share
                     log.exception("table %s: its events cannot be taken together", row.id)
                     digest_only = False
@@ -114,7 +116,7 @@ class Planner:
                     alone.append(row.id)
                     continue
                 if not row.enabled and events:  # as handle_events: reconciled once enabled again
-                    store_digest(row, None, self.options)
+                    store_digest(tables, row, None, self.options)
                 log.debug("table %s: %s event(s)", row.id, len(events))
                 done += events
                 handled.append(row.id)
@@ -122,7 +124,7 @@ class Planner:
         handled += [t for t in alone if self.handle_events(t)]
         return handled
 
-    def _digest_only(self, row: RegisteredTable, events: list, now: datetime) -> bool:
+    def _digest_only(self, tables: TableRepo, row: TableRecord, events: list, now: datetime) -> bool:
         """Take `events` into the locked table's digest if that is all they call for (nothing may be due);
         False, the row unchanged, if a planning pass or a reconciliation is needed."""
         digest = self._digest(row)
@@ -130,11 +132,10 @@ class Planner:
             return False
         for event in events:
             digest.observe(event.instant, event.action, event.state, now)
-        work = decisions.on_events(digest, events, TablePolicy.from_stored(row.policies), now, self.options,
-                                   is_mor=row.table_type == "MERGE_ON_READ")
+        work = decisions.on_events(digest, events, row.policy, now, self.options, is_mor=row.is_mor)
         if work:
             return False
-        store_digest(row, digest, self.options, now)
+        store_digest(tables, row, digest, self.options, now)
         return True
 
     def _on_events(self, ctx: PassContext, events) -> None:
@@ -195,10 +196,11 @@ class Planner:
         """Rewrite the tables' `tick_due_at` from the digest each holds now, under their planning lock: a
         table another planner holds is skipped (SKIP LOCKED), its pass stores the time with its digest."""
         with self.database.transaction() as session:
-            for row in TableRepo(session).lock_many_for_planning(table_ids):
+            tables = TableRepo(session)
+            for row in tables.lock_many_for_planning(table_ids):
                 due_at = tick_due_at(row, self._digest(row), self.options)
                 if row.tick_due_at != due_at:
-                    row.tick_due_at = due_at
+                    tables.store_tick_due(row.id, due_at)
 
     def _on_tick(self, ctx: PassContext) -> int:
         digest = self._digest(ctx.row)  # as the last lock holder left it
@@ -220,7 +222,7 @@ class Planner:
                     return reconciled
                 if scanned_at is not None and now - scanned_at < fresh_seconds:
                     continue
-                if not unchanged_since(base_path, stamp):
+                if not unchanged_since(base_path, stamp, self.options.context):
                     reconciled += self.reconcile(table_id)
         return reconciled
 
@@ -232,7 +234,7 @@ class Planner:
             for table_id, base_path, stamp, _ in rows:
                 if self._stopping.is_set():
                     return reconciled
-                if not unchanged_since(base_path, stamp):
+                if not unchanged_since(base_path, stamp, self.options.context):
                     reconciled += self.reconcile(table_id)
         return reconciled
 
@@ -250,7 +252,8 @@ class Planner:
         # timeline is listed, whatever the change feed says.
         if not ctx.table.storage.exists(PROPERTIES):
             raise TableNotFoundError(f"no Hudi table at {ctx.row.base_path} any more: {PROPERTIES} not found")
-        ctx.row.timeline_stamp = None  # until this reading succeeds
+        tables = TableRepo(ctx.session)
+        tables.store_timeline_stamp(ctx.row.id, None)  # until this reading succeeds
         stamp = timeline_stamp(ctx.table.storage, ctx.table.config.timeline_dir)  # before the listing
         ctx.table.timeline.reload(full=True)
         ctx.table.timeline.check_latest_write()  # a truncated latest commit is table_unreadable, naming its file
@@ -261,35 +264,35 @@ class Planner:
         if not work:  # a planning pass looks for lost files itself
             check_damaged_files(ctx.session, ctx.row.id, ctx.row.base_path, ctx.table)
         self._run(ctx, digest, work)
-        ctx.row.timeline_stamp = stamp
+        tables.store_timeline_stamp(ctx.row.id, stamp)
 
     # --- shared -------------------------------------------------------------------------------------
-    def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list[Task]:
+    def _run(self, ctx: PassContext, digest: TimelineDigest, work: Work) -> list[TaskRecord]:
         """Run the planning pass `work` asks for (if any), then store the table's digest. Returns the
         tasks recorded."""
-        recorded: list[Task] = []
+        recorded: list[TaskRecord] = []
         if work:
             cached = self.cache.with_current_properties(ctx.row)
             ctx.table, ctx.transactions = cached.table, cached.transactions
             digest, recorded = planning_pass(ctx, digest, work)
-            ctx.row.planned_at = ctx.now
-        store_digest(ctx.row, digest, self.options, ctx.now)
+            TableRepo(ctx.session).mark_planned(ctx.row.id, ctx.now)
+        store_digest(TableRepo(ctx.session), ctx.row, digest, self.options, ctx.now)
         return recorded
 
-    def _digest(self, row: RegisteredTable) -> TimelineDigest | None:
+    def _digest(self, row: TableRecord) -> TimelineDigest | None:
         return stored_digest(row, self.options)
 
-    def _locked(self, table_id: int) -> AbstractContextManager[tuple[Session, RegisteredTable | None]]:
+    def _locked(self, table_id: int) -> AbstractContextManager[tuple[Session, TableRecord | None]]:
         return locked_for_planning(self.database, table_id)
 
-    def _guarded(self, session: Session, row: RegisteredTable, run: Callable[[PassContext], object]):
+    def _guarded(self, session: Session, row: TableRecord, run: Callable[[PassContext], object]):
         """Run `run` on the locked table. A table that cannot be read (gone, storage down, broken
         metadata) raises an alert and gives None; the tasks recorded before the failure stay (each has
         its plan on the timeline), and so does the table's digest — the next pass catches up."""
         try:
             require_under_roots(row.base_path, self.options.storage_roots)
             cached = self.cache.get(row)
-            policy = TablePolicy.from_stored(row.policies)
+            policy = row.policy
             ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),
                               cached.transactions, self.options.full_pass_every)
             result = run(ctx)

@@ -15,6 +15,7 @@ from tms.db import Database, open_database
 from tms.db.intake import IntakeStore
 from tms.instance import tms_version
 from tms.plan_pass.on_request import OnRequestPlanner
+from tms.table_context import table_context
 
 from . import docs, errors, openapi
 from .auth import Authenticator
@@ -79,6 +80,7 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app = FastAPI(title="TMS", version=tms_version(), description=DESCRIPTION, lifespan=lifespan,
                   docs_url=None, redoc_url=None)
     app.state.settings = settings
+    app.state.table_context = table_context(settings)  # what every route reads tables with
     app.state.database = database
     app.state.metrics = metrics
     app.state.authenticator = Authenticator(

@@ -10,6 +10,7 @@ from tms.config import Settings
 from tms.db import Database
 from tms.fleet.onboarding import onboard_path
 from tms.hudi.storage.paths import InvalidBasePathError, is_under_roots, normalize_base_path
+from tms.table_context import table_context
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +20,7 @@ def callback_admission(database: Database, settings: Settings) -> Callable[[str]
     if not settings.discovery_admit_callbacks or not settings.storage_roots:
         return None
     roots = [normalize_base_path(r) for r in settings.storage_roots]
+    context = table_context(settings)
 
     def admit(base_path: str) -> bool:
         try:
@@ -28,7 +30,7 @@ def callback_admission(database: Database, settings: Settings) -> Callable[[str]
         root = next((r for r in roots if is_under_roots(path, [r])), None)
         if root is None:
             return False
-        report = onboard_path(database, path, root)
+        report = onboard_path(database, path, root, context=context)
         if report.refused:
             log.info("callback from %s: not registered: %s", path, report.refused[0]["reason"])
         return bool(report.registered or report.known)

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from tms.db import RegisteredTable, Task, TaskRepo, TaskState
+from tms.db import TableRecord, TaskRecord, TaskRepo, TaskState
+from tms.hudi.context import HudiContext
 from tms.hudi.locks import TransactionManager
 from tms.hudi.metadata.indexer import schedule_index
 from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
 
 
-def request_index_build(session: Session, row: RegisteredTable, partition: str, column: str | None = None) -> Task:
+def request_index_build(session: Session, row: TableRecord, partition: str, column: str | None = None, *,
+                        context: HudiContext) -> TaskRecord:
     """Schedule building metadata partition `partition` (a secondary index: on `column`) of the registered table
     `row`; record its task."""
-    table = HudiTable.load(row.base_path)
+    table = HudiTable.load(row.base_path, context=context)
     with TransactionManager.from_options(table, row.concurrency_options) as transactions:
         instant = schedule_index(table, partition, transactions, column)
     task, _ = TaskRepo(session).create(

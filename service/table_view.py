@@ -17,6 +17,7 @@ from tms.fleet.file_group_sample import FileGroupSample, file_group_sample
 from tms.fleet.health import health_digest
 from tms.fleet.registration import registration_facts as registration_facts
 from tms.fleet.registration import registration_refusal as fleet_refusal
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import instant_to_datetime
@@ -119,7 +120,7 @@ def ttl_schedule(session: Session, table_id: int, policy: TablePolicy) -> list[T
     last = {t.service: t for t in reversed(repo.recent(table_id))}  # the newest of each service
     out = []
     for service, due in next_ttl_due(policy, repo.last_requested(table_id)).items():
-        task = last.get(service.value)
+        task = last.get(service)
         out.append(TtlScheduleOut(
             service=service.value, interval_hours=policy.ttl_interval_hours, next_due=due,
             last_task_id=task.id if task else None, last_state=task.state if task else None,
@@ -140,7 +141,8 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
               ttl_tasks: list[TtlScheduleOut] | None = None, *, clean_commits: int = 5,
               orphan_safety_seconds: float = 24 * 3600, hudi_engine: str | None = None,
               planner_state: dict[str, Any] | None = None, table: HudiTable | None = None,
-              planner_services: frozenset[str] = frozenset(), damaged_files: Sequence[str] = ()) -> dict[str, Any]:
+              planner_services: frozenset[str] = frozenset(), damaged_files: Sequence[str] = (),
+              context: HudiContext = DEFAULT_CONTEXT) -> dict[str, Any]:
     """The table's current state on storage; problems become health reasons, never errors. `ttl_tasks`: the
     table's TTL schedule (ttl_schedule), shown in its TTL state. `clean_commits` and `orphan_safety_seconds`:
     the settings its health score reads (TMS_PLANNER_CLEAN_COMMITS, TMS_ORPHAN_SAFETY_HOURS). `hudi_engine`:
@@ -154,7 +156,7 @@ def live_view(base_path: str, policy: TablePolicy, tasks_by_state: dict[str, int
     view: dict[str, Any] = {"timeline": None, "pending_instants": [], "inflight_writes": [],
                             "file_group_stats": None, "capabilities": None, "ttl": None}
     try:
-        table = table or HudiTable.load(base_path)
+        table = table or HudiTable.load(base_path, context=context)
         view["capabilities"] = capability_report(table, hudi_engine, policy=policy, planner_services=planner_services)
         timeline = table.timeline
         zone = table.config.timeline_zone

@@ -65,7 +65,7 @@ def db(scratch_db):
     """The session's scratch database, with every table emptied."""
     from sqlalchemy import text
 
-    from tms.db import Base
+    from tms.db.models import Base
     names = ", ".join(t.name for t in Base.metadata.sorted_tables)
     with scratch_db.transaction() as session:
         session.execute(text(f"TRUNCATE {names} CASCADE"))

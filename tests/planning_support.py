@@ -11,6 +11,7 @@ from tms.execute.action import ExecutionResult
 from tms.execute.dispatch import execute_instant
 from tms.execute.fencing import no_fence
 from tms.execute.runner import LocalRunner
+from tms.hudi.context import HudiContext
 from tms.hudi.storage.paths import table_relative
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State
@@ -47,6 +48,13 @@ def set_timeline_zone(t: ModelledTable, value: str) -> None:
     t.writer = HudiWriter(t.table())
 
 
+def told_writers_zone(zone: str) -> HudiContext:
+    """What TMS passes the format library when told TMS_TIMELINE_LOCAL_TIMEZONE=`zone`."""
+    from tms.config import load_settings
+    from tms.table_context import table_context
+    return table_context(load_settings(timeline_local_timezone=zone))
+
+
 def writes_in(t: ModelledTable, zone: str) -> JavaWriterClock:
     """Have the table's writes take their instant times from a Java writer's wall clock in `zone`."""
     clock = JavaWriterClock(zone)
@@ -61,7 +69,7 @@ def policy(**options) -> TablePolicy:
 
 def _execute(table: HudiTable, instant: str) -> ExecutionResult:
     """Run a plan with the real executor, in this process (the planner tests use no stand-ins)."""
-    return execute_instant(HudiTable.load(table.base_path), instant, LocalRunner(), no_fence)
+    return execute_instant(HudiTable.load(table.base_path, context=table.context), instant, LocalRunner(), no_fence)
 
 
 def run_compaction(table: HudiTable, tc: str) -> ExecutionResult:

@@ -102,7 +102,7 @@ class ModelledTable:
 
     def table(self):
         from tms.hudi.table.hudi_table import HudiTable
-        return HudiTable.load(str(self.path))
+        return HudiTable.load(str(self.path), context=self.writer.table.context)
 
     def check(self, *, hudi_rs: bool = True) -> None:
         """The library's reader (and hudi-rs) read exactly the model's rows."""

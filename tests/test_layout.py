@@ -188,6 +188,57 @@ def test_no_query_outside_tms_db(path: Path):
             raise AssertionError(f"{path.relative_to(REPO)}:{node.lineno} holds SQL text: it belongs in tms/db")
 
 
+# The ORM classes of tms/db/models.py are the database's rows: no row leaves tms/db (issue 39), the repositories
+# hand out frozen records (tms/db/records.py) and change rows through named commands. Where else a module may
+# import them, and why:
+ROWS_ALLOWED = {
+    "migrations/": "Alembic's environment reads the schema (Base.metadata) the migrations are compared with",
+    "bench/": "a benchmark sets the state of thousands of tables in one statement (their digests, due times)",
+    "tests/": "a test sets or reads a state no repository command offers on purpose (a backdated time, an "
+              "expired lease, the scratch schema built)",
+}
+
+
+def _orm_classes() -> set[str]:
+    """The names of tms/db/models.py's declarative base and of every class mapped on it."""
+    tree = ast.parse((REPO / "tms/db/models.py").read_text())
+    classes = {node.name: {b.id for b in node.bases if isinstance(b, ast.Name)}
+               for node in tree.body if isinstance(node, ast.ClassDef)}
+    return {"Base"} | {name for name, bases in classes.items() if "Base" in bases}
+
+
+def _row_imports(tree: ast.AST, module: str, orm: set[str]) -> list[tuple[int, str]]:
+    """(line, what) of every import of an ORM class (from tms.db or tms.db.models) or of tms.db.models itself."""
+    found = []
+    for source, name, line in _imports(tree, module):
+        if source == "tms.db.models" or (source == "tms.db" and name == "models"):
+            found.append((line, "tms.db.models" if name == "*" else f"{name} from tms.db.models"))
+        elif source == "tms.db" and name in orm:
+            found.append((line, f"{name} from tms.db"))
+    return found
+
+
+def _row_checked() -> list[Path]:
+    paths = [p for p in REPO.rglob("*.py") if not any(part.startswith(".") for part in p.relative_to(REPO).parts)]
+    return sorted(p for p in paths if not p.relative_to(REPO).as_posix().startswith(("tms/db/", *ROWS_ALLOWED)))
+
+
+def test_no_database_row_leaves_tms_db():
+    """No module outside tms/db imports an ORM class (they read records: tms/db/records.py), but those
+    ROWS_ALLOWED names with their reason. The check finds such an import, however spelled."""
+    orm = _orm_classes()
+    assert {"Base", "RegisteredTable", "Task", "ResourceQueue", "Rollout"} <= orm and "Sighting" not in orm
+    caught = "from tms.db import Task, TaskRepo\nfrom tms.db.models import Alert\nimport tms.db.models\n"
+    assert [w for _, w in _row_imports(ast.parse(caught), "worker.x", orm)] == \
+        ["Task from tms.db", "Alert from tms.db.models", "tms.db.models"]
+    assert _row_imports(ast.parse("from ..models import Task\n"), "tms.db.repos.x", orm) == \
+        [(1, "Task from tms.db.models")], "relative imports resolved"
+    assert not _row_imports(ast.parse("from tms.db import TaskRecord, TaskRepo\n"), "worker.x", orm)
+    found = [f"{path.relative_to(REPO)}:{line} imports {what}" for path in _row_checked()
+             for line, what in _row_imports(ast.parse(path.read_text(), str(path)), _module_name(path), orm)]
+    assert not found, "database rows outside tms/db (use the repositories' records):\n" + "\n".join(found)
+
+
 def _outside_the_library(source: str) -> bool:
     """Whether an import from `source` reaches TMS outside its format library `tms.hudi`."""
     return (source == "tms" or source.startswith("tms.")) and not (source == "tms.hudi"
@@ -277,3 +328,62 @@ def test_hoodie_options_are_read_through_their_typed_options():
              if not path.relative_to(REPO).as_posix().startswith(typed)
              for line in _raw_hoodie_reads(ast.parse(path.read_text(), str(path)))]
     assert not found, f"raw hoodie.* option reads (read them through tms/hudi/config): {', '.join(found)}"
+
+
+_ENV_MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name) \
+        and node.value.id == "os"
+
+
+def _context_problems(tree: ast.AST, module: str) -> list[tuple[int, str]]:
+    """(line, what) of each way settings could reach the format library other than as arguments: a write to this
+    process's environment (outside the library), a call into the library as a module is imported (a hook), and,
+    in the library, module state a caller sets (`global`) or an environment it reads."""
+    in_library = module == "tms.hudi" or module.startswith("tms.hudi.")
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            if any(isinstance(t, ast.Subscript) and _is_environ(t.value) for t in targets) and not in_library:
+                found.append((node.lineno, "writes os.environ"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not in_library:
+            if (_is_environ(node.func.value) and node.func.attr in _ENV_MUTATORS) or (
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "os"
+                    and node.func.attr in ("putenv", "unsetenv")):
+                found.append((node.lineno, "writes os.environ"))
+        elif in_library and isinstance(node, ast.Global):
+            found.append((node.lineno, f"keeps module state a caller sets ({', '.join(node.names)})"))
+        elif in_library and (_is_environ(node) or (isinstance(node, ast.Attribute) and node.attr == "getenv")):
+            found.append((node.lineno, "reads the environment"))
+    library_names = set()  # the names the module imports from the library, as it calls them
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            source = _imports(ast.Module([node], []), module)[0][0]
+            if source == "tms.hudi" or source.startswith("tms.hudi."):
+                library_names |= {alias.asname or alias.name for alias in node.names}
+    for statement in getattr(tree, "body", []):  # module level: runs when the module is imported
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and \
+                isinstance(statement.value.func, ast.Name) and statement.value.func.id in library_names:
+            found.append((statement.lineno, f"calls the format library's {statement.value.func.id} when imported"))
+    return found
+
+
+def test_settings_reach_the_format_library_only_as_arguments():
+    """Storage options and the LOCAL timeline zone are passed to the library (its HudiContext), never through the
+    environment, import hooks or module globals: the environment only hands settings to child processes."""
+    problems = [f"{path.relative_to(REPO)}:{line} {what}" for path in _modules(*PACKAGES)
+                for line, what in _context_problems(ast.parse(path.read_text(), str(path)), _module_name(path))]
+    assert problems == []
+    # a check that cannot fail checks nothing: each way is found, and a copy of the environment is not one
+    hook = ("import os\nfrom tms.hudi.timeline.zone import use_local_zone\nos.environ['TMS_X'] = 'y'\n"
+            "os.environ.setdefault('TMS_Y', 'z')\nuse_local_zone(print)\nenv = dict(os.environ)\nenv['TMS_X'] = 'y'\n"
+            "from .hudi.storage.table_storage import use_storage_options as _use\n_use(print)\n")
+    assert [what for _, what in _context_problems(ast.parse(hook), "tms.config")] == \
+        ["writes os.environ", "writes os.environ", "calls the format library's use_local_zone when imported",
+         "calls the format library's _use when imported"]
+    state = "import os\n_source = None\ndef use(s):\n    global _source\n    _source = os.environ.get('TZ')\n"
+    assert [what for _, what in _context_problems(ast.parse(state), "tms.hudi.timeline.zone")] == \
+        ["keeps module state a caller sets (_source)", "reads the environment"]

@@ -20,6 +20,7 @@ from planner import cli as planner_cli
 from service import cli as service_cli
 from standalone import cli as standalone_cli
 from standalone.demo import run_demo_writer
+from tms.config import load_settings
 from tms.errors import ONE_LINE_ERRORS, TMSError
 from tms.execute import cli as execute_cli
 from tms.execute import savepoint_cli, ttl_cli
@@ -36,6 +37,7 @@ from tms.instance import tms_version
 from tms.ops import commands as ops_commands
 from tms.ops.options import after_the_subcommand
 from tms.planning.capabilities import capabilities
+from tms.table_context import table_context
 from worker import cli as worker_cli
 
 
@@ -101,7 +103,7 @@ def _json_default(v):
 
 
 def _load(path: str) -> HudiTable:
-    return HudiTable.load(path)
+    return HudiTable.load(path, context=table_context(load_settings()))
 
 
 @app.command()
@@ -224,7 +226,8 @@ def write(path: str = typer.Argument(..., help="Base path of a Hudi table."),
                                          key=_fields(key), ordering=_fields(ordering),
                                          partition=_fields(partition), hive_style=hive_style,
                                          urlencode=urlencode, partition_time_format=partition_time_format,
-                                         base_file_format=base_file_format).table
+                                         base_file_format=base_file_format,
+                                         context=table_context(load_settings())).table
         if metadata:
             create_metadata_table(table, _fields(metadata))
             table = _load(path)  # its properties now list the metadata table's partitions

@@ -20,8 +20,8 @@ from tms.display import check_zone
 from tms.errors import ConfigError
 from tms.hudi.errors import HudiError
 from tms.hudi.timeline.zone import zone_named
-from tms.storage_roots import ROOT_OPTIONS_ENV, StorageRootOptions, check_roots, dump_root_options
-from tms.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone
+from tms.storage_roots import StorageRootOptions, check_roots
+from tms.timeline_zone import local_zone
 
 CONFIG_FILE_ENV = "TMS_CONFIG_FILE"
 
@@ -322,10 +322,4 @@ def load_settings(**overrides) -> Settings:
         name = "TMS_" + "_".join(str(p) for p in error["loc"]).upper() if error["loc"] else "settings"
         raise ConfigError(f"{name}: {error['msg']}") from None
     check_roots(settings.storage_root_options, settings.storage_roots)
-    if settings.storage_root_options:
-        # Every open_storage of this process and of the processes it starts takes them from there.
-        os.environ[ROOT_OPTIONS_ENV] = dump_root_options(settings.storage_root_options)
-    if settings.timeline_local_timezone:
-        # TMS passes it to the library from the environment, in this process and in the jobs it starts.
-        os.environ[LOCAL_TIMEZONE_ENV] = settings.timeline_local_timezone
     return settings

@@ -3,22 +3,21 @@ endpoint, region, addressing, anonymous access, profile, account and credentials
 setting itself: it names the environment variable or the file that holds each one, read when a store is opened
 (so a rotated file is picked up), and so they are never in the database, in the API or on a command line.
 
-Every role's `open_storage` takes a table's options from here (passed to the format library when `tms` is
-imported: `use_storage_options`; this module, and pydantic, loaded only where the setting is given, so that
-Spark executors of tables without options need no more than before); the setting travels to the processes
-TMS starts in the environment (`ROOT_OPTIONS_ENV`), and the worker hands its Spark jobs the Hadoop
+Every role passes the format library each root's options (`RootStorageOptions`, in the context
+`tms.table_context` builds from its settings); the setting travels to the processes TMS starts in the
+environment (`ROOT_OPTIONS_ENV`, `tms.table_context.child_env`), and the worker hands its Spark jobs the Hadoop
 configuration of each root (`hadoop_conf`: `fs.s3a.bucket.<bucket>.*`), the credentials set by the job's
 driver in its own SparkConf (`hadoop_secrets`), never passed to spark-submit."""
 from __future__ import annotations
 
-import functools
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tms.errors import ConfigError
 
@@ -185,38 +184,19 @@ def hadoop_secrets(options: dict[str, StorageRootOptions]) -> dict[str, str]:
     return conf
 
 
-def parse_root_options(text: str | None) -> dict[str, StorageRootOptions]:
-    """The setting's value as the environment carries it (a JSON object: root -> options)."""
-    if not text:
-        return {}
-    try:
-        raw = json.loads(text)
-        if not isinstance(raw, dict):
-            raise ValueError("not a JSON object of root -> options")
-        return {root: StorageRootOptions.model_validate(o) for root, o in raw.items()}
-    except (ValueError, ValidationError) as e:
-        first = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
-        raise ConfigError(f"{ROOT_OPTIONS_ENV}: {first}") from None
-
-
 def dump_root_options(options: dict[str, StorageRootOptions]) -> str:
     """The setting as the environment carries it (names of variables and files only: no credential)."""
     return json.dumps({root: o.model_dump(mode="json", exclude_defaults=True) for root, o in options.items()},
                       sort_keys=True)
 
 
-@functools.lru_cache(maxsize=4)
-def _configured(text: str | None) -> dict[str, StorageRootOptions]:
-    return parse_root_options(text)
+@dataclass(frozen=True)
+class RootStorageOptions:
+    """The fsspec options of the root a path lies under (None when its root has none), credentials read when a
+    store is opened: what TMS passes the format library as `HudiContext.storage_options`. Pickles with the
+    names of credential variables and files only, for tasks that open storage on Spark executors."""
+    options: dict[str, StorageRootOptions]
 
-
-def configured_root_options() -> dict[str, StorageRootOptions]:
-    """This process's setting, from the environment (as `load_settings` leaves it)."""
-    return _configured(os.environ.get(ROOT_OPTIONS_ENV) or None)
-
-
-def storage_options_of(base_path: str) -> dict[str, Any] | None:
-    """The fsspec options of the root `base_path` lies under; None when its root has none."""
-    options = configured_root_options()
-    root = root_of(base_path, options)
-    return fsspec_options(root, options[root]) if root else None
+    def __call__(self, base_path: str) -> dict[str, Any] | None:
+        root = root_of(base_path, self.options)
+        return fsspec_options(root, self.options[root]) if root else None

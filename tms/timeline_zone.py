@@ -1,7 +1,6 @@
-"""The zone of LOCAL-timeline tables, as TMS passes it to the format library: the setting
-TMS_TIMELINE_LOCAL_TIMEZONE, read from this process's environment (so the planner, the service, the worker and the
-jobs it starts all see it), else this process's local zone, as a JVM on this host would take it (`TZ`, else
-/etc/localtime). Passed in when `tms` is imported, before any table is read."""
+"""The zone of LOCAL-timeline tables, as TMS passes it to the format library (`tms.table_context`): the setting
+TMS_TIMELINE_LOCAL_TIMEZONE, else this process's local zone, as a JVM on this host would take it (`TZ`, else
+/etc/localtime)."""
 from __future__ import annotations
 
 import functools
@@ -9,7 +8,7 @@ import os
 from datetime import tzinfo
 
 from tms.hudi.errors import HudiError
-from tms.hudi.timeline.zone import system_zone, use_local_zone, zone_named, zone_of_tz
+from tms.hudi.timeline.zone import system_zone, zone_named, zone_of_tz
 
 LOCAL_TIMEZONE_ENV = "TMS_TIMELINE_LOCAL_TIMEZONE"
 
@@ -31,10 +30,13 @@ def _local_zone(setting: str | None, tz: str | None) -> tzinfo:
 
 
 def local_zone(setting: str | None = None) -> tzinfo:
-    """The zone of LOCAL timelines: `setting` (default: TMS_TIMELINE_LOCAL_TIMEZONE from the environment), else
-    this process's local zone. HudiError if it names no zone."""
-    setting = setting or os.environ.get(LOCAL_TIMEZONE_ENV) or None
-    return _local_zone(setting, os.environ.get("TZ") or None)
+    """The zone of LOCAL timelines: `setting` (TMS_TIMELINE_LOCAL_TIMEZONE), else this process's local zone.
+    HudiError if it names no zone."""
+    return _local_zone(setting or None, os.environ.get("TZ") or None)
 
 
-use_local_zone(local_zone)
+def zone_to_pass(setting: str | None) -> tzinfo | None:
+    """`local_zone(setting)` as TMS passes it to the format library (`HudiContext.local_zone`): None where it is
+    this host's /etc/localtime zone, the library's own default (and a zone read from a file does not pickle to
+    the Spark tasks that carry the context)."""
+    return local_zone(setting) if setting or os.environ.get("TZ") else None

@@ -10,12 +10,12 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from tms.db import Database, EngineRepo, QueueRepo, RegisteredTable, TaskRepo, hash_secret
+from tms.db import Database, EngineRepo, QueueRepo, TableRecord, TableRepo, TaskRepo, hash_secret
 from tms.execute.engine_code import EngineSpec
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.records.merge_budget import MAX_SIZE
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import plan_stats
-from tms.planning.policy import TablePolicy
 from tms.table_service import TableService, names_request
 
 from .engine_choice import choose_engine
@@ -72,6 +72,7 @@ class ClaimLimits:
     driver_cores: int
     max_executors_per_table: int
     merge_budget_bytes: int | None = None  # a compaction's merge budget (TMS_MERGE_MEMORY_BYTES)
+    context: HudiContext = DEFAULT_CONTEXT  # what plans are read with (tms.table_context)
 
 
 def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTask | None:
@@ -86,14 +87,14 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
         for task in candidates:
             if task.service != TableService.ROLLBACK and task.table_id in rolling_back:
                 continue
-            table = session.get(RegisteredTable, task.table_id)
+            table = TableRepo(session).by_id(task.table_id)
             if table is None:  # unregistered since the task was read
                 continue
             queue = choose_queue(queues, running, table, task.service)
             if queue is None:
                 continue
             merge_options = _merge_options(table)
-            resources = size_job(_plan_stats(task.plan_stats, table, task.instant, task.service), queue,
+            resources = size_job(_plan_stats(task.plan_stats, table, task.instant, task.service, limits.context), queue,
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
                                  max_executors_per_table=limits.max_executors_per_table,
                                  memory_factor=task.memory_factor, service=task.service,
@@ -121,13 +122,14 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
     return None
 
 
-def _plan_stats(recorded: dict[str, Any], table: RegisteredTable, instant: str, service: str) -> dict[str, Any]:
+def _plan_stats(recorded: dict[str, Any], table: TableRecord, instant: str, service: str,
+                context: HudiContext) -> dict[str, Any]:
     """The statistics the planner recorded; for a task recorded without them, measured from the plan (a
     backup task has none on the timeline: its job copies files, sized minimally)."""
     if "largest_file_group_bytes" in recorded or names_request(service):
         return recorded
     try:
-        stats = plan_stats(HudiTable.load(table.base_path), instant)
+        stats = plan_stats(HudiTable.load(table.base_path, context=context), instant)
     except Exception as exc:  # an unreadable plan fails in the job, with its own error; size it minimally
         log.warning("cannot measure plan %s of %s: %s", instant, table.base_path, exc)
         return {}
@@ -147,8 +149,8 @@ def requeue_expired_leases(database: Database) -> list[int]:
     return requeued
 
 
-def _merge_options(table: RegisteredTable) -> dict[str, str]:
+def _merge_options(table: TableRecord) -> dict[str, str]:
     """The merge budget the table's policy sets (the job merges within it, and is sized from it); none: the
     worker's TMS_MERGE_MEMORY_BYTES."""
-    budget = TablePolicy.from_stored(table.policies).merge_memory_bytes
+    budget = table.policy.merge_memory_bytes
     return {MAX_SIZE: str(budget)} if budget else {}

@@ -16,7 +16,8 @@ from .claim import ClaimedTask
 
 
 def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str,
-              engine_cache: Path | None = None) -> tuple[list[str], dict[str, str]]:
+              engine_cache: Path | None = None,
+              settings_conf: dict[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
     """With an engine (and `engine_cache`, where its code's py-files are built): the engine's spark-submit,
     code and confs; the queue's own confs (YARN queue, Kubernetes namespace, ...) go over the engine's, and
     the sizing decides the resources."""
@@ -29,7 +30,8 @@ def spark_job(claimed: ClaimedTask, *, py_files: Path, fence_url: str,
     command = spark_submit_command(claimed.base_path, claimed.instant, py_files=py_files, master=claimed.master,
                                    conf=conf, service=claimed.service, fence_url=fence_url,
                                    options=claimed.job_options,
-                                   spark_submit=engine.spark_submit if engine else None, entry=entry)
+                                   spark_submit=engine.spark_submit if engine else None, entry=entry,
+                                   settings_conf=settings_conf)
     env = spark_submit_env(claimed.master)
     if engine is not None and engine.spark_submit:  # the engine's distribution, not the worker's
         env["SPARK_HOME"] = str(Path(engine.spark_submit).resolve().parent.parent)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from tms.db import Engine, EngineRepo, RegisteredTable, Rollout, RolloutRepo, matching_rule
+from tms.db import EngineRecord, EngineRepo, RolloutRecord, RolloutRepo, TableRecord, matching_rule
 from tms.execute.engine_code import EngineSpec
 from tms.table_service import TableService
 
@@ -35,7 +35,7 @@ def in_canary(rollout: str, task_id: int, percent: int) -> bool:
     return int.from_bytes(digest[:8], "big") % 100 < percent
 
 
-def spec_of(engine: Engine) -> EngineSpec:
+def spec_of(engine: EngineRecord) -> EngineSpec:
     return EngineSpec(name=engine.name, code_path=engine.code_path,
                       spark_submit=engine.spark_submit or (f"{engine.spark_home}/bin/spark-submit"
                                                            if engine.spark_home else None),
@@ -43,7 +43,7 @@ def spec_of(engine: Engine) -> EngineSpec:
                       kind=engine.kind)
 
 
-def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, queue: str | None,
+def choose_engine(session: Session, *, task_id: int, table: TableRecord, queue: str | None,
                   service: str) -> EngineChoice | None:
     rule = matching_rule(RolloutRepo(session).list(), queue=queue, database=table.database, table=table.name)
     if rule is None:
@@ -60,6 +60,6 @@ def choose_engine(session: Session, *, task_id: int, table: RegisteredTable, que
     return EngineChoice(engine=stable, rollout=rule.name, canary=False)
 
 
-def _failed_on(repo: EngineRepo, task_id: int, rule: Rollout) -> bool:
+def _failed_on(repo: EngineRepo, task_id: int, rule: RolloutRecord) -> bool:
     last = repo.last_attempt(task_id)
     return last is not None and last.engine == rule.canary_engine and last.outcome != "SUCCEEDED"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from tms.config import Settings
 from tms.db import Database, QueueRepo
-from tms.execute.spark_submit import build_py_files
+from tms.execute.spark_submit import build_py_files, executor_settings_conf
 from tms.instance import RoleLoop
+from tms.table_context import table_context
 
 from .claim import ClaimLimits, claim_next, requeue_expired_leases
 from .retry_policy import RetryLimits
@@ -44,7 +45,7 @@ class Worker:
                                   driver_memory_mb=settings.worker_driver_memory_mb,
                                   driver_cores=settings.worker_driver_cores,
                                   max_executors_per_table=settings.worker_max_executors_per_table,
-                                  merge_budget_bytes=settings.merge_memory_bytes)
+                                  merge_budget_bytes=settings.merge_memory_bytes, context=table_context(settings))
         self._jobs: dict[int, tuple[JobSupervisor, threading.Thread]] = {}
         self._lock = threading.Lock()
         self.warm_engines: WarmEngines | None = None  # the spark runner's, made by run()
@@ -78,12 +79,14 @@ class Worker:
         if py_files is not None:
             self.warm_engines = WarmEngines(py_files=py_files, run_dir=scratch / "engines", log_dir=log_dir,
                                             driver_memory_mb=s.worker_driver_memory_mb,
-                                            driver_cores=s.worker_driver_cores)
+                                            driver_cores=s.worker_driver_cores,
+                                            settings_conf=executor_settings_conf(s))
         return JobSettings(database=self.database, service_url=service_url(s), runner=s.worker_runner,
                            py_files=py_files, log_dir=log_dir,
                            lease_seconds=s.worker_lease_seconds, timeout_seconds=s.worker_job_timeout_seconds,
                            retry_limits=RetryLimits.from_settings(s), warm_engines=self.warm_engines,
-                           shadow_root=s.worker_shadow_root, storage_roots=tuple(s.storage_roots))
+                           shadow_root=s.worker_shadow_root, storage_roots=tuple(s.storage_roots),
+                           context=table_context(s), settings_conf=executor_settings_conf(s))
 
     def _ensure_a_queue(self) -> None:
         """A first start with no queue configured gets a local one, so jobs run out of the box."""

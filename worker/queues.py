@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from tms.db import RegisteredTable, ResourceQueue
+from tms.db import QueueRecord, TableRecord
 
 
-def admits(queue: ResourceQueue, table: RegisteredTable, service: str) -> bool:
+def admits(queue: QueueRecord, table: TableRecord, service: str) -> bool:
     """Whether `queue` may run `service` for `table` (a restriction left null restricts nothing)."""
     if queue.allowed_databases is not None and table.database not in queue.allowed_databases:
         return False
@@ -20,14 +20,14 @@ def admits(queue: ResourceQueue, table: RegisteredTable, service: str) -> bool:
     return queue.reserved_for_priority is None or table.priority >= queue.reserved_for_priority
 
 
-def _tier(queue: ResourceQueue, table: RegisteredTable) -> int:
+def _tier(queue: QueueRecord, table: TableRecord) -> int:
     if queue.name == table.queue:
         return 0
     return 1 if queue.reserved_for_priority is not None else 2
 
 
-def choose_queue(queues: Iterable[ResourceQueue], running: Mapping[str | None, int], table: RegisteredTable,
-                 service: str) -> ResourceQueue | None:
+def choose_queue(queues: Iterable[QueueRecord], running: Mapping[str | None, int], table: TableRecord,
+                 service: str) -> QueueRecord | None:
     """The queue to run `service` of `table` on now, or None when every queue it may use is full."""
     free = [q for q in queues if q.enabled and admits(q, table, service) and running.get(q.name, 0) < q.capacity]
     if not free:

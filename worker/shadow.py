@@ -17,7 +17,7 @@ from tms.db import Database, ShadowRunRepo
 from tms.execute.fencing import redact_fence_keys
 from tms.execute.shadow_compare import Comparison, compare_instant
 from tms.execute.shadow_copy import scratch_copy
-from tms.hudi.storage.table_storage import open_storage
+from tms.hudi.context import HudiContext
 from tms.hudi.table.hudi_table import HudiTable
 
 from .claim import ClaimedTask
@@ -26,11 +26,12 @@ log = logging.getLogger(__name__)
 
 
 class ShadowAttempt:
-    def __init__(self, claimed: ClaimedTask, root: str, database: Database):
+    def __init__(self, claimed: ClaimedTask, root: str, database: Database, context: HudiContext):
         if claimed.shadow is None:
             raise ValueError("a shadow attempt needs a task claimed with a shadow canary")
         self.claimed = claimed
         self.database = database
+        self.context = context
         table = posixpath.basename(claimed.base_path.rstrip("/")) or "table"
         self.scratch_dir = posixpath.join(root.rstrip("/"), f"task-{claimed.task_id}-attempt-{claimed.attempt}")
         self.scratch = posixpath.join(self.scratch_dir, table)
@@ -46,7 +47,8 @@ class ShadowAttempt:
         (its own engine, no lock: nobody else writes the copy)."""
         assert self.claimed.shadow is not None
         self._remove()  # what an earlier attempt of this one left
-        copy = scratch_copy(HudiTable.load(self.claimed.base_path), self.claimed.instant, self.scratch)
+        table = HudiTable.load(self.claimed.base_path, context=self.context)
+        copy = scratch_copy(table, self.claimed.instant, self.scratch)
         log.info("task %s: shadow canary %s runs on a scratch copy at %s (%s file(s), %.1f MB)",
                  self.claimed.task_id, self.engine, self.scratch, copy.files, copy.bytes_copied / 1e6)
         return replace(self.claimed, base_path=self.scratch, engine=self.claimed.shadow.engine,
@@ -73,7 +75,8 @@ class ShadowAttempt:
             self._remove()
             return
         try:
-            comparison = compare_instant(HudiTable.load(self.claimed.base_path), HudiTable.load(self.scratch),
+            comparison = compare_instant(HudiTable.load(self.claimed.base_path, context=self.context),
+                                         HudiTable.load(self.scratch, context=self.context),
                                          self.claimed.instant)
         except Exception as exc:  # a shadow that completed nothing readable is the canary's failure
             self.failed(f"the shadow result cannot be compared: {exc}")
@@ -103,7 +106,7 @@ class ShadowAttempt:
 
     def _remove(self) -> None:
         try:
-            open_storage(self.scratch_dir).delete_tree("")
+            self.context.open_storage(self.scratch_dir).delete_tree("")
         except Exception as exc:  # only scratch space
             log.warning("task %s: cannot remove the shadow copy at %s: %s", self.claimed.task_id, self.scratch_dir,
                         exc)

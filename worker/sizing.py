@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tms.db import ResourceQueue
+from tms.db import QueueRecord
 from tms.table_service import TableService
 
 MEMORY_FACTOR = 1.4  # decoded rows, the merge and the written file take more than the bytes on storage
@@ -60,7 +60,7 @@ class JobResources:
         return conf
 
 
-def size_job(plan_stats: Mapping[str, Any], queue: ResourceQueue, *, driver_memory_mb: int, driver_cores: int,
+def size_job(plan_stats: Mapping[str, Any], queue: QueueRecord, *, driver_memory_mb: int, driver_cores: int,
              max_executors_per_table: int, memory_factor: float = 1.0, service: str = TableService.COMPACTION,
              budget_bytes: int | None = None) -> JobResources:
     """Executor memory = largest file group x 1.4 (x `memory_factor`, which grows 1.5x with each attempt that
@@ -95,7 +95,7 @@ def python_task_memory_mb(operation_bytes: int, budget_bytes: int | None = None)
     return PYTHON_BASE_MB + math.ceil(merge_bytes / MB)
 
 
-def _python_memory_mb(plan_stats: Mapping[str, Any], service: str, queue: ResourceQueue,
+def _python_memory_mb(plan_stats: Mapping[str, Any], service: str, queue: QueueRecord,
                       memory_factor: float, budget_bytes: int | None = None) -> int:
     merged = 0
     if service in MERGING_SERVICES:  # a task merges a whole operation: a file group, or a clustering group

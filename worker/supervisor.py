@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tms.execute.fencing import redact_fence_keys
 from tms.execute.job_result import find_result
 from tms.execute.retry import prepare_retry
 from tms.execute.runner import LocalRunner
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.locks import TransactionManager
 from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import HudiTable
@@ -59,6 +61,8 @@ class JobSettings:
     warm_engines: WarmEngines | None = None  # the queues' warm engines (spark runner)
     shadow_root: str | None = None  # where shadow canaries' scratch copies go (None: <log_dir>/../shadow)
     storage_roots: tuple[str, ...] = ()  # a table found outside them when a job starts is refused
+    context: HudiContext = DEFAULT_CONTEXT  # what the worker reads tables with (tms.table_context)
+    settings_conf: Mapping[str, str] = field(default_factory=dict)  # executor_settings_conf of its settings
 
 
 class JobSupervisor:
@@ -84,7 +88,7 @@ class JobSupervisor:
                 return self._finish(Outcome.SUCCEEDED, "", error=None)
             if c.shadow is not None:
                 shadow = ShadowAttempt(c, self.settings.shadow_root or str(self.settings.log_dir.parent / "shadow"),
-                                       self.settings.database)
+                                       self.settings.database, self.settings.context)
                 stopped = self._run_shadow(shadow)
                 if stopped is not None:
                     return self._finish(stopped, "", error=self._error(stopped, None, ""))
@@ -117,7 +121,7 @@ class JobSupervisor:
             # handles retries)
             return False
         require_under_roots(c.base_path, self.settings.storage_roots)
-        table = HudiTable.load(c.base_path)
+        table = HudiTable.load(c.base_path, context=self.settings.context)
         states = table.timeline.states_of(c.instant)
         if State.COMPLETED in states:
             return True
@@ -194,7 +198,8 @@ class JobSupervisor:
             if self.settings.py_files is None:
                 raise ConfigError("the spark runner needs the py-files zip (WorkerSettings.py_files)")
             command, env = spark_job(c, py_files=self.settings.py_files, fence_url=url,
-                                     engine_cache=self.settings.log_dir.parent / "engines")
+                                     engine_cache=self.settings.log_dir.parent / "engines",
+                                     settings_conf=dict(self.settings.settings_conf))
         return JobProcess(command, env, log_path)
 
     def _record_engine(self, engine_kind: str) -> None:
@@ -261,7 +266,7 @@ class JobSupervisor:
     def _instant_completed(self) -> bool:
         if names_request(self.claimed.service):  # done when its job reported what it did
             return self._result is not None
-        table = HudiTable.load(self.claimed.base_path)
+        table = HudiTable.load(self.claimed.base_path, context=self.settings.context)
         return State.COMPLETED in table.timeline.states_of(self.claimed.instant)
 
     def _error(self, outcome: Outcome, status: int | None, tail: str) -> str | None:

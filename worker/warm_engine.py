@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tms.db import Database, QueueRepo, ResourceQueue
+from tms.db import Database, QueueRecord, QueueRepo
 from tms.execute.spark_submit import spark_submit_env, warm_engine_command
 
 from .claim import ClaimedTask
@@ -50,7 +50,7 @@ class EngineSpec:
     driver_cores: int
 
     @classmethod
-    def of(cls, queue: ResourceQueue, *, driver_memory_mb: int, driver_cores: int) -> EngineSpec:
+    def of(cls, queue: QueueRecord, *, driver_memory_mb: int, driver_cores: int) -> EngineSpec:
         return cls(queue=queue.name, kind=queue.kind, master=queue.master,
                    spark_conf=tuple(sorted(queue.spark_conf.items())), executors=queue.warm_engine_executors,
                    executor_memory_mb=queue.warm_engine_executor_memory_mb,
@@ -100,8 +100,10 @@ def _ask(path: Path, message: dict[str, Any], timeout: float = 5.0) -> dict[str,
 class WarmEngine:
     """One queue's warm engine in this worker: a thread starts it, watches it and restarts it when it dies."""
 
-    def __init__(self, spec: EngineSpec, *, py_files: Path, run_dir: Path, log_dir: Path):
+    def __init__(self, spec: EngineSpec, *, py_files: Path, run_dir: Path, log_dir: Path,
+                 settings_conf: dict[str, str] | None = None):
         self.spec = spec
+        self._settings_conf = settings_conf or {}
         self._py_files, self._run_dir, self._log_dir = py_files, run_dir, log_dir
         self._process: JobProcess | None = None
         self._socket: Path | None = None
@@ -180,7 +182,8 @@ class WarmEngine:
         self._socket = self._run_dir / f"{self.spec.queue}-{self.starts}.sock"
         self._socket.unlink(missing_ok=True)
         command = warm_engine_command(self._socket, py_files=self._py_files, master=self.spec.submit_master(),
-                                      conf=self.spec.submit_conf(), name=f"tms warm engine {self.spec.queue}")
+                                      conf=self.spec.submit_conf(), name=f"tms warm engine {self.spec.queue}",
+                                      settings_conf=self._settings_conf)
         self._process = JobProcess(command, spark_submit_env(self.spec.master), self._log_path())
         log.info("warm engine of queue %s: starting (pid %s)", self.spec.queue, self._process.pid)
 
@@ -299,8 +302,10 @@ class WarmPlan(JobLog):
 class WarmEngines:
     """This worker's warm engines, one per enabled queue that asks for one, kept in step with the queues."""
 
-    def __init__(self, *, py_files: Path, run_dir: Path, log_dir: Path, driver_memory_mb: int, driver_cores: int):
+    def __init__(self, *, py_files: Path, run_dir: Path, log_dir: Path, driver_memory_mb: int, driver_cores: int,
+                 settings_conf: dict[str, str] | None = None):
         self._py_files, self._run_dir, self._log_dir = py_files, run_dir, log_dir
+        self._settings_conf = settings_conf or {}
         self._driver = (driver_memory_mb, driver_cores)
         self._engines: dict[str, WarmEngine] = {}
         self._lock = threading.Lock()
@@ -315,12 +320,12 @@ class WarmEngines:
             for name, spec in wanted.items():
                 if name not in self._engines:
                     self._engines[name] = WarmEngine(spec, py_files=self._py_files, run_dir=self._run_dir,
-                                                     log_dir=self._log_dir)
+                                                     log_dir=self._log_dir, settings_conf=self._settings_conf)
         for engine in stopping:
             log.info("warm engine of queue %s: stopping (its queue's settings changed)", engine.spec.queue)
             engine.stop()
 
-    def _specs(self, queues: Iterable[ResourceQueue]) -> dict[str, EngineSpec]:
+    def _specs(self, queues: Iterable[QueueRecord]) -> dict[str, EngineSpec]:
         memory, cores = self._driver
         return {q.name: EngineSpec.of(q, driver_memory_mb=memory, driver_cores=cores)
                 for q in queues if q.warm_engine_enabled}

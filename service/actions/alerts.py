@@ -4,14 +4,14 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import Alert, AlertRepo, ConflictError, InstanceRepo, Mute, MuteRepo, TableRepo
+from tms.db import AlertRecord, AlertRepo, ConflictError, InstanceRepo, MuteRecord, MuteRepo, TableRepo
 
 from ..schemas.manager import AlertType, MuteIn
 
 ACKNOWLEDGED_TYPES = frozenset({AlertType.INSTANCE_DOWN.value})
 
 
-def acknowledge_alert(session: Session, settings: Settings, alert_id: int) -> Alert:
+def acknowledge_alert(session: Session, settings: Settings, alert_id: int) -> AlertRecord:
     """Resolve an instance_down alert on an operator's word: the instance is forgotten (unless it beats again).
     NotFoundError for an unknown alert, ConflictError for a type whose condition TMS watches until it clears; an
     alert resolved already is given as it is."""
@@ -28,7 +28,7 @@ def acknowledge_alert(session: Session, settings: Settings, alert_id: int) -> Al
     return resolved or alerts.get(alert_id)
 
 
-def add_mute(session: Session, mute: MuteIn) -> Mute:
+def add_mute(session: Session, mute: MuteIn) -> MuteRecord:
     """A new mute; NotFoundError for an unknown table."""
     if mute.table_id is not None:
         TableRepo(session).get(mute.table_id)

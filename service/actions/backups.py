@@ -5,7 +5,7 @@ import fsspec
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import RegisteredTable, TablePolicy, TableRepo
+from tms.db import TablePolicy, TableRecord, TableRepo
 from tms.hudi.storage.paths import is_under_roots
 
 from ..errors import validation_error
@@ -30,7 +30,7 @@ def require_backup_destination(settings: Settings, destination: str, *loc: str) 
 
 
 def set_backup_policy(session: Session, settings: Settings, table_id: int, policy: BackupPolicyIn
-                      ) -> RegisteredTable:
+                      ) -> TableRecord:
     """Store `policy` as the table's own `tms.backup.*` options; the table as changed."""
     require_backup_destination(settings, policy.destination, "destination")
     repo = TableRepo(session)

@@ -9,8 +9,9 @@ from sqlalchemy.orm import Session
 from tms.backup.errors import BackupError
 from tms.backup.requests import request_restore, request_savepoint_copy
 from tms.config import Settings
-from tms.db import TableRepo, Task, TaskRepo, TaskState
+from tms.db import TableRepo, TaskRecord, TaskRepo, TaskState
 from tms.execute.restore import plan_restore
+from tms.hudi.context import HudiContext
 from tms.hudi.locks import TransactionManager
 from tms.hudi.storage.paths import is_under_roots
 from tms.hudi.table.hudi_table import HudiTable
@@ -20,11 +21,12 @@ from ..errors import validation_error
 from ..schemas.restore import RestoreRequest
 
 
-def restore_in_place(session: Session, table_id: int, savepoint: str, *, force: bool = False) -> Task:
+def restore_in_place(session: Session, table_id: int, savepoint: str, *, force: bool = False,
+                     context: HudiContext) -> TaskRecord:
     """Plan the restore in place of the registered table to its savepoint `savepoint` and record its task.
     `force`: roll back the writers' pending instants too (otherwise they refuse the restore)."""
     row = TableRepo(session).get(table_id)
-    table = HudiTable.load(row.base_path)
+    table = HudiTable.load(row.base_path, context=context)
     with TransactionManager.from_options(table, row.concurrency_options) as transactions:
         restore = plan_restore(table, savepoint, roll_back_pending_writes=force, transactions=transactions)
     task, _ = TaskRepo(session).create(
@@ -34,7 +36,8 @@ def restore_in_place(session: Session, table_id: int, savepoint: str, *, force: 
     return task
 
 
-def restore_to_new_path(session: Session, settings: Settings, table_id: int, restore: RestoreRequest) -> Task:
+def restore_to_new_path(session: Session, settings: Settings, table_id: int, restore: RestoreRequest, *,
+                        context: HudiContext) -> TaskRecord:
     """Record the backup_restore task of `restore` (a backup version or a savepoint, to a new path)."""
     if restore.in_place or restore.target_path is None:
         raise BackupError("give target_path: a restore to a new base path")
@@ -44,16 +47,18 @@ def restore_to_new_path(session: Session, settings: Settings, table_id: int, res
                                  "msg": f"{restore.target_path} is outside the storage roots ({', '.join(roots)})"}],
                                "body")
     if restore.savepoint is not None:
-        return request_savepoint_copy(session, table_id, restore.savepoint, restore.target_path)
+        return request_savepoint_copy(session, table_id, restore.savepoint, restore.target_path, context=context)
     assert restore.version is not None  # the request has exactly one of version and savepoint
-    return request_restore(session, table_id, restore.version, restore.target_path, catch_up=restore.catch_up)
+    return request_restore(session, table_id, restore.version, restore.target_path, catch_up=restore.catch_up,
+                           context=context)
 
 
-def restore(session: Session, settings: Settings, table_id: int, command: RestoreRequest) -> Task:
+def restore(session: Session, settings: Settings, table_id: int, command: RestoreRequest, *,
+            context: HudiContext) -> TaskRecord:
     """The restore `command` asks for: in place to a savepoint, or to a new base path."""
     if not command.in_place:
-        return restore_to_new_path(session, settings, table_id, command)
+        return restore_to_new_path(session, settings, table_id, command, context=context)
     if command.savepoint is None:
         raise BackupError("a backup version is restored to a new base path: give target_path (in place is not "
                           "available for backup versions in this build)")
-    return restore_in_place(session, table_id, command.savepoint, force=command.force)
+    return restore_in_place(session, table_id, command.savepoint, force=command.force, context=context)

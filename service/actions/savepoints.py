@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from tms.db import TableRepo
+from tms.hudi.context import HudiContext
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.savepoint import (
@@ -29,10 +30,10 @@ class SavepointedTable:
     concurrency_options: dict[str, str]
 
 
-def savepointed_table(session: Session, table_id: int) -> SavepointedTable:
-    """The registered table `table_id` loaded from storage; NotFoundError for an unknown id."""
+def savepointed_table(session: Session, table_id: int, context: HudiContext) -> SavepointedTable:
+    """The registered table `table_id` loaded from storage with `context`; NotFoundError for an unknown id."""
     row = TableRepo(session).get(table_id)
-    return SavepointedTable(HudiTable.load(row.base_path), dict(row.concurrency_options))
+    return SavepointedTable(HudiTable.load(row.base_path, context=context), dict(row.concurrency_options))
 
 
 def savepoint_now(target: SavepointedTable, instant: str | None, comment: str) -> str:

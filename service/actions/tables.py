@@ -9,11 +9,11 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import RegisteredTable, TablePolicy, TableRepo, hash_secret
+from tms.db import TablePolicy, TableRecord, TableRepo, hash_secret
+from tms.hudi.context import HudiContext
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.locks import LockConfigError, parse_concurrency_options
 from tms.hudi.storage.paths import is_under_roots
-from tms.hudi.storage.table_storage import open_storage
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import split_concurrency_options
 from tms.planning.ttl import ttl_policy_refusal
@@ -63,10 +63,10 @@ def _lock_error(key: str, message: str):
     return validation_error([{"loc": (key,), "type": "value_error", "msg": message}], "body", "policies")
 
 
-def _no_table_there(base_path: str) -> str:
+def _no_table_there(base_path: str, context: HudiContext) -> str:
     """Why there is no Hudi table at `base_path`: nothing is there, or something that is not a Hudi table."""
     try:
-        there = open_storage(base_path).exists("")
+        there = context.open_storage(base_path).exists("")
     except Exception:  # noqa: BLE001 (a storage that cannot say: the plain reason)
         there = True
     if not there:
@@ -88,20 +88,22 @@ class CheckedRegistration:
     concurrency: dict[str, str]
 
 
-def check_registration(settings: Settings, registration: TableRegistration) -> CheckedRegistration:
-    """Read the table at the registration's base path and check what is asked of it: a 422 for a path outside
-    the storage roots, no Hudi table TMS can read, a table TMS can run no service on, or an unusable policy."""
+def check_registration(settings: Settings, registration: TableRegistration, context: HudiContext
+                       ) -> CheckedRegistration:
+    """Read the table at the registration's base path (with `context`) and check what is asked of it: a 422 for
+    a path outside the storage roots, no Hudi table TMS can read, a table TMS can run no service on, or an
+    unusable policy."""
     roots = settings.storage_roots
     if not is_under_roots(registration.base_path, roots):
         raise _base_path_error(f"{registration.base_path} is outside the storage roots ({', '.join(roots)})")
     concurrency_changes, policy_changes = split_concurrency_options(registration.policies)
     policy = checked_policy(settings, {}, policy_changes)
     try:
-        table = HudiTable.load(registration.base_path)
+        table = HudiTable.load(registration.base_path, context=context)
         facts = registration_facts(table)
         report = capability_report(table, policy=policy, planner_services=frozenset(settings.planner_services))
     except TableNotFoundError:
-        raise _base_path_error(_no_table_there(registration.base_path)) from None
+        raise _base_path_error(_no_table_there(registration.base_path, context)) from None
     except Exception as exc:  # unreadable, unsupported version: all bad input here
         raise _base_path_error(str(exc)) from None
     refusal = registration_refusal(report)
@@ -114,7 +116,7 @@ def check_registration(settings: Settings, registration: TableRegistration) -> C
 
 
 def register_table(session: Session, settings: Settings, checked: CheckedRegistration
-                   ) -> tuple[RegisteredTable, dict[str, Any]]:
+                   ) -> tuple[TableRecord, dict[str, Any]]:
     """Register the checked table: its row and its capabilities (what the planner schedules follows the
     policies as its template completes them). ConflictError for a base path registered already."""
     body = checked.registration
@@ -123,19 +125,21 @@ def register_table(session: Session, settings: Settings, checked: CheckedRegistr
         priority=body.priority if "priority" in body.model_fields_set else None,
         policies=checked.policy.explicit(), concurrency_options=checked.concurrency,
         callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **checked.facts)
-    report = capability_report(checked.table, policy=TablePolicy.from_stored(table.policies),
+    report = capability_report(checked.table, policy=table.policy,
                                planner_services=frozenset(settings.planner_services))
     return table, report
 
 
-def _own(table: RegisteredTable, key: str) -> dict[str, Any]:
+def _own(table: TableRecord, key: str) -> dict[str, Any]:
     """The table's own policies or concurrency options (not its template's)."""
     return dict((table.own_settings or {}).get(key) or {})
 
 
-def change_table(session: Session, settings: Settings, table_id: int, changes: TableChanges) -> RegisteredTable:
-    """Apply an admin's changes to a table (the API's PATCH and the dashboard's settings form): the table as
-    changed. A 422 for a policy or lock option that cannot be used; NotFoundError for an unknown table."""
+def change_table(session: Session, settings: Settings, table_id: int, changes: TableChanges, context: HudiContext
+                 ) -> TableRecord:
+    """Apply an admin's changes to a table (the API's PATCH and the dashboard's settings form; a TTL policy is
+    checked against the table read with `context`): the table as changed. A 422 for a policy or lock option that
+    cannot be used; NotFoundError for an unknown table."""
     fields = changes.model_dump(exclude_unset=True)
     repo = TableRepo(session)
     table = repo.get(table_id)
@@ -143,7 +147,7 @@ def change_table(session: Session, settings: Settings, table_id: int, changes: T
         concurrency_changes, policy_changes = split_concurrency_options(fields["policies"] or {})
         policy = checked_policy(settings, _own(table, "policies"), policy_changes)
         if policy.record_ttl or policy.partition_ttl:
-            _require_applicable_ttl(HudiTable.load(table.base_path), policy)
+            _require_applicable_ttl(HudiTable.load(table.base_path, context=context), policy)
         fields["policies"] = policy.explicit()
         if concurrency_changes:
             fields["concurrency_options"] = checked_concurrency(_own(table, "concurrency_options"),

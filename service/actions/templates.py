@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import PolicyTemplate, TableRepo, TemplateRepo
+from tms.db import TableRepo, TemplateRecord, TemplateRepo
 from tms.hudi.storage.paths import normalize_base_path
 from tms.hudi.table.write_options import split_concurrency_options
 from tms.planning.templates import PER_TABLE_OPTIONS
@@ -16,7 +16,7 @@ from .tables import checked_concurrency, checked_policy
 
 
 def put_template(session: Session, settings: Settings, name: str, template: TemplateIn
-                 ) -> tuple[PolicyTemplate, int]:
+                 ) -> tuple[TemplateRecord, int]:
     """Create or replace the template `name` and apply the templates to the tables: the template and how many
     tables changed. A 422 for an option TMS cannot use or one that belongs to one table (TTL)."""
     locks, options = split_concurrency_options(template.policies)

@@ -36,7 +36,7 @@ def put_backup_policy(table_id: TableId, body: BackupPolicyIn, request: Request)
     once, then one at each time of the schedule, each followed by a backup-clean."""
     with request.app.state.database.transaction() as session:
         table = set_backup_policy(session, request.app.state.settings, table_id, body)
-        return _policy_out(table_id, table.name, TablePolicy.from_stored(table.policies))
+        return _policy_out(table_id, table.name, table.policy)
 
 
 @router.get("/{table_id}/backup", response_model=BackupPolicyOut, dependencies=[Viewer],
@@ -45,7 +45,7 @@ def put_backup_policy(table_id: TableId, body: BackupPolicyIn, request: Request)
 def get_backup_policy(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).get(table_id)
-    policy = TablePolicy.from_stored(table.policies)
+    policy = table.policy
     if not policy.backup_destination:
         raise NotFoundError(f"table {table.name} has no backup policy")
     return _policy_out(table_id, table.name, policy)
@@ -68,7 +68,7 @@ def list_backups(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         table = TableRepo(session).get(table_id)
         tasks = [TaskOut.model_validate(t) for t in BackupTaskRepo(session).recent(table_id)]
-    store = store_of(table)
+    store = store_of(table, request.app.state.table_context)
     items = [{"version": m.version, "instant": m.instant, "state": "complete", "bytes_copied": m.bytes_copied,
               "files_copied": m.files_copied, "files": len(m.files), "total_bytes": m.total_bytes,
               "created_at": m.created_at} for m in store.manifests()]

@@ -49,7 +49,8 @@ def scan(body: ScanRequest, request: Request) -> dict[str, Any]:
     scans = []
     for root in [body.root] if body.root is not None else [normalize_base_path(r) for r in roots]:
         report = scan_root(request.app.state.database, root, policies=policies, max_depth=body.max_depth,
-                           refresh=request.app.state.intake.forget_tables)
+                           refresh=request.app.state.intake.forget_tables,
+                           context=request.app.state.table_context)
         scans.append(asdict(report))
     return {"scans": scans}
 
@@ -67,7 +68,8 @@ def glue_sync(body: GlueSyncRequest, request: Request) -> dict[str, Any]:
     policies = checked_policy(request.app.state.settings, {}, body.policies).explicit()
     report = sync_glue_database(request.app.state.database, body.database, endpoint_url=settings.glue_endpoint_url,
                                 region=settings.glue_region, storage_roots=settings.storage_roots, policies=policies,
-                                refresh=request.app.state.intake.forget_tables)
+                                refresh=request.app.state.intake.forget_tables,
+                                context=request.app.state.table_context)
     return asdict(report)
 
 
@@ -85,7 +87,8 @@ def hive_sync(body: HiveSyncRequest, request: Request) -> dict[str, Any]:
     policies = checked_policy(request.app.state.settings, {}, body.policies).explicit()
     report = sync_hive_database(request.app.state.database, body.database, metastore_uri=settings.hive_metastore_uri,
                                 storage_roots=settings.storage_roots, policies=policies,
-                                refresh=request.app.state.intake.forget_tables)
+                                refresh=request.app.state.intake.forget_tables,
+                                context=request.app.state.table_context)
     return asdict(report)
 
 

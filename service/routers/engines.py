@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Request, Response, status
 
-from tms.db import AlertRepo, Engine, EngineRepo, EngineResults, Rollout, RolloutRepo, ShadowRunRepo
+from tms.db import AlertRepo, EngineRecord, EngineRepo, EngineResults, RolloutRecord, RolloutRepo, ShadowRunRepo
 from tms.execute.engine_code import check_pyspark_version, resolve_code_path, spark_submit_of
 from tms.execute.hudi_engine import check_hudi_engine
 
@@ -36,13 +36,13 @@ def _results(r: EngineResults | None) -> EngineResultsOut | None:
                             mean_seconds=r.mean_seconds, p50_seconds=r.p50_seconds, p95_seconds=r.p95_seconds)
 
 
-def _engine_out(engine: Engine, results: dict[str, EngineResults]) -> EngineOut:
+def _engine_out(engine: EngineRecord, results: dict[str, EngineResults]) -> EngineOut:
     out = EngineOut.model_validate(engine)
     out.results = _results(results.get(engine.name))
     return out
 
 
-def _rollout_out(rollout: Rollout, repo: EngineRepo) -> RolloutOut:
+def _rollout_out(rollout: RolloutRecord, repo: EngineRepo) -> RolloutOut:
     out = RolloutOut.model_validate(rollout)
     out.results = {name: r for name, res in repo.results(since=rollout.since, rollout=rollout.name).items()
                    if (r := _results(res)) is not None}

@@ -79,7 +79,8 @@ def score_now(body: ScoreRequest, request: Request) -> dict[str, Any]:
     """Reads each table from storage; the answer is the fleet view after it."""
     settings = request.app.state.settings
     options = {"clean_commits": settings.planner_clean_commits,
-               "orphan_safety_seconds": settings.orphan_safety_hours * 3600}
+               "orphan_safety_seconds": settings.orphan_safety_hours * 3600,
+               "context": request.app.state.table_context}
     if body.table_ids is None:
         score_stalest(request.app.state.database, datetime.now(UTC), batch=settings.health_batch, **options)
     else:
@@ -98,7 +99,7 @@ def _orphan_out(o: Orphan) -> dict[str, Any]:
 def _table(request: Request, table_id: int) -> HudiTable:
     with request.app.state.database.transaction() as session:
         base_path = TableRepo(session).get(table_id).base_path
-    return HudiTable.load(base_path)
+    return HudiTable.load(base_path, context=request.app.state.table_context)
 
 
 @router.get("/tables/{table_id}/orphans", response_model=OrphanReport, dependencies=[Viewer],

@@ -29,7 +29,7 @@ Partition = Annotated[ShortText, Path(description="The metadata-table partition,
 def list_indexes(table_id: TableId, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         row = TableRepo(session).get(table_id)
-    table = HudiTable.load(row.base_path)
+    table = HudiTable.load(row.base_path, context=request.app.state.table_context)
     return {"table_id": table_id, "built": metadata_partitions(table), "building": inflight_metadata_partitions(table)}
 
 
@@ -47,7 +47,8 @@ def list_indexes(table_id: TableId, request: Request) -> dict[str, Any]:
 def build_index(table_id: TableId, body: IndexIn, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
         row = TableRepo(session).get(table_id)
-        task = request_index_build(session, row, body.partition, body.column)
+        task = request_index_build(session, row, body.partition, body.column,
+                                   context=request.app.state.table_context)
         return TaskOut.model_validate(task).model_dump()
 
 
@@ -60,7 +61,7 @@ def build_index(table_id: TableId, body: IndexIn, request: Request) -> dict[str,
 def delete_index(table_id: TableId, partition: Partition, request: Request) -> Response:
     with request.app.state.database.transaction() as session:
         row = TableRepo(session).get(table_id)
-    table = HudiTable.load(row.base_path)
+    table = HudiTable.load(row.base_path, context=request.app.state.table_context)
     with TransactionManager.from_options(table, row.concurrency_options) as transactions:
         drop_index(table, partition, transactions)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
-from tms.db import Alert, AlertRepo, MuteRepo, WebhookRepo
+from tms.db import AlertRecord, AlertRepo, MuteRepo, WebhookRepo
 
 from ..actions.alerts import acknowledge_alert, add_mute
 from ..auth import Admin, AuthenticatedFirst, Operator, Viewer
@@ -61,7 +61,7 @@ def list_alerts(request: Request, table_id: Annotated[Id | None, Query()] = None
 @router.post("/alerts/{alert_id}:acknowledge", response_model=AlertOut, dependencies=[Operator], tags=["alerts"],
              responses=problems(*OPERATOR, 404, 409, 422, d409="An alert of a type that resolves by itself"),
              summary="Acknowledge an instance_down alert: the process is gone for good")
-def acknowledge(alert_id: Annotated[Id, Path()], request: Request) -> Alert:
+def acknowledge(alert_id: Annotated[Id, Path()], request: Request) -> AlertRecord:
     """The instance is forgotten (its row removed, unless it beats again) and the alert resolves. An alert
     already resolved is answered as it is."""
     with request.app.state.database.transaction() as session:

@@ -30,7 +30,7 @@ def _out(table: HudiTable, instant: str) -> dict[str, Any]:
 
 def _table(request: Request, table_id: int) -> actions.SavepointedTable:
     with request.app.state.database.transaction() as session:
-        return actions.savepointed_table(session, table_id)
+        return actions.savepointed_table(session, table_id, request.app.state.table_context)
 
 
 @router.get("/{table_id}/savepoints", response_model=list[SavepointOut], dependencies=[Viewer],
@@ -95,4 +95,5 @@ def end_backfill(table_id: TableId, instant: InstantTime, request: Request) -> R
              responses=problems(*ADMIN, 400, 404, 409, 413, 422, d409="A backup task of the table is in progress"))
 def post_restore(table_id: TableId, body: RestoreRequest, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
-        return TaskOut.model_validate(restore(session, request.app.state.settings, table_id, body)).model_dump()
+        task = restore(session, request.app.state.settings, table_id, body, context=request.app.state.table_context)
+        return TaskOut.model_validate(task).model_dump()

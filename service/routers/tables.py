@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response, status
 
-from tms.db import EventRepo, RegisteredTable, RolloutRepo, TablePolicy, TableRepo, TaskRepo, TemplateRepo
+from tms.db import EventRepo, RolloutRepo, TableRecord, TableRepo, TaskRepo, TemplateRepo
 from tms.plan_pass.damage import reported_damaged_files
 from tms.planning.templates import PRIORITY, QUEUE, Template, resolve
 
@@ -33,9 +33,9 @@ TableId = Annotated[Id, Path(description="The table's id")]
 _COLUMNS = [name for name in TableOut.model_fields if name not in ("has_callback_key", "policies", "sources")]
 
 
-def _out(table: RegisteredTable, templates: list[Template]) -> dict[str, Any]:
+def _out(table: TableRecord, templates: list[Template]) -> dict[str, Any]:
     """The table as the API gives it; `templates`: the policy templates (for where each setting comes from)."""
-    policies = {**TablePolicy.from_stored(table.policies).options(), **table.concurrency_options}
+    policies = {**table.policy.options(), **table.concurrency_options}
     effective = resolve(table.own_settings or {}, next((t for t in templates if t.name == table.template), None))
     return {**{name: getattr(table, name) for name in _COLUMNS},
             "has_callback_key": table.callback_key_hash is not None, "policies": policies,
@@ -52,7 +52,7 @@ def register_table(body: TableRegistration, request: Request) -> dict[str, Any]:
     one of TMS_STORAGE_ROOTS. Registering changes nothing on storage. The answer's `capabilities` say what
     TMS can do for the table: reading and each table service, and why not the others."""
     settings = request.app.state.settings
-    checked = actions.check_registration(settings, body)
+    checked = actions.check_registration(settings, body, request.app.state.table_context)
     with request.app.state.database.transaction() as session:
         table, report = actions.register_table(session, settings, checked)
         return {**_out(table, TemplateRepo(session).templates()), "capabilities": report,
@@ -86,7 +86,7 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         table = TableRepo(session).get(table_id)
         tasks_by_state = TaskRepo(session).counts_by_state(table_id=table_id)
         health_counts = TaskRepo(session).health_counts(table_id)
-        policy = TablePolicy.from_stored(table.policies)
+        policy = table.policy
         ttl_tasks = ttl_schedule(session, table_id, policy)
         out = _out(table, TemplateRepo(session).templates())
         hudi_engine = RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
@@ -98,6 +98,7 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
                      clean_commits=settings.planner_clean_commits,
                      orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
                      planner_state=table.planner_state, planner_services=frozenset(settings.planner_services),
+                     context=request.app.state.table_context,
                      damaged_files=damaged)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state,
             "services": planner_outlook(table.planner_state, settings),
@@ -110,7 +111,8 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
               responses=problems(*ADMIN, 400, 404, 413, 422))
 def update_table(table_id: TableId, body: TableChanges, request: Request) -> dict[str, Any]:
     with request.app.state.database.transaction() as session:
-        table = actions.change_table(session, request.app.state.settings, table_id, body)
+        table = actions.change_table(session, request.app.state.settings, table_id, body,
+                                     request.app.state.table_context)
         out = _out(table, TemplateRepo(session).templates())
     request.app.state.intake.forget_tables()
     return out

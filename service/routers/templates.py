@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request, Response, status
 
-from tms.db import PolicyTemplate, TemplateRepo
+from tms.db import TemplateRecord, TemplateRepo
 
 from ..actions import templates as actions
 from ..auth import Admin, AuthenticatedFirst, Viewer
@@ -18,7 +18,7 @@ router = APIRouter(route_class=AuthenticatedFirst, prefix="/api/v1/policy-templa
 Name = Annotated[str, Path(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$", description="The template's name")]
 
 
-def _out(template: PolicyTemplate, counts: dict[str, int]) -> dict[str, Any]:
+def _out(template: TemplateRecord, counts: dict[str, int]) -> dict[str, Any]:
     return {**TemplateOut.model_validate(template).model_dump(), "tables": counts.get(template.name, 0)}
 
 

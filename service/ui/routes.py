@@ -171,7 +171,7 @@ async def sign_out(request: Request, user: User, form: Form) -> Response:
 @router.get("/")
 def overview_page(request: Request, user: User) -> HTMLResponse:
     with _database(request).transaction() as session:
-        data = views.overview(session, datetime.now(UTC))
+        data = views.overview(session, datetime.now(UTC), request.app.state.table_context)
         manager = manager_data.leader(session, request.app.state.settings)
     return _page(request, "overview.html", user, manager=manager, **data)
 
@@ -181,7 +181,8 @@ def tables_page(request: Request, user: User, q: str = "", health: str = "", tab
                 enabled: str = "") -> HTMLResponse:
     state = {"true": True, "false": False}.get(enabled)
     with _database(request).transaction() as session:
-        rows = views.table_rows(session, name=q.strip(), health=health, table_type=table_type, enabled=state)
+        rows = views.table_rows(session, request.app.state.table_context, name=q.strip(), health=health,
+                                table_type=table_type, enabled=state)
     return _page(request, "tables.html", user, rows=rows, q=q, health=health, table_type=table_type,
                  enabled=enabled, scanned=views.TABLES_SCANNED)
 
@@ -191,7 +192,7 @@ def table_page(request: Request, user: User, table_id: int) -> HTMLResponse:
     with _database(request).transaction() as session:
         try:
             settings = request.app.state.settings
-            data = views.table_detail(session, table_id, settings)
+            data = views.table_detail(session, table_id, settings, request.app.state.table_context)
         except LookupError:
             raise Refused(404, f"There is no table with id {table_id}.") from None
     options = writer_options(settings, request, table_has_own_key=data["table"].callback_key_hash is not None)
@@ -214,7 +215,8 @@ def table_settings(request: Request, user: User, table_id: int, form: Form) -> R
             for key in ("priority", "queue"):
                 if key not in own and changes[key] == getattr(table, key):
                     del changes[key]
-            change_table(session, request.app.state.settings, table_id, TableChanges(**changes))
+            change_table(session, request.app.state.settings, table_id, TableChanges(**changes),
+                         request.app.state.table_context)
         request.app.state.intake.forget_tables()
     except ValueError as exc:  # int(), a malformed policy line, pydantic's ValidationError
         return _back(page, _message(exc), "error")
@@ -232,7 +234,8 @@ def table_restore(request: Request, user: User, table_id: int, form: Form) -> Re
     page = f"/ui/tables/{table_id}"
     try:
         with _database(request).transaction() as session:
-            task = restore_in_place(session, table_id, form.get("savepoint", ""), force=form.get("force") == "on")
+            task = restore_in_place(session, table_id, form.get("savepoint", ""), force=form.get("force") == "on",
+                                    context=request.app.state.table_context)
             task_id = task.id
     except ONE_LINE_ERRORS as exc:
         return _back(page, str(exc), "error")
@@ -250,7 +253,8 @@ def table_backup_restore(request: Request, user: User, table_id: int, form: Form
         body = RestoreRequest(version=int(form.get("version", "0") or 0), target_path=form.get("target_path") or None,
                               catch_up=form.get("catch_up") == "on")
         with _database(request).transaction() as session:
-            task_id = restore_to_new_path(session, request.app.state.settings, table_id, body).id
+            task_id = restore_to_new_path(session, request.app.state.settings, table_id, body,
+                                          context=request.app.state.table_context).id
     except ValueError as exc:  # int(), pydantic's ValidationError
         return _back(page, _message(exc), "error")
     except RequestValidationError as exc:

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 
 from tms import display
-from tms.db import RegisteredTable, TablePolicy, Task
+from tms.db import TableRecord, TaskRecord
 from tms.fleet.file_group_sample import file_group_sample
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, instant_to_datetime
@@ -47,7 +48,7 @@ def _service_actions(table_type: str) -> tuple[str, ...]:
     return (Action.COMMIT, *services) if table_type == "MERGE_ON_READ" else services
 
 
-def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], now: datetime) -> str:
+def _next_service(hudi: HudiTable, row: TableRecord, waiting: list[TaskRecord], now: datetime) -> str:
     # A task whose instant this timeline shows completed is finishing (its worker records it next): the last
     # service, not the next, on the page drawn from the same timeline.
     waiting = [t for t in waiting if not hudi.timeline.is_completed(t.instant)]
@@ -56,9 +57,9 @@ def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], no
         return f"{task.service} {task.instant} ({task.state})"
     if not row.enabled:
         return "none: the table is disabled"
-    if row.table_type != "MERGE_ON_READ":
+    if not row.is_mor:
         return "clean or clustering when due"
-    policy = TablePolicy.from_stored(row.policies)
+    policy = row.policy
     trigger = compaction_trigger(hudi, policy, now)
     if trigger.due:
         return "compaction due now"
@@ -66,14 +67,15 @@ def _next_service(hudi: HudiTable, row: RegisteredTable, waiting: list[Task], no
     return f"compaction after {more} more delta commit(s) ({policy.trigger_strategy.value})"
 
 
-def read_table_facts(row: RegisteredTable, tasks: list[Task], *, with_timeline: bool,
-                     now: datetime | None = None, table: HudiTable | None = None) -> TableFacts:
+def read_table_facts(row: TableRecord, tasks: list[TaskRecord], *, with_timeline: bool,
+                     now: datetime | None = None, table: HudiTable | None = None,
+                     context: HudiContext = DEFAULT_CONTEXT) -> TableFacts:
     """The table's facts from storage; a table that cannot be read gives its error, never an exception.
     `table`: the table as the rest of the page read it (one timeline for the whole page), else loaded now."""
     now = now or datetime.now(UTC)
     facts = TableFacts()
     try:
-        hudi = table or HudiTable.load(row.base_path)
+        hudi = table or HudiTable.load(row.base_path, context=context)
         timeline = hudi.timeline
         instants = timeline.instants()
         facts.instants = len(instants)

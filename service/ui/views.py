@@ -20,16 +20,16 @@ from tms.db import (
     HealthRepo,
     InstanceRepo,
     QueueRepo,
-    RegisteredTable,
     RolloutRepo,
     ShadowRunRepo,
-    TablePolicy,
+    TableRecord,
     TableRepo,
     TaskRepo,
     TaskState,
     TemplateRepo,
 )
 from tms.errors import ONE_LINE_ERRORS
+from tms.hudi.context import HudiContext
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.inspect import human_size
 from tms.hudi.table.savepoint import read_savepoint
@@ -49,7 +49,7 @@ PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Act
 
 @dataclass
 class TableRow:
-    table: RegisteredTable
+    table: TableRecord
     health: str
     reasons: list[str]
     facts: TableFacts
@@ -74,7 +74,7 @@ class _RowCache:
 _ROW_CACHE = _RowCache()
 
 
-def table_row(session: Session, table: RegisteredTable) -> TableRow:
+def table_row(session: Session, table: TableRecord, context: HudiContext) -> TableRow:
     tasks_repo = TaskRepo(session)
     by_state = tasks_repo.health_counts(table.id)
     damaged = reported_damaged_files(session, table.id)
@@ -82,22 +82,22 @@ def table_row(session: Session, table: RegisteredTable) -> TableRow:
     cached = _ROW_CACHE.get(key)
     if cached is not None:
         return cached
-    view = live_view(table.base_path, TablePolicy.from_stored(table.policies), by_state, table.enabled,
-                     damaged_files=damaged)
+    view = live_view(table.base_path, table.policy, by_state, table.enabled,
+                     damaged_files=damaged, context=context)
     waiting: list = []
     for state in (TaskState.RUNNING, TaskState.RUNNABLE, TaskState.BLOCKED, TaskState.PENDING):
         waiting += tasks_repo.in_state(table.id, state) if by_state.get(state.value) else []
-    facts = read_table_facts(table, waiting, with_timeline=False)
+    facts = read_table_facts(table, waiting, with_timeline=False, context=context)
     row = TableRow(table=table, health=view["health"].status, reasons=view["health"].reasons, facts=facts)
     _ROW_CACHE.put(key, row)
     return row
 
 
-def table_rows(session: Session, *, name: str | None = None, health: str | None = None,
+def table_rows(session: Session, context: HudiContext, *, name: str | None = None, health: str | None = None,
                table_type: str | None = None, enabled: bool | None = None) -> list[TableRow]:
     tables, _ = TableRepo(session).find(name=name or None, table_type=table_type or None, enabled=enabled,
                                         limit=TABLES_SCANNED)
-    rows = [table_row(session, t) for t in tables]
+    rows = [table_row(session, t, context) for t in tables]
     return [r for r in rows if not health or r.health == health]
 
 
@@ -118,8 +118,8 @@ def queue_usage(session: Session) -> list[dict[str, Any]]:
             for q in QueueRepo(session).list()]
 
 
-def overview(session: Session, now: datetime) -> dict[str, Any]:
-    rows = table_rows(session)
+def overview(session: Session, now: datetime, context: HudiContext) -> dict[str, Any]:
+    rows = table_rows(session, context)
     by_health = {status: sum(1 for r in rows if r.health == status) for status in ("ok", "warning", "error")}
     alerts, firing = AlertRepo(session).find(open_only=True, limit=10)
     return {"by_health": by_health, "tables": len(rows), "unhealthy": [r for r in rows if r.health != "ok"][:10],
@@ -134,15 +134,15 @@ def file_group_charts(facts: TableFacts) -> tuple[charts.Chart, charts.Chart]:
     return sizes, logs
 
 
-def table_detail(session: Session, table_id: int, settings: Settings) -> dict[str, Any]:
+def table_detail(session: Session, table_id: int, settings: Settings, context: HudiContext) -> dict[str, Any]:
     table = TableRepo(session).get(table_id)
     tasks_repo = TaskRepo(session)
     by_state = tasks_repo.counts_by_state(table_id=table_id)
     tasks, task_total = tasks_repo.find(table_id=table_id, limit=PAGE_SIZE)
-    policy = TablePolicy.from_stored(table.policies)
+    policy = table.policy
     # One reading of the table for the whole page: its last and next service and its pending plans agree.
     try:
-        hudi: HudiTable | None = HudiTable.load(table.base_path)
+        hudi: HudiTable | None = HudiTable.load(table.base_path, context=context)
     except Exception:  # any storage or format error: each part of the page says it
         hudi = None
     view = live_view(table.base_path, policy, tasks_repo.health_counts(table_id), table.enabled,
@@ -151,15 +151,15 @@ def table_detail(session: Session, table_id: int, settings: Settings) -> dict[st
                                                                       table=table.name),
                      clean_commits=settings.planner_clean_commits, planner_state=table.planner_state, table=hudi,
                      planner_services=frozenset(settings.planner_services),
-                     damaged_files=reported_damaged_files(session, table_id))
+                     damaged_files=reported_damaged_files(session, table_id), context=context)
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
-                             with_timeline=True, table=hudi)
+                             with_timeline=True, table=hudi, context=context)
     held = tasks_repo.in_state(table_id, TaskState.BLOCKED)
     alerts, alert_total = AlertRepo(session).find(table_id=table_id, limit=PAGE_SIZE)
     size_chart, log_chart = file_group_charts(facts)
-    savepoints, savepoints_error = table_savepoints(table.base_path)
+    savepoints, savepoints_error = table_savepoints(table.base_path, context)
     own = table.own_settings or {}
-    return {"table": table, "policies": TablePolicy.from_stored(table.policies).options(),
+    return {"table": table, "policies": table.policy.options(),
             "explicit_policies": own.get("policies") or {}, "concurrency_options": table.concurrency_options,
             "own_concurrency_options": own.get("concurrency_options") or {},
             "sources": TableRepo(session).effective(table).sources,
@@ -170,7 +170,8 @@ def table_detail(session: Session, table_id: int, settings: Settings) -> dict[st
             "pending_plans": [i for i in view["pending_instants"] if i.action in PLAN_ACTIONS], "held": held,
             "alerts": alerts, "alert_total": alert_total, "queues": [q.name for q in QueueRepo(session).list()],
             "savepoints": savepoints, "savepoints_error": savepoints_error,
-            "backups": table_backups(session, table), "last_event_at": EventRepo(session).last_received_at(table_id)}
+            "backups": table_backups(session, table, context),
+            "last_event_at": EventRepo(session).last_received_at(table_id)}
 
 
 @dataclass(frozen=True)
@@ -182,10 +183,10 @@ class SavepointRow:
     comments: str
 
 
-def table_savepoints(base_path: str) -> tuple[list[SavepointRow], str | None]:
+def table_savepoints(base_path: str, context: HudiContext) -> tuple[list[SavepointRow], str | None]:
     """The table's savepoints, newest first, or why they cannot be read now."""
     try:
-        table = HudiTable.load(base_path)
+        table = HudiTable.load(base_path, context=context)
         out = []
         for s in reversed(table.timeline.savepoints()):
             meta = read_savepoint(table, s.timestamp)
@@ -198,15 +199,15 @@ def table_savepoints(base_path: str) -> tuple[list[SavepointRow], str | None]:
         return [], f"cannot read the savepoints: {exc}"
 
 
-def table_backups(session: Session, table: RegisteredTable) -> dict[str, Any]:
+def table_backups(session: Session, table: TableRecord, context: HudiContext) -> dict[str, Any]:
     """The table's backup policy, the versions its destination keeps (read from their manifests) and its newest
     backup tasks; `error` when the destination cannot be read."""
-    policy = TablePolicy.from_stored(table.policies)
+    policy = table.policy
     out: dict[str, Any] = {"policy": policy if policy.backup_destination else None, "versions": [], "error": None,
                            "tasks": BackupTaskRepo(session).recent(table.id, limit=5)}
     if policy.backup_destination:
         try:
-            out["versions"] = store_of(table).manifests()
+            out["versions"] = store_of(table, context).manifests()
         except ONE_LINE_ERRORS + (OSError, ValueError) as exc:  # a destination down or unreadable: said, not fatal
             out["error"] = f"cannot read the backups: {exc}"
     return out

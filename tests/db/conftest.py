@@ -3,15 +3,12 @@ from __future__ import annotations
 
 import pytest
 
-from tms.db import RegisteredTable
+from tms.db import TableRepo
 
 
 @pytest.fixture
 def table_id(db) -> int:
     """A registered table row (its base path need not exist for the database layer)."""
     with db.transaction() as session:
-        row = RegisteredTable(base_path="/data/t1", name="t1", database="default", table_type="MERGE_ON_READ",
-                              table_version=6)
-        session.add(row)
-        session.flush()
-        return row.id
+        return TableRepo(session).register(base_path="/data/t1", name="t1", database="default",
+                                           table_type="MERGE_ON_READ", table_version=6).id

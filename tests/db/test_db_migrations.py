@@ -10,7 +10,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
-from tms.db import Base, migrate, sqlalchemy_url
+from tms.db import migrate, sqlalchemy_url
+from tms.db.models import Base
 from tms.db.testing import scratch_database
 
 REPO = Path(__file__).resolve().parents[2]

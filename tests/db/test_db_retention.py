@@ -6,21 +6,15 @@ from datetime import timedelta
 
 from sqlalchemy import func, select, text, update
 
-from tms.db import (
+from tms.db import AlertRepo, EventRepo, HealthRepo, NewEvent, RetentionRepo, TaskRepo, TaskState
+from tms.db.models import (
     Alert,
-    AlertRepo,
     Event,
-    EventRepo,
-    HealthRepo,
     HealthSample,
-    NewEvent,
     RegisteredTable,
-    RetentionRepo,
     ShadowRun,
     Task,
     TaskAttempt,
-    TaskRepo,
-    TaskState,
     Webhook,
     WebhookDelivery,
 )

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from tms.db import TRANSITIONS, IllegalTransitionError, NotFoundError, OperatorAction, Task, TaskRepo, TaskState
+from tms.db import TRANSITIONS, IllegalTransitionError, NotFoundError, OperatorAction, TaskRepo, TaskState
+from tms.db.models import Task
 from tms.db.repos.tasks import FailureRecord
 
 S = TaskState

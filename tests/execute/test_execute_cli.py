@@ -11,7 +11,8 @@ from execute_support import ModelledTable, plan_compaction, rec, write_history
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.execute.spark_submit import build_py_files, spark_submit_command, spark_submit_env
+from tms.config import load_settings
+from tms.execute.spark_submit import build_py_files, executor_settings_conf, spark_submit_command, spark_submit_env
 from tms.hudi.fs_view.file_names import BaseFileName
 from tms.hudi.timeline.instant import State
 from tms.timeline_zone import LOCAL_TIMEZONE_ENV
@@ -74,15 +75,16 @@ def test_job_killed_mid_write_leaves_the_table_readable_and_the_retry_completes(
 
 
 def test_jobs_read_local_timelines_in_the_configured_zone(tmp_path, monkeypatch):
-    """The driver inherits TMS_TIMELINE_LOCAL_TIMEZONE; executors on a cluster get it through spark.executorEnv."""
-    def command():
+    """The driver loads TMS_TIMELINE_LOCAL_TIMEZONE with its settings; executors on a cluster get it through
+    spark.executorEnv, from the settings of the process that submits the job."""
+    def command(settings):
         return spark_submit_command("/t", "20250101000000000", py_files=tmp_path / "tms-jobs.zip",
-                                    master="spark://h:7077", spark_submit="spark-submit")
-    monkeypatch.setenv(LOCAL_TIMEZONE_ENV, "Asia/Shanghai")
-    assert f"spark.executorEnv.{LOCAL_TIMEZONE_ENV}=Asia/Shanghai" in command()
-    assert spark_submit_env("spark://h:7077")[LOCAL_TIMEZONE_ENV] == "Asia/Shanghai"
-    monkeypatch.delenv(LOCAL_TIMEZONE_ENV)
-    assert not [arg for arg in command() if LOCAL_TIMEZONE_ENV in arg]
+                                    master="spark://h:7077", spark_submit="spark-submit",
+                                    settings_conf=executor_settings_conf(settings))
+    monkeypatch.delenv(LOCAL_TIMEZONE_ENV, raising=False)
+    assert f"spark.executorEnv.{LOCAL_TIMEZONE_ENV}=Asia/Shanghai" in command(
+        load_settings(timeline_local_timezone="Asia/Shanghai"))
+    assert not [arg for arg in command(load_settings()) if LOCAL_TIMEZONE_ENV in arg]
 
 
 def test_refusals_change_nothing(tmp_path, tms):

@@ -21,8 +21,10 @@ from spark_cluster import standalone_cluster
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.execute.spark_submit import build_py_files
+from tms.config import load_settings
+from tms.execute.spark_submit import build_py_files, executor_settings_conf
 from tms.storage_roots import ROOT_OPTIONS_ENV
+from tms.table_context import table_context
 from worker.warm_engine import EngineSpec, WarmEngine
 
 DEAD_ENDPOINT = "http://127.0.0.1:9"  # loopback's discard port: nothing answers there
@@ -82,7 +84,8 @@ def warm_engine(roots_only, tmp_path_factory) -> Iterator[WarmEngine]:
     spec = EngineSpec(queue="stores", kind="standalone", master=roots_only,
                       spark_conf=tuple(sorted({**ON_THE_CLUSTER, "spark.executor.memory": "1024m"}.items())),
                       executors=1, executor_memory_mb=1024, executor_cores=1, driver_memory_mb=512, driver_cores=1)
-    engine = WarmEngine(spec, py_files=build_py_files(work), run_dir=work / "run", log_dir=work / "logs")
+    engine = WarmEngine(spec, py_files=build_py_files(work), run_dir=work / "run", log_dir=work / "logs",
+                        settings_conf=executor_settings_conf(load_settings()))
     try:
         assert engine.wait_ready(240), f"the warm engine did not start: see {work / 'logs'}"
         yield engine
@@ -103,7 +106,7 @@ def _endpoint_env(endpoint) -> Iterator[None]:
 @pytest.mark.waiting
 def test_a_spark_job_compacts_and_a_warm_engine_cleans_a_table_on_an_object_store(
         store_base, store_endpoint, roots_only, warm_engine, tmp_path):
-    t = ModelledTable(f"{store_base}/t", "MERGE_ON_READ", 8)
+    t = ModelledTable(f"{store_base}/t", "MERGE_ON_READ", 8, context=table_context(load_settings()))
     write_history(t)
 
     compaction = plan_compaction(t.table())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from worker_support import ModelledTable, attempts, plan, register, task, wait_for, write_history
+from worker_support import ModelledTable, attempts, plan, register, task, task_story, wait_for, write_history
 
 from tms.db import AlertRepo, RolloutRepo, TaskState
 from worker.engine_choice import in_canary
@@ -75,7 +75,7 @@ def test_a_failing_canary_on_20_percent_of_a_queue_is_rolled_back_and_every_task
     start_worker(worker_slots=2, retry_backoff_seconds=1.0, retry_max_attempts=3)
     start_manager(manager_canary_seconds=0.3)
     wait_for(lambda: all(task(db, t).state == TaskState.SUCCEEDED for t in task_ids), timeout=480,
-             what="every task to succeed")
+             what="every task to succeed", explain=lambda: task_story(db, task_ids))
 
     with db.transaction() as session:
         rollout = RolloutRepo(session).get(rule)

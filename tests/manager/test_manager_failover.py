@@ -12,7 +12,8 @@ import pytest
 from manager_support import LEASE_SECONDS, ManagerProcesses
 from sqlalchemy import any_, func, literal, select
 
-from tms.db import Alert, Database, Instance, Lease, TableRepo, Task, TaskRepo, TaskState
+from tms.db import Database, TableRepo, TaskRepo, TaskState
+from tms.db.models import Alert, Instance, Lease, Task
 from tms.db.repos.tasks import FailureRecord
 from tms.db.testing import scratch_database
 

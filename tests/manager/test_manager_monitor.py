@@ -12,7 +12,8 @@ from sqlalchemy import text, update
 from manager.monitor import MonitorContext, evaluate
 from planner.runner import Planner
 from tms.config import Settings
-from tms.db import AlertRepo, Instance, InstanceRepo, TableRepo, Task, TaskRepo, TaskState
+from tms.db import AlertRepo, InstanceRepo, TableRepo, TaskRepo, TaskState
+from tms.db.models import Instance, Task
 from tms.leadership import LeaderLease
 
 S = TaskState
@@ -297,7 +298,7 @@ def test_an_archival_due_and_never_attempted_fires_not_scheduled(db, tmp_path):
     from planning_support import ModelledTable, rec
 
     from service.table_view import registration_facts
-    from tms.db import RegisteredTable
+    from tms.db.models import RegisteredTable
     from tms.planning.decisions import PlannerOptions
 
     lease, epoch = _leader(db)

@@ -17,7 +17,8 @@ from support import served
 
 from service.app import create_app
 from tms.config import Settings
-from tms.db import Alert, Database, Lease, WebhookRepo
+from tms.db import Database, WebhookRepo
+from tms.db.models import Alert, Lease
 from tms.leadership import LeaderLease, LeaderWatch
 from tms.webhooks.payload import verify
 

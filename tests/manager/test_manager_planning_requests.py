@@ -8,7 +8,8 @@ from sqlalchemy import select, text
 from manager.planning_requests import SCAN_CHUNK_TABLES, request_scans, request_ticks
 from planner import runner
 from planner.runner import Planner
-from tms.db import RegisteredTable, ScanRequestRepo, TableRepo
+from tms.db import ScanRequestRepo, TableRepo
+from tms.db.models import RegisteredTable
 from tms.leadership import LeaderLease
 from tms.planning.decisions import PlannerOptions
 
@@ -60,7 +61,7 @@ def test_a_scan_request_covers_every_enabled_table_once_across_two_planners(db, 
     assert request_scans(lease, epoch) == 3, "a handful of rows, one per chunk of table ids"
     assert request_scans(lease, epoch) == 0, "not asked twice while chunks wait"
     checked: list[str] = []
-    monkeypatch.setattr(runner, "unchanged_since", lambda base_path, stamp: checked.append(base_path) or True)
+    monkeypatch.setattr(runner, "unchanged_since", lambda base_path, stamp, context: checked.append(base_path) or True)
     planners = [Planner(db, OPTIONS, watch_timelines=False) for _ in range(2)]
     # Two planners take chunks at the same time: each its own (SKIP LOCKED), until none is left.
     taken: list[tuple[int, int]] = []

@@ -13,7 +13,8 @@ from sqlalchemy import func, select, text, update
 from manager.metrics import removed_rows_counter
 from manager.retention import purge_history
 from tms.config import Settings
-from tms.db import Event, EventRepo, NewEvent, TableRepo, Task, TaskRepo, TaskState
+from tms.db import EventRepo, NewEvent, TableRepo, TaskRepo, TaskState
+from tms.db.models import Event, Task
 from tms.leadership import LeaderLease, NotLeader
 
 OLD = text("now() - interval '40 days'")

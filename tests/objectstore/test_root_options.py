@@ -13,8 +13,15 @@ from support import REPO
 
 from tms.config import load_settings
 from tms.errors import ConfigError
-from tms.execute.spark_submit import spark_submit_command
-from tms.storage_roots import ROOT_OPTIONS_ENV, StorageRootOptions, fsspec_options, hadoop_secrets, storage_options_of
+from tms.execute.spark_submit import executor_settings_conf, spark_submit_command
+from tms.storage_roots import (
+    ROOT_OPTIONS_ENV,
+    RootStorageOptions,
+    StorageRootOptions,
+    fsspec_options,
+    hadoop_secrets,
+)
+from tms.table_context import table_context
 
 DEAD_ENDPOINT = "http://127.0.0.1:9"  # loopback's discard port: nothing answers there
 
@@ -60,8 +67,17 @@ def test_a_process_reaches_its_root_by_the_roots_options_and_credentials_from_en
         without.stderr  # one line, the store and the reason
 
 
+def _options_of(monkeypatch, roots: dict) -> RootStorageOptions:
+    """The storage options TMS passes the format library (its context) under TMS_STORAGE_ROOT_OPTIONS=`roots`."""
+    monkeypatch.setenv("TMS_STORAGE_ROOTS", ",".join(roots))
+    monkeypatch.setenv(ROOT_OPTIONS_ENV, json.dumps(roots))
+    options = table_context(load_settings()).storage_options
+    assert isinstance(options, RootStorageOptions)
+    return options
+
+
 def test_a_credential_named_but_missing_is_one_line_naming_the_variable(monkeypatch):
-    monkeypatch.setenv(ROOT_OPTIONS_ENV, json.dumps({"s3://lake": {"secret_env": "LAKE_SECRET_UNSET"}}))
+    storage_options_of = _options_of(monkeypatch, {"s3://lake": {"secret_env": "LAKE_SECRET_UNSET"}})
     monkeypatch.delenv("LAKE_SECRET_UNSET", raising=False)
     with pytest.raises(ConfigError, match="LAKE_SECRET_UNSET, which is not set"):
         storage_options_of("s3://lake/t")
@@ -71,12 +87,12 @@ def test_a_credential_named_but_missing_is_one_line_naming_the_variable(monkeypa
 def test_the_longest_root_wins_and_options_map_to_s3fs_and_adlfs(monkeypatch):
     monkeypatch.setenv("LAKE_SECRET", "s3cr3t")
     monkeypatch.setenv("AZ_KEY", "azk3y")
-    monkeypatch.setenv(ROOT_OPTIONS_ENV, json.dumps({
+    storage_options_of = _options_of(monkeypatch, {
         "s3://lake": {"region": "eu-west-1"},
         "s3://lake/private": {"endpoint": "http://127.0.0.1:1", "path_style": True, "profile": "p",
                               "key_id_env": "LAKE_SECRET", "secret_env": "LAKE_SECRET"},
         "az://container": {"account": "acct", "secret_env": "AZ_KEY"},
-        "az://emulated": {"account": "acct", "endpoint": "http://127.0.0.1:1/acct", "secret_env": "AZ_KEY"}}))
+        "az://emulated": {"account": "acct", "endpoint": "http://127.0.0.1:1/acct", "secret_env": "AZ_KEY"}})
     assert storage_options_of("s3://lake/public/t") == {"client_kwargs": {"region_name": "eu-west-1"}}
     assert storage_options_of("s3://lake/private/t") == {
         "endpoint_url": "http://127.0.0.1:1", "config_kwargs": {"s3": {"addressing_style": "path"}},
@@ -107,9 +123,10 @@ def test_spark_jobs_get_each_roots_hadoop_conf_and_the_credentials_never_on_the_
         "s3://lake/warehouse": {"endpoint": "http://127.0.0.1:1", "region": "eu-west-1", "path_style": True,
                                 "key_id_env": "LAKE_KEY_ID", "secret_env": "LAKE_SECRET"},
         "az://data": {"account": "acct", "secret_env": "LAKE_SECRET"}}))
-    load_settings()
+    settings = load_settings()
     command = spark_submit_command("s3://lake/warehouse/t", "20250101000000000", py_files=tmp_path / "tms-jobs.zip",
-                                   master="spark://h:7077", spark_submit="spark-submit")
+                                   master="spark://h:7077", spark_submit="spark-submit",
+                                   settings_conf=executor_settings_conf(settings))
     confs = dict(c.split("=", 1) for c in command[command.index("--conf") + 1::2] if "=" in c
                  and c.startswith("spark."))
     assert {k: v for k, v in confs.items() if "fs.s3a" in k} == {
@@ -121,7 +138,7 @@ def test_spark_jobs_get_each_roots_hadoop_conf_and_the_credentials_never_on_the_
     assert not [a for a in command if "s3cr3t-value" in a or "AKIDLAKE" in a], "no credential on the command line"
 
     from jobs.spark_runner import driver_conf
-    conf = dict(driver_conf("a job").getAll())
+    conf = dict(driver_conf("a job", settings).getAll())
     assert conf["spark.hadoop.fs.s3a.bucket.lake.access.key"] == "AKIDLAKE"
     assert conf["spark.hadoop.fs.s3a.bucket.lake.secret.key"] == "s3cr3t-value"
     assert conf["spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net"] == "s3cr3t-value"

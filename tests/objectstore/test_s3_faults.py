@@ -10,8 +10,10 @@ import pytest
 from fault_proxy import FaultProxy
 from table_model import ModelledTable, rec
 
+from tms.config import load_settings
 from tms.hudi.errors import InstantConflictError, StorageUnavailableError
 from tms.hudi.storage.table_storage import open_storage
+from tms.table_context import table_context
 
 INSTANT = ".hoodie/timeline/20260101000000000.commit.requested"
 
@@ -86,10 +88,12 @@ def test_a_store_that_keeps_failing_leaves_nothing_half_written_and_says_so_in_o
 @pytest.mark.slow  # ~40 s: a table's writes and reads with every 8th request failing
 def test_a_tables_commits_through_a_failing_store_lose_nothing(proxy, s3_base, s3_endpoint, monkeypatch):
     root = f"s3://{s3_endpoint.bucket}"
+    monkeypatch.setenv("TMS_STORAGE_ROOTS", root)
     monkeypatch.setenv("TMS_STORAGE_ROOT_OPTIONS", json.dumps({root: {"endpoint": proxy.url}}))
+    context = table_context(load_settings())  # the root's options, as TMS passes them to the library
     for kind in ("slowdown", "error500", "reset"):  # the three faults, in turn, every 8th request
         proxy.fail(kind, times=10_000, every=8)
-    t = ModelledTable(f"{s3_base}/t", version=8)
+    t = ModelledTable(f"{s3_base}/t", version=8, context=context)
     t.write([rec(i, 10) for i in range(12)], "insert")
     t.write([rec(i, 20) for i in range(0, 12, 3)])
     t.write([rec(5, 40)], "delete")

@@ -15,7 +15,8 @@ from typer.testing import CliRunner, Result
 from service.app import create_app
 from tms.cli import app as tms_app
 from tms.config import Settings
-from tms.db import Base, Database, TokenRepo
+from tms.db import Database, TokenRepo
+from tms.db.models import Base
 from tms.db.testing import scratch_database
 
 ADMIN_TOKEN = "admin-token-for-ops-tests"

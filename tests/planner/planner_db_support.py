@@ -9,7 +9,7 @@ from planning_support import ModelledTable
 
 from planner.runner import Planner
 from service.table_view import registration_facts
-from tms.db import Database, Event, EventRepo, NewEvent, TableRepo, Task, TaskRepo
+from tms.db import Database, EventRecord, EventRepo, NewEvent, TableRepo, TaskRecord, TaskRepo
 from tms.planning.decisions import PlannerOptions
 
 ALL_SERVICES = PlannerOptions(services=frozenset({"compaction", "clean", "rollback"}), clean_commits=1000)
@@ -55,11 +55,11 @@ class TrackedTable(ModelledTable):
         with self.db.transaction() as session:
             EventRepo(session).add_many([NewEvent(self.id, instant, action, state, "api")])
 
-    def tasks(self) -> list[Task]:
+    def tasks(self) -> list[TaskRecord]:
         with self.db.transaction() as session:
             return sorted(TaskRepo(session).find(table_id=self.id, limit=1000)[0], key=lambda t: t.id)
 
-    def unprocessed(self) -> list[Event]:
+    def unprocessed(self) -> list[EventRecord]:
         with self.db.transaction() as session:
             return EventRepo(session).unprocessed(self.id)
 

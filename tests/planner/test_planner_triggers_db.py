@@ -3,15 +3,15 @@ event, lost callbacks and writers that send none are caught by the scan, and the
 (PlannerService) runs both on its scheduler beside the event-driven path."""
 import threading
 import time
+from dataclasses import replace
 from datetime import timedelta
 
-from planner_db_support import Clock, TrackedTable, pending_plans, planner
-from planning_support import rec, writes_in
+from planner_db_support import ALL_SERVICES, Clock, TrackedTable, pending_plans, planner
+from planning_support import rec, told_writers_zone, writes_in
 
 from planner.process import PlannerService
 from tms.config import Settings
 from tms.db import InstanceRepo, TableRepo, TaskState
-from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 HOURLY = {"hoodie.compact.inline.trigger.strategy": "TIME_ELAPSED", "hoodie.compact.inline.max.delta.seconds": 3600}
 
@@ -32,16 +32,16 @@ def test_a_time_elapsed_trigger_fires_from_the_periodic_job(db, tmp_path):
     assert p.tick() == 0, "nothing twice"
 
 
-def test_a_time_elapsed_trigger_counts_in_the_writers_zone(db, tmp_path, monkeypatch):
+def test_a_time_elapsed_trigger_counts_in_the_writers_zone(db, tmp_path):
     """Writers in Shanghai on a LOCAL table (Hudi's default), TMS told so: the hourly trigger fires an hour
     after their delta commits by their clock, and the compaction comes after them on the timeline."""
-    monkeypatch.setenv(LOCAL_TIMEZONE_ENV, "Asia/Shanghai")
+    shanghai = told_writers_zone("Asia/Shanghai")
     clock = Clock()
-    t = TrackedTable(db, tmp_path / "t", policies=HOURLY)
+    t = TrackedTable(db, tmp_path / "t", policies=HOURLY, context=shanghai)
     writer = writes_in(t, "Asia/Shanghai")
     writer.ago = timedelta(minutes=30)
     deltas = [t.write([rec(i, ts) for i in range(3)]) for ts in (10, 20)]
-    p = planner(db, clock)
+    p = planner(db, clock, replace(ALL_SERVICES, context=shanghai))
     assert p.handle_events(t.id) and p.tick() == 0 and t.tasks() == []
     clock.advance(minutes=29)
     assert p.tick() == 0

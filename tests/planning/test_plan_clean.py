@@ -4,13 +4,22 @@ import shutil
 from datetime import timedelta
 
 import pytest
-from planning_support import ModelledTable, now, policy, rec, run_clean, run_compaction, set_timeline_zone, writes_in
+from planning_support import (
+    ModelledTable,
+    now,
+    policy,
+    rec,
+    run_clean,
+    run_compaction,
+    set_timeline_zone,
+    told_writers_zone,
+    writes_in,
+)
 
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, instant_to_datetime
 from tms.hudi.timeline.serde import parse_cleaner_plan
 from tms.planning import earliest_instant_to_retain, plan_clean, plan_compaction, plan_stats
-from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 COMMITS = "KEEP_LATEST_COMMITS"
 VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
@@ -90,11 +99,11 @@ def test_keep_latest_by_hours(tmp_path):
 
 
 @pytest.mark.parametrize("timeline,writers", [("LOCAL", "Asia/Shanghai"), ("UTC", "UTC")])
-def test_keep_latest_by_hours_counts_in_the_writers_zone(tmp_path, monkeypatch, timeline, writers):
+def test_keep_latest_by_hours_counts_in_the_writers_zone(tmp_path, timeline, writers):
     """Writers in Shanghai on a LOCAL table (TMS told so): the last hour holds exactly the commits written in
     it (read as UTC times, every commit would be in the future and none cleaned)."""
-    monkeypatch.setenv(LOCAL_TIMEZONE_ENV, "Asia/Shanghai")
-    t = ModelledTable(tmp_path / "t", table_type="COPY_ON_WRITE", partitioned=False)
+    t = ModelledTable(tmp_path / "t", table_type="COPY_ON_WRITE", partitioned=False,
+                      context=told_writers_zone("Asia/Shanghai"))
     set_timeline_zone(t, timeline)
     writer = writes_in(t, writers)
     c = []

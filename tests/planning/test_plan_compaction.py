@@ -3,7 +3,16 @@ strategies and per-operation metrics, and plans that read back as Hudi writes th
 from datetime import timedelta
 
 import pytest
-from planning_support import ModelledTable, now, policy, rec, run_compaction, set_timeline_zone, writes_in
+from planning_support import (
+    ModelledTable,
+    now,
+    policy,
+    rec,
+    run_compaction,
+    set_timeline_zone,
+    told_writers_zone,
+    writes_in,
+)
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.timeline.instant import State, instant_to_datetime
@@ -12,7 +21,6 @@ from tms.planning import PlanningError, compaction_trigger, plan_compaction, pla
 from tms.planning.compaction_strategy import capture_metrics, order_and_filter
 from tms.planning.digest import TimelineDigest
 from tms.planning.policy import CompactionStrategy, TriggerStrategy
-from tms.timeline_zone import LOCAL_TIMEZONE_ENV
 
 MB = 1024 * 1024
 
@@ -52,12 +60,11 @@ def test_trigger_strategies(tmp_path, strategy, count_only, time_only, both):
 
 @pytest.mark.parametrize("timeline,writers", [("LOCAL", "Asia/Shanghai"), ("UTC", "UTC")])
 @pytest.mark.parametrize("ago,due", [(timedelta(minutes=30), False), (timedelta(hours=2), True)])
-def test_a_time_elapsed_trigger_counts_in_the_writers_zone(tmp_path, monkeypatch, timeline, writers, ago, due):
+def test_a_time_elapsed_trigger_counts_in_the_writers_zone(tmp_path, timeline, writers, ago, due):
     """Writers in Shanghai on a LOCAL table (TMS told so): delta commits written 30 minutes ago are not an hour
     old, written 2 hours ago they are; and the compaction TMS plans comes after them on the timeline. Read as
     UTC times they would be 8 hours ahead: never due, and a plan would go before them."""
-    monkeypatch.setenv(LOCAL_TIMEZONE_ENV, "Asia/Shanghai")
-    t = ModelledTable(tmp_path / "t")
+    t = ModelledTable(tmp_path / "t", context=told_writers_zone("Asia/Shanghai"))
     set_timeline_zone(t, timeline)
     writer = writes_in(t, writers)
     writer.ago = ago

@@ -5,6 +5,7 @@ its storage requests follow the partitions it looks at (item 4)."""
 from collections import Counter
 from datetime import timedelta
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planning_support import ModelledTable, _execute, now, policy, run_compaction
@@ -322,3 +323,29 @@ def test_a_last_plan_without_a_policy_digest_makes_a_full_pass(tmp_path, monkeyp
     assert POLICY_KEY not in parse_compaction_plan(t.table().timeline.read_plan(last)).extra_metadata
     scope = plan_scope(t.table(), TableService.COMPACTION, now(), DAY, policy())
     assert scope.is_full and f"the last compaction {last} records no policy digest" in scope.why
+
+
+def test_the_next_plan_of_a_loaded_table_takes_the_last_plans_scope_from_memory_not_its_file(tmp_path, monkeypatch):
+    """The plan a loaded table wrote is not read back by the next plan of that table (a plan of a big table names
+    every file group: reading it made an incremental plan's time follow the last plan's size); a table loaded
+    afresh reads it, and both come to the same scope."""
+    import tms.planning.incremental as incremental
+
+    t = ModelledTable(tmp_path / "t", version=8)
+    t.write([{"id": n, "name": "a", "ts": 1, "city": f"p{n:03d}"} for n in range(4)], "insert")
+    t.write([{"id": 0, "name": "b", "ts": 2, "city": "p000"}])
+    loaded = t.table()
+    tc = plan_compaction(loaded, policy(), now(), force=True, full_pass_every=DAY)
+    run_compaction(loaded, tc.instant)
+    t.write([{"id": n, "name": "c", "ts": 3, "city": f"p{n:03d}"} for n in (1, 3)])
+    fresh = plan_scope(t.table(), TableService.COMPACTION, now(), DAY, policy())
+    assert fresh.partitions == {"city=p001", "city=p003"} and fresh.full_pass == tc.instant
+
+    def unread(data):
+        raise AssertionError("the last plan's file was read")
+
+    monkeypatch.setattr(incremental, "parse_any_avro", unread)
+    loaded.timeline.reload()
+    assert plan_scope(loaded, TableService.COMPACTION, now(), DAY, policy()) == fresh
+    with pytest.raises(AssertionError, match="file was read"):
+        plan_scope(t.table(), TableService.COMPACTION, now(), DAY, policy())

@@ -20,17 +20,8 @@ from planner.process import REQUESTS_PER_TAKE
 from planner.runner import Planner
 from service.app import create_app
 from tms.config import Settings
-from tms.db import (
-    AlertRepo,
-    EventRepo,
-    NewEvent,
-    QueueRepo,
-    RegisteredTable,
-    ScanRequestRepo,
-    TableRepo,
-    TaskRepo,
-    TaskState,
-)
+from tms.db import AlertRepo, EventRepo, NewEvent, QueueRepo, ScanRequestRepo, TableRepo, TaskRepo, TaskState
+from tms.db.models import RegisteredTable
 from tms.hudi.storage.table_storage import LocalStorage
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline import watch as timeline_watch

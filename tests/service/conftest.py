@@ -17,7 +17,8 @@ from support import TIMEOUT_SCALE
 
 from service.app import create_app
 from tms.config import Settings
-from tms.db import Base, Database, TokenRepo
+from tms.db import Database, TokenRepo
+from tms.db.models import Base
 from tms.db.testing import scratch_database
 
 REPO = Path(__file__).resolve().parents[2]

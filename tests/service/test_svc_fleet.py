@@ -9,11 +9,11 @@ import re
 import shutil
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from tms.db import TaskRepo, TaskState
+from tms.db.repos.tasks import FailureRecord
 from tms.hudi.records.reader import read_snapshot
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.writer import create_table_for_records
@@ -60,9 +60,13 @@ def test_the_fleet_worst_first_and_orphans_removed_on_an_admins_approval(client,
         TaskRepo(session).create(table_id=left_id, service="compaction", instant="20990101000000000",
                                  state=TaskState.FAILED)
         # and one whose attempt failed (a worker stopped mid-job) with its retry to come: no failure yet
-        retried, _ = TaskRepo(session).create(table_id=clean_id, service="compaction", instant="20990101000000001",
-                                              state=TaskState.FAILED)
-        retried.next_attempt_at = datetime.now(UTC) + timedelta(minutes=5)
+        tasks = TaskRepo(session)
+        retried, _ = tasks.create(table_id=clean_id, service="compaction", instant="20990101000000001",
+                                  state=TaskState.RUNNABLE)
+        claimed = tasks.claim(retried.id, expected_version=retried.version, owner="w", lease_seconds=60)
+        assert claimed is not None
+        tasks.finish(retried.id, fencing_token=claimed.fencing_token, succeeded=False, error="worker stopped",
+                     failure=FailureRecord("stopped", True, "stopped: attempt 1 of 3 in 300 s", 300.0))
 
     # Registered, not scored yet: listed at once, first.
     unscored = client.get("/api/v1/fleet/health", headers=tokens["viewer"]).json()

@@ -6,7 +6,8 @@ import time
 
 from sqlalchemy import text, update
 
-from tms.db import AlertRepo, Instance, InstanceRepo, LeaseRepo, RegisteredTable, Sighting, TaskRepo, TaskState
+from tms.db import AlertRepo, InstanceRepo, LeaseRepo, Sighting, TaskRepo, TaskState
+from tms.db.models import Instance, RegisteredTable
 
 
 def test_manager_shows_the_leader_its_epoch_and_the_standbys(client, app, tokens):

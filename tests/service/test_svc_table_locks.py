@@ -5,7 +5,7 @@ from __future__ import annotations
 from test_svc_dashboard import _sign_in
 
 from service.ui.session import CSRF_FIELD
-from tms.db import RegisteredTable
+from tms.db import TableRepo
 
 FS_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 IN_PROCESS = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
@@ -14,7 +14,7 @@ DYNAMO = "org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider"
 
 def _stored(app, table_id: int) -> dict[str, str]:
     with app.state.database.transaction() as session:
-        return dict(session.get(RegisteredTable, table_id).concurrency_options)
+        return dict(TableRepo(session).get(table_id).concurrency_options)
 
 
 def test_lock_options_are_set_at_registration_and_shown(client, app, register, tokens):

@@ -2,15 +2,17 @@
 as Hudi decides), not a rule of its own."""
 import os
 import time
+from datetime import UTC, datetime
 
 from planning_support import ModelledTable, policy, rec
 
 from service.table_view import live_view
 from service.ui.table_facts import read_table_facts
-from tms.db import RegisteredTable
+from tms.db import TableRecord
 from tms.fleet import file_group_sample
 from tms.hudi.storage.table_storage import LocalStorage
 from tms.hudi.table.hudi_table import HudiTable
+from tms.hudi.table.properties import TableType
 from tms.hudi.table.writer import create_table_for_records
 
 
@@ -76,7 +78,9 @@ def test_a_giant_tables_view_and_page_read_a_bounded_sample_of_its_partitions(tm
     assert (stats.partitions, stats.file_groups) == (24, 24), "evenly spaced: the estimates of a uniform table"
     assert len(stats.largest) == stats.partitions_read, "the largest of the partitions read"
     assert view["health"].score is not None
-    row = RegisteredTable(base_path=base, table_type="MERGE_ON_READ", enabled=True, policies={})
+    now = datetime.now(UTC)
+    row = TableRecord(id=0, base_path=base, name="t", database="lake", table_type=TableType.MERGE_ON_READ,
+                      table_version=8, created_at=now, updated_at=now)
     facts = read_table_facts(row, [], with_timeline=True, table=table)
     assert facts.error is None and facts.sampled_partitions == stats.partitions_read
     assert len(facts.file_group_bytes) == stats.partitions_read

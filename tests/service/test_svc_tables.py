@@ -8,7 +8,7 @@ import shutil
 import pytest
 from sqlalchemy import text
 
-from tms.db import RegisteredTable, TaskRepo, TaskState
+from tms.db import TableRepo, TaskRepo, TaskState
 
 EXPECTED = {  # fixture -> (type, version, record keys, partition fields)
     "cow_v6_nonpartitioned": ("COPY_ON_WRITE", 6, ["id"], []),
@@ -218,7 +218,7 @@ def test_a_policy_change_or_enabling_asks_the_periodic_trigger_for_a_look(client
 
     def tick_due_at():
         with app.state.database.transaction() as session:
-            return session.get(RegisteredTable, table["id"], populate_existing=True).tick_due_at
+            return TableRepo(session).get(table["id"]).tick_due_at
 
     assert tick_due_at() is None, "never read yet: the scan's business"
     assert client.patch(url, json={"priority": 3}, headers=admin).status_code == 200

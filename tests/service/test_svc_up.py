@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from tms.db import Database, Event, RegisteredTable
+from tms.db import Database
+from tms.db.models import Event, RegisteredTable
 from tms.hudi.table.hudi_table import HudiTable
 
 # Not imported from conftest: with several test folders in one run, `conftest` names another folder's.

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import select
 from up_support import UpProcess, clean_env
 
-from tms.db import Database, Task, TaskAttempt
+from tms.db import Database
+from tms.db.models import Task, TaskAttempt
 from tms.db.testing import scratch_database
 
 # The first job started lingers (a sitecustomize on the jobs' PYTHONPATH), so Ctrl-C finds it running.

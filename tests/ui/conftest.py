@@ -26,8 +26,8 @@ from tms.db import Database, TablePolicy, TokenRepo
 from tms.db.testing import scratch_database
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import instant_to_datetime, parse_instant_file_name
-from tms.hudi.timeline.zone import local_zone
 from tms.planning.schedule import schedule
+from tms.timeline_zone import local_zone
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"

@@ -13,7 +13,8 @@ from support import TIMEOUT_SCALE, served
 from planner.process import PlannerService
 from service.app import create_app
 from tms.config import Settings
-from tms.db import Base, Database, QueueRepo
+from tms.db import Database, QueueRepo
+from tms.db.models import Base
 from tms.db.testing import scratch_database
 from worker.loop import Worker
 

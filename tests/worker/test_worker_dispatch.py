@@ -3,18 +3,13 @@ the plan's statistics, and claims that keep every queue within its capacity howe
 import math
 import random
 import threading
+from datetime import UTC, datetime
 
 import pytest
 from worker_support import ModelledTable, plan, rec, register, task, wait_for
 
-from tms.db import (
-    InstanceRepo,
-    QueueRepo,
-    RegisteredTable,
-    ResourceQueue,
-    TaskRepo,
-    TaskState,
-)
+from tms.db import InstanceRepo, QueueRecord, QueueRepo, TableRecord, TableRepo, TaskRepo, TaskState
+from tms.hudi.table.properties import TableType
 from tms.planning import plan_stats
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import python_job, spark_job
@@ -24,16 +19,22 @@ from worker.sizing import MB, python_task_memory_mb, size_job
 LIMITS = ClaimLimits(lease_seconds=30, driver_memory_mb=768, driver_cores=1, max_executors_per_table=16)
 
 
-def queue(name, capacity=2, **fields) -> ResourceQueue:
+NOW = datetime.now(UTC)
+
+
+def queue(name, capacity=2, **fields) -> QueueRecord:
     values = {"kind": "local", "master": "local[2]", "spark_conf": {}, "executor_cores": 1,
               "min_executor_memory_mb": 512, "max_executor_memory_mb": 8192, "max_executors": 8,
               "reserved_for_priority": None, "allowed_databases": None, "allowed_tables": None,
-              "allowed_services": None, "enabled": True, **fields}
-    return ResourceQueue(name=name, capacity=capacity, **values)
+              "allowed_services": None, "enabled": True, "warm_engine_enabled": False, "warm_engine_executors": 2,
+              "warm_engine_executor_memory_mb": 1024, "warm_engine_executor_cores": 1, **fields}
+    return QueueRecord(id=0, name=name, capacity=capacity, created_at=NOW, updated_at=NOW, **values)
 
 
-def table(name="trips", database="lake", priority=0, preferred=None) -> RegisteredTable:
-    return RegisteredTable(name=name, database=database, priority=priority, queue=preferred)
+def table(name="trips", database="lake", priority=0, preferred=None) -> TableRecord:
+    return TableRecord(id=0, base_path=f"/nowhere/{name}", name=name, database=database,
+                       table_type=TableType.MERGE_ON_READ, table_version=8, created_at=NOW, updated_at=NOW,
+                       priority=priority, queue=preferred)
 
 
 # --- queue choice ---------------------------------------------------------------------------------------
@@ -145,10 +146,8 @@ def test_a_tables_merge_budget_policy_sizes_its_compactions_and_reaches_their_jo
                          merge_budget_bytes=256 * MB)
     with db.transaction() as session:
         for name, policies in (("own", {"hoodie.memory.compaction.max.size": 64 * MB}), ("worker", {})):
-            row = RegisteredTable(base_path=f"/nowhere/{name}", name=name, database="lake", policies=policies,
-                                  table_type="MERGE_ON_READ", table_version=8, priority=0)
-            session.add(row)
-            session.flush()
+            row = TableRepo(session).register(base_path=f"/nowhere/{name}", name=name, database="lake",
+                                              policies=policies, table_type="MERGE_ON_READ", table_version=8)
             TaskRepo(session).create(table_id=row.id, service="compaction", instant=f"2025010100000{row.id:04d}",
                                      state=TaskState.RUNNABLE, priority=0,
                                      plan_stats={"operations": 1, "largest_file_group_bytes": 10_000 * MB})
@@ -192,10 +191,8 @@ def test_a_plan_with_skewed_file_groups_asks_for_1_4x_its_largest_group(tmp_path
 def _runnable_tasks(db, n: int, priority: int = 0, services: tuple[str, ...] = ("clean",)) -> list[int]:
     """`n` runnable tasks of a new table, of `services` in turn."""
     with db.transaction() as session:
-        row = RegisteredTable(base_path=f"/nowhere/p{priority}", name=f"t{priority}", database="lake",
-                              table_type="MERGE_ON_READ", table_version=8, priority=priority)
-        session.add(row)
-        session.flush()
+        row = TableRepo(session).register(base_path=f"/nowhere/p{priority}", name=f"t{priority}", database="lake",
+                                          table_type="MERGE_ON_READ", table_version=8, priority=priority)
         return [TaskRepo(session).create(table_id=row.id, service=services[i % len(services)],
                                          instant=f"2025010100000{i:04d}", state=TaskState.RUNNABLE,
                                          priority=priority,

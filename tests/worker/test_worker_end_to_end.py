@@ -21,7 +21,8 @@ from worker_support import (
     write_history,
 )
 
-from tms.db import Event, TaskRepo, TaskState
+from tms.db import TaskRepo, TaskState
+from tms.db.models import Event
 from tms.hudi.timeline.instant import State
 
 COMPACT_EVERY_2 = {"hoodie.compact.inline.max.delta.commits": 2}

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from worker_support import ModelledTable, final_attempt, plan, register, wait_until_final, write_history
 
-from tms.db import EngineRepo, RegisteredTable, RolloutRepo, TaskRepo, TaskState
+from tms.db import EngineRepo, RolloutRepo, TableRepo, TaskRepo, TaskState
 from tms.execute.engine_code import EngineSpec
 from tms.execute.spark_submit import spark_home
 from worker.claim import ClaimLimits, claim_next
@@ -82,7 +82,7 @@ def test_a_claim_records_the_chosen_engine_and_a_retry_after_a_canary_failure_ru
         assert [(a.engine, a.outcome) for a in TaskRepo(session).attempts(task_id)] == \
             [("v2", "FAILED"), ("v1", "RUNNING")]
         # A table-specific rule without a canary takes over from the rule for every task.
-        table = session.get(RegisteredTable, table_id)
+        table = TableRepo(session).get(table_id)
         RolloutRepo(session).put("this-table", table_name=f"{table.database}.{table.name}", stable_engine="v2",
                                  canary_engine=None, canary_percent=0, failure_margin=0.2, min_tasks=5)
         choice = choose_engine(session, task_id=task_id, table=table, queue="local", service="compaction")
@@ -171,7 +171,7 @@ def test_a_tables_rule_naming_a_hudi_engine_runs_its_task_as_hudis_procedure_siz
     with db.transaction() as session:
         EngineRepo(session).put("hudi", kind="hudi", code_version="hudi-1.0.2", code_path="",
                                 spark_submit=str(submit), spark_conf={"spark.jars": "/opt/hudi-bundle.jar"})
-        table = session.get(RegisteredTable, table_id)
+        table = TableRepo(session).get(table_id)
         RolloutRepo(session).put("legacy", table_name=f"{table.database}.{table.name}", stable_engine="hudi",
                                  canary_engine=None, canary_percent=0, failure_margin=0.2, min_tasks=5)
     claimed = claim_next(db, "w1", LIMITS)

@@ -14,7 +14,8 @@ import pytest
 from hudi_java.harness import JavaWriter, metadata_mismatches, table_lock_policies, writer_options
 from worker_support import attempts, plan, register, task, wait_for, wait_until_final
 
-from tms.db import Event, TaskRepo, TaskState
+from tms.db import TaskRepo, TaskState
+from tms.db.models import Event
 from tms.hudi.metadata.listing import file_instant
 from tms.hudi.table.hudi_table import HudiTable
 

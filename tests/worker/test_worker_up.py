@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import select
 from support import REPO, hudi_rs_table, rows
 
-from tms.db import Database, Task
+from tms.db import Database
+from tms.db.models import Task
 from tms.db.testing import scratch_database
 from tms.hudi.records.reader import read_snapshot
 from tms.hudi.table.hudi_table import HudiTable

@@ -12,7 +12,7 @@ import table_model
 from support import TIMEOUT_SCALE
 from table_model import CITIES, COLUMNS, key, rec  # noqa: F401 (re-exported to the tests)
 
-from tms.db import Database, RegisteredTable, TablePolicy, Task, TaskRepo, TaskState
+from tms.db import Database, TableRepo, TaskRecord, TaskRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import schedule
 
@@ -47,8 +47,8 @@ def plan(database: Database, table_id: int, action: str) -> list[int]:
     """The planner's step for one table: sync held plans (a held task becomes runnable when its blockers
     resolved), plan `action` under the table's policy, and record a task per plan. The task ids planned."""
     with database.transaction() as session:
-        row = session.get(RegisteredTable, table_id)
-        base_path, policy, priority = row.base_path, TablePolicy.from_stored(row.policies), row.priority
+        row = TableRepo(session).get(table_id)
+        base_path, policy, priority = row.base_path, row.policy, row.priority
     result = schedule(HudiTable.load(base_path), action, policy, datetime.now(UTC))
     with database.transaction() as session:
         tasks = TaskRepo(session)
@@ -68,7 +68,7 @@ def plan(database: Database, table_id: int, action: str) -> list[int]:
     return created
 
 
-def task(database: Database, task_id: int) -> Task:
+def task(database: Database, task_id: int) -> TaskRecord:
     with database.transaction() as session:
         return TaskRepo(session).get(task_id)
 
@@ -111,7 +111,7 @@ def task_story(database: Database, task_ids: list[int]) -> str:
     return "; ".join(stories)
 
 
-def wait_until_final(database: Database, task_id: int, timeout: float = 60) -> Task:
+def wait_until_final(database: Database, task_id: int, timeout: float = 60) -> TaskRecord:
     def final():
         t = task(database, task_id)
         return t if TaskState(t.state) in FINAL else None

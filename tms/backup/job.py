@@ -8,6 +8,7 @@ from typing import Any
 from tms.execute.fencing import Fence
 from tms.execute.restore_copy import restore_copy
 from tms.execute.runner import LocalRunner
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
 
@@ -18,20 +19,22 @@ from .restore import restore_version
 from .take import take_backup
 
 
-def run_backup_task(service: str, base_path: str, plan: dict[str, Any], fence: Fence) -> tuple[dict[str, Any], str]:
-    """Run it; (the result record, a one-line summary). BackupError when it cannot be done exactly. A restore
-    of a savepoint (its plan names one) copies the table as of the savepoint to a new path (restore_copy)."""
+def run_backup_task(service: str, base_path: str, plan: dict[str, Any], fence: Fence,
+                    context: HudiContext = DEFAULT_CONTEXT) -> tuple[dict[str, Any], str]:
+    """Run it, reaching the table and the backup root with `context`; (the result record, a one-line summary).
+    BackupError when it cannot be done exactly. A restore of a savepoint (its plan names one) copies the table as
+    of the savepoint to a new path (restore_copy)."""
     if service == TableService.BACKUP_RESTORE and plan.get("savepoint"):
         fence()
-        copied = restore_copy(HudiTable.load(base_path), str(plan["savepoint"]), str(plan["target_path"]),
-                              LocalRunner(), check=fence)
+        copied = restore_copy(HudiTable.load(base_path, context=context), str(plan["savepoint"]),
+                              str(plan["target_path"]), LocalRunner(), check=fence)
         return copied.record(), copied.summary()
     root = plan.get("root")
     if not root:
         raise BackupError(f"the {service} task's plan names no backup root")
-    store = BackupStore(root)
+    store = BackupStore(root, context.open_storage(root.rstrip("/")))
     if service == TableService.BACKUP:
-        backup = take_backup(HudiTable.load(base_path), store, check=fence)
+        backup = take_backup(HudiTable.load(base_path, context=context), store, check=fence)
         return backup.record(), backup.summary()
     if service == TableService.BACKUP_CLEAN:
         fence()
@@ -39,8 +42,8 @@ def run_backup_task(service: str, base_path: str, plan: dict[str, Any], fence: F
         return expiry.record(), expiry.summary()
     if service == TableService.BACKUP_RESTORE:
         fence()
-        source = HudiTable.load(base_path) if plan.get("catch_up") else None
+        source = HudiTable.load(base_path, context=context) if plan.get("catch_up") else None
         restored = restore_version(store, int(plan["version"]), str(plan["target_path"]), check=fence,
-                                   catch_up=source)
+                                   catch_up=source, context=context)
         return restored.record(), restored.summary()
     raise BackupError(f"{service} is not a backup task")

@@ -16,8 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
-from tms.hudi.storage.table_storage import Storage, open_storage, walk_files
+from tms.hudi.storage.table_storage import Storage, walk_files
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.table.properties import format_properties, parse_properties
 
@@ -72,13 +73,14 @@ def require_empty_target(target: Storage, resumable: Manifest | set[str] | None 
 
 
 def restore_version(store: BackupStore, version: int, target_path: str,
-                    check: Callable[[], None] = lambda: None, catch_up: HudiTable | None = None) -> RestoreResult:
+                    check: Callable[[], None] = lambda: None, catch_up: HudiTable | None = None,
+                    context: HudiContext = DEFAULT_CONTEXT) -> RestoreResult:
     """Materialise backup `version` at `target_path` (empty, absent, or left so by an earlier attempt of this
     restore). `check` is called before `hoodie.properties` is written (the task's fence). `catch_up`: the
     backed-up table, whose instants completed since the version the copy takes too (see the module docstring)."""
     started = time.monotonic()
     manifest: Manifest = store.manifest(version)
-    target = open_storage(target_path)
+    target = context.open_storage(target_path)
     if target_path.rstrip("/") == manifest.source.rstrip("/"):
         raise BackupError(f"restore target {target_path} is the backed-up table itself; restore to a new path")
     # Each file to copy: (where its bytes are, the path there, its size).

@@ -1,4 +1,5 @@
-"""The metadata database: engine, models, migrations and repositories.
+"""The metadata database: engine, migrations, and the repositories, which hand out frozen records (records.py)
+and change rows through named commands: the ORM rows (models.py) never leave tms/db.
 
     from tms.db import Database, open_database, TaskRepo, TaskState
     db = open_database(load_settings())
@@ -9,28 +10,26 @@ from tms.planning.policy import CleanerPolicy, CompactionStrategy, TablePolicy, 
 
 from .engine import Database, bounded_idle, sqlalchemy_url
 from .errors import ConflictError, IllegalTransitionError, NotFoundError
-from .models import (
-                     Alert,
-                     ApiToken,
-                     Base,
-                     DiscoveredTable,
-                     Engine,
-                     Event,
-                     HealthRecord,
-                     HealthSample,
-                     Instance,
-                     Lease,
-                     Mute,
-                     PolicyTemplate,
-                     RegisteredTable,
-                     ResourceQueue,
-                     Rollout,
-                     ScanRequest,
-                     ShadowRun,
-                     Task,
-                     TaskAttempt,
-                     Webhook,
-                     WebhookDelivery,
+from .records import (
+    AlertRecord,
+    AttemptRecord,
+    DeliveryRecord,
+    DiscoveredRecord,
+    EngineRecord,
+    EventRecord,
+    HealthSampleRecord,
+    HealthScore,
+    InstanceRecord,
+    LeaseRecord,
+    MuteRecord,
+    QueueRecord,
+    RolloutRecord,
+    ShadowRunRecord,
+    TableRecord,
+    TaskRecord,
+    TemplateRecord,
+    TokenRecord,
+    WebhookRecord,
 )
 from .repos.alerts import AlertRepo, Sighting
 from .repos.archive import ArchiveTaskRepo
@@ -55,18 +54,16 @@ from .startup import database_url, open_database
 from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_transition
 
 __all__ = [
-    "ACTION_SOURCES", "BUILTIN", "Engine", "EngineRepo", "EngineResults", "Rollout", "RolloutRepo", "matching_rule",
-    "Alert", "AlertRepo", "BackupHistory", "BackupTaskRepo", "ApiToken", "Base", "CleanerPolicy", "CompactionStrategy",
-    "ConflictError", "Database", "DiscoveredTable", "DiscoveryRepo",
-    "Event", "EventRepo", "IllegalTransitionError", "Instance", "InstanceRepo",
-    "Lease", "LeaseRepo", "Mute", "MuteRepo", "PolicyTemplate", "TemplateRepo",
-    "NewEvent", "FleetHour", "HealthRecord", "HealthRepo", "HealthSample", "NotFoundError", "OperatorAction",
-    "Purged", "QueueRepo", "RetentionCursor", "RetentionRepo",
-    "RegisteredTable", "ResourceQueue", "ScanRequest", "ScanRequestRepo", "ShadowResults", "ShadowRun",
-    "ShadowRunRepo", "Sighting", "TRANSITIONS",
-    "TablePolicy", "TableRepo", "Task", "TaskAttempt", "TaskRepo", "TaskState", "TokenRepo", "TriggerStrategy",
-    "TtlTaskRepo",
-    "ArchiveTaskRepo",
-    "Webhook", "WebhookDelivery", "WebhookRepo", "bounded_idle", "can_transition", "database_url", "hash_secret",
-    "open_database", "sqlalchemy_url",
+    "ACTION_SOURCES", "BUILTIN", "TRANSITIONS",
+    "AlertRecord", "AttemptRecord", "EngineRecord", "EventRecord", "InstanceRecord", "MuteRecord", "QueueRecord",
+    "RolloutRecord", "TableRecord", "TaskRecord", "TemplateRecord", "DeliveryRecord", "DiscoveredRecord",
+    "HealthSampleRecord", "HealthScore", "LeaseRecord", "ShadowRunRecord", "TokenRecord", "WebhookRecord",
+    "AlertRepo", "ArchiveTaskRepo", "BackupTaskRepo", "DiscoveryRepo", "EngineRepo", "EventRepo", "HealthRepo",
+    "InstanceRepo", "LeaseRepo", "MuteRepo", "QueueRepo", "RetentionRepo", "RolloutRepo", "ScanRequestRepo",
+    "ShadowRunRepo", "TableRepo", "TaskRepo", "TemplateRepo", "TokenRepo", "TtlTaskRepo", "WebhookRepo",
+    "BackupHistory", "EngineResults", "FleetHour", "NewEvent", "Purged", "RetentionCursor", "ShadowResults", "Sighting",
+    "CleanerPolicy", "CompactionStrategy", "TablePolicy", "TriggerStrategy",
+    "ConflictError", "IllegalTransitionError", "NotFoundError", "OperatorAction", "TaskState",
+    "Database", "bounded_idle", "can_transition", "database_url", "hash_secret", "matching_rule", "open_database",
+    "sqlalchemy_url",
 ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.locks import parse_concurrency_options
 from tms.hudi.metadata.keys import METADATA_DIR
 from tms.hudi.metadata.reader import metadata_partitions
@@ -60,13 +61,14 @@ def _removed(before: set[str], table: HudiTable, result: ArchivalResult) -> int:
 
 
 def run_archive_task(base_path: str, plan: Mapping[str, Any], fence: Fence = no_fence,
-                     options: Mapping[str, str] | None = None, now: datetime | None = None) -> ArchiveRun:
-    """Archive the table at `base_path` and its metadata table as Hudi's archiver would now, with the settings
-    of the task's `plan` (its `policy`); `options`: the table's lock options."""
+                     options: Mapping[str, str] | None = None, now: datetime | None = None,
+                     context: HudiContext = DEFAULT_CONTEXT) -> ArchiveRun:
+    """Archive the table at `base_path` (read with `context`) and its metadata table as Hudi's archiver would
+    now, with the settings of the task's `plan` (its `policy`); `options`: the table's lock options."""
     policy = TablePolicy.from_stored(dict(plan.get("policy") or {}))
     archival = archival_options(policy)
     settings = archival_settings(archival)
-    table = HudiTable.load(base_path)
+    table = HudiTable.load(base_path, context=context)
     transactions = FencedTransactions(table, parse_concurrency_options(options or {}, base_path=table.base_path,
                                                                        table_name=table.name))
     transactions.fence = fence
@@ -77,7 +79,7 @@ def run_archive_task(base_path: str, plan: Mapping[str, Any], fence: Fence = no_
         removed = _removed(before, table, result)
         mdt_result, mdt_removed = ArchivalResult(), 0
         if settings.metadata_enabled and metadata_partitions(table):
-            mdt = HudiTable.load(posixpath.join(table.base_path, METADATA_DIR))
+            mdt = HudiTable.load(posixpath.join(table.base_path, METADATA_DIR), context=context)
             mdt_before = _instant_files(mdt)
             mdt_result = archive(mdt, settings.for_metadata_table(archival), data_table=table,
                                  transactions=transactions)

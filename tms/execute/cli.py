@@ -14,11 +14,12 @@ from tms.hudi.records.merge_budget import MAX_SIZE, is_memory_option, merge_budg
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import parse_option_pairs
 from tms.hudi.timeline.instant import State, is_valid_instant_time
+from tms.table_context import table_context
 
 from .dispatch import execute_instant, executor_for
 from .retry import prepare_retry
 from .runner import LocalRunner
-from .spark_submit import build_py_files, spark_submit_command, spark_submit_env
+from .spark_submit import build_py_files, executor_settings_conf, spark_submit_command, spark_submit_env
 
 
 def _parse_conf(pairs: list[str]) -> dict[str, str]:
@@ -56,8 +57,9 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
                        f"(hoodie.write.lock.*, hoodie.write.concurrency.mode) nor {MAX_SIZE}")
     lock_options = {k: v for k, v in options.items() if is_concurrency_option(k)}
     memory_options = {k: v for k, v in options.items() if is_memory_option(k)}
-    table = HudiTable.load(path)
-    budget = merge_budget_bytes(memory_options, table.config.props, load_settings().merge_memory_bytes)
+    settings = load_settings()
+    table = HudiTable.load(path, context=table_context(settings))
+    budget = merge_budget_bytes(memory_options, table.config.props, settings.merge_memory_bytes)
     concurrency = parse_concurrency_options(lock_options, base_path=path, table_name=table.name)
     with TransactionManager(table, concurrency) as transactions:
         executor = executor_for(table, instant, transactions)
@@ -73,7 +75,8 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
             return
     with tempfile.TemporaryDirectory(prefix="tms-execute-") as tmp:
         cmd = spark_submit_command(table.base_path, instant, py_files=build_py_files(Path(tmp)), master=master,
-                                   conf=confs, service=executor.service, options={**lock_options, **memory_options})
+                                   conf=confs, service=executor.service, options={**lock_options, **memory_options},
+                                   settings_conf=executor_settings_conf(settings))
         code = subprocess.call(cmd, env=spark_submit_env(master))
     if code != 0:
         raise TMSError(f"the Spark job of {executor.service} {instant} failed (spark-submit exit status {code})")

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.errors import HudiError
 from tms.hudi.metadata.reader import PARTITIONS_INFLIGHT_PROP, PARTITIONS_PROP
-from tms.hudi.storage.table_storage import open_storage, walk_files
+from tms.hudi.storage.table_storage import walk_files
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.table.properties import format_properties
 from tms.hudi.table.savepoint import read_savepoint
@@ -40,6 +41,7 @@ class CopyTask:
     source: str   # base URIs
     target: str
     rel: str      # relative to both
+    context: HudiContext = DEFAULT_CONTEXT  # how both are reached (the table's)
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class CopyResult:
 
 def copy_file(task: CopyTask, _token: str) -> int:
     """Copy one file (streamed), replacing what an earlier attempt left of it; returns its size."""
-    src, dst = open_storage(task.source), open_storage(task.target)
+    src, dst = task.context.open_storage(task.source), task.context.open_storage(task.target)
     dst.delete(task.rel)
     with src.open(task.rel) as fin, dst.open_new(task.rel) as fout:
         shutil.copyfileobj(fin, fout, 8 << 20)
@@ -89,7 +91,7 @@ def restore_copy(table: HudiTable, savepoint: str, target_path: str, runner: Run
     if target_path.rstrip("/") == table.base_path.rstrip("/"):
         raise CopyRefused("the target path is the table's own base path: restore in place instead")
     meta = read_savepoint(table, savepoint)
-    target = open_storage(target_path)
+    target = table.context.open_storage(target_path)
     if target.exists(PROPERTIES):
         raise CopyRefused(f"target path {target_path} is not empty: a restore writes a new table only")
     data = [posixpath.join(p.partition_path, n) if p.partition_path else n
@@ -108,15 +110,15 @@ def restore_copy(table: HudiTable, savepoint: str, target_path: str, runner: Run
         raise CopyRefused(f"target path {target_path} is not empty ({strangers[0]}, ...): a restore writes a new "
                           "table only")
     source = table.base_path
-    sizes = runner.map(copy_file, [CopyTask(source, target.base_uri, rel) for rel in data],
+    sizes = runner.map(copy_file, [CopyTask(source, target.base_uri, rel, table.context) for rel in data],
                        f"restore of {table.name} at savepoint {savepoint} to {target_path}")
     for rel in timeline:
-        copy_file(CopyTask(source, target.base_uri, rel), "")
+        copy_file(CopyTask(source, target.base_uri, rel, table.context), "")
     props = {k: v for k, v in table.config.props.items() if k not in (PARTITIONS_PROP, PARTITIONS_INFLIGHT_PROP)}
     target.makedirs(".hoodie/.temp")
     check()
     target.write_new(PROPERTIES, format_properties(props, "Properties saved by TMS").encode())
-    if not HudiTable.load(target.base_uri).timeline.is_completed(savepoint):
+    if not HudiTable.load(target.base_uri, context=table.context).timeline.is_completed(savepoint):
         raise HudiError(f"the copy at {target_path} lacks the savepointed commit {savepoint}")
     return CopyResult(target.base_uri, savepoint, len(data) + len(timeline) + 1,
                       sum(sizes) + sum(table.storage.info(r).size for r in timeline))

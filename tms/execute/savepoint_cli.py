@@ -6,10 +6,12 @@ from pathlib import Path
 
 import typer
 
+from tms.config import load_settings
 from tms.hudi.locks import TransactionManager, parse_concurrency_options
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.savepoint import create_savepoint, delete_savepoint, read_savepoint
 from tms.hudi.table.write_options import parse_option_pairs
+from tms.table_context import table_context
 
 from .restore import restore_in_place
 from .restore_copy import restore_copy
@@ -22,7 +24,7 @@ Option = typer.Option(None, "--option", help="The table's lock option key=value 
 def _open(path: str, option: list[str] | None) -> tuple[HudiTable, TransactionManager]:
     if "://" not in path:
         path = str(Path(path).resolve())
-    table = HudiTable.load(path)
+    table = HudiTable.load(path, context=table_context(load_settings()))
     concurrency = parse_concurrency_options(parse_option_pairs(option or []), base_path=path, table_name=table.name)
     return table, TransactionManager(table, concurrency)
 
@@ -48,7 +50,7 @@ def savepoint(path: str = typer.Argument(..., help="Base path (or URL) of the Hu
 
 def savepoints(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi table.")) -> None:
     """List a table's savepoints."""
-    table = HudiTable.load(path)
+    table = HudiTable.load(path, context=table_context(load_settings()))
     for s in table.timeline.savepoints():
         meta = read_savepoint(table, s.timestamp)
         files = sum(len(p.savepoint_data_file) for p in meta.partition_metadata.values())
@@ -72,7 +74,8 @@ def restore_copy_command(path: str = typer.Argument(..., help="Base path (or URL
                          target_path: str = typer.Option(..., "--target-path", help="A new, empty base path.")
                          ) -> None:
     """Restore a savepoint of a table to a new base path (the source is only read)."""
-    typer.echo(restore_copy(HudiTable.load(path), savepoint_instant, target_path, LocalRunner()).summary())
+    table = HudiTable.load(path, context=table_context(load_settings()))
+    typer.echo(restore_copy(table, savepoint_instant, target_path, LocalRunner()).summary())
 
 
 def register(app: typer.Typer) -> None:

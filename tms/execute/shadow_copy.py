@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from tms.hudi.errors import HudiError
 from tms.hudi.storage.paths import table_relative
-from tms.hudi.storage.table_storage import open_storage, walk_files
+from tms.hudi.storage.table_storage import walk_files
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import parse_compaction_plan, parse_requested_replace_metadata
@@ -59,7 +59,7 @@ def plan_input_files(table: HudiTable, instant: str) -> list[str]:
 
 def scratch_copy(table: HudiTable, instant: str, target_path: str) -> ScratchCopy:
     """Copy what executing the plan at `instant` needs to `target_path`, which must hold no table."""
-    target = open_storage(target_path)
+    target = table.context.open_storage(target_path)
     if target.exists(posixpath.join(META_FOLDER, "hoodie.properties")):
         raise HudiError(f"scratch path {target_path} already holds a table")
     inputs = plan_input_files(table, instant)
@@ -69,5 +69,5 @@ def scratch_copy(table: HudiTable, instant: str, target_path: str) -> ScratchCop
     timeline = [info.path for info in walk_files(table.storage, META_FOLDER,
                                                  skip=lambda path: posixpath.basename(path) in _NOT_COPIED)]
     files = [*inputs, *partition_metadata, *timeline]
-    copied = sum(copy_file(CopyTask(table.base_path, target_path, rel), "") for rel in files)
+    copied = sum(copy_file(CopyTask(table.base_path, target_path, rel, table.context), "") for rel in files)
     return ScratchCopy(target_path, len(files), copied)

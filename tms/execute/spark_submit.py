@@ -6,11 +6,15 @@ import os
 import sys
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tms.hudi.errors import HudiError
-from tms.storage_roots import ROOT_OPTIONS_ENV, configured_root_options, hadoop_conf
-from tms.timeline_zone import LOCAL_TIMEZONE_ENV
+from tms.storage_roots import hadoop_conf
+from tms.table_context import child_env
+
+if TYPE_CHECKING:
+    from tms.config import Settings
 
 PY_FILES_NAME = "tms-jobs.zip"
 _PACKAGES = ("tms", "jobs")
@@ -61,12 +65,14 @@ def find_spark_submit() -> str:
 def spark_submit_command(table_path: str, instant: str, *, py_files: Path, master: str = "local[*]",
                          conf: dict[str, str] | None = None, service: str | None = None,
                          fence_url: str | None = None, options: dict[str, str] | None = None,
-                         spark_submit: str | None = None, entry: Path | None = None) -> list[str]:
+                         spark_submit: str | None = None, entry: Path | None = None,
+                         settings_conf: dict[str, str] | None = None) -> list[str]:
     """`options`: the table's lock options, passed to the job as `--option key=value`. `spark_submit` and
-    `entry`: an engine's own spark-submit and job entry point (default: this installation's)."""
+    `entry`: an engine's own spark-submit and job entry point (default: this installation's). `settings_conf`:
+    the settings' confs (`executor_settings_conf`)."""
     cmd = [spark_submit or find_spark_submit(), "--master", master, "--name", f"tms {service or 'plan'} {instant}",
            "--py-files", str(py_files)]
-    defaults = {"spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS, **_executor_env()}
+    defaults = {"spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS, **(settings_conf or {})}
     for key, value in {**defaults, **(conf or {})}.items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(entry or entry_point()), "--table", table_path, "--instant", instant]
@@ -80,22 +86,21 @@ def spark_submit_command(table_path: str, instant: str, *, py_files: Path, maste
 
 
 def warm_engine_command(socket_path: Path, *, py_files: Path, master: str, conf: dict[str, str],
-                        name: str) -> list[str]:
+                        name: str, settings_conf: dict[str, str] | None = None) -> list[str]:
     """spark-submit of a warm engine (`jobs/warm_engine.py`): one long-running application that runs the
     plans it is handed over the Unix socket at `socket_path`."""
     cmd = [find_spark_submit(), "--master", master, "--name", name, "--py-files", str(py_files)]
-    for key, value in {**_executor_env(), **conf}.items():
+    for key, value in {**(settings_conf or {}), **conf}.items():
         cmd += ["--conf", f"{key}={value}"]
     return cmd + [str(_package_dir("jobs") / "warm_engine.py"), "--socket", str(socket_path), "--name", name]
 
 
-def _executor_env() -> dict[str, str]:
-    """Settings the library reads from the environment, for executors: the driver inherits this process's
-    environment, executors on a cluster do not. And each storage root's Hadoop configuration, without its
+def executor_settings_conf(settings: Settings) -> dict[str, str]:
+    """The settings the format library needs, for executors (`child_env`: the driver inherits this process's
+    environment, executors on a cluster do not), and each storage root's Hadoop configuration, without its
     credentials (the job's driver sets those: `jobs.spark_runner.driver_conf`)."""
-    conf = {f"spark.executorEnv.{name}": os.environ[name] for name in (LOCAL_TIMEZONE_ENV, ROOT_OPTIONS_ENV)
-            if os.environ.get(name)}
-    return {**conf, **hadoop_conf(configured_root_options())}
+    conf = {f"spark.executorEnv.{name}": value for name, value in child_env(settings).items()}
+    return {**conf, **hadoop_conf(settings.storage_root_options)}
 
 
 def spark_submit_env(master: str) -> dict[str, str]:

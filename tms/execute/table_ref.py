@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tms.hudi.storage.table_storage import Storage, open_storage
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
+from tms.hudi.storage.table_storage import Storage
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.properties import TableConfig
 from tms.hudi.timeline.timeline import Timeline
@@ -15,16 +16,17 @@ from tms.hudi.timeline.timeline import Timeline
 class TableRef:
     base_uri: str
     props: tuple[tuple[str, str], ...]
+    context: HudiContext = DEFAULT_CONTEXT  # the table's (its storage options and zone)
 
     @classmethod
     def of(cls, table: HudiTable) -> TableRef:
-        return cls(table.base_path, tuple(sorted(table.config.props.items())))
+        return cls(table.base_path, tuple(sorted(table.config.props.items())), table.context)
 
     def storage(self) -> Storage:
-        return open_storage(self.base_uri)
+        return self.context.open_storage(self.base_uri)
 
     def config(self) -> TableConfig:
-        return TableConfig(dict(self.props))
+        return TableConfig(dict(self.props), self.context.local_zone)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@ from datetime import UTC, datetime
 import typer
 from pydantic import ValidationError
 
+from tms.config import load_settings
 from tms.errors import TMSError
 from tms.hudi.locks import TransactionManager, is_concurrency_option, parse_concurrency_options
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import parse_option_pairs
 from tms.planning.policy import TablePolicy
 from tms.planning.ttl import expired_partitions, record_ttl_cutoff, ttl_policy_refusal
+from tms.table_context import table_context
 
 from .partition_delete import delete_partitions
 from .record_ttl_delete import DEFAULT_MAX_FILE_GROUPS, delete_expired_records, expired_records
@@ -42,7 +44,7 @@ def ttl(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi tab
     if unknown:
         raise TMSError(f"--option {unknown[0]} is not a lock option "
                        "(hoodie.write.lock.*, hoodie.write.concurrency.mode)")
-    table = HudiTable.load(path)
+    table = HudiTable.load(path, context=table_context(load_settings()))
     refusal = ttl_policy_refusal(table, ttl_policy)
     if refusal:
         raise TMSError(refusal[1])

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.errors import HudiError
 from tms.hudi.locks import parse_concurrency_options
 from tms.hudi.locks.transaction import TransactionManager
@@ -122,14 +123,15 @@ def _roll_back(table: HudiTable, instant: Instant, transactions: TransactionMana
 
 
 def run_ttl_task(service: str, base_path: str, task: str, plan: Mapping[str, Any], fence: Fence = no_fence,
-                 options: Mapping[str, str] | None = None, max_file_groups: int = DEFAULT_MAX_FILE_GROUPS) -> TtlRun:
-    """Run the TTL task requested at `task` (its instant) on the table at `base_path`; `options`: the table's lock
-    options. ExecutionError (one line) when it cannot be done exactly."""
+                 options: Mapping[str, str] | None = None, max_file_groups: int = DEFAULT_MAX_FILE_GROUPS,
+                 context: HudiContext = DEFAULT_CONTEXT) -> TtlRun:
+    """Run the TTL task requested at `task` (its instant) on the table at `base_path`, read with `context`;
+    `options`: the table's lock options. ExecutionError (one line) when it cannot be done exactly."""
     if service not in (TableService.TTL, TableService.PARTITION_TTL):
         raise ExecutionError(f"{service} is not a TTL task")
     policy = TablePolicy.from_stored(dict(plan.get("policy") or {}))
     now = datetime.fromisoformat(str(plan["now"]))
-    table = HudiTable.load(base_path)
+    table = HudiTable.load(base_path, context=context)
     refusal = ttl_policy_refusal(table, policy)
     if refusal:
         raise ExecutionError(f"{refusal[0]}: {refusal[1]}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tms.db import Database
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.storage.paths import InvalidBasePathError, is_under_roots, normalize_base_path
 
 from .onboarding import ScanReport, sync_catalog
@@ -38,7 +39,8 @@ class CatalogTable:
 
 def sync_catalog_tables(database: Database, tables: Iterable[CatalogTable], root: str, *, storage_roots: list[str],
                         policies: dict[str, Any] | None = None,
-                        refresh: Callable[[], None] | None = None) -> ScanReport:
+                        refresh: Callable[[], None] | None = None,
+                        context: HudiContext = DEFAULT_CONTEXT) -> ScanReport:
     """Onboard the Hudi tables of `tables` (all of one catalog database, recorded under `root`, e.g.
     `glue://sales`) at their locations; refuse the others with the reason; disable the registered tables the
     catalog no longer lists. `storage_roots`: the roots a location must lie under."""
@@ -60,7 +62,8 @@ def sync_catalog_tables(database: Database, tables: Iterable[CatalogTable], root
                              f"({', '.join(roots)})")
             continue
         locations.setdefault(path, f"{t.database}.{t.name}")
-    return sync_catalog(database, root, sorted(locations), refused, policies=policies, refresh=refresh)
+    return sync_catalog(database, root, sorted(locations), refused, policies=policies, refresh=refresh,
+                        context=context)
 
 
 def _base_path(table: CatalogTable) -> tuple[str | None, str]:

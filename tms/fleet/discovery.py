@@ -8,8 +8,8 @@ import posixpath
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.storage.paths import join, normalize_base_path
-from tms.hudi.storage.table_storage import open_storage
 
 HOODIE = ".hoodie"
 
@@ -20,11 +20,12 @@ class Found:
     listings: int = 0  # folders listed (each one LIST on an object store)
 
 
-def find_tables(root: str, *, known: Collection[str] = (), max_depth: int = 4) -> Found:
+def find_tables(root: str, *, known: Collection[str] = (), max_depth: int = 4,
+                context: HudiContext = DEFAULT_CONTEXT) -> Found:
     """The tables under `root` (the root itself may be one). `known`: base paths known to be tables, taken as
     tables when their folder is listed by their parent, without a listing of their own."""
     root = normalize_base_path(root).rstrip("/") or "/"
-    storage = open_storage(root)
+    storage = context.open_storage(root)
     known_paths = set(known)
     found = Found()
     level = [""]

@@ -8,6 +8,7 @@ from typing import Any
 from tms.db import Database
 from tms.db.errors import NotFoundError
 from tms.errors import ConfigError
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 
 from .catalog import PROVIDER_PARAMETER, CatalogTable, sync_catalog_tables
 from .onboarding import ScanReport
@@ -44,7 +45,8 @@ def catalog_root(database: str) -> str:
 
 def sync_glue_database(database: Database, glue_database: str, *, endpoint_url: str | None, region: str,
                        storage_roots: list[str], policies: dict[str, Any] | None = None,
-                       refresh: Callable[[], None] | None = None) -> ScanReport:
+                       refresh: Callable[[], None] | None = None,
+                       context: HudiContext = DEFAULT_CONTEXT) -> ScanReport:
     """Read the Glue database's tables and sync them (`catalog.sync_catalog_tables`). NotFoundError: the catalog
     has no such database; ConfigError: it cannot be read (unreachable, refused credentials). Either way nothing
     changed."""
@@ -56,4 +58,4 @@ def sync_glue_database(database: Database, glue_database: str, *, endpoint_url: 
     except Exception as exc:
         raise ConfigError(f"cannot read the Glue database {glue_database!r}: {exc}") from None
     return sync_catalog_tables(database, tables, catalog_root(glue_database), storage_roots=storage_roots,
-                               policies=policies, refresh=refresh)
+                               policies=policies, refresh=refresh, context=context)

@@ -7,8 +7,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from tms.db import Database, HealthRepo, TablePolicy, TableRepo, TaskRepo
+from tms.db import Database, HealthRepo, TableRepo, TaskRepo
 from tms.fleet.file_group_sample import FileGroupSample
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.orphans import find_orphans
 from tms.hudi.timeline.instant import Action, instant_to_datetime
@@ -83,21 +84,22 @@ def reasons_out(health: TableHealth) -> list[dict[str, object]]:
 
 
 def score_tables(database: Database, table_ids: list[int], now: datetime, *, clean_commits: int,
-                 orphan_safety_seconds: float) -> dict[int, TableHealth]:
-    """Score each table and record it; a table that cannot be read scores 0 with the reason."""
+                 orphan_safety_seconds: float, context: HudiContext = DEFAULT_CONTEXT) -> dict[int, TableHealth]:
+    """Score each table (read with `context`) and record it; a table that cannot be read scores 0 with the
+    reason."""
     scored = {}
     for table_id in table_ids:
         with database.transaction() as session:
             row = TableRepo(session).get(table_id)
-            base_path, policy = row.base_path, TablePolicy.from_stored(row.policies)
+            base_path, policy = row.base_path, row.policy
             planner_state = row.planner_state
             tasks = TaskRepo(session).health_counts(table_id)
             damaged = reported_damaged_files(session, table_id)
         digest: HealthDigest | None = None
         try:
-            digest = health_digest(HudiTable.load(base_path), now, tasks_by_state=tasks, clean_commits=clean_commits,
-                                   orphan_safety_seconds=orphan_safety_seconds, planner_state=planner_state,
-                                   damaged_files=damaged)
+            digest = health_digest(HudiTable.load(base_path, context=context), now, tasks_by_state=tasks,
+                                   clean_commits=clean_commits, orphan_safety_seconds=orphan_safety_seconds,
+                                   planner_state=planner_state, damaged_files=damaged)
             health = table_health(digest, policy, now)
             reasons = reasons_out(health)
             status = health.status
@@ -124,9 +126,10 @@ def _backlog(digest: HealthDigest | None, now: datetime) -> dict[str, Any]:
 
 
 def score_stalest(database: Database, now: datetime, *, batch: int, clean_commits: int,
-                  orphan_safety_seconds: float) -> dict[int, TableHealth]:
+                  orphan_safety_seconds: float, context: HudiContext = DEFAULT_CONTEXT) -> dict[int, TableHealth]:
     """The leader's round: score the `batch` tables checked longest ago (the retention, manager/retention.py,
     forgets old samples)."""
     with database.transaction() as session:
         ids = HealthRepo(session).stalest(batch)
-    return score_tables(database, ids, now, clean_commits=clean_commits, orphan_safety_seconds=orphan_safety_seconds)
+    return score_tables(database, ids, now, clean_commits=clean_commits, orphan_safety_seconds=orphan_safety_seconds,
+                        context=context)

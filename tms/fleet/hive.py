@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 from tms.db import Database
 from tms.db.errors import NotFoundError
 from tms.errors import ConfigError
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 
 from .catalog import PROVIDER_PARAMETER, CatalogTable, sync_catalog_tables
 from .onboarding import ScanReport
@@ -99,7 +100,8 @@ def catalog_root(database: str) -> str:
 
 def sync_hive_database(database: Database, hive_database: str, *, metastore_uri: str | None,
                        storage_roots: list[str], policies: dict[str, Any] | None = None,
-                       refresh: Callable[[], None] | None = None) -> ScanReport:
+                       refresh: Callable[[], None] | None = None,
+                       context: HudiContext = DEFAULT_CONTEXT) -> ScanReport:
     """Read the metastore database's tables and sync them (`catalog.sync_catalog_tables`). `metastore_uri` may
     list several metastores (comma-separated, as `hive.metastore.uris`): they are tried in order, as Hive's own
     client does, and the first that answers is read. NotFoundError: the metastore has no such database;
@@ -125,4 +127,4 @@ def sync_hive_database(database: Database, hive_database: str, *, metastore_uri:
     else:
         raise ConfigError("; ".join(failures))
     return sync_catalog_tables(database, tables, catalog_root(hive_database), storage_roots=storage_roots,
-                               policies=policies, refresh=refresh)
+                               policies=policies, refresh=refresh, context=context)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tms.db import AlertRepo, Database, DiscoveryRepo, TableRepo
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.errors import HudiError
 from tms.hudi.storage.paths import normalize_base_path
 from tms.hudi.table.hudi_table import HudiTable
@@ -32,9 +33,10 @@ class ScanReport:
 
 
 def scan_root(database: Database, root: str, *, policies: dict[str, Any] | None = None, max_depth: int = 4,
-              refresh: Callable[[], None] | None = None) -> ScanReport:
+              refresh: Callable[[], None] | None = None, context: HudiContext = DEFAULT_CONTEXT) -> ScanReport:
     """Find the tables under `root` and onboard what is new. `policies`: the stored policies new tables get.
-    `refresh`: called after tables were registered (the caller's caches of table identities)."""
+    `refresh`: called after tables were registered (the caller's caches of table identities). `context`: what
+    the root and its tables are read with."""
     root = normalize_base_path(root).rstrip("/") or "/"
     report = ScanReport(root)
     with database.transaction() as session:
@@ -42,14 +44,14 @@ def scan_root(database: Database, root: str, *, policies: dict[str, Any] | None 
     # Registered tables are not read again; refused and missing ones are (a table may have been upgraded to
     # something TMS serves, or come back).
     live = {p for p, d in known.items() if d.state == "registered"}
-    found = find_tables(root, known=live, max_depth=max_depth)
+    found = find_tables(root, known=live, max_depth=max_depth, context=context)
     report.listings = found.listings
     present = set(found.tables)
     for base_path in found.tables:
         if base_path in live:
             report.known += 1
             continue
-        _onboard(database, root, base_path, policies or {}, report)
+        _onboard(database, root, base_path, policies or {}, report, context)
     with database.transaction() as session:
         DiscoveryRepo(session).seen(present & live)
     for base_path in sorted(live - present):
@@ -59,9 +61,10 @@ def scan_root(database: Database, root: str, *, policies: dict[str, Any] | None 
     return report
 
 
-def _onboard(database: Database, root: str, base_path: str, policies: dict[str, Any], report: ScanReport) -> None:
+def _onboard(database: Database, root: str, base_path: str, policies: dict[str, Any], report: ScanReport,
+             context: HudiContext) -> None:
     try:
-        table = HudiTable.load(base_path)
+        table = HudiTable.load(base_path, context=context)
         _, refusal = assess(table)
         facts = registration_facts(table)
     except (HudiError, OSError, ValueError) as exc:
@@ -84,16 +87,17 @@ def _onboard(database: Database, root: str, base_path: str, policies: dict[str, 
 
 
 def onboard_path(database: Database, base_path: str, root: str,
-                 policies: dict[str, Any] | None = None) -> ScanReport:
+                 policies: dict[str, Any] | None = None, context: HudiContext = DEFAULT_CONTEXT) -> ScanReport:
     """Onboard one table (a callback from an unregistered base path under a storage root): registered if TMS
     serves it, recorded as refused with the reason if not; a table registered already is left as it is."""
     report = ScanReport(normalize_base_path(root).rstrip("/") or "/")
-    _onboard(database, report.root, normalize_base_path(base_path), policies or {}, report)
+    _onboard(database, report.root, normalize_base_path(base_path), policies or {}, report, context)
     return report
 
 
 def sync_catalog(database: Database, root: str, locations: list[str], refused: dict[str, str], *,
-                 policies: dict[str, Any] | None = None, refresh: Callable[[], None] | None = None) -> ScanReport:
+                 policies: dict[str, Any] | None = None, refresh: Callable[[], None] | None = None,
+                 context: HudiContext = DEFAULT_CONTEXT) -> ScanReport:
     """Onboard the tables a catalog lists (`root`: the catalog database's label, `locations`: its tables' base
     paths, normalized; `refused`: what it lists that TMS refuses, by location, with the reason). Registered
     tables found again are left as they are; those the catalog no longer lists are disabled."""
@@ -109,7 +113,7 @@ def sync_catalog(database: Database, root: str, locations: list[str], refused: d
         if base_path in live:
             report.known += 1
             continue
-        _onboard(database, root, base_path, policies or {}, report)
+        _onboard(database, root, base_path, policies or {}, report, context)
     with database.transaction() as session:
         DiscoveryRepo(session).seen(set(locations) & live)
     for base_path in sorted(live - set(locations)):

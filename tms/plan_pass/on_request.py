@@ -10,11 +10,12 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import ConflictError, Database, RegisteredTable, TablePolicy, TableRepo, Task
+from tms.db import ConflictError, Database, TableRecord, TableRepo, TaskRecord
 from tms.errors import ONE_LINE_ERRORS
 from tms.hudi.storage.paths import require_under_roots
 from tms.planning.decisions import PlannerOptions
 from tms.planning.errors import PlanningError
+from tms.table_context import table_context
 from tms.table_service import TableService
 
 from .passes import PLANNING_ERRORS, PassContext, requested_pass
@@ -29,7 +30,7 @@ def utc_now() -> datetime:
 
 
 @contextmanager
-def locked_for_planning(database: Database, table_id: int) -> Iterator[tuple[Session, RegisteredTable | None]]:
+def locked_for_planning(database: Database, table_id: int) -> Iterator[tuple[Session, TableRecord | None]]:
     """A transaction holding the table's planning lock (its row, FOR UPDATE SKIP LOCKED): the row, or None
     when another process holds it (or the table is unknown)."""
     with database.transaction() as session:
@@ -39,7 +40,8 @@ def locked_for_planning(database: Database, table_id: int) -> Iterator[tuple[Ses
 def planner_options(settings: Settings) -> PlannerOptions:
     """What the planner schedules (TMS_PLANNER_SERVICES, TMS_PLANNER_CLEAN_COMMITS, TMS_PLANNER_FULL_PASS_HOURS)."""
     return PlannerOptions(services=frozenset(settings.planner_services), clean_commits=settings.planner_clean_commits,
-                          storage_roots=tuple(settings.storage_roots), full_pass_hours=settings.planner_full_pass_hours)
+                          storage_roots=tuple(settings.storage_roots), full_pass_hours=settings.planner_full_pass_hours,
+                          context=table_context(settings))
 
 
 class OnRequestPlanner:
@@ -53,13 +55,14 @@ class OnRequestPlanner:
     @classmethod
     def from_settings(cls, database: Database, settings: Settings, *, cached_tables: int) -> OnRequestPlanner:
         """The service's: keeps `cached_tables` loaded timelines, without a change feed."""
-        return cls(database, planner_options(settings), TableCache(cached_tables))
+        options = planner_options(settings)
+        return cls(database, options, TableCache(cached_tables, context=options.context))
 
     def close(self) -> None:
         """Close the cached tables' locks (the service stops)."""
         self.cache.close()
 
-    def plan(self, table_id: int, service: TableService, *, wait_seconds: float = 10.0) -> list[Task]:
+    def plan(self, table_id: int, service: TableService, *, wait_seconds: float = 10.0) -> list[TaskRecord]:
         """Plan `service` on one table now, whatever its trigger says (see `requested_pass`), under the
         table's planning lock, waiting up to `wait_seconds` for a planner that holds it. Returns the tasks
         recorded (none: there was nothing to plan). NotFoundError for an unknown table, ConflictError for a
@@ -75,13 +78,13 @@ class OnRequestPlanner:
                 raise ConflictError(f"table {table_id} is being planned by another process; try again")
             time.sleep(_LOCK_RETRY_SECONDS)
 
-    def _plan_locked(self, session: Session, row: RegisteredTable, service: TableService) -> list[Task]:
+    def _plan_locked(self, session: Session, row: TableRecord, service: TableService) -> list[TaskRecord]:
         if not row.enabled:
             raise ConflictError(f"table {row.id} is disabled: enable it before planning it")
         try:
             require_under_roots(row.base_path, self.options.storage_roots)
             cached = self.cache.with_current_properties(row)
-            policy = TablePolicy.from_stored(row.policies)
+            policy = row.policy
             ctx = PassContext(session, row, cached.table, policy, self.clock(), self.options.services_for(policy),
                               cached.transactions, self.options.full_pass_every)
             digest, recorded = requested_pass(ctx, stored_digest(row, self.options), service)
@@ -90,6 +93,7 @@ class OnRequestPlanner:
             if isinstance(e, ONE_LINE_ERRORS):
                 raise
             raise PlanningError(f"cannot plan {row.base_path}: {e}") from e
-        row.planned_at = ctx.now
-        store_digest(row, digest, self.options, ctx.now)
+        tables = TableRepo(session)
+        tables.mark_planned(row.id, ctx.now)
+        store_digest(tables, row, digest, self.options, ctx.now)
         return recorded

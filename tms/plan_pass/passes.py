@@ -12,7 +12,7 @@ from functools import partial
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, ArchiveTaskRepo, RegisteredTable, TablePolicy, Task
+from tms.db import AlertRepo, ArchiveTaskRepo, TablePolicy, TableRecord, TaskRecord
 from tms.hudi.errors import HudiError
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
@@ -45,7 +45,7 @@ PLANNING_ERRORS = (HudiError, PlanningError, MetadataFormatError, OSError)
 @dataclass
 class PassContext:
     session: Session
-    row: RegisteredTable
+    row: TableRecord
     table: HudiTable  # from the planner's cache
     policy: TablePolicy
     now: datetime
@@ -114,7 +114,7 @@ def _due(ctx: PassContext, service: str) -> bool:
     return True
 
 
-def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
+def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[TaskRecord]]:
     """Run `work` on the locked table, under its writers' lock; returns its new digest and the tasks recorded.
     The timeline is listed once for the whole pass (its library calls would each list it again)."""
     with ctx.transaction(exact_view=_decides_on_older_instants(ctx, work)), \
@@ -131,7 +131,7 @@ def _decides_on_older_instants(ctx: PassContext, work: Work) -> bool:
             or bool(ctx.policy.savepoint_interval_hours))
 
 
-def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[Task]]:
+def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[TaskRecord]]:
     recorder = TaskRecorder(ctx.session, ctx.row, ctx.table, ctx.policy)
     refusals = Refusals(ctx.session, ctx.row, ctx.table)
     unrunnable = _guarded(recorder, "unrunnable plans", refusals.settle_unrunnable_plans) or set()
@@ -175,7 +175,7 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
 
 
 def requested_pass(ctx: PassContext, digest: TimelineDigest | None, service: TableService
-                   ) -> tuple[TimelineDigest, list[Task]]:
+                   ) -> tuple[TimelineDigest, list[TaskRecord]]:
     """An operator's request to plan `service` now (`POST /api/v1/tables/{id}:plan`): a planning pass that
     plans the service whatever its trigger says (a rollback: of the writes whose writer is gone), and raises
     what keeps it from planning instead of alerting. Returns the table's new digest and the tasks recorded

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, ArchiveTaskRepo, RegisteredTable, Task, TaskRepo, TaskState
+from tms.db import AlertRepo, ArchiveTaskRepo, TableRecord, TaskRecord, TaskRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import parse_rollback_plan
@@ -41,15 +41,15 @@ def stats_record(stats: PlanStats) -> dict[str, Any]:
 class TaskRecorder:
     """Records the plans of one table, locked for planning in `session`'s transaction."""
 
-    def __init__(self, session: Session, row: RegisteredTable, table: HudiTable, policy: TablePolicy | None = None):
+    def __init__(self, session: Session, row: TableRecord, table: HudiTable, policy: TablePolicy | None = None):
         self.session = session
         self.policy = policy  # the table's effective policy: an archive task's plan keeps it
         self.row = row
         self.table = table
         self.tasks = TaskRepo(session)
-        self.recorded: list[Task] = []
+        self.recorded: list[TaskRecord] = []
 
-    def record(self, planned: Planned, *, planned_by_tms: bool = True) -> Task:
+    def record(self, planned: Planned, *, planned_by_tms: bool = True) -> TaskRecord:
         """The task of a plan already on the timeline (the existing one if it was recorded before);
         `planned_by_tms`: TMS wrote the plan (False: adopted). An archival writes nothing on the timeline: its
         task names the request, and its plan the latest instant it archives through."""
@@ -104,7 +104,7 @@ class TaskRecorder:
                 continue
             self._hold_or_release(task, remaining, stats_record(plan_stats(self.table, tc)))
 
-    def _hold_or_release(self, task: Task, blockers: list[str], stats: dict[str, Any]) -> None:
+    def _hold_or_release(self, task: TaskRecord, blockers: list[str], stats: dict[str, Any]) -> None:
         """The task of a synced plan: runnable once no blocker is left, held while one is. A None from a
         compare-and-set means an operator changed the task meanwhile; the next pass syncs it again."""
         state = TaskState(task.state)
@@ -119,7 +119,7 @@ class TaskRecorder:
             self.tasks.update_blockers(task.id, expected_state=state, expected_version=task.version,
                                        blockers=blockers, plan_stats=stats)
 
-    def _alert_compensation(self, tc: str, task: Task | None, error: CompensationError) -> None:
+    def _alert_compensation(self, tc: str, task: TaskRecord | None, error: CompensationError) -> None:
         log.error("table %s: %s", self.row.id, error)
         AlertRepo(self.session).raise_alert(
             kind="compensation_failed", severity="critical", message=str(error),

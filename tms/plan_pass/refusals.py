@@ -14,7 +14,7 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from tms.db import AlertRepo, RegisteredTable, RolloutRepo, TaskRepo, TaskState
+from tms.db import AlertRepo, RolloutRepo, TableRecord, TaskRepo, TaskState
 from tms.hudi.errors import InstantConflictError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
@@ -37,7 +37,7 @@ def service_of(instant: Instant) -> str:
     return TableService.CLUSTERING.value if instant.action == Action.REPLACE_COMMIT else instant.action
 
 
-def hudi_engine_of(session: Session, row: RegisteredTable) -> str | None:
+def hudi_engine_of(session: Session, row: TableRecord) -> str | None:
     """The Hudi engine that runs the table's tasks (its rollout rule's stable engine), if one does: it runs the
     compactions and clusterings TMS's own engine cannot (tms.planning.capabilities)."""
     return RolloutRepo(session).hudi_engine_for(queue=row.queue, database=row.database, table=row.name)
@@ -46,7 +46,7 @@ def hudi_engine_of(session: Session, row: RegisteredTable) -> str | None:
 class Refusals:
     """What TMS can run on one table locked for planning, decided once per pass."""
 
-    def __init__(self, session: Session, row: RegisteredTable, table: HudiTable):
+    def __init__(self, session: Session, row: TableRecord, table: HudiTable):
         self.session = session
         self.row = row
         self.table = table

@@ -19,9 +19,10 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from tms.db import RegisteredTable
+from tms.db import TableRecord
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.locks import TransactionManager
-from tms.hudi.storage.table_storage import Storage, open_storage
+from tms.hudi.storage.table_storage import Storage
 from tms.hudi.table.hudi_table import PROPERTIES, HudiTable
 from tms.hudi.timeline.tail_listing import TailListing
 from tms.hudi.timeline.watch import TimelineWatcher
@@ -34,15 +35,16 @@ class CachedTable:
     concurrency_options: dict[str, str]  # what `transactions` was opened with
     properties: bytes | None  # the table's hoodie.properties as it was loaded
 
-    def matches(self, row: RegisteredTable) -> bool:
+    def matches(self, row: TableRecord) -> bool:
         return (self.table.base_path == row.base_path.rstrip("/")
                 and self.concurrency_options == dict(row.concurrency_options))
 
 
 class TableCache:
     def __init__(self, capacity: int, watcher: TimelineWatcher | None = None, *, max_bytes: int | None = None,
-                 tail_listing: TailListing | None = TailListing()):
+                 tail_listing: TailListing | None = TailListing(), context: HudiContext = DEFAULT_CONTEXT):
         self.capacity = capacity
+        self.context = context
         self.max_bytes = max_bytes
         self.watcher = watcher
         # The cached timelines stay loaded: where no change feed tells their changes, each reload lists only
@@ -56,7 +58,7 @@ class TableCache:
     def __len__(self) -> int:
         return len(self._tables)
 
-    def get(self, row: RegisteredTable) -> CachedTable:
+    def get(self, row: TableRecord) -> CachedTable:
         """The loaded table of a registered one and its transaction manager (loaded now if absent, or if its
         base path or concurrency options changed)."""
         with self._lock:
@@ -66,7 +68,7 @@ class TableCache:
                 return cached
         return self._load(row)
 
-    def with_current_properties(self, row: RegisteredTable) -> CachedTable:
+    def with_current_properties(self, row: TableRecord) -> CachedTable:
         """`get(row)`, loaded again if a writer changed the table's `hoodie.properties` since it was loaded
         (enabled a metadata-table partition, changed the merge mode...): what TMS can run on it is decided from
         them. Called by passes that plan (it reads one small file), not by those that decide nothing is due."""
@@ -74,11 +76,11 @@ class TableCache:
         current = _read_properties(cached.table.storage)
         return self._load(row) if current is not None and current != cached.properties else cached
 
-    def _load(self, row: RegisteredTable) -> CachedTable:
+    def _load(self, row: TableRecord) -> CachedTable:
         # Outside the lock: loading reads the whole timeline. The properties are read first: a change
         # in between makes them differ from what is loaded, and the next pass loads the table again.
-        properties = _read_properties(open_storage(row.base_path))
-        table = HudiTable.load(row.base_path, watcher=self.watcher)
+        properties = _read_properties(self.context.open_storage(row.base_path))
+        table = HudiTable.load(row.base_path, watcher=self.watcher, context=self.context)
         table.timeline.tail_listing = self.tail_listing
         try:
             options = dict(row.concurrency_options)

@@ -28,7 +28,7 @@ from tms.table_service import TableService
 
 from .compaction_strategy import TOTAL_IO_READ_MB, TOTAL_LOG_FILES, TOTAL_LOG_FILES_SIZE
 from .footprint import file_groups_of_pending_writes
-from .incremental import left_out, plan_scope
+from .incremental import left_out, plan_scope, remember_plan
 from .planned import Planned
 from .policy import TablePolicy
 from .stats import plan_stats
@@ -118,4 +118,5 @@ def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     meta = RequestedReplaceMetadata(operation_type=CLUSTER_OPERATION, clustering_plan=plan, extra_metadata={})
     action = Action.CLUSTERING if table.config.traits.clustering_action else Action.REPLACE_COMMIT
     inst = tl.create_requested(action, serialize_requested_replace_metadata(meta))
+    remember_plan(tl, inst.timestamp, extra, missing)
     return Planned(inst.timestamp, TableService.CLUSTERING, plan_stats(table, inst.timestamp), scope=scope.describe())

@@ -22,7 +22,7 @@ from .compaction_strategy import capture_metrics, order_and_filter
 from .compensation import pending_delta_commits_before, sync_held_plan, with_blockers
 from .errors import PlanningError
 from .footprint import IOType, written_files
-from .incremental import Scope, left_out, plan_scope
+from .incremental import Scope, left_out, plan_scope, remember_plan
 from .planned import Planned
 from .policy import TablePolicy
 from .stats import plan_stats
@@ -118,6 +118,7 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
         extra |= scope.metadata()
     plan = CompactionPlan(operations=operations, extra_metadata=extra, missing_schedule_partitions=missing)
     tl.create_requested(Action.COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
+    remember_plan(tl, tc, extra, missing)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []
     return Planned(tc, TableService.COMPACTION, plan_stats(table, tc), tuple(remaining), scope.describe())

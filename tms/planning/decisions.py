@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.timeline.instant import Action
 from tms.table_service import TableService
 
@@ -28,6 +29,7 @@ class PlannerOptions:
     clean_commits: int        # completed writes since the last clean (or clean attempt) before the next
     storage_roots: tuple[str, ...] = ()  # a table found outside them (its folder replaced by a link) is not planned
     full_pass_hours: float = 24.0  # TMS_PLANNER_FULL_PASS_HOURS
+    context: HudiContext = DEFAULT_CONTEXT  # what tables are read with, and the zone of LOCAL timelines
 
     @property
     def full_pass_every(self) -> timedelta | None:
@@ -81,7 +83,7 @@ class Work:
 
 
 class EventLike(Protocol):
-    """What decisions read of a stored event (tms.db.Event)."""
+    """What decisions read of a stored event (tms.db.EventRecord)."""
 
     instant: str
     action: str

@@ -79,12 +79,15 @@ class TimelineDigest:
     # nothing (Hudi's rules held the oldest back): the next attempt waits for more.
     commits: int = 0
     archive_attempted_at: int | None = None
+    # The zone of LOCAL timelines, as the reader's context passes it (None: this host's); not stored.
+    local_zone: tzinfo | None = field(default=None, compare=False, repr=False)
 
     # --- storage in planner_state -------------------------------------------------------------------
     @classmethod
-    def from_state(cls, state: dict[str, Any] | None, services: frozenset[str]) -> TimelineDigest | None:
+    def from_state(cls, state: dict[str, Any] | None, services: frozenset[str],
+                   local_zone: tzinfo | None = None) -> TimelineDigest | None:
         """The stored digest, or None if there is none (a table never planned), it is of another format,
-        or it counts for other services than the planner's now."""
+        or it counts for other services than the planner's now; `local_zone`: that of LOCAL timelines."""
         if not state or state.get("format") != FORMAT or set(state["counted"]) != _counted(services):
             return None
         # Copies: the row's own value must stay as loaded, or its change would go unnoticed.
@@ -95,10 +98,11 @@ class TimelineDigest:
                    findings={k: list(v) for k, v in state["findings"].items()},
                    scopes={k: list(v) for k, v in state.get("scopes", {}).items()}, scanned_at=state["scanned_at"],
                    timeline_utc=state["timeline_utc"], commits=state.get("commits", 0),
-                   archive_attempted_at=state.get("archive_attempted_at"))
+                   archive_attempted_at=state.get("archive_attempted_at"), local_zone=local_zone)
 
     def to_state(self) -> dict[str, Any]:
-        return {"format": FORMAT, **vars(self)}  # the row keeps it; this digest is not used after
+        # the row keeps it; this digest is not used after
+        return {"format": FORMAT, **{k: v for k, v in vars(self).items() if k != "local_zone"}}
 
     # --- building from the timeline -----------------------------------------------------------------
     @classmethod
@@ -113,7 +117,7 @@ class TimelineDigest:
                   findings={k: list(v) for k, v in previous.findings.items()} if previous else {},
                   scopes={k: list(v) for k, v in previous.scopes.items()} if previous else {},
                   scanned_at=previous.scanned_at if previous else None,
-                  timeline_utc=is_utc_timeline(table.config.props))
+                  timeline_utc=is_utc_timeline(table.config.props), local_zone=table.config.local_zone)
         out.compacted = _timestamp(tl.last_of((Action.COMMIT, Action.REPLACE_COMMIT), completed=True))
         out.cleaned = _timestamp(tl.last_of((Action.CLEAN,)))
         counted = _counted(services)
@@ -217,7 +221,7 @@ class TimelineDigest:
     @property
     def zone(self) -> tzinfo:
         """The zone of the table's instant times."""
-        return zone_of(self.timeline_utc)
+        return zone_of(self.timeline_utc, self.local_zone)
 
     # --- the pre-checks -----------------------------------------------------------------------------
     def _compaction_count(self) -> tuple[list[str] | None, str | None]:

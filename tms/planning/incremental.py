@@ -108,15 +108,39 @@ def _norm(partition: str | None) -> str:
 
 
 @dataclass(frozen=True)
+class _Record:
+    """What a plan records of its scope: its extraMetadata and missingSchedulePartitions."""
+    extra_metadata: dict[str, str]
+    missing: list[str] | None
+
+
+@dataclass(frozen=True)
 class _LastPlan:
     instant: Instant
     extra_metadata: dict[str, str]
     missing: list[str] | None
 
 
-# What the completed plans of a loaded timeline record of their scope, read once (a plan of a big table names
-# thousands of operations this does not need: its record is read, never converted).
-_RECORDED: WeakKeyDictionary[Timeline, dict[str, _LastPlan | None]] = WeakKeyDictionary()
+# What the plans of a loaded timeline record of their scope, read once, or kept when TMS wrote the plan through
+# that timeline (a plan of a big table names thousands of operations this does not need: reading them back is
+# what made the next incremental plan's time follow the last plan's size).
+_RECORDED: WeakKeyDictionary[Timeline, dict[str, _Record | None]] = WeakKeyDictionary()
+_KEPT = 8
+
+
+def remember_plan(timeline: Timeline, timestamp: str, extra_metadata: dict[str, str],
+                  missing: list[str] | None) -> None:
+    """What the plan TMS just wrote at `timestamp` records of its scope, kept with the loaded timeline for the
+    next plan of its service (the planner keeps timelines loaded between passes)."""
+    _keep(_RECORDED.setdefault(timeline, {}), timestamp, _Record(dict(extra_metadata), missing))
+
+
+def _keep(known: dict[str, _Record | None], timestamp: str, record: _Record | None) -> None:
+    """Keep `record`, and the newest few others only: a plan needs the latest compaction's or clustering's (one
+    dropped is read again), and a table's life has a plan a minute."""
+    known[timestamp] = record
+    for old in sorted(known)[:-_KEPT]:
+        del known[old]
 
 
 def _recorded_scope(table: HudiTable, inst: Instant) -> _LastPlan | None:
@@ -129,9 +153,12 @@ def _recorded_scope(table: HudiTable, inst: Instant) -> _LastPlan | None:
         except MetadataFormatError:
             name, record = "", {}  # an insert_overwrite's requested file may be empty
         plan = record if name.endswith("HoodieCompactionPlan") else record.get("clusteringPlan")
-        known[inst.timestamp] = None if not isinstance(plan, dict) else _LastPlan(
-            inst, dict(plan.get("extraMetadata") or {}), plan.get("missingSchedulePartitions"))
-    return known[inst.timestamp]
+        kept = None if not isinstance(plan, dict) else _Record(dict(plan.get("extraMetadata") or {}),
+                                                                   plan.get("missingSchedulePartitions"))
+        _keep(known, inst.timestamp, kept)
+    else:
+        kept = known[inst.timestamp]
+    return None if kept is None else _LastPlan(inst, kept.extra_metadata, kept.missing)
 
 
 def _last_compaction(table: HudiTable) -> _LastPlan | None:

@@ -91,11 +91,8 @@ class Deliverer:
         with transaction() as session:
             repo = WebhookRepo(session)
             for outgoing, status, error in results:
-                delivery = repo.pending_delivery(outgoing.delivery_id)
-                if delivery is None:
-                    continue
-                repo.record_attempt(delivery, at=at, status=status, error=error,
-                                                    delivered=_accepted(status), retry_in_seconds=self._wait(outgoing))
+                repo.record_attempt(outgoing.delivery_id, at=at, status=status, error=error,
+                                    delivered=_accepted(status), retry_in_seconds=self._wait(outgoing))
         for outgoing, status, error in results:
             if _accepted(status):
                 log.info("webhook delivery %s sent to %s (attempt %s)", outgoing.delivery_id, outgoing.url,

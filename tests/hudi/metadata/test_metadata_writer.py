@@ -6,6 +6,7 @@ import json
 import os
 import time
 from datetime import UTC
+from zoneinfo import ZoneInfo
 
 import pytest
 from mdt_model import MdtModelledTable, check_metadata_table
@@ -13,6 +14,7 @@ from table_model import key, rec
 from typer.testing import CliRunner
 
 from tms.cli import app
+from tms.hudi.context import HudiContext
 from tms.hudi.fs_view.file_names import LogFileName
 from tms.hudi.log_format.hfile import read_hfile
 from tms.hudi.log_format.log_file import BlockType, HeaderKey, read_log_file
@@ -22,8 +24,8 @@ from tms.hudi.metadata.reader import MetadataTable
 from tms.hudi.metadata.records import decode_value
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State, millis_from_instant
-from tms.hudi.timeline.zone import local_zone
 
+US_CENTRAL = ZoneInfo("America/Chicago")
 cli = CliRunner()
 
 
@@ -140,20 +142,16 @@ def test_writer_refuses_tables_whose_indexes_it_would_leave_stale(tmp_path):
 
 
 @pytest.fixture
-def us_central(monkeypatch):
-    """This process in the zone the JVM that wrote the v9 fixtures ran in (US Central)."""
-    monkeypatch.setenv("TZ", "America/Chicago")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+def us_central():
+    """The zone of LOCAL timelines passed in: that of the JVM that wrote the v9 fixtures (US Central)."""
+    return HudiContext(local_zone=US_CENTRAL)
 
 
 def test_java_writes_record_index_times_in_its_jvms_zone(fixture_tables, us_central):
     """The fixture's record index times are its instants read as US Central wall-clock times, not UTC ones."""
-    table = HudiTable.load(str(fixture_tables["cow_v9_txns_simple_meta"]))
+    table = HudiTable.load(str(fixture_tables["cow_v9_txns_simple_meta"]), context=us_central)
     index = MetadataTable(table).records(K.RECORD_INDEX)
-    local = {millis_from_instant(i.timestamp, local_zone()) for i in table.timeline}
+    local = {millis_from_instant(i.timestamp, US_CENTRAL) for i in table.timeline}
     utc = {millis_from_instant(i.timestamp, UTC) for i in table.timeline}
     assert index and all(r.location.instant_millis in local - utc for r in index.values())
 
@@ -162,15 +160,15 @@ def test_java_writes_record_index_times_in_its_jvms_zone(fixture_tables, us_cent
 def test_record_index_times_are_parsed_in_the_timeline_zone(tmp_path, us_central, timeline_zone, utc):
     """As Java's createRecordIndexUpdate: in hoodie.table.timeline.timezone, LOCAL (the default) being the
     zone of the process that writes (TMS's, as the JVM's for a Java writer on the same host)."""
-    t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 9)
+    t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 9, context=us_central)
     if timeline_zone is not None:
         props = t.path / ".hoodie" / "hoodie.properties"
         props.write_text(props.read_text() + f"hoodie.table.timeline.timezone={timeline_zone}\n")
         t.writer.table = t.table()
     ts = t.write([rec(i, 10) for i in range(5)], "insert")
     index = MetadataTable(t.table()).records(K.RECORD_INDEX)
-    assert millis_from_instant(ts, UTC) != millis_from_instant(ts, local_zone())
-    zone = UTC if utc else local_zone()
+    assert millis_from_instant(ts, UTC) != millis_from_instant(ts, US_CENTRAL)
+    zone = UTC if utc else US_CENTRAL
     assert {r.location.instant_millis for r in index.values()} == {millis_from_instant(ts, zone)}
     t.check()
 

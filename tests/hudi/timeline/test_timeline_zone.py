@@ -13,11 +13,13 @@ import pytest
 
 from tms.config import load_settings
 from tms.errors import ConfigError
+from tms.hudi.context import HudiContext
 from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import instant_to_datetime, instant_wall_clock, millis_from_instant, new_instant_time
 from tms.hudi.timeline.instant_time import TimeGenerator
-from tms.hudi.timeline.zone import TIMELINE_TIMEZONE, is_utc_timeline
+from tms.hudi.timeline.zone import TIMELINE_TIMEZONE, is_utc_timeline, system_zone
+from tms.table_context import child_env, table_context
 from tms.timeline_zone import LOCAL_TIMEZONE_ENV, local_zone
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -25,17 +27,19 @@ NEW_YORK = ZoneInfo("America/New_York")
 
 
 @pytest.fixture
-def shanghai(monkeypatch):
-    monkeypatch.setenv(LOCAL_TIMEZONE_ENV, "Asia/Shanghai")
+def shanghai() -> HudiContext:
+    """What TMS passes the library under TMS_TIMELINE_LOCAL_TIMEZONE=Asia/Shanghai."""
+    return table_context(load_settings(timeline_local_timezone="Asia/Shanghai"))
 
 
-def _table(fixture_tables, tmp_path, name: str, timeline_zone: str | None = None) -> HudiTable:
+def _table(fixture_tables, tmp_path, name: str, context: HudiContext, timeline_zone: str | None = None
+           ) -> HudiTable:
     path = tmp_path / name
     shutil.copytree(fixture_tables[name], path)
     if timeline_zone is not None:
         props = path / ".hoodie" / "hoodie.properties"
         props.write_text(props.read_text() + f"{TIMELINE_TIMEZONE}={timeline_zone}\n")
-    return HudiTable.load(str(path))
+    return HudiTable.load(str(path), context=context)
 
 
 def _off_by(ts: str, zone) -> timedelta:
@@ -45,14 +49,14 @@ def _off_by(ts: str, zone) -> timedelta:
 
 @pytest.mark.parametrize("timeline_zone", [None, "LOCAL", "local"])
 def test_a_local_tables_new_instant_is_the_writers_wall_clock(fixture_tables, tmp_path, shanghai, timeline_zone):
-    table = _table(fixture_tables, tmp_path, "mor_v8_trips_8i3u1d", timeline_zone)
+    table = _table(fixture_tables, tmp_path, "mor_v8_trips_8i3u1d", shanghai, timeline_zone)
     ts = table.timeline.new_instant_time()
     assert _off_by(ts, SHANGHAI) < timedelta(minutes=5)  # and so 8 hours from the UTC wall clock
     assert ts > max(i.timestamp for i in table.timeline.instants())
 
 
 def test_a_utc_tables_new_instant_is_the_utc_wall_clock(fixture_tables, tmp_path, shanghai):
-    table = _table(fixture_tables, tmp_path, "mor_v8_trips_8i3u1d", "UTC")
+    table = _table(fixture_tables, tmp_path, "mor_v8_trips_8i3u1d", shanghai, "UTC")
     assert _off_by(table.timeline.new_instant_time(), UTC) < timedelta(minutes=5)
 
 
@@ -61,7 +65,7 @@ def test_without_the_setting_local_is_this_hosts_zone(fixture_tables, tmp_path, 
     monkeypatch.setenv("TZ", "Asia/Shanghai")
     time.tzset()
     try:
-        table = _table(fixture_tables, tmp_path, "mor_v8_trips_8i3u1d")
+        table = _table(fixture_tables, tmp_path, "mor_v8_trips_8i3u1d", table_context(load_settings()))
         assert _off_by(table.timeline.new_instant_time(), SHANGHAI) < timedelta(minutes=5)
     finally:
         monkeypatch.undo()
@@ -70,7 +74,7 @@ def test_without_the_setting_local_is_this_hosts_zone(fixture_tables, tmp_path, 
 
 def test_a_v6_completion_time_is_the_files_mtime_in_the_timeline_zone(fixture_tables, tmp_path, shanghai):
     for timeline_zone, zone in (("LOCAL", SHANGHAI), ("UTC", UTC)):
-        table = _table(fixture_tables, tmp_path / timeline_zone, "mor_v6_trips_8i1u", timeline_zone)
+        table = _table(fixture_tables, tmp_path / timeline_zone, "mor_v6_trips_8i1u", shanghai, timeline_zone)
         done = table.timeline.last_completed()
         moment = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
         os.utime(table.base_path + "/" + table.timeline.path_of(done), (moment.timestamp(),) * 2)
@@ -117,5 +121,14 @@ def test_the_setting_is_checked_at_start_and_reaches_the_library(monkeypatch):
     with pytest.raises(ConfigError, match=f"TZ=Nowhere/Atlantis.*set {LOCAL_TIMEZONE_ENV}"):
         load_settings()
     monkeypatch.delenv("TZ")
-    assert load_settings(timeline_local_timezone="Asia/Shanghai").timeline_local_timezone == "Asia/Shanghai"
-    assert os.environ[LOCAL_TIMEZONE_ENV] == "Asia/Shanghai" and local_zone() == SHANGHAI
+    settings = load_settings(timeline_local_timezone="Asia/Shanghai")
+    assert settings.timeline_local_timezone == "Asia/Shanghai" and local_zone("Asia/Shanghai") == SHANGHAI
+    assert table_context(settings).local_zone == SHANGHAI, "passed to the library explicitly"
+    assert LOCAL_TIMEZONE_ENV not in os.environ, "not through this process's environment"
+    assert child_env(settings) == {LOCAL_TIMEZONE_ENV: "Asia/Shanghai"}, "handed to the processes TMS starts"
+
+
+def test_without_a_context_local_is_this_hosts_zone_file(fixture_tables, tmp_path):
+    """The library reads no setting and no environment: LOCAL is the zone passed in, else /etc/localtime's."""
+    table = _table(fixture_tables, tmp_path, "mor_v8_trips_8i3u1d", HudiContext())
+    assert table.config.timeline_zone is system_zone()

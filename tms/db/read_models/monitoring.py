@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, aliased
 from tms.table_service import TableService
 
 from ..models import Instance, RegisteredTable, ResourceQueue, Task
+from ..records import InstanceRecord, QueueRecord, TableRecord, TaskRecord, records_of, tables_of, tasks_of
 from ..repos.backups import BackupHistory, BackupTaskRepo
 from ..repos.engines import RolloutRepo
 from ..states import TaskState as S
@@ -26,45 +27,45 @@ class MonitorReads:
         """The database clock, which every rule measures ages by."""
         return self.session.execute(select(func.now())).scalar_one()
 
-    def hudi_engine_for(self, row: RegisteredTable) -> str | None:
+    def hudi_engine_for(self, row: TableRecord) -> str | None:
         """The Hudi engine running the table's tasks, if one does (RolloutRepo.hudi_engine_for)."""
         return RolloutRepo(self.session).hudi_engine_for(queue=row.queue, database=row.database, table=row.name)
 
     # --- backups ------------------------------------------------------------------------------------
-    def tables_with_backups(self) -> list[RegisteredTable]:
+    def tables_with_backups(self) -> list[TableRecord]:
         return BackupTaskRepo(self.session).tables_with_backups()
 
     def backup_history(self, table_id: int) -> BackupHistory:
         return BackupTaskRepo(self.session).history(table_id)
 
-    def backup_restores_done_since(self, since: datetime) -> list[Task]:
+    def backup_restores_done_since(self, since: datetime) -> list[TaskRecord]:
         """Restores of a backup version to a new base path that succeeded at or after `since`."""
         return BackupTaskRepo(self.session).succeeded_restores_since(since)
 
     # --- tasks --------------------------------------------------------------------------------------
-    def failed_for_good(self, *, except_kind: str) -> list[Task]:
+    def failed_for_good(self, *, except_kind: str) -> list[TaskRecord]:
         """FAILED tasks the manager will not retry, but those whose failure kind is `except_kind`."""
-        return list(self.session.scalars(select(Task).where(Task.state == S.FAILED, Task.next_attempt_at.is_(None),
+        return tasks_of(self.session.scalars(select(Task).where(Task.state == S.FAILED, Task.next_attempt_at.is_(None),
                                                             Task.failure_kind.is_distinct_from(except_kind))))
 
-    def savepoint_restores_done_since(self, limit: datetime) -> list[Task]:
+    def savepoint_restores_done_since(self, limit: datetime) -> list[TaskRecord]:
         """Restore tasks (to a savepoint, in place) that succeeded at or after `limit`."""
-        return list(self.session.scalars(select(Task).where(
+        return tasks_of(self.session.scalars(select(Task).where(
             Task.service == TableService.RESTORE, Task.state == S.SUCCEEDED, Task.finished_at >= limit)))
 
-    def timed_out(self) -> list[Task]:
+    def timed_out(self) -> list[TaskRecord]:
         """Tasks whose last attempt ran past its timeout and that are not done."""
-        return list(self.session.scalars(select(Task).where(Task.failure_kind == "timeout",
+        return tasks_of(self.session.scalars(select(Task).where(Task.failure_kind == "timeout",
                                                             Task.state.in_([S.FAILED, S.RUNNABLE, S.RUNNING]))))
 
-    def unclaimed_since(self, limit: datetime) -> list[Task]:
+    def unclaimed_since(self, limit: datetime) -> list[TaskRecord]:
         """RUNNABLE tasks unchanged since `limit` and not deferred past it."""
-        return list(self.session.scalars(select(Task).where(
+        return tasks_of(self.session.scalars(select(Task).where(
             Task.state == S.RUNNABLE, Task.updated_at < limit, (Task.run_after.is_(None)) | (Task.run_after < limit))))
 
-    def held_since(self, limit: datetime) -> list[Task]:
+    def held_since(self, limit: datetime) -> list[TaskRecord]:
         """BLOCKED tasks created before `limit`."""
-        return list(self.session.scalars(select(Task).where(Task.state == S.BLOCKED, Task.created_at < limit)))
+        return tasks_of(self.session.scalars(select(Task).where(Task.state == S.BLOCKED, Task.created_at < limit)))
 
     def tables_with_open(self, service: str) -> set[int]:
         """Tables with a task of `service` planned, pending, running or awaiting a retry."""
@@ -76,8 +77,8 @@ class MonitorReads:
         return dict(self.session.execute(select(Task.table_id, func.count()).where(Task.state.in_(PENDING))
                                          .group_by(Task.table_id)).all())
 
-    def running_or_runnable(self) -> list[Task]:
-        return list(self.session.scalars(select(Task).where(Task.state.in_([S.RUNNING, S.RUNNABLE]))))
+    def running_or_runnable(self) -> list[TaskRecord]:
+        return tasks_of(self.session.scalars(select(Task).where(Task.state.in_([S.RUNNING, S.RUNNABLE]))))
 
     def runnable_count(self) -> int:
         return self.session.scalar(select(func.count()).select_from(Task).where(Task.state == S.RUNNABLE)) or 0
@@ -100,11 +101,11 @@ class MonitorReads:
         return [(stats, started, finished, load or 0.0) for stats, started, finished, load in rows]
 
     # --- tables, queues, instances ------------------------------------------------------------------
-    def enabled_tables(self, table_type: str | None = None) -> list[RegisteredTable]:
+    def enabled_tables(self, table_type: str | None = None) -> list[TableRecord]:
         stmt = select(RegisteredTable).where(RegisteredTable.enabled.is_(True))
         if table_type is not None:
             stmt = stmt.where(RegisteredTable.table_type == table_type)
-        return list(self.session.scalars(stmt))
+        return tables_of(self.session.scalars(stmt))
 
     def enabled_table_digests(self) -> list[tuple[int, str, dict[str, Any] | None]]:
         """(id, name, planner state) of the enabled tables: not their policies, options or statistics."""
@@ -112,16 +113,17 @@ class MonitorReads:
             select(RegisteredTable.id, RegisteredTable.name, RegisteredTable.planner_state)
             .where(RegisteredTable.enabled.is_(True)))]
 
-    def enabled_queues(self) -> list[ResourceQueue]:
-        return list(self.session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True))))
+    def enabled_queues(self) -> list[QueueRecord]:
+        return records_of(QueueRecord,
+                          self.session.scalars(select(ResourceQueue).where(ResourceQueue.enabled.is_(True))))
 
-    def silent_instances(self, limit: datetime) -> list[Instance]:
+    def silent_instances(self, limit: datetime) -> list[InstanceRecord]:
         """Instances whose last heartbeat is older than `limit`."""
-        return list(self.session.scalars(select(Instance).where(Instance.heartbeat_at < limit)))
+        return records_of(InstanceRecord, self.session.scalars(select(Instance).where(Instance.heartbeat_at < limit)))
 
-    def instances(self) -> list[Instance]:
+    def instances(self) -> list[InstanceRecord]:
         """Every registered instance, alive or silent (the successors a silent one may have)."""
-        return list(self.session.scalars(select(Instance).order_by(Instance.started_at)))
+        return records_of(InstanceRecord, self.session.scalars(select(Instance).order_by(Instance.started_at)))
 
 
 def _load_at_start() -> ScalarSelect[float]:

@@ -16,6 +16,7 @@ from tms.webhooks.payload import SEVERITY_RANK, render
 
 from ..errors import NotFoundError
 from ..models import Alert, Mute, RegisteredTable, Task, Webhook, WebhookDelivery
+from ..records import AlertRecord, maybe_of, records_of
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class AlertRepo:
         self.session = session
 
     # --- firing and resolving -----------------------------------------------------------------------
-    def fire(self, kind: str, subject: str, sighting: Sighting) -> tuple[Alert, bool]:
+    def fire(self, kind: str, subject: str, sighting: Sighting) -> tuple[AlertRecord, bool]:
         """Fire the (kind, subject) alert, or count one more sighting of the open one: (alert, created)."""
         details = {**sighting.details, **({"queue": sighting.queue} if sighting.queue else {})}
         return self.raise_alert(kind=kind, severity=sighting.severity, message=sighting.message,
@@ -43,7 +44,7 @@ class AlertRepo:
 
     def raise_alert(self, *, kind: str, severity: str, message: str, fingerprint: str,
                     table_id: int | None = None, task_id: int | None = None, subject: str | None = None,
-                    details: dict[str, Any] | None = None) -> tuple[Alert, bool]:
+                    details: dict[str, Any] | None = None) -> tuple[AlertRecord, bool]:
         """Open an alert unless one with the same fingerprint is open, in which case its count and last
         sighting grow: (alert, created). A new alert is marked muted if a mute matches it; otherwise its
         deliveries are queued for every webhook that wants it."""
@@ -61,7 +62,7 @@ class AlertRepo:
                 .values(count=Alert.count + 1, last_seen=func.now(), message=message).returning(Alert),
                 execution_options={"populate_existing": True}).one_or_none()
             if alert is not None:
-                return alert, False
+                return AlertRecord.of(alert), False
             return self.raise_alert(kind=kind, severity=severity, message=message, fingerprint=fingerprint,
                                     table_id=table_id, task_id=task_id, subject=subject, details=details)
         alert = self.session.get(Alert, alert_id, populate_existing=True)
@@ -70,15 +71,15 @@ class AlertRepo:
         self.session.flush()
         if not alert.muted:
             self._enqueue(alert, "firing")
-        return alert, True
+        return AlertRecord.of(alert), True
 
-    def get(self, alert_id: int) -> Alert:
+    def get(self, alert_id: int) -> AlertRecord:
         alert = self.session.get(Alert, alert_id, populate_existing=True)
         if alert is None:
             raise NotFoundError(f"no alert with id {alert_id}")
-        return alert
+        return AlertRecord.of(alert)
 
-    def resolve(self, fingerprint: str) -> Alert | None:
+    def resolve(self, fingerprint: str) -> AlertRecord | None:
         """Resolve the open alert of `fingerprint` (if any) and queue its resolution's deliveries."""
         alert = self.session.scalars(
             update(Alert).where(Alert.fingerprint == fingerprint, Alert.resolved_at.is_(None))
@@ -86,9 +87,9 @@ class AlertRepo:
             execution_options={"populate_existing": True}).one_or_none()
         if alert is not None and not alert.muted:
             self._enqueue(alert, "resolved")
-        return alert
+        return maybe_of(AlertRecord, alert)
 
-    def sync(self, kind: str, sightings: Mapping[str, Sighting]) -> tuple[list[Alert], list[Alert]]:
+    def sync(self, kind: str, sightings: Mapping[str, Sighting]) -> tuple[list[AlertRecord], list[AlertRecord]]:
         """Make the open alerts of `kind` exactly those of `sightings` (subject -> sighting): new ones fire,
         open ones count a sighting, the others resolve. Returns (fired, resolved)."""
         fired = [alert for subject, s in sightings.items() for alert, created in [self.fire(kind, subject, s)]
@@ -99,20 +100,20 @@ class AlertRepo:
                     for a in [self.resolve(f"{kind}:{subject}")] if a is not None]
         return fired, resolved
 
-    def open_alert(self, kind: str, subject: str) -> Alert | None:
-        return self.session.scalar(select(Alert).where(Alert.fingerprint == f"{kind}:{subject}",
-                                                       Alert.resolved_at.is_(None)))
+    def open_alert(self, kind: str, subject: str) -> AlertRecord | None:
+        return maybe_of(AlertRecord, self.session.scalar(select(Alert).where(Alert.fingerprint == f"{kind}:{subject}",
+                                                                             Alert.resolved_at.is_(None))))
 
-    def open_for_table(self, table_id: int, kinds: Iterable[str]) -> list[Alert]:
+    def open_for_table(self, table_id: int, kinds: Iterable[str]) -> list[AlertRecord]:
         """The table's open alerts of `kinds` (what a planning pass checks for conditions that cleared)."""
-        return list(self.session.scalars(select(Alert).where(Alert.table_id == table_id, Alert.kind.in_(list(kinds)),
-                                                             Alert.resolved_at.is_(None))))
+        return records_of(AlertRecord, self.session.scalars(select(Alert).where(
+            Alert.table_id == table_id, Alert.kind.in_(list(kinds)), Alert.resolved_at.is_(None))))
 
     # --- reading ------------------------------------------------------------------------------------
     def find(self, *, table_id: int | None = None, kind: str | None = None, severity: str | None = None,
              open_only: bool = False, state: str | None = None, muted: bool | None = None,
              subject: str | None = None, since: datetime | None = None, limit: int = 50,
-             offset: int = 0, before_id: int | None = None, count: bool = True) -> tuple[list[Alert], int]:
+             offset: int = 0, before_id: int | None = None, count: bool = True) -> tuple[list[AlertRecord], int]:
         """A page of alerts (newest first) matching every given filter, and the total; `before_id` starts
         the page after that alert (keyset pagination); without `count`, the total is not counted (0)."""
         conditions = []
@@ -137,10 +138,10 @@ class AlertRepo:
             conditions.append(Alert.id < before_id)
         rows = self.session.scalars(select(Alert).where(*conditions).order_by(Alert.id.desc())
                                     .limit(limit).offset(offset))
-        return list(rows), total or 0
+        return records_of(AlertRecord, rows), total or 0
 
     # --- mutes --------------------------------------------------------------------------------------
-    def is_muted(self, alert: Alert) -> bool:
+    def is_muted(self, alert: Alert | AlertRecord) -> bool:
         """True if an unexpired mute matches the alert: each of its set fields (table, database, owner,
         queue) matches, and its alert types are empty or name the alert's."""
         table = self.session.get(RegisteredTable, alert.table_id) if alert.table_id is not None else None

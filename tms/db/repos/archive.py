@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from tms.table_service import TableService
 
-from ..models import Task
+from ..records import TaskRecord
 from .requested import active_task, request_task
 
 _ARCHIVE = [TableService.ARCHIVE.value]
@@ -18,10 +18,11 @@ class ArchiveTaskRepo:
     def __init__(self, session: Session):
         self.session = session
 
-    def active(self, table_id: int) -> Task | None:
+    def active(self, table_id: int) -> TaskRecord | None:
         return active_task(self.session, table_id, _ARCHIVE)
 
-    def request(self, table_id: int, plan: dict[str, Any], *, priority: int = 0, queue: str | None = None) -> Task:
+    def request(self, table_id: int, plan: dict[str, Any], *, priority: int = 0,
+                queue: str | None = None) -> TaskRecord:
         """Record a runnable archive task; ConflictError while another one of the table is active."""
         return request_task(self.session, table_id, TableService.ARCHIVE.value, plan, scope=_ARCHIVE,
                             kind="archive", priority=priority, queue=queue)

@@ -9,15 +9,16 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from ..models import DiscoveredTable
+from ..records import DiscoveredRecord, records_of
 
 
 class DiscoveryRepo:
     def __init__(self, session: Session):
         self.session = session
 
-    def under(self, root: str) -> dict[str, DiscoveredTable]:
+    def under(self, root: str) -> dict[str, DiscoveredRecord]:
         """base path -> what is known of the tables found under `root`."""
-        return {d.base_path: d for d in self.session.scalars(
+        return {d.base_path: DiscoveredRecord.of(d) for d in self.session.scalars(
             select(DiscoveredTable).where(DiscoveredTable.root == root))}
 
     def record(self, base_path: str, *, root: str, state: str, reason: str | None = None,
@@ -33,9 +34,9 @@ class DiscoveryRepo:
                                  .values(last_seen_at=func.now()), execution_options={"synchronize_session": False})
 
     def list(self, *, state: str | None = None, limit: int = 100, offset: int = 0
-             ) -> tuple[builtins.list[DiscoveredTable], int]:
+             ) -> tuple[builtins.list[DiscoveredRecord], int]:
         condition = [DiscoveredTable.state == state] if state else []
         total = self.session.scalar(select(func.count()).select_from(DiscoveredTable).where(*condition)) or 0
         rows = self.session.scalars(select(DiscoveredTable).where(*condition).order_by(DiscoveredTable.base_path)
                                     .limit(limit).offset(offset))
-        return list(rows), total
+        return records_of(DiscoveredRecord, rows), total

@@ -17,6 +17,7 @@ from tms.errors import ConfigError
 
 from ..errors import ConflictError, NotFoundError
 from ..models import Engine, Rollout, Task, TaskAttempt
+from ..records import AttemptRecord, EngineRecord, RolloutRecord, TaskRecord, maybe_of, records_of, tasks_of
 from ..states import TaskState
 
 BUILTIN = "builtin"  # how results of attempts run by the worker's own job code (no engine) are labelled
@@ -46,26 +47,29 @@ class EngineRepo:
     def __init__(self, session: Session):
         self.session = session
 
-    def list(self) -> builtins.list[Engine]:
-        return list(self.session.scalars(select(Engine).order_by(Engine.name),
+    def list(self) -> builtins.list[EngineRecord]:
+        return records_of(EngineRecord, self.session.scalars(select(Engine).order_by(Engine.name),
                                          execution_options={"populate_existing": True}))
 
-    def get(self, name: str) -> Engine:
+    def get(self, name: str) -> EngineRecord:
+        return EngineRecord.of(self._row(name))
+
+    def _row(self, name: str) -> Engine:
         engine = self.session.scalar(select(Engine).where(Engine.name == name)
                                      .execution_options(populate_existing=True))
         if engine is None:
             raise NotFoundError(f"no engine named {name!r}")
         return engine
 
-    def put(self, name: str, **fields: Any) -> Engine:
+    def put(self, name: str, **fields: Any) -> EngineRecord:
         """Register the engine, or replace its settings."""
         fields = {**fields, "updated_at": func.now()}
         stmt = (insert(Engine).values(name=name, **fields)
                 .on_conflict_do_update(index_elements=[Engine.name], set_=fields).returning(Engine))
-        return self.session.scalars(stmt, execution_options={"populate_existing": True}).one()
+        return EngineRecord.of(self.session.scalars(stmt, execution_options={"populate_existing": True}).one())
 
     def delete(self, name: str) -> None:
-        engine = self.get(name)
+        engine = self._row(name)
         users = self.session.scalars(select(Rollout.name).where(
             (Rollout.stable_engine == name) | (Rollout.canary_engine == name)).order_by(Rollout.name)).all()
         if users:
@@ -80,9 +84,9 @@ class EngineRepo:
                              .values(engine=engine, rollout=rollout),
                              execution_options={"synchronize_session": False})
 
-    def last_attempt(self, task_id: int) -> TaskAttempt | None:
-        return self.session.scalar(select(TaskAttempt).where(TaskAttempt.task_id == task_id)
-                                   .order_by(TaskAttempt.attempt.desc()).limit(1))
+    def last_attempt(self, task_id: int) -> AttemptRecord | None:
+        return maybe_of(AttemptRecord, self.session.scalar(select(TaskAttempt).where(TaskAttempt.task_id == task_id)
+                                                           .order_by(TaskAttempt.attempt.desc()).limit(1)))
 
     def recent_results(self, window: timedelta) -> dict[str, EngineResults]:
         """`results` of the attempts started within `window` of now (database clock)."""
@@ -112,8 +116,8 @@ class RolloutRepo:
     def __init__(self, session: Session):
         self.session = session
 
-    def list(self) -> builtins.list[Rollout]:
-        return list(self.session.scalars(select(Rollout).order_by(Rollout.name),
+    def list(self) -> builtins.list[RolloutRecord]:
+        return records_of(RolloutRecord, self.session.scalars(select(Rollout).order_by(Rollout.name),
                                          execution_options={"populate_existing": True}))
 
     def hudi_engine_for(self, *, queue: str | None, database: str, table: str) -> str | None:
@@ -124,14 +128,17 @@ class RolloutRepo:
         kind = self.session.scalar(select(Engine.kind).where(Engine.name == rule.stable_engine))
         return rule.stable_engine if kind == "hudi" else None
 
-    def get(self, name: str) -> Rollout:
+    def get(self, name: str) -> RolloutRecord:
+        return RolloutRecord.of(self._row(name))
+
+    def _row(self, name: str) -> Rollout:
         rollout = self.session.scalar(select(Rollout).where(Rollout.name == name)
                                       .execution_options(populate_existing=True))
         if rollout is None:
             raise NotFoundError(f"no rollout named {name!r}")
         return rollout
 
-    def put(self, name: str, **fields: Any) -> Rollout:
+    def put(self, name: str, **fields: Any) -> RolloutRecord:
         """Create or replace the rule. It (re)starts active, counting canary results from now: putting a
         rolled-back rule again is how an operator retries a fixed canary."""
         for role in ("stable_engine", "canary_engine"):
@@ -149,30 +156,30 @@ class RolloutRepo:
         stmt = (insert(Rollout).values(name=name, **fields)
                 .on_conflict_do_update(index_elements=[Rollout.name], set_=fields).returning(Rollout))
         try:
-            return self.session.scalars(stmt, execution_options={"populate_existing": True}).one()
+            return RolloutRecord.of(self.session.scalars(stmt, execution_options={"populate_existing": True}).one())
         except IntegrityError as exc:  # an engine deleted meanwhile
             raise ConflictError(f"rollout {name!r}: {exc.orig}") from None
 
     def delete(self, name: str) -> None:
-        self.session.delete(self.get(name))
+        self.session.delete(self._row(name))
         self.session.flush()
 
-    def active_canaries(self) -> builtins.list[Rollout]:
+    def active_canaries(self) -> builtins.list[RolloutRecord]:
         """Active rules that send a share of their tasks to a canary, locked for this transaction."""
-        return list(self.session.scalars(
+        return records_of(RolloutRecord, self.session.scalars(
             select(Rollout).where(Rollout.state == "active", Rollout.canary_engine.is_not(None),
                                   Rollout.canary_percent > 0).order_by(Rollout.name)
             .with_for_update(skip_locked=True), execution_options={"populate_existing": True}))
 
-    def roll_back(self, rollout: Rollout, reason: str) -> None:
+    def roll_back(self, rollout: RolloutRecord, reason: str) -> None:
         self.session.execute(update(Rollout).where(Rollout.id == rollout.id).values(
             state="rolled_back", rolled_back_at=func.now(), rollback_reason=reason, updated_at=func.now()),
             execution_options={"synchronize_session": False})
 
-    def rolled_back(self) -> builtins.list[Rollout]:
-        return list(self.session.scalars(select(Rollout).where(Rollout.state == "rolled_back")))
+    def rolled_back(self) -> builtins.list[RolloutRecord]:
+        return records_of(RolloutRecord, self.session.scalars(select(Rollout).where(Rollout.state == "rolled_back")))
 
-    def failed_on_canary(self, rollout: Rollout, limit: int = 1000) -> builtins.list[Task]:
+    def failed_on_canary(self, rollout: RolloutRecord, limit: int = 1000) -> builtins.list[TaskRecord]:
         """FAILED tasks whose last attempt ran on the rule's canary since the rule was last put, locked."""
         last = (select(TaskAttempt.task_id, func.max(TaskAttempt.attempt).label("attempt"))
                 .group_by(TaskAttempt.task_id).subquery())
@@ -181,10 +188,11 @@ class RolloutRepo:
                 .where(Task.state == TaskState.FAILED.value, TaskAttempt.rollout == rollout.name,
                        TaskAttempt.engine == rollout.canary_engine, TaskAttempt.started_at >= rollout.since)
                 .order_by(Task.id).limit(limit).with_for_update(of=Task, skip_locked=True))
-        return list(self.session.scalars(stmt, execution_options={"populate_existing": True}))
+        return tasks_of(self.session.scalars(stmt, execution_options={"populate_existing": True}))
 
 
-def matching_rule(rules: Iterable[Rollout], *, queue: str | None, database: str, table: str) -> Rollout | None:
+def matching_rule(rules: Iterable[RolloutRecord], *, queue: str | None, database: str,
+                  table: str) -> RolloutRecord | None:
     """The most specific rule whose every set field matches (ties: the first name)."""
     full_name = f"{database}.{table}"
     matching = [r for r in rules

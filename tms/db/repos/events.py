@@ -10,6 +10,7 @@ from sqlalchemy import Connection, func, select, update
 from sqlalchemy.orm import Session
 
 from ..models import Event
+from ..records import EventRecord, records_of
 
 # One statement for any number of events: a JSON array in (one parameter, cheap to send),
 # duplicates (same table, instant, action, state; also within the array) dropped by the unique
@@ -64,18 +65,18 @@ class EventRepo:
         connection = self.session.connection() if isinstance(self.session, Session) else self.session
         return len(connection.exec_driver_sql(INSERT_EVENTS_SQL, insert_params(events)).all())
 
-    def unprocessed(self, table_id: int, limit: int = 1000) -> list[Event]:
+    def unprocessed(self, table_id: int, limit: int = 1000) -> list[EventRecord]:
         """A table's events the planner has not processed yet, oldest first."""
-        return list(self.session.scalars(
+        return records_of(EventRecord, self.session.scalars(
             select(Event).where(Event.table_id == table_id, Event.processed_at.is_(None))
             .order_by(Event.id).limit(limit)))
 
-    def unprocessed_of(self, table_ids: list[int]) -> dict[int, list[Event]]:
+    def unprocessed_of(self, table_ids: list[int]) -> dict[int, list[EventRecord]]:
         """The unprocessed events of these tables, oldest first, by table."""
-        out: dict[int, list[Event]] = {}
+        out: dict[int, list[EventRecord]] = {}
         for e in self.session.scalars(select(Event).where(Event.table_id.in_(table_ids), Event.processed_at.is_(None))
                                       .order_by(Event.table_id, Event.id)):
-            out.setdefault(e.table_id, []).append(e)
+            out.setdefault(e.table_id, []).append(EventRecord.of(e))
         return out
 
     def tables_with_unprocessed(self, limit: int = 1000) -> list[int]:

@@ -12,6 +12,7 @@ from sqlalchemy.dialects.postgresql import distinct_on, insert
 from sqlalchemy.orm import Session
 
 from ..models import HealthRecord, HealthSample, RegisteredTable
+from ..records import HealthSampleRecord, HealthScore, TableRecord, maybe_of, records_of
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,13 @@ class HealthRepo:
             .where(RegisteredTable.enabled.is_(True))
             .order_by(HealthRecord.checked_at.asc().nulls_first(), RegisteredTable.id).limit(limit)))
 
-    def worst(self, limit: int = 100) -> list[tuple[RegisteredTable, HealthRecord | None]]:
+    def worst(self, limit: int = 100) -> list[tuple[TableRecord, HealthScore | None]]:
         """The tables, worst score first, after those not scored yet (registered since the last round: None)."""
         rows = self.session.execute(select(RegisteredTable, HealthRecord)
                                     .outerjoin(HealthRecord, HealthRecord.table_id == RegisteredTable.id)
                                     .order_by(HealthRecord.score.asc().nulls_first(), RegisteredTable.id)
                                     .limit(limit)).all()
-        return [(t, h) for t, h in rows]
+        return [(TableRecord.of(t), maybe_of(HealthScore, h)) for t, h in rows]
 
     def unscored(self) -> int:
         """How many tables have no score yet."""
@@ -56,8 +57,8 @@ class HealthRepo:
             .outerjoin(HealthRecord, HealthRecord.table_id == RegisteredTable.id)
             .where(HealthRecord.table_id.is_(None))).scalar_one()
 
-    def of(self, table_id: int) -> HealthRecord | None:
-        return self.session.get(HealthRecord, table_id, populate_existing=True)
+    def of(self, table_id: int) -> HealthScore | None:
+        return maybe_of(HealthScore, self.session.get(HealthRecord, table_id, populate_existing=True))
 
     def by_status(self) -> dict[str, int]:
         return {status: n for status, n in self.session.execute(
@@ -69,11 +70,11 @@ class HealthRepo:
                                       log_bytes=log_bytes, log_files=log_files,
                                       oldest_uncompacted_seconds=oldest_uncompacted_seconds))
 
-    def samples(self, table_id: int, since: datetime) -> list[HealthSample]:
+    def samples(self, table_id: int, since: datetime) -> list[HealthSampleRecord]:
         """A table's samples since `since`, oldest first."""
-        return list(self.session.scalars(select(HealthSample).where(HealthSample.table_id == table_id,
-                                                                    HealthSample.sampled_at >= since)
-                                         .order_by(HealthSample.sampled_at, HealthSample.id)))
+        return records_of(HealthSampleRecord, self.session.scalars(
+            select(HealthSample).where(HealthSample.table_id == table_id, HealthSample.sampled_at >= since)
+            .order_by(HealthSample.sampled_at, HealthSample.id)))
 
     def fleet_by_hour(self, since: datetime) -> list[FleetHour]:
         """Per hour since `since` (hours with samples only, oldest first): each table's last sample in the hour,

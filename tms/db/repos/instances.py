@@ -10,6 +10,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from ..models import Instance, Lease
+from ..records import InstanceRecord, LeaseRecord, maybe_of, records_of
 
 
 class InstanceRepo:
@@ -23,13 +24,13 @@ class InstanceRepo:
         self.session.execute(insert(Instance).values(id=instance_id, **fields).on_conflict_do_update(
             index_elements=[Instance.id], set_={**fields, "heartbeat_at": func.now()}))
 
-    def list(self) -> list[Instance]:
-        return list(self.session.scalars(select(Instance).order_by(Instance.started_at),
+    def list(self) -> list[InstanceRecord]:
+        return records_of(InstanceRecord, self.session.scalars(select(Instance).order_by(Instance.started_at),
                                          execution_options={"populate_existing": True}))
 
-    def alive(self, role: str, within_seconds: float) -> builtins.list[Instance]:
+    def alive(self, role: str, within_seconds: float) -> builtins.list[InstanceRecord]:
         """Instances of `role` that beat within `within_seconds`."""
-        return list(self.session.scalars(select(Instance).where(
+        return records_of(InstanceRecord, self.session.scalars(select(Instance).where(
             literal(role) == any_(Instance.roles),
             Instance.heartbeat_at >= func.now() - timedelta(seconds=within_seconds))
             .order_by(Instance.started_at), execution_options={"populate_existing": True}))
@@ -95,8 +96,8 @@ class LeaseRepo:
                              .values(holder=None, expires_at=func.now()),
                              execution_options={"synchronize_session": False})
 
-    def get(self, name: str) -> Lease | None:
-        return self.session.get(Lease, name, populate_existing=True)
+    def get(self, name: str) -> LeaseRecord | None:
+        return maybe_of(LeaseRecord, self.session.get(Lease, name, populate_existing=True))
 
     def term(self, name: str) -> tuple[str | None, datetime, datetime]:
         """(holder, end of the current or last term, the database's now). A lease never held, or given up by an
@@ -109,7 +110,7 @@ class LeaseRepo:
         assert expires_at is not None  # set just above
         return holder, expires_at, now
 
-    def is_live(self, lease: Lease) -> bool:
+    def is_live(self, lease: LeaseRecord) -> bool:
         """True while `lease` is held and its term has not ended (database clock)."""
         return bool(lease.holder is not None and lease.expires_at is not None
                     and self.session.scalar(select(lease.expires_at > func.now())))

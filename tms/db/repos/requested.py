@@ -14,6 +14,7 @@ from tms.hudi.timeline.instant import format_wall_clock
 
 from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task
+from ..records import TaskRecord, task_of
 from ..states import TaskState
 from .tasks import TaskRepo
 
@@ -34,15 +35,15 @@ def database_now(session: Session) -> datetime:
     return now
 
 
-def active_task(session: Session, table_id: int, scope: Sequence[str]) -> Task | None:
+def active_task(session: Session, table_id: int, scope: Sequence[str]) -> TaskRecord | None:
     """The table's task of one of the services `scope` that is running or waiting, if any."""
-    return session.scalar(select(Task).where(
+    return task_of(session.scalar(select(Task).where(
         Task.table_id == table_id, Task.service.in_(list(scope)),
-        Task.state.in_([s.value for s in ACTIVE])).order_by(Task.id).limit(1))
+        Task.state.in_([s.value for s in ACTIVE])).order_by(Task.id).limit(1)))
 
 
 def request_task(session: Session, table_id: int, service: str, plan: dict[str, Any], *, scope: Sequence[str],
-                 kind: str, priority: int = 0, queue: str | None = None, now: datetime | None = None) -> Task:
+                 kind: str, priority: int = 0, queue: str | None = None, now: datetime | None = None) -> TaskRecord:
     """Record a runnable task of `service`; ConflictError while a task of `scope` (a `kind` of task) is active.
     The table's row is locked meanwhile, so two requests never both pass the check. `now`: the requester's
     clock (default the database's), recorded as the plan's `requested_at`."""

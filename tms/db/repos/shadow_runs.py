@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..models import ShadowRun
+from ..records import ShadowRunRecord, maybe_of, records_of
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,13 @@ class ShadowRunRepo:
 
     def record(self, *, task_id: int, attempt: int, rollout: str, canary_engine: str, stable_engine: str,
                outcome: str, first_differing_key: str | None = None, detail: str | None = None,
-               groups: builtins.list[dict[str, Any]] | None = None) -> ShadowRun:
+               groups: builtins.list[dict[str, Any]] | None = None) -> ShadowRunRecord:
         run = ShadowRun(task_id=task_id, attempt=attempt, rollout=rollout, canary_engine=canary_engine,
                         stable_engine=stable_engine, outcome=outcome, first_differing_key=first_differing_key,
                         detail=detail, groups=groups or [])
         self.session.add(run)
         self.session.flush()
-        return run
+        return ShadowRunRecord.of(run)
 
     def results(self, rollout: str, *, since: datetime) -> ShadowResults:
         rows: dict[str, int] = dict(self.session.execute(
@@ -42,17 +43,17 @@ class ShadowRunRepo:
         return ShadowResults(finished=sum(rows.values()), failed=rows.get("failed", 0),
                              differed=rows.get("differed", 0))
 
-    def first_difference(self, rollout: str, *, since: datetime) -> ShadowRun | None:
+    def first_difference(self, rollout: str, *, since: datetime) -> ShadowRunRecord | None:
         """The rule's earliest shadow run since `since` whose result differed from the stable engine's."""
-        return self.session.scalar(
+        return maybe_of(ShadowRunRecord, self.session.scalar(
             select(ShadowRun).where(ShadowRun.rollout == rollout, ShadowRun.created_at >= since,
-                                    ShadowRun.outcome == "differed").order_by(ShadowRun.id).limit(1))
+                                    ShadowRun.outcome == "differed").order_by(ShadowRun.id).limit(1)))
 
     def list(self, *, rollout: str | None = None, task_id: int | None = None,
-             limit: int = 100) -> builtins.list[ShadowRun]:
+             limit: int = 100) -> builtins.list[ShadowRunRecord]:
         stmt = select(ShadowRun).order_by(ShadowRun.id.desc()).limit(limit)
         if rollout is not None:
             stmt = stmt.where(ShadowRun.rollout == rollout)
         if task_id is not None:
             stmt = stmt.where(ShadowRun.task_id == task_id)
-        return list(self.session.scalars(stmt))
+        return records_of(ShadowRunRecord, self.session.scalars(stmt))

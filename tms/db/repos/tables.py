@@ -5,7 +5,7 @@ import json
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Row, func, select, tuple_, update
+from sqlalchemy import CursorResult, Row, func, literal, or_, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -13,6 +13,7 @@ from tms.planning.templates import Effective, Template, matching_template, own_s
 
 from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task
+from ..records import TableRecord, table_of, tables_of
 from ..states import TaskState
 from .templates import TemplateRepo
 
@@ -27,7 +28,7 @@ class TableRepo:
     def __init__(self, session: Session):
         self.session = session
 
-    def register(self, **fields: Any) -> RegisteredTable:
+    def register(self, **fields: Any) -> TableRecord:
         """Insert a table; ConflictError if its base path is registered already. `policies`,
         `concurrency_options`, `queue` and `priority` (None or absent: not set) are the table's own settings;
         the policy template matching it gives the others."""
@@ -61,7 +62,7 @@ class TableRepo:
                                      base_path=fields["base_path"])
         return {**rest, **resolve(own, template).columns(), "own_settings": own}
 
-    def effective(self, table: RegisteredTable) -> Effective:
+    def effective(self, table: TableRecord) -> Effective:
         """The table's settings and where each comes from (the table, its template, the default)."""
         templates = TemplateRepo(self.session).templates()
         template = next((t for t in templates if t.name == table.template), None)
@@ -97,18 +98,25 @@ class TableRepo:
                 changed += len(updates)
             after = rows[-1].id
 
-    def get(self, table_id: int) -> RegisteredTable:
+    def get(self, table_id: int) -> TableRecord:
+        return TableRecord.of(self._row(table_id))
+
+    def _row(self, table_id: int) -> RegisteredTable:
         table = self.session.get(RegisteredTable, table_id, populate_existing=True)
         if table is None:
             raise NotFoundError(f"no table with id {table_id}")
         return table
 
-    def by_base_path(self, base_path: str) -> RegisteredTable | None:
-        return self.session.scalar(select(RegisteredTable).where(RegisteredTable.base_path == base_path))
+    def by_id(self, table_id: int) -> TableRecord | None:
+        """The table, None if it is not registered (any more)."""
+        return table_of(self.session.get(RegisteredTable, table_id))
+
+    def by_base_path(self, base_path: str) -> TableRecord | None:
+        return table_of(self.session.scalar(select(RegisteredTable).where(RegisteredTable.base_path == base_path)))
 
     def find(self, *, database: str | None = None, name: str | None = None, table_type: str | None = None,
              enabled: bool | None = None, limit: int = 50, offset: int = 0,
-             after_id: int | None = None, count: bool = True) -> tuple[list[RegisteredTable], int]:
+             after_id: int | None = None, count: bool = True) -> tuple[list[TableRecord], int]:
         """A page of tables matching every given filter (`name` is a substring), by id, and the total of
         matching tables; `after_id` starts the page after that table (keyset pagination); without `count`,
         the total is not counted (0)."""
@@ -127,12 +135,12 @@ class TableRepo:
             conditions.append(RegisteredTable.id > after_id)
         rows = self.session.scalars(select(RegisteredTable).where(*conditions)
                                     .order_by(RegisteredTable.id).limit(limit).offset(offset))
-        return list(rows), total or 0
+        return tables_of(rows), total or 0
 
-    def update(self, table_id: int, **changes: Any) -> RegisteredTable:
+    def update(self, table_id: int, **changes: Any) -> TableRecord:
         """Change the table's columns. New policies, or enabling it, ask the next periodic trigger to look at
         it (`tick_due_at` now): what is due by time may have changed."""
-        table = self.get(table_id)
+        table = self._row(table_id)
         if "policies" in changes or changes.get("enabled"):
             changes = {**changes, "tick_due_at": func.now()}
         if any(k in changes for k in _SETTINGS):  # the table's own settings: the effective ones follow
@@ -147,12 +155,12 @@ class TableRepo:
         for key, value in changes.items():
             setattr(table, key, value)
         self.session.flush()
-        return table
+        return TableRecord.of(table)
 
     def unregister(self, table_id: int) -> None:
         """Forget a table and everything recorded about it. Never touches the table's files.
         Refused while one of its tasks runs (its worker would lose its task row)."""
-        table = self.get(table_id)
+        table = self._row(table_id)
         running = self.session.scalar(select(func.count()).select_from(Task).where(
             Task.table_id == table_id, Task.state == TaskState.RUNNING))
         if running:
@@ -179,17 +187,41 @@ class TableRepo:
                                          .values(tick_requested_at=None).returning(RegisteredTable.id),
                                          execution_options={"synchronize_session": False}))
 
-    def lock_many_for_planning(self, table_ids: list[int]) -> list[RegisteredTable]:
+    def lock_many_for_planning(self, table_ids: list[int]) -> list[TableRecord]:
         """Lock those of the tables no other planner holds (SKIP LOCKED), for this transaction; by id."""
-        return list(self.session.scalars(select(RegisteredTable).where(RegisteredTable.id.in_(table_ids))
-                                         .order_by(RegisteredTable.id).with_for_update(skip_locked=True)
-                                         .execution_options(populate_existing=True)))
+        return tables_of(self.session.scalars(select(RegisteredTable).where(RegisteredTable.id.in_(table_ids))
+                                              .order_by(RegisteredTable.id).with_for_update(skip_locked=True)
+                                              .execution_options(populate_existing=True)))
 
-    def lock_for_planning(self, table_id: int) -> RegisteredTable | None:
+    def lock_for_planning(self, table_id: int) -> TableRecord | None:
         """Lock the table's row for this transaction, or None if another planner holds it
         (SKIP LOCKED: planners on many machines share the tables without waiting)."""
-        return self.session.scalar(select(RegisteredTable).where(RegisteredTable.id == table_id)
-                                   .with_for_update(skip_locked=True).execution_options(populate_existing=True))
+        return table_of(self.session.scalar(select(RegisteredTable).where(RegisteredTable.id == table_id)
+                                            .with_for_update(skip_locked=True).execution_options(populate_existing=True)))
+
+    # --- what a planning pass keeps of a table it holds (under its planning lock) ----------------------
+    def store_digest(self, table_id: int, digest: dict[str, Any], due_at: datetime | None) -> None:
+        """Keep the table's digest (`planner_state`; {}: none, the next reading rebuilds it) and the time it
+        makes the periodic trigger due (`tick_due_at`)."""
+        self._set(table_id, planner_state=digest, tick_due_at=due_at)
+
+    def store_tick_due(self, table_id: int, due_at: datetime | None) -> None:
+        """Keep the time the table's digest makes the periodic trigger due."""
+        self._set(table_id, tick_due_at=due_at)
+
+    def store_timeline_stamp(self, table_id: int, stamp: str | None) -> None:
+        """Keep the stamp of the timeline as last read whole (None: not read, the scan rereads it)."""
+        self._set(table_id, timeline_stamp=stamp)
+
+    def mark_planned(self, table_id: int, at: datetime) -> None:
+        """Record when a planning pass last ran on the table."""
+        self._set(table_id, planned_at=at)
+
+    def _set(self, table_id: int, **values: Any) -> None:
+        """Set columns of one table; a row they would not change is not written (its `updated_at` stays)."""
+        t = RegisteredTable
+        changed = or_(*(getattr(t, k).is_distinct_from(literal(v, getattr(t, k).type)) for k, v in values.items()))
+        self.session.execute(update(t).where(t.id == table_id, changed).values(**values))
 
     # --- what the planner's periodic trigger and reconciliation scan read (a few columns, in pages) ----
     def tick_due_page(self, now: datetime, after: tuple[datetime, int] | None, limit: int) -> list[Row[Any]]:

@@ -17,6 +17,7 @@ from tms.table_service import TableService
 
 from ..errors import ConflictError, IllegalTransitionError, NotFoundError
 from ..models import RegisteredTable, Task, TaskAttempt
+from ..records import AttemptRecord, TaskRecord, records_of, task_of, tasks_of
 from ..states import ACTION_SOURCES, OperatorAction, TaskState, can_transition
 
 S = TaskState
@@ -49,7 +50,7 @@ class TaskRepo:
                target_instant: str | None = None, priority: int = 0, queue: str | None = None,
                blockers: Iterable[str] = (), plan_stats: dict[str, Any] | None = None,
                requested_resources: dict[str, Any] | None = None, planned_by_tms: bool = False
-               ) -> tuple[Task, bool]:
+               ) -> tuple[TaskRecord, bool]:
         """Record the task of an instant, or return the one already recorded: (task, created).
         One task per (table, instant), so a plan adopted twice is never run twice."""
         stmt = (insert(Task).values(
@@ -65,15 +66,15 @@ class TaskRepo:
             raise ConflictError(f"task of instant {instant} of table {table_id} changed meanwhile; retry")
         return existing, False
 
-    def get(self, task_id: int) -> Task:
+    def get(self, task_id: int) -> TaskRecord:
         task = self.session.get(Task, task_id, populate_existing=True)
         if task is None:
             raise NotFoundError(f"no task with id {task_id}")
-        return task
+        return TaskRecord.of(task)
 
-    def for_instant(self, table_id: int, instant: str) -> Task | None:
-        return self.session.scalar(select(Task).where(Task.table_id == table_id, Task.instant == instant)
-                                   .execution_options(populate_existing=True))
+    def for_instant(self, table_id: int, instant: str) -> TaskRecord | None:
+        return task_of(self.session.scalar(select(Task).where(Task.table_id == table_id, Task.instant == instant)
+                                           .execution_options(populate_existing=True)))
 
     def instants_with_tasks(self, table_id: int, instants: Iterable[str]) -> set[str]:
         """Those of `instants` the table has a task for (the planner's adoption asks)."""
@@ -83,14 +84,14 @@ class TaskRepo:
         return set(self.session.scalars(select(Task.instant).where(Task.table_id == table_id,
                                                                    Task.instant.in_(wanted))))
 
-    def in_state(self, table_id: int, state: TaskState) -> list[Task]:
+    def in_state(self, table_id: int, state: TaskState) -> list[TaskRecord]:
         """Every task of a table in one state, oldest first."""
-        return list(self.session.scalars(select(Task).where(Task.table_id == table_id, Task.state == state.value)
-                                         .order_by(Task.id), execution_options={"populate_existing": True}))
+        return tasks_of(self.session.scalars(select(Task).where(Task.table_id == table_id, Task.state == state.value)
+                                             .order_by(Task.id), execution_options={"populate_existing": True}))
 
     def find(self, *, table_id: int | None = None, service: str | None = None, state: TaskState | None = None,
              since: datetime | None = None, until: datetime | None = None, limit: int = 50,
-             offset: int = 0, before_id: int | None = None, count: bool = True) -> tuple[list[Task], int]:
+             offset: int = 0, before_id: int | None = None, count: bool = True) -> tuple[list[TaskRecord], int]:
         """A page of tasks (newest first) matching every given filter on creation time, and the total;
         `before_id` starts the page after that task (keyset pagination); without `count`, the total is not
         counted (0)."""
@@ -110,10 +111,10 @@ class TaskRepo:
             conditions.append(Task.id < before_id)
         rows = self.session.scalars(select(Task).where(*conditions).order_by(Task.id.desc())
                                     .limit(limit).offset(offset))
-        return list(rows), total or 0
+        return tasks_of(rows), total or 0
 
-    def attempts(self, task_id: int) -> list[TaskAttempt]:
-        return list(self.session.scalars(
+    def attempts(self, task_id: int) -> list[AttemptRecord]:
+        return records_of(AttemptRecord, self.session.scalars(
             select(TaskAttempt).where(TaskAttempt.task_id == task_id).order_by(TaskAttempt.attempt)))
 
     def counts_by_state(self, table_id: int | None = None) -> dict[str, int]:
@@ -160,7 +161,7 @@ class TaskRepo:
 
     # --- compare-and-set transitions ------------------------------------------------------------------
     def transition(self, task_id: int, *, expected_state: TaskState, expected_version: int, to: TaskState,
-                   **changes: Any) -> Task | None:
+                   **changes: Any) -> TaskRecord | None:
         """Move the task from `expected_state` (at `expected_version`) to `to`, setting `changes`.
         Returns the updated task, or None if it was not in that state and version any more.
         RUNNING is entered only through `claim`; leaving it ends the lease and the attempt."""
@@ -182,20 +183,20 @@ class TaskRepo:
         return task
 
     def update_blockers(self, task_id: int, *, expected_state: TaskState, expected_version: int,
-                        blockers: Iterable[str], plan_stats: dict[str, Any]) -> Task | None:
+                        blockers: Iterable[str], plan_stats: dict[str, Any]) -> TaskRecord | None:
         """Record the blockers (and statistics) of a held plan after a sync, keeping the task's state;
         a compare-and-set like `transition`. None if the task changed meanwhile."""
         return self._cas({"blockers": list(blockers), "plan_stats": plan_stats, "version": Task.version + 1},
                          Task.id == task_id, Task.state == expected_state.value, Task.version == expected_version)
 
-    def _cas(self, values: dict[str, Any], *conditions) -> Task | None:
+    def _cas(self, values: dict[str, Any], *conditions) -> TaskRecord | None:
         stmt = update(Task).where(*conditions).values(**values).returning(Task)
-        return self.session.scalars(stmt, execution_options={"populate_existing": True}).one_or_none()
+        return task_of(self.session.scalars(stmt, execution_options={"populate_existing": True}).one_or_none())
 
     # --- worker: claim, lease, fence, finish --------------------------------------------------------
     def claim(self, task_id: int, *, expected_version: int, owner: str, lease_seconds: float,
               queue: str | None = None, requested_resources: dict[str, Any] | None = None,
-              fence_key_hash: str | None = None) -> Task | None:
+              fence_key_hash: str | None = None) -> TaskRecord | None:
         """RUNNABLE -> RUNNING for `owner`: a new attempt with a new fencing token and a lease of
         `lease_seconds`. None if another worker (or an operator) changed the task first.
         `fence_key_hash`: the hash of the secret the attempt's job shows at the fence endpoint."""
@@ -218,7 +219,7 @@ class TaskRepo:
             self.session.flush()
         return task
 
-    def claimable(self, *, limit: int = 10, services: Iterable[str] | None = None) -> list[Task]:
+    def claimable(self, *, limit: int = 10, services: Iterable[str] | None = None) -> list[TaskRecord]:
         """RUNNABLE tasks of enabled tables whose retry time has come, highest priority first,
         skipping rows other workers are claiming right now."""
         stmt = (select(Task).join(RegisteredTable, RegisteredTable.id == Task.table_id)
@@ -228,10 +229,10 @@ class TaskRepo:
                 .with_for_update(of=Task, skip_locked=True))
         if services is not None:
             stmt = stmt.where(Task.service.in_(list(services)))
-        return list(self.session.scalars(stmt, execution_options={"populate_existing": True}))
+        return tasks_of(self.session.scalars(stmt, execution_options={"populate_existing": True}))
 
     def claim_next(self, *, owner: str, lease_seconds: float, services: Iterable[str] | None = None,
-                   queue: str | None = None) -> Task | None:
+                   queue: str | None = None) -> TaskRecord | None:
         """Claim the most urgent claimable task, if any."""
         for task in self.claimable(limit=1, services=services):
             return self.claim(task.id, expected_version=task.version, owner=owner,
@@ -257,14 +258,15 @@ class TaskRepo:
             stmt = stmt.with_for_update()
         return self.session.execute(stmt).first() is not None
 
-    def attempt_with_fence_key(self, task_id: int, fencing_token: int, fence_key_hash: str) -> TaskAttempt | None:
+    def attempt_with_fence_key(self, task_id: int, fencing_token: int,
+                               fence_key_hash: str) -> AttemptRecord | None:
         """The attempt of `fencing_token` if `fence_key_hash` is its fence key's hash (constant-time compare)."""
         attempt = self.session.scalar(select(TaskAttempt).where(TaskAttempt.task_id == task_id,
                                                                 TaskAttempt.fencing_token == fencing_token))
         if attempt is None or attempt.fence_key_hash is None \
                 or not hmac.compare_digest(attempt.fence_key_hash, fence_key_hash):
             return None
-        return attempt
+        return AttemptRecord.of(attempt)
 
     def annotate_attempt(self, task_id: int, *, fencing_token: int, log_tail: str | None = None,
                          error: str | None = None, result: dict[str, Any] | None = None) -> None:
@@ -306,7 +308,7 @@ class TaskRepo:
 
     def finish(self, task_id: int, *, fencing_token: int, succeeded: bool, error: str | None = None,
                log_tail: str | None = None, failure: FailureRecord | None = None,
-               result: dict[str, Any] | None = None) -> Task | None:
+               result: dict[str, Any] | None = None) -> TaskRecord | None:
         """RUNNING -> SUCCEEDED or FAILED, only for the holder of `fencing_token`. A failure's classification
         (`failure`) says whether and when the manager retries it."""
         to = S.SUCCEEDED if succeeded else S.FAILED
@@ -328,13 +330,13 @@ class TaskRepo:
                                  result=result, finished_at=func.now())
         return task
 
-    def expired_leases(self, limit: int = 100) -> list[Task]:
+    def expired_leases(self, limit: int = 100) -> list[TaskRecord]:
         """Running tasks whose lease expired: their worker died or hangs."""
-        return list(self.session.scalars(
+        return tasks_of(self.session.scalars(
             select(Task).where(Task.state == S.RUNNING.value, Task.lease_expires_at <= func.now())
             .order_by(Task.lease_expires_at).limit(limit), execution_options={"populate_existing": True}))
 
-    def requeue_expired(self, task_id: int, *, fencing_token: int) -> Task | None:
+    def requeue_expired(self, task_id: int, *, fencing_token: int) -> TaskRecord | None:
         """RUNNING -> RUNNABLE for a task whose lease (with this token) expired; its attempt is LOST.
         The next claim gets a new fencing token, so the lost worker can no longer complete it."""
         task = self._cas({"state": S.RUNNABLE.value, "version": Task.version + 1,
@@ -347,23 +349,23 @@ class TaskRepo:
         return task
 
     # --- the manager: retries -----------------------------------------------------------------------
-    def due_retries(self, limit: int = 100) -> list[Task]:
+    def due_retries(self, limit: int = 100) -> list[TaskRecord]:
         """FAILED tasks whose next attempt is due, locked (SKIP LOCKED) for this transaction."""
-        return list(self.session.scalars(
+        return tasks_of(self.session.scalars(
             select(Task).where(Task.state == S.FAILED.value, Task.next_attempt_at <= func.now())
             .order_by(Task.next_attempt_at).limit(limit).with_for_update(skip_locked=True),
             execution_options={"populate_existing": True}))
 
-    def retry(self, task: Task) -> Task | None:
+    def retry(self, task: TaskRecord) -> TaskRecord | None:
         """FAILED -> RUNNABLE for a due retry (a compare-and-set on the version it was read at)."""
         return self.transition(task.id, expected_state=S.FAILED, expected_version=task.version, to=S.RUNNABLE,
                                next_attempt_at=None)
 
-    def failed_for_good(self, limit: int = 1000) -> list[Task]:
+    def failed_for_good(self, limit: int = 1000) -> list[TaskRecord]:
         """FAILED tasks the manager will not retry (retries exhausted, or not retryable)."""
-        return list(self.session.scalars(select(Task).where(Task.state == S.FAILED.value,
-                                                            Task.next_attempt_at.is_(None))
-                                         .order_by(Task.id).limit(limit)))
+        return tasks_of(self.session.scalars(select(Task).where(Task.state == S.FAILED.value,
+                                                                Task.next_attempt_at.is_(None))
+                                             .order_by(Task.id).limit(limit)))
 
     def _update_attempt(self, task_id: int, fencing_token: int, **values: Any) -> None:
         self.session.execute(update(TaskAttempt).where(TaskAttempt.task_id == task_id,
@@ -371,7 +373,7 @@ class TaskRepo:
                              .values(**values), execution_options={"synchronize_session": False})
 
     # --- operator actions ---------------------------------------------------------------------------
-    def apply(self, task_id: int, action: OperatorAction) -> Task:
+    def apply(self, task_id: int, action: OperatorAction) -> TaskRecord:
         """rerun | suspend | resume | cancel, as an operator asks. IllegalTransitionError when the
         task's state does not allow it; retried if the task changes concurrently."""
         for _ in range(_CAS_RETRIES):
@@ -401,3 +403,4 @@ class TaskRepo:
             if updated is not None:
                 return updated
         raise ConflictError(f"task {task_id} keeps changing; try again")
+

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..errors import NotFoundError
 from ..models import ROLES, ApiToken
+from ..records import TokenRecord, records_of
 
 TOKEN_PREFIX = "tms_"
 
@@ -26,7 +27,7 @@ class TokenRepo:
     def __init__(self, session: Session):
         self.session = session
 
-    def create(self, role: str, name: str = "") -> tuple[ApiToken, str]:
+    def create(self, role: str, name: str = "") -> tuple[TokenRecord, str]:
         """A new token for `role`: the stored row and the token itself (not recoverable later)."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}: expected one of {', '.join(ROLES)}")
@@ -34,7 +35,7 @@ class TokenRepo:
         row = ApiToken(name=name, role=role, token_hash=hash_secret(token))
         self.session.add(row)
         self.session.flush()
-        return row, token
+        return TokenRecord.of(row), token
 
     def role_of(self, token: str) -> str | None:
         """The role of a valid (not revoked, not expired) token, else None."""
@@ -42,8 +43,8 @@ class TokenRepo:
             ApiToken.token_hash == hash_secret(token), ApiToken.revoked_at.is_(None),
             or_(ApiToken.expires_at.is_(None), ApiToken.expires_at > func.now())))
 
-    def list(self) -> list[ApiToken]:
-        return list(self.session.scalars(select(ApiToken).order_by(ApiToken.id)))
+    def list(self) -> list[TokenRecord]:
+        return records_of(TokenRecord, self.session.scalars(select(ApiToken).order_by(ApiToken.id)))
 
     def revoke(self, token_id: int) -> None:
         stmt = (update(ApiToken).where(ApiToken.id == token_id).values(revoked_at=func.coalesce(

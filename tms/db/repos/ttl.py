@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from tms.table_service import TTL_SERVICES, TableService
 
 from ..models import RegisteredTable, Task
+from ..records import TableRecord, TaskRecord, tables_of, tasks_of
 from .requested import active_task, database_now, request_task, requested_at
 
 _TTL_SERVICES = [s.value for s in TTL_SERVICES]
@@ -24,16 +25,16 @@ class TtlTaskRepo:
         """The database's clock."""
         return database_now(self.session)
 
-    def tables_with_ttl(self) -> list[RegisteredTable]:
+    def tables_with_ttl(self) -> list[TableRecord]:
         """Enabled tables whose policy sets a record or a partition TTL option (the caller reads the policy)."""
         policies = RegisteredTable.policies
-        return list(self.session.scalars(
+        return tables_of(self.session.scalars(
             select(RegisteredTable).where(RegisteredTable.enabled.is_(True),
                                           or_(policies["tms.ttl.days"].astext != "",
                                               policies["hoodie.partition.ttl.days.retain"].astext != ""))
             .order_by(RegisteredTable.id)))
 
-    def active(self, table_id: int) -> Task | None:
+    def active(self, table_id: int) -> TaskRecord | None:
         return active_task(self.session, table_id, _TTL_SERVICES)
 
     def last_requested(self, table_id: int) -> dict[str, datetime]:
@@ -43,13 +44,13 @@ class TtlTaskRepo:
             select(Task.service, func.max(requested)).where(Task.table_id == table_id, Task.service.in_(_TTL_SERVICES))
             .group_by(Task.service)).all()}
 
-    def recent(self, table_id: int, limit: int = 10) -> list[Task]:
+    def recent(self, table_id: int, limit: int = 10) -> list[TaskRecord]:
         """The table's newest TTL tasks, newest first."""
-        return list(self.session.scalars(select(Task).where(
+        return tasks_of(self.session.scalars(select(Task).where(
             Task.table_id == table_id, Task.service.in_(_TTL_SERVICES)).order_by(Task.id.desc()).limit(limit)))
 
     def request(self, table_id: int, service: TableService, plan: dict[str, Any], *, priority: int = 0,
-                queue: str | None = None, now: datetime | None = None) -> Task:
+                queue: str | None = None, now: datetime | None = None) -> TaskRecord:
         """Record a runnable TTL task; ConflictError while another TTL task of the table is active. Its instant
         names the request; the instant it writes on the timeline is in its result."""
         return request_task(self.session, table_id, service.value, plan, scope=_TTL_SERVICES, kind="TTL",

@@ -16,8 +16,8 @@ import time
 import uuid
 from datetime import datetime
 
+from ..context import DEFAULT_CONTEXT, HudiContext
 from ..errors import InstantConflictError
-from ..storage.table_storage import open_storage
 from .config import FileSystemLockOptions
 from .provider import LockError
 
@@ -30,12 +30,12 @@ def is_local_uri(uri: str) -> bool:
 
 
 class FileSystemLockProvider:
-    def __init__(self, options: FileSystemLockOptions):
+    def __init__(self, options: FileSystemLockOptions, context: HudiContext = DEFAULT_CONTEXT):
         if not is_local_uri(options.lock_dir):
             raise LockError(f"hoodie.write.lock.filesystem.path={options.lock_dir}: TMS takes the file-system lock "
                             "only on local filesystems (atomic create); use the ZooKeeper lock on object stores")
         self.options = options
-        self.storage = open_storage(options.lock_dir)
+        self.storage = context.open_storage(options.lock_dir)
         self.owner = f"tms-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self._held = False
         self._guard = threading.Lock()

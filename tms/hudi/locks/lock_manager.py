@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 
+from ..context import DEFAULT_CONTEXT, HudiContext
 from .config import FILESYSTEM, STORAGE, ZOOKEEPER, ConcurrencyConfig
 from .filesystem import FileSystemLockProvider
 from .provider import LockError, LockProvider
@@ -15,21 +16,24 @@ from .zookeeper import ZookeeperLockProvider
 log = logging.getLogger(__name__)
 
 
-def open_lock_provider(config: ConcurrencyConfig) -> LockProvider:
-    """The provider the table's writers use (config.provider must be set)."""
+def open_lock_provider(config: ConcurrencyConfig, context: HudiContext = DEFAULT_CONTEXT) -> LockProvider:
+    """The provider the table's writers use (config.provider must be set); a lock file is reached with the
+    context's options for its store."""
     if config.provider == ZOOKEEPER and config.zookeeper is not None:
         return ZookeeperLockProvider(config.zookeeper, config.retries)
     if config.provider == FILESYSTEM and config.filesystem is not None:
-        return FileSystemLockProvider(config.filesystem)
+        return FileSystemLockProvider(config.filesystem, context)
     if config.provider == STORAGE and config.storage is not None:
-        return StorageLockProvider(config.storage, poll_seconds=config.retries.wait_time_ms_between_retry / 1000)
+        return StorageLockProvider(config.storage, poll_seconds=config.retries.wait_time_ms_between_retry / 1000,
+                                   context=context)
     raise LockError(f"no lock provider configured ({config.provider!r})")
 
 
 class LockManager:
-    def __init__(self, config: ConcurrencyConfig, provider: LockProvider | None = None):
+    def __init__(self, config: ConcurrencyConfig, provider: LockProvider | None = None,
+                 context: HudiContext = DEFAULT_CONTEXT):
         self.config = config
-        self.provider = provider or open_lock_provider(config)
+        self.provider = provider or open_lock_provider(config, context)
 
     def lock(self) -> None:
         """Take the lock; an attempt that fails with an error (a lost connection) is retried like one that

@@ -18,7 +18,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..storage.table_storage import has_conditional_writes, open_storage
+from ..context import DEFAULT_CONTEXT, HudiContext
+from ..storage.table_storage import has_conditional_writes
 from .config import StorageLockOptions
 from .provider import LockError
 
@@ -61,9 +62,9 @@ class StorageLockFile:
     """The lock file through the table's storage: versioned reads and conditional writes (S3 If-Match /
     If-None-Match, Azure likewise, a local filesystem's hard link and flock: Storage.replace_if)."""
 
-    def __init__(self, lock_file: str):
+    def __init__(self, lock_file: str, context: HudiContext = DEFAULT_CONTEXT):
         folder, self.name = posixpath.split(lock_file.rstrip("/"))
-        self.storage = open_storage(folder)
+        self.storage = context.open_storage(folder)
 
     def read(self) -> LockFileVersion | None:
         got = self.storage.read_versioned(self.name)
@@ -82,14 +83,14 @@ class StorageLockFile:
 
 class StorageLockProvider:
     def __init__(self, options: StorageLockOptions, store: LockFileStore | None = None,
-                 poll_seconds: float = ACQUIRE_POLL_SECONDS):
+                 poll_seconds: float = ACQUIRE_POLL_SECONDS, context: HudiContext = DEFAULT_CONTEXT):
         """`poll_seconds`: between attempts while the lock is held by another owner (Hudi waits 1 s)."""
         if store is None:
             if not has_conditional_writes(options.lock_file):
                 raise LockError(f"StorageBasedLockProvider on {options.lock_file}: TMS has conditional writes on "
                                 "local filesystems, S3 and Azure Blob storage only; use the ZooKeeper lock on this "
                                 "table")
-            store = StorageLockFile(options.lock_file)
+            store = StorageLockFile(options.lock_file, context)
         self.options = options
         self.store = store
         self.poll_seconds = poll_seconds

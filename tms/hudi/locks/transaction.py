@@ -22,7 +22,7 @@ class TransactionManager:
         self.table = table
         self.config = config or ConcurrencyConfig()
         self._lock = lock_manager if lock_manager is not None else (
-            LockManager(self.config) if self.config.has_lock else None)
+            LockManager(self.config, context=table.context) if self.config.has_lock else None)
         self.time_generator = TimeGenerator(self.config.max_clock_skew_ms if self.config.has_lock else 0)
         self._threads = threading.RLock()  # threads of this process take turns; the provider excludes processes
         self._depth = 0

@@ -370,9 +370,9 @@ def _write_partition(table: HudiTable, partition: str, instant: str, records: li
     as many as Hudi estimates for its records, each holding the keys it routes to it)."""
     mdt_path = posixpath.join(table.base_path, K.METADATA_DIR)
     if partition == K.FILES and MetadataTable.open(table) is None:
-        mdt = HudiTable.create(mdt_path, metadata_table_properties(table))
+        mdt = HudiTable.create(mdt_path, metadata_table_properties(table), context=table.context)
     else:
-        mdt = HudiTable.load(mdt_path)
+        mdt = HudiTable.load(mdt_path, context=table.context)
     schema = schema_text(table.config.traits)
     tl = mdt.timeline
     inflight = tl.transition_to_inflight(tl.create_requested(Action.DELTA_COMMIT, b"", timestamp=instant), b"")
@@ -394,7 +394,7 @@ def _discard_partial_build(table: HudiTable, partition: str, instant: str) -> No
         table.storage.delete_tree(K.METADATA_DIR)
         return
     table.storage.delete_tree(posixpath.join(K.METADATA_DIR, partition))
-    mdt = HudiTable.load(posixpath.join(table.base_path, K.METADATA_DIR))
+    mdt = HudiTable.load(posixpath.join(table.base_path, K.METADATA_DIR), context=table.context)
     for inst in mdt.timeline.states_of(instant).values():
         mdt.storage.delete(mdt.timeline.path_of(inst))
 

@@ -104,7 +104,7 @@ def create_metadata_table(data: HudiTable, partitions: list[str]) -> None:
         raise HudiError(f"table {data.config.name} has completed instants: TMS initialises a metadata table "
                         "only on a new table")
     base = posixpath.join(data.base_path, K.METADATA_DIR)
-    mdt = HudiTable.create(base, metadata_table_properties(data))
+    mdt = HudiTable.create(base, metadata_table_properties(data), context=data.context)
     version = data.config.version
     schema = schema_text(data.config.traits)
     instant = init_instant(version)

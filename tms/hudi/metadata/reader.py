@@ -65,7 +65,7 @@ class _MetadataFileSystemView(FileSystemView):
 class MetadataTable:
     def __init__(self, data: HudiTable):
         self.data = data
-        self.table = HudiTable.load(posixpath.join(data.base_path, METADATA_DIR))
+        self.table = HudiTable.load(posixpath.join(data.base_path, METADATA_DIR), context=data.context)
         self._records: dict[str, dict[str, MetadataRecord]] = {}
 
     @classmethod

@@ -164,27 +164,10 @@ class Storage(Protocol):
         ...
 
 
-# Where the options of a base path's store come from when a caller gives none (the library reads no settings
-# and no environment: TMS passes its per-root options in, see `tms.storage_roots`).
-def _no_options(base_path: str) -> dict[str, Any] | None:
-    return None
-
-
-_options_of_path: Callable[[str], dict[str, Any] | None] = _no_options
-
-
-def use_storage_options(source: Callable[[str], dict[str, Any] | None]) -> None:
-    """Have `open_storage` take the fsspec options of a base path from `source` (None: the backend's defaults,
-    which read the store's usual environment variables) when its caller gives none."""
-    global _options_of_path
-    _options_of_path = source
-
-
 def open_storage(base_path: str, storage_options: dict[str, Any] | None = None) -> Storage:
-    """The backend for a base path, chosen by its URL scheme; without `storage_options`, the options passed in
-    for the path's root (`use_storage_options`)."""
-    if storage_options is None:
-        storage_options = _options_of_path(base_path)
+    """The backend for a base path, chosen by its URL scheme, reached with `storage_options` (fsspec's; None:
+    the backend's defaults, which read the store's usual environment variables). Callers that hold options per
+    store pass a `HudiContext` instead (`HudiContext.open_storage`)."""
     protocol = fsspec.utils.get_protocol(base_path)
     if protocol in ("file", "local") and not storage_options:
         return LocalStorage(base_path)

@@ -175,7 +175,7 @@ def _retained_for_clustering(tl: Timeline) -> str | None:
 
 def metadata_table_compaction(table: HudiTable) -> str | None:
     """The instant time of the metadata table's latest compaction (its latest completed commit)."""
-    mdt = HudiTable.load(posixpath.join(table.base_path, METADATA_DIR))
+    mdt = HudiTable.load(posixpath.join(table.base_path, METADATA_DIR), context=table.context)
     last = mdt.timeline.last_of((Action.COMMIT, Action.REPLACE_COMMIT), completed=True)
     return None if last is None else last.timestamp
 

@@ -121,10 +121,12 @@ class TableConfig:
     """The table's `hoodie.properties`, with typed accessors for what TMS needs."""
 
     props: dict[str, str] = field(default_factory=dict)
+    # The zone of LOCAL timelines, as the library's caller passes it (HudiContext.local_zone; None: this host's).
+    local_zone: tzinfo | None = field(default=None, compare=False)
 
     @classmethod
-    def from_text(cls, text: str) -> TableConfig:
-        cfg = cls(parse_properties(text))
+    def from_text(cls, text: str, local_zone: tzinfo | None = None) -> TableConfig:
+        cfg = cls(parse_properties(text), local_zone)
         cfg.validate()
         return cfg
 
@@ -189,7 +191,7 @@ class TableConfig:
     @property
     def timeline_zone(self) -> tzinfo:
         """The zone the table's instant times are wall-clock times in (see timeline_zone)."""
-        return timeline_zone(self.props)
+        return timeline_zone(self.props, self.local_zone)
 
     @property
     def record_key_fields(self) -> list[str]:

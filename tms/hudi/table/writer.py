@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..context import DEFAULT_CONTEXT, HudiContext
 from ..errors import HudiError, InstantConflictError, UnsupportedTableError, UpdateRejectedError
 from ..fs_view.file_names import BaseFileName, LogFileName, new_file_id, write_token
 from ..fs_view.partition_paths import record_partition_paths
@@ -106,10 +107,11 @@ class HudiWriter:
                      ordering: list[str], partition: list[str], schema: pa.Schema, name: str | None = None,
                      merge_mode: str | None = None, hive_style: bool = True, urlencode: bool = False,
                      partition_time_format: str | None = None, base_file_format: str = "PARQUET",
-                     database: str = "default", **kwargs: Any) -> HudiWriter:
-        """A new table (of the catalog database `database`); `hive_style`, `urlencode` and
-        `partition_time_format` shape its partition paths (see `partition_paths`), `base_file_format` is PARQUET or
-        LANCE (version 9)."""
+                     database: str = "default", context: HudiContext = DEFAULT_CONTEXT,
+                     **kwargs: Any) -> HudiWriter:
+        """A new table (of the catalog database `database`, reached with `context`); `hive_style`, `urlencode`
+        and `partition_time_format` shape its partition paths (see `partition_paths`), `base_file_format` is
+        PARQUET or LANCE (version 9)."""
         name = name or posixpath.basename(base_path.rstrip("/")) or "table"
         for f in key + ordering + partition:
             if f not in schema.names:
@@ -120,7 +122,7 @@ class HudiWriter:
                                      merge_mode=merge_mode, hive_style=hive_style, urlencode=urlencode,
                                      partition_time_format=partition_time_format,
                                      base_file_format=base_file_format, database=database)
-        return cls(HudiTable.create(base_path, props), **kwargs)
+        return cls(HudiTable.create(base_path, props, context=context), **kwargs)
 
     # --- schema and keys -------------------------------------------------------------------------
     def data_avro_schema(self) -> dict[str, Any]:

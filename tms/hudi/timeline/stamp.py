@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 
-from ..storage.table_storage import Storage, open_storage
+from ..context import DEFAULT_CONTEXT, HudiContext
+from ..storage.table_storage import Storage
 
 RACY_SECONDS = 2.0
 _SEP = ";"
@@ -33,12 +34,12 @@ def timeline_stamp(storage: Storage, timeline_dir: str) -> str | None:
     return _SEP.join(parts)
 
 
-def unchanged_since(base_path: str, stamp: str | None) -> bool:
+def unchanged_since(base_path: str, stamp: str | None, context: HudiContext = DEFAULT_CONTEXT) -> bool:
     """True if the folders `stamp` names (under a local `base_path`) still have its mtimes; False if they
     changed, are gone, or there is no stamp."""
     if not stamp:
         return False
-    storage = open_storage(base_path)
+    storage = context.open_storage(base_path)
     for part in stamp.split(_SEP):
         rel, _, mtime_ns = part.partition("=")
         try:

@@ -1,12 +1,12 @@
 """The zone a table's instant times are wall-clock times in. Hudi writes `yyyyMMddHHmmssSSS` in
 `hoodie.table.timeline.timezone`: UTC, or LOCAL (the default when the property is absent), the writing JVM's
 default zone, which the table does not record. The zone of LOCAL tables is passed in by the library's caller
-(`use_local_zone`: TMS passes its setting, see `tms.timeline_zone`); the library reads no environment. Until one
-is passed in it is this host's zone (/etc/localtime, else UTC, as a JVM without TZ takes it)."""
+(`HudiContext.local_zone`: TMS passes its setting, see `tms.table_context`); the library reads no environment.
+When none is passed in it is this host's zone (/etc/localtime, else UTC, as a JVM without TZ takes it)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -45,21 +45,6 @@ def system_zone() -> tzinfo:
         return UTC
 
 
-_local_zone_source: Callable[[], tzinfo] = system_zone
-
-
-def use_local_zone(source: Callable[[], tzinfo]) -> None:
-    """Take the zone of LOCAL timelines from `source`, called each time a table's zone is needed (it may raise
-    HudiError for a setting that names no zone)."""
-    global _local_zone_source
-    _local_zone_source = source
-
-
-def local_zone() -> tzinfo:
-    """The zone of LOCAL timelines, as passed in (`use_local_zone`)."""
-    return _local_zone_source()
-
-
 def is_utc_timeline(props: Mapping[str, str]) -> bool:
     """Whether the table's instant times are UTC (else LOCAL); HudiError for a value Hudi does not accept."""
     value = table_config.TIMELINE_TIMEZONE.value(props).upper()
@@ -68,10 +53,13 @@ def is_utc_timeline(props: Mapping[str, str]) -> bool:
     return value == "UTC"
 
 
-def zone_of(utc: bool) -> tzinfo:
-    return UTC if utc else local_zone()
+def zone_of(utc: bool, local_zone: tzinfo | None) -> tzinfo:
+    """UTC, or the zone of LOCAL timelines as passed in (None: this host's, `system_zone`)."""
+    if utc:
+        return UTC
+    return local_zone if local_zone is not None else system_zone()
 
 
-def timeline_zone(props: Mapping[str, str]) -> tzinfo:
-    """The zone of the table's instant times, from its hoodie.properties."""
-    return zone_of(is_utc_timeline(props))
+def timeline_zone(props: Mapping[str, str], local_zone: tzinfo | None) -> tzinfo:
+    """The zone of the table's instant times, from its hoodie.properties and the zone of LOCAL timelines."""
+    return zone_of(is_utc_timeline(props), local_zone)
