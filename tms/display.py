@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tms.errors import ConfigError
 from tms.hudi.timeline.instant import instant_to_datetime, is_valid_instant_time
-from tms.planning.policy import BYTE_SIZE_OPTIONS, MEGABYTE_SIZE_OPTIONS
 
 ZONE_ENV = "TMS_DISPLAY_TIMEZONE"
 DEFAULT_ZONE = "UTC"
@@ -159,6 +158,9 @@ def policy_value(key: str, value: Any) -> Any:
     `120.0 MB`); the rest as it is."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
+    # Imported here: tms.config imports this module, and the health probe (deploy/healthcheck.py) imports
+    # tms.config every few seconds; tms.planning brings the whole format library (polars, pyarrow) with it.
+    from tms.planning.policy import BYTE_SIZE_OPTIONS, MEGABYTE_SIZE_OPTIONS
     if key in BYTE_SIZE_OPTIONS:
         return size(value)
     if key in MEGABYTE_SIZE_OPTIONS:
