@@ -20,7 +20,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 import fastavro
-from fastavro.validation import ValidationError
+from fastavro.validation import ValidationError, validate
 
 from tms.hudi.errors import HudiError
 from tms.hudi.table.version_traits import SUPPORTED_VERSIONS, TableVersionTraits
@@ -73,6 +73,7 @@ def _names_the_file(parse: Callable[[bytes], P]) -> Callable[[bytes], P]:
 R = TypeVar("R", bound="_Record")
 
 
+@functools.cache  # a field's name, asked for each record of each file
 def _camel(name: str) -> str:
     first, *rest = name.split("_")
     return first + "".join(part[:1].upper() + part[1:] for part in rest)
@@ -195,11 +196,17 @@ def _build(cls: type[R], record: dict[str, Any]) -> R:
 
 
 def _write_avro(schema_name: str, record: dict[str, Any]) -> bytes:
-    buf = io.BytesIO()
+    schema = _SCHEMAS[schema_name]
+    # The record checked as fastavro's validating writer checks it, but without building an error for each union
+    # branch a value does not take (which the validating writer does: 6/7 of the time of writing a commit of
+    # 10,000 write stats); the reason asked for only when the check fails.
     try:
-        fastavro.writer(buf, _SCHEMAS[schema_name], [record], codec="null", validator=True)
+        if not validate(record, schema, raise_errors=False):
+            validate(record, schema, raise_errors=True)
     except ValidationError as e:
         raise MetadataFormatError(f"cannot write {schema_name}: {e}") from e
+    buf = io.BytesIO()
+    fastavro.writer(buf, schema, [record], codec="null", validator=False)
     return buf.getvalue()
 
 
