@@ -5,8 +5,7 @@ table of 10,000 partitions as on one of 100 (issue 37's Proof: ratio <= 1.1).
 Both tables are synthesised the same way, as bench/giant_table.py makes its table: the instant files are
 serialised and written straight into the timeline folder (a delta commit starting every file group with a log
 file, a full-pass compaction plan of every file group as TMS records it, its commit, then the delta commit
-touching 10 partitions), fastavro not checking TMS's records against the schema (4/5 of the time
-of writing 10,000 write stats). Only the touched partitions' files are written: moto takes a request at a time
+touching 10 partitions). Only the touched partitions' files are written: moto takes a request at a time
 (about 50 PUTs a second on a loaded machine), and the plan never lists the others. Were it to, it would list
 each partition the timeline names (tms.hudi.fs_view.partitions.list_partitions), present or not, and its
 requests would follow the table's size."""
@@ -14,9 +13,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-import fastavro
 import pyarrow as pa
 import s3fs
 
@@ -108,15 +105,6 @@ class SynthesisedTable:
                                                          Body=item[1]), self.objects.items()))
 
 
-def _unvalidated(*args: Any, **kwargs: Any) -> None:
-    """fastavro's writer without its check of the record against the schema: the records are TMS's own models,
-    and the check is 4/5 of the time of writing 10,000 write stats."""
-    _WRITER(*args, **{**kwargs, "validator": False})
-
-
-_WRITER = fastavro.writer
-
-
 def fid(partition: str) -> str:
     return f"{int(partition.rsplit('p', 1)[1]):08x}-0000-4000-8000-000000000000-0"
 
@@ -134,9 +122,7 @@ def test_an_incremental_plan_makes_as_many_s3_requests_on_10000_partitions_as_on
     for partitions in (100, 10_000):
         base = f"{s3_base}/t{partitions}"
         table = SynthesisedTable(s3_endpoint, base, partitions)
-        with monkeypatch.context() as m:
-            m.setattr(fastavro, "writer", _unvalidated)
-            table.build()
+        table.build()
         with monkeypatch.context() as m:
             m.setattr(s3fs.S3FileSystem, "_call_s3", counted)
             requests.clear()
