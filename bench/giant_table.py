@@ -38,19 +38,23 @@ executors write them.
     .venv/bin/python bench/giant_table.py                                # the size
     .venv/bin/python bench/giant_table.py --scale 0.1 --view-only        # the live view and page alone
 
-Figures (session 19, 2 cores shared; docs/benchmarks.md keeps them), `--scale 0.01` (1,000 partitions, 10,000
-file groups, 100 instants; built in 19 s, the whole run about 1.5 minutes):
+Figures (2026-11-29, 2 cores loaded by a CI run, load average 7-14; docs/benchmarks.md keeps them), `--scale 0.01`
+(1,000 partitions, 10,000 file groups, 100 instants; built in 20.6 s, the whole run about 8 minutes):
 
-    GET /api/v1/tables/{id} (storage)      0.12 s  peak     173 MB       200 requests  10000 file groups
-    table page (storage)                   0.14 s  peak     173 MB       200 requests
-    first compaction plan (full pass)      8.80 s  peak     237 MB      2105 requests  10000 operations
-    next compaction plan, full pass        7.21 s  peak     218 MB      1119 requests  100 operations
-    next compaction plan, incremental      0.45 s  peak     194 MB        28 requests  100 operations
-    clean plan                            10.03 s  peak     218 MB      2109 requests  20880 files in 1000 partitions
-    RATIOS incremental / full pass: 0.063 in time (goal <= 0.05), 0.0250 in requests; incremental 0.45 s (goal
-    <= 1 s); peak of any plan 237 MB (goal <= 1024); API 0.12 s, page 0.14 s (goal <= 1 s)
+    GET /api/v1/tables/{id} (storage)      0.27 s  peak     173 MB       200 requests  10000 file groups
+    table page (storage)                   0.18 s  peak     173 MB       200 requests
+    first compaction plan (full pass)     12.69 s  peak     225 MB      1104 requests  10000 operations
+    next compaction plan, full pass       17.28 s  peak     218 MB      1108 requests  100 operations
+    next compaction plan, incremental      0.48 s  peak     179 MB        17 requests  100 operations
+    clean plan                            28.00 s  peak     219 MB      2109 requests  20880 files in 1000 partitions
+    whole clean (plan + execute)          42.31 s  peak     218 MB      2135 requests  20880 files (plan 24.59 s)
+    deleting the same files alone          8.01 s  peak     175 MB         0 requests  20880 files
+    RATIOS incremental / full pass: 0.028 in time (goal <= 0.05), 0.0153 in requests; incremental 0.48 s (goal
+    <= 1 s); peak of any plan 225 MB (goal <= 1024); API 0.27 s, page 0.18 s (goal <= 1 s); whole clean /
+    deleting its files alone 5.3 (goal <= 2)
 
-(An earlier run at load average 7-9: plans 40.6, 40.0 and 3.34 s, clean 49.8 s.)
+Session 19 (quieter): plans 8.80, 7.21 and 0.45 s (0.063: the incremental plan parsed the last plan's 10,000
+operations for its extraMetadata), clean plan 10.03 s; at load average 7-9: plans 40.6, 40.0 and 3.34 s, clean 49.8 s.
 Before the live view read a sample (the whole table, three times on the page): 38.7 s and 54.3 s on that table.
 `--partitions 100000 --file-groups 100000 --instants 1000 --view-only` (built in 464 s): the live view 0.40 s, the
 page 0.45 s, 200 storage requests, 178 MB peak; 100,000 file groups estimated (exact) from 99 partitions read.
