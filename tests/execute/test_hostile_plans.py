@@ -191,3 +191,63 @@ def test_a_plan_whose_paths_stay_inside_is_still_run(tmp_path, written_tables):
     ts = plan_compaction(table)
     assert execute_instant(table, ts, LocalRunner()).instant.is_completed
     assert scene.snapshot() == scene.before
+
+
+def _data_files(table_path: Path) -> list[str]:
+    """The table's data files, relative to it (its partitions' base and log files; links left out)."""
+    return sorted(str(p.relative_to(table_path)) for p in table_path.rglob("*")
+                  if p.is_file() and not p.is_symlink() and ".hoodie" not in p.parts and not p.name.startswith("."))
+
+
+def test_a_clean_plan_with_links_out_among_its_files_is_refused_and_deletes_nothing(tmp_path, written_tables):
+    """A clean resolves each partition once and looks at each file (lstat), then deletes a partition's files by
+    name in its open folder: a file that is itself a link out of the table, among the table's own files, and a
+    file in a partition that is a link out are refused as resolving each path whole refuses them."""
+    scene = Scene(tmp_path, written_tables[8])
+    files = _data_files(scene.table_path)
+    partition = files[0].rsplit("/", 1)[0]
+    names = [f.rsplit("/", 1)[1] for f in files if f.startswith(partition + "/")]
+    assert len(names) > 1
+    os.symlink(scene.outside / "victim" / "keep.txt", scene.table_path / partition / "out.parquet")
+    cases = {"a file that is a link out": {partition: [*names[:1], "out.parquet", *names[1:]]},
+             "a partition that is a link out": {partition: names, "linked": ["keep.txt"]}}
+    for case, deleted in cases.items():
+        table = scene.table()
+        last = table.timeline.last_completed()
+        plan = serialize_cleaner_plan(CleanerPlan(
+            earliest_instant_to_retain=ActionInstant(timestamp=last.timestamp, action=last.action, state="COMPLETED"),
+            last_completed_commit_timestamp=last.timestamp, policy="KEEP_LATEST_COMMITS",
+            file_paths_to_be_deleted_per_partition={p: [CleanFileInfo(file_path=str(scene.table_path / p / n))
+                                                        for n in ns] for p, ns in deleted.items()}))
+        ts = table.timeline.create_requested(Action.CLEAN, plan).timestamp
+
+        with pytest.raises(UnsafePlanError, match="outside the table, through a symbolic link") as refused:
+            execute_instant(table, ts, LocalRunner())
+
+        assert f"clean {ts}" in str(refused.value) and "nothing was run" in str(refused.value), case
+        assert scene.snapshot() == scene.before, f"{case}: something outside the table changed"
+        assert _data_files(scene.table_path) == files, f"{case}: a file of the table was deleted"
+        assert set(scene.table().timeline.states_of(ts)) == {State.REQUESTED}, f"{case}: the plan was started"
+        scene.table().timeline.delete_instant(ts)
+
+
+def test_a_batch_delete_acts_only_inside_the_table(tmp_path, written_tables):
+    """The storage's batch delete, under every clean: a batch with a link out among its files is refused whole,
+    whatever the check before it; a link to a file inside the table is removed, the link and not its target."""
+    scene = Scene(tmp_path, written_tables[8])
+    storage = open_storage(str(scene.table_path))
+    files = _data_files(scene.table_path)
+    partition = files[0].rsplit("/", 1)[0]
+    os.symlink(scene.outside / "victim" / "keep.txt", scene.table_path / partition / "out.parquet")
+    os.symlink(scene.table_path / files[1], scene.table_path / partition / "in.parquet")
+    for batch in ([files[0], f"{partition}/out.parquet"], ["linked/keep.txt"], [f"{partition}/../linked/keep.txt"]):
+        with pytest.raises(PathOutsideTableError):
+            storage.delete_many(batch)
+        with pytest.raises(PathOutsideTableError):
+            storage.require_inside(batch)
+    assert scene.snapshot() == scene.before
+    assert _data_files(scene.table_path) == files, "a refused batch deletes nothing"
+
+    assert storage.delete_many([f"{partition}/in.parquet", f"{partition}/gone.parquet"]) == [f"{partition}/in.parquet"]
+    assert not os.path.lexists(scene.table_path / partition / "in.parquet")
+    assert (scene.table_path / files[1]).is_file()

@@ -344,7 +344,7 @@ def test_the_next_plan_of_a_loaded_table_takes_the_last_plans_scope_from_memory_
     def unread(data):
         raise AssertionError("the last plan's file was read")
 
-    monkeypatch.setattr(incremental, "parse_any_avro", unread)
+    monkeypatch.setattr(incremental, "read_plan_extra_metadata", unread)
     loaded.timeline.reload()
     assert plan_scope(loaded, TableService.COMPACTION, now(), DAY, policy()) == fresh
     with pytest.raises(AssertionError, match="file was read"):

@@ -3,7 +3,7 @@ tasks, and complete the instant from the tasks' results."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -115,19 +115,23 @@ class ActionExecutor(ABC):
     def require_plan_inside_table(self) -> None:
         """A plan is input like any other (any writer of the table may have written it): every path it names
         must resolve inside the table, before anything is read, written or deleted."""
-        base = self.storage.base_uri
-        partitions: set[str] = set()  # each resolved once, however many files the plan names in it
         try:
-            for partition, path in self.plan_paths():
-                # `full` resolves as every storage operation does (on a local filesystem: symbolic links too)
-                if partition not in partitions:
-                    self.storage.full(_outside_metadata(confined(partition, "partition")))
-                    partitions.add(partition)
-                if path:
-                    self.storage.full(_outside_metadata(table_relative(base, path, partition)))
+            # resolved as every storage operation resolves them (on a local filesystem: symbolic links too)
+            self.storage.require_inside(self._plan_rels())
         except PathOutsideTableError as e:
             raise UnsafePlanError(f"{self.service} {self.timestamp} of table {self.config.name} is refused: {e}; "
                                   "nothing was run") from None
+
+    def _plan_rels(self) -> Iterator[str]:
+        """The table-relative paths the plan names, each partition once; lexically refused as they come."""
+        base = self.storage.base_uri
+        partitions: set[str] = set()
+        for partition, path in self.plan_paths():
+            if partition not in partitions:
+                yield _outside_metadata(confined(partition, "partition"))
+                partitions.add(partition)
+            if path:
+                yield _outside_metadata(table_relative(base, path, partition))
 
     def _require_serviceable_table(self) -> None:
         # A metadata table is kept in sync (tms.hudi.metadata.writer), except partitions TMS cannot maintain.

@@ -25,7 +25,7 @@ from .footprint import IOType, written_files
 from .incremental import Scope, left_out, plan_scope, remember_plan
 from .planned import Planned
 from .policy import TablePolicy
-from .stats import plan_stats
+from .stats import compaction_plan_stats
 from .triggers import compaction_trigger
 from .ttl import ttl_plan_metadata
 
@@ -100,12 +100,16 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
         return log.path not in deferred if v6 else (log.completion_time or log.name.instant) < tc
 
     candidates = []
+    sizes: dict[tuple[str, str], int] = {}  # (partition, file name) -> bytes, as listed: the plan's statistics
     for fs in view.latest_slices():
         if (fs.partition, fs.file_id) in busy:
             continue
         logs = [f for f in fs.log_files if compactable(f)]
         if logs:
             candidates.append(_operation(fs, logs, policy))
+            sizes.update(((fs.partition, f.file_name), f.size) for f in logs)
+            if fs.base_file:
+                sizes[(fs.partition, fs.base_file.file_name)] = fs.base_file.size
     operations = order_and_filter(candidates, policy)
     if not operations:
         return None
@@ -121,4 +125,5 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
     remember_plan(tl, tc, extra, missing)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []
-    return Planned(tc, TableService.COMPACTION, plan_stats(table, tc), tuple(remaining), scope.describe())
+    stats = compaction_plan_stats(table, plan, lambda partition, name: sizes.get((partition, name), 0))
+    return Planned(tc, TableService.COMPACTION, stats, tuple(remaining), scope.describe())

@@ -35,7 +35,7 @@ from weakref import WeakKeyDictionary
 from tms.hudi.errors import HudiError, InstantVanishedError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State, instant_to_datetime
-from tms.hudi.timeline.serde import MetadataFormatError, parse_any_avro
+from tms.hudi.timeline.serde import MetadataFormatError, PlanExtraMetadata, read_plan_extra_metadata
 from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
 from tms.table_service import TableService
 
@@ -108,23 +108,16 @@ def _norm(partition: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class _Record:
-    """What a plan records of its scope: its extraMetadata and missingSchedulePartitions."""
-    extra_metadata: dict[str, str]
-    missing: list[str] | None
-
-
-@dataclass(frozen=True)
 class _LastPlan:
     instant: Instant
     extra_metadata: dict[str, str]
     missing: list[str] | None
 
 
-# What the plans of a loaded timeline record of their scope, read once, or kept when TMS wrote the plan through
-# that timeline (a plan of a big table names thousands of operations this does not need: reading them back is
-# what made the next incremental plan's time follow the last plan's size).
-_RECORDED: WeakKeyDictionary[Timeline, dict[str, _Record | None]] = WeakKeyDictionary()
+# What the plans of a loaded timeline record of their scope, kept when TMS wrote the plan through that timeline,
+# else read once from the plan's file without its operations (a plan of a big table names thousands this does
+# not need: building them is what made the next incremental plan's time follow the last plan's size).
+_RECORDED: WeakKeyDictionary[Timeline, dict[str, PlanExtraMetadata | None]] = WeakKeyDictionary()
 _KEPT = 8
 
 
@@ -132,10 +125,10 @@ def remember_plan(timeline: Timeline, timestamp: str, extra_metadata: dict[str, 
                   missing: list[str] | None) -> None:
     """What the plan TMS just wrote at `timestamp` records of its scope, kept with the loaded timeline for the
     next plan of its service (the planner keeps timelines loaded between passes)."""
-    _keep(_RECORDED.setdefault(timeline, {}), timestamp, _Record(dict(extra_metadata), missing))
+    _keep(_RECORDED.setdefault(timeline, {}), timestamp, PlanExtraMetadata(dict(extra_metadata), missing))
 
 
-def _keep(known: dict[str, _Record | None], timestamp: str, record: _Record | None) -> None:
+def _keep(known: dict[str, PlanExtraMetadata | None], timestamp: str, record: PlanExtraMetadata | None) -> None:
     """Keep `record`, and the newest few others only: a plan needs the latest compaction's or clustering's (one
     dropped is read again), and a table's life has a plan a minute."""
     known[timestamp] = record
@@ -149,16 +142,13 @@ def _recorded_scope(table: HudiTable, inst: Instant) -> _LastPlan | None:
     known = _RECORDED.setdefault(tl, {})
     if inst.timestamp not in known:
         try:
-            name, record = parse_any_avro(tl.read_plan(inst.timestamp))
+            kept = read_plan_extra_metadata(tl.read_plan(inst.timestamp))
         except MetadataFormatError:
-            name, record = "", {}  # an insert_overwrite's requested file may be empty
-        plan = record if name.endswith("HoodieCompactionPlan") else record.get("clusteringPlan")
-        kept = None if not isinstance(plan, dict) else _Record(dict(plan.get("extraMetadata") or {}),
-                                                                   plan.get("missingSchedulePartitions"))
+            kept = None  # an insert_overwrite's requested file may be empty
         _keep(known, inst.timestamp, kept)
     else:
         kept = known[inst.timestamp]
-    return None if kept is None else _LastPlan(inst, kept.extra_metadata, kept.missing)
+    return None if kept is None else _LastPlan(inst, kept.extra_metadata, kept.missing_schedule_partitions)
 
 
 def _last_compaction(table: HudiTable) -> _LastPlan | None:

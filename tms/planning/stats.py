@@ -108,6 +108,13 @@ def rollback_stats(plan: RollbackPlan, sizes: ListedSizes) -> PlanStats:
     return _stats(per_request, max(per_request, default=0))
 
 
+def compaction_plan_stats(table: HudiTable, plan: CompactionPlan, size_of: SizeOf) -> PlanStats:
+    """Statistics of the compaction plan `plan` of `table`, its files' sizes from `size_of`."""
+    with_ttl = TTL_CUTOFF_KEY in (plan.extra_metadata or {})
+    parquet = table_base_format(table.config) == PARQUET
+    return replace(compaction_stats(plan, size_of), within_budget=parquet and not with_ttl)
+
+
 def plan_stats(table: HudiTable, timestamp: str) -> PlanStats:
     """Statistics of the requested plan at `timestamp` (compaction, clustering, clean or rollback)."""
     inst = table.timeline.get(timestamp)
@@ -117,9 +124,7 @@ def plan_stats(table: HudiTable, timestamp: str) -> PlanStats:
     sizes = ListedSizes(table)
     parquet = table_base_format(table.config) == PARQUET
     if inst.action == Action.COMPACTION:
-        compaction = parse_compaction_plan(data)
-        with_ttl = TTL_CUTOFF_KEY in (compaction.extra_metadata or {})
-        return replace(compaction_stats(compaction, sizes), within_budget=parquet and not with_ttl)
+        return compaction_plan_stats(table, parse_compaction_plan(data), sizes)
     if inst.action in (Action.CLUSTERING, Action.REPLACE_COMMIT):
         meta = parse_requested_replace_metadata(data)
         if meta.clustering_plan is None:

@@ -373,6 +373,70 @@ def test_clustering_plan_round_trip():
     assert record["clusteringPlan"]["preserveHoodieMetadata"] is True
 
 
+# --- a plan's extra metadata alone ---------------------------------------------------------------------------
+
+_PLAN_SUFFIXES = (".compaction.requested", ".clustering.requested", ".replacecommit.requested")
+
+
+def _full_parse_scope(data: bytes) -> serde.PlanExtraMetadata | None:
+    """What read_plan_extra_metadata should answer, from the full parse of the plan."""
+    name, _ = _records(data)
+    if name == MODEL + "HoodieCompactionPlan":
+        plan = serde.parse_compaction_plan(data)
+    else:
+        plan = serde.parse_requested_replace_metadata(data).clustering_plan
+        if plan is None:
+            return None
+    return serde.PlanExtraMetadata(plan.extra_metadata, plan.missing_schedule_partitions)
+
+
+def test_plan_extra_metadata_of_java_written_plans(tables):
+    plans = sorted(p for p in tables.rglob("*.requested")
+                   if p.name.endswith(_PLAN_SUFFIXES) and not p.name.startswith("._") and p.stat().st_size)
+    # compaction plans of data and metadata tables, clustering plans, and insert_overwrite's requests without one
+    kinds = {(p.name.split(".")[1], _full_parse_scope(p.read_bytes()) is None) for p in plans}
+    assert {("compaction", False), ("clustering", False), ("replacecommit", True)} <= kinds
+    for path in plans:
+        data = path.read_bytes()
+        assert serde.read_plan_extra_metadata(data) == _full_parse_scope(data), path
+    prepped = tables / "v8_trips_8i3u1d/.hoodie/timeline/20251220210129235.compaction.requested"
+    assert serde.read_plan_extra_metadata(prepped.read_bytes()) == serde.PlanExtraMetadata(
+        {"_hoodie.spark.sql.writes.prepped": "true"}, [])
+
+
+def test_plan_extra_metadata_of_plans_written_by_tms():
+    extra = {"tms.schedule.scope": "incremental", "tms.schedule.full.pass": "20250101000000000"}
+    ops = [CompactionOperation(base_instant_time="001", file_id=f"f{i}-0", partition_path=f"p{i}",
+                               data_file_path=f"f{i}-0_0-1-1_001.parquet",
+                               delta_file_paths=[f".f{i}-0_002.log.1_0-1-1"], metrics={"TOTAL_LOG_FILES": 1.0})
+           for i in range(50)]
+    compaction = serde.serialize_compaction_plan(CompactionPlan(
+        operations=ops, extra_metadata=extra, strategy=CompactionStrategy(compactor_class_name="x"),
+        missing_schedule_partitions=["p7", "p9"]))
+    assert serde.read_plan_extra_metadata(compaction) == serde.PlanExtraMetadata(extra, ["p7", "p9"])
+    assert serde.read_plan_extra_metadata(compaction) == _full_parse_scope(compaction)
+
+    meta = _clustering_plan()
+    meta.clustering_plan.extra_metadata = extra  # type: ignore[union-attr]
+    meta.extra_metadata = {"outside": "the plan"}
+    clustering = serde.serialize_requested_replace_metadata(meta)
+    assert serde.read_plan_extra_metadata(clustering) == serde.PlanExtraMetadata(extra, [])
+    # Hudi's incremental table services off: no missingSchedulePartitions, as the full parse reads it
+    off = serde.serialize_compaction_plan(CompactionPlan(operations=ops, missing_schedule_partitions=None))
+    assert serde.read_plan_extra_metadata(off) == serde.PlanExtraMetadata({}, None) == _full_parse_scope(off)
+
+
+def test_plan_extra_metadata_refuses_what_is_not_a_plan():
+    clean = serde.serialize_cleaner_plan(_cleaner_plan())
+    with pytest.raises(MetadataFormatError, match="expected .*HoodieCompactionPlan or .*HoodieRequestedReplace"):
+        serde.read_plan_extra_metadata(clean)
+    with pytest.raises(MetadataFormatError, match="empty metadata file"):
+        serde.read_plan_extra_metadata(b"")
+    plan = serde.serialize_compaction_plan(CompactionPlan(extra_metadata={"a": "b"}))
+    with pytest.raises(MetadataFormatError, match="corrupt Avro container"):
+        serde.read_plan_extra_metadata(plan[: len(plan) - 20])
+
+
 # --- clean --------------------------------------------------------------------------------------------------
 
 
@@ -565,7 +629,7 @@ def test_wrong_record_is_rejected(tables):
 
 
 def test_invalid_model_is_rejected():
-    with pytest.raises(MetadataFormatError, match="HoodieCompactionPlan"):
+    with pytest.raises(MetadataFormatError, match=r"cannot write .*HoodieCompactionPlan(.|\n)*baseInstantTime is <1>"):
         bad = CompactionOperation(base_instant_time=1, file_id="f")  # an int where Avro wants a string
         serde.serialize_compaction_plan(CompactionPlan(operations=[bad]))
     assert issubclass(MetadataFormatError, ValueError)

@@ -7,6 +7,7 @@ either relative to the table or absolutely (Java writes `file:/...`, `hdfs://...
 `table_relative` convert between the two."""
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -160,6 +161,13 @@ def _inside(base: tuple[str, str, str], path: tuple[str, str, str]) -> str | Non
     return None
 
 
+@functools.lru_cache(maxsize=64)
+def _local_root(base_path: str) -> str | None:
+    """A local base path as `_inside` compares it (normalized, no trailing slash); None for a URL."""
+    scheme, _, local = _split(base_path)
+    return None if scheme else posixpath.normpath(local).rstrip("/")
+
+
 def table_relative(base_path: str, path: str, partition: str = "") -> str:
     """`path` relative to the table: an absolute path or URL must lie inside the table (a local one may reach
     it through a symlink); a bare file name is in `partition`; any other relative path is relative to the base
@@ -167,6 +175,13 @@ def table_relative(base_path: str, path: str, partition: str = "") -> str:
     (even back into it), holds a NUL or control character, or names another store."""
     if _CONTROL.search(path) or ".." in path.split("/"):
         confined(path, "plan path")  # raises, naming what is wrong
+    if (path.startswith("/") and "//" not in path and "/./" not in path and not path.endswith(("/", "/."))
+            and path.strip() == path):
+        # A local absolute path spelt as normpath spells it, under the base path as spelt: what the slow way
+        # below finds, without parsing a URL (a plan names every file so).
+        root = _local_root(base_path)
+        if root is not None and path.startswith(root + "/"):
+            return confined(path[len(root) + 1:], "plan path")
     scheme, netloc, local = _split(path)
     if not scheme and not local.startswith("/"):
         if "/" not in local:

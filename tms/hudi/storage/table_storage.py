@@ -27,9 +27,10 @@ import hashlib
 import os
 import posixpath
 import shutil
+import stat
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
@@ -124,6 +125,11 @@ class Storage(Protocol):
 
     def info(self, rel: str) -> FileInfo: ...
     def makedirs(self, rel: str) -> None: ...
+
+    def require_inside(self, rels: Iterable[str]) -> None:
+        """Refuse (PathOutsideTableError) if any of `rels` leads outside the table, as `full` would refuse it:
+        the check of many paths at once (a plan's), each folder resolved once."""
+        ...
 
     def write_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
         """Write `data` so readers see the whole file or nothing. Without `overwrite`, raise
@@ -220,12 +226,35 @@ class LocalStorage:
         self._real_root = os.path.realpath(self.root)
 
     def full(self, rel: str) -> str:
+        return self._resolved(rel)[0]
+
+    def _resolved(self, rel: str) -> tuple[str, str]:
+        """(path, real path) of `rel`, refused if the real path (symbolic links followed) leaves the table."""
         path = _join(self.root, rel)
         real = os.path.realpath(path)
         if real != self._real_root and not real.startswith(self._real_root.rstrip("/") + "/"):
             raise PathOutsideTableError(f"{shown(rel or '.')} of the table at {self.base_uri} resolves to "
                                         f"{shown(real)}, outside the table, through a symbolic link")
-        return path
+        return path, real
+
+    def require_inside(self, rels: Iterable[str]) -> None:
+        # A file that is not itself a symbolic link resolves to its folder's real path and its name: the folder
+        # is resolved once (realpath looks up every component of the path), each file is one lstat.
+        real_folders: dict[str, str] = {}
+        for rel in rels:
+            folder, name = posixpath.split(confined(rel))
+            if name in ("", "."):
+                self.full(rel)
+                continue
+            real = real_folders.get(folder)
+            if real is None:
+                real = real_folders[folder] = self._resolved(folder)[1]
+            try:
+                is_link = stat.S_ISLNK(os.lstat(posixpath.join(real, name)).st_mode)
+            except OSError:
+                is_link = False  # nothing there (or no folder): it resolves to that path, inside
+            if is_link:
+                self.full(rel)
 
     def uri(self, rel: str) -> str:
         return self.full(rel)
@@ -409,7 +438,68 @@ class LocalStorage:
             raise
 
     def delete_many(self, rels: list[str]) -> list[str]:
-        return [rel for rel in rels if self.delete(rel)]
+        # Each folder is resolved and opened once, component by component from the table's real folder without
+        # following a link (a folder swapped for a link meanwhile is not entered); its files are unlinked by name
+        # in that open folder, where no link can take an unlink elsewhere. A file that is itself a symbolic link
+        # is checked as `full` checks it, as is anything this cannot open: the whole batch is checked before
+        # any of it is deleted (a refused batch deletes nothing).
+        folders: dict[str, int | None] = {}
+        try:
+            placed: list[tuple[str, int | None, str]] = []
+            for rel in rels:
+                folder, name = posixpath.split(confined(rel))
+                if name in ("", "."):
+                    fd = None
+                elif folder in folders:
+                    fd = folders[folder]
+                else:
+                    fd = folders[folder] = self._open_folder(folder)
+                if fd is None:
+                    self.full(rel)
+                elif self._is_link(fd, name):
+                    self.full(rel)  # refused if it leads outside; else the link itself is what is removed
+                placed.append((rel, fd, name))
+            return [rel for rel, fd, name in placed
+                    if (self.delete(rel) if fd is None else self._delete_in(fd, name))]
+        finally:
+            for fd in folders.values():
+                if fd is not None:
+                    os.close(fd)
+
+    def _open_folder(self, rel: str) -> int | None:
+        """A descriptor of the folder `rel` (refused if it resolves outside the table), opened from the table's
+        real folder one component at a time, never through a link; None if it cannot be opened so (missing, not
+        a folder, changed into a link since it was resolved)."""
+        real = self._resolved(rel)[1]
+        inside = real[len(self._real_root):].strip("/")
+        fd = os.open(self._real_root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in inside.split("/") if inside else ():
+                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+
+    @staticmethod
+    def _is_link(fd: int, name: str) -> bool:
+        try:
+            return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            return False
+
+    @staticmethod
+    def _delete_in(fd: int, name: str) -> bool:
+        """`delete` of the file `name` in the open folder `fd`: its Hadoop checksum, then itself."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f".{name}.crc", dir_fd=fd)
+        try:
+            os.unlink(name, dir_fd=fd)
+            return True
+        except FileNotFoundError:
+            return False
 
     def delete_tree(self, rel: str) -> None:
         path = self.full(rel)
@@ -542,6 +632,10 @@ class FsspecStorage:
 
     def full(self, rel: str) -> str:
         return _join(self.root, rel)
+
+    def require_inside(self, rels: Iterable[str]) -> None:
+        for rel in rels:
+            self.full(rel)
 
     def uri(self, rel: str) -> str:
         return f"{self.base_uri}/{rel}" if rel else self.base_uri

@@ -210,6 +210,21 @@ REQUESTED_REPLACE_METADATA = _record(
     _version(),
 )
 
+
+def _only(record: dict[str, Any], *names: str, **replaced: Any) -> dict[str, Any]:
+    """`record` with only the fields `names` (those in `replaced` given another type): a reader schema that
+    projects it, fastavro skipping the other fields' bytes without building them."""
+    fields = [{**f, "type": replaced.get(f["name"], f["type"])} for f in record["fields"] if f["name"] in names]
+    return {**record, "fields": fields}
+
+
+# What a plan records of how it was scheduled, read without its operations or input groups (the bulk of the file):
+# reader schemas of a compaction plan and of a requested replace's clustering plan.
+_SCOPE_FIELDS = ("extraMetadata", "missingSchedulePartitions")
+COMPACTION_PLAN_SCOPE = _only(COMPACTION_PLAN, *_SCOPE_FIELDS)
+REQUESTED_REPLACE_SCOPE = _only(REQUESTED_REPLACE_METADATA, "clusteringPlan",
+                                clusteringPlan=["null", _only(CLUSTERING_PLAN, *_SCOPE_FIELDS)])
+
 # --- clean --------------------------------------------------------------------------------------------------
 
 CLEANER_PLAN = _record(
