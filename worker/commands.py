@@ -3,7 +3,6 @@ master with the job's sizing, or the plain Python job (jobs.python_job); the arg
 warm engine with."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -63,14 +62,16 @@ def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
 def backup_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
     """A backup task's job (jobs.backup_job), whatever the worker's runner: it copies files, Spark adds nothing."""
     command = [sys.executable, "-m", "jobs.backup_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
+               "--action", claimed.service, "--plan", claimed.plan.model_dump_json(exclude_unset=True),
+               "--fence-url", fence_url]
     return command, dict(os.environ)
 
 
 def ttl_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
     """A TTL task's job (jobs.ttl_job), whatever the worker's runner: Python deletes, as `tms ttl` does."""
     command = [sys.executable, "-m", "jobs.ttl_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
+               "--action", claimed.service, "--plan", claimed.plan.model_dump_json(exclude_unset=True),
+               "--fence-url", fence_url]
     for key, value in claimed.concurrency_options.items():
         command += ["--option", f"{key}={value}"]
     return command, dict(os.environ)
@@ -80,7 +81,8 @@ def archive_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dic
     """An archive task's job (jobs.archive_job), whatever the worker's runner: it moves instant files, Spark adds
     nothing."""
     command = [sys.executable, "-m", "jobs.archive_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
+               "--action", claimed.service, "--plan", claimed.plan.model_dump_json(exclude_unset=True),
+               "--fence-url", fence_url]
     for key, value in claimed.concurrency_options.items():
         command += ["--option", f"{key}={value}"]
     return command, dict(os.environ)

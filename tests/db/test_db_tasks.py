@@ -11,6 +11,7 @@ from sqlalchemy import update
 from tms.db import TRANSITIONS, IllegalTransitionError, NotFoundError, OperatorAction, TaskRepo, TaskState
 from tms.db.models import Task
 from tms.db.repos.tasks import FailureRecord
+from tms.task_payload import PlanStatistics
 
 S = TaskState
 INSTANT = "20250101000000000"
@@ -25,7 +26,7 @@ def _create(db, table_id, state=S.RUNNABLE, instant=INSTANT, **kw):
 
 
 def test_one_task_per_instant(db, table_id):
-    first = _create(db, table_id, S.PENDING, plan_stats={"operations": 3})
+    first = _create(db, table_id, S.PENDING, payload=PlanStatistics(operations=3))
     with db.transaction() as session:
         again, created = TaskRepo(session).create(table_id=table_id, service="compaction", instant=INSTANT)
     assert not created and again.id == first.id and again.plan_stats == {"operations": 3}
