@@ -141,8 +141,8 @@ def payload_of(service: str, stored: dict[str, Any] | PayloadBody | None) -> Tas
     field = "request" if names_request(service) else "stats"
     payload = _PAYLOAD.validate_python({"service": service, field: body or {}})
     if isinstance(stored, BaseModel) and type(payload.body) is not type(stored):
-        raise ValueError(f"a {service} task's payload is a {type(payload.body).__name__}, "
-                         f"not a {type(stored).__name__}")
+        raise ValueError(f"{service} task: its payload is {type(payload.body).__name__}, "
+                         f"not {type(stored).__name__}")
     return payload
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from tms.db import QueueRecord
 from tms.table_service import TableService
+from tms.table_services import entry_of
 from tms.task_payload import PlanStatistics
 
 MEMORY_FACTOR = 1.4  # decoded rows, the merge and the written file take more than the bytes on storage
@@ -29,7 +30,6 @@ PYTHON_MEMORY_FACTOR = 32
 # slowly with the group (spill buckets, a log block's bytes). tests/execute/test_compaction_memory.py checks it.
 PYTHON_BUDGET_FACTOR = 6
 SPARK_MIN_OVERHEAD_MB = 384  # Spark's own minimum executor overhead, for the JVM's off-heap memory
-MERGING_SERVICES = frozenset({TableService.COMPACTION, TableService.CLUSTERING})  # clean and rollback only delete files
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,10 @@ def size_job(stats: PlanStatistics, queue: QueueRecord, *, driver_memory_mb: int
     compaction or clustering whose merges stream within it (`within_budget`) follows the budget where the
     largest operation is bigger."""
     largest = stats.largest_file_group_bytes or 0
+    entry = entry_of(service)
     # Stats recorded before `within_budget` existed: compactions were merged within the budget, clustering not.
-    within_budget = stats.within_budget if stats.within_budget is not None else service == TableService.COMPACTION
-    bounded = budget_bytes if service in MERGING_SERVICES and within_budget else None
+    within_budget = stats.within_budget if stats.within_budget is not None else entry.within_budget_by_default
+    bounded = budget_bytes if entry.merges and within_budget else None
     operations = stats.operations or 1
     memory_mb = math.ceil(min(largest, bounded or largest) * MEMORY_FACTOR / MB)
     if memory_factor > 1:  # grow from what the last attempt had, at least the queue's minimum
@@ -98,7 +99,8 @@ def python_task_memory_mb(operation_bytes: int, budget_bytes: int | None = None)
 def _python_memory_mb(stats: PlanStatistics, service: str, queue: QueueRecord,
                       memory_factor: float, budget_bytes: int | None = None) -> int:
     merged = 0
-    if service in MERGING_SERVICES:  # a task merges a whole operation: a file group, or a clustering group
+    if entry_of(service).merges:  # a task merges a whole operation: a file group, or a clustering group
+        # (a clean or a rollback only deletes files)
         merged = max([stats.largest_file_group_bytes or 0, *stats.operation_bytes])
     per_executor = python_task_memory_mb(merged, budget_bytes) * queue.executor_cores
     return min(math.ceil(per_executor * memory_factor), queue.max_executor_memory_mb)
