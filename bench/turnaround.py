@@ -34,6 +34,7 @@ from tms.db import Database, QueueRepo, TaskRepo, TaskState
 from tms.db.testing import scratch_database
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import plan_stats
+from tms.task_payload import PlanStatistics
 from worker.loop import Worker
 
 ADMIN = "bench-admin-token"
@@ -59,10 +60,10 @@ def run_once(database: Database, url: str, pristine: Path, copy: Path, queue: st
                           json={"base_path": str(copy), "queue": queue})
     response.raise_for_status()
     stats = plan_stats(HudiTable.load(str(copy)), instant)
-    recorded = {"operations": stats.operations, "largest_file_group_bytes": stats.largest_file_group_bytes}
+    recorded = PlanStatistics(operations=stats.operations, largest_file_group_bytes=stats.largest_file_group_bytes)
     with database.transaction() as session:
         task, _ = TaskRepo(session).create(table_id=response.json()["id"], service="compaction", instant=instant,
-                                           state=TaskState.RUNNABLE, plan_stats=recorded)
+                                           state=TaskState.RUNNABLE, payload=recorded)
     started = time.perf_counter()
     while True:
         with database.transaction() as session:

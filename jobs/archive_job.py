@@ -12,13 +12,14 @@ from tms.config import load_settings
 from tms.execute.archive_task import run_archive_task
 from tms.table_context import table_context
 from tms.table_service import TableService
+from tms.task_payload import ArchiveRequest
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = task_parser("jobs.archive_job", "Archive a Hudi table's active timeline.", [TableService.ARCHIVE.value],
                      "the table's policy when it was planned, the instant it archives through",
                      "GET under the table's lock before any instant file is deleted; non-2xx: the lease is lost")
-    return locked_task_main(ap, lambda args, plan, fence, options: run_archive_task(
+    return locked_task_main(ap, ArchiveRequest, lambda args, plan, fence, options: run_archive_task(
         args.table, plan, fence, options, context=table_context(load_settings())),
                             argv)
 

@@ -7,7 +7,6 @@ status of `jobs/run.py`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from jobs.in_process import finish, task_parser
@@ -16,6 +15,7 @@ from tms.config import load_settings
 from tms.execute.fencing import http_fence, no_fence
 from tms.table_context import table_context
 from tms.table_service import BACKUP_SERVICES
+from tms.task_payload import BackupRequest
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     fence = http_fence(args.fence_url) if args.fence_url else no_fence
 
     def run() -> tuple[str, dict]:
-        record, summary = run_backup_task(args.service, args.table, json.loads(args.plan), fence,
+        record, summary = run_backup_task(args.service, args.table, BackupRequest.model_validate_json(args.plan), fence,
                                           table_context(load_settings()))
         return summary, record
     return finish(run)

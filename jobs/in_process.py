@@ -4,10 +4,11 @@ and record line of `jobs/run.py`."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from tms.errors import ONE_LINE_ERRORS
 from tms.execute.fencing import Fence, http_fence, no_fence
@@ -46,17 +47,20 @@ class TaskOutcome(Protocol):
     def record(self) -> dict: ...
 
 
-LockedTask = Callable[[argparse.Namespace, dict[str, Any], Fence, dict[str, str]], TaskOutcome]
+Request = TypeVar("Request", bound=BaseModel)
 
 
-def locked_task_main(ap: argparse.ArgumentParser, run_task: LockedTask, argv: list[str] | None = None) -> int:
+def locked_task_main(ap: argparse.ArgumentParser, request: type[Request],
+                     run_task: Callable[[argparse.Namespace, Request, Fence, dict[str, str]], TaskOutcome],
+                     argv: list[str] | None = None) -> int:
     """The whole of a job that runs one task under the table's lock: `ap` (a task_parser) gains the table's lock
-    options (--option key=value), and `run_task(args, plan, fence, lock_options)` runs it."""
+    options (--option key=value), and `run_task(args, plan, fence, lock_options)` runs it, its plan read as
+    `request` (the task's payload: tms.task_payload)."""
     ap.add_argument("--option", action="append", default=[], help="a lock option of the table, key=value")
     args = ap.parse_args(argv)
     fence = http_fence(args.fence_url) if args.fence_url else no_fence
 
     def run() -> tuple[str, dict]:
-        done = run_task(args, json.loads(args.plan), fence, parse_option_pairs(args.option))
+        done = run_task(args, request.model_validate_json(args.plan), fence, parse_option_pairs(args.option))
         return done.summary(), done.record()
     return finish(run)

@@ -15,7 +15,7 @@ import sys
 
 from tms.config import load_settings
 from tms.errors import ONE_LINE_ERRORS
-from tms.execute.dispatch import EXECUTORS, execute_instant
+from tms.execute.dispatch import execute_instant
 from tms.execute.errors import CONFLICT_EXIT_STATUS
 from tms.execute.fencing import http_fence, no_fence
 from tms.execute.job_result import result_line
@@ -27,7 +27,7 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.write_options import parse_option_pairs
 from tms.hudi.timeline.conflicts import WriteConflictError
 from tms.table_context import table_context
-from tms.table_service import TableService
+from tms.table_services import TABLE_SERVICES
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,7 +36,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--instant", required=True, help="instant time of the pending plan")
     # --action: the name every version of the job code knows (a registered engine's older code too).
     ap.add_argument("--service", "--action", dest="service",
-                    choices=sorted([*EXECUTORS, TableService.RESTORE, TableService.INDEXING]),
+                    choices=sorted(s for s, e in TABLE_SERVICES.items() if e.executor is not None),
                     help="the table service: refuse the plan if it is of another service")
     ap.add_argument("--fence-url", help="GET before each timeline change; a non-2xx answer means the lease is lost")
     ap.add_argument("--option", action="append", default=[],

@@ -12,6 +12,7 @@ from tms.config import load_settings
 from tms.execute.ttl_task import run_ttl_task
 from tms.table_context import table_context
 from tms.table_service import TTL_SERVICES
+from tms.task_payload import TtlRequest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     def run(args, plan, fence, options):
         return run_ttl_task(args.service, args.table, args.instant, plan, fence, options,
                             context=table_context(load_settings()))
-    return locked_task_main(ap, run, argv)
+    return locked_task_main(ap, TtlRequest, run, argv)
 
 
 if __name__ == "__main__":

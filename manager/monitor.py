@@ -27,6 +27,7 @@ from tms.planning.digest import TimelineDigest
 from tms.planning.freshness import forecast_freshness
 from tms.table_context import table_context
 from tms.table_service import TableService
+from tms.task_payload import BackupRequest, statistics_of
 
 from .early_warning import HISTORY, Run, forecast
 
@@ -282,7 +283,7 @@ def predicted_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     models: dict[tuple[int, str], list[Run]] = {}
     sightings = {}
     for t in reads.running_or_runnable():
-        size = _plan_bytes(t.plan_stats)
+        size = statistics_of(t.payload).plan_bytes
         if not size:
             continue
         history = models.get((t.table_id, t.service))
@@ -313,13 +314,8 @@ def _queue_loads(reads: MonitorReads) -> dict[str, float]:
 
 def _history(reads: MonitorReads, table_id: int, action: str) -> list[Run]:
     """The table's last succeeded runs of `action`: bytes, seconds, and their queue's load when they started."""
-    return [Run(_plan_bytes(stats), (finished - started).total_seconds(), load)
+    return [Run(stats.plan_bytes, (finished - started).total_seconds(), load)
             for stats, started, finished, load in reads.succeeded_runs(table_id, action, HISTORY)]
-
-
-def _plan_bytes(stats: dict | None) -> int:
-    stats = stats or {}
-    return int(stats.get("total_bytes") or sum(stats.get("operation_bytes") or ()))
 
 
 def freshness_at_risk(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -395,7 +391,10 @@ def restore_done(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting
                                     table_id=t.table_id, task_id=t.id, details={"savepoint": t.target_instant})
            for t in reads.savepoint_restores_done_since(since)}
     for t in reads.backup_restores_done_since(since):
-        version, target = t.plan_stats.get("version"), t.plan_stats.get("target_path")
+        request = t.payload.body
+        if not isinstance(request, BackupRequest):  # a backup_restore task's always is
+            continue
+        version, target = request.version, request.target_path
         out[f"task:{t.id}"] = Sighting("info", f"backup version {version} of table {t.table_id} was restored to "
                                                f"{target}", table_id=t.table_id, task_id=t.id,
                                        details={"version": version, "target_path": target})

@@ -12,6 +12,7 @@ from tms.hudi.locks import TransactionManager
 from tms.hudi.metadata.indexer import schedule_index
 from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
+from tms.task_payload import ONE_OPERATION
 
 
 def request_index_build(session: Session, row: TableRecord, partition: str, column: str | None = None, *,
@@ -23,5 +24,5 @@ def request_index_build(session: Session, row: TableRecord, partition: str, colu
         instant = schedule_index(table, partition, transactions, column)
     task, _ = TaskRepo(session).create(
         table_id=row.id, service=TableService.INDEXING.value, instant=instant, state=TaskState.RUNNABLE,
-        planned_by_tms=True, plan_stats={"operations": 1, "largest_file_group_bytes": 0, "operation_bytes": []})
+        planned_by_tms=True, payload=ONE_OPERATION)
     return task

@@ -46,10 +46,6 @@ TTL_SERVICES: tuple[TableService, ...] = (TableService.TTL, TableService.PARTITI
 REQUESTED_SERVICES: tuple[TableService, ...] = BACKUP_SERVICES + TTL_SERVICES + (TableService.ARCHIVE,)
 
 
-def is_backup_service(service: str) -> bool:
-    return service in BACKUP_SERVICES
-
-
 def names_request(service: str) -> bool:
     """Whether a task of `service` names its request rather than a timeline instant (REQUESTED_SERVICES)."""
     return service in REQUESTED_SERVICES

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
-from tms.db import Database, EngineRepo, QueueRepo, TableRecord, TableRepo, TaskRepo, hash_secret
+from tms.db import Database, EngineRepo, QueueRepo, TableRecord, TableRepo, TaskRecord, TaskRepo, hash_secret
 from tms.execute.engine_code import EngineSpec
 from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.records.merge_budget import MAX_SIZE
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import plan_stats
 from tms.table_service import TableService, names_request
+from tms.task_payload import PayloadBody, PlanStatistics, statistics_of
 
 from .engine_choice import choose_engine
 from .fence import new_fence_key
@@ -55,7 +55,7 @@ class ClaimedTask:
     engine: EngineSpec | None = None  # the engine a rollout rule chose (None: the worker's own job code)
     # A shadow rule's canary: it runs the plan on a scratch copy, compared with `engine`'s committed result.
     shadow: Shadow | None = None
-    plan: dict[str, Any] = field(default_factory=dict)  # the task's recorded plan (a backup's root, ...)
+    plan: PayloadBody = PlanStatistics()  # the task's recorded payload (a backup's root, ...: tms.task_payload)
     # Options the job takes beside the concurrency control: a merge budget from the table's policy.
     merge_options: dict[str, str] = field(default_factory=dict)
 
@@ -94,7 +94,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
             if queue is None:
                 continue
             merge_options = _merge_options(table)
-            resources = size_job(_plan_stats(task.plan_stats, table, task.instant, task.service, limits.context), queue,
+            resources = size_job(_plan_stats(task, table, limits.context), queue,
                                  driver_memory_mb=limits.driver_memory_mb, driver_cores=limits.driver_cores,
                                  max_executors_per_table=limits.max_executors_per_table,
                                  memory_factor=task.memory_factor, service=task.service,
@@ -116,25 +116,25 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
                                master=queue.master, queue_spark_conf=dict(queue.spark_conf), resources=resources,
                                fence_key=fence_key, concurrency_options=dict(table.concurrency_options),
                                attempts_in_series=claimed.attempt - claimed.retry_series_start,
-                               engine=choice.engine if choice else None, plan=dict(claimed.plan_stats),
+                               engine=choice.engine if choice else None, plan=claimed.payload.body,
                                shadow=Shadow(choice.rollout, choice.shadow) if choice and choice.shadow else None,
                                merge_options=merge_options)
     return None
 
 
-def _plan_stats(recorded: dict[str, Any], table: TableRecord, instant: str, service: str,
-                context: HudiContext) -> dict[str, Any]:
-    """The statistics the planner recorded; for a task recorded without them, measured from the plan (a
-    backup task has none on the timeline: its job copies files, sized minimally)."""
-    if "largest_file_group_bytes" in recorded or names_request(service):
+def _plan_stats(task: TaskRecord, table: TableRecord, context: HudiContext) -> PlanStatistics:
+    """The statistics the planner recorded; for a task recorded without them, measured from the plan. A task
+    that names its request (a backup's, ...) has no plan on the timeline: its job is sized minimally."""
+    recorded = statistics_of(task.payload)
+    if recorded.measured or names_request(task.service):
         return recorded
     try:
-        stats = plan_stats(HudiTable.load(table.base_path, context=context), instant)
+        stats = plan_stats(HudiTable.load(table.base_path, context=context), task.instant)
     except Exception as exc:  # an unreadable plan fails in the job, with its own error; size it minimally
-        log.warning("cannot measure plan %s of %s: %s", instant, table.base_path, exc)
-        return {}
-    return {"operations": stats.operations, "largest_file_group_bytes": stats.largest_file_group_bytes,
-            "operation_bytes": list(stats.operation_bytes), "within_budget": stats.within_budget}
+        log.warning("cannot measure plan %s of %s: %s", task.instant, table.base_path, exc)
+        return PlanStatistics()
+    return PlanStatistics(operations=stats.operations, largest_file_group_bytes=stats.largest_file_group_bytes,
+                          operation_bytes=stats.operation_bytes, within_budget=stats.within_budget)
 
 
 def requeue_expired_leases(database: Database) -> list[int]:

@@ -3,7 +3,6 @@ master with the job's sizing, or the plain Python job (jobs.python_job); the arg
 warm engine with."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from tms.execute.engine_code import engine_job_files, python_job_command
 from tms.execute.hudi_engine import hudi_job_command
 from tms.execute.spark_submit import spark_submit_command, spark_submit_env
+from tms.table_services import entry_of
 
 from .claim import ClaimedTask
 
@@ -60,28 +60,17 @@ def plan_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
     return arguments
 
 
-def backup_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
-    """A backup task's job (jobs.backup_job), whatever the worker's runner: it copies files, Spark adds nothing."""
-    command = [sys.executable, "-m", "jobs.backup_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
-    return command, dict(os.environ)
-
-
-def ttl_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
-    """A TTL task's job (jobs.ttl_job), whatever the worker's runner: Python deletes, as `tms ttl` does."""
-    command = [sys.executable, "-m", "jobs.ttl_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
-    for key, value in claimed.concurrency_options.items():
-        command += ["--option", f"{key}={value}"]
-    return command, dict(os.environ)
-
-
-def archive_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
-    """An archive task's job (jobs.archive_job), whatever the worker's runner: it moves instant files, Spark adds
-    nothing."""
-    command = [sys.executable, "-m", "jobs.archive_job", "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.service, "--plan", json.dumps(claimed.plan), "--fence-url", fence_url]
-    for key, value in claimed.concurrency_options.items():
+def request_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:
+    """The job of a task that names its request (a backup's, a TTL's, an archival's: its registry entry's `job`),
+    whatever the worker's runner: it runs in a Python process of its own (it copies files, deletes, or moves
+    instant files: Spark adds nothing), handed the task's plan and, if it takes them, the table's lock options."""
+    entry = entry_of(claimed.service)
+    if entry.job is None:
+        raise ValueError(f"a {claimed.service} task runs its plan's job, not a job of its own")
+    command = [sys.executable, "-m", entry.job, "--table", claimed.base_path, "--instant", claimed.instant,
+               "--action", claimed.service, "--plan", claimed.plan.model_dump_json(exclude_unset=True),
+               "--fence-url", fence_url]
+    for key, value in claimed.concurrency_options.items() if entry.job_lock_options else ():
         command += ["--option", f"{key}={value}"]
     return command, dict(os.environ)
 

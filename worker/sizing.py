@@ -9,12 +9,13 @@ and a worker past it gets the container killed: the overhead is sized for the Py
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from tms.db import QueueRecord
 from tms.table_service import TableService
+from tms.table_services import entry_of
+from tms.task_payload import PlanStatistics
 
 MEMORY_FACTOR = 1.4  # decoded rows, the merge and the written file take more than the bytes on storage
 MB = 1024 * 1024
@@ -29,7 +30,6 @@ PYTHON_MEMORY_FACTOR = 32
 # slowly with the group (spill buckets, a log block's bytes). tests/execute/test_compaction_memory.py checks it.
 PYTHON_BUDGET_FACTOR = 6
 SPARK_MIN_OVERHEAD_MB = 384  # Spark's own minimum executor overhead, for the JVM's off-heap memory
-MERGING_SERVICES = frozenset({TableService.COMPACTION, TableService.CLUSTERING})  # clean and rollback only delete files
 
 
 @dataclass(frozen=True)
@@ -60,21 +60,22 @@ class JobResources:
         return conf
 
 
-def size_job(plan_stats: Mapping[str, Any], queue: QueueRecord, *, driver_memory_mb: int, driver_cores: int,
+def size_job(stats: PlanStatistics, queue: QueueRecord, *, driver_memory_mb: int, driver_cores: int,
              max_executors_per_table: int, memory_factor: float = 1.0, service: str = TableService.COMPACTION,
              budget_bytes: int | None = None) -> JobResources:
     """Executor memory = largest file group x 1.4 (x `memory_factor`, which grows 1.5x with each attempt that
     ran out of memory), within the queue's bounds; one executor per operation, within the queue's and the
     per-table cap. The Python workers' memory follows the largest operation a task merges (a file group, a
     clustering group), grows with `memory_factor` too and stays within the queue's maximum.
-    `plan_stats` is what the planner recorded (PlanStats). With `budget_bytes` (the merge budget) the memory of a
+    `stats` is what the planner recorded (PlanStats). With `budget_bytes` (the merge budget) the memory of a
     compaction or clustering whose merges stream within it (`within_budget`) follows the budget where the
     largest operation is bigger."""
-    largest = int(plan_stats.get("largest_file_group_bytes") or 0)
+    largest = stats.largest_file_group_bytes or 0
+    entry = entry_of(service)
     # Stats recorded before `within_budget` existed: compactions were merged within the budget, clustering not.
-    within_budget = plan_stats.get("within_budget", service == TableService.COMPACTION)
-    bounded = budget_bytes if service in MERGING_SERVICES and within_budget else None
-    operations = int(plan_stats.get("operations") or 1)
+    within_budget = stats.within_budget if stats.within_budget is not None else entry.within_budget_by_default
+    bounded = budget_bytes if entry.merges and within_budget else None
+    operations = stats.operations or 1
     memory_mb = math.ceil(min(largest, bounded or largest) * MEMORY_FACTOR / MB)
     if memory_factor > 1:  # grow from what the last attempt had, at least the queue's minimum
         memory_mb = math.ceil(max(memory_mb, queue.min_executor_memory_mb) * memory_factor)
@@ -83,7 +84,7 @@ def size_job(plan_stats: Mapping[str, Any], queue: QueueRecord, *, driver_memory
     return JobResources(executor_memory_mb=memory_mb, executors=executors, executor_cores=queue.executor_cores,
                         driver_memory_mb=driver_memory_mb, driver_cores=driver_cores,
                         largest_file_group_bytes=largest,
-                        python_memory_mb=_python_memory_mb(plan_stats, service, queue, memory_factor, bounded))
+                        python_memory_mb=_python_memory_mb(stats, service, queue, memory_factor, bounded))
 
 
 def python_task_memory_mb(operation_bytes: int, budget_bytes: int | None = None) -> int:
@@ -95,11 +96,11 @@ def python_task_memory_mb(operation_bytes: int, budget_bytes: int | None = None)
     return PYTHON_BASE_MB + math.ceil(merge_bytes / MB)
 
 
-def _python_memory_mb(plan_stats: Mapping[str, Any], service: str, queue: QueueRecord,
+def _python_memory_mb(stats: PlanStatistics, service: str, queue: QueueRecord,
                       memory_factor: float, budget_bytes: int | None = None) -> int:
     merged = 0
-    if service in MERGING_SERVICES:  # a task merges a whole operation: a file group, or a clustering group
-        merged = max([int(plan_stats.get("largest_file_group_bytes") or 0),
-                      *(int(b) for b in plan_stats.get("operation_bytes") or ())])
+    if entry_of(service).merges:  # a task merges a whole operation: a file group, or a clustering group
+        # (a clean or a rollback only deletes files)
+        merged = max([stats.largest_file_group_bytes or 0, *stats.operation_bytes])
     per_executor = python_task_memory_mb(merged, budget_bytes) * queue.executor_cores
     return min(math.ceil(per_executor * memory_factor), queue.max_executor_memory_mb)

@@ -25,10 +25,11 @@ from tms.hudi.locks import TransactionManager
 from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State
-from tms.table_service import TableService, is_backup_service, names_request
+from tms.table_service import names_request
+from tms.table_services import entry_of
 
 from .claim import ClaimedTask
-from .commands import archive_job, backup_job, hudi_job, plan_arguments, python_job, spark_job, ttl_job
+from .commands import hudi_job, plan_arguments, python_job, request_job, spark_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
 from .retry_policy import RetryLimits, classify
@@ -125,11 +126,13 @@ class JobSupervisor:
         states = table.timeline.states_of(c.instant)
         if State.COMPLETED in states:
             return True
-        if c.service not in (TableService.RESTORE, TableService.INDEXING):
+        # A plan run whole (a restore, an index build) is not an ActionExecutor's: a restore left inflight resumes
+        # where it stopped (tms.execute.restore); an indexing rebuilds.
+        maps_operations = entry_of(c.service).action_executor is not None
+        if maps_operations:
             # Refused here too, before any engine (Hudi's own among them) is given the plan.
             executor_for(table, c.instant).require_plan_inside_table()
-        # A restore left inflight resumes where it stopped (tms.execute.restore); an indexing rebuilds.
-        if (State.INFLIGHT in states and c.service not in (TableService.RESTORE, TableService.INDEXING)
+        if (State.INFLIGHT in states and maps_operations
                 and not executor_for(table, c.instant).resumable_inflight):
             fence = database_fence(self.settings.database, c.task_id, c.fencing_token)
             with TransactionManager.from_options(table, c.concurrency_options) as transactions:
@@ -169,9 +172,7 @@ class JobSupervisor:
         log_path = self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log"
         if names_request(c.service):
             self._record_engine("dedicated")
-            job = backup_job if is_backup_service(c.service) else \
-                archive_job if c.service == TableService.ARCHIVE else ttl_job
-            return JobProcess(*job(c, fence_url=url), log_path)
+            return JobProcess(*request_job(c, fence_url=url), log_path)
         engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
         if engine is not None and engine.first_start_pending():
             # Starting Spark is most of a small plan's time: while the worker's engine first starts, a plan that

@@ -16,6 +16,7 @@ from tms.hudi.locks import TransactionManager
 from tms.hudi.storage.paths import is_under_roots
 from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
+from tms.task_payload import ONE_OPERATION
 
 from ..errors import validation_error
 from ..schemas.restore import RestoreRequest
@@ -31,8 +32,7 @@ def restore_in_place(session: Session, table_id: int, savepoint: str, *, force: 
         restore = plan_restore(table, savepoint, roll_back_pending_writes=force, transactions=transactions)
     task, _ = TaskRepo(session).create(
         table_id=row.id, service=TableService.RESTORE.value, instant=restore.timestamp, state=TaskState.RUNNABLE,
-        target_instant=savepoint, planned_by_tms=True,
-        plan_stats={"operations": 1, "largest_file_group_bytes": 0, "operation_bytes": []})
+        target_instant=savepoint, planned_by_tms=True, payload=ONE_OPERATION)
     return task
 
 

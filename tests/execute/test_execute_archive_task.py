@@ -10,9 +10,11 @@ from tms.hudi.metadata.keys import METADATA_DIR
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.properties import new_table_properties
 from tms.hudi.timeline.instant import Action
+from tms.task_payload import ArchiveRequest
 
-PLAN = {"policy": {"hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 4, "hoodie.cleaner.commits.retained": 1,
-                   "hoodie.metadata.keep.min.commits": 2, "hoodie.metadata.keep.max.commits": 4}}
+PLAN = ArchiveRequest(policy={"hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 4,
+                              "hoodie.cleaner.commits.retained": 1, "hoodie.metadata.keep.min.commits": 2,
+                              "hoodie.metadata.keep.max.commits": 4})
 
 
 def _create(path: str, table_type: str, **props) -> HudiTable:

@@ -15,11 +15,12 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.writer import create_table_for_records
 from tms.hudi.timeline.instant import Action, State
 from tms.table_service import TableService
+from tms.task_payload import TtlRequest
 
 NOW = datetime(2024, 2, 1, tzinfo=UTC)
-RECORD_TTL = {"policy": {"tms.ttl.field": "event_ms", "tms.ttl.days": 5}, "now": NOW.isoformat()}
-PARTITION_TTL = {"policy": {"hoodie.partition.ttl.days.retain": 2},
-                 "now": datetime(2024, 1, 14, tzinfo=UTC).isoformat()}
+RECORD_TTL = TtlRequest(policy={"tms.ttl.field": "event_ms", "tms.ttl.days": 5}, now=NOW.isoformat())
+PARTITION_TTL = TtlRequest(policy={"hoodie.partition.ttl.days.retain": 2},
+                           now=datetime(2024, 1, 14, tzinfo=UTC).isoformat())
 TASK = "20260101000000000"  # the task's request instant
 
 

@@ -15,6 +15,7 @@ from tms.config import Settings
 from tms.db import AlertRepo, InstanceRepo, TableRepo, TaskRepo, TaskState
 from tms.db.models import Instance, Task
 from tms.leadership import LeaderLease
+from tms.task_payload import PlanStatistics
 
 S = TaskState
 
@@ -84,13 +85,13 @@ def test_tasks_predicted_past_their_timeout_are_warned_of_before_they_time_out(d
         tasks = TaskRepo(session)
         for n, seconds in enumerate((100, 120, 110)):
             done, _ = tasks.create(table_id=table_id, service="compaction", instant=f"2025010100000{n}000",
-                                   state=S.RUNNABLE, plan_stats={"total_bytes": 100 * mb})
+                                   state=S.RUNNABLE, payload=PlanStatistics(total_bytes=100 * mb))
             claimed = tasks.claim(done.id, expected_version=done.version, owner="w", lease_seconds=60)
             tasks.finish(done.id, fencing_token=claimed.fencing_token, succeeded=True)
             session.execute(text("UPDATE tasks SET finished_at = started_at + make_interval(secs => :s) "
                                  "WHERE id = :id"), {"s": seconds, "id": done.id})
         made = {name: tasks.create(table_id=table_id, service="compaction", instant=f"2026010100000{n}000",
-                                   state=S.RUNNABLE, plan_stats={"total_bytes": size * mb})[0]
+                                   state=S.RUNNABLE, payload=PlanStatistics(total_bytes=size * mb))[0]
                 for n, (name, size) in enumerate([("big", 500), ("small", 50), ("slow", 60), ("big waiting", 500)])}
         for name in ("big", "small", "slow"):
             tasks.claim(made[name].id, expected_version=made[name].version, owner="w", lease_seconds=600)

@@ -44,7 +44,7 @@ def test_backups_commands(tms, service):
     with service.database.transaction() as session:  # the worker's part: run the job, record its end
         [task] = [t for t in TaskRepo(session).find(table_id=int(table))[0] if t.service == "backup"]
         session.execute(text("UPDATE tasks SET state = 'SUCCEEDED' WHERE id = :id"), {"id": task.id})
-    record, _ = run_backup_task("backup", path, task.plan_stats, no_fence)
+    record, _ = run_backup_task("backup", path, task.payload.body, no_fence)
     [version] = as_json(tms("backups", "list", table, "--json"))["items"]
     assert (version["version"], version["instant"]) == (1, record["instant"])
     [header, row] = ok(tms("backups", "list", table)).splitlines()[1:3]

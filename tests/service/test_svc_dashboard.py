@@ -10,6 +10,7 @@ import pytest
 from service.ui.session import CSRF_FIELD, SESSION_COOKIE
 from tms.db import AlertRepo, QueueRepo, Sighting, TaskRepo, TaskState
 from tms.db.repos.webhooks import MuteRepo, WebhookRepo
+from tms.task_payload import PlanStatistics
 
 
 def _token(headers: dict[str, str]) -> str:
@@ -157,11 +158,11 @@ def test_manager_pages_show_the_manager_api_and_mute_an_alert(client, app, token
 
 def test_the_task_page_shows_its_plan_as_a_summary_with_units_and_times_in_utc(client, tokens, app, register):
     table = register("mor_v8_trips_8i3u1d")
-    stats = {"operations": 3, "operation_bytes": [1024, 2048, 5 * 1024 ** 2], "largest_file_group_bytes": 5 * 1024 ** 2,
-             "total_bytes": 3072 + 5 * 1024 ** 2}
+    stats = PlanStatistics(operations=3, operation_bytes=[1024, 2048, 5 * 1024 ** 2],
+                           largest_file_group_bytes=5 * 1024 ** 2, total_bytes=3072 + 5 * 1024 ** 2)
     with app.state.database.transaction() as session:
         task, _ = TaskRepo(session).create(table_id=table["id"], service="compaction", instant="20250331040000000",
-                                           state=TaskState.RUNNABLE, plan_stats=stats)
+                                           state=TaskState.RUNNABLE, payload=stats)
     _sign_in(client, tokens["viewer"])
     page = client.get(f"/ui/tasks/{task.id}").text
     plan = re.search(r"<dt>plan</dt><dd>(.*?)</dd>", page, re.S).group(1)

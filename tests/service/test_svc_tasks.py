@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tms.db import TaskRepo, TaskState
+from tms.task_payload import PlanStatistics
 
 S = TaskState
 
@@ -23,7 +24,7 @@ def make_task(app, register):
 
 
 def test_list_and_detail_with_attempts(client, app, make_task, tokens):
-    first = make_task(S.RUNNABLE, "20250331040000001", plan_stats={"operations": 2, "largest_bytes": 10})
+    first = make_task(S.RUNNABLE, "20250331040000001", payload=PlanStatistics(operations=2, largest_bytes=10))
     make_task(S.FAILED, "20250331040000002")
     with app.state.database.transaction() as session:
         claimed = TaskRepo(session).claim_next(owner="worker-1", lease_seconds=60)

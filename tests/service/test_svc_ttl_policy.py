@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from service.ui.session import CSRF_FIELD
 from tms.db import TtlTaskRepo
 from tms.table_service import TableService
+from tms.task_payload import TtlRequest
 
 
 def test_ttl_policies_are_checked_against_the_table(client, register, tokens):
@@ -56,7 +57,7 @@ def test_the_table_shows_its_ttl_state(app, client, register, tokens):
     assert [(s["service"], s["interval_hours"], s["last_task_id"], s["next_due"]) for s in ttl["schedule"]] == [
         ("partition_ttl", 24, None, None), ("ttl", 24, None, None)]
     with app.state.database.transaction() as session:
-        task = TtlTaskRepo(session).request(table["id"], TableService.PARTITION_TTL, {"policy": {}, "now": "x"})
+        task = TtlTaskRepo(session).request(table["id"], TableService.PARTITION_TTL, TtlRequest(policy={}, now="x"))
     [partitions, records] = client.get(url, headers=tokens["viewer"]).json()["ttl"]["schedule"]
     assert (partitions["last_task_id"], partitions["last_state"]) == (task.id, "RUNNABLE")
     due = datetime.fromisoformat(partitions["next_due"]) - datetime.fromisoformat(partitions["last_requested_at"])

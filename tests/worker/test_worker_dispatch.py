@@ -11,6 +11,7 @@ from worker_support import ModelledTable, plan, rec, register, task, wait_for
 from tms.db import InstanceRepo, QueueRecord, QueueRepo, TableRecord, TableRepo, TaskRepo, TaskState
 from tms.hudi.table.properties import TableType
 from tms.planning import plan_stats
+from tms.task_payload import PlanStatistics
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import python_job, spark_job
 from worker.queues import admits, choose_queue
@@ -73,16 +74,16 @@ def test_restrictions_by_database_table_and_action():
 # --- sizing ---------------------------------------------------------------------------------------------
 def test_sizing_follows_the_plan_within_the_queue_and_table_caps():
     q = queue("q", min_executor_memory_mb=512, max_executor_memory_mb=4096, max_executors=8, executor_cores=2)
-    sized = size_job({"operations": 3, "largest_file_group_bytes": 1000 * MB}, q, driver_memory_mb=1024,
+    sized = size_job(PlanStatistics(operations=3, largest_file_group_bytes=1000 * MB), q, driver_memory_mb=1024,
                      driver_cores=2, max_executors_per_table=16)
     assert (sized.executor_memory_mb, sized.executors, sized.executor_cores) == (1400, 3, 2)
     assert (sized.driver_memory_mb, sized.driver_cores) == (1024, 2)
-    assert size_job({"operations": 50, "largest_file_group_bytes": 10 * MB}, q, driver_memory_mb=1024,
+    assert size_job(PlanStatistics(operations=50, largest_file_group_bytes=10 * MB), q, driver_memory_mb=1024,
                     driver_cores=1, max_executors_per_table=16).executor_memory_mb == 512, "the queue's minimum"
-    huge = size_job({"operations": 50, "largest_file_group_bytes": 10_000 * MB}, q, driver_memory_mb=1024,
+    huge = size_job(PlanStatistics(operations=50, largest_file_group_bytes=10_000 * MB), q, driver_memory_mb=1024,
                     driver_cores=1, max_executors_per_table=5)
     assert (huge.executor_memory_mb, huge.executors) == (4096, 5), "the queue's maximum, the table's cap"
-    assert size_job({"operations": 50, "largest_file_group_bytes": 1}, q, driver_memory_mb=1024, driver_cores=1,
+    assert size_job(PlanStatistics(operations=50, largest_file_group_bytes=1), q, driver_memory_mb=1024, driver_cores=1,
                     max_executors_per_table=16).executors == 8, "the queue's cap"
 
 
@@ -90,7 +91,7 @@ def test_python_workers_memory_is_sized_into_the_executor_overhead_and_grows_wit
     """The merge runs in the Python workers, outside the JVM heap: on YARN and Kubernetes their memory counts
     against `spark.executor.memoryOverhead`, one worker per executor core."""
     q = queue("q", min_executor_memory_mb=512, max_executor_memory_mb=16384, executor_cores=2)
-    stats = {"operations": 3, "largest_file_group_bytes": 100 * MB, "operation_bytes": [100 * MB, 40 * MB, 0]}
+    stats = PlanStatistics(operations=3, largest_file_group_bytes=100 * MB, operation_bytes=[100 * MB, 40 * MB, 0])
     sized = size_job(stats, q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16)
     per_task = python_task_memory_mb(100 * MB)
     assert per_task >= 28 * 100, "28x the file group on storage, as measured"
@@ -100,12 +101,12 @@ def test_python_workers_memory_is_sized_into_the_executor_overhead_and_grows_wit
                        memory_factor=1.5)
     assert retried.python_memory_mb == math.ceil(2 * per_task * 1.5), "an attempt out of memory grows it too"
     # A clustering task merges a whole group of file groups: its largest operation counts.
-    grouped = size_job({"operations": 1, "largest_file_group_bytes": 10 * MB, "operation_bytes": [150 * MB]}, q,
+    grouped = size_job(PlanStatistics(operations=1, largest_file_group_bytes=10 * MB, operation_bytes=[150 * MB]), q,
                        driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16, service="clustering")
     assert grouped.python_memory_mb == 2 * python_task_memory_mb(150 * MB)
     assert size_job(stats, q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16,
                     service="clean").python_memory_mb == 2 * python_task_memory_mb(0), "a clean deletes files only"
-    huge = size_job({"operations": 1, "largest_file_group_bytes": 5000 * MB}, q, driver_memory_mb=1024,
+    huge = size_job(PlanStatistics(operations=1, largest_file_group_bytes=5000 * MB), q, driver_memory_mb=1024,
                     driver_cores=1, max_executors_per_table=16)
     assert huge.python_memory_mb == 16384, "within the queue's maximum"
 
@@ -122,7 +123,7 @@ def test_a_compactions_memory_follows_its_merge_budget_not_its_file_group():
         stats = {"operations": 1, "largest_file_group_bytes": group_bytes, "within_budget": within_budget}
         if within_budget is None:
             del stats["within_budget"]
-        return size_job(stats, q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16,
+        return size_job(PlanStatistics(**stats), q, driver_memory_mb=1024, driver_cores=1, max_executors_per_table=16,
                         service=service, budget_bytes=budget)
 
     huge, big, small = sized(10_000 * MB), sized(256 * MB), sized(1 * MB)
@@ -150,7 +151,7 @@ def test_a_tables_merge_budget_policy_sizes_its_compactions_and_reaches_their_jo
                                               policies=policies, table_type="MERGE_ON_READ", table_version=8)
             TaskRepo(session).create(table_id=row.id, service="compaction", instant=f"2025010100000{row.id:04d}",
                                      state=TaskState.RUNNABLE, priority=0,
-                                     plan_stats={"operations": 1, "largest_file_group_bytes": 10_000 * MB})
+                                     payload=PlanStatistics(operations=1, largest_file_group_bytes=10_000 * MB))
     claimed = {c.table_name: c for c in (claim_next(db, "w", limits), claim_next(db, "w", limits))}
 
     own, worker = claimed["own"], claimed["worker"]
@@ -196,7 +197,7 @@ def _runnable_tasks(db, n: int, priority: int = 0, services: tuple[str, ...] = (
         return [TaskRepo(session).create(table_id=row.id, service=services[i % len(services)],
                                          instant=f"2025010100000{i:04d}", state=TaskState.RUNNABLE,
                                          priority=priority,
-                                         plan_stats={"operations": 1, "largest_file_group_bytes": 0})[0].id
+                                         payload=PlanStatistics(operations=1, largest_file_group_bytes=0))[0].id
                 for i in range(n)]
 
 

@@ -19,6 +19,7 @@ from tms.db import TaskState, TtlTaskRepo
 from tms.db.read_models import MonitorReads
 from tms.leadership import LeaderLease
 from tms.table_service import TableService
+from tms.task_payload import TtlRequest
 
 
 def _ms(at: datetime) -> int:
@@ -72,8 +73,8 @@ def test_a_ttl_task_that_fails_for_good_alerts(tmp_path, service, db, local_queu
     table.write([rec(i, 1) for i in range(4)])
     table_id = register(service, table.path)
     with db.transaction() as session:  # a plan whose field the table does not have: refused by the job
-        task = TtlTaskRepo(session).request(table_id, TableService.TTL, {
-            "policy": {"tms.ttl.field": "nope", "tms.ttl.days": 1}, "now": datetime.now(UTC).isoformat()})
+        task = TtlTaskRepo(session).request(table_id, TableService.TTL, TtlRequest(
+            policy={"tms.ttl.field": "nope", "tms.ttl.days": 1}, now=datetime.now(UTC).isoformat()))
     start_worker()
     failed = wait_until_final(db, task.id, timeout=120)
     assert failed.state == TaskState.FAILED and "nope" in (failed.error or "")

@@ -15,6 +15,7 @@ from table_model import CITIES, COLUMNS, key, rec  # noqa: F401 (re-exported to 
 from tms.db import Database, TableRepo, TaskRecord, TaskRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning import schedule
+from tms.task_payload import PlanStatistics
 
 FINAL = {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED}
 
@@ -59,11 +60,11 @@ def plan(database: Database, table_id: int, action: str) -> list[int]:
                                  to=TaskState.RUNNABLE, blockers=[])
         created = []
         for p in result.planned:
-            stats = {"operations": p.stats.operations, "operation_bytes": list(p.stats.operation_bytes),
-                     "largest_file_group_bytes": p.stats.largest_file_group_bytes}
+            stats = PlanStatistics(operations=p.stats.operations, operation_bytes=p.stats.operation_bytes,
+                                   largest_file_group_bytes=p.stats.largest_file_group_bytes)
             task, _ = tasks.create(table_id=table_id, service=p.service, instant=p.instant, priority=priority,
                                    state=TaskState.RUNNABLE if p.runnable else TaskState.BLOCKED,
-                                   blockers=p.blockers, plan_stats=stats)
+                                   blockers=p.blockers, payload=stats)
             created.append(task.id)
     return created
 

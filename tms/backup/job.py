@@ -11,6 +11,7 @@ from tms.execute.runner import LocalRunner
 from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.table.hudi_table import HudiTable
 from tms.table_service import TableService
+from tms.task_payload import BackupRequest
 
 from .errors import BackupError
 from .expire import expire_versions
@@ -19,17 +20,17 @@ from .restore import restore_version
 from .take import take_backup
 
 
-def run_backup_task(service: str, base_path: str, plan: dict[str, Any], fence: Fence,
+def run_backup_task(service: str, base_path: str, plan: BackupRequest, fence: Fence,
                     context: HudiContext = DEFAULT_CONTEXT) -> tuple[dict[str, Any], str]:
     """Run it, reaching the table and the backup root with `context`; (the result record, a one-line summary).
     BackupError when it cannot be done exactly. A restore of a savepoint (its plan names one) copies the table as
     of the savepoint to a new path (restore_copy)."""
-    if service == TableService.BACKUP_RESTORE and plan.get("savepoint"):
+    if service == TableService.BACKUP_RESTORE and plan.savepoint:
         fence()
-        copied = restore_copy(HudiTable.load(base_path, context=context), str(plan["savepoint"]),
-                              str(plan["target_path"]), LocalRunner(), check=fence)
+        copied = restore_copy(HudiTable.load(base_path, context=context), plan.savepoint,
+                              _target_path(plan), LocalRunner(), check=fence)
         return copied.record(), copied.summary()
-    root = plan.get("root")
+    root = plan.root
     if not root:
         raise BackupError(f"the {service} task's plan names no backup root")
     store = BackupStore(root, context.open_storage(root.rstrip("/")))
@@ -38,12 +39,20 @@ def run_backup_task(service: str, base_path: str, plan: dict[str, Any], fence: F
         return backup.record(), backup.summary()
     if service == TableService.BACKUP_CLEAN:
         fence()
-        expiry = expire_versions(store, int(plan.get("keep_versions") or 0))
+        expiry = expire_versions(store, plan.keep_versions or 0)
         return expiry.record(), expiry.summary()
     if service == TableService.BACKUP_RESTORE:
         fence()
-        source = HudiTable.load(base_path, context=context) if plan.get("catch_up") else None
-        restored = restore_version(store, int(plan["version"]), str(plan["target_path"]), check=fence,
+        if plan.version is None:
+            raise BackupError("the backup_restore task's plan names no backup version")
+        source = HudiTable.load(base_path, context=context) if plan.catch_up else None
+        restored = restore_version(store, plan.version, _target_path(plan), check=fence,
                                    catch_up=source, context=context)
         return restored.record(), restored.summary()
     raise BackupError(f"{service} is not a backup task")
+
+
+def _target_path(plan: BackupRequest) -> str:
+    if not plan.target_path:
+        raise BackupError("the backup_restore task's plan names no target path")
+    return plan.target_path

@@ -13,6 +13,7 @@ from tms.hudi.context import HudiContext
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.table.savepoint import read_savepoint
 from tms.table_service import TableService
+from tms.task_payload import BackupRequest
 
 from .errors import BackupError
 from .layout import BackupStore, backup_root
@@ -33,10 +34,12 @@ def store_of(table: TableRecord, context: HudiContext) -> BackupStore:
     return BackupStore(root, context.open_storage(root.rstrip("/")))
 
 
-def _plan(table: TableRecord, **extra: Any) -> dict[str, Any]:
+def _plan(table: TableRecord, **restore: Any) -> BackupRequest:
+    """The request of a backup task of the table: its backups' root and how many versions it keeps (a restore:
+    which version, to where)."""
     policy = backup_policy(table)
-    return {"root": backup_root(policy.backup_destination, table.name, table.id),
-            "keep_versions": policy.backup_keep_versions, **extra}
+    return BackupRequest(root=backup_root(policy.backup_destination, table.name, table.id),
+                         keep_versions=policy.backup_keep_versions, **restore)
 
 
 def request_backup_task(session: Session, table_id: int, service: TableService,
@@ -77,5 +80,5 @@ def request_savepoint_copy(session: Session, table_id: int, savepoint: str, targ
     read_savepoint(HudiTable.load(table.base_path, context=context), savepoint)  # SavepointError: none at that instant
     require_empty_target(context.open_storage(target_path))
     return BackupTaskRepo(session).request(table_id, TableService.BACKUP_RESTORE,
-                                           {"savepoint": savepoint, "target_path": target_path},
+                                           BackupRequest(savepoint=savepoint, target_path=target_path),
                                            priority=table.priority, queue=table.queue)

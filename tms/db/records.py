@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from tms.hudi.table.properties import TableType
 from tms.planning.policy import TablePolicy
 from tms.table_service import TableService
+from tms.task_payload import TaskPayload, payload_of
 
 R = TypeVar("R")
 
@@ -86,7 +87,7 @@ class TaskRecord:
     priority: int
     queue: str | None
     requested_resources: dict[str, Any]
-    plan_stats: dict[str, Any]
+    plan_stats: dict[str, Any]  # the payload as stored (and as the API shows it); `payload` reads it typed
     blockers: list[str]
     planned_by_tms: bool
     lease_owner: str | None
@@ -106,9 +107,16 @@ class TaskRecord:
     started_at: datetime | None
     finished_at: datetime | None
 
+    @cached_property
+    def payload(self) -> TaskPayload:
+        """The task's payload, typed by its service (tms.task_payload): the plan's statistics or the request."""
+        return payload_of(self.service, self.plan_stats)
+
     @classmethod
     def of(cls, row: Any) -> TaskRecord:
-        return record_of(cls, row, service=TableService(row.service))
+        record = record_of(cls, row, service=TableService(row.service))
+        record.payload  # noqa: B018 -- parsed at the door: a payload that does not fit its service fails here
+        return record
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import parse_instant_file_name
 from tms.planning.archive import archival_options, archival_settings, cleaner_retains_from
 from tms.planning.policy import TablePolicy
+from tms.task_payload import ArchiveRequest
 
 from .fencing import Fence, no_fence
 from .ttl_task import FencedTransactions
@@ -60,12 +61,12 @@ def _removed(before: set[str], table: HudiTable, result: ArchivalResult) -> int:
     return sum(1 for name in gone if (inst := parse_instant_file_name(name)) and inst.timestamp in archived)
 
 
-def run_archive_task(base_path: str, plan: Mapping[str, Any], fence: Fence = no_fence,
+def run_archive_task(base_path: str, plan: ArchiveRequest, fence: Fence = no_fence,
                      options: Mapping[str, str] | None = None, now: datetime | None = None,
                      context: HudiContext = DEFAULT_CONTEXT) -> ArchiveRun:
     """Archive the table at `base_path` (read with `context`) and its metadata table as Hudi's archiver would
     now, with the settings of the task's `plan` (its `policy`); `options`: the table's lock options."""
-    policy = TablePolicy.from_stored(dict(plan.get("policy") or {}))
+    policy = TablePolicy.from_stored(dict(plan.policy))
     archival = archival_options(policy)
     settings = archival_settings(archival)
     table = HudiTable.load(base_path, context=context)

@@ -1,29 +1,25 @@
-"""Which executor runs a pending instant, and running one end to end: start on the driver, the tasks on a
-runner, completion on the driver."""
+"""Which executor runs a pending instant (the registry's entry of its action: tms.table_services), and running
+one end to end: start on the driver, the tasks on a runner, completion on the driver."""
 from __future__ import annotations
 
 from tms.hudi.errors import HudiError, InstantConflictError
 from tms.hudi.locks.transaction import TransactionManager
-from tms.hudi.metadata.indexer import run_index
-from tms.hudi.metadata.init import FILE_GROUPS
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import WriteConflictError
-from tms.hudi.timeline.instant import Action, State
-from tms.table_service import TableService
+from tms.hudi.timeline.instant import Action
+from tms.table_services import BY_ACTION
 
 from .abandon import abandon_attempt
 from .action import ActionExecutor, ExecutionResult
-from .clean import CleanExecutor
 from .clustering import ClusteringExecutor
 from .compaction import CompactionExecutor
 from .fencing import Fence, no_fence
-from .restore import run_restore
-from .rollback import RollbackExecutor, keeps_plan
+from .rollback import keeps_plan
 from .runner import Runner
 
-EXECUTORS: dict[str, type[ActionExecutor]] = {Action.COMPACTION: CompactionExecutor,
-                                               Action.CLUSTERING: ClusteringExecutor,
-                                              Action.CLEAN: CleanExecutor, Action.ROLLBACK: RollbackExecutor}
+# The executors that map a plan's operations on a runner, by the timeline action of the plan.
+EXECUTORS: dict[str, type[ActionExecutor]] = {a: e.action_executor for a, e in BY_ACTION.items()
+                                              if e.action_executor is not None}
 
 
 def executor_for(table: HudiTable, timestamp: str, transactions: TransactionManager | None = None) -> ActionExecutor:
@@ -53,19 +49,11 @@ def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fen
     `budget_bytes`: the memory budget of each merge (default: the table's, else TMS's default)."""
     table.timeline.reload()
     pending = table.timeline.get(timestamp)
-    if pending is not None and pending.action == Action.RESTORE:
-        if service is not None and service != TableService.RESTORE:
-            raise HudiError(f"instant {timestamp} is a restore plan, not {service}")
-        restored = run_restore(table, timestamp, runner, fence, transactions)
-        return ExecutionResult(restored.instant, Action.RESTORE, len(restored.rolled_back),
-                               files_deleted=restored.files_deleted)
-    if pending is not None and pending.action == Action.INDEXING:
-        if service is not None and service != TableService.INDEXING:
-            raise HudiError(f"instant {timestamp} is an indexing plan, not {service}")
-        built = run_index(table, timestamp, transactions, fence)
-        table.timeline.reload(force=True)
-        done = table.timeline.states_of(timestamp)[State.COMPLETED]
-        return ExecutionResult(done, TableService.INDEXING, 1, files_written=FILE_GROUPS[built.partition])
+    entry = BY_ACTION.get(pending.action) if pending is not None else None
+    if entry is not None and entry.instant_runner is not None:  # a restore, an index build: run whole
+        if service is not None and service != entry.service:
+            raise HudiError(f"instant {timestamp} is {_a(entry.service)} plan, not {service}")
+        return entry.instant_runner(table, timestamp, runner, fence, transactions)
     executor = executor_for(table, timestamp, transactions)
     if budget_bytes is not None and isinstance(executor, CompactionExecutor | ClusteringExecutor):
         executor.budget_bytes = budget_bytes
@@ -78,3 +66,7 @@ def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fen
     except WriteConflictError:
         abandon_attempt(table, timestamp, executor.transactions, fence)
         raise
+
+
+def _a(service: str) -> str:
+    return f"{'an' if service[0] in 'aeiou' else 'a'} {service}"

@@ -30,6 +30,7 @@ from tms.planning.policy import TablePolicy
 from tms.planning.rollback import plan_rollback
 from tms.planning.ttl import expired_partitions, record_ttl_cutoff, ttl_policy_refusal
 from tms.table_service import TableService
+from tms.task_payload import TtlRequest
 
 from .dispatch import execute_instant
 from .errors import ExecutionError
@@ -122,15 +123,17 @@ def _roll_back(table: HudiTable, instant: Instant, transactions: TransactionMana
         execute_instant(table, planned.instant, LocalRunner(1), fence, transactions=transactions)
 
 
-def run_ttl_task(service: str, base_path: str, task: str, plan: Mapping[str, Any], fence: Fence = no_fence,
+def run_ttl_task(service: str, base_path: str, task: str, plan: TtlRequest, fence: Fence = no_fence,
                  options: Mapping[str, str] | None = None, max_file_groups: int = DEFAULT_MAX_FILE_GROUPS,
                  context: HudiContext = DEFAULT_CONTEXT) -> TtlRun:
     """Run the TTL task requested at `task` (its instant) on the table at `base_path`, read with `context`;
     `options`: the table's lock options. ExecutionError (one line) when it cannot be done exactly."""
     if service not in (TableService.TTL, TableService.PARTITION_TTL):
         raise ExecutionError(f"{service} is not a TTL task")
-    policy = TablePolicy.from_stored(dict(plan.get("policy") or {}))
-    now = datetime.fromisoformat(str(plan["now"]))
+    if plan.now is None:
+        raise ExecutionError(f"the {service} task's plan names no moment the TTL counts from")
+    policy = TablePolicy.from_stored(dict(plan.policy))
+    now = datetime.fromisoformat(plan.now)
     table = HudiTable.load(base_path, context=context)
     refusal = ttl_policy_refusal(table, policy)
     if refusal:

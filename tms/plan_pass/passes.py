@@ -6,24 +6,14 @@ reloaded timeline, and builds a file-system view only then — record a task per
 table's digest from the timeline."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 from functools import partial
 
-from sqlalchemy.orm import Session
-
-from tms.db import AlertRepo, ArchiveTaskRepo, TablePolicy, TableRecord, TaskRecord
+from tms.db import AlertRepo, TaskRecord
 from tms.hudi.errors import HudiError
-from tms.hudi.locks import TransactionManager
-from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import MetadataFormatError
 from tms.hudi.timeline.timeline import WRITE_ACTIONS
-from tms.planning.archive import plan_archive
 from tms.planning.capabilities import require_capability
-from tms.planning.clean import plan_clean_or_why
-from tms.planning.clustering import plan_clustering
-from tms.planning.compaction import plan_compaction
 from tms.planning.decisions import Work
 from tms.planning.digest import TimelineDigest
 from tms.planning.errors import PlanningError
@@ -31,10 +21,12 @@ from tms.planning.failed_writes import find_failed_writes
 from tms.planning.planned import Planned
 from tms.planning.rollback import plan_failed_write_rollbacks
 from tms.planning.savepoints import apply_savepoint_policy
-from tms.planning.triggers import clustering_trigger, compaction_trigger
 from tms.table_service import TableService
+from tms.table_services import PASS_PLANNED, entry_of
 
+from .context import PassContext
 from .damage import check_damaged_files
+from .planners import PlanOrWhy, ServicePlanner
 from .records import TaskRecorder
 from .refusals import Refusals, hudi_engine_of
 
@@ -42,76 +34,20 @@ from .refusals import Refusals, hudi_engine_of
 PLANNING_ERRORS = (HudiError, PlanningError, MetadataFormatError, OSError)
 
 
-@dataclass
-class PassContext:
-    session: Session
-    row: TableRecord
-    table: HudiTable  # from the planner's cache
-    policy: TablePolicy
-    now: datetime
-    services: frozenset[str]  # what the planner schedules
-    # The table's lock, as the writers take it: plans and rollbacks are written, and their instant times
-    # generated, while it is held (none: a single writer).
-    transactions: TransactionManager | None = None
-    # How often a compaction or clustering plan looks at the whole table (None: always; TMS_PLANNER_FULL_PASS_HOURS).
-    full_pass_every: timedelta | None = None
-
-    @property
-    def lazy_failed_writes(self) -> bool:
-        """The table's writers clean failed writes lazily (Hudi requires it of multiple writers)."""
-        return self.transactions is not None and self.transactions.config.multi_writer
-
-    def transaction(self, *, exact_view: bool = False):
-        return (self.transactions or TransactionManager.single_writer(self.table)).transaction(
-            exact_view=exact_view)
-
-
 # What a trigger that counts completed writes awaits when an attempt plans nothing: their completion counts.
 _AWAITED_ACTIONS = (*WRITE_ACTIONS, Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
 
 
-def _plan(ctx: PassContext, service: str, *, force: bool = False) -> Planned | str | bool:
-    """The library's plan for `service`; a one-line finding when it was due (or `force`d) and there was nothing
-    to plan (or a plan still waiting for a worker holds the next one back), False when its trigger was not due
-    after all (the digest was stale: the rebuilt one is right)."""
-    table, policy, now = ctx.table, ctx.policy, ctx.now
-    if service == TableService.COMPACTION:
-        planned = plan_compaction(table, policy, now, force=force, full_pass_every=ctx.full_pass_every)
-        if planned:
-            return planned
-        decision = compaction_trigger(table, policy, now)
-        if decision.waiting_for:
-            return f"due, but compaction {', '.join(decision.waiting_for)} has not started yet"
-        return "nothing to compact: every file group with log files is in a pending plan" \
-            if decision.due or force else False
-    if service == TableService.CLUSTERING:
-        planned = plan_clustering(table, policy, now, force=force, full_pass_every=ctx.full_pass_every)
-        if planned:
-            return planned
-        return "nothing to cluster: no file groups the clustering strategy picks outside pending plans" \
-            if force or clustering_trigger(table, policy).due else False
-    if service == TableService.ARCHIVE:
-        active = ArchiveTaskRepo(ctx.session).active(ctx.row.id)
-        if active is not None:  # one archive task per table at a time: it archives what is due when it runs
-            return f"due, but archive task {active.id} ({active.state}) has not finished yet"
-        try:
-            planned_archive = plan_archive(table, policy, now)
-        except HudiError as e:  # e.g. a table version the library does not archive yet: said on the table's page
-            return f"due, but it cannot be archived: {e}"
-        return planned_archive or (
-            "nothing to archive: the active timeline is within hoodie.keep.max.commits, or Hudi's archival rules "
-            "hold its oldest instants back (a pending instant, a savepoint, a pending compaction or clustering, "
-            "the cleaner's retained commits, the metadata table's compaction)")
-    return plan_clean_or_why(table, policy, now)
+def _plan(ctx: PassContext, service: str, *, force: bool = False) -> PlanOrWhy:
+    """The library's plan for `service` (its planner in the registry, tms.plan_pass.planners)."""
+    return _planner(service).plan(ctx, force)
 
 
-def _due(ctx: PassContext, service: str) -> bool:
-    """Whether `service`'s trigger is due (reading only; a clean is attempted whenever the digest says so)."""
-    if service == TableService.COMPACTION:
-        return compaction_trigger(ctx.table, ctx.policy, ctx.now).due
-    if service == TableService.CLUSTERING:
-        return clustering_trigger(ctx.table, ctx.policy).due
-    return True
+def _planner(service: str) -> ServicePlanner:
+    planner = entry_of(service).planner
+    if planner is None:
+        raise PlanningError(f"{service} is not planned by a planning pass")
+    return planner
 
 
 def planning_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[TimelineDigest, list[TaskRecord]]:
@@ -127,7 +63,7 @@ def _decides_on_older_instants(ctx: PassContext, work: Work) -> bool:
     keeps what savepoints keep, a rollback plan and the savepoint policy read the savepoints, all named by
     the commit they keep; the timeline is then read from its change feed, or listed from the oldest commit
     a savepoint made since can keep (Timeline.reload's `exact`)."""
-    return (TableService.CLEAN in work.services or TableService.ARCHIVE in work.services or work.rollbacks
+    return (any(_planner(s).reads_older_instants for s in work.services if s in PASS_PLANNED) or work.rollbacks
             or bool(ctx.policy.savepoint_interval_hours))
 
 
@@ -151,13 +87,13 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
     _guarded(recorder, "compensation", recorder.sync_held_plans)
     if ctx.policy.savepoint_interval_hours:
         _guarded(recorder, "savepoint", partial(apply_savepoint_policy, ctx.table, ctx.policy, ctx.now))
-    for service in (TableService.COMPACTION, TableService.CLUSTERING, TableService.CLEAN, TableService.ARCHIVE):
+    for service in PASS_PLANNED:
         if service not in work.services:
             continue
         if not refusals.can_run(service):
             # Nothing is written for a service TMS cannot run: if it is due, its alert says why. Its trigger
             # stays armed, so it is planned on the first pass after the table's properties allow it again.
-            if _guarded(recorder, service, partial(_due, ctx, service)):
+            if _guarded(recorder, service, partial(_planner(service).due, ctx)):
                 refusals.refuse(service)
                 digest.found(service, _newest_instant(ctx.table),
                              f"due, but TMS cannot run it on this table: {refusals.capabilities[service].reason}")

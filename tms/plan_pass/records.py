@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -23,6 +22,7 @@ from tms.planning.planned import Planned
 from tms.planning.policy import TablePolicy
 from tms.planning.stats import PlanStats, plan_stats
 from tms.table_service import TableService
+from tms.task_payload import ArchiveRequest, PlanStatistics
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +31,11 @@ _PLAN_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT, Ac
 _SETTLED = (TaskState.RUNNING, TaskState.SUCCEEDED)
 
 
-def stats_record(stats: PlanStats) -> dict[str, Any]:
-    """PlanStats as a task's `plan_stats` (what the worker sizes the job by)."""
-    return {"operations": stats.operations, "operation_bytes": list(stats.operation_bytes),
-            "largest_file_group_bytes": stats.largest_file_group_bytes, "total_bytes": stats.total_bytes,
-            "within_budget": stats.within_budget}
+def stats_record(stats: PlanStats) -> PlanStatistics:
+    """PlanStats as a task's payload (what the worker sizes the job by)."""
+    return PlanStatistics(operations=stats.operations, operation_bytes=stats.operation_bytes,
+                          largest_file_group_bytes=stats.largest_file_group_bytes, total_bytes=stats.total_bytes,
+                          within_budget=stats.within_budget)
 
 
 class TaskRecorder:
@@ -55,8 +55,8 @@ class TaskRecorder:
         task names the request, and its plan the latest instant it archives through."""
         if planned.service == TableService.ARCHIVE:
             task = ArchiveTaskRepo(self.session).request(
-                self.row.id, {"archive_through": planned.instant, "instants": planned.stats.operations,
-                              "policy": self.policy.explicit() if self.policy is not None else {}},
+                self.row.id, ArchiveRequest(archive_through=planned.instant, instants=planned.stats.operations,
+                                            policy=self.policy.explicit() if self.policy is not None else {}),
                 priority=self.row.priority, queue=self.row.queue)
             self.recorded.append(task)
             log.info("table %s: archive through %s (%s instants) planned as task %s", self.row.id, planned.instant,
@@ -69,7 +69,7 @@ class TaskRecorder:
             table_id=self.row.id, service=planned.service, instant=planned.instant,
             state=TaskState.BLOCKED if planned.blockers else TaskState.RUNNABLE,
             target_instant=target.commit_time if target else None, priority=self.row.priority,
-            queue=self.row.queue, blockers=planned.blockers, plan_stats=stats_record(planned.stats),
+            queue=self.row.queue, blockers=planned.blockers, payload=stats_record(planned.stats),
             planned_by_tms=planned_by_tms)
         if created:
             self.recorded.append(task)
@@ -104,20 +104,20 @@ class TaskRecorder:
                 continue
             self._hold_or_release(task, remaining, stats_record(plan_stats(self.table, tc)))
 
-    def _hold_or_release(self, task: TaskRecord, blockers: list[str], stats: dict[str, Any]) -> None:
+    def _hold_or_release(self, task: TaskRecord, blockers: list[str], stats: PlanStatistics) -> None:
         """The task of a synced plan: runnable once no blocker is left, held while one is. A None from a
         compare-and-set means an operator changed the task meanwhile; the next pass syncs it again."""
         state = TaskState(task.state)
         if state is TaskState.BLOCKED and not blockers:
             self.tasks.transition(task.id, expected_state=state, expected_version=task.version,
-                                  to=TaskState.RUNNABLE, blockers=[], plan_stats=stats)
+                                  to=TaskState.RUNNABLE, blockers=[], stats=stats)
             log.info("table %s: compaction %s synced with its late commits: runnable", self.row.id, task.instant)
         elif state is TaskState.RUNNABLE and blockers:  # a writer began before Tc after the task was recorded
             self.tasks.transition(task.id, expected_state=state, expected_version=task.version,
-                                  to=TaskState.BLOCKED, blockers=blockers, plan_stats=stats)
+                                  to=TaskState.BLOCKED, blockers=blockers, stats=stats)
         else:
             self.tasks.update_blockers(task.id, expected_state=state, expected_version=task.version,
-                                       blockers=blockers, plan_stats=stats)
+                                       blockers=blockers, stats=stats)
 
     def _alert_compensation(self, tc: str, task: TaskRecord | None, error: CompensationError) -> None:
         log.error("table %s: %s", self.row.id, error)

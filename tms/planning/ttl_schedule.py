@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
 from tms.table_service import TableService
+from tms.task_payload import TtlRequest
 
 from .policy import TablePolicy
 
@@ -38,7 +38,7 @@ def due_ttl_service(policy: TablePolicy, last_requested: Mapping[str, datetime],
     return next((s for s, due in next_ttl_due(policy, last_requested).items() if due is None or due <= now), None)
 
 
-def ttl_task_plan(policy: TablePolicy, now: datetime) -> dict[str, Any]:
+def ttl_task_plan(policy: TablePolicy, now: datetime) -> TtlRequest:
     """A TTL task's plan: the policy's TTL options and the moment the TTL counts from."""
     stored = policy.explicit()
-    return {"policy": {k: stored[k] for k in TTL_OPTIONS if k in stored}, "now": now.isoformat()}
+    return TtlRequest(policy={k: stored[k] for k in TTL_OPTIONS if k in stored}, now=now.isoformat())

@@ -9,6 +9,7 @@ from sqlalchemy import Float, ScalarSelect, cast, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
 from tms.table_service import TableService
+from tms.task_payload import PlanStatistics, payload_of, statistics_of
 
 from ..models import Instance, RegisteredTable, ResourceQueue, Task
 from ..records import InstanceRecord, QueueRecord, TableRecord, TaskRecord, records_of, tables_of, tasks_of
@@ -91,14 +92,17 @@ class MonitorReads:
         """The task's queue's load when it started: runs of that queue under way then, per slot."""
         return float(self.session.scalar(select(_load_at_start()).where(Task.id == task_id)) or 0.0)
 
-    def succeeded_runs(self, table_id: int, service: str, limit: int) -> list[tuple[Any, datetime, datetime, float]]:
-        """The table's last `limit` succeeded runs of `service`: (plan stats, started, finished, queue load)."""
+    def succeeded_runs(self, table_id: int, service: str, limit: int
+                       ) -> list[tuple[PlanStatistics, datetime, datetime, float]]:
+        """The table's last `limit` succeeded runs of `service`: (plan stats, started, finished, queue load); a
+        service whose task names its request has no plan statistics (empty ones)."""
         rows = self.session.execute(
             select(Task.plan_stats, Task.started_at, Task.finished_at, _load_at_start())
             .where(Task.table_id == table_id, Task.service == service, Task.state == S.SUCCEEDED,
                    Task.started_at.is_not(None), Task.finished_at.is_not(None))
             .order_by(Task.id.desc()).limit(limit)).all()
-        return [(stats, started, finished, load or 0.0) for stats, started, finished, load in rows]
+        return [(statistics_of(payload_of(service, stats)), started, finished, load or 0.0)
+                for stats, started, finished, load in rows]
 
     # --- tables, queues, instances ------------------------------------------------------------------
     def enabled_tables(self, table_type: str | None = None) -> list[TableRecord]:

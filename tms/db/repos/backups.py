@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tms.table_service import BACKUP_SERVICES, TableService
+from tms.task_payload import BackupRequest
 
 from ..models import RegisteredTable, Task
 from ..records import TableRecord, TaskRecord, tables_of, task_of, tasks_of
@@ -77,10 +77,10 @@ class BackupTaskRepo:
             Task.service == TableService.BACKUP_RESTORE.value, Task.state == S.SUCCEEDED.value,
             Task.finished_at >= since).order_by(Task.id)))
 
-    def request(self, table_id: int, service: TableService, plan: dict[str, Any], *, priority: int = 0,
+    def request(self, table_id: int, service: TableService, request: BackupRequest, *, priority: int = 0,
                 queue: str | None = None, now: datetime | None = None) -> TaskRecord:
         """Record a runnable backup task of the table; ConflictError while another one is active (see
         requested.request_task). Its instant is the request's time: it names the request, not a timeline
         instant."""
-        return request_task(self.session, table_id, service.value, plan, scope=_BACKUP_SERVICES, kind="backup",
+        return request_task(self.session, table_id, service.value, request, scope=_BACKUP_SERVICES, kind="backup",
                             priority=priority, queue=queue, now=now)

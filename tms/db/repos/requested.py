@@ -11,6 +11,7 @@ from sqlalchemy import DateTime, func, select
 from sqlalchemy.orm import Session
 
 from tms.hudi.timeline.instant import format_wall_clock
+from tms.task_payload import RequestBody
 
 from ..errors import ConflictError, NotFoundError
 from ..models import RegisteredTable, Task
@@ -42,11 +43,11 @@ def active_task(session: Session, table_id: int, scope: Sequence[str]) -> TaskRe
         Task.state.in_([s.value for s in ACTIVE])).order_by(Task.id).limit(1)))
 
 
-def request_task(session: Session, table_id: int, service: str, plan: dict[str, Any], *, scope: Sequence[str],
+def request_task(session: Session, table_id: int, service: str, request: RequestBody, *, scope: Sequence[str],
                  kind: str, priority: int = 0, queue: str | None = None, now: datetime | None = None) -> TaskRecord:
     """Record a runnable task of `service`; ConflictError while a task of `scope` (a `kind` of task) is active.
     The table's row is locked meanwhile, so two requests never both pass the check. `now`: the requester's
-    clock (default the database's), recorded as the plan's `requested_at`."""
+    clock (default the database's), recorded as the request's `requested_at`."""
     table = session.get(RegisteredTable, table_id, with_for_update=True, populate_existing=True)
     if table is None:
         raise NotFoundError(f"no table with id {table_id}")
@@ -55,7 +56,7 @@ def request_task(session: Session, table_id: int, service: str, plan: dict[str, 
         raise ConflictError(f"table {table.name} has a {active.service} task ({active.id}, {active.state}) "
                             f"in progress; one {kind} task runs at a time")
     tasks = TaskRepo(session)
-    plan = {**plan, "requested_at": (now or database_now(session)).isoformat()}
+    request = request.model_copy(update={"requested_at": (now or database_now(session)).isoformat()})
     at = database_now(session)  # the instant: the database's time of the request, as the task's other times
     while True:
         instant = format_wall_clock(at.astimezone(UTC).replace(tzinfo=None))
@@ -63,5 +64,5 @@ def request_task(session: Session, table_id: int, service: str, plan: dict[str, 
             break
         at += timedelta(milliseconds=1)
     task, _ = tasks.create(table_id=table_id, service=service, instant=instant, state=S.RUNNABLE,
-                           priority=priority, queue=queue, plan_stats=plan, planned_by_tms=True)
+                           priority=priority, queue=queue, payload=request, planned_by_tms=True)
     return task

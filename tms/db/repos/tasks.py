@@ -14,6 +14,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from tms.table_service import TableService
+from tms.task_payload import PayloadBody, PlanStatistics, payload_of
 
 from ..errors import ConflictError, IllegalTransitionError, NotFoundError
 from ..models import RegisteredTable, Task, TaskAttempt
@@ -36,7 +37,7 @@ _CAS_RETRIES = 5
 # How an attempt ended, by the state its task left RUNNING for.
 _ATTEMPT_OUTCOME = {S.SUCCEEDED: "SUCCEEDED", S.FAILED: "FAILED", S.CANCELLED: "CANCELLED", S.RUNNABLE: "LOST"}
 # Columns a transition may change besides the state (the rest have their own methods).
-_TRANSITION_FIELDS = frozenset({"error", "blockers", "run_after", "plan_stats", "requested_resources",
+_TRANSITION_FIELDS = frozenset({"error", "blockers", "run_after", "requested_resources",
                                 "queue", "priority", "spark_app_id", "started_at", "finished_at",
                                 "next_attempt_at", "retry_reason"})
 
@@ -48,14 +49,16 @@ class TaskRepo:
     # --- creation and queries -----------------------------------------------------------------------
     def create(self, *, table_id: int, service: str, instant: str, state: TaskState = S.PENDING,
                target_instant: str | None = None, priority: int = 0, queue: str | None = None,
-               blockers: Iterable[str] = (), plan_stats: dict[str, Any] | None = None,
+               blockers: Iterable[str] = (), payload: PayloadBody | None = None,
                requested_resources: dict[str, Any] | None = None, planned_by_tms: bool = False
                ) -> tuple[TaskRecord, bool]:
         """Record the task of an instant, or return the one already recorded: (task, created).
-        One task per (table, instant), so a plan adopted twice is never run twice."""
+        One task per (table, instant), so a plan adopted twice is never run twice. `payload`: the plan's
+        statistics or the request (tms.task_payload), of the service's kind (ValueError otherwise)."""
         stmt = (insert(Task).values(
             table_id=table_id, service=service, instant=instant, state=state.value, target_instant=target_instant,
-            priority=priority, queue=queue, blockers=list(blockers), plan_stats=plan_stats or {},
+            priority=priority, queue=queue, blockers=list(blockers),
+            plan_stats=payload_of(service, payload).body.stored(),
             requested_resources=requested_resources or {}, planned_by_tms=planned_by_tms)
             .on_conflict_do_nothing(constraint="uq_tasks_table_id_instant").returning(Task.id))
         task_id = self.session.execute(stmt).scalar()
@@ -161,8 +164,9 @@ class TaskRepo:
 
     # --- compare-and-set transitions ------------------------------------------------------------------
     def transition(self, task_id: int, *, expected_state: TaskState, expected_version: int, to: TaskState,
-                   **changes: Any) -> TaskRecord | None:
-        """Move the task from `expected_state` (at `expected_version`) to `to`, setting `changes`.
+                   stats: PlanStatistics | None = None, **changes: Any) -> TaskRecord | None:
+        """Move the task from `expected_state` (at `expected_version`) to `to`, setting `changes` (and the plan's
+        new `stats`, a synced plan's).
         Returns the updated task, or None if it was not in that state and version any more.
         RUNNING is entered only through `claim`; leaving it ends the lease and the attempt."""
         if to is S.RUNNING or not can_transition(expected_state, to):
@@ -171,6 +175,8 @@ class TaskRepo:
         if unknown:
             raise ValueError(f"transition cannot set {sorted(unknown)}")
         values: dict[str, Any] = {"state": to.value, "version": Task.version + 1, **changes}
+        if stats is not None:
+            values["plan_stats"] = stats.stored()
         if expected_state is S.RUNNING:
             values.update(lease_owner=None, lease_expires_at=None)
         if to in (S.SUCCEEDED, S.FAILED, S.CANCELLED) and "finished_at" not in changes:
@@ -183,10 +189,10 @@ class TaskRepo:
         return task
 
     def update_blockers(self, task_id: int, *, expected_state: TaskState, expected_version: int,
-                        blockers: Iterable[str], plan_stats: dict[str, Any]) -> TaskRecord | None:
+                        blockers: Iterable[str], stats: PlanStatistics) -> TaskRecord | None:
         """Record the blockers (and statistics) of a held plan after a sync, keeping the task's state;
         a compare-and-set like `transition`. None if the task changed meanwhile."""
-        return self._cas({"blockers": list(blockers), "plan_stats": plan_stats, "version": Task.version + 1},
+        return self._cas({"blockers": list(blockers), "plan_stats": stats.stored(), "version": Task.version + 1},
                          Task.id == task_id, Task.state == expected_state.value, Task.version == expected_version)
 
     def _cas(self, values: dict[str, Any], *conditions) -> TaskRecord | None:

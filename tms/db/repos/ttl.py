@@ -3,12 +3,12 @@ at most one of them active per table; and what the schedule and a table's page r
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from tms.table_service import TTL_SERVICES, TableService
+from tms.task_payload import TtlRequest
 
 from ..models import RegisteredTable, Task
 from ..records import TableRecord, TaskRecord, tables_of, tasks_of
@@ -49,9 +49,9 @@ class TtlTaskRepo:
         return tasks_of(self.session.scalars(select(Task).where(
             Task.table_id == table_id, Task.service.in_(_TTL_SERVICES)).order_by(Task.id.desc()).limit(limit)))
 
-    def request(self, table_id: int, service: TableService, plan: dict[str, Any], *, priority: int = 0,
+    def request(self, table_id: int, service: TableService, request: TtlRequest, *, priority: int = 0,
                 queue: str | None = None, now: datetime | None = None) -> TaskRecord:
         """Record a runnable TTL task; ConflictError while another TTL task of the table is active. Its instant
         names the request; the instant it writes on the timeline is in its result."""
-        return request_task(self.session, table_id, service.value, plan, scope=_TTL_SERVICES, kind="TTL",
+        return request_task(self.session, table_id, service.value, request, scope=_TTL_SERVICES, kind="TTL",
                             priority=priority, queue=queue, now=now)
