@@ -19,10 +19,10 @@ The run ends after --commits delta commits of the local table or --minutes, whic
 the figures the goals are about, each as last quarter / first quarter of the run after its first --warmup
 minutes (goal <= 1.1): planner CPU per event; each role's memory and descriptors; per table, the active
 timeline's largest size against `hoodie.keep.max.commits` (Hudi's default 30) plus what Hudi's rules hold
-back; the database's growth. Then hudi-rs reads each table: every trip once (a valid Hudi table).
+back; the database's growth. Then hudi-rs reads each table (every trip once) and `tms verify` checks it.
 
     .venv/bin/python bench/long_life.py --commits 20000 --minutes 70     # the month: >= 20,000 delta commits
-    .venv/bin/python bench/long_life.py --minutes 8 --sample 30 --warmup 2  # a short trial
+    .venv/bin/python bench/long_life.py --minutes 9 --sample 30 --warmup 3  # a short trial
 """
 from __future__ import annotations
 
@@ -260,6 +260,16 @@ def read_with_hudi_rs(t: WatchedTable, trips: int) -> str:
     return f"hudi-rs reads {len(keys)} rows, {len(set(keys))} trips (expected {trips})"
 
 
+def verify(t: WatchedTable, env: dict[str, str]) -> str:
+    """`tms verify`'s last line on the table (its consistency: metadata, pending instants, files no instant
+    references)."""
+    done = subprocess.run([sys.executable, "-m", "tms", "verify", t.base_path], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    out = (done.stdout + done.stderr).strip().splitlines()
+    return f"tms verify: {out[-1] if out else '(nothing printed)'}" + ("" if done.returncode == 0 else
+                                                                     f" (exit {done.returncode}: {out[:5]})")
+
+
 def _wait_up(up: subprocess.Popen, url: str, deadline: float) -> bool:
     while time.monotonic() < deadline and up.poll() is None:
         if len(role_pids(up.pid)) == len(ROLES):
@@ -287,7 +297,8 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=200, help="upserts per delta commit")
     ap.add_argument("--sample", type=float, default=60, help="seconds between samples")
     ap.add_argument("--keep-max-commits", type=int, default=30, help="the tables' hoodie.keep.max.commits")
-    ap.add_argument("--warmup", type=float, default=3, help="minutes left out of the ratios (the roles warm up)")
+    ap.add_argument("--warmup", type=float, default=6, help="minutes left out of the ratios (the roles warm up: "
+                                                             "the manager's first health pass comes at 5)")
     ap.add_argument("--data-dir", type=Path, help="the data directory (default: a fresh one)")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tms-long-life-"))
@@ -358,7 +369,7 @@ def main() -> int:
         if len(settled) > 2:
             report(settled, args.keep_max_commits)
         for t in tables:
-            print(f"  {t.name}: {read_with_hudi_rs(t, trips)}")
+            print(f"  {t.name}: {read_with_hudi_rs(t, trips)}; {verify(t, env)}")
         engine.dispose()
     finally:
         for w in writers:
