@@ -68,6 +68,7 @@ class Proc:
     fds: int
     threads: int
     cpu_s: float
+    children_cpu_s: float  # of its child processes that ended (the worker's jobs)
 
 
 def _proc(pid: int) -> Proc | None:
@@ -79,7 +80,8 @@ def _proc(pid: int) -> Proc | None:
         return None
     rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
     threads = int(re.search(r"Threads:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
-    return Proc(rss, fds, threads, (int(stat[11]) + int(stat[12])) / CLOCK_TICKS)
+    return Proc(rss, fds, threads, (int(stat[11]) + int(stat[12])) / CLOCK_TICKS,
+                (int(stat[13]) + int(stat[14])) / CLOCK_TICKS)
 
 
 def _parents() -> dict[int, int]:
@@ -111,6 +113,19 @@ def role_pids(root: int) -> dict[str, int]:
         if "tms.cli" in words and (role := next((w for w in words if w in ROLES), None)):
             found[role] = pid
     return found
+
+
+def database_cpu_s(data_dir: Path) -> float:
+    """The embedded PostgreSQL's CPU seconds: the postmaster's, its ended backends' and its live ones'."""
+    try:
+        postmaster = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    main = _proc(postmaster)
+    if main is None:
+        return 0.0
+    children = (p for pid, parent in _parents().items() if parent == postmaster and (p := _proc(pid)) is not None)
+    return main.cpu_s + main.children_cpu_s + sum(p.cpu_s for p in children)
 
 
 @dataclass
@@ -167,9 +182,11 @@ class Sample:
     event_rows: int   # rows of the events table
     db_bytes: int
     roles: dict[str, Proc] = field(default_factory=dict)
+    writers_cpu_s: float = 0.0
+    database_cpu_s: float = 0.0
 
 
-def take(tables: list[WatchedTable], engine: sa.Engine, root: int) -> Sample:
+def take(tables: list[WatchedTable], engine: sa.Engine, root: int, writers: list[int], data_dir: Path) -> Sample:
     with engine.connect() as conn:
         commits: dict[int, int] = dict(conn.execute(sa.text(
             "SELECT table_id, count(*) FROM events WHERE state = 'completed' AND action = 'deltacommit' "
@@ -179,7 +196,8 @@ def take(tables: list[WatchedTable], engine: sa.Engine, root: int) -> Sample:
         db_bytes = conn.execute(sa.text("SELECT pg_database_size(current_database())")).scalar()
     per_table = {t.name: table_sample(t.list_files(), int(commits.get(t.table_id, 0))) for t in tables}
     roles = {role: p for role, pid in role_pids(root).items() if (p := _proc(pid)) is not None}
-    return Sample(time.monotonic(), per_table, int(events or 0), int(rows or 0), int(db_bytes or 0), roles)
+    return Sample(time.monotonic(), per_table, int(events or 0), int(rows or 0), int(db_bytes or 0), roles,
+                  sum(p.cpu_s for pid in writers if (p := _proc(pid)) is not None), database_cpu_s(data_dir))
 
 
 def planner_ms_per_event(a: Sample, b: Sample) -> float | None:
@@ -231,6 +249,17 @@ def report(samples: list[Sample], keep_max: int) -> None:
             if before and after:
                 print(f"  {role} {name}: {before:.0f} -> {after:.0f}, ratio {after / before:.2f}")
     seconds = samples[-1].at - samples[0].at
+    commits = sum(samples[-1].tables[n].commits - samples[0].tables[n].commits for n in samples[0].tables)
+    if commits > 0 and all(r in samples[0].roles and r in samples[-1].roles for r in ROLES):
+        def cpu(s: Sample, role: str) -> float:
+            return s.roles[role].cpu_s + s.roles[role].children_cpu_s
+        shares = {r: cpu(samples[-1], r) - cpu(samples[0], r) for r in ROLES}
+        shares["writers"] = samples[-1].writers_cpu_s - samples[0].writers_cpu_s
+        shares["database"] = samples[-1].database_cpu_s - samples[0].database_cpu_s
+        print("  CPU per delta commit (seconds; the worker's with its jobs): "
+              + ", ".join(f"{r} {v / commits:.3f}" for r, v in shares.items())
+              + f"; all {sum(shares.values()) / commits:.3f} s, so at most {2 * commits / sum(shares.values()):.1f} "
+                f"delta commits/s on 2 free cores (the S3 endpoint not counted)")
     for name in samples[0].tables:
         ts = [s.tables[name] for s in samples]
         commits = ts[-1].commits - ts[0].commits
@@ -240,7 +269,6 @@ def report(samples: list[Sample], keep_max: int) -> None:
               f"{keep_max}, plus what Hudi's rules hold back); archived timeline {ts[-1].archived} files; storage "
               f"{ts[0].table_bytes / 2**20:.1f} MB -> {ts[-1].table_bytes / 2**20:.1f} MB")
     before, after = quarter_ratio(samples, lambda s: s.db_bytes / 2**20)
-    commits = sum(samples[-1].tables[n].commits - samples[0].tables[n].commits for n in samples[0].tables)
     grown = samples[-1].db_bytes - samples[0].db_bytes
     print(f"  database: {before or 0:.1f} MB -> {after or 0:.1f} MB ({grown / 2**10 / max(commits, 1):.1f} KB per "
           f"delta commit; {samples[-1].event_rows} events; TMS_RETENTION_EVENTS_DAYS "
@@ -351,12 +379,12 @@ def main() -> int:
             print(f"table {t.name} (TMS table {t.table_id}) at {t.base_path}: its writer's log in {out.name}")
         engine = sa.create_engine(embedded_database_url(data_dir))
         started = time.monotonic()
-        samples.append(take(tables, engine, up.pid))
+        samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir))
         stop = threading.Event()
         while (time.monotonic() - started < args.minutes * 60 and up.poll() is None
                and writers[0].poll() is None):
             stop.wait(args.sample)
-            samples.append(take(tables, engine, up.pid))
+            samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir))
             print("\n".join(lines(samples[-2], samples[-1], started)), flush=True)
         if up.poll() is not None:
             print(f"error: tms up exited with {up.returncode} (see {scratch / 'up.log'})")

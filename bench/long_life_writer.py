@@ -123,10 +123,16 @@ class LongLifeWriter:
         return WriteResult(ts, Action.DELTA_COMMIT, True, stats)
 
     def _latest_slices(self) -> dict[str, FileSlice]:
-        """Each partition's latest file slice (its base instant changes when TMS compacts it)."""
+        """Each partition's latest file slice, as HudiWriter takes it (after a compaction TMS planned: the slice
+        that compaction starts, which the log blocks go to)."""
         view = self.table.file_system_view()
-        return {fs.partition: fs for fs in view.merged_latest_slices() if self.file_groups.get(fs.partition)
-                == fs.file_id}
+        slices = {}
+        for partition, file_id in self.file_groups.items():
+            latest = next(g for g in view.file_groups(partition) if g.file_id == file_id).latest_slice
+            if latest is None:
+                raise HudiError(f"file group {file_id} of {partition} has no slice")
+            slices[partition] = latest
+        return slices
 
 
 def run(writer: LongLifeWriter, *, commits: int = 0, seconds: float = 0, interval: float = 0,
