@@ -34,7 +34,6 @@ import pyarrow as pa  # noqa: E402
 from tms.hudi.errors import HudiError, TableNotFoundError  # noqa: E402
 from tms.hudi.fs_view.view import FileSlice  # noqa: E402
 from tms.hudi.records.schema import arrow_to_avro, with_meta_fields  # noqa: E402
-from tms.hudi.records.schema_evolution import full_arrow_schema  # noqa: E402
 from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
 from tms.hudi.table.writer import HudiWriter, WriteResult  # noqa: E402
 from tms.hudi.timeline.instant import Action  # noqa: E402
@@ -95,7 +94,6 @@ class LongLifeWriter:
         """One delta commit: `batch` upserts over `partitions_per_commit` partitions."""
         w, tl = self.writer, self.table.timeline
         tl.reload()
-        w._table_schema = full_arrow_schema(self.avro_schema)
         chosen = sorted(self.rng.sample(range(self.partitions), self.partitions_per_commit))
         with w.transactions.transaction():  # the instant time is generated under the table's lock
             instant = tl.create_requested(Action.DELTA_COMMIT)
