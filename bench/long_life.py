@@ -1,23 +1,28 @@
-"""A long life in a short time: `tms up` on a fresh data directory with its demo writer at full speed (a commit
-every --interval seconds: upserts and deletes over the demo table's partitions, commit callbacks on), watched for
---minutes. Every --sample seconds it prints one line:
+"""A month of life in an hour (issue 36, item 4): `tms up` on a fresh data directory, with two tables written at
+full speed by bench/long_life_writer.py (a delta commit every few hundred milliseconds: upserts over many
+partitions, Hudi's commit callback to TMS), one on the local disk and one on the S3 test endpoint (the moto server
+on loopback, as the tests start it), registered with Hudi's default policies (compaction every 5 delta commits,
+clean, archival; no clustering). `tms up`'s own demo writer is held to one commit (`--interval` of a day). TMS's
+history retention is set to its shortest (TMS_RETENTION_DAYS and TMS_RETENTION_EVENTS_DAYS 1, run every minute).
+Every --sample seconds it prints one line per table, then one for TMS:
 
-  commits      the demo table's completed writes so far (delta commits and commits)
-  active       files in the active timeline (.hoodie/timeline, history/ excluded; .hoodie for version 6)
+  commits      the table's completed delta commits so far (the writer's, as TMS's events count them)
+  active       files in the active timeline (.hoodie/timeline, history/ excluded)
   completed    completed instants on the active timeline
-  archived     files of the archived timeline (timeline/history, or .hoodie/archived for version 6)
+  archived     files of the archived timeline (timeline/history)
   MB           the table's bytes on storage
-  ms/event     the planner's CPU milliseconds per event it processed in the sample
+  ms/event     the planner's CPU milliseconds per event it processed in the sample (all tables)
   rss/fds/thr  each role's resident memory (MB), open file descriptors and threads
-  db MB        TMS's database size (pg_database_size)
+  db MB        TMS's database size (pg_database_size), and its events' rows
 
-At the end, the figures the goals are about, each as last quarter / first quarter of the run after its first
---warmup minutes (goal <= 1.1):
-planner CPU per event; each role's memory and descriptors; and the active timeline's largest size against
-`hoodie.keep.max.commits` (the table's, or Hudi's default 30) plus what Hudi's rules hold back.
+The run ends after --commits delta commits of the local table or --minutes, whichever comes first. At the end,
+the figures the goals are about, each as last quarter / first quarter of the run after its first --warmup
+minutes (goal <= 1.1): planner CPU per event; each role's memory and descriptors; per table, the active
+timeline's largest size against `hoodie.keep.max.commits` (Hudi's default 30) plus what Hudi's rules hold
+back; the database's growth. Then hudi-rs reads each table (every trip once) and `tms verify` checks it.
 
-    .venv/bin/python bench/long_life.py                          # an hour
-    .venv/bin/python bench/long_life.py --minutes 10 --sample 30
+    .venv/bin/python bench/long_life.py --commits 20000 --minutes 70     # the month: >= 20,000 delta commits
+    .venv/bin/python bench/long_life.py --minutes 9 --sample 30 --warmup 3  # a short trial
 """
 from __future__ import annotations
 
@@ -25,23 +30,32 @@ import argparse
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import sqlalchemy as sa
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "bench"), str(REPO / "tests")]  # the writer; the S3 test endpoint
+
+from long_life_writer import KEYS_PER_PARTITION, LongLifeWriter  # noqa: E402
+
 ROLES = ("serve", "planner", "worker", "manager")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+BUCKET = "tms-long-life"
+# TMS's own history kept as briefly as TMS allows (its settings' lower bounds), the retention run every minute
+RETENTION_ENV = {"TMS_RETENTION_DAYS": "1", "TMS_RETENTION_EVENTS_DAYS": "1", "TMS_MANAGER_RETENTION_SECONDS": "60"}
 
 
 def free_port() -> int:
+    import socket
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -54,6 +68,7 @@ class Proc:
     fds: int
     threads: int
     cpu_s: float
+    children_cpu_s: float  # of its child processes that ended (the worker's jobs)
 
 
 def _proc(pid: int) -> Proc | None:
@@ -65,7 +80,8 @@ def _proc(pid: int) -> Proc | None:
         return None
     rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
     threads = int(re.search(r"Threads:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
-    return Proc(rss, fds, threads, (int(stat[11]) + int(stat[12])) / CLOCK_TICKS)
+    return Proc(rss, fds, threads, (int(stat[11]) + int(stat[12])) / CLOCK_TICKS,
+                (int(stat[13]) + int(stat[14])) / CLOCK_TICKS)
 
 
 def _parents() -> dict[int, int]:
@@ -99,49 +115,89 @@ def role_pids(root: int) -> dict[str, int]:
     return found
 
 
-def timeline_figures(table: Path) -> tuple[int, int, int]:
-    """(active timeline files, completed instants on it, archived timeline files)."""
-    timeline = table / ".hoodie" / "timeline"
-    if timeline.is_dir():  # table version 8 and later
-        active = [p.name for p in timeline.iterdir() if p.is_file()]
-        history = timeline / "history"
-        archived = sum(1 for p in history.rglob("*") if p.is_file()) if history.is_dir() else 0
-    else:                   # version 6
-        hoodie = table / ".hoodie"
-        active = [p.name for p in hoodie.iterdir() if p.is_file() and p.name[:1].isdigit()]
-        archive = hoodie / "archived"
-        archived = sum(1 for p in archive.iterdir() if p.is_file()) if archive.is_dir() else 0
+def database_cpu_s(data_dir: Path) -> float:
+    """The embedded PostgreSQL's CPU seconds: the postmaster's, its ended backends' and its live ones'."""
+    try:
+        postmaster = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    main = _proc(postmaster)
+    if main is None:
+        return 0.0
+    children = (p for pid, parent in _parents().items() if parent == postmaster and (p := _proc(pid)) is not None)
+    return main.cpu_s + main.children_cpu_s + sum(p.cpu_s for p in children)
+
+
+@dataclass
+class WatchedTable:
+    """A table the writer drives: where it is, its id in TMS, how its files are listed."""
+    name: str
+    base_path: str
+    table_id: int = 0
+    list_files: Callable[[], list[tuple[str, int]]] = list  # (path relative to the base path, bytes)
+
+
+def local_files(base: Path) -> Callable[[], list[tuple[str, int]]]:
+    def files() -> list[tuple[str, int]]:
+        out = []
+        for p in base.rglob("*"):
+            try:
+                if p.is_file():
+                    out.append((p.relative_to(base).as_posix(), p.stat().st_size))
+            except FileNotFoundError:  # removed by a clean or the archiver meanwhile
+                continue
+        return out
+    return files
+
+
+def s3_files(endpoint, key: str) -> Callable[[], list[tuple[str, int]]]:
+    def files() -> list[tuple[str, int]]:
+        pages = endpoint.client().get_paginator("list_objects_v2").paginate(Bucket=endpoint.bucket, Prefix=key + "/")
+        return [(o["Key"][len(key) + 1:], int(o["Size"])) for page in pages for o in page.get("Contents", [])]
+    return files
+
+
+@dataclass
+class TableSample:
+    commits: int
+    active: int      # files in the active timeline
+    completed: int   # completed instants on it
+    archived: int    # files of the archived timeline (LSM history)
+    table_bytes: int
+
+
+def table_sample(files: list[tuple[str, int]], commits: int) -> TableSample:
+    timeline = ".hoodie/timeline/"
+    active = [p[len(timeline):] for p, _ in files if p.startswith(timeline) and "/" not in p[len(timeline):]]
+    archived = sum(1 for p, _ in files if p.startswith(timeline + "history/"))
     completed = sum(1 for n in active if not n.endswith((".requested", ".inflight")))
-    return len(active), completed, archived
-
-
-def table_bytes(table: Path) -> int:
-    return sum(p.stat().st_size for p in table.rglob("*") if p.is_file())
+    return TableSample(commits, len(active), completed, archived, sum(size for _, size in files))
 
 
 @dataclass
 class Sample:
     at: float
-    commits: int
-    active: int
-    completed: int
-    archived: int
-    table_bytes: int
-    events: int
+    tables: dict[str, TableSample]
+    events: int       # events the planner processed so far
+    event_rows: int   # rows of the events table
     db_bytes: int
     roles: dict[str, Proc] = field(default_factory=dict)
+    writers_cpu_s: float = 0.0
+    database_cpu_s: float = 0.0
 
 
-def take(table: Path, engine: sa.Engine, root: int) -> Sample:
-    active, completed, archived = timeline_figures(table)
+def take(tables: list[WatchedTable], engine: sa.Engine, root: int, writers: list[int], data_dir: Path) -> Sample:
     with engine.connect() as conn:
-        commits = conn.execute(sa.text(
-            "SELECT count(*) FROM events WHERE state = 'completed' AND action IN ('deltacommit', 'commit')")).scalar()
+        commits: dict[int, int] = dict(conn.execute(sa.text(
+            "SELECT table_id, count(*) FROM events WHERE state = 'completed' AND action = 'deltacommit' "
+            "GROUP BY table_id")).all())
         events = conn.execute(sa.text("SELECT count(*) FROM events WHERE processed_at IS NOT NULL")).scalar()
+        rows = conn.execute(sa.text("SELECT count(*) FROM events")).scalar()
         db_bytes = conn.execute(sa.text("SELECT pg_database_size(current_database())")).scalar()
+    per_table = {t.name: table_sample(t.list_files(), int(commits.get(t.table_id, 0))) for t in tables}
     roles = {role: p for role, pid in role_pids(root).items() if (p := _proc(pid)) is not None}
-    return Sample(time.monotonic(), int(commits or 0), active, completed, archived, table_bytes(table),
-                  int(events or 0), int(db_bytes or 0), roles)
+    return Sample(time.monotonic(), per_table, int(events or 0), int(rows or 0), int(db_bytes or 0), roles,
+                  sum(p.cpu_s for pid in writers if (p := _proc(pid)) is not None), database_cpu_s(data_dir))
 
 
 def planner_ms_per_event(a: Sample, b: Sample) -> float | None:
@@ -151,13 +207,22 @@ def planner_ms_per_event(a: Sample, b: Sample) -> float | None:
     return 1000 * (b.roles["planner"].cpu_s - a.roles["planner"].cpu_s) / events
 
 
-def line(prev: Sample, s: Sample, started: float) -> str:
+def lines(prev: Sample, s: Sample, started: float) -> list[str]:
+    minutes = (s.at - started) / 60
+    out = []
+    for name, t in s.tables.items():
+        rate = (t.commits - prev.tables[name].commits) / max(1e-9, s.at - prev.at)
+        out.append(f"{minutes:6.1f} min  {name:<13} commits {t.commits:6d} ({rate:4.1f}/s)  active {t.active:4d}  "
+                   f"completed {t.completed:4d}  archived {t.archived:4d}  {t.table_bytes / 2**20:7.1f} MB")
     per_event = planner_ms_per_event(prev, s)
     roles = " ".join(f"{r}={p.rss_mb:.0f}/{p.fds}/{p.threads}" for r, p in sorted(s.roles.items()))
-    return (f"{(s.at - started) / 60:6.1f} min  commits {s.commits:6d}  active {s.active:5d}  completed "
-            f"{s.completed:4d}  archived {s.archived:4d}  {s.table_bytes / 2**20:7.1f} MB  ms/event "
-            f"{per_event if per_event is None else round(per_event, 1)!s:>6}  rss/fds/thr {roles}  "
-            f"db {s.db_bytes / 2**20:.1f} MB")
+    out.append(f"{minutes:6.1f} min  TMS  ms/event {per_event if per_event is None else round(per_event, 1)!s:>6}  "
+               f"rss/fds/thr {roles}  db {s.db_bytes / 2**20:.1f} MB ({s.event_rows} events)")
+    return out
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
 
 
 def quarter_ratio(samples: list[Sample], figure) -> tuple[float | None, float | None]:
@@ -166,10 +231,6 @@ def quarter_ratio(samples: list[Sample], figure) -> tuple[float | None, float | 
     first = [v for v in (figure(s) for s in samples[:n]) if v is not None]
     last = [v for v in (figure(s) for s in samples[-n:]) if v is not None]
     return _mean(first), _mean(last)
-
-
-def _mean(xs: list[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
 
 
 def report(samples: list[Sample], keep_max: int) -> None:
@@ -182,63 +243,166 @@ def report(samples: list[Sample], keep_max: int) -> None:
         print(f"  planner CPU per event: {first:.1f} ms -> {last:.1f} ms, ratio {last / first:.2f}")
     for role in ROLES:
         for name, figure in (("memory MB", lambda s, r=role: s.roles[r].rss_mb if r in s.roles else None),
-                             ("descriptors", lambda s, r=role: s.roles[r].fds if r in s.roles else None)):
+                             ("descriptors", lambda s, r=role: s.roles[r].fds if r in s.roles else None),
+                             ("threads", lambda s, r=role: s.roles[r].threads if r in s.roles else None)):
             before, after = quarter_ratio(samples, figure)
             if before and after:
                 print(f"  {role} {name}: {before:.0f} -> {after:.0f}, ratio {after / before:.2f}")
-    print(f"  active timeline: at most {max(s.completed for s in samples)} completed instants "
-          f"({max(s.active for s in samples)} files); the last sample {samples[-1].completed} "
-          f"(hoodie.keep.max.commits {keep_max}, plus what Hudi's rules hold back)")
-    print(f"  archived timeline files at the end: {samples[-1].archived}")
+    seconds = samples[-1].at - samples[0].at
+    commits = sum(samples[-1].tables[n].commits - samples[0].tables[n].commits for n in samples[0].tables)
+    if commits > 0 and all(r in samples[0].roles and r in samples[-1].roles for r in ROLES):
+        def cpu(s: Sample, role: str) -> float:
+            return s.roles[role].cpu_s + s.roles[role].children_cpu_s
+        shares = {r: cpu(samples[-1], r) - cpu(samples[0], r) for r in ROLES}
+        shares["writers"] = samples[-1].writers_cpu_s - samples[0].writers_cpu_s
+        shares["database"] = samples[-1].database_cpu_s - samples[0].database_cpu_s
+        print("  CPU per delta commit (seconds; the worker's with its jobs): "
+              + ", ".join(f"{r} {v / commits:.3f}" for r, v in shares.items())
+              + f"; all {sum(shares.values()) / commits:.3f} s, so at most {2 * commits / sum(shares.values()):.1f} "
+                f"delta commits/s on 2 free cores (the S3 endpoint not counted)")
+    for name in samples[0].tables:
+        ts = [s.tables[name] for s in samples]
+        commits = ts[-1].commits - ts[0].commits
+        print(f"  {name}: {commits} delta commits in {seconds / 60:.1f} min ({commits / max(seconds, 1e-9):.2f}/s, "
+              f"{ts[-1].commits} in all); active timeline at most {max(t.completed for t in ts)} completed instants "
+              f"({max(t.active for t in ts)} files), the last sample {ts[-1].completed} (hoodie.keep.max.commits "
+              f"{keep_max}, plus what Hudi's rules hold back); archived timeline {ts[-1].archived} files; storage "
+              f"{ts[0].table_bytes / 2**20:.1f} MB -> {ts[-1].table_bytes / 2**20:.1f} MB")
     before, after = quarter_ratio(samples, lambda s: s.db_bytes / 2**20)
-    print(f"  database: {before or 0:.1f} MB -> {after or 0:.1f} MB")
-    print(f"  commits: {samples[-1].commits} in {(samples[-1].at - samples[0].at) / 60:.1f} min")
+    grown = samples[-1].db_bytes - samples[0].db_bytes
+    print(f"  database: {before or 0:.1f} MB -> {after or 0:.1f} MB ({grown / 2**10 / max(commits, 1):.1f} KB per "
+          f"delta commit; {samples[-1].event_rows} events; TMS_RETENTION_EVENTS_DAYS "
+          f"{RETENTION_ENV['TMS_RETENTION_EVENTS_DAYS']}: flat only once the run is longer than that)")
+
+
+def read_with_hudi_rs(t: WatchedTable, trips: int) -> str:
+    """What hudi-rs reads of the table: every trip once, or what differs."""
+    from hudi import HudiTableBuilder
+    try:
+        batches = HudiTableBuilder.from_base_uri(t.base_path).build().read()
+    except Exception as e:  # noqa: BLE001 (told, not raised: the run's figures stand)
+        return f"hudi-rs could not read it: {e}"
+    keys = [k for b in batches for k in b.column("_hoodie_record_key").to_pylist()]
+    if len(keys) == trips and len(set(keys)) == trips:
+        return f"hudi-rs reads {trips} trips, each once"
+    return f"hudi-rs reads {len(keys)} rows, {len(set(keys))} trips (expected {trips})"
+
+
+def verify(t: WatchedTable, env: dict[str, str]) -> str:
+    """`tms verify`'s last line on the table (its consistency: metadata, pending instants, files no instant
+    references)."""
+    done = subprocess.run([sys.executable, "-m", "tms", "verify", t.base_path], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+    out = (done.stdout + done.stderr).strip().splitlines()
+    return f"tms verify: {out[-1] if out else '(nothing printed)'}" + ("" if done.returncode == 0 else
+                                                                     f" (exit {done.returncode}: {out[:5]})")
+
+
+def _wait_up(up: subprocess.Popen, url: str, deadline: float) -> bool:
+    while time.monotonic() < deadline and up.poll() is None:
+        if len(role_pids(up.pid)) == len(ROLES):
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    return True
+            except httpx.HTTPError:
+                pass
+        time.sleep(1)
+    return False
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--minutes", type=float, default=60)
-    ap.add_argument("--interval", type=float, default=0.2, help="seconds between the demo writer's commits")
+    ap.add_argument("--commits", type=int, default=20000, help="stop after the local table's writer wrote this "
+                                                                "many delta commits (0: no bound)")
+    ap.add_argument("--minutes", type=float, default=70, help="stop after this long at the latest")
+    ap.add_argument("--interval", type=float, default=0,
+                    help="at most one commit per this many seconds on the local table (0: full speed)")
+    ap.add_argument("--s3-interval", type=float, default=0.5,
+                    help="the same on the S3 table (the moto server handles one request at a time)")
+    ap.add_argument("--no-s3", action="store_true", help="the local table only")
+    ap.add_argument("--partitions", type=int, default=20)
+    ap.add_argument("--partitions-per-commit", type=int, default=8)
+    ap.add_argument("--batch", type=int, default=200, help="upserts per delta commit")
     ap.add_argument("--sample", type=float, default=60, help="seconds between samples")
-    ap.add_argument("--keep-max-commits", type=int, default=30, help="the table's hoodie.keep.max.commits")
-    ap.add_argument("--warmup", type=float, default=3, help="minutes left out of the ratios (the roles warm up)")
+    ap.add_argument("--keep-max-commits", type=int, default=30, help="the tables' hoodie.keep.max.commits")
+    ap.add_argument("--warmup", type=float, default=6, help="minutes left out of the ratios (the roles warm up: "
+                                                             "the manager's first health pass comes at 5)")
     ap.add_argument("--data-dir", type=Path, help="the data directory (default: a fresh one)")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="tms-long-life-"))
-    data_dir = args.data_dir or scratch / "data"
+    data_dir = (args.data_dir or scratch / "data").resolve()
+    (data_dir / "tables").mkdir(parents=True, exist_ok=True)
     port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TMS_")},
-           "TMS_RUNTIME_DIR": str(scratch / "run")}
+    url = f"http://127.0.0.1:{port}"
+    admin, callback_key = os.urandom(16).hex(), os.urandom(16).hex()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TMS_")}, **RETENTION_ENV,
+           "TMS_RUNTIME_DIR": str(scratch / "run"), "TMS_ADMIN_TOKEN": admin, "TMS_CALLBACK_KEY": callback_key}
+    endpoint = None
+    tables = [WatchedTable("local", str(data_dir / "tables" / "long_life"),
+                           list_files=local_files(data_dir / "tables" / "long_life"))]
+    if not args.no_s3:
+        from s3_endpoint import S3Endpoint
+        endpoint = S3Endpoint.start(scratch / "moto.log", bucket=BUCKET)
+        os.environ.update(endpoint.env())  # this process's S3 reads and hudi-rs reach it too
+        env.update(endpoint.env())
+        env["TMS_STORAGE_ROOTS"] = f"s3://{BUCKET}"
+        tables.append(WatchedTable("s3", endpoint.uri("long_life_s3"), list_files=s3_files(endpoint, "long_life_s3")))
+        print(f"S3 test endpoint {endpoint.url}, bucket {BUCKET}")
     log = (scratch / "up.log").open("w")
+    # `tms up`'s own demo writer: one commit, then a day's wait (the long-life writers drive the load)
     up = subprocess.Popen([sys.executable, "-m", "tms", "up", "--data-dir", str(data_dir), "--port", str(port),
-                           "--interval", str(args.interval)], cwd=REPO, env=env, stdout=log,
-                          stderr=subprocess.STDOUT)
-    print(f"tms up (pid {up.pid}) on port {port}, data in {data_dir}, its console in {scratch / 'up.log'}")
-    table = data_dir / "tables" / "trips"
+                           "--interval", "86400"], cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    print(f"tms up (pid {up.pid}) at {url}, data in {data_dir}, its console in {scratch / 'up.log'}")
+    writers: list[subprocess.Popen] = []
     samples: list[Sample] = []
     try:
-        deadline = time.monotonic() + 600
-        while not (table / ".hoodie").is_dir() or not (data_dir / "postgres").is_dir() or len(role_pids(up.pid)) < 4:
-            if up.poll() is not None or time.monotonic() > deadline:
-                print(f"error: tms up did not start (see {scratch / 'up.log'})")
-                return 1
-            time.sleep(1)
+        if not _wait_up(up, url, time.monotonic() + 600):
+            print(f"error: tms up did not start (see {scratch / 'up.log'})")
+            return 1
         from tms.db.embedded import embedded_database_url
+        from tms.ops.client import TmsClient
+        with TmsClient(url, admin) as client:
+            for t in tables:  # created and seeded (one insert of every trip) before TMS is told of them
+                LongLifeWriter(t.base_path, name=f"long_life_{t.name}", partitions=args.partitions)
+                t.table_id = int(client.post("/tables", {"base_path": t.base_path})["id"])
+        trips = args.partitions * KEYS_PER_PARTITION
+        for t in tables:
+            interval = args.interval if t.name == "local" else args.s3_interval
+            out = (scratch / f"writer-{t.name}.log").open("w")
+            writers.append(subprocess.Popen(
+                [sys.executable, str(REPO / "bench" / "long_life_writer.py"), "--path", t.base_path, "--name",
+                 f"long_life_{t.name}", "--commits", str(args.commits if t.name == "local" else 0), "--seconds",
+                 str(args.minutes * 60), "--interval", str(interval), "--partitions", str(args.partitions),
+                 "--partitions-per-commit", str(args.partitions_per_commit), "--batch", str(args.batch),
+                 "--callback-url", f"{url}/api/v1/hudi/callback", "--callback-key", callback_key],
+                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT))
+            print(f"table {t.name} (TMS table {t.table_id}) at {t.base_path}: its writer's log in {out.name}")
         engine = sa.create_engine(embedded_database_url(data_dir))
         started = time.monotonic()
-        samples.append(take(table, engine, up.pid))
+        samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir))
         stop = threading.Event()
-        while time.monotonic() - started < args.minutes * 60 and up.poll() is None:
+        while (time.monotonic() - started < args.minutes * 60 and up.poll() is None
+               and writers[0].poll() is None):
             stop.wait(args.sample)
-            samples.append(take(table, engine, up.pid))
-            print(line(samples[-2], samples[-1], started), flush=True)
+            samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir))
+            print("\n".join(lines(samples[-2], samples[-1], started)), flush=True)
         if up.poll() is not None:
             print(f"error: tms up exited with {up.returncode} (see {scratch / 'up.log'})")
+        for w in writers:
+            w.send_signal(signal.SIGTERM)
+            w.wait(120)
+        for t in tables:
+            print(f"{t.name}: writer: {(scratch / f'writer-{t.name}.log').read_text().strip().splitlines()[-1]}")
         settled = [s for s in samples if s.at - started >= args.warmup * 60]
         if len(settled) > 2:
             report(settled, args.keep_max_commits)
+        for t in tables:
+            print(f"  {t.name}: {read_with_hudi_rs(t, trips)}; {verify(t, env)}")
         engine.dispose()
     finally:
+        for w in writers:
+            if w.poll() is None:
+                w.kill()
         if up.poll() is None:
             up.send_signal(signal.SIGINT)
             try:
@@ -246,7 +410,9 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 up.kill()
         log.close()
-    return 0 if up.returncode in (0, -signal.SIGINT, 130) or samples else 1
+        if endpoint is not None:
+            endpoint.stop()
+    return 0 if samples and up.returncode in (None, 0, -signal.SIGINT, 130) else 1
 
 
 if __name__ == "__main__":
