@@ -25,6 +25,14 @@ def _run(argv, env=None, **kwargs):
                           text=True, timeout=60, **kwargs)
 
 
+
+def test_the_heartbeat_probe_imports_no_format_library():
+    """The probe runs every few seconds in every container: the settings it reads must not bring the format
+    library (polars, pyarrow) or the ORM with them (on a loaded machine that import took 85 s)."""
+    probe = "import sys, tms.config; print(sorted(m for m in ('polars', 'pyarrow', 'sqlalchemy') if m in sys.modules))"
+    result = _run([sys.executable, "-c", probe])
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
 # --- tms-healthcheck heartbeat -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def database_url():
