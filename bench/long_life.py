@@ -3,7 +3,9 @@ full speed by bench/long_life_writer.py (a delta commit every few hundred millis
 partitions, Hudi's commit callback to TMS), one on the local disk and one on the S3 test endpoint (the moto server
 on loopback, as the tests start it), registered with Hudi's default policies (compaction every 5 delta commits,
 clean, archival; no clustering). `tms up`'s own demo writer is held to one commit (`--interval` of a day). TMS's
-history retention is set to its shortest (TMS_RETENTION_DAYS and TMS_RETENTION_EVENTS_DAYS 1, run every minute).
+history is kept 10 minutes (TMS_RETENTION_DAYS, TMS_RETENTION_EVENTS_DAYS and TMS_HEALTH_HISTORY_DAYS 0.007, the
+retention run every minute): the month's retention compressed as its commits are, so that the database's size
+flattens within the hour.
 Every --sample seconds it prints one line per table, then one for TMS:
 
   commits      the table's completed delta commits so far (the writer's, as TMS's events count them)
@@ -50,8 +52,9 @@ from long_life_writer import KEYS_PER_PARTITION, LongLifeWriter  # noqa: E402
 ROLES = ("serve", "planner", "worker", "manager")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 BUCKET = "tms-long-life"
-# TMS's own history kept as briefly as TMS allows (its settings' lower bounds), the retention run every minute
-RETENTION_ENV = {"TMS_RETENTION_DAYS": "1", "TMS_RETENTION_EVENTS_DAYS": "1", "TMS_MANAGER_RETENTION_SECONDS": "60"}
+# TMS's own history kept 10 minutes (0.007 days), the retention run every minute
+RETENTION_ENV = {"TMS_RETENTION_DAYS": "0.007", "TMS_RETENTION_EVENTS_DAYS": "0.007",
+                 "TMS_HEALTH_HISTORY_DAYS": "0.007", "TMS_MANAGER_RETENTION_SECONDS": "60"}
 
 
 def free_port() -> int:
@@ -272,7 +275,7 @@ def report(samples: list[Sample], keep_max: int) -> None:
     grown = samples[-1].db_bytes - samples[0].db_bytes
     print(f"  database: {before or 0:.1f} MB -> {after or 0:.1f} MB ({grown / 2**10 / max(commits, 1):.1f} KB per "
           f"delta commit; {samples[-1].event_rows} events; TMS_RETENTION_EVENTS_DAYS "
-          f"{RETENTION_ENV['TMS_RETENTION_EVENTS_DAYS']}: flat only once the run is longer than that)")
+          f"{RETENTION_ENV['TMS_RETENTION_EVENTS_DAYS']}: flat once the run is longer than that)")
 
 
 def read_with_hudi_rs(t: WatchedTable, trips: int) -> str:

@@ -208,7 +208,7 @@ class Settings(BaseSettings):
     health_batch: int = Field(
         50, ge=1, description="Tables whose health the leader scores each time (each read from storage)")
     health_history_days: float = Field(
-        14.0, ge=1, description="How long each score is kept as a sample for the trend charts of backlog (each "
+        14.0, gt=0, description="How long each score is kept as a sample for the trend charts of backlog (each "
                                 "table's newest is kept whatever its age); removed by the retention (below)")
     orphan_safety_hours: float = Field(
         24.0, gt=0, description="How old a file no instant references must be before it counts as an orphan "
@@ -217,12 +217,12 @@ class Settings(BaseSettings):
         900.0, gt=0, description="How often the leader removes TMS's own history older than its retention "
                                  "(TMS_RETENTION_DAYS and the settings after it)")
     retention_days: float = Field(
-        30.0, ge=1, description="How long TMS keeps its own history: ended tasks (succeeded; cancelled or failed "
+        30.0, gt=0, description="How long TMS keeps its own history: ended tasks (succeeded; cancelled or failed "
                                 "for good if they name a request, as backups and TTL do), their attempts, resolved "
                                 "alerts, delivered or expired webhook deliveries, shadow runs; what is live or "
                                 "referenced is kept whatever its age (docs/operating/manager.md)")
     retention_events_days: float = Field(
-        7.0, ge=1, description="How long the writers' events are kept once the planner has processed them (the "
+        7.0, gt=0, description="How long the writers' events are kept once the planner has processed them (the "
                                "biggest table: one row per instant state change); unprocessed ones are kept")
     retention_batch_rows: int = Field(
         1000, ge=1, description="Rows one transaction of the retention removes at most (short transactions, "

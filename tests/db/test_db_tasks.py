@@ -37,9 +37,9 @@ S = TaskState
 INSTANT = "20250101000000000"
 
 
-def _create(db, table_id, state=S.RUNNABLE, instant=INSTANT, **kw):
+def _create(db, table_id, state=S.RUNNABLE, instant=INSTANT, service_name="compaction", **kw):
     with db.transaction() as session:
-        task, created = TaskRepo(session).create(table_id=table_id, service="compaction", instant=instant,
+        task, created = TaskRepo(session).create(table_id=table_id, service=service_name, instant=instant,
                                                  state=state, **kw)
         assert created
         return task
@@ -134,6 +134,17 @@ def test_claim_order_respects_priority_and_run_after(db, table_id):
     with db.transaction() as session:
         assert TaskRepo(session).claim_next(owner="w", lease_seconds=30).id == low.id
         assert TaskRepo(session).claim_next(owner="w", lease_seconds=30) is None
+
+
+def test_an_archive_is_claimed_before_older_tasks_of_its_priority_and_after_higher_ones(db, table_id):
+    compaction = _create(db, table_id, instant="20250101000000001", priority=1)
+    clean = _create(db, table_id, instant="20250101000000002", priority=1, service_name="clean")
+    archive = _create(db, table_id, instant="20250101000000003", priority=1, service_name="archive",
+                      payload=ArchiveRequest())
+    urgent = _create(db, table_id, instant="20250101000000004", priority=5)
+    with db.transaction() as session:
+        order = [TaskRepo(session).claim_next(owner="w", lease_seconds=30).id for _ in range(4)]
+    assert order == [urgent.id, archive.id, compaction.id, clean.id]
 
 
 def test_lease_fencing_and_finish(db, table_id):

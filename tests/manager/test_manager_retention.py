@@ -20,7 +20,7 @@ from tms.leadership import LeaderLease, NotLeader
 OLD = text("now() - interval '40 days'")
 
 
-def _history(db, old_events: int) -> tuple[int, list[int]]:
+def _history(db, old_events: int, old=OLD) -> tuple[int, list[int]]:
     """A table with `old_events` processed events 40 days old and one recent, and three cancelled backups 40 days
     old followed by a recent one (a backup's task names its request: nothing on the timeline keeps it); the
     recent event's id and the old tasks' ids."""
@@ -35,8 +35,8 @@ def _history(db, old_events: int) -> tuple[int, list[int]]:
                                           state=TaskState.CANCELLED)[0].id for i in range(4)]
         session.execute(update(Event).values(processed_at=func.now()))
         recent = session.scalar(select(func.max(Event.id)))
-        session.execute(update(Event).where(Event.id != recent).values(received_at=OLD))
-        session.execute(update(Task).where(Task.id.in_(tasks[:3])).values(created_at=OLD, updated_at=OLD))
+        session.execute(update(Event).where(Event.id != recent).values(received_at=old))
+        session.execute(update(Task).where(Task.id.in_(tasks[:3])).values(created_at=old, updated_at=old))
     return recent, tasks
 
 
@@ -79,6 +79,22 @@ def test_old_history_goes_in_bounded_batches_while_the_api_answers(db, service):
     lease.release()
     with pytest.raises(NotLeader):  # a manager that no longer leads removes nothing
         purge_history(lease, epoch, settings)
+
+
+def test_a_retention_shorter_than_a_day_keeps_what_is_younger(db):
+    """A month compressed into an hour (bench/long_life.py), or a busy fleet that keeps hours, not days: the
+    retention takes fractions of a day. Rows two hours old go with an hour's retention; the recent ones stay."""
+    recent, tasks = _history(db, old_events=3, old=text("now() - interval '2 hours'"))
+    lease = LeaderLease(db, "retention-hours", lease_seconds=30, heartbeat_seconds=10)
+    epoch = lease.try_acquire()
+    assert epoch is not None
+    hour, before = 1 / 24, _left(db)
+    kept = purge_history(lease, epoch, Settings(retention_days=3 * hour, retention_events_days=3 * hour))
+    assert kept == {} and _left(db) == before and len(before[0]) == 4
+    removed = purge_history(lease, epoch, Settings(retention_days=hour, retention_events_days=hour))
+    assert removed == {"events": 3, "tasks": 3}
+    assert _left(db) == ({recent}, {tasks[3]})
+    lease.release()
 
 
 def test_the_leader_runs_the_retention_on_its_schedule(db, start_manager):

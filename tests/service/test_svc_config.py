@@ -64,6 +64,18 @@ def test_bad_configuration(monkeypatch, tmp_path):
         load_settings()
 
 
+def test_retention_takes_fractions_of_a_day_and_refuses_none(monkeypatch):
+    monkeypatch.setenv("TMS_RETENTION_DAYS", "0.25")
+    monkeypatch.setenv("TMS_RETENTION_EVENTS_DAYS", "0.01")
+    settings = load_settings()
+    assert (settings.retention_days, settings.retention_events_days) == (0.25, 0.01)
+    for name in ("TMS_RETENTION_DAYS", "TMS_RETENTION_EVENTS_DAYS", "TMS_HEALTH_HISTORY_DAYS"):
+        monkeypatch.setenv(name, "0")
+        with pytest.raises(ConfigError, match=f"{name}: "):
+            load_settings()
+        monkeypatch.delenv(name)
+
+
 def test_hive_metastore_settings(monkeypatch):
     monkeypatch.setenv("TMS_HIVE_METASTORE_URI", "thrift://metastore:9083")
     monkeypatch.setenv("TMS_HIVE_SYNC_DATABASES", "sales, trips")

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from tms.table_service import TableService
+from tms.table_service import CLAIMED_FIRST, TableService
 from tms.task_payload import PayloadBody, PlanStatistics, payload_of
 
 from ..errors import ConflictError, IllegalTransitionError, NotFoundError
@@ -40,6 +40,9 @@ _ATTEMPT_OUTCOME = {S.SUCCEEDED: "SUCCEEDED", S.FAILED: "FAILED", S.CANCELLED: "
 _TRANSITION_FIELDS = frozenset({"error", "blockers", "run_after", "requested_resources",
                                 "queue", "priority", "spark_app_id", "started_at", "finished_at",
                                 "next_attempt_at", "retry_reason"})
+
+
+_CLAIMED_FIRST_RANK = case((Task.service.in_([s.value for s in CLAIMED_FIRST]), 0), else_=1)
 
 
 class TaskRepo:
@@ -226,12 +229,12 @@ class TaskRepo:
         return task
 
     def claimable(self, *, limit: int = 10, services: Iterable[str] | None = None) -> list[TaskRecord]:
-        """RUNNABLE tasks of enabled tables whose retry time has come, highest priority first,
-        skipping rows other workers are claiming right now."""
+        """RUNNABLE tasks of enabled tables whose retry time has come, highest priority first (within one
+        priority, the services claimed first: CLAIMED_FIRST), skipping rows other workers are claiming right now."""
         stmt = (select(Task).join(RegisteredTable, RegisteredTable.id == Task.table_id)
                 .where(Task.state == S.RUNNABLE.value, RegisteredTable.enabled.is_(True),
                        or_(Task.run_after.is_(None), Task.run_after <= func.now()))
-                .order_by(Task.priority.desc(), Task.id).limit(limit)
+                .order_by(Task.priority.desc(), _CLAIMED_FIRST_RANK, Task.id).limit(limit)
                 .with_for_update(of=Task, skip_locked=True))
         if services is not None:
             stmt = stmt.where(Task.service.in_(list(services)))
