@@ -142,6 +142,7 @@ def test_merge_on_read_slices_go_with_their_logs_but_not_one_a_compaction_needs(
     planned = plan_clean(t.table(), policy(hoodie__cleaner__policy=VERSIONS,
                                            hoodie__cleaner__fileversions__retained=1), now())
     assert _doomed(t, planned)[""] == sorted([first.base_file.file_name] + [f.file_name for f in first.log_files])
+    assert planned.stats == plan_stats(t.table(), planned.instant), "the planner's sizes are the listing's"
     run_clean(t.table(), planned.instant)
     run_compaction(t.table(), pending.instant)
     t.check()
@@ -158,6 +159,7 @@ def test_replaced_file_groups_are_cleaned(tmp_path, fixture_tables):
     doomed = {i.file_path.rsplit("/", 1)[-1] for infos in plan.file_paths_to_be_deleted_per_partition.values()
               for i in infos}
     assert doomed == {fs.base_file.file_name for g in replaced for fs in g.slices}
+    assert planned.stats == plan_stats(HudiTable.load(str(path)), planned.instant)
     assert plan_clean(HudiTable.load(str(path)), policy(hoodie__cleaner__policy=COMMITS), now()) is None
 
 

@@ -53,7 +53,7 @@ from .clean_partitions import (
 )
 from .planned import Planned
 from .policy import CleanerPolicy, TablePolicy
-from .stats import plan_stats
+from .stats import clean_stats_of
 
 # CleanerUtils.getEarliestCommitToRetain looks at the commits-and-compaction timeline.
 _RETAINED_ACTIONS = {Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT, Action.COMPACTION,
@@ -136,8 +136,9 @@ def _deletable_by_versions(group: FileGroup, retained: int, guard: _Guard, prote
     return [s for s in candidates[max(retained, 0):] if s.base_instant not in protected]
 
 
-def _files_of(fs: FileSlice) -> list[str]:
-    return ([fs.base_file.path] if fs.base_file else []) + [f.path for f in fs.log_files]
+def _files_of(fs: FileSlice) -> list[tuple[str, int]]:
+    """The slice's files: (path, bytes)."""
+    return ([(fs.base_file.path, fs.base_file.size)] if fs.base_file else []) + [(f.path, f.size) for f in fs.log_files]
 
 
 def plan_clean(table: HudiTable, policy: TablePolicy, now: datetime) -> Planned | None:
@@ -202,6 +203,7 @@ def _continued_earliest(table: HudiTable, last: LastClean, rule: CleanerPolicy,
 class _Found:
     scope: CleanScope
     files: dict[str, list[str]] = field(default_factory=dict)  # partition -> table-relative paths
+    sizes: dict[str, list[int]] = field(default_factory=dict)  # partition -> each file's bytes, as `files`
     count: int = 0
     resume_from: str | None = None  # the partition the plan stopped in (its bound reached)
 
@@ -223,17 +225,18 @@ def _doomed(table: HudiTable, policy: TablePolicy, earliest: Instant | None, sco
                 if bound and found.count and found.count + len(files) > bound:
                     found.resume_from = partition
                     return found
-                found.files.setdefault(partition, []).extend(files)
+                found.files.setdefault(partition, []).extend(path for path, _ in files)
+                found.sizes.setdefault(partition, []).extend(size for _, size in files)
                 found.count += len(files)
     return found
 
 
 def _deletable_slices(table: HudiTable, policy: TablePolicy, earliest: Instant | None, listing: PartitionListing,
-                      guard: _Guard) -> Iterator[tuple[str, list[list[str]]]]:
-    """Per partition of `listing`, in its order, the files of each slice the policy deletes."""
+                      guard: _Guard) -> Iterator[tuple[str, list[list[tuple[str, int]]]]]:
+    """Per partition of `listing`, in its order, the files (path, bytes) of each slice the policy deletes."""
     rule = policy.cleaner_policy
     view = table.file_system_view(listing=listing)
-    doomed: dict[str, list[list[str]]] = defaultdict(list)
+    doomed: dict[str, list[list[tuple[str, int]]]] = defaultdict(list)
     for group in view.file_groups():
         protected = guard.protected(group)
         if rule is CleanerPolicy.KEEP_LATEST_FILE_VERSIONS:
@@ -269,4 +272,4 @@ def _write_plan(table: HudiTable, rule: CleanerPolicy, earliest: Instant | None,
             for partition, paths in sorted(found.files.items())},
         extra_metadata=extra)
     inst = tl.create_requested(Action.CLEAN, serialize_cleaner_plan(plan))
-    return Planned(inst.timestamp, TableService.CLEAN, plan_stats(table, inst.timestamp))
+    return Planned(inst.timestamp, TableService.CLEAN, clean_stats_of(found.sizes[p] for p in sorted(found.files)))

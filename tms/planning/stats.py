@@ -7,7 +7,7 @@ adopted one) is sized the same way as our own."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from tms.hudi.records.base_format import PARQUET, table_base_format
@@ -94,9 +94,15 @@ def clustering_stats(meta: RequestedReplaceMetadata, sizes: ListedSizes) -> Plan
 
 
 def clean_stats(plan: CleanerPlan, sizes: ListedSizes) -> PlanStats:
+    return clean_stats_of([sizes.of_path(i.file_path) for i in infos if i.file_path]
+                          for infos in plan.file_paths_to_be_deleted_per_partition.values())
+
+
+def clean_stats_of(file_sizes_per_partition: Iterable[list[int]]) -> PlanStats:
+    """Statistics of a clean plan from its files' sizes, a list per partition in the plan's order (the
+    planner's own, known from the listing it planned by: no second read of the plan and its partitions)."""
     per_partition, largest = [], 0
-    for infos in plan.file_paths_to_be_deleted_per_partition.values():
-        files = [sizes.of_path(i.file_path) for i in infos if i.file_path]
+    for files in file_sizes_per_partition:
         per_partition.append(sum(files))
         largest = max([largest, *files])
     return _stats(per_partition, largest)
