@@ -108,6 +108,4 @@ def _window_partitions(table: HudiTable, start: str, end: str, extra: dict[str, 
 
 def _partitions_of(table: HudiTable, commits: Iterable[Instant]) -> Iterable[str]:
     for inst in commits:
-        meta = table.timeline.commit_metadata(inst)
-        yield from (p or "" for p in meta.partition_to_write_stats)
-        yield from (p or "" for p in (meta.partition_to_replace_file_ids or {}))
+        yield from table.timeline.commit_partitions(inst)

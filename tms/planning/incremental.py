@@ -220,11 +220,10 @@ def written_since(table: HudiTable, last: Instant, *, with_compactions: bool) ->
         if not with_compactions and inst.action == Action.COMMIT and _is_compaction(table, inst):
             continue
         try:
-            meta = tl.commit_metadata(inst)
+            named = tl.commit_partitions(inst)
         except InstantVanishedError:
             continue  # rolled back (restored) since the timeline was listed: it names nothing to read
-        out.update(_norm(p) for p in meta.partition_to_write_stats)
-        out.update(_norm(p) for p in meta.partition_to_replace_file_ids or {})
+        out.update(_norm(p) for p in named)
     return out
 
 

@@ -230,6 +230,24 @@ def test_commit_metadata_round_trip(tables):
             assert _records(out)[0] == MODEL + record
 
 
+def test_the_partitions_a_commit_names_read_alone_are_those_of_its_whole_metadata(tables):
+    """read_commit_partitions (write statistics projected away) names the partitions parse_commit_metadata
+    finds, for every commit-like file Java wrote (v6 JSON, v8 and v9 Avro, replace commits)."""
+    files = [p for p in _all_commit_files(tables) if p.read_bytes()]
+    assert len(files) > 40 and any(p.name.endswith(".replacecommit") for p in files)
+    for path in files:
+        data = path.read_bytes()
+        meta = serde.parse_commit_metadata(data)
+        whole = {p or "" for p in meta.partition_to_write_stats} | {
+            p or "" for p in meta.partition_to_replace_file_ids or {}}
+        assert serde.read_commit_partitions(data) == whole, path
+    assert serde.read_commit_partitions(b"") == set()
+    for bad in (b"\x00\x01garbage", b"{not json", b"[1, 2]", b'{"partitionToWriteStats": [1]}',
+                b"Obj\x01" + bytes(range(200))):
+        with pytest.raises(MetadataFormatError):
+            serde.read_commit_partitions(bad)
+
+
 def test_v8_replace_commit_is_replace_commit_metadata():
     stat = WriteStat(file_id="f1-0", path="p/f1-0_0-1-1_002.parquet", partition_path="p", prev_commit="null")
     meta = CommitMetadata(

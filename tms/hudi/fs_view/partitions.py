@@ -121,12 +121,11 @@ def committed_partitions(timeline: Timeline) -> set[str]:
         if inst.timestamp in state.counted or not inst.is_completed or inst.action not in WRITE_ACTIONS:
             continue
         try:
-            meta = timeline.commit_metadata(inst)
+            named = timeline.commit_partitions(inst)
         except InstantVanishedError:
             continue  # rolled back or archived since the timeline was listed: it names nothing to read
         state.counted.add(inst.timestamp)
-        state.partitions.update(p or "" for p in meta.partition_to_write_stats)
-        state.partitions.update(p or "" for p in (meta.partition_to_replace_file_ids or {}))
+        state.partitions.update(named)
     return set(state.partitions)
 
 

@@ -225,6 +225,13 @@ COMPACTION_PLAN_SCOPE = _only(COMPACTION_PLAN, *_SCOPE_FIELDS)
 REQUESTED_REPLACE_SCOPE = _only(REQUESTED_REPLACE_METADATA, "clusteringPlan",
                                 clusteringPlan=["null", _only(CLUSTERING_PLAN, *_SCOPE_FIELDS)])
 
+# The partitions a completed write names, read without its write statistics' values (the bulk of the file):
+# reader schemas of commit and replace commit metadata, each statistic projected to its file id.
+_PARTITION_STATS = ["null", _map(_array(_only(WRITE_STAT, "fileId")))]
+COMMIT_PARTITIONS = _only(COMMIT_METADATA, "partitionToWriteStats", partitionToWriteStats=_PARTITION_STATS)
+REPLACE_COMMIT_PARTITIONS = _only(REPLACE_COMMIT_METADATA, "partitionToWriteStats", "partitionToReplaceFileIds",
+                                  partitionToWriteStats=_PARTITION_STATS)
+
 # --- clean --------------------------------------------------------------------------------------------------
 
 CLEANER_PLAN = _record(

@@ -28,6 +28,7 @@ from .serde import (
     parse_clean_metadata,
     parse_cleaner_plan,
     parse_commit_metadata,
+    read_commit_partitions,
 )
 from .tail_listing import TailListing
 from .watch import FolderChanges
@@ -447,6 +448,10 @@ class Timeline:
 
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return parse_commit_metadata(self.read(instant))
+
+    def commit_partitions(self, instant: Instant) -> set[str]:
+        """The partitions a completed write names (written to or replaced in), its statistics left unread."""
+        return read_commit_partitions(self.read(instant))
 
     def check_latest_write(self) -> None:
         """Read the latest completed write's metadata, as readers and table services will: a truncated or
