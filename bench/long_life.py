@@ -81,9 +81,10 @@ def _proc(pid: int) -> Proc | None:
         fds = len(os.listdir(f"/proc/{pid}/fd"))
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    rss = int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
-    threads = int(re.search(r"Threads:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
-    return Proc(rss, fds, threads, (int(stat[11]) + int(stat[12])) / CLOCK_TICKS,
+    rss_kb, threads = re.search(r"VmRSS:\s+(\d+)", status), re.search(r"Threads:\s+(\d+)", status)
+    if rss_kb is None or threads is None:
+        return None  # a zombie (ended, not yet waited for): it has no memory
+    return Proc(int(rss_kb.group(1)) / 1024, fds, int(threads.group(1)), (int(stat[11]) + int(stat[12])) / CLOCK_TICKS,
                 (int(stat[13]) + int(stat[14])) / CLOCK_TICKS)
 
 

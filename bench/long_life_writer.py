@@ -120,17 +120,24 @@ class LongLifeWriter:
         w._finish(inflight, meta, pending_at_start)
         return WriteResult(ts, Action.DELTA_COMMIT, True, stats)
 
-    def _latest_slices(self) -> dict[str, FileSlice]:
+    def _latest_slices(self, attempts: int = 3) -> dict[str, FileSlice]:
         """Each partition's latest file slice, as HudiWriter takes it (after a compaction TMS planned: the slice
-        that compaction starts, which the log blocks go to)."""
-        view = self.table.file_system_view()
-        slices = {}
-        for partition, file_id in self.file_groups.items():
-            latest = next(g for g in view.file_groups(partition) if g.file_id == file_id).latest_slice
-            if latest is None:
-                raise HudiError(f"file group {file_id} of {partition} has no slice")
-            slices[partition] = latest
-        return slices
+        that compaction starts, which the log blocks go to). A file group the view does not show (a compaction
+        completed after the timeline was loaded and a clean deleted the slice before it: a slow reader's race)
+        is looked for again on a reloaded timeline; still missing, the commit fails (HudiError)."""
+        for attempt in range(attempts):
+            view = self.table.file_system_view()
+            slices = {}
+            for partition, file_id in self.file_groups.items():
+                group = next((g for g in view.file_groups(partition) if g.file_id == file_id), None)
+                if group is None or group.latest_slice is None:
+                    break
+                slices[partition] = group.latest_slice
+            else:
+                return slices
+            if attempt + 1 < attempts:
+                self.table.timeline.reload()
+        raise HudiError(f"file group {file_id} of {partition} is not in the table's view")
 
 
 def run(writer: LongLifeWriter, *, commits: int = 0, seconds: float = 0, interval: float = 0,
