@@ -8,7 +8,8 @@ retention run every minute): the month's retention compressed as its commits are
 flattens within the hour.
 Every --sample seconds it prints one line per table, then one for TMS:
 
-  commits      the table's completed delta commits so far (the writer's, as TMS's events count them)
+  commits      the table's completed delta commits so far (the writer's, as TMS's events count them, summed
+               sample by sample: the retention removes the older events)
   active       files in the active timeline (.hoodie/timeline, history/ excluded)
   completed    completed instants on the active timeline
   archived     files of the archived timeline (timeline/history)
@@ -39,7 +40,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import sqlalchemy as sa
@@ -188,20 +191,32 @@ class Sample:
     roles: dict[str, Proc] = field(default_factory=dict)
     writers_cpu_s: float = 0.0
     database_cpu_s: float = 0.0
+    db_time: Any = None  # the database's clock when taken: the next sample counts the events since
 
 
-def take(tables: list[WatchedTable], engine: sa.Engine, root: int, writers: list[int], data_dir: Path) -> Sample:
+# The events since the last sample (the retention removes the older ones, so the counts so far are sums of these):
+# the local and S3 tables' completed delta commits, received, and the events the planner processed.
+_NEW_COMMITS = sa.text("SELECT table_id, count(*) FROM events WHERE state = 'completed' AND action = 'deltacommit' "
+                       "AND received_at > :since AND received_at <= :until GROUP BY table_id")
+_NEW_PROCESSED = sa.text("SELECT count(*) FROM events WHERE processed_at > :since AND processed_at <= :until")
+
+
+def take(tables: list[WatchedTable], engine: sa.Engine, root: int, writers: list[int], data_dir: Path,
+         prev: Sample | None = None) -> Sample:
+    """A sample; its counts of commits and processed events are `prev`'s plus those since it (events older than the
+    retention are gone, so counting the rows would go down)."""
     with engine.connect() as conn:
-        commits: dict[int, int] = dict(conn.execute(sa.text(
-            "SELECT table_id, count(*) FROM events WHERE state = 'completed' AND action = 'deltacommit' "
-            "GROUP BY table_id")).all())
-        events = conn.execute(sa.text("SELECT count(*) FROM events WHERE processed_at IS NOT NULL")).scalar()
+        now = conn.execute(sa.text("SELECT now()")).scalar()
+        since = {"since": prev.db_time if prev else datetime(1970, 1, 1, tzinfo=UTC), "until": now}
+        commits: dict[int, int] = dict(conn.execute(_NEW_COMMITS, since).all())
+        events = int(conn.execute(_NEW_PROCESSED, since).scalar() or 0) + (prev.events if prev else 0)
         rows = conn.execute(sa.text("SELECT count(*) FROM events")).scalar()
         db_bytes = conn.execute(sa.text("SELECT pg_database_size(current_database())")).scalar()
-    per_table = {t.name: table_sample(t.list_files(), int(commits.get(t.table_id, 0))) for t in tables}
+    per_table = {t.name: table_sample(t.list_files(), int(commits.get(t.table_id, 0))
+                                      + (prev.tables[t.name].commits if prev else 0)) for t in tables}
     roles = {role: p for role, pid in role_pids(root).items() if (p := _proc(pid)) is not None}
-    return Sample(time.monotonic(), per_table, int(events or 0), int(rows or 0), int(db_bytes or 0), roles,
-                  sum(p.cpu_s for pid in writers if (p := _proc(pid)) is not None), database_cpu_s(data_dir))
+    return Sample(time.monotonic(), per_table, events, int(rows or 0), int(db_bytes or 0), roles,
+                  sum(p.cpu_s for pid in writers if (p := _proc(pid)) is not None), database_cpu_s(data_dir), now)
 
 
 def planner_ms_per_event(a: Sample, b: Sample) -> float | None:
@@ -388,7 +403,7 @@ def main() -> int:
         while (time.monotonic() - started < args.minutes * 60 and up.poll() is None
                and writers[0].poll() is None):
             stop.wait(args.sample)
-            samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir))
+            samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir, samples[-1]))
             print("\n".join(lines(samples[-2], samples[-1], started)), flush=True)
         if up.poll() is not None:
             print(f"error: tms up exited with {up.returncode} (see {scratch / 'up.log'})")
