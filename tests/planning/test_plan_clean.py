@@ -188,3 +188,23 @@ def test_slice_a_tms_savepoint_keeps_is_not_cleaned(tmp_path, version):
     run_clean(t.table(), planned.instant)
     delete_savepoint(t.table(), c[1])
     assert _doomed(t, plan_clean(t.table(), keep1, now())) == {"": _base_files(t, [c[1]])}
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_a_commit_naming_a_partition_outside_the_table_stops_the_clean_plan_before_it_is_written(tmp_path, version):
+    """The partitions a commit names are input: one that leads outside the table is refused where it is listed,
+    and no clean plan is written."""
+    from tms.hudi.storage.paths import PathOutsideTableError
+    from tms.hudi.timeline.serde import CommitMetadata, WriteStat, serialize_commit_metadata
+
+    t, _ = _versions(tmp_path, version=version)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "victim.parquet").write_bytes(b"x")
+    tl = t.table().timeline
+    stat = WriteStat(file_id="f-0", path="../outside/victim.parquet", partition_path="../outside")
+    meta = CommitMetadata(partition_to_write_stats={"../outside": [stat]}, operation_type="UPSERT")
+    tl.complete(tl.transition_to_inflight(tl.create_requested(Action.COMMIT)), serialize_commit_metadata(meta, version))
+    with pytest.raises(PathOutsideTableError):
+        plan_clean(t.table(), policy(hoodie__cleaner__policy=VERSIONS), now())
+    assert (tmp_path / "outside" / "victim.parquet").exists()
+    assert not t.table().timeline.pending((Action.CLEAN,)) and not t.table().timeline.completed((Action.CLEAN,))
