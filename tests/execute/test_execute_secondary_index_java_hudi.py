@@ -110,8 +110,8 @@ def _run(tmp_path, monkeypatch, version: int, driver) -> None:
     assert _ids_named(writer, writer.path, "was-null") == ["k012"]
 
     # The control last: it is a copy of the same table (same name, same instants), and Java Hudi keeps state by
-    # table in its session; queried before the writes above, it is the suspect of Java's record index missing
-    # k002 and k011 after them, now and then (on v8 and v9).
+    # table in its session. (The record index "missing k002 and k011 now and then" was TMS's reader: it placed
+    # the log files of a log-only file group in slices by listing order; tests/hudi/fs_view/test_log_file_slices.)
     real_records = secondary_module.SecondaryIndex.records
 
     def without_k007(self, values, record_keys):

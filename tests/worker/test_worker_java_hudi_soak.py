@@ -32,7 +32,7 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import CONFLICT_REASON
 from tms.hudi.timeline.instant import State
 
-pytestmark = [pytest.mark.slow, pytest.mark.beside, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.slow, pytest.mark.beside, pytest.mark.waiting, pytest.mark.timeout(1500)]
 SECONDS = float(os.environ.get("TMS_TEST_JAVA_SOAK_SECONDS", 30))
 # The writers' index (a developer's knob: BLOOM and RECORD_INDEX soak as SIMPLE does, the latter in the metadata
 # table TMS keeps).

@@ -183,13 +183,17 @@ class FileSystemView:
         for (partition, fid), tc in self.pending_compaction.items():
             if (partition, fid) in slices and self._visible(tc):
                 self._slice(slices, partition, fid, tc)
+        # In the order of their names (delta commit time, version, write token), as Java adds them: the slice a
+        # log file opens depends on the slices before it, and a listing comes in any order (a log-only file group
+        # listed newest first would be cut into one slice per log file, the latest holding only the last one).
+        v8_logs.sort(key=lambda entry: entry[1].name.sort_key)
         for partition, log_file in v8_logs:
             group = slices[(partition, log_file.name.file_id)]
             if log_file.completion_time is None and any(b > log_file.name.instant for b in group):
                 raise HudiError(f"cannot tell which file slice {log_file.path} belongs to: its delta commit "
                                 f"{log_file.name.instant} was archived and Hudi's archived timeline has no "
                                 "completion time for it")
-            owner = max((b for b in group if b < (log_file.completion_time or log_file.name.instant)), default=None)
+            owner = max((b for b in group if b <= (log_file.completion_time or log_file.name.instant)), default=None)
             if owner is None:  # a log-only file group started by this delta commit
                 owner = log_file.name.instant
                 self._slice(slices, partition, log_file.name.file_id, owner)
