@@ -19,6 +19,7 @@ from tms.hudi.errors import HudiError
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.conflicts import CONFLICT_REASON
 from tms.hudi.timeline.instant import instant_to_datetime
+from tms.instance import worker_timeouts
 from tms.leadership import LeaderLease
 from tms.plan_pass.on_request import planner_options
 from tms.plan_pass.stored_digest import stored_digest
@@ -64,11 +65,10 @@ RESTORE_DONE_FOR = timedelta(days=1)
 
 def task_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """The last attempt ran past its timeout (firing until the task succeeds or is given up)."""
-    rows = reads.timed_out()
-    timeout = ctx.settings.worker_job_timeout_seconds
-    return {f"task:{t.id}": Sighting("warning", f"{t.service} {t.instant} ran past its timeout of "
-                                                f"{timeout:.0f} s (attempt {t.attempt})",
-                                     table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
+    # The worker that killed the job said why, with its own timeout, in the task's error.
+    return {f"task:{t.id}": Sighting("warning", f"{t.service} {t.instant} timed out (attempt "
+                                                f"{t.attempt}): {t.error or 'no reason recorded'}",
+                                     table_id=t.table_id, task_id=t.id, queue=t.queue) for t in reads.timed_out()}
 
 
 def not_scheduled(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
@@ -277,8 +277,11 @@ def backlog_growing(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sight
 def predicted_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """Early warning (manager.early_warning): a running or waiting task likely to pass its timeout, by a
     model of its table's past runs of the action (duration against bytes and the queue's load) and, for a
-    running one, how long it has run already."""
-    timeout = ctx.settings.worker_job_timeout_seconds
+    running one, how long it has run already. The timeout is the one the worker applies (its heartbeat's
+    facts): a running task's, its worker's; a waiting task's, the longest a worker applies (none: nothing to
+    judge it by)."""
+    timeouts = worker_timeouts(reads.instances())
+    longest = max(timeouts.values(), default=None)
     loads = _queue_loads(reads)
     models: dict[tuple[int, str], list[Run]] = {}
     sightings = {}
@@ -290,6 +293,9 @@ def predicted_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
         if history is None:
             history = models[(t.table_id, t.service)] = _history(reads, t.table_id, t.service)
         running = t.state == S.RUNNING and t.started_at is not None
+        timeout = timeouts.get(t.lease_owner or "", longest) if running else longest
+        if timeout is None:
+            continue
         elapsed = (ctx.now - t.started_at).total_seconds() if running and t.started_at else 0.0
         # A running task at the load it started under (as its peers are known), a waiting one at today's.
         load = reads.load_at_start(t.id) if running else \

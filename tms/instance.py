@@ -13,12 +13,12 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import Any, Protocol
 
 from tms.config import Settings
-from tms.db import Database, InstanceRepo
+from tms.db import Database, InstanceRecord, InstanceRepo
 
 log = logging.getLogger(__name__)
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -57,6 +57,16 @@ class InstanceRow:
                 InstanceRepo(session).remove(self.id)
         except Exception as exc:  # the row then simply goes stale
             log.warning("could not deregister %s %s: %s", "/".join(self.roles), self.id, exc)
+
+
+# A worker's heartbeat fact: the job timeout it applies (its own setting), which the manager judges its tasks by.
+JOB_TIMEOUT_FACT = "job_timeout_seconds"
+
+
+def worker_timeouts(instances: Iterable[InstanceRecord]) -> dict[str, float]:
+    """The job timeout each worker instance applies, by instance id, as its heartbeat's facts say."""
+    return {i.id: float(i.info[JOB_TIMEOUT_FACT]) for i in instances
+            if "worker" in i.roles and isinstance(i.info.get(JOB_TIMEOUT_FACT), int | float)}
 
 
 class Role(Protocol):

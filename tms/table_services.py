@@ -49,6 +49,9 @@ class ServiceEntry:
     # statistics recorded before `within_budget` existed count as merged within the memory budget.
     merges: bool = False
     within_budget_by_default: bool = False
+    # Java Hudi's Spark procedures execute its plans too (a hudi engine's job, a rollout's shadow run on a
+    # scratch copy). Not a clean: Hudi's run_clean schedules a clean of its own rather than run TMS's plan.
+    java_executes: bool = False
 
     @property
     def action_executor(self) -> type[ActionExecutor] | None:
@@ -65,10 +68,10 @@ class ServiceEntry:
 S = TableService
 TABLE_SERVICES: dict[TableService, ServiceEntry] = {e.service: e for e in (
     ServiceEntry(S.COMPACTION, PlanStatistics, planners.COMPACTION, (Action.COMPACTION,), CompactionExecutor,
-                 merges=True, within_budget_by_default=True),
+                 merges=True, within_budget_by_default=True, java_executes=True),
     # v6 names a pending clustering `replacecommit` (tms.execute.dispatch tells it from a replace commit's).
     ServiceEntry(S.CLUSTERING, PlanStatistics, planners.CLUSTERING, (Action.CLUSTERING,), ClusteringExecutor,
-                 merges=True),
+                 merges=True, java_executes=True),
     ServiceEntry(S.CLEAN, PlanStatistics, planners.CLEAN, (Action.CLEAN,), CleanExecutor),
     ServiceEntry(S.ROLLBACK, PlanStatistics, None, (Action.ROLLBACK,), RollbackExecutor),
     ServiceEntry(S.RESTORE, PlanStatistics, None, (Action.RESTORE,), restore_instant),
@@ -82,6 +85,8 @@ TABLE_SERVICES: dict[TableService, ServiceEntry] = {e.service: e for e in (
 )}
 # The services a planning pass plans when they are due, in the order it plans them.
 PASS_PLANNED: tuple[TableService, ...] = tuple(s for s, e in TABLE_SERVICES.items() if e.planner is not None)
+# The services whose plans Java Hudi executes too (a hudi engine, a shadow run).
+JAVA_EXECUTED: tuple[TableService, ...] = tuple(s for s, e in TABLE_SERVICES.items() if e.java_executes)
 # The executor of each timeline action TMS runs plans of.
 BY_ACTION: dict[str, ServiceEntry] = {a: e for e in TABLE_SERVICES.values() for a in e.actions}
 

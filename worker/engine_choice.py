@@ -6,7 +6,8 @@ attempt failed on the canary runs its retry on the stable engine. No rule: the w
 
 A shadow rule's canary share runs on the stable engine too, and the canary engine runs the same plan in
 shadow on a scratch copy (`worker/shadow.py`): only for the services whose results can be compared row by row
-(compaction and clustering); the others of its canary share run on the stable engine alone."""
+(compaction and clustering, `JAVA_EXECUTED` in the registry); the others of its canary share run on the stable
+engine alone."""
 from __future__ import annotations
 
 import hashlib
@@ -16,9 +17,7 @@ from sqlalchemy.orm import Session
 
 from tms.db import EngineRecord, EngineRepo, RolloutRecord, RolloutRepo, TableRecord, matching_rule
 from tms.execute.engine_code import EngineSpec
-from tms.table_service import TableService
-
-SHADOWED_SERVICES = (TableService.COMPACTION, TableService.CLUSTERING)
+from tms.table_services import JAVA_EXECUTED
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ def choose_engine(session: Session, *, task_id: int, table: TableRecord, queue: 
               and in_canary(rule.name, task_id, rule.canary_percent) and not _failed_on(repo, task_id, rule))
     stable = spec_of(repo.get(rule.stable_engine))
     if canary and rule.canary_engine and rule.shadow:
-        shadow = spec_of(repo.get(rule.canary_engine)) if service in SHADOWED_SERVICES else None
+        shadow = spec_of(repo.get(rule.canary_engine)) if service in JAVA_EXECUTED else None
         return EngineChoice(engine=stable, rollout=rule.name, canary=False, shadow=shadow)
     if canary and rule.canary_engine:
         return EngineChoice(engine=spec_of(repo.get(rule.canary_engine)), rollout=rule.name, canary=True)

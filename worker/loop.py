@@ -12,7 +12,7 @@ from pathlib import Path
 from tms.config import Settings
 from tms.db import Database, QueueRepo
 from tms.execute.spark_submit import build_py_files, executor_settings_conf
-from tms.instance import RoleLoop
+from tms.instance import JOB_TIMEOUT_FACT, RoleLoop
 from tms.table_context import table_context
 
 from .claim import ClaimLimits, claim_next, requeue_expired_leases
@@ -115,7 +115,9 @@ class Worker:
             self._start(JobSupervisor(self._job_settings, claimed))
 
     def facts(self) -> dict[str, object]:
-        return {"slots": self.settings.worker_slots, "running": self.running}
+        # The job timeout is the worker's own setting: the manager's early warning judges its tasks by it.
+        return {"slots": self.settings.worker_slots, "running": self.running,
+                JOB_TIMEOUT_FACT: self.settings.worker_job_timeout_seconds}
 
     def _start(self, supervisor: JobSupervisor) -> None:
         task_id = supervisor.claimed.task_id

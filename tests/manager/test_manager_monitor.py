@@ -14,6 +14,7 @@ from planner.runner import Planner
 from tms.config import Settings
 from tms.db import AlertRepo, InstanceRepo, TableRepo, TaskRepo, TaskState
 from tms.db.models import Instance, Task
+from tms.instance import JOB_TIMEOUT_FACT
 from tms.leadership import LeaderLease
 from tms.task_payload import PlanStatistics
 
@@ -75,6 +76,21 @@ def test_a_backlog_growing_at_each_evaluation_fires_and_resolves_when_it_stops(d
     assert [a.state for a in _alerts(db, "backlog_growing")] == ["resolved"]
 
 
+def test_a_timed_out_task_is_reported_with_the_timeout_its_worker_applied(db):
+    """The worker's timeout is the worker's setting: the alert quotes what the worker recorded, not a manager
+    setting of the same name."""
+    lease, epoch = _leader(db)
+    table_id = _table(db)
+    with db.transaction() as session:
+        task, _ = TaskRepo(session).create(table_id=table_id, service="compaction", instant="20260101000000000",
+                                           state=S.RUNNABLE)
+        session.execute(update(Task).where(Task.id == task.id).values(
+            failure_kind="timeout", error="the job ran past its timeout of 3 s and was killed"))
+    evaluate(lease, epoch, MonitorContext(Settings(worker_job_timeout_seconds=10_000), datetime.now(UTC), {}))
+    [alert] = _alerts(db, "task_timeout")
+    assert alert.task_id == task.id and "its timeout of 3 s" in alert.message and "10000 s" not in alert.message
+
+
 def test_tasks_predicted_past_their_timeout_are_warned_of_before_they_time_out(db):
     """From the table's history (about 1.1 s per MB): a plan too big is warned of while it waits and while it
     runs; a run lasting far longer than its bytes explain is warned of while it runs; a small one is not."""
@@ -97,8 +113,12 @@ def test_tasks_predicted_past_their_timeout_are_warned_of_before_they_time_out(d
             tasks.claim(made[name].id, expected_version=made[name].version, owner="w", lease_seconds=600)
         session.execute(text("UPDATE tasks SET started_at = now() - interval '290 seconds' WHERE id = :id"),
                         {"id": made["slow"].id})  # ~66 s expected, 290 s and still running
-    # ~550 s predicted for the big ones against a 300 s timeout, ~55 s for the small one: it is not warned of.
-    evaluate(lease, epoch, MonitorContext(Settings(worker_job_timeout_seconds=300), datetime.now(UTC), {}))
+    # ~550 s predicted for the big ones against the 300 s timeout worker w applies (its heartbeat says so; the
+    # manager's own setting is not the worker's), ~55 s for the small one: it is not warned of.
+    with db.transaction() as session:
+        InstanceRepo(session).heartbeat("w", roles=["worker"], host="h", pid=1, version="dev",
+                                        info={JOB_TIMEOUT_FACT: 300})
+    evaluate(lease, epoch, MonitorContext(Settings(worker_job_timeout_seconds=10_000), datetime.now(UTC), {}))
     warned = {a.task_id: a for a in _alerts(db, "predicted_timeout")}
     assert set(warned) == {made[n].id for n in ("big", "slow", "big waiting")}
     assert 500 <= warned[made["big"].id].details["predicted_seconds"] <= 600
@@ -106,6 +126,7 @@ def test_tasks_predicted_past_their_timeout_are_warned_of_before_they_time_out(d
     slow = warned[made["slow"].id]
     assert "(running)" in slow.message and slow.details["predicted_seconds"] > 290
     assert slow.details["probability"] >= 0.7
+    assert "past its timeout of 300 s" in slow.message
 
 
 def _trips_table(db, fixture_tables, tmp_path, name: str, policies: dict) -> tuple[int, Path]:

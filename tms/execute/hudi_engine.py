@@ -1,17 +1,17 @@
 """A Hudi engine's job: spark-submit, on the engine's own Spark (one Hudi's Spark bundle runs on, e.g. Spark
 3.5), of `jobs/hudi_procedures.py`, which executes the instant TMS planned with Hudi's Spark SQL procedures.
 Hudi's bundle comes from the engine's Spark confs (`spark.jars` or `spark.jars.packages`). Which services it
-executes is `HUDI_SERVICES`; any other is refused with one line before anything is launched."""
+executes is the registry's `JAVA_EXECUTED`; any other is refused with one line before anything is launched."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
 from tms.errors import ConfigError
+from tms.table_services import JAVA_EXECUTED
 
 from .spark_submit import _package_dir
 
-HUDI_SERVICES = ("compaction", "clustering")  # a TMS-written clean plan: run_clean would schedule its own
 BUNDLE_CONFS = ("spark.jars", "spark.jars.packages")
 
 
@@ -27,9 +27,9 @@ def check_hudi_engine(spark_submit: str | None, spark_conf: dict[str, str]) -> N
 
 def refusal(service: str) -> str | None:
     """The one line saying a Hudi engine cannot execute `service` (None: it can)."""
-    if service in HUDI_SERVICES:
+    if service in JAVA_EXECUTED:
         return None
-    return f"a hudi engine executes only {', '.join(HUDI_SERVICES)} plans; it cannot execute a TMS-planned {service}"
+    return f"a hudi engine executes only {', '.join(JAVA_EXECUTED)} plans; it cannot execute a TMS-planned {service}"
 
 
 def hudi_job_command(*, spark_submit: str, table_path: str, instant: str, service: str, master: str,
