@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from sqlalchemy.orm import Session
-
-from tms.db import TablePolicy, TableRecord
 from tms.hudi.locks import TransactionManager
 from tms.hudi.table.hudi_table import HudiTable
+
+if TYPE_CHECKING:  # the jobs import the registry, and through it this: they never open the database
+    from sqlalchemy.orm import Session
+
+    from tms.db import TableRecord
+    from tms.planning.policy import TablePolicy
 
 
 @dataclass
