@@ -101,8 +101,8 @@ from tms.hudi.timeline.serde import (  # noqa: E402
     parse_compaction_plan,
     serialize_commit_metadata,
 )
-from tms.planning import plan_compaction  # noqa: E402
 from tms.planning.clean import plan_clean_or_why  # noqa: E402
+from tms.planning.compaction import plan_compaction  # noqa: E402
 from tms.planning.planned import Planned  # noqa: E402
 from tms.planning.policy import TablePolicy  # noqa: E402
 

@@ -34,7 +34,7 @@ from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
 from tms.hudi.table.writer import create_table_for_records  # noqa: E402
 from tms.hudi.timeline.instant import State  # noqa: E402
 from tms.hudi.timeline.serde import parse_compaction_plan  # noqa: E402
-from tms.planning import plan_compaction  # noqa: E402
+from tms.planning.compaction import plan_compaction  # noqa: E402
 from tms.planning.policy import TablePolicy  # noqa: E402
 
 FULL_PASS_EVERY = timedelta(hours=24)  # TMS_PLANNER_FULL_PASS_HOURS's default

@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 import pyarrow as pa  # noqa: E402
 
 from tms.hudi.errors import HudiError, TableNotFoundError  # noqa: E402
-from tms.hudi.fs_view.view import FileSlice  # noqa: E402
+from tms.hudi.fs_view.view import FileSlice, FileSystemView  # noqa: E402
 from tms.hudi.records.schema import arrow_to_avro, with_meta_fields  # noqa: E402
 from tms.hudi.table.hudi_table import HudiTable  # noqa: E402
 from tms.hudi.table.writer import HudiWriter, WriteResult  # noqa: E402
@@ -103,7 +103,7 @@ class LongLifeWriter:
         extra = {"schema": json.dumps(self.avro_schema)}
         inflight = tl.transition_to_inflight(instant, serialize_commit_metadata(
             CommitMetadata(operation_type="UPSERT", extra_metadata=extra), self.table.config.version))
-        slices = self._latest_slices()
+        slices = self._latest_slices([f"{PARTITION}={region(p)}" for p in chosen])
         now = int(time.time() * 1000)
         per = max(1, self.batch // len(chosen))
         stats: list[WriteStat] = []
@@ -120,15 +120,17 @@ class LongLifeWriter:
         w._finish(inflight, meta, pending_at_start)
         return WriteResult(ts, Action.DELTA_COMMIT, True, stats)
 
-    def _latest_slices(self, attempts: int = 3) -> dict[str, FileSlice]:
-        """Each partition's latest file slice, as HudiWriter takes it (after a compaction TMS planned: the slice
-        that compaction starts, which the log blocks go to). A file group the view does not show (a compaction
-        completed after the timeline was loaded and a clean deleted the slice before it: a slow reader's race)
-        is looked for again on a reloaded timeline; still missing, the commit fails (HudiError)."""
+    def _latest_slices(self, partitions: list[str], attempts: int = 3) -> dict[str, FileSlice]:
+        """The latest file slice of each of `partitions` (those the commit writes: a writer lists only them, as
+        Hudi's does), as HudiWriter takes it (after a compaction TMS planned: the slice that compaction starts,
+        which the log blocks go to). A file group the view does not show (a compaction completed after the
+        timeline was loaded and a clean deleted the slice before it: a slow reader's race) is looked for again on
+        a reloaded timeline; still missing, the commit fails (HudiError)."""
         for attempt in range(attempts):
-            view = self.table.file_system_view()
+            view = FileSystemView(self.table, partitions=partitions)
             slices = {}
-            for partition, file_id in self.file_groups.items():
+            for partition in partitions:
+                file_id = self.file_groups[partition]
                 group = next((g for g in view.file_groups(partition) if g.file_id == file_id), None)
                 if group is None or group.latest_slice is None:
                     break

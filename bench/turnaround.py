@@ -33,7 +33,7 @@ from tms.config import Settings
 from tms.db import Database, QueueRepo, TaskRepo, TaskState
 from tms.db.testing import scratch_database
 from tms.hudi.table.hudi_table import HudiTable
-from tms.planning import plan_stats
+from tms.planning.stats import plan_stats
 from tms.task_payload import PlanStatistics
 from worker.loop import Worker
 

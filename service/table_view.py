@@ -23,9 +23,9 @@ from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import instant_to_datetime
 from tms.hudi.timeline.serde import MetadataFormatError
 from tms.plan_pass.on_request import planner_options
-from tms.planning import find_failed_writes
 from tms.planning.capabilities import COMPACTION, READING, Capability, capabilities
 from tms.planning.decisions import not_scheduled_reason
+from tms.planning.failed_writes import find_failed_writes
 from tms.planning.health import table_health
 from tms.planning.outlook import stored_outlook
 from tms.planning.ttl import ttl_state

@@ -14,7 +14,7 @@ from tms.execute.engine_code import EngineSpec
 from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.records.merge_budget import MAX_SIZE
 from tms.hudi.table.hudi_table import HudiTable
-from tms.planning import plan_stats
+from tms.planning.stats import plan_stats
 from tms.table_service import TableService, names_request
 from tms.task_payload import PayloadBody, PlanStatistics, statistics_of
 

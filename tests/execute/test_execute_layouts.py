@@ -19,7 +19,7 @@ from tms.execute.runner import LocalRunner
 from tms.hudi.records.bloom import FOOTER_KEY
 from tms.hudi.records.reader import read_snapshot
 from tms.hudi.table.hudi_table import HudiTable
-from tms.planning import plan_stats
+from tms.planning.stats import plan_stats
 
 runner = CliRunner()
 

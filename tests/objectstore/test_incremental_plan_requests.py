@@ -30,7 +30,7 @@ from tms.hudi.timeline.serde import (
     serialize_commit_metadata,
     serialize_compaction_plan,
 )
-from tms.planning import plan_compaction
+from tms.planning.compaction import plan_compaction
 from tms.planning.incremental import full_scope, policy_digest
 from tms.planning.policy import TablePolicy
 from tms.table_service import TableService

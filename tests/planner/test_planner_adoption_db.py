@@ -5,7 +5,7 @@ from planner_db_support import TrackedTable, pending_plans, planner
 from planning_support import now, policy, rec
 
 from tms.db import TaskRepo, TaskState
-from tms.planning import plan_compaction
+from tms.planning.compaction import plan_compaction
 
 EVERY_3 = {"hoodie.compact.inline.max.delta.commits": 3}
 

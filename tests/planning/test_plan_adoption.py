@@ -3,7 +3,9 @@ from planning_support import ModelledTable, now, policy, rec
 
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
-from tms.planning import find_unknown_plans, plan_clustering, plan_compaction
+from tms.planning.adoption import find_unknown_plans
+from tms.planning.clustering import plan_clustering
+from tms.planning.compaction import plan_compaction
 
 
 def test_unknown_requested_plans_are_found_with_their_statistics(tmp_path):

@@ -19,7 +19,9 @@ from planning_support import (
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, instant_to_datetime
 from tms.hudi.timeline.serde import parse_cleaner_plan
-from tms.planning import earliest_instant_to_retain, plan_clean, plan_compaction, plan_stats
+from tms.planning.clean import earliest_instant_to_retain, plan_clean
+from tms.planning.compaction import plan_compaction
+from tms.planning.stats import plan_stats
 
 COMMITS = "KEEP_LATEST_COMMITS"
 VERSIONS = "KEEP_LATEST_FILE_VERSIONS"

@@ -12,9 +12,9 @@ from planning_support import CITIES, ModelledTable, now, policy, rec, run_clean,
 from tms.hudi.table.savepoint import create_savepoint
 from tms.hudi.timeline.instant import instant_to_datetime
 from tms.hudi.timeline.serde import parse_cleaner_plan
-from tms.planning import plan_compaction
 from tms.planning.clean import plan_clean_or_why
 from tms.planning.clean_partitions import RESUME_FROM, incremental_scope, last_clean
+from tms.planning.compaction import plan_compaction
 from tms.planning.planned import Planned
 
 KEEP1 = {"hoodie__cleaner__commits__retained": 1}

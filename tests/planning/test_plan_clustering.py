@@ -4,7 +4,10 @@ import pytest
 from planning_support import ModelledTable, now, policy, rec
 
 from tms.hudi.timeline.serde import parse_requested_replace_metadata
-from tms.planning import clustering_trigger, plan_clustering, plan_compaction, plan_stats
+from tms.planning.clustering import plan_clustering
+from tms.planning.compaction import plan_compaction
+from tms.planning.stats import plan_stats
+from tms.planning.triggers import clustering_trigger
 
 EVERY_COMMIT = {"hoodie__clustering__async__max__commits": 1}
 

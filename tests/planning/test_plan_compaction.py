@@ -17,10 +17,14 @@ from planning_support import (
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.timeline.instant import State, instant_to_datetime
 from tms.hudi.timeline.serde import CompactionOperation, parse_compaction_plan
-from tms.planning import PlanningError, compaction_trigger, plan_compaction, plan_stats, schedule
+from tms.planning.compaction import plan_compaction
 from tms.planning.compaction_strategy import capture_metrics, order_and_filter
 from tms.planning.digest import TimelineDigest
+from tms.planning.errors import PlanningError
 from tms.planning.policy import CompactionStrategy, TriggerStrategy
+from tms.planning.schedule import schedule
+from tms.planning.stats import plan_stats
+from tms.planning.triggers import compaction_trigger
 
 MB = 1024 * 1024
 

@@ -6,8 +6,10 @@ from planning_support import ModelledTable, now, policy, rec, run_compaction, ru
 from tms.hudi.fs_view.file_names import LogFileName
 from tms.hudi.timeline.instant import State
 from tms.hudi.timeline.serde import parse_compaction_plan, parse_rollback_plan
-from tms.planning import CompensationError, plan_compaction, plan_rollback, sync_held_plan, sync_held_plans
-from tms.planning.compensation import BLOCKERS_KEY
+from tms.planning.compaction import plan_compaction
+from tms.planning.compensation import BLOCKERS_KEY, sync_held_plan, sync_held_plans
+from tms.planning.errors import CompensationError
+from tms.planning.rollback import plan_rollback
 
 EVERY_COMMIT = policy(hoodie__compact__inline__max__delta__commits=1)
 

@@ -5,9 +5,9 @@ from datetime import timedelta
 import pytest
 from planning_support import ModelledTable, now, policy, rec, run_compaction
 
-from tms.planning import compaction_trigger, plan_compaction
+from tms.planning.compaction import plan_compaction
 from tms.planning.digest import TimelineDigest
-from tms.planning.triggers import clustering_trigger
+from tms.planning.triggers import clustering_trigger, compaction_trigger
 
 SERVICES = frozenset({"compaction", "clustering", "clean", "rollback"})
 POLICIES = [policy(**{"hoodie.compact.inline.max.delta.commits": n, "hoodie.compact.inline.trigger.strategy": s,

@@ -14,8 +14,8 @@ from tms.hudi.storage.table_storage import LocalStorage
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State, instant_to_datetime
 from tms.hudi.timeline.serde import parse_compaction_plan, parse_requested_replace_metadata
-from tms.planning import plan_compaction
 from tms.planning.clustering import plan_clustering
+from tms.planning.compaction import plan_compaction
 from tms.planning.incremental import FULL, INCREMENTAL, POLICY_KEY, SCOPE_KEY, Scope, plan_scope, policy_digest
 from tms.planning.policy import CompactionStrategy
 from tms.table_service import TableService

@@ -10,15 +10,12 @@ from planning_support import ModelledTable, now, policy, rec, run_compaction, ru
 from tms.hudi.fs_view.file_names import BaseFileName, LogFileName
 from tms.hudi.timeline.instant import State
 from tms.hudi.timeline.serde import parse_rollback_plan
-from tms.planning import (
-    PlanningError,
-    find_failed_writes,
-    plan_compaction,
-    plan_failed_write_rollbacks,
-    plan_rollback,
-    plan_stats,
-)
+from tms.planning.compaction import plan_compaction
+from tms.planning.errors import PlanningError
+from tms.planning.failed_writes import find_failed_writes
 from tms.planning.footprint import IOType, marker_files
+from tms.planning.rollback import plan_failed_write_rollbacks, plan_rollback
+from tms.planning.stats import plan_stats
 
 NO_HEARTBEAT_AGE = 600
 

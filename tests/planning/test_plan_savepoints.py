@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from planning_support import ModelledTable, policy, rec, run_clean
 
 from tms.hudi.table.savepoint import create_savepoint, read_savepoint
-from tms.planning import plan_clean
+from tms.planning.clean import plan_clean
 from tms.planning.savepoints import apply_savepoint_policy
 
 DAY0 = datetime(2026, 3, 1, 6, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ from worker_support import ModelledTable, plan, rec, register, task, wait_for
 
 from tms.db import InstanceRepo, QueueRecord, QueueRepo, TableRecord, TableRepo, TaskRepo, TaskState
 from tms.hudi.table.properties import TableType
-from tms.planning import plan_stats
+from tms.planning.stats import plan_stats
 from tms.task_payload import PlanStatistics
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import python_job, spark_job

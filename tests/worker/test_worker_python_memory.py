@@ -9,7 +9,7 @@ from execute.execute_support import plan_compaction
 
 from bench.trips_table import build_trips_table
 from tms.hudi.table.hudi_table import HudiTable
-from tms.planning import plan_stats
+from tms.planning.stats import plan_stats
 from worker.sizing import MB, python_task_memory_mb
 
 MERGE_FILE_GROUPS = """

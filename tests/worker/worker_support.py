@@ -14,7 +14,7 @@ from table_model import CITIES, COLUMNS, key, rec  # noqa: F401 (re-exported to 
 
 from tms.db import Database, TableRepo, TaskRecord, TaskRepo, TaskState
 from tms.hudi.table.hudi_table import HudiTable
-from tms.planning import schedule
+from tms.planning.schedule import schedule
 from tms.task_payload import PlanStatistics
 
 FINAL = {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED}
