@@ -189,7 +189,7 @@ class Sample:
     event_rows: int   # rows of the events table
     db_bytes: int
     roles: dict[str, Proc] = field(default_factory=dict)
-    writers_cpu_s: float = 0.0
+    writers_cpu: dict[int, float] = field(default_factory=dict)  # each writer's CPU seconds so far, by pid
     database_cpu_s: float = 0.0
     db_time: Any = None  # the database's clock when taken: the next sample counts the events since
 
@@ -215,8 +215,11 @@ def take(tables: list[WatchedTable], engine: sa.Engine, root: int, writers: list
     per_table = {t.name: table_sample(t.list_files(), int(commits.get(t.table_id, 0))
                                       + (prev.tables[t.name].commits if prev else 0)) for t in tables}
     roles = {role: p for role, pid in role_pids(root).items() if (p := _proc(pid)) is not None}
-    return Sample(time.monotonic(), per_table, events, int(rows or 0), int(db_bytes or 0), roles,
-                  sum(p.cpu_s for pid in writers if (p := _proc(pid)) is not None), database_cpu_s(data_dir), now)
+    # A writer that has ended (the local one ends the run) keeps the CPU it had at the last sample it was seen in.
+    writers_cpu = {pid: p.cpu_s if (p := _proc(pid)) is not None else (prev.writers_cpu.get(pid, 0.0) if prev else 0.0)
+                   for pid in writers}
+    return Sample(time.monotonic(), per_table, events, int(rows or 0), int(db_bytes or 0), roles, writers_cpu,
+                  database_cpu_s(data_dir), now)
 
 
 def planner_ms_per_event(a: Sample, b: Sample) -> float | None:
@@ -273,7 +276,7 @@ def report(samples: list[Sample], keep_max: int) -> None:
         def cpu(s: Sample, role: str) -> float:
             return s.roles[role].cpu_s + s.roles[role].children_cpu_s
         shares = {r: cpu(samples[-1], r) - cpu(samples[0], r) for r in ROLES}
-        shares["writers"] = samples[-1].writers_cpu_s - samples[0].writers_cpu_s
+        shares["writers"] = sum(samples[-1].writers_cpu.values()) - sum(samples[0].writers_cpu.values())
         shares["database"] = samples[-1].database_cpu_s - samples[0].database_cpu_s
         print("  CPU per delta commit (seconds; the worker's with its jobs): "
               + ", ".join(f"{r} {v / commits:.3f}" for r, v in shares.items())
