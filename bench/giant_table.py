@@ -86,6 +86,7 @@ from storage_requests import REQUESTS, count_requests  # noqa: E402
 
 from tms.execute.dispatch import execute_instant  # noqa: E402
 from tms.execute.fencing import no_fence  # noqa: E402
+from tms.execute.parts import DEFAULT_PART_BYTES, cut_into_parts  # noqa: E402
 from tms.execute.runner import LocalRunner  # noqa: E402
 from tms.hudi.fs_view.file_names import BaseFileName, LogFileName  # noqa: E402
 from tms.hudi.metadata.init import create_metadata_table  # noqa: E402
@@ -242,8 +243,15 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
         seconds = time.perf_counter() - start
         if planned is None:
             raise SystemExit(f"{kind}: nothing was planned")
-        out["operations"] = len(parse_compaction_plan(table.timeline.read_plan(planned.instant)).operations)
+        plan = parse_compaction_plan(table.timeline.read_plan(planned.instant))
+        out["operations"] = len(plan.operations)
         out["instant"] = planned.instant
+        if kind == "first":  # the parts its job runs in (tms.execute.parts), on a 64-slot queue
+            from tms.execute.compaction import CompactionExecutor
+            sizes = CompactionExecutor(table, table.timeline.get(planned.instant)).task_bytes([])
+            parts = cut_into_parts(sizes, DEFAULT_PART_BYTES, 64)
+            out["parts"] = len(parts)
+            out["largest_part_mb"] = max(sum(sizes[i] for i in part) for part in parts) / 2**20
         if kind != "first":
             table.timeline.delete_pending(planned.instant)
     elif kind == "clean":
@@ -393,6 +401,7 @@ def main() -> int:
             return 0
         first = _child("first", base)
         _line("first compaction plan (full pass)", first, f"{first['operations']} operations")
+        print(f"    its job's parts: {first['parts']} (largest {first['largest_part_mb']:.0f} MB)")
         start = time.perf_counter()
         giant.complete_compaction(first["instant"])
         giant.touch(args.touched)

@@ -71,16 +71,17 @@ class _ThreadOutput(io.TextIOBase):
 class _GroupRunner:
     """SparkRunner in the plan's job group; refuses to start a Spark job once the group is cancelled."""
 
-    def __init__(self, sc: Any, group: str, cancelled: threading.Event):
+    def __init__(self, sc: Any, group: str, cancelled: threading.Event, part_bytes: int):
         from jobs.spark_runner import SparkRunner
 
-        self.runner, self.sc, self.group, self.cancelled = SparkRunner(sc), sc, group, cancelled
+        self.runner, self.sc, self.group, self.cancelled = SparkRunner(sc, part_bytes), sc, group, cancelled
 
-    def map(self, fn: TaskFunction, tasks: Sequence[Any], description: str = "") -> list[Any]:
+    def map(self, fn: TaskFunction, tasks: Sequence[Any], description: str = "",
+            sizes: Sequence[int] | None = None) -> list[Any]:
         if self.cancelled.is_set():
             raise PlanCancelled(f"plan {self.group} was cancelled")
         self.sc.setJobGroup(self.group, description, interruptOnCancel=True)
-        results = self.runner.map(fn, tasks, description)
+        results = self.runner.map(fn, tasks, description, sizes)
         if self.cancelled.is_set():
             raise PlanCancelled(f"plan {self.group} was cancelled")
         return results
@@ -127,7 +128,8 @@ class _Handler(socketserver.StreamRequestHandler):
         cancelled = _cancel_event(group)
         try:
             print(f"spark application id: {self.server.sc.applicationId} (warm engine, job group {group})")
-            status = run_plan(parse_args(argv), _GroupRunner(self.server.sc, group, cancelled))
+            status = run_plan(parse_args(argv), _GroupRunner(self.server.sc, group, cancelled,
+                                                                      self.server.part_bytes))
         except PlanCancelled as e:
             print(f"error: {e}", file=sys.stderr)
             status = 1
@@ -185,8 +187,8 @@ def _die_with_the_jvm() -> None:
 class EngineServer(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
 
-    def __init__(self, path: str, sc: Any, output: _ThreadOutput):
-        self.sc, self.output = sc, output
+    def __init__(self, path: str, sc: Any, output: _ThreadOutput, part_bytes: int):
+        self.sc, self.output, self.part_bytes = sc, output, part_bytes
         self.last_plan_at = time.monotonic()
         super().__init__(path, _Handler)
 
@@ -201,13 +203,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from jobs.spark_runner import driver_conf
 
-    sc = SparkContext.getOrCreate(driver_conf(args.name, load_settings()))  # RDD tasks only: no SparkSession
+    settings = load_settings()
+    sc = SparkContext.getOrCreate(driver_conf(args.name, settings))  # RDD tasks only: no SparkSession
     warm_up(sc)  # before it answers: the first plan finds its Python workers ready
     output = _ThreadOutput(sys.stdout)
     sys.stdout = sys.stderr = output
     if os.path.exists(args.socket):
         os.unlink(args.socket)
-    server = EngineServer(args.socket, sc, output)
+    server = EngineServer(args.socket, sc, output, settings.worker_part_bytes)
     threading.Thread(target=_keep_warm, args=(server,), name="keep-warm", daemon=True).start()
     print(f"spark application id: {sc.applicationId}; warm engine listening on {args.socket}", flush=True)
     try:

@@ -18,6 +18,7 @@ from pydantic_settings import (
 
 from tms.display import check_zone
 from tms.errors import ConfigError
+from tms.execute.parts import DEFAULT_PART_BYTES
 from tms.hudi.errors import HudiError
 from tms.hudi.timeline.zone import zone_named
 from tms.storage_roots import StorageRootOptions, check_roots
@@ -104,6 +105,14 @@ class Settings(BaseSettings):
     worker_shadow_root: str | None = Field(
         None, description="Where a shadow canary copies a plan's file slices and timeline to run on (a folder or a "
                           "storage URL the queue's Spark executors reach); unset: the data directory's shadow/")
+    worker_part_bytes: int = Field(
+        DEFAULT_PART_BYTES, ge=1024 * 1024,
+        description="The bytes one part of a big compaction reads at most: a Spark job runs a plan's operations "
+                    "in parts (a Spark task each) of up to this many bytes, the operations of a part one after "
+                    "the other, each merge within its memory budget; a failed part is attempted again alone")
+    worker_task_max_failures: int = Field(
+        4, ge=1, description="Attempts of one part (Spark task) of a job before the job fails (spark.task."
+                             "maxFailures, on a local master too; an engine's or queue's conf overrides it)")
     worker_driver_memory_mb: int = Field(1024, ge=256, description="spark.driver.memory of every job (MB)")
     worker_driver_cores: int = Field(1, ge=1, description="spark.driver.cores of every job")
     worker_max_executors_per_table: int = Field(

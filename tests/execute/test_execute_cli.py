@@ -12,7 +12,13 @@ from typer.testing import CliRunner
 
 from tms.cli import app
 from tms.config import load_settings
-from tms.execute.spark_submit import build_py_files, executor_settings_conf, spark_submit_command, spark_submit_env
+from tms.execute.spark_submit import (
+    build_py_files,
+    executor_settings_conf,
+    spark_submit_command,
+    spark_submit_env,
+    warm_engine_command,
+)
 from tms.hudi.fs_view.file_names import BaseFileName
 from tms.hudi.timeline.instant import State
 from tms.timeline_zone import LOCAL_TIMEZONE_ENV
@@ -85,6 +91,24 @@ def test_jobs_read_local_timelines_in_the_configured_zone(tmp_path, monkeypatch)
     assert f"spark.executorEnv.{LOCAL_TIMEZONE_ENV}=Asia/Shanghai" in command(
         load_settings(timeline_local_timezone="Asia/Shanghai"))
     assert not [arg for arg in command(load_settings()) if LOCAL_TIMEZONE_ENV in arg]
+
+
+def test_a_job_attempts_a_failed_part_as_often_as_the_settings_say(tmp_path):
+    """spark.task.maxFailures from TMS_WORKER_TASK_MAX_FAILURES; a local master, which ignores it, takes it as
+    local[N,F]; an engine's or queue's own conf wins; warm engines too."""
+    def master(of: str, **overrides) -> tuple[str, str]:
+        cmd = spark_submit_command("/t", "20250101000000000", py_files=tmp_path / "tms-jobs.zip", master=of,
+                                   spark_submit="spark-submit", conf=overrides.get("conf"),
+                                   settings_conf=executor_settings_conf(load_settings(**overrides.get("s", {}))))
+        return cmd[cmd.index("--master") + 1], next(a for a in cmd if a.startswith("spark.task.maxFailures="))
+    assert master("local[*]") == ("local[*,4]", "spark.task.maxFailures=4")
+    assert master("local", s={"worker_task_max_failures": 2}) == ("local[1,2]", "spark.task.maxFailures=2")
+    assert master("local[3]", conf={"spark.task.maxFailures": "7"}) == ("local[3,7]", "spark.task.maxFailures=7")
+    assert master("local[2,5]") == ("local[2,5]", "spark.task.maxFailures=4"), "a master's own count is kept"
+    assert master("yarn") == ("yarn", "spark.task.maxFailures=4")
+    warm = warm_engine_command(tmp_path / "s", py_files=tmp_path / "z", master="local[2]", conf={}, name="w",
+                               settings_conf=executor_settings_conf(load_settings()))
+    assert warm[warm.index("--master") + 1] == "local[2,4]"
 
 
 def test_refusals_change_nothing(tmp_path, tms):

@@ -111,6 +111,11 @@ class ActionExecutor(ABC):
     def finish(self, results: Sequence[Any], fence: Fence) -> ExecutionResult:
         """Complete the instant from the tasks' results, after the fence check."""
 
+    def task_bytes(self, tasks: Sequence[Any]) -> Sequence[int] | None:
+        """The bytes each of `tasks` reads, by which a runner cuts a big plan into parts (tms.execute.parts);
+        None: each task is a part of its own."""
+        return None
+
     # --- shared checks ---------------------------------------------------------------------------
     def require_plan_inside_table(self) -> None:
         """A plan is input like any other (any writer of the table may have written it): every path it names

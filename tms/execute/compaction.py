@@ -36,6 +36,7 @@ from tms.hudi.timeline.serde import (
     parse_compaction_plan,
     serialize_commit_metadata,
 )
+from tms.planning.compaction_strategy import TOTAL_IO_READ_MB, TOTAL_LOG_FILES_SIZE
 from tms.record_ttl import drop_expired, ttl_commit_metadata, ttl_of_plan
 from tms.table_service import TableService
 
@@ -194,6 +195,9 @@ def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
+_MB = 1024 * 1024
+
+
 class CompactionExecutor(ActionExecutor):
     service = TableService.COMPACTION
     task_function = staticmethod(compact_file_group)
@@ -250,6 +254,12 @@ class CompactionExecutor(ActionExecutor):
                 schema=schema, valid=valid, extension=extension, ttl=ttl_of_plan(self.plan.extra_metadata),
                 budget_bytes=self.budget_bytes))
         return tasks
+
+    def task_bytes(self, tasks: Sequence[CompactionTask]) -> list[int]:
+        """What each operation reads, from the metrics its planner captured (Hudi's CompactionStrategy: whole MB
+        read, the log files' exact bytes); a plan without them counts each operation as small."""
+        return [max(int(op.metrics.get(TOTAL_IO_READ_MB, 0)) * _MB, int(op.metrics.get(TOTAL_LOG_FILES_SIZE, 0)))
+                for op in self.plan.operations]
 
     def finish(self, results: Sequence[WriteStat | None], fence: Fence) -> ExecutionResult:
         stats = [s for s in results if s is not None]

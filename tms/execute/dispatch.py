@@ -60,7 +60,8 @@ def execute_instant(table: HudiTable, timestamp: str, runner: Runner, fence: Fen
     if service is not None and executor.service != service:
         raise HudiError(f"instant {timestamp} is a {executor.service} plan, not {service}")
     tasks = executor.start(fence)
-    results = runner.map(executor.task_function, tasks, f"{executor.service} {timestamp} of {table.name}")
+    results = runner.map(executor.task_function, tasks, f"{executor.service} {timestamp} of {table.name}",
+                         executor.task_bytes(tasks))
     try:
         return executor.finish(results, fence)
     except WriteConflictError:

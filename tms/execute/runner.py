@@ -14,8 +14,10 @@ TaskFunction = Callable[[Any, str], Any]
 
 
 class Runner(Protocol):
-    def map(self, fn: TaskFunction, tasks: Sequence[Any], description: str) -> list[Any]:
-        """fn(task, write_token) for every task; results in task order."""
+    def map(self, fn: TaskFunction, tasks: Sequence[Any], description: str,
+            sizes: Sequence[int] | None = None) -> list[Any]:
+        """fn(task, write_token) for every task; results in task order. `sizes`: the bytes each task reads, by
+        which a distributed runner cuts the tasks into parts (tms.execute.parts)."""
 
 
 class LocalRunner:
@@ -24,7 +26,9 @@ class LocalRunner:
     def __init__(self, parallelism: int | None = None):
         self.parallelism = max(1, parallelism or os.cpu_count() or 1)
 
-    def map(self, fn: TaskFunction, tasks: Sequence[Any], description: str = "") -> list[Any]:
+    def map(self, fn: TaskFunction, tasks: Sequence[Any], description: str = "",
+            sizes: Sequence[int] | None = None) -> list[Any]:
+        # in one process, the threads take the tasks one at a time: parts would change nothing
         if self.parallelism == 1 or len(tasks) <= 1:
             return [fn(task, write_token(i)) for i, task in enumerate(tasks)]
         with ThreadPoolExecutor(self.parallelism) as pool:

@@ -3,6 +3,7 @@ entry point `jobs/run.py`, and the `spark-submit` command line."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -70,10 +71,10 @@ def spark_submit_command(table_path: str, instant: str, *, py_files: Path, maste
     """`options`: the table's lock options, passed to the job as `--option key=value`. `spark_submit` and
     `entry`: an engine's own spark-submit and job entry point (default: this installation's). `settings_conf`:
     the settings' confs (`executor_settings_conf`)."""
-    cmd = [spark_submit or find_spark_submit(), "--master", master, "--name", f"tms {service or 'plan'} {instant}",
-           "--py-files", str(py_files)]
-    defaults = {"spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS, **(settings_conf or {})}
-    for key, value in {**defaults, **(conf or {})}.items():
+    confs = {"spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS, **(settings_conf or {}), **(conf or {})}
+    cmd = [spark_submit or find_spark_submit(), "--master", with_task_retries(master, confs),
+           "--name", f"tms {service or 'plan'} {instant}", "--py-files", str(py_files)]
+    for key, value in confs.items():
         cmd += ["--conf", f"{key}={value}"]
     cmd += [str(entry or entry_point()), "--table", table_path, "--instant", instant]
     if service:  # jobs read it as --action, the name every version of the job code knows
@@ -89,18 +90,34 @@ def warm_engine_command(socket_path: Path, *, py_files: Path, master: str, conf:
                         name: str, settings_conf: dict[str, str] | None = None) -> list[str]:
     """spark-submit of a warm engine (`jobs/warm_engine.py`): one long-running application that runs the
     plans it is handed over the Unix socket at `socket_path`."""
-    cmd = [find_spark_submit(), "--master", master, "--name", name, "--py-files", str(py_files)]
-    for key, value in {**(settings_conf or {}), **conf}.items():
+    confs = {**(settings_conf or {}), **conf}
+    cmd = [find_spark_submit(), "--master", with_task_retries(master, confs), "--name", name,
+           "--py-files", str(py_files)]
+    for key, value in confs.items():
         cmd += ["--conf", f"{key}={value}"]
     return cmd + [str(_package_dir("jobs") / "warm_engine.py"), "--socket", str(socket_path), "--name", name]
 
 
 def executor_settings_conf(settings: Settings) -> dict[str, str]:
     """The settings the format library needs, for executors (`child_env`: the driver inherits this process's
-    environment, executors on a cluster do not), and each storage root's Hadoop configuration, without its
-    credentials (the job's driver sets those: `jobs.spark_runner.driver_conf`)."""
+    environment, executors on a cluster do not), each storage root's Hadoop configuration, without its
+    credentials (the job's driver sets those: `jobs.spark_runner.driver_conf`), and the attempts of a part."""
     conf = {f"spark.executorEnv.{name}": value for name, value in child_env(settings).items()}
-    return {**conf, **hadoop_conf(settings.storage_root_options)}
+    return {**conf, **hadoop_conf(settings.storage_root_options),
+            MAX_FAILURES: str(settings.worker_task_max_failures)}
+
+
+MAX_FAILURES = "spark.task.maxFailures"
+_LOCAL = re.compile(r"local(\[(\*|[0-9]+)\])?")
+
+
+def with_task_retries(master: str, conf: dict[str, str]) -> str:
+    """The master that attempts a failed Spark task as often as spark.task.maxFailures says: a local master
+    ignores the setting (one attempt) and takes it in its own `local[N,F]` form instead."""
+    local, failures = _LOCAL.fullmatch(master.strip()), conf.get(MAX_FAILURES)
+    if local is None or failures is None:
+        return master
+    return f"local[{local.group(2) or 1},{failures}]"
 
 
 def spark_submit_env(master: str) -> dict[str, str]:
