@@ -278,10 +278,14 @@ def predicted_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     """Early warning (manager.early_warning): a running or waiting task likely to pass its timeout, by a
     model of its table's past runs of the action (duration against bytes and the queue's load) and, for a
     running one, how long it has run already. The timeout is the one the worker applies (its heartbeat's
-    facts): a running task's, its worker's; a waiting task's, the longest a worker applies (none: nothing to
-    judge it by)."""
-    timeouts = worker_timeouts(reads.instances())
-    longest = max(timeouts.values(), default=None)
+    facts): a running task's, its worker's; a waiting task's, the longest a live worker applies (one that beat
+    within TMS_MONITOR_INSTANCE_MISSING_SECONDS; none: the longest of those not yet forgotten; none at all:
+    nothing to judge it by)."""
+    instances = reads.instances()
+    timeouts = worker_timeouts(instances)
+    alive = ctx.now - timedelta(seconds=ctx.settings.monitor_instance_missing_seconds)
+    live = worker_timeouts(i for i in instances if i.heartbeat_at >= alive)
+    longest = max(live.values(), default=max(timeouts.values(), default=None))
     loads = _queue_loads(reads)
     models: dict[tuple[int, str], list[Run]] = {}
     sightings = {}

@@ -118,6 +118,11 @@ def test_tasks_predicted_past_their_timeout_are_warned_of_before_they_time_out(d
     with db.transaction() as session:
         InstanceRepo(session).heartbeat("w", roles=["worker"], host="h", pid=1, version="dev",
                                         info={JOB_TIMEOUT_FACT: 300})
+        # A worker silent for an hour (not yet forgotten) applied a far longer timeout: a waiting task is judged
+        # by the workers that may still claim it.
+        InstanceRepo(session).heartbeat("gone", roles=["worker"], host="h", pid=2, version="dev",
+                                        info={JOB_TIMEOUT_FACT: 100_000})
+        session.execute(text("UPDATE instances SET heartbeat_at = now() - interval '1 hour' WHERE id = 'gone'"))
     evaluate(lease, epoch, MonitorContext(Settings(worker_job_timeout_seconds=10_000), datetime.now(UTC), {}))
     warned = {a.task_id: a for a in _alerts(db, "predicted_timeout")}
     assert set(warned) == {made[n].id for n in ("big", "slow", "big waiting")}
