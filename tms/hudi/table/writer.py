@@ -95,6 +95,7 @@ class HudiWriter:
         self.allow_updates_to_clustering = allow_updates_to_clustering
         self.file_sizing = file_sizing or FileSizing()
         self._table_schema: pa.Schema | None = None  # of the write under way, meta fields included
+        self._callbacks: httpx.Client | None = None  # one client (and its connections) for the writer's callbacks
         if self.transactions.config.non_blocking and not (self.config.is_mor
                                                           and self.config.traits.non_blocking_concurrency):
             raise UnsupportedTableError(f"NON_BLOCKING_CONCURRENCY_CONTROL needs a MERGE_ON_READ table of version 8 "
@@ -392,7 +393,8 @@ class HudiWriter:
                                                                                     if c not in META_FIELDS])
 
     def _marker(self, ts: str, rel_path: str, kind: str) -> None:
-        self.table.storage.write_atomic(f".hoodie/.temp/{ts}/{rel_path}.marker.{kind}", b"", overwrite=True)
+        # an empty file, made whether or not it exists (a retried task's marker), as Hudi's direct markers are
+        self.table.storage.touch(f".hoodie/.temp/{ts}/{rel_path}.marker.{kind}")
 
     def _heartbeat(self, ts: str) -> None:
         self.table.storage.touch(f".hoodie/.heartbeat/{ts}")
@@ -514,7 +516,9 @@ class HudiWriter:
                 "commitActionType": action, "extraMetadata": meta.extra_metadata}
         headers = {"HUDI-CALLBACK-KEY": self.callback_key} if self.callback_key else {}
         try:
-            response = httpx.post(url, json=body, headers=headers, timeout=10)
+            if self._callbacks is None:
+                self._callbacks = httpx.Client(timeout=10)
+            response = self._callbacks.post(url, json=body, headers=headers)
         except httpx.HTTPError as e:  # as in Hudi, a failed callback does not fail the commit
             log.warning("commit callback to %s failed: %s", url, e)
             return
