@@ -5,12 +5,15 @@ import pyarrow.parquet as pq
 import pytest
 from execute_support import ModelledTable, copy_fixture, plan_compaction, rec, set_properties, write_history
 
-from tms.execute.dispatch import execute_instant
+from tms.execute.dispatch import execute_instant, executor_for
 from tms.execute.errors import PlanHeldError
+from tms.execute.fencing import no_fence
+from tms.execute.runner import LocalRunner
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.fs_view.file_names import BaseFileName
 from tms.hudi.records.bloom import FOOTER_KEY, might_contain
 from tms.hudi.records.reader import read_snapshot
+from tms.hudi.table.archival import ArchivalSettings, archive
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State
 from tms.hudi.timeline.serde import parse_compaction_plan
@@ -66,6 +69,24 @@ def test_compaction_of_a_written_mor_table(tmp_path, spark_runner, version):
     t.write([{"id": 4, "city": "nyc"}], "delete")
     execute_instant(t.table(), plan_compaction(t.table()), spark_runner)
     t.check()
+
+
+def test_a_compaction_completes_when_its_delta_commits_are_archived_while_it_runs(tmp_path):
+    """An archiver (a writer's, or TMS's archive task) may move the delta commits a compaction merges to the
+    archived timeline while the job runs: what the job listed and no longer finds is read as archived, not as an
+    error (the job used to fail, and its pending compaction held archival back until its retry)."""
+    t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 8)
+    write_history(t)
+    tc = plan_compaction(t.table())
+    executor = executor_for(t.table(), tc)  # the job's timeline, listed before the archiver runs
+    archived = archive(t.table(), ArchivalSettings(min_commits=1, max_commits=2, compaction_delta_commits=None,
+                                                   metadata_enabled=False))
+    assert len(archived.archived) >= 2 and all(ts < tc for ts in archived.archived)
+
+    executor.finish(LocalRunner(1).map(executor.task_function, executor.start(no_fence)), no_fence)
+
+    t.check()
+    assert t.table().timeline.get(tc).is_completed
 
 
 def test_table_with_a_metadata_partition_tms_cannot_maintain_is_refused(tmp_path, fixture_tables, spark_runner):

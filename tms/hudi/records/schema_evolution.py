@@ -64,8 +64,8 @@ def internal_schema_metadata(table: HudiTable) -> dict[str, str]:
     clustering carry it (the internal schema of the latest write that records one), so that Java readers and
     writers after it go on resolving columns by field id; empty on other tables."""
     tl = table.timeline
-    for inst in reversed(tl.completed_writes()):
-        text = tl.commit_metadata(inst).extra_metadata.get(INTERNAL_SCHEMA_KEY)
+    for _, meta in tl.metadata_of_active(reversed(tl.completed_writes())):
+        text = meta.extra_metadata.get(INTERNAL_SCHEMA_KEY)
         if text:
             return {INTERNAL_SCHEMA_KEY: text}
     return {}
@@ -87,10 +87,9 @@ def require_resolvable_history(table: HudiTable, data_schema: dict[str, Any], as
     if history:
         _require_consistent_history(table, history, target, as_of)
     seen: set[tuple[str, int]] = set()
-    for inst in tl.completed_writes():
-        if as_of is not None and inst.timestamp > as_of:
-            continue
-        extra = tl.commit_metadata(inst).extra_metadata
+    writes = [i for i in tl.completed_writes() if as_of is None or i.timestamp <= as_of]
+    for inst, meta in tl.metadata_of_active(writes):
+        extra = meta.extra_metadata
         if extra.get(INTERNAL_SCHEMA_KEY) and not history:
             raise SchemaEvolutionError(
                 f"table {table.name} uses schema-on-read evolution ({SCHEMA_ON_READ}: commit {inst.timestamp} "

@@ -449,6 +449,16 @@ class Timeline:
     def commit_metadata(self, instant: Instant) -> CommitMetadata:
         return parse_commit_metadata(self.read(instant))
 
+    def metadata_of_active(self, instants: Iterable[Instant]) -> Iterator[tuple[Instant, CommitMetadata]]:
+        """Each of `instants` with its commit metadata, leaving out one whose file vanished since the timeline
+        was listed: an archiver (a writer's, or TMS's own task) moved it to the archived timeline meanwhile, and
+        a reader of the active timeline reads it as if it had been archived before the listing."""
+        for instant in instants:
+            try:
+                yield instant, self.commit_metadata(instant)
+            except InstantVanishedError:
+                continue
+
     def commit_partitions(self, instant: Instant) -> set[str]:
         """The partitions a completed write names (written to or replaced in), its statistics left unread."""
         return read_commit_partitions(self.read(instant))
