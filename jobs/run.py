@@ -53,12 +53,12 @@ def run_plan(args: argparse.Namespace, runner: Runner) -> int:
         table = HudiTable.load(args.table, context=table_context(settings))
         options = parse_option_pairs(args.option)
         memory = {k: v for k, v in options.items() if is_memory_option(k)}
-        budget = merge_budget_bytes(memory, table.config.props, settings.merge_memory_bytes)
+        budget = merge_budget_bytes(memory, table.config.props, settings.worker.merge_memory_bytes)
         concurrency = parse_concurrency_options({k: v for k, v in options.items() if k not in memory},
                                                 base_path=args.table, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:
             result = execute_instant(table, args.instant, runner,
-                                     http_fence(args.fence_url, patience=settings.fence_patience_seconds)
+                                     http_fence(args.fence_url, patience=settings.worker.fence_patience_seconds)
                                      if args.fence_url else no_fence, args.service,
                                      transactions, budget)
     except WriteConflictError as e:  # the writer won: the attempt and its plan were rolled back

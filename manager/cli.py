@@ -25,8 +25,8 @@ def manager() -> None:
 
     def make(database: Database) -> ManagerService:
         service = ManagerService(database, settings)
-        if settings.manager_metrics_port is not None:
-            serve_metrics(settings.manager_metrics_port, settings.host, service)
+        if settings.manager.metrics_port is not None:  # on the interface the service listens on
+            serve_metrics(settings.manager.metrics_port, settings.service.host, service)
         return service
 
     # A run skipped because the last one still works is normal here: not worth a line each time.

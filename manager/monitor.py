@@ -79,7 +79,7 @@ def not_scheduled(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sightin
 
 
 def _unclaimed(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
-    rows = reads.unclaimed_since(ctx.now - timedelta(seconds=ctx.settings.monitor_unclaimed_seconds))
+    rows = reads.unclaimed_since(ctx.now - timedelta(seconds=ctx.settings.manager.monitor_unclaimed_seconds))
     return {f"task:{t.id}": Sighting("warning", f"{t.service} {t.instant} has been runnable since "
                                                 f"{t.updated_at:%Y-%m-%d %H:%M:%S} and no worker claimed it",
                                      table_id=t.table_id, task_id=t.id, queue=t.queue) for t in rows}
@@ -90,9 +90,9 @@ def _unplanned(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     timeline) has held for `monitor_unplanned_seconds` while no compaction of theirs is planned, pending,
     running or awaiting a retry, and that TMS can compact (a refusal by the table's capabilities is the
     planner's `planning_failed`, not this)."""
-    if TableService.COMPACTION not in ctx.settings.planner_services:
+    if TableService.COMPACTION not in ctx.settings.planner.services:
         return {}
-    limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unplanned_seconds)
+    limit = ctx.now - timedelta(seconds=ctx.settings.manager.monitor_unplanned_seconds)
     planned = reads.tables_with_open(TableService.COMPACTION)
     options = planner_options(ctx.settings)
     sightings = {}
@@ -120,12 +120,12 @@ def _unplanned_cleans(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     while no clean of theirs is planned, pending, running or awaiting a retry, and that TMS can clean. An
     attempt that finds nothing to clean re-arms the trigger (the table's `services` say why), so this fires only
     when the planner did not attempt the clean at all."""
-    if TableService.CLEAN not in ctx.settings.planner_services:
+    if TableService.CLEAN not in ctx.settings.planner.services:
         return {}
-    limit = ctx.now - timedelta(seconds=ctx.settings.monitor_unplanned_seconds)
-    trigger = ctx.settings.planner_clean_commits
+    limit = ctx.now - timedelta(seconds=ctx.settings.manager.monitor_unplanned_seconds)
+    trigger = ctx.settings.planner.clean_commits
     planned = reads.tables_with_open(TableService.CLEAN)
-    services = frozenset(ctx.settings.planner_services)
+    services = frozenset(ctx.settings.planner.services)
     local_zone = table_context(ctx.settings).local_zone
     sightings = {}
     for row in reads.enabled_tables():
@@ -152,7 +152,7 @@ def _unplanned_archives(reads: MonitorReads, ctx: MonitorContext) -> dict[str, S
     of theirs is planned, running or awaiting a retry. An attempt that archived nothing (Hudi's rules held the
     oldest instants back) re-arms the trigger, so this fires only when the planner did not attempt it; a table
     whose policy turns archival off (hoodie.archive.automatic=false) is left alone."""
-    if TableService.ARCHIVE not in ctx.settings.planner_services:
+    if TableService.ARCHIVE not in ctx.settings.planner.services:
         return {}
     planned = reads.tables_with_open(TableService.ARCHIVE)
     options = planner_options(ctx.settings)
@@ -180,7 +180,7 @@ def _can_run(row: TableRecord, digest: TimelineDigest, service: TableService, ct
     capabilities), read from storage once per state of what its trigger counts, scan period and engine. A table
     that cannot be read is `table_unreadable`'s business, not this rule's."""
     key = (row.base_path, (digest.counted.get(service) or [""])[-1],
-           int(ctx.now.timestamp() // ctx.settings.planner_scan_seconds), hudi_engine or "")
+           int(ctx.now.timestamp() // ctx.settings.planner.scan_seconds), hudi_engine or "")
     known = ctx.runnable.get((row.id, service))
     if known is None or known[0] != key:
         try:
@@ -195,7 +195,7 @@ def _can_run(row: TableRecord, digest: TimelineDigest, service: TableService, ct
 
 def held_too_long(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A compensation hold (a plan BLOCKED by writes pending before it) older than `monitor_hold_seconds`."""
-    rows = reads.held_since(ctx.now - timedelta(seconds=ctx.settings.monitor_hold_seconds))
+    rows = reads.held_since(ctx.now - timedelta(seconds=ctx.settings.manager.monitor_hold_seconds))
     return {f"task:{t.id}": Sighting("warning", f"{t.service} {t.instant} has been held since "
                                                 f"{t.created_at:%Y-%m-%d %H:%M:%S} by {', '.join(t.blockers)}",
                                      table_id=t.table_id, task_id=t.id, details={"blockers": list(t.blockers)})
@@ -206,7 +206,7 @@ def instance_down(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sightin
     """A process whose heartbeat is missing (a clean stop deregisters; a crash leaves its row behind) and that
     no process took the place of (`replaced`). An operator's acknowledgement forgets its row (the alert then
     resolves: service/routers/manager.py)."""
-    silent = reads.silent_instances(ctx.now - timedelta(seconds=ctx.settings.monitor_instance_missing_seconds))
+    silent = reads.silent_instances(ctx.now - timedelta(seconds=ctx.settings.manager.monitor_instance_missing_seconds))
     gone = replaced(silent, reads.instances()) if silent else set()
     return {f"instance:{i.id}": Sighting("critical" if "manager" in i.roles else "warning",
                                          f"{','.join(i.roles)} {i.id} has not beaten since "
@@ -331,7 +331,7 @@ def _history(reads: MonitorReads, table_id: int, action: str) -> list[Run]:
 def freshness_at_risk(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sighting]:
     """A MERGE_ON_READ table with a freshness objective whose oldest uncompacted delta commit is forecast to be
     compacted after its deadline (tms.planning.freshness): warned before the objective is missed, with the lead."""
-    if TableService.COMPACTION not in ctx.settings.planner_services:
+    if TableService.COMPACTION not in ctx.settings.planner.services:
         return {}
     options = planner_options(ctx.settings)
     sightings = {}

@@ -9,7 +9,7 @@ periodic trigger and reconciliation scan (it asks, planners plan), and the reten
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -45,13 +45,13 @@ class ManagerService:
     def __init__(self, database: Database, settings: Settings, *, instance_id: str | None = None):
         self.database = database
         self.settings = settings
+        own = settings.manager
         # The manager's heartbeat is also its bid for the lease: a turn that carries one bids first.
-        self.loop = RoleLoop(database, [ROLE], heartbeat_seconds=settings.manager_heartbeat_seconds,
-                             instance_id=instance_id)
+        self.loop = RoleLoop(database, [ROLE], heartbeat_seconds=own.heartbeat_seconds, instance_id=instance_id)
         self.id = self.loop.id
-        self.lease = LeaderLease(database, self.id, lease_seconds=settings.manager_lease_seconds,
-                                 heartbeat_seconds=settings.manager_heartbeat_seconds)
-        self.deliverer = Deliverer(settings)
+        self.lease = LeaderLease(database, self.id, lease_seconds=own.lease_seconds,
+                                 heartbeat_seconds=own.heartbeat_seconds)
+        self.deliverer = Deliverer(settings.manager)
         self.leader_watch = LeaderWatch(database, settings)
         self.monitor = MonitorContext(settings, datetime.now(UTC), {})
         self.retention_removed = removed_rows_counter()  # shown by the manager's /metrics
@@ -64,8 +64,8 @@ class ManagerService:
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def run(self) -> None:
-        log.info("manager %s: lease %ss, heartbeat %ss", self.id, self.settings.manager_lease_seconds,
-                 self.settings.manager_heartbeat_seconds)
+        log.info("manager %s: lease %ss, heartbeat %ss", self.id, self.settings.manager.lease_seconds,
+                 self.settings.manager.heartbeat_seconds)
         self.loop.run(self, finish=self._finish)
 
     def stop(self) -> None:
@@ -125,30 +125,30 @@ class ManagerService:
             self._scheduler = self._schedule(epoch)
 
     def _schedule(self, epoch: int) -> BackgroundScheduler:
-        s = self.settings
+        s, own = self.settings, self.settings.manager
         scheduler = BackgroundScheduler(timezone=UTC)
         now = datetime.now(UTC)
         jobs: list[tuple[str, float, Callable[[int], object]]] = [
-            ("reconcile", s.manager_reconcile_seconds, lambda e: reconcile(self.lease, e, table_context(s))),
-            ("retries", s.manager_retry_seconds, lambda e: promote_due_retries(self.lease, e)),
-            ("canaries", s.manager_canary_seconds, lambda e: check_canaries(self.lease, e)),
-            ("backups", s.manager_backup_seconds, lambda e: schedule_backups(self.lease, e)),
-            ("ttl", s.manager_ttl_seconds, lambda e: schedule_ttl(self.lease, e)),
-            ("monitor", s.manager_monitor_seconds, lambda e: evaluate(self.lease, e, self.monitor)),
-            ("webhooks", s.webhook_poll_seconds, lambda e: self.deliverer.run_once(lambda: self.lease.fenced(e))),
-            ("planner tick", s.planner_tick_seconds, lambda e: request_ticks(self.lease, e)),
-            ("planner scan", s.planner_scan_seconds, lambda e: request_scans(self.lease, e)),
+            ("reconcile", own.reconcile_seconds, lambda e: reconcile(self.lease, e, table_context(s))),
+            ("retries", own.retry_seconds, lambda e: promote_due_retries(self.lease, e)),
+            ("canaries", own.canary_seconds, lambda e: check_canaries(self.lease, e)),
+            ("backups", own.backup_seconds, lambda e: schedule_backups(self.lease, e)),
+            ("ttl", own.ttl_seconds, lambda e: schedule_ttl(self.lease, e)),
+            ("monitor", own.monitor_seconds, lambda e: evaluate(self.lease, e, self.monitor)),
+            ("webhooks", own.webhook_poll_seconds, lambda e: self.deliverer.run_once(lambda: self.lease.fenced(e))),
+            ("planner tick", s.planner.tick_seconds, lambda e: request_ticks(self.lease, e)),
+            ("planner scan", s.planner.scan_seconds, lambda e: request_scans(self.lease, e)),
         ]
-        jobs.append(("health", s.manager_health_seconds, lambda e: self._score_health()))
-        jobs.append(("retention", s.manager_retention_seconds, lambda e: purge_history(
+        jobs.append(("health", own.health_seconds, lambda e: self._score_health()))
+        jobs.append(("retention", own.retention_seconds, lambda e: purge_history(
             self.lease, e, s, removed=self.retention_removed,
             stopping=lambda: self.loop.stopping or self.lease.epoch != e)))
-        if s.discovery_scan_seconds > 0:
-            jobs.append(("discovery", s.discovery_scan_seconds, lambda e: self._discover()))
-        if s.glue_sync_databases:
-            jobs.append(("glue sync", s.glue_sync_seconds, lambda e: self._sync_glue()))
-        if s.hive_sync_databases:
-            jobs.append(("hive sync", s.hive_sync_seconds, lambda e: self._sync_hive()))
+        if own.discovery_scan_seconds > 0:
+            jobs.append(("discovery", own.discovery_scan_seconds, lambda e: self._discover()))
+        if own.glue_sync_databases:
+            jobs.append(("glue sync", own.glue_sync_seconds, lambda e: self._sync_glue()))
+        if own.hive_sync_databases:
+            jobs.append(("hive sync", own.hive_sync_seconds, lambda e: self._sync_hive()))
         for name, seconds, work in jobs:
             scheduler.add_job(self._leader_job(name, epoch, work), "interval", seconds=seconds, max_instances=1,
                               coalesce=True, next_run_time=now, id=name)
@@ -159,7 +159,7 @@ class ManagerService:
         """Onboard what the storage roots hold now (tms.fleet): idempotent, so a scan that overlaps a
         takeover does no harm."""
         for root in self.settings.storage_roots:
-            report = scan_root(self.database, root, max_depth=self.settings.discovery_max_depth,
+            report = scan_root(self.database, root, max_depth=self.settings.manager.discovery_max_depth,
                                context=table_context(self.settings))
             if report.registered or report.missing:
                 log.info("discovery of %s: %s registered, %s refused, %s gone (disabled)", root,
@@ -167,20 +167,20 @@ class ManagerService:
 
     def _sync_glue(self) -> None:
         """Onboard the Hudi tables of each configured Glue database (tms.fleet.glue)."""
-        s = self.settings
-        self._sync_catalog("glue", s.glue_sync_databases, lambda name: sync_glue_database(
-            self.database, name, endpoint_url=s.glue_endpoint_url, region=s.glue_region,
+        s, own = self.settings, self.settings.manager
+        self._sync_catalog("glue", own.glue_sync_databases, lambda name: sync_glue_database(
+            self.database, name, endpoint_url=own.glue_endpoint_url, region=own.glue_region,
             storage_roots=s.storage_roots, context=table_context(s)))
 
     def _sync_hive(self) -> None:
         """Onboard the Hudi tables of each configured Hive Metastore database (tms.fleet.hive)."""
-        s = self.settings
-        self._sync_catalog("hive", s.hive_sync_databases, lambda name: sync_hive_database(
-            self.database, name, metastore_uri=s.hive_metastore_uri, storage_roots=s.storage_roots,
+        s, own = self.settings, self.settings.manager
+        self._sync_catalog("hive", own.hive_sync_databases, lambda name: sync_hive_database(
+            self.database, name, metastore_uri=own.hive_metastore_uri, storage_roots=s.storage_roots,
             context=table_context(s)))
 
     @staticmethod
-    def _sync_catalog(catalog: str, databases: list[str], sync: Callable[[str], ScanReport]) -> None:
+    def _sync_catalog(catalog: str, databases: Sequence[str], sync: Callable[[str], ScanReport]) -> None:
         """Sync each catalog database; one that cannot be read is logged and the others go on."""
         for name in databases:
             try:
@@ -195,7 +195,8 @@ class ManagerService:
     def _score_health(self) -> None:
         """Score the tables checked longest ago (tms.fleet.health), for the fleet view and the metrics."""
         s = self.settings
-        score_stalest(self.database, datetime.now(UTC), batch=s.health_batch, clean_commits=s.planner_clean_commits,
+        score_stalest(self.database, datetime.now(UTC), batch=s.manager.health_batch,
+                      clean_commits=s.planner.clean_commits,
                       orphan_safety_seconds=s.orphan_safety_hours * 3600, context=table_context(s))
 
     def _leader_job(self, name: str, epoch: int, work: Callable[[int], object]) -> Callable[[], None]:

@@ -25,9 +25,9 @@ Purge = Callable[[RetentionRepo, int, RetentionCursor | None], Purged]
 def _purges(settings: Settings) -> list[tuple[str, Purge]]:
     """Each kind (a table's name) and its purge at its retention, children before their parents; a purge takes the
     repository, the batch's size and where the last batch of the kind stopped (None: from the oldest)."""
-    days = timedelta(days=settings.retention_days)
-    events = timedelta(days=settings.retention_events_days)
-    samples = timedelta(days=settings.health_history_days)
+    days = timedelta(days=settings.manager.retention_days)
+    events = timedelta(days=settings.manager.retention_events_days)
+    samples = timedelta(days=settings.manager.health_history_days)
     return [
         ("events", lambda repo, n, _: repo.purge_events(events, n)),
         ("health_samples", lambda repo, n, _: repo.purge_health_samples(samples, n)),
@@ -44,7 +44,7 @@ def purge_history(lease: LeaderLease, epoch: int, settings: Settings, *, removed
                   stopping: Callable[[], bool] = lambda: False) -> dict[str, int]:
     """Remove the history past its retention, batch by batch, until none is left or `stopping()`; the rows
     removed per kind (a table's name), also added to `removed` (labelled by kind). NotLeader stops it."""
-    batch, totals = settings.retention_batch_rows, dict[str, int]()
+    batch, totals = settings.manager.retention_batch_rows, dict[str, int]()
     for _kind, purge in _purges(settings):
         cursor: RetentionCursor | None = None
         while not stopping():
@@ -57,7 +57,7 @@ def purge_history(lease: LeaderLease, epoch: int, settings: Settings, *, removed
             if purged.picked < batch:  # the last batch: none of its kind is left
                 break
             cursor = purged.cursor
-            time.sleep(settings.retention_pause_seconds)
+            time.sleep(settings.manager.retention_pause_seconds)
     if totals:
         log.info("retention: removed %s", ", ".join(f"{n} {kind}" for kind, n in sorted(totals.items())))
     return totals

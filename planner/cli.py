@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
         concurrency = parse_concurrency_options(concurrency_options, base_path=path, table_name=table.name)
         with TransactionManager(table, concurrency) as transactions:
             result = schedule(table, service, policy, datetime.now(UTC), transactions,
-                              full_pass_period(load_settings().planner_full_pass_hours))
+                              full_pass_period(load_settings().planner.full_pass_hours))
         for tc, blockers in result.synced.items():
             typer.echo(f"{tc} compaction held by delta commits in flight: {', '.join(blockers)}" if blockers
                        else f"{tc} compaction synced with its late commits: runnable")

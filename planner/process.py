@@ -42,28 +42,28 @@ class PlannerService:
         self.settings = settings
         self.planner = planner or Planner.from_settings(database, settings)
         self.loop = RoleLoop(database, [ROLE], heartbeat_seconds=settings.heartbeat_seconds,
-                             poll_seconds=settings.planner_poll_seconds)
+                             poll_seconds=settings.planner.poll_seconds)
         self.id = self.loop.id
         self._in_flight: set[int] = set()  # tables handed to threads
         self._jobs = 0  # shares of them in the threads' hands
         self._backoff: dict[int, float] = {}  # table -> monotonic time before which it is not tried again
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(settings.planner_threads, thread_name_prefix="plan")  # threads on demand
+        self._pool = ThreadPoolExecutor(settings.planner.threads, thread_name_prefix="plan")  # threads on demand
 
     # --- lifecycle ----------------------------------------------------------------------------------
     def run(self) -> None:
         """Plan until `stop()`."""
-        s = self.settings
+        s = self.settings.planner
         scheduler = BackgroundScheduler(timezone=UTC)
-        scheduler.add_job(self._tick, "interval", seconds=s.planner_tick_seconds, max_instances=1, coalesce=True)
+        scheduler.add_job(self._tick, "interval", seconds=s.tick_seconds, max_instances=1, coalesce=True)
         # The first scan at once: it catches up on whatever happened while no planner ran.
-        scheduler.add_job(self._scan, "interval", seconds=s.planner_scan_seconds, max_instances=1, coalesce=True,
+        scheduler.add_job(self._scan, "interval", seconds=s.scan_seconds, max_instances=1, coalesce=True,
                           next_run_time=datetime.now(UTC))
         scheduler.add_job(self._take_requests, "interval", seconds=REQUESTS_POLL_SECONDS, max_instances=1,
                           coalesce=True)
         scheduler.start()
-        log.info("planner %s: %s thread(s), services %s, tick %ss, scan %ss", self.id, s.planner_threads,
-                 ",".join(s.planner_services), s.planner_tick_seconds, s.planner_scan_seconds)
+        log.info("planner %s: %s thread(s), services %s, tick %ss, scan %ss", self.id, s.threads,
+                 ",".join(s.services), s.tick_seconds, s.scan_seconds)
 
         def finish() -> None:
             scheduler.shutdown(wait=True)
@@ -83,13 +83,13 @@ class PlannerService:
         return 0 if self._dispatch() else None
 
     def facts(self) -> dict[str, int]:
-        return {"threads": self.settings.planner_threads}
+        return {"threads": self.settings.planner.threads}
 
     # --- the event-driven path ----------------------------------------------------------------------
     def _dispatch(self) -> int:
         """Hand tables with new events to free threads; how many were handed."""
         with self._lock:
-            free = self.settings.planner_threads - self._jobs
+            free = self.settings.planner.threads - self._jobs
             busy = set(self._in_flight)
             now = time.monotonic()
             busy |= {t for t, until in self._backoff.items() if until > now}
@@ -124,7 +124,7 @@ class PlannerService:
                 if table_id in handled:
                     self._backoff.pop(table_id, None)
                 else:  # another planner holds it, or the database failed: not again before the next poll
-                    self._backoff[table_id] = time.monotonic() + self.settings.planner_poll_seconds
+                    self._backoff[table_id] = time.monotonic() + self.settings.planner.poll_seconds
         self.loop.wake()
 
     # --- the periodic jobs --------------------------------------------------------------------------
@@ -172,7 +172,7 @@ class PlannerService:
             return
         try:
             started = time.monotonic()
-            count = self.planner.scan(fresh_seconds=FRESH_SHARE * self.settings.planner_scan_seconds)
+            count = self.planner.scan(fresh_seconds=FRESH_SHARE * self.settings.planner.scan_seconds)
             log.info("planner %s: reconciled %s table(s) in %.1f s", self.id, count, time.monotonic() - started)
         except Exception:
             log.exception("planner %s: reconciliation scan failed", self.id)

@@ -51,10 +51,10 @@ class Planner:
 
     @classmethod
     def from_settings(cls, database: Database, settings: Settings, **kwargs) -> Planner:
-        return cls(database, planner_options(settings), **{"cached_tables": settings.planner_cached_tables,
-                                                           "cache_bytes": settings.planner_cache_mb * 2**20,
-                                                           "watch_timelines": settings.planner_watch_timelines,
-                                                           **kwargs})
+        own = settings.planner
+        return cls(database, planner_options(settings), **{"cached_tables": own.cached_tables,
+                                                           "cache_bytes": own.cache_mb * 2**20,
+                                                           "watch_timelines": own.watch_timelines, **kwargs})
 
     def stop(self) -> None:
         """Make a running periodic trigger or scan stop after the table at hand."""

@@ -83,17 +83,18 @@ def create_app(settings: Settings | None = None, database: Database | None = Non
     app.state.table_context = table_context(settings)  # what every route reads tables with
     app.state.database = database
     app.state.metrics = metrics
+    own = settings.service
     app.state.authenticator = Authenticator(
-        database, admin_token=settings.admin_token.get_secret_value() if settings.admin_token else None,
-        cache_seconds=settings.cache_seconds)
-    app.state.intake = Intake(intake_store, metrics, cache_seconds=settings.cache_seconds,
+        database, admin_token=own.admin_token.get_secret_value() if own.admin_token else None,
+        cache_seconds=own.cache_seconds)
+    app.state.intake = Intake(intake_store, metrics, cache_seconds=own.cache_seconds,
                               admit=callback_admission(database, settings))
     app.state.heartbeat = heartbeat
     app.state.fence_checks = FenceChecks(database.url)
     # Operators' requests to plan a table now run here, under the table's planning lock (no change feed).
     app.state.planner = OnRequestPlanner.from_settings(database, settings, cached_tables=_PLANNED_ON_REQUEST_CACHE)
     errors.install(app)
-    app.add_middleware(BodyLimit, default=settings.max_body_bytes, bulk=settings.max_bulk_body_bytes)
+    app.add_middleware(BodyLimit, default=own.max_body_bytes, bulk=own.max_bulk_body_bytes)
     app.add_middleware(LatencyMiddleware, metrics=metrics)  # added last: outermost, it times the 413s too
     for module in (events, tables, backups, savepoints, indexes, tasks, admin, engines, manager, discovery,
                    templates, fleet, health):

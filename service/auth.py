@@ -163,7 +163,7 @@ async def writer_credential(request: Request, role: Annotated[Role | None, Depen
         return WriterCredential(trusted=True)
     if not key:
         raise unauthorized(f"missing credentials: send the {CALLBACK_KEY_HEADER} header or a bearer token")
-    service_key = request.app.state.settings.callback_key
+    service_key = request.app.state.settings.service.callback_key
     if service_key is not None and hmac.compare_digest(key.encode(), service_key.get_secret_value().encode()):
         return WriterCredential(trusted=True)
     return WriterCredential(trusted=False, key_hash=hash_secret(key))

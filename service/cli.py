@@ -31,7 +31,7 @@ def serve(host: Annotated[str | None, typer.Option(help="Interface to listen on 
     # uvicorn re-raises SIGTERM once it has shut down; exiting normally instead runs the atexit
     # hooks, which stop the embedded PostgreSQL when this was its last user.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level.lower(),
+    uvicorn.run(app, host=settings.service.host, port=settings.service.port, log_level=settings.log_level.lower(),
                 access_log=False, log_config=log_config(settings.log_level))
 
 

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 def callback_admission(database: Database, settings: Settings) -> Callable[[str], bool] | None:
     """The intake's `admit` (True: the base path is registered now), or None when the rule is off."""
-    if not settings.discovery_admit_callbacks or not settings.storage_roots:
+    if not settings.service.discovery_admit_callbacks or not settings.storage_roots:
         return None
     roots = [normalize_base_path(r) for r in settings.storage_roots]
     context = table_context(settings)

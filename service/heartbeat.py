@@ -20,9 +20,9 @@ class Heartbeat:
     def __init__(self, database: Database, settings: Settings):
         self.loop = RoleLoop(database, ["service"], heartbeat_seconds=settings.heartbeat_seconds)
         self.instance_id = self.loop.id
-        self.port = settings.port
+        self.port = settings.service.port
         self.leader_watch = LeaderWatch(database, settings)
-        self.deliverer = Deliverer(settings)
+        self.deliverer = Deliverer(settings.manager)
         self._thread: threading.Thread | None = None
 
     def turn(self) -> None:

@@ -19,7 +19,7 @@ def manager_status(session: Session, settings: Settings) -> dict[str, Any]:
     lease = leases.get(LEASE_NAME)
     live = lease is not None and leases.is_live(lease)
     leader = lease.holder if live and lease is not None else None
-    alive = InstanceRepo(session).alive("manager", 2 * settings.manager_heartbeat_seconds + 1)
+    alive = InstanceRepo(session).alive("manager", 2 * settings.manager.heartbeat_seconds + 1)
     return {"leader": leader, "epoch": lease.epoch if lease else 0,
             "since": lease.acquired_at if leader and lease else None,
             "last_work_at": lease.last_work_at if leader and lease else None,

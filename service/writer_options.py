@@ -19,12 +19,12 @@ KEPT_KEY_FILE = "callback-key"
 
 
 def callback_url(settings: Settings, request: Request) -> str:
-    return (settings.public_url or str(request.base_url)).rstrip("/") + CALLBACK_PATH
+    return (settings.service.public_url or str(request.base_url)).rstrip("/") + CALLBACK_PATH
 
 
 def callback_key_hint(settings: Settings, *, table_has_own_key: bool) -> str:
     """Where the writers find the key to send, in place of the key itself."""
-    service_key = settings.callback_key.get_secret_value() if settings.callback_key else None
+    service_key = settings.service.callback_key.get_secret_value() if settings.service.callback_key else None
     if table_has_own_key:
         return "<the table's own callback key, given at its registration" + (
             ", or the service's TMS_CALLBACK_KEY>" if service_key else ">")

@@ -1,12 +1,20 @@
 """TMS settings: environment variables `TMS_*`, then an optional TOML or YAML file named by
-`TMS_CONFIG_FILE`, then the defaults below. Every role reads its configuration from here."""
+`TMS_CONFIG_FILE`, then the defaults below. Every role reads its configuration from here.
+
+`Settings` is flat: one field per `TMS_*` variable (and config-file key), which is the contract operators and
+the configuration reference see. Each role reads its own typed, frozen view of it, derived from the flat fields
+(never set on its own): `settings.service`, `settings.worker`, `settings.planner`, `settings.manager`; a view's
+field is the flat one without the role's prefix (`settings.worker.slots` is TMS_WORKER_SLOTS) or, if it has
+none, the flat one's name (`settings.worker.merge_memory_bytes`). What every process reads stays on `Settings`
+itself (`SHARED_SETTINGS`)."""
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -25,6 +33,129 @@ from tms.storage_roots import StorageRootOptions, check_roots
 from tms.timeline_zone import local_zone
 
 CONFIG_FILE_ENV = "TMS_CONFIG_FILE"
+
+PlannerService = Literal["compaction", "clustering", "clean", "rollback", "archive"]
+
+
+class RoleSettings(BaseModel):
+    """A role's view of the flat settings: built from them (`of`), frozen. A field reads the flat setting
+    PREFIX + its name if there is one, else the flat setting of its own name (see `flat_name`)."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    PREFIX: ClassVar[str] = ""
+
+    @classmethod
+    def flat_name(cls, name: str) -> str:
+        """The `Settings` field (TMS_<it upper-cased>) the view's field `name` reads."""
+        prefixed = cls.PREFIX + name
+        return prefixed if prefixed in Settings.model_fields else name
+
+    @classmethod
+    def of(cls, settings: Settings) -> Self:
+        return cls.model_validate({name: getattr(settings, cls.flat_name(name)) for name in cls.model_fields})
+
+
+class ServiceSettings(RoleSettings):
+    """The service (`tms serve`): how it listens, authenticates and bounds requests."""
+    host: str
+    port: int
+    public_url: str | None
+    callback_key: SecretStr | None
+    admin_token: SecretStr | None
+    max_body_bytes: int
+    max_bulk_body_bytes: int
+    cache_seconds: float
+    discovery_admit_callbacks: bool
+    engine_code_dir: Path | None
+
+
+class WorkerSettings(RoleSettings):
+    """The worker (`tms worker`) and the jobs it runs; the retries its failed attempts get."""
+    PREFIX: ClassVar[str] = "worker_"
+    slots: int
+    poll_seconds: float
+    lease_seconds: float
+    job_timeout_seconds: float
+    runner: Literal["spark", "python"]
+    service_url: str | None
+    shadow_root: str | None
+    driver_memory_mb: int
+    driver_cores: int
+    max_executors_per_table: int
+    default_master: str
+    default_warm_engine: bool
+    fence_patience_seconds: float
+    merge_memory_bytes: int
+    retry_backoff_seconds: float
+    retry_backoff_max_seconds: float
+    retry_max_attempts: int
+
+
+class PlannerSettings(RoleSettings):
+    """The planner (`tms planner`), and the planning on request (the service's, the manager's)."""
+    PREFIX: ClassVar[str] = "planner_"
+    services: tuple[PlannerService, ...]
+    threads: int
+    poll_seconds: float
+    tick_seconds: float
+    scan_seconds: float
+    clean_commits: int
+    full_pass_hours: float
+    cached_tables: int
+    cache_mb: int
+    watch_timelines: bool
+
+
+class ManagerSettings(RoleSettings):
+    """The manager (`tms manager`): its leader's periodic work (alert rules, retention, health scores, webhooks,
+    canaries, discovery and catalog syncs), which the service also does on request."""
+    PREFIX: ClassVar[str] = "manager_"
+    lease_seconds: float
+    heartbeat_seconds: float
+    reconcile_seconds: float
+    retry_seconds: float
+    monitor_seconds: float
+    backup_seconds: float
+    ttl_seconds: float
+    health_seconds: float
+    retention_seconds: float
+    canary_seconds: float
+    metrics_port: int | None
+    health_batch: int
+    health_history_days: float
+    retention_days: float
+    retention_events_days: float
+    retention_batch_rows: int
+    retention_pause_seconds: float
+    monitor_unclaimed_seconds: float
+    monitor_unplanned_seconds: float
+    monitor_hold_seconds: float
+    monitor_instance_missing_seconds: float
+    canary_failure_margin: float
+    canary_min_tasks: int
+    webhook_poll_seconds: float
+    webhook_timeout_seconds: float
+    webhook_backoff_seconds: float
+    webhook_max_age_seconds: float
+    discovery_scan_seconds: float
+    discovery_max_depth: int
+    glue_endpoint_url: str | None
+    glue_region: str
+    glue_sync_databases: tuple[str, ...]
+    glue_sync_seconds: float
+    hive_metastore_uri: str | None
+    hive_sync_databases: tuple[str, ...]
+    hive_sync_seconds: float
+
+
+# The flat settings no role's view holds: every process reads them. Each other flat setting is read through
+# exactly one view (tests/service/test_svc_config.py checks).
+SHARED_SETTINGS = frozenset({
+    "database_url", "data_dir", "storage_roots", "storage_root_options", "backup_roots", "log_level",
+    "db_pool_size", "migrate_on_start", "heartbeat_seconds", "timeline_local_timezone", "display_timezone",
+    "orphan_safety_hours",
+})
+ROLE_VIEWS: dict[str, type[RoleSettings]] = {
+    "service": ServiceSettings, "worker": WorkerSettings, "planner": PlannerSettings, "manager": ManagerSettings}
 
 
 class Settings(BaseSettings):
@@ -124,8 +255,7 @@ class Settings(BaseSettings):
                           "run on one long-running Spark application instead of a spark-submit each")
 
     # The planner (`tms planner`): see tms/planning/ and docs/operating/planner.md.
-    planner_services: Annotated[list[Literal["compaction", "clustering", "clean", "rollback", "archive"]],
-                                NoDecode] = Field(
+    planner_services: Annotated[list[PlannerService], NoDecode] = Field(
         ["compaction", "clean", "rollback", "archive"],
         description="Comma-separated table services the planner schedules on its own; clustering is opt-in, "
                     "as in Hudi: a table's policy or template turns it on (hoodie.clustering.async.enabled=true) "
@@ -266,6 +396,44 @@ class Settings(BaseSettings):
         10.0, ge=0, description="Wait before retrying a failed delivery; doubled per attempt up to 10 minutes")
     webhook_max_age_seconds: float = Field(
         86400.0, gt=0, description="A delivery not accepted within this long is given up (expired)")
+
+    # The roles' views: built once per instance from the flat fields above; a copy or a changed field
+    # (model_copy(update=...), a test's monkeypatch) builds them anew.
+    @cached_property
+    def service(self) -> ServiceSettings:
+        return ServiceSettings.of(self)
+
+    @cached_property
+    def worker(self) -> WorkerSettings:
+        return WorkerSettings.of(self)
+
+    @cached_property
+    def planner(self) -> PlannerSettings:
+        return PlannerSettings.of(self)
+
+    @cached_property
+    def manager(self) -> ManagerSettings:
+        return ManagerSettings.of(self)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ROLE_VIEWS:
+            raise AttributeError(f"settings.{name} is derived from the flat settings: set those")
+        super().__setattr__(name, value)
+        self._forget_views()
+
+    def __copy__(self) -> Self:
+        copied = super().__copy__()
+        copied._forget_views()
+        return copied
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copied = super().__deepcopy__(memo)
+        copied._forget_views()
+        return copied
+
+    def _forget_views(self) -> None:
+        for name in ROLE_VIEWS:
+            self.__dict__.pop(name, None)
 
     @field_validator("storage_roots", "backup_roots", "planner_services", "glue_sync_databases",
                      "hive_sync_databases", mode="before")

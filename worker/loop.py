@@ -1,4 +1,4 @@
-"""The worker process: it keeps up to `worker_slots` jobs running. Each turn of its role loop (tms.instance) it
+"""The worker process: it keeps up to `settings.worker.slots` jobs running. Each turn of its role loop (tms.instance) it
 hands back the tasks of dead workers and claims runnable tasks for its free slots; each claimed task runs
 under a JobSupervisor in a thread of its own."""
 from __future__ import annotations
@@ -28,24 +28,25 @@ DEFAULT_QUEUE_EXECUTORS = 4
 
 def service_url(settings: Settings) -> str:
     """Where jobs reach the service's fence endpoint."""
-    if settings.worker_service_url:
-        return settings.worker_service_url
-    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
-    return f"http://{host}:{settings.port}"
+    if settings.worker.service_url:
+        return settings.worker.service_url
+    host = "127.0.0.1" if settings.service.host in ("0.0.0.0", "::", "") else settings.service.host
+    return f"http://{host}:{settings.service.port}"
 
 
 class Worker:
     def __init__(self, database: Database, settings: Settings, *, worker_id: str | None = None):
         self.database = database
         self.settings = settings
+        own = settings.worker
         self.loop = RoleLoop(database, ["worker"], heartbeat_seconds=settings.heartbeat_seconds,
-                             poll_seconds=settings.worker_poll_seconds, instance_id=worker_id)
+                             poll_seconds=own.poll_seconds, instance_id=worker_id)
         self.id = self.loop.id
-        self.limits = ClaimLimits(lease_seconds=settings.worker_lease_seconds,
-                                  driver_memory_mb=settings.worker_driver_memory_mb,
-                                  driver_cores=settings.worker_driver_cores,
-                                  max_executors_per_table=settings.worker_max_executors_per_table,
-                                  merge_budget_bytes=settings.merge_memory_bytes, context=table_context(settings))
+        self.limits = ClaimLimits(lease_seconds=own.lease_seconds,
+                                  driver_memory_mb=own.driver_memory_mb,
+                                  driver_cores=own.driver_cores,
+                                  max_executors_per_table=own.max_executors_per_table,
+                                  merge_budget_bytes=own.merge_memory_bytes, context=table_context(settings))
         self._jobs: dict[int, tuple[JobSupervisor, threading.Thread]] = {}
         self._lock = threading.Lock()
         self.warm_engines: WarmEngines | None = None  # the spark runner's, made by run()
@@ -58,8 +59,8 @@ class Worker:
         try:
             self._job_settings = self._make_job_settings(scratch)
             self._ensure_a_queue()
-            log.info("worker %s: %s slot(s), %s jobs, fence at %s", self.id, self.settings.worker_slots,
-                     self.settings.worker_runner, self._job_settings.service_url)
+            log.info("worker %s: %s slot(s), %s jobs, fence at %s", self.id, self.settings.worker.slots,
+                     self.settings.worker.runner, self._job_settings.service_url)
             self.loop.run(self, finish=self._finish)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -73,28 +74,28 @@ class Worker:
             return list(self._jobs)
 
     def _make_job_settings(self, scratch: Path) -> JobSettings:
-        s = self.settings
-        py_files = build_py_files(scratch) if s.worker_runner == "spark" else None  # built once, shipped each job
+        s, own = self.settings, self.settings.worker
+        py_files = build_py_files(scratch) if own.runner == "spark" else None  # built once, shipped each job
         log_dir = s.data_dir.resolve() / "jobs"
         if py_files is not None:
             self.warm_engines = WarmEngines(py_files=py_files, run_dir=scratch / "engines", log_dir=log_dir,
-                                            driver_memory_mb=s.worker_driver_memory_mb,
-                                            driver_cores=s.worker_driver_cores,
+                                            driver_memory_mb=own.driver_memory_mb,
+                                            driver_cores=own.driver_cores,
                                             settings_conf=executor_settings_conf(s))
-        return JobSettings(database=self.database, service_url=service_url(s), runner=s.worker_runner,
+        return JobSettings(database=self.database, service_url=service_url(s), runner=own.runner,
                            py_files=py_files, log_dir=log_dir,
-                           lease_seconds=s.worker_lease_seconds, timeout_seconds=s.worker_job_timeout_seconds,
-                           retry_limits=RetryLimits.from_settings(s), warm_engines=self.warm_engines,
-                           shadow_root=s.worker_shadow_root, storage_roots=tuple(s.storage_roots),
+                           lease_seconds=own.lease_seconds, timeout_seconds=own.job_timeout_seconds,
+                           retry_limits=RetryLimits.from_settings(own), warm_engines=self.warm_engines,
+                           shadow_root=own.shadow_root, storage_roots=tuple(s.storage_roots),
                            context=table_context(s), settings_conf=executor_settings_conf(s))
 
     def _ensure_a_queue(self) -> None:
         """A first start with no queue configured gets a local one, so jobs run out of the box."""
         with self.database.transaction() as session:
             created = QueueRepo(session).create_if_none(
-                DEFAULT_QUEUE, kind="local", master=self.settings.worker_default_master,
-                capacity=self.settings.worker_slots, max_executors=DEFAULT_QUEUE_EXECUTORS,
-                warm_engine_enabled=self.settings.worker_default_warm_engine,
+                DEFAULT_QUEUE, kind="local", master=self.settings.worker.default_master,
+                capacity=self.settings.worker.slots, max_executors=DEFAULT_QUEUE_EXECUTORS,
+                warm_engine_enabled=self.settings.worker.default_warm_engine,
                 warm_engine_executors=DEFAULT_QUEUE_EXECUTORS)
         if created is not None:
             log.info("no queue was configured: created queue %r (%s)", created.name, created.master)
@@ -108,7 +109,7 @@ class Worker:
             self.warm_engines.sync(self.database)
         for task_id in requeue_expired_leases(self.database):
             log.info("task %s: its worker's lease expired; runnable again", task_id)
-        while len(self.running) < self.settings.worker_slots and not self.loop.stopping:
+        while len(self.running) < self.settings.worker.slots and not self.loop.stopping:
             claimed = claim_next(self.database, self.id, self.limits)
             if claimed is None:
                 break
@@ -116,8 +117,8 @@ class Worker:
 
     def facts(self) -> dict[str, object]:
         # The job timeout is the worker's own setting: the manager's early warning judges its tasks by it.
-        return {"slots": self.settings.worker_slots, "running": self.running,
-                JOB_TIMEOUT_FACT: self.settings.worker_job_timeout_seconds}
+        return {"slots": self.settings.worker.slots, "running": self.running,
+                JOB_TIMEOUT_FACT: self.settings.worker.job_timeout_seconds}
 
     def _start(self, supervisor: JobSupervisor) -> None:
         task_id = supervisor.claimed.task_id

@@ -19,7 +19,7 @@ import random
 import re
 from dataclasses import dataclass
 
-from tms.config import Settings
+from tms.config import WorkerSettings
 from tms.db.repos.tasks import FailureRecord
 from tms.hudi.timeline.conflicts import CONFLICT_REASON
 
@@ -58,8 +58,8 @@ class RetryLimits:
     max_attempts: int
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RetryLimits:
-        return cls(settings.retry_backoff_seconds, settings.retry_backoff_max_seconds, settings.retry_max_attempts)
+    def from_settings(cls, worker: WorkerSettings) -> RetryLimits:
+        return cls(worker.retry_backoff_seconds, worker.retry_backoff_max_seconds, worker.retry_max_attempts)
 
 
 def backoff_seconds(attempts_in_series: int, limits: RetryLimits, rng: random.Random | None = None) -> float:

@@ -23,7 +23,7 @@ def acknowledge_alert(session: Session, settings: Settings, alert_id: int) -> Al
     if alert.resolved_at is not None:
         return alert
     InstanceRepo(session).forget_silent(alert.subject.removeprefix("instance:"),
-                                        settings.monitor_instance_missing_seconds)
+                                        settings.manager.monitor_instance_missing_seconds)
     resolved = alerts.resolve(alert.fingerprint)
     return resolved or alerts.get(alert_id)
 

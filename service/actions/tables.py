@@ -101,7 +101,7 @@ def check_registration(settings: Settings, registration: TableRegistration, cont
     try:
         table = HudiTable.load(registration.base_path, context=context)
         facts = registration_facts(table)
-        report = capability_report(table, policy=policy, planner_services=frozenset(settings.planner_services))
+        report = capability_report(table, policy=policy, planner_services=frozenset(settings.planner.services))
     except TableNotFoundError:
         raise _base_path_error(_no_table_there(registration.base_path, context)) from None
     except Exception as exc:  # unreadable, unsupported version: all bad input here
@@ -126,7 +126,7 @@ def register_table(session: Session, settings: Settings, checked: CheckedRegistr
         policies=checked.policy.explicit(), concurrency_options=checked.concurrency,
         callback_key_hash=hash_secret(body.callback_key) if body.callback_key else None, **checked.facts)
     report = capability_report(checked.table, policy=table.policy,
-                               planner_services=frozenset(settings.planner_services))
+                               planner_services=frozenset(settings.planner.services))
     return table, report
 
 

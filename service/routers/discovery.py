@@ -66,8 +66,9 @@ def glue_sync(body: GlueSyncRequest, request: Request) -> dict[str, Any]:
     catalog since is disabled (never deleted). Recorded with the root `glue://<database>`."""
     settings = request.app.state.settings
     policies = checked_policy(request.app.state.settings, {}, body.policies).explicit()
-    report = sync_glue_database(request.app.state.database, body.database, endpoint_url=settings.glue_endpoint_url,
-                                region=settings.glue_region, storage_roots=settings.storage_roots, policies=policies,
+    report = sync_glue_database(request.app.state.database, body.database,
+                                endpoint_url=settings.manager.glue_endpoint_url, region=settings.manager.glue_region,
+                                storage_roots=settings.storage_roots, policies=policies,
                                 refresh=request.app.state.intake.forget_tables,
                                 context=request.app.state.table_context)
     return asdict(report)
@@ -85,7 +86,8 @@ def hive_sync(body: HiveSyncRequest, request: Request) -> dict[str, Any]:
     with the root `hive://<database>`."""
     settings = request.app.state.settings
     policies = checked_policy(request.app.state.settings, {}, body.policies).explicit()
-    report = sync_hive_database(request.app.state.database, body.database, metastore_uri=settings.hive_metastore_uri,
+    report = sync_hive_database(request.app.state.database, body.database,
+                                metastore_uri=settings.manager.hive_metastore_uri,
                                 storage_roots=settings.storage_roots, policies=policies,
                                 refresh=request.app.state.intake.forget_tables,
                                 context=request.app.state.table_context)

@@ -86,7 +86,8 @@ def put_engine(name: Name, body: EngineIn, request: Request) -> EngineOut:
         check_hudi_engine(spark_submit, body.spark_conf)
         code_path = ""
     else:
-        code_path = resolve_code_path(body.code_path, body.code_version, request.app.state.settings.engine_code_dir)
+        code_path = resolve_code_path(body.code_path, body.code_version,
+                                      request.app.state.settings.service.engine_code_dir)
     with request.app.state.database.transaction() as session:
         repo = EngineRepo(session)
         engine = repo.put(name, **{**body.model_dump(), "code_path": code_path})
@@ -133,9 +134,9 @@ def put_rollout(name: Name, body: RolloutIn, request: Request) -> RolloutOut:
     fields = body.model_dump(exclude={"table"})
     fields["table_name"] = body.table
     if fields["failure_margin"] is None:
-        fields["failure_margin"] = settings.canary_failure_margin
+        fields["failure_margin"] = settings.manager.canary_failure_margin
     if fields["min_tasks"] is None:
-        fields["min_tasks"] = settings.canary_min_tasks
+        fields["min_tasks"] = settings.manager.canary_min_tasks
     with request.app.state.database.transaction() as session:
         rollout = RolloutRepo(session).put(name, **fields)
         AlertRepo(session).resolve(f"{CANARY_ALERT}:rollout:{name}")  # a rolled-back canary put again

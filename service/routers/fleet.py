@@ -78,11 +78,11 @@ def get_table_health_history(table_id: TableId, request: Request, hours: Hours =
 def score_now(body: ScoreRequest, request: Request) -> dict[str, Any]:
     """Reads each table from storage; the answer is the fleet view after it."""
     settings = request.app.state.settings
-    options = {"clean_commits": settings.planner_clean_commits,
+    options = {"clean_commits": settings.planner.clean_commits,
                "orphan_safety_seconds": settings.orphan_safety_hours * 3600,
                "context": request.app.state.table_context}
     if body.table_ids is None:
-        score_stalest(request.app.state.database, datetime.now(UTC), batch=settings.health_batch, **options)
+        score_stalest(request.app.state.database, datetime.now(UTC), batch=settings.manager.health_batch, **options)
     else:
         with request.app.state.database.transaction() as session:
             for table_id in body.table_ids:

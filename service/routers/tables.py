@@ -95,9 +95,9 @@ def get_table(table_id: TableId, request: Request) -> dict[str, Any]:
         damaged = reported_damaged_files(session, table_id)
     settings = request.app.state.settings
     view = live_view(table.base_path, policy, health_counts, table.enabled, ttl_tasks,
-                     clean_commits=settings.planner_clean_commits,
+                     clean_commits=settings.planner.clean_commits,
                      orphan_safety_seconds=settings.orphan_safety_hours * 3600, hudi_engine=hudi_engine,
-                     planner_state=table.planner_state, planner_services=frozenset(settings.planner_services),
+                     planner_state=table.planner_state, planner_services=frozenset(settings.planner.services),
                      context=request.app.state.table_context,
                      damaged_files=damaged)
     return {**out, **view, "properties": table.properties, "tasks_by_state": tasks_by_state,

@@ -197,7 +197,7 @@ def table_page(request: Request, user: User, table_id: int) -> HTMLResponse:
             raise Refused(404, f"There is no table with id {table_id}.") from None
     options = writer_options(settings, request, table_has_own_key=data["table"].callback_key_hash is not None)
     return _page(request, "table.html", user, now=datetime.now(UTC), duration=views.duration,
-                 writer_options=options, scan_seconds=settings.planner_scan_seconds, **data)
+                 writer_options=options, scan_seconds=settings.planner.scan_seconds, **data)
 
 
 @router.post("/tables/{table_id}/settings")

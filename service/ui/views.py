@@ -149,8 +149,8 @@ def table_detail(session: Session, table_id: int, settings: Settings, context: H
                      ttl_schedule(session, table_id, policy),
                      hudi_engine=RolloutRepo(session).hudi_engine_for(queue=table.queue, database=table.database,
                                                                       table=table.name),
-                     clean_commits=settings.planner_clean_commits, planner_state=table.planner_state, table=hudi,
-                     planner_services=frozenset(settings.planner_services),
+                     clean_commits=settings.planner.clean_commits, planner_state=table.planner_state, table=hudi,
+                     planner_services=frozenset(settings.planner.services),
                      damaged_files=reported_damaged_files(session, table_id), context=context)
     facts = read_table_facts(table, [t for t in tasks if t.state in ("RUNNING", "RUNNABLE", "BLOCKED", "PENDING")],
                              with_timeline=True, table=hudi, context=context)

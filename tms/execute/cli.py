@@ -59,7 +59,7 @@ def execute(path: str = typer.Argument(..., help="Base path (or URL) of the Hudi
     memory_options = {k: v for k, v in options.items() if is_memory_option(k)}
     settings = load_settings()
     table = HudiTable.load(path, context=table_context(settings))
-    budget = merge_budget_bytes(memory_options, table.config.props, settings.merge_memory_bytes)
+    budget = merge_budget_bytes(memory_options, table.config.props, settings.worker.merge_memory_bytes)
     concurrency = parse_concurrency_options(lock_options, base_path=path, table_name=table.name)
     with TransactionManager(table, concurrency) as transactions:
         executor = executor_for(table, instant, transactions)

@@ -39,7 +39,7 @@ class LeaderWatch:
 
     def check(self) -> bool:
         """Fire, count or resolve the `no_leader` alert from the lease row now: True while it fires."""
-        grace = self.settings.manager_lease_seconds + self.settings.manager_heartbeat_seconds
+        grace = self.settings.manager.lease_seconds + self.settings.manager.heartbeat_seconds
         with self.database.transaction() as session:
             holder, expires_at, now = LeaseRepo(session).term(LEASE_NAME)
             self.watching_since = self.watching_since or now

@@ -39,8 +39,9 @@ def locked_for_planning(database: Database, table_id: int) -> Iterator[tuple[Ses
 
 def planner_options(settings: Settings) -> PlannerOptions:
     """What the planner schedules (TMS_PLANNER_SERVICES, TMS_PLANNER_CLEAN_COMMITS, TMS_PLANNER_FULL_PASS_HOURS)."""
-    return PlannerOptions(services=frozenset(settings.planner_services), clean_commits=settings.planner_clean_commits,
-                          storage_roots=tuple(settings.storage_roots), full_pass_hours=settings.planner_full_pass_hours,
+    own = settings.planner
+    return PlannerOptions(services=frozenset(own.services), clean_commits=own.clean_commits,
+                          storage_roots=tuple(settings.storage_roots), full_pass_hours=own.full_pass_hours,
                           context=table_context(settings))
 
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import httpx
 from sqlalchemy.orm import Session
 
-from tms.config import Settings
+from tms.config import ManagerSettings
 from tms.db import WebhookRepo
 from tms.webhooks.payload import signature
 
@@ -39,9 +39,9 @@ class Outgoing:
 
 
 class Deliverer:
-    def __init__(self, settings: Settings, client: httpx.Client | None = None):
-        self.settings = settings
-        self.client = client or httpx.Client(timeout=settings.webhook_timeout_seconds)
+    def __init__(self, manager: ManagerSettings, client: httpx.Client | None = None):
+        self.manager = manager  # the webhook_* settings
+        self.client = client or httpx.Client(timeout=manager.webhook_timeout_seconds)
 
     def close(self) -> None:
         self.client.close()
@@ -54,7 +54,7 @@ class Deliverer:
         for outgoing in self._take(transaction, kinds):
             # A slow receiver must not keep the batch's attempts unrecorded for long: the rest wait for the
             # next run (their hold ends after a request's timeout).
-            if time.monotonic() - started > self.settings.webhook_timeout_seconds:
+            if time.monotonic() - started > self.manager.webhook_timeout_seconds:
                 break
             results.append((outgoing, *self._send(outgoing)))
         if results:
@@ -62,13 +62,13 @@ class Deliverer:
         return sum(1 for _, status, _ in results if _accepted(status))
 
     def _take(self, transaction: Transaction, kinds: Collection[str] | None) -> list[Outgoing]:
-        hold = self.settings.webhook_timeout_seconds + 5  # no second sender while this one tries
+        hold = self.manager.webhook_timeout_seconds + 5  # no second sender while this one tries
         with transaction() as session:
             repo = WebhookRepo(session)
-            expired = repo.expire_older_than(self.settings.webhook_max_age_seconds)
+            expired = repo.expire_older_than(self.manager.webhook_max_age_seconds)
             if expired:
                 log.warning("%s webhook deliveries expired undelivered after %.0f s", expired,
-                            self.settings.webhook_max_age_seconds)
+                            self.manager.webhook_max_age_seconds)
             taken = [Outgoing(d.id, w.url, w.secret, d.body, d.attempts) for d, w in repo.due(BATCH, kinds=kinds)]
             if taken:
                 repo.hold([o.delivery_id for o in taken], hold)
@@ -102,7 +102,7 @@ class Deliverer:
                             outgoing.url, outgoing.attempts + 1, error or status, self._wait(outgoing))
 
     def _wait(self, outgoing: Outgoing) -> float:
-        return min(self.settings.webhook_backoff_seconds * 2 ** outgoing.attempts, MAX_BACKOFF_SECONDS)
+        return min(self.manager.webhook_backoff_seconds * 2 ** outgoing.attempts, MAX_BACKOFF_SECONDS)
 
 
 def _accepted(status: int | None) -> bool:
