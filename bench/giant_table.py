@@ -243,8 +243,8 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
         seconds = time.perf_counter() - start
         if planned is None:
             raise SystemExit(f"{kind}: nothing was planned")
-        plan = parse_compaction_plan(table.timeline.read_plan(planned.instant))
-        out["operations"] = len(plan.operations)
+        compaction = parse_compaction_plan(table.timeline.read_plan(planned.instant))
+        out["operations"] = len(compaction.operations)
         out["instant"] = planned.instant
         if kind == "first":  # the parts its job runs in (tms.execute.parts), on a 64-slot queue
             from tms.execute.compaction import CompactionExecutor

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     sc = SparkContext.getOrCreate(driver_conf(f"tms {args.service or 'plan'} {args.instant} {args.table}", settings))
     print(f"spark application id: {sc.applicationId}", flush=True)  # the worker records it
     try:
-        return run_plan(args, SparkRunner(sc, settings.worker_part_bytes))
+        return run_plan(args, SparkRunner(sc, settings.worker.part_bytes))
     finally:
         # The application ends in the JVM; pyspark's own stop() then waits up to a second for its accumulator
         # server's poll loop, a daemon thread that the driver's exit ends anyway.

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr = output
     if os.path.exists(args.socket):
         os.unlink(args.socket)
-    server = EngineServer(args.socket, sc, output, settings.worker_part_bytes)
+    server = EngineServer(args.socket, sc, output, settings.worker.part_bytes)
     threading.Thread(target=_keep_warm, args=(server,), name="keep-warm", daemon=True).start()
     print(f"spark application id: {sc.applicationId}; warm engine listening on {args.socket}", flush=True)
     try:

@@ -283,7 +283,7 @@ def predicted_timeout(reads: MonitorReads, ctx: MonitorContext) -> dict[str, Sig
     nothing to judge it by)."""
     instances = reads.instances()
     timeouts = worker_timeouts(instances)
-    alive = ctx.now - timedelta(seconds=ctx.settings.monitor_instance_missing_seconds)
+    alive = ctx.now - timedelta(seconds=ctx.settings.manager.monitor_instance_missing_seconds)
     live = worker_timeouts(i for i in instances if i.heartbeat_at >= alive)
     longest = max(live.values(), default=max(timeouts.values(), default=None))
     loads = _queue_loads(reads)

@@ -85,6 +85,8 @@ class WorkerSettings(RoleSettings):
     default_warm_engine: bool
     fence_patience_seconds: float
     merge_memory_bytes: int
+    part_bytes: int
+    task_max_failures: int
     retry_backoff_seconds: float
     retry_backoff_max_seconds: float
     retry_max_attempts: int

@@ -104,7 +104,7 @@ def executor_settings_conf(settings: Settings) -> dict[str, str]:
     credentials (the job's driver sets those: `jobs.spark_runner.driver_conf`), and the attempts of a part."""
     conf = {f"spark.executorEnv.{name}": value for name, value in child_env(settings).items()}
     return {**conf, **hadoop_conf(settings.storage_root_options),
-            MAX_FAILURES: str(settings.worker_task_max_failures)}
+            MAX_FAILURES: str(settings.worker.task_max_failures)}
 
 
 MAX_FAILURES = "spark.task.maxFailures"
