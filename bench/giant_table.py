@@ -248,7 +248,9 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
         out["instant"] = planned.instant
         if kind == "first":  # the parts its job runs in (tms.execute.parts), on a 64-slot queue
             from tms.execute.compaction import CompactionExecutor
-            sizes = CompactionExecutor(table, table.timeline.get(planned.instant)).task_bytes([])
+            requested = table.timeline.get(planned.instant)
+            assert requested is not None
+            sizes = CompactionExecutor(table, requested).task_bytes([])
             parts = cut_into_parts(sizes, DEFAULT_PART_BYTES, 64)
             out["parts"] = len(parts)
             out["largest_part_mb"] = max(sum(sizes[i] for i in part) for part in parts) / 2**20
