@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from mdt_model import MDT_FIXTURES, MdtModelledTable, unzip_mdt_fixture, without_metadata_table
 from support import hudi_rs_table, rows
 
+from tms.execute.clean import CleanExecutor
 from tms.execute.dispatch import execute_instant, executor_for
 from tms.execute.fencing import no_fence
 from tms.execute.retry import prepare_retry
@@ -126,6 +127,25 @@ def test_writer_made_mdt_table_through_every_service(tmp_path, table_type, versi
     t.check()
     t.write([rec(i, 50) for i in range(0, 40, 4)])
     t.check()
+
+
+@pytest.mark.parametrize("version", [6, 8])
+def test_a_clean_run_again_after_its_task_deleted_files_takes_them_out_of_the_listing(tmp_path, version):
+    """A clean task attempted again (its driver died after the task, or Spark retried the task) finds the files
+    its first attempt deleted already gone and reports them failed, as Hudi's cleaner does; the files partition
+    drops every file the clean set out to delete (Java: the clean's delete path patterns), so the metadata
+    table never lists a file storage no longer has."""
+    t = MdtModelledTable(tmp_path / "t", "COPY_ON_WRITE", version)
+    write_history(t)
+    ts, doomed = plan_clean_of_old_versions(t.table())
+    crashed = CleanExecutor(t.table(), t.table().timeline.get(ts))
+    first = crashed.task_function(crashed.start(no_fence)[0], "0-0-0")  # then the driver dies
+    assert first.deleted
+
+    execute_instant(t.table(), ts, RUNNER)
+
+    assert not any((t.path / p).exists() for p in doomed)
+    t.check()  # the metadata table lists what storage holds
 
 
 @pytest.mark.parametrize("table_type,version", [("MERGE_ON_READ", 6), ("COPY_ON_WRITE", 8), ("MERGE_ON_READ", 9)])

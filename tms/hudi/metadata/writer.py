@@ -308,7 +308,11 @@ class MetadataWriter:
             return
         self._roll_back_delta_commit(instant)   # an earlier attempt's, as Java's re-attempt does
         if isinstance(metadata, CleanMetadata):
-            changes = [_FileChange(p.partition_path or "", {}, [posixpath.basename(f) for f in p.success_delete_files])
+            # Every file the clean set out to delete leaves the listing, deleted now or already gone (a retried
+            # task's files, which its second attempt reports failed), as Java's files partition takes a clean's
+            # delete path patterns (HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords).
+            changes = [_FileChange(p.partition_path or "", {}, [posixpath.basename(f) for f in
+                                                                p.delete_path_patterns or p.success_delete_files])
                        for p in metadata.partition_metadata.values()]
             dropped = [p.partition_path or "" for p in metadata.partition_metadata.values() if p.is_partition_deleted]
             records, deletes = self._records(instant, changes, dropped=dropped)
