@@ -22,7 +22,7 @@ class DyingRunner:
     def __init__(self, survivors: int):
         self.survivors = survivors
 
-    def map(self, fn, tasks, description=""):
+    def map(self, fn, tasks, description="", sizes=None):
         for i, task in enumerate(tasks[:self.survivors]):
             fn(task, write_token(i))
         raise DriverKilledError(description)

@@ -83,8 +83,8 @@ class WriteWhileRunning(LocalRunner):
         super().__init__(1)
         self.write = write
 
-    def map(self, fn, tasks, description=""):
-        results = super().map(fn, tasks, description)
+    def map(self, fn, tasks, description="", sizes=None):
+        results = super().map(fn, tasks, description, sizes)
         self.write()
         return results
 
