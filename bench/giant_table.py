@@ -86,7 +86,7 @@ from storage_requests import REQUESTS, count_requests  # noqa: E402
 
 from tms.execute.dispatch import execute_instant  # noqa: E402
 from tms.execute.fencing import no_fence  # noqa: E402
-from tms.execute.parts import DEFAULT_PART_BYTES, cut_into_parts  # noqa: E402
+from tms.execute.parts import cut_into_parts  # noqa: E402
 from tms.execute.runner import LocalRunner  # noqa: E402
 from tms.hudi.fs_view.file_names import BaseFileName, LogFileName  # noqa: E402
 from tms.hudi.metadata.init import create_metadata_table  # noqa: E402
@@ -251,7 +251,7 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
             requested = table.timeline.get(planned.instant)
             assert requested is not None
             sizes = CompactionExecutor(table, requested).task_bytes([])
-            parts = cut_into_parts(sizes, DEFAULT_PART_BYTES, 64)
+            parts = cut_into_parts(sizes, 1024**3, 64)  # TMS_WORKER_PART_BYTES=1 GiB
             out["parts"] = len(parts)
             out["largest_part_mb"] = max(sum(sizes[i] for i in part) for part in parts) / 2**20
         if kind != "first":

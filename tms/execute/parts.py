@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# The bytes one part reads at most by default (TMS_WORKER_PART_BYTES).
-DEFAULT_PART_BYTES = 1024 * 1024 * 1024
+# The bytes one part reads at most by default (TMS_WORKER_PART_BYTES): 1 MiB, each operation a part of its own
+# (as before parts), until a Python worker left running a part after its executor died is stopped between two
+# operations (a warm engine killed mid-plan once left a base file written after its attempt's rollback).
+DEFAULT_PART_BYTES = 1024 * 1024
 # What an operation counts for at least: one of a plan's many small (or unmeasured) operations still costs a
 # file open and a write, so a part never holds more than part_bytes / this of them.
 MIN_OPERATION_BYTES = 1024 * 1024
