@@ -25,7 +25,7 @@ from itertools import islice
 from typing import Any, Literal
 
 from tms.hudi.fs_view.partitions import PartitionListing
-from tms.hudi.fs_view.view import FileGroup, FileSlice
+from tms.hudi.fs_view.view import FileGroup, FileSlice, FileSystemView, chunked_views
 from tms.hudi.storage.paths import join
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, new_instant_time
@@ -208,19 +208,13 @@ class _Found:
     resume_from: str | None = None  # the partition the plan stopped in (its bound reached)
 
 
-# Partitions whose file groups are held in memory at once
-_PARTITIONS_AT_ONCE = 256
-
-
 def _doomed(table: HudiTable, policy: TablePolicy, earliest: Instant | None, scope: CleanScope,
             guard: _Guard) -> _Found:
     """The files to delete in `scope`'s partitions, in order, a few partitions' file groups at a time, whole
     slices up to the policy's bound of files per plan (a slice larger than the bound goes alone)."""
     found, bound = _Found(scope), policy.clean_max_files_per_plan
-    for at in range(0, len(scope.partitions), _PARTITIONS_AT_ONCE):
-        chunk = scope.partitions[at:at + _PARTITIONS_AT_ONCE]
-        listing = PartitionListing(chunk, {p: scope.listed.pop(p) for p in chunk if p in scope.listed})
-        for partition, slices in _deletable_slices(table, policy, earliest, listing, guard):
+    for view in chunked_views(table, listing=PartitionListing(scope.partitions, scope.listed)):
+        for partition, slices in _deletable_slices(view, policy, earliest, guard):
             for files in slices:
                 if bound and found.count and found.count + len(files) > bound:
                     found.resume_from = partition
@@ -231,11 +225,10 @@ def _doomed(table: HudiTable, policy: TablePolicy, earliest: Instant | None, sco
     return found
 
 
-def _deletable_slices(table: HudiTable, policy: TablePolicy, earliest: Instant | None, listing: PartitionListing,
+def _deletable_slices(view: FileSystemView, policy: TablePolicy, earliest: Instant | None,
                       guard: _Guard) -> Iterator[tuple[str, list[list[tuple[str, int]]]]]:
-    """Per partition of `listing`, in its order, the files (path, bytes) of each slice the policy deletes."""
+    """Per partition of `view`, in its order, the files (path, bytes) of each slice the policy deletes."""
     rule = policy.cleaner_policy
-    view = table.file_system_view(listing=listing)
     doomed: dict[str, list[list[tuple[str, int]]]] = defaultdict(list)
     for group in view.file_groups():
         protected = guard.protected(group)
@@ -250,7 +243,7 @@ def _deletable_slices(table: HudiTable, policy: TablePolicy, earliest: Instant |
         if earliest is None or replaced_by < earliest.timestamp:
             kept = guard.savepointed(group)
             doomed[group.partition] += [_files_of(fs) for fs in group.slices if fs.base_instant not in kept]
-    for partition in listing.partitions:
+    for partition in view.partitions:
         if files := doomed.pop(partition, None):
             yield partition, files
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tms.hudi.fs_view.partitions import list_partitions
+from tms.hudi.fs_view.view import FILES_KEPT
 from tms.hudi.storage.table_storage import FileInfo
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
@@ -59,7 +60,7 @@ def savepointed_timestamps(table: HudiTable) -> str:
 
 
 def full_scope(table: HudiTable) -> CleanScope:
-    listing = list_partitions(table)
+    listing = list_partitions(table, files_kept=FILES_KEPT)  # the others are listed a chunk at a time
     return CleanScope(listing.partitions, "", listing.files)
 
 

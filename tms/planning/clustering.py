@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from datetime import datetime, timedelta
 
-from tms.hudi.fs_view.view import FileSlice
+from tms.hudi.fs_view.view import FileSlice, chunked_views
 from tms.hudi.storage.paths import join
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
@@ -90,26 +90,28 @@ def plan_clustering(table: HudiTable, policy: TablePolicy, now: datetime, *, for
     scope = plan_scope(table, TableService.CLUSTERING, now, full_pass_every, policy)
     if scope.partitions is not None and not scope.partitions:
         return None  # nothing written since the last clustering, nothing left out by it
-    view = table.file_system_view(partitions=scope.partitions)
-    busy = set(view.pending_compaction) | set(view.pending_clustering) | file_groups_of_pending_writes(table)
-    by_partition: dict[str, list] = defaultdict(list)
-    for fs in view.latest_slices():
-        if (fs.partition, fs.file_id) not in busy and fs.base_size < policy.clustering_small_file_limit:
-            by_partition[fs.partition].append(fs)
+    busy: set[tuple[str, str]] | None = None
     groups: list[list[FileSlice]] = []
     cut: list[str] = []  # partitions whose groups the bound on groups cut
-    for partition in sorted(by_partition):
-        grouped = _slices_into_groups(by_partition[partition], policy)
-        room = max(0, policy.clustering_max_num_groups - len(groups))  # at most max.num.groups in all
-        groups += grouped[:room]
-        if len(grouped) > room:
-            cut.append(partition)
+    for view in chunked_views(table, scope.partitions):  # a few partitions at a time, in order
+        if busy is None:  # the same for every chunk
+            busy = set(view.pending_compaction) | set(view.pending_clustering) | file_groups_of_pending_writes(table)
+        by_partition: dict[str, list] = defaultdict(list)
+        for fs in view.latest_slices():
+            if (fs.partition, fs.file_id) not in busy and fs.base_size < policy.clustering_small_file_limit:
+                by_partition[fs.partition].append(fs)
+        for partition in sorted(by_partition):
+            grouped = _slices_into_groups(by_partition[partition], policy)
+            room = max(0, policy.clustering_max_num_groups - len(groups))  # at most max.num.groups in all
+            groups += grouped[:room]
+            if len(grouped) > room:
+                cut.append(partition)
     if not groups:
         return None
     params = {SORT_COLUMNS_PARAM: ",".join(policy.sort_columns)} if policy.sort_columns else {}
     extra, missing = ttl_plan_metadata(policy, now), None
     if table.config.traits.completion_times:  # what the next plan needs to schedule incrementally
-        missing = left_out(cut, busy)
+        missing = left_out(cut, busy or ())
         extra |= scope.metadata()
     plan = ClusteringPlan(input_groups=[_clustering_group(table, g, policy) for g in groups],
                           strategy=ClusteringStrategy(strategy_class_name=EXECUTION_STRATEGY, strategy_params=params),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from tms.hudi.errors import InstantConflictError
-from tms.hudi.fs_view.view import FileSlice, LogFile
+from tms.hudi.fs_view.view import FileSlice, LogFile, chunked_views
 from tms.hudi.log_format.log_file import BlockType, read_log_file
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import Action
@@ -89,27 +89,29 @@ def plan_compaction(table: HudiTable, policy: TablePolicy, now: datetime, *, for
 
 def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scope: Scope) -> Planned | None:
     """The compaction plan at instant time `tc` over the partitions of `scope`, written; None if no file slice
-    has logs to compact."""
+    has logs to compact. The partitions are read a few at a time (chunked_views): a full pass over a giant table
+    holds its candidate operations, not its files."""
     config, tl = table.config, table.timeline
     v6 = not config.traits.log_files_named_by_writer  # v6 slices by instant time
-    view = table.file_system_view(partitions=scope.partitions)
-    busy = set(view.pending_compaction) | set(view.pending_clustering)
     deferred = _pending_only_logs(table) if v6 else set()
 
     def compactable(log: LogFile) -> bool:
         return log.path not in deferred if v6 else (log.completion_time or log.name.instant) < tc
 
     candidates = []
-    sizes: dict[tuple[str, str], int] = {}  # (partition, file name) -> bytes, as listed: the plan's statistics
-    for fs in view.latest_slices():
-        if (fs.partition, fs.file_id) in busy:
-            continue
-        logs = [f for f in fs.log_files if compactable(f)]
-        if logs:
-            candidates.append(_operation(fs, logs, policy))
-            sizes.update(((fs.partition, f.file_name), f.size) for f in logs)
-            if fs.base_file:
-                sizes[(fs.partition, fs.base_file.file_name)] = fs.base_file.size
+    busy: set[tuple[str, str]] | None = None
+    operation_bytes: dict[int, int] = {}  # id(operation) -> bytes it reads, as listed: the plan's statistics
+    for view in chunked_views(table, scope.partitions):
+        if busy is None:  # the same for every chunk
+            busy = set(view.pending_compaction) | set(view.pending_clustering)
+        for fs in view.latest_slices():
+            if (fs.partition, fs.file_id) in busy:
+                continue
+            logs = [f for f in fs.log_files if compactable(f)]
+            if logs:
+                op = _operation(fs, logs, policy)
+                candidates.append(op)
+                operation_bytes[id(op)] = fs.base_size + sum(f.size for f in logs)
     operations = order_and_filter(candidates, policy)
     if not operations:
         return None
@@ -118,12 +120,12 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
     missing = None
     if config.traits.completion_times:  # what the next plan needs to schedule incrementally
         chosen = {id(op) for op in operations}
-        missing = left_out([op.partition_path or "" for op in candidates if id(op) not in chosen], busy)
+        missing = left_out([op.partition_path or "" for op in candidates if id(op) not in chosen], busy or ())
         extra |= scope.metadata()
     plan = CompactionPlan(operations=operations, extra_metadata=extra, missing_schedule_partitions=missing)
     tl.create_requested(Action.COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
     remember_plan(tl, tc, extra, missing)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []
-    stats = compaction_plan_stats(table, plan, lambda partition, name: sizes.get((partition, name), 0))
+    stats = compaction_plan_stats(table, plan, [operation_bytes[id(op)] for op in operations])
     return Planned(tc, TableService.COMPACTION, stats, tuple(remaining), scope.describe())

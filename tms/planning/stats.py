@@ -114,11 +114,13 @@ def rollback_stats(plan: RollbackPlan, sizes: ListedSizes) -> PlanStats:
     return _stats(per_request, max(per_request, default=0))
 
 
-def compaction_plan_stats(table: HudiTable, plan: CompactionPlan, size_of: SizeOf) -> PlanStats:
-    """Statistics of the compaction plan `plan` of `table`, its files' sizes from `size_of`."""
+def compaction_plan_stats(table: HudiTable, plan: CompactionPlan, sizes: SizeOf | list[int]) -> PlanStats:
+    """Statistics of the compaction plan `plan` of `table`, its files' sizes from `size_of`, or each operation's
+    bytes (the planner's own, as it listed them)."""
     with_ttl = TTL_CUTOFF_KEY in (plan.extra_metadata or {})
     parquet = table_base_format(table.config) == PARQUET
-    return replace(compaction_stats(plan, size_of), within_budget=parquet and not with_ttl)
+    stats = _stats(sizes, max(sizes, default=0)) if isinstance(sizes, list) else compaction_stats(plan, sizes)
+    return replace(stats, within_budget=parquet and not with_ttl)
 
 
 def plan_stats(table: HudiTable, timestamp: str) -> PlanStats:

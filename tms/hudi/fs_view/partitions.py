@@ -34,20 +34,27 @@ def is_partition_metafile(name: str) -> bool:
     return name == PARTITION_METAFILE or name.startswith(PARTITION_METAFILE + ".")
 
 
-def find_partition_folders(storage: Storage) -> PartitionListing:
-    """Every folder under the base path holding a partition metafile ('' for the base path itself)."""
-    found: dict[str, list[FileInfo]] = {}
+def find_partition_folders(storage: Storage, files_kept: int | None = None) -> PartitionListing:
+    """Every folder under the base path holding a partition metafile ('' for the base path itself), with the
+    listings of the first ones found while they hold at most `files_kept` files in all (None: every listing):
+    a pass over a giant table holds the partitions' names, not their files."""
+    found: list[str] = []
+    listed: dict[str, list[FileInfo]] = {}
+    kept = 0
     level = [""]
     while level:
         next_level: list[str] = []
         for rel in level:
             entries = storage.listdir(rel)
             if any(not e.is_dir and is_partition_metafile(e.name) for e in entries):
-                found[rel] = entries
+                found.append(rel)
+                if files_kept is None or kept + len(entries) <= files_kept:
+                    listed[rel] = entries
+                    kept += len(entries)
                 continue
             next_level.extend(e.path for e in entries if e.is_dir and not e.name.startswith("."))
         level = next_level
-    return PartitionListing(sorted(found), found)
+    return PartitionListing(sorted(found), listed)
 
 
 @dataclass
@@ -129,12 +136,12 @@ def committed_partitions(timeline: Timeline) -> set[str]:
     return set(state.partitions)
 
 
-def list_partitions(table: TableParts) -> PartitionListing:
+def list_partitions(table: TableParts, files_kept: int | None = None) -> PartitionListing:
     """The table's partitions: folders with a metafile, and those its commits name (a folder whose
     metafile is missing still holds committed files). A table with neither is read as non-partitioned
-    when it has no partition fields."""
-    listing = find_partition_folders(table.storage)
-    extra = {posixpath.normpath(p) if p else "" for p in committed_partitions(table.timeline)} - set(listing.files)
+    when it has no partition fields. `files_kept`: as find_partition_folders."""
+    listing = find_partition_folders(table.storage, files_kept)
+    extra = {posixpath.normpath(p) if p else "" for p in committed_partitions(table.timeline)} - set(listing.partitions)
     partitions = sorted(set(listing.partitions) | extra)
     if not partitions and not table.config.partition_fields:
         partitions = [""]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -100,6 +100,53 @@ class FileGroupStats:
     pending_clustering: str | None
 
 
+# A pass over many partitions (chunked_views) holds this many partitions' files at once, and keeps at most this many
+# files of the listings its partition search took (the others are listed again, a chunk at a time).
+PARTITIONS_AT_ONCE = 256
+FILES_KEPT = 100_000
+
+
+@dataclass(frozen=True)
+class TimelineFacts:
+    """What slicing any partition reads of the timeline: read once for a pass over many partitions."""
+    committed: Callable[[str], bool]
+    replaced: dict[tuple[str, str], str]            # (partition, file id) -> the completed replace commit
+    pending_compaction: dict[tuple[str, str], str]  # (partition, file id) -> the pending plan's instant
+    pending_clustering: dict[tuple[str, str], str]
+
+    @classmethod
+    def of(cls, table: TableParts, as_of: str | None = None) -> TimelineFacts:
+        tl = table.timeline
+        replaced: dict[tuple[str, str], str] = {}
+        for inst in tl.completed((Action.REPLACE_COMMIT,)):
+            if as_of is None or inst.timestamp <= as_of:
+                meta = tl.commit_metadata(inst)
+                for part, fids in (meta.partition_to_replace_file_ids or {}).items():
+                    for fid in fids:
+                        replaced[(part, fid)] = inst.timestamp
+        # Pending plans, as of now (a plan is pending whatever `as_of` says).
+        return cls(tl.committed_rule(), replaced, pending_compaction_groups(table), pending_clustering_groups(table))
+
+
+def chunked_views(table: TableParts, partitions: Iterable[str] | None = None, as_of: str | None = None,
+                  at_once: int = PARTITIONS_AT_ONCE,
+                  listing: PartitionListing | None = None) -> Iterator[FileSystemView]:
+    """The file-system view of `partitions` (or of those `listing` names, with the files it holds; default: every
+    partition of the table), as views of `at_once` partitions each, in the order given, sharing one reading of
+    the timeline: a pass over a giant table never holds its files all at once. The listing's files are taken
+    out of it as their chunk is read."""
+    facts = TimelineFacts.of(table, as_of)
+    if listing is None and partitions is None:
+        listing = list_partitions(table, files_kept=FILES_KEPT)
+    elif listing is None:
+        listing = PartitionListing(sorted({posixpath.normpath(p) if p else "" for p in partitions or ()}))
+    names = listing.partitions
+    for at in range(0, len(names), at_once):
+        chunk = names[at:at + at_once]
+        held = {p: listing.files.pop(p) for p in chunk if p in listing.files}
+        yield FileSystemView(table, as_of=as_of, listing=PartitionListing(chunk, held), facts=facts)
+
+
 def partition_paths(table: TableParts) -> list[str]:
     """Partition paths ('' for a non-partitioned table): folders holding a partition metafile and the
     partitions the commits name (see `partitions`), at any depth."""
@@ -108,11 +155,12 @@ def partition_paths(table: TableParts) -> list[str]:
 
 class FileSystemView:
     def __init__(self, table: TableParts, as_of: str | None = None, partitions: Iterable[str] | None = None,
-                 listing: PartitionListing | None = None):
+                 listing: PartitionListing | None = None, facts: TimelineFacts | None = None):
         """`partitions`: only these partitions, each listed on its own (storage requests follow their number,
         not the table's); `listing`: only the partitions it names (their files listed where it holds none);
-        default: every partition of the table."""
+        default: every partition of the table. `facts`: the timeline's, as read for `as_of` (default: read now)."""
         self.table = table
+        self._facts = facts
         self._given_listing = listing
         self.config = table.config
         self.timeline = table.timeline
@@ -138,18 +186,12 @@ class FileSystemView:
 
     # --- building --------------------------------------------------------------------------------
     def _build(self) -> None:
-        tl, v8 = self.timeline, self.config.traits.log_files_named_by_writer
-        self._committed = tl.committed_rule()
-        self.replaced: dict[tuple[str, str], str] = {}
-        for inst in tl.completed((Action.REPLACE_COMMIT,)):
-            if self._visible(inst.timestamp):
-                meta = tl.commit_metadata(inst)
-                for part, fids in (meta.partition_to_replace_file_ids or {}).items():
-                    for fid in fids:
-                        self.replaced[(part, fid)] = inst.timestamp
-        # Pending plans, as of now (a plan is pending whatever `as_of` says).
-        self.pending_compaction = pending_compaction_groups(self.table)
-        self.pending_clustering = pending_clustering_groups(self.table)
+        v8 = self.config.traits.log_files_named_by_writer
+        facts = self._facts or TimelineFacts.of(self.table, self.as_of)
+        self._committed = facts.committed
+        self.replaced = facts.replaced
+        self.pending_compaction = facts.pending_compaction
+        self.pending_clustering = facts.pending_clustering
 
         slices: dict[tuple[str, str], dict[str, FileSlice]] = defaultdict(dict)
         v8_logs: list[tuple[str, LogFile]] = []

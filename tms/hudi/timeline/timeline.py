@@ -37,6 +37,9 @@ from .watch import FolderChanges
 # table, measured with tracemalloc on loaded timelines (tests/scale checks the estimate).
 NAME_BYTES = 650
 TIMELINE_BYTES = 2_500
+# Instant files larger than this are read each time they are asked for, not kept: the commit of a compaction over a
+# million file groups holds a million write statistics (hundreds of MB), and is read once per pass at most.
+CACHED_FILE_BYTES = 8 * 2**20
 
 
 class Timeline:
@@ -424,18 +427,22 @@ class Timeline:
     def path_of(self, instant: Instant) -> str:
         return f"{self.dir}/{instant_file_name(instant, self.config.version)}"
 
-    def read(self, instant: Instant) -> bytes:
-        """Bytes of one instant file; completed files are cached (they never change)."""
+    def read(self, instant: Instant, *, keep: bool = True) -> bytes:
+        """Bytes of one instant file; completed files are cached (they never change), up to CACHED_FILE_BYTES each,
+        unless not to `keep` (a read its caller keeps the outcome of)."""
         name = instant_file_name(instant, self.config.version)
         cached = self._content.get(name)
         if cached is not None:
             return cached
         path = f"{self.dir}/{name}"
         try:
-            data = FileBytes(self.storage.read_bytes(path), path)  # a parser refusing it names the file
+            data = self.storage.read_bytes(path)
         except FileNotFoundError:
             raise InstantVanishedError(f"instant file {name} vanished (rolled back or archived?)") from None
-        if instant.is_completed:
+        if len(data) > CACHED_FILE_BYTES:
+            return data  # a giant table's compaction commit: neither kept nor copied (its parse errors name no file)
+        data = FileBytes(data, path)  # a parser refusing it names the file
+        if instant.is_completed and keep:
             self._content[name] = data
         return data
 
@@ -460,8 +467,9 @@ class Timeline:
                 continue
 
     def commit_partitions(self, instant: Instant) -> set[str]:
-        """The partitions a completed write names (written to or replaced in), its statistics left unread."""
-        return read_commit_partitions(self.read(instant))
+        """The partitions a completed write names (written to or replaced in), its statistics left unread. The file
+        is not kept: its callers keep what it names (committed_partitions, once per instant)."""
+        return read_commit_partitions(self.read(instant, keep=False))
 
     def check_latest_write(self) -> None:
         """Read the latest completed write's metadata, as readers and table services will: a truncated or
