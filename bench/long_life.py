@@ -11,7 +11,8 @@ Every --sample seconds it prints one line per table, then one for TMS:
   commits      the table's completed delta commits so far (the writer's, as TMS's events count them, summed
                sample by sample: the retention removes the older events)
   active       files in the active timeline (.hoodie/timeline, history/ excluded)
-  completed    completed instants on the active timeline
+  completed    completed instants on the active timeline; unheld: the completed commits among them that none of
+               Hudi's archival rules holds back (goal: at most hoodie.keep.max.commits)
   archived     files of the archived timeline (timeline/history)
   MB           the table's bytes on storage
   ms/event     the planner's CPU milliseconds per event it processed in the sample (all tables)
@@ -171,6 +172,28 @@ class TableSample:
     completed: int   # completed instants on it
     archived: int    # files of the archived timeline (LSM history)
     table_bytes: int
+    unheld: int | None = None  # completed commits no rule of Hudi's archiver holds back (unheld_commits)
+
+
+def unheld_commits(base_path: str) -> int | None:
+    """The completed commits on the active timeline that none of Hudi's archival rules holds back (the cleaner's
+    retention, pending instants, compaction scheduling, the metadata table, savepoints): what the archiver would
+    archive with `hoodie.keep.min.commits` 1 and `hoodie.keep.max.commits` 2, under the tables' (default) policy.
+    The goal's bound: the active timeline holds at most keep.max.commits plus what those rules hold back, that is
+    at most keep.max.commits of these. None if the table cannot be read at that moment."""
+    from tms.hudi.table.archival import COMMITS, instants_to_archive
+    from tms.hudi.table.hudi_table import HudiTable
+    from tms.planning.archive import archival_options, archival_settings, cleaner_retains_from
+    from tms.planning.policy import TablePolicy
+    try:
+        table = HudiTable.load(base_path)
+        policy = TablePolicy()
+        options = {**archival_options(policy), "hoodie.keep.min.commits": "1", "hoodie.keep.max.commits": "2"}
+        chosen = instants_to_archive(table, archival_settings(options),
+                                     cleaner_retains_from=cleaner_retains_from(table, policy, datetime.now(UTC)))
+        return sum(1 for ts in chosen if (i := table.timeline.get(ts)) is not None and i.action in COMMITS)
+    except Exception:  # an instant archived or a file cleaned while it read: this sample has no figure
+        return None
 
 
 def table_sample(files: list[tuple[str, int]], commits: int) -> TableSample:
@@ -191,6 +214,7 @@ class Sample:
     roles: dict[str, Proc] = field(default_factory=dict)
     writers_cpu: dict[int, float] = field(default_factory=dict)  # each writer's CPU seconds so far, by pid
     database_cpu_s: float = 0.0
+    endpoint_cpu_s: float = 0.0  # the S3 test endpoint's (moto's)
     db_time: Any = None  # the database's clock when taken: the next sample counts the events since
 
 
@@ -202,7 +226,7 @@ _NEW_PROCESSED = sa.text("SELECT count(*) FROM events WHERE processed_at > :sinc
 
 
 def take(tables: list[WatchedTable], engine: sa.Engine, root: int, writers: list[int], data_dir: Path,
-         prev: Sample | None = None) -> Sample:
+         prev: Sample | None = None, endpoint: int | None = None) -> Sample:
     """A sample; its counts of commits and processed events are `prev`'s plus those since it (events older than the
     retention are gone, so counting the rows would go down)."""
     with engine.connect() as conn:
@@ -214,12 +238,15 @@ def take(tables: list[WatchedTable], engine: sa.Engine, root: int, writers: list
         db_bytes = conn.execute(sa.text("SELECT pg_database_size(current_database())")).scalar()
     per_table = {t.name: table_sample(t.list_files(), int(commits.get(t.table_id, 0))
                                       + (prev.tables[t.name].commits if prev else 0)) for t in tables}
+    for t in tables:
+        per_table[t.name].unheld = unheld_commits(t.base_path)
     roles = {role: p for role, pid in role_pids(root).items() if (p := _proc(pid)) is not None}
     # A writer that has ended (the local one ends the run) keeps the CPU it had at the last sample it was seen in.
     writers_cpu = {pid: p.cpu_s if (p := _proc(pid)) is not None else (prev.writers_cpu.get(pid, 0.0) if prev else 0.0)
                    for pid in writers}
+    moto = _proc(endpoint) if endpoint is not None else None
     return Sample(time.monotonic(), per_table, events, int(rows or 0), int(db_bytes or 0), roles, writers_cpu,
-                  database_cpu_s(data_dir), now)
+                  database_cpu_s(data_dir), moto.cpu_s if moto is not None else 0.0, now)
 
 
 def planner_ms_per_event(a: Sample, b: Sample) -> float | None:
@@ -235,7 +262,8 @@ def lines(prev: Sample, s: Sample, started: float) -> list[str]:
     for name, t in s.tables.items():
         rate = (t.commits - prev.tables[name].commits) / max(1e-9, s.at - prev.at)
         out.append(f"{minutes:6.1f} min  {name:<13} commits {t.commits:6d} ({rate:4.1f}/s)  active {t.active:4d}  "
-                   f"completed {t.completed:4d}  archived {t.archived:4d}  {t.table_bytes / 2**20:7.1f} MB")
+                   f"completed {t.completed:4d} (unheld {t.unheld!s:>3})  archived {t.archived:4d}  "
+                   f"{t.table_bytes / 2**20:7.1f} MB")
     per_event = planner_ms_per_event(prev, s)
     roles = " ".join(f"{r}={p.rss_mb:.0f}/{p.fds}/{p.threads}" for r, p in sorted(s.roles.items()))
     out.append(f"{minutes:6.1f} min  TMS  ms/event {per_event if per_event is None else round(per_event, 1)!s:>6}  "
@@ -257,12 +285,15 @@ def quarter_ratio(samples: list[Sample], figure) -> tuple[float | None, float | 
 
 def report(samples: list[Sample], keep_max: int) -> None:
     print("\nfigures (first quarter -> last quarter; goal: last / first <= 1.1)")
-    per_event = [planner_ms_per_event(a, b) for a, b in zip(samples, samples[1:], strict=False)]
-    n = max(1, len(per_event) // 4)
-    first = _mean([v for v in per_event[:n] if v is not None])
-    last = _mean([v for v in per_event[-n:] if v is not None])
+    # A quarter's planner CPU over the events it processed (a minute's figure moves with that minute's events:
+    # the planner's own periodic work is spread over fewer of them when the machine slows the writers)
+    n = max(1, (len(samples) - 1) // 4)
+    first = planner_ms_per_event(samples[0], samples[n])
+    last = planner_ms_per_event(samples[-1 - n], samples[-1])
+    minutes = [v for a, b in zip(samples, samples[1:], strict=False) if (v := planner_ms_per_event(a, b)) is not None]
     if first and last:
-        print(f"  planner CPU per event: {first:.1f} ms -> {last:.1f} ms, ratio {last / first:.2f}")
+        print(f"  planner CPU per event: {first:.1f} ms -> {last:.1f} ms, ratio {last / first:.2f} (a quarter's CPU "
+              f"over its events; per sample {min(minutes):.1f}-{max(minutes):.1f} ms)")
     for role in ROLES:
         for name, figure in (("memory MB", lambda s, r=role: s.roles[r].rss_mb if r in s.roles else None),
                              ("descriptors", lambda s, r=role: s.roles[r].fds if r in s.roles else None),
@@ -271,17 +302,20 @@ def report(samples: list[Sample], keep_max: int) -> None:
             if before and after:
                 print(f"  {role} {name}: {before:.0f} -> {after:.0f}, ratio {after / before:.2f}")
     seconds = samples[-1].at - samples[0].at
-    commits = sum(samples[-1].tables[n].commits - samples[0].tables[n].commits for n in samples[0].tables)
+    commits = _commits(samples[0], samples[-1])
     if commits > 0 and all(r in samples[0].roles and r in samples[-1].roles for r in ROLES):
-        def cpu(s: Sample, role: str) -> float:
-            return s.roles[role].cpu_s + s.roles[role].children_cpu_s
-        shares = {r: cpu(samples[-1], r) - cpu(samples[0], r) for r in ROLES}
-        shares["writers"] = sum(samples[-1].writers_cpu.values()) - sum(samples[0].writers_cpu.values())
-        shares["database"] = samples[-1].database_cpu_s - samples[0].database_cpu_s
+        shares = cpu_shares(samples[0], samples[-1])
         print("  CPU per delta commit (seconds; the worker's with its jobs): "
               + ", ".join(f"{r} {v / commits:.3f}" for r, v in shares.items())
               + f"; all {sum(shares.values()) / commits:.3f} s, so at most {2 * commits / sum(shares.values()):.1f} "
-                f"delta commits/s on 2 free cores (the S3 endpoint not counted)")
+                f"delta commits/s on 2 free cores")
+        n = max(1, (len(samples) - 1) // 4)
+        quarters = [(samples[0], samples[n]), (samples[-1 - n], samples[-1])]
+        if all(r in s.roles for pair in quarters for s in pair for r in ROLES):
+            (cpu_first, per_first), (cpu_last, per_last) = [(cpu_shares(a, b), max(1, _commits(a, b)))
+                                                             for a, b in quarters]
+            print("    first quarter -> last quarter: " + ", ".join(
+                f"{r} {cpu_first[r] / per_first:.3f} -> {cpu_last[r] / per_last:.3f}" for r in cpu_first))
     for name in samples[0].tables:
         ts = [s.tables[name] for s in samples]
         commits = ts[-1].commits - ts[0].commits
@@ -290,11 +324,32 @@ def report(samples: list[Sample], keep_max: int) -> None:
               f"({max(t.active for t in ts)} files), the last sample {ts[-1].completed} (hoodie.keep.max.commits "
               f"{keep_max}, plus what Hudi's rules hold back); archived timeline {ts[-1].archived} files; storage "
               f"{ts[0].table_bytes / 2**20:.1f} MB -> {ts[-1].table_bytes / 2**20:.1f} MB")
+        unheld = [t.unheld for t in ts if t.unheld is not None]
+        if unheld:
+            over = sum(1 for u in unheld if u > keep_max)
+            print(f"    of them not held back by Hudi's rules: at most {max(unheld)}, "
+                  f"mean {sum(unheld) / len(unheld):.1f} ({len(unheld)} samples; {over} over "
+                  f"hoodie.keep.max.commits {keep_max}: goal 0)")
     before, after = quarter_ratio(samples, lambda s: s.db_bytes / 2**20)
     grown = samples[-1].db_bytes - samples[0].db_bytes
     print(f"  database: {before or 0:.1f} MB -> {after or 0:.1f} MB ({grown / 2**10 / max(commits, 1):.1f} KB per "
           f"delta commit; {samples[-1].event_rows} events; TMS_RETENTION_EVENTS_DAYS "
           f"{RETENTION_ENV['TMS_RETENTION_EVENTS_DAYS']}: flat once the run is longer than that)")
+
+
+def _commits(a: Sample, b: Sample) -> int:
+    return sum(b.tables[n].commits - a.tables[n].commits for n in a.tables)
+
+
+def cpu_shares(a: Sample, b: Sample) -> dict[str, float]:
+    """The CPU seconds each part of the run spent between two samples: the roles (the worker with its jobs), the
+    writers, the database and the S3 test endpoint (the machine's other tenants: their growth slows the roles)."""
+    shares = {r: (b.roles[r].cpu_s + b.roles[r].children_cpu_s) - (a.roles[r].cpu_s + a.roles[r].children_cpu_s)
+              for r in ROLES}
+    shares["writers"] = sum(b.writers_cpu.values()) - sum(a.writers_cpu.values())
+    shares["database"] = b.database_cpu_s - a.database_cpu_s
+    shares["s3 endpoint"] = b.endpoint_cpu_s - a.endpoint_cpu_s
+    return shares
 
 
 def read_with_hudi_rs(t: WatchedTable, trips: int) -> str:
@@ -401,12 +456,13 @@ def main() -> int:
             print(f"table {t.name} (TMS table {t.table_id}) at {t.base_path}: its writer's log in {out.name}")
         engine = sa.create_engine(embedded_database_url(data_dir))
         started = time.monotonic()
-        samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir))
+        moto = endpoint.process.pid if endpoint is not None else None
+        samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir, endpoint=moto))
         stop = threading.Event()
         while (time.monotonic() - started < args.minutes * 60 and up.poll() is None
                and writers[0].poll() is None):
             stop.wait(args.sample)
-            samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir, samples[-1]))
+            samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir, samples[-1], moto))
             print("\n".join(lines(samples[-2], samples[-1], started)), flush=True)
         if up.poll() is not None:
             print(f"error: tms up exited with {up.returncode} (see {scratch / 'up.log'})")

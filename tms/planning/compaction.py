@@ -8,6 +8,7 @@ compaction or clustering; the strategy orders and bounds them. Which log files a
   in flight are the plan's blockers."""
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timedelta
 
 from tms.hudi.errors import InstantConflictError
@@ -47,13 +48,36 @@ def _pending_only_logs(table: HudiTable) -> set[str]:
     return {p for p in touched if table.storage.exists(p) and not _holds_completed_block(table, p)}
 
 
-def _operation(fs: FileSlice, logs: list[LogFile], policy: TablePolicy) -> CompactionOperation:
-    return CompactionOperation(
-        base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=fs.partition,
-        data_file_path=fs.base_file.file_name if fs.base_file else None,
-        delta_file_paths=[f.file_name for f in logs],
-        metrics=capture_metrics(fs.base_file.size if fs.base_file else None, [f.size for f in logs],
-                                policy.parquet_max_file_size))
+class _Candidate:
+    """A latest file slice with log files to compact, held as small as it can be (a full pass over a giant table
+    holds one per file group): its operation is made only if the strategy chooses it."""
+    __slots__ = ("partition_path", "file_id", "base_instant", "base_name", "delta_file_paths", "base_size",
+                 "log_bytes", "parquet_max_file_size")
+
+    def __init__(self, fs: FileSlice, logs: list[LogFile], parquet_max_file_size: int):
+        self.partition_path = fs.partition
+        self.file_id = fs.file_id
+        self.base_instant = sys.intern(fs.base_instant)  # one string per instant, not per file group
+        self.base_name = fs.base_file.file_name if fs.base_file else None
+        self.delta_file_paths = tuple(f.file_name for f in logs)
+        self.base_size = fs.base_file.size if fs.base_file else None
+        self.log_bytes = sum(f.size for f in logs if f.size >= 0)
+        self.parquet_max_file_size = parquet_max_file_size
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        return capture_metrics(self.base_size, [self.log_bytes],
+                               self.parquet_max_file_size, log_files=len(self.delta_file_paths))
+
+    @property
+    def bytes(self) -> int:
+        """What its operation reads, as listed."""
+        return (self.base_size or 0) + self.log_bytes
+
+    def operation(self) -> CompactionOperation:
+        return CompactionOperation(
+            base_instant_time=self.base_instant, file_id=self.file_id, partition_path=self.partition_path,
+            data_file_path=self.base_name, delta_file_paths=list(self.delta_file_paths), metrics=self.metrics)
 
 
 _ATTEMPTS = 3  # instant times tried when writers without the table's lock take them meanwhile
@@ -98,9 +122,8 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
     def compactable(log: LogFile) -> bool:
         return log.path not in deferred if v6 else (log.completion_time or log.name.instant) < tc
 
-    candidates = []
+    candidates: list[_Candidate] = []
     busy: set[tuple[str, str]] | None = None
-    operation_bytes: dict[int, int] = {}  # id(operation) -> bytes it reads, as listed: the plan's statistics
     for view in chunked_views(table, scope.partitions):
         if busy is None:  # the same for every chunk
             busy = set(view.pending_compaction) | set(view.pending_clustering)
@@ -109,23 +132,25 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
                 continue
             logs = [f for f in fs.log_files if compactable(f)]
             if logs:
-                op = _operation(fs, logs, policy)
-                candidates.append(op)
-                operation_bytes[id(op)] = fs.base_size + sum(f.size for f in logs)
-    operations = order_and_filter(candidates, policy)
-    if not operations:
+                candidates.append(_Candidate(fs, logs, policy.parquet_max_file_size))
+    chosen = order_and_filter(candidates, policy)
+    if not chosen:
         return None
     blockers = pending_delta_commits_before(table, tc) if v6 else []
     extra = with_blockers(ttl_plan_metadata(policy, now), blockers)
     missing = None
     if config.traits.completion_times:  # what the next plan needs to schedule incrementally
-        chosen = {id(op) for op in operations}
-        missing = left_out([op.partition_path or "" for op in candidates if id(op) not in chosen], busy or ())
+        taken = {id(c) for c in chosen}
+        missing = left_out([c.partition_path for c in candidates if id(c) not in taken], busy or ())
         extra |= scope.metadata()
-    plan = CompactionPlan(operations=operations, extra_metadata=extra, missing_schedule_partitions=missing)
+    operation_bytes = [c.bytes for c in chosen]
+    del candidates
+    plan = CompactionPlan(operations=[c.operation() for c in chosen], extra_metadata=extra,
+                          missing_schedule_partitions=missing)
+    del chosen
     tl.create_requested(Action.COMPACTION, serialize_compaction_plan(plan), timestamp=tc)
     remember_plan(tl, tc, extra, missing)
     # A writer may have requested an instant before Tc while this plan was being made: hold for it too.
     remaining = sync_held_plan(table, tc) if v6 else []
-    stats = compaction_plan_stats(table, plan, [operation_bytes[id(op)] for op in operations])
+    stats = compaction_plan_stats(table, plan, operation_bytes)
     return Planned(tc, TableService.COMPACTION, stats, tuple(remaining), scope.describe())

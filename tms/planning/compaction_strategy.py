@@ -3,8 +3,8 @@ operation carries, and how each strategy orders and filters the operations of a 
 from __future__ import annotations
 
 from collections import defaultdict
-
-from tms.hudi.timeline.serde import CompactionOperation
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from .policy import CompactionStrategy, TablePolicy
 
@@ -17,21 +17,37 @@ TOTAL_LOG_FILES = "TOTAL_LOG_FILES"
 _MB = 1024 * 1024
 
 
-def capture_metrics(base_size: int | None, log_sizes: list[int], parquet_max_file_size: int) -> dict[str, float]:
+def capture_metrics(base_size: int | None, log_sizes: list[int], parquet_max_file_size: int,
+                    log_files: int | None = None) -> dict[str, float]:
     """CompactionStrategy.captureMetrics: MB are whole (FSUtils.getSizeInMB), a slice without a base
-    file is expected to write a full parquet file."""
+    file is expected to write a full parquet file. `log_files`: their number, when `log_sizes` is their total."""
     log_bytes = sum(s for s in log_sizes if s >= 0)
     read_mb = ((base_size or 0) + log_bytes) // _MB
     write_mb = (base_size if base_size is not None else parquet_max_file_size) // _MB
     return {TOTAL_IO_READ_MB: float(read_mb), TOTAL_IO_WRITE_MB: float(write_mb),
             TOTAL_IO_MB: float(read_mb + write_mb), TOTAL_LOG_FILES_SIZE: float(log_bytes),
-            TOTAL_LOG_FILES: float(len(log_sizes))}
+            TOTAL_LOG_FILES: float(len(log_sizes) if log_files is None else log_files)}
 
 
-def _bounded_io(ops: list[CompactionOperation], target_io_mb: int) -> list[CompactionOperation]:
+class Operation(Protocol):
+    """What a strategy reads of an operation: a plan's (CompactionOperation) or a candidate's."""
+
+    @property
+    def partition_path(self) -> str | None: ...
+    @property
+    def delta_file_paths(self) -> Sequence[str]: ...
+    @property
+    def metrics(self) -> dict[str, float]: ...
+
+
+Op = TypeVar("Op", bound=Operation)
+
+
+def _bounded_io(ops: list[Op], target_io_mb: int) -> list[Op]:
     """BoundedIOCompactionStrategy: operations in order while the IO budget lasts; the one that
     exhausts it is still taken."""
-    taken, remaining = [], target_io_mb
+    taken: list[Op] = []
+    remaining = target_io_mb
     for op in ops:
         taken.append(op)
         remaining -= int(op.metrics[TOTAL_IO_MB])
@@ -40,17 +56,17 @@ def _bounded_io(ops: list[CompactionOperation], target_io_mb: int) -> list[Compa
     return taken
 
 
-def _newest_partitions(ops: list[CompactionOperation], count: int) -> list[CompactionOperation]:
+def _newest_partitions(ops: list[Op], count: int) -> list[Op]:
     """DayBasedCompactionStrategy: the operations of the newest `count` partitions. Hudi parses
     `yyyy/MM/dd` paths; date-named partitions sort the same way as strings, so any layout works."""
-    by_partition: dict[str, list[CompactionOperation]] = defaultdict(list)
+    by_partition: dict[str, list[Op]] = defaultdict(list)
     for op in ops:
         by_partition[op.partition_path or ""].append(op)
     newest = sorted(by_partition, reverse=True)[:count]
     return [op for partition in newest for op in by_partition[partition]]
 
 
-def order_and_filter(ops: list[CompactionOperation], policy: TablePolicy) -> list[CompactionOperation]:
+def order_and_filter(ops: list[Op], policy: TablePolicy) -> list[Op]:
     strategy = policy.compaction_strategy
     if strategy is CompactionStrategy.UNBOUNDED:
         return list(ops)

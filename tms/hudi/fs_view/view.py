@@ -129,18 +129,17 @@ class TimelineFacts:
 
 
 def chunked_views(table: TableParts, partitions: Iterable[str] | None = None, as_of: str | None = None,
-                  at_once: int = PARTITIONS_AT_ONCE,
-                  listing: PartitionListing | None = None) -> Iterator[FileSystemView]:
+                  at_once: int | None = None, listing: PartitionListing | None = None) -> Iterator[FileSystemView]:
     """The file-system view of `partitions` (or of those `listing` names, with the files it holds; default: every
-    partition of the table), as views of `at_once` partitions each, in the order given, sharing one reading of
-    the timeline: a pass over a giant table never holds its files all at once. The listing's files are taken
-    out of it as their chunk is read."""
+    partition of the table), as views of `at_once` partitions each (default PARTITIONS_AT_ONCE), in the order
+    given, sharing one reading of the timeline: a pass over a giant table never holds its files all at once. The
+    listing's files are taken out of it as their chunk is read."""
     facts = TimelineFacts.of(table, as_of)
     if listing is None and partitions is None:
         listing = list_partitions(table, files_kept=FILES_KEPT)
     elif listing is None:
         listing = PartitionListing(sorted({posixpath.normpath(p) if p else "" for p in partitions or ()}))
-    names = listing.partitions
+    names, at_once = listing.partitions, at_once or PARTITIONS_AT_ONCE
     for at in range(0, len(names), at_once):
         chunk = names[at:at + at_once]
         held = {p: listing.files.pop(p) for p in chunk if p in listing.files}
