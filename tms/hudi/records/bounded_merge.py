@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import IO
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -176,6 +175,8 @@ def _nullable(schema: pa.Schema) -> pa.Schema:
 
 
 def _buckets_of(keys: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
+    import polars as pl  # here: a third of a second that the jobs merging no records (archival, cleans) skip
+
     hashes = pl.Series(keys if isinstance(keys, pa.Array) else keys.combine_chunks()).hash(seed=0)
     return (hashes.to_numpy() % np.uint64(buckets)).astype(np.int64)
 
