@@ -3,6 +3,8 @@ strategies and per-operation metrics, and plans that read back as Hudi writes th
 from datetime import timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from planning_support import (
     ModelledTable,
     now,
@@ -195,6 +197,43 @@ def test_log_file_size_strategy_takes_largest_logs_first_within_target_io():
     assert [o.partition_path for o in bounded] == ["b", "c"]
     threshold = _strategy(CompactionStrategy.LOG_FILE_SIZE, hoodie__compaction__logfile__size__threshold=2 * MB)
     assert [o.partition_path for o in order_and_filter(ops, threshold)] == ["b", "c"]
+
+
+def _sorted_and_bounded(ops, pol):
+    """The strategies as Hudi's CompactionStrategy.orderAndFilter reads: filter, a stable sort, then the operations in
+    order while the target IO lasts (the one that spends it still taken)."""
+    if pol.compaction_strategy is CompactionStrategy.LOG_FILE_SIZE:
+        ops = sorted((o for o in ops if o.metrics["TOTAL_LOG_FILES_SIZE"] >= pol.compaction_log_file_size_threshold),
+                     key=lambda o: -o.metrics["TOTAL_LOG_FILES_SIZE"])
+    elif pol.compaction_strategy is CompactionStrategy.LOG_FILE_NUM:
+        ops = sorted((o for o in ops if len(o.delta_file_paths) >= pol.compaction_log_file_num_threshold),
+                     key=lambda o: -len(o.delta_file_paths))
+    taken, left = [], pol.compaction_target_io_mb
+    for op in ops:
+        taken.append(op)
+        left -= int(op.metrics["TOTAL_IO_MB"])
+        if left <= 0:
+            break
+    return taken
+
+
+@given(slices=st.lists(st.tuples(st.sampled_from("abcd"), st.lists(st.sampled_from([0, MB // 2, MB, 3 * MB]),
+                                                                    min_size=1, max_size=3),
+                                 st.sampled_from([None, 0, MB, 4 * MB])), max_size=30),
+       strategy=st.sampled_from([CompactionStrategy.LOG_FILE_SIZE, CompactionStrategy.LOG_FILE_NUM,
+                                 CompactionStrategy.BOUNDED_IO]),
+       target_io=st.integers(1, 200), size_threshold=st.sampled_from([0, MB]), num_threshold=st.integers(0, 2))
+def test_the_choice_made_as_operations_come_is_the_sorted_and_bounded_one(slices, strategy, target_io,
+                                                                        size_threshold, num_threshold):
+    """A full pass offers its operations one by one and keeps only those the target IO may still reach (a giant
+    table's pass holds about its plan): the same operations, in the same order, as sorting them all and taking them
+    while the target IO lasts; ties (equal log bytes) keep the plan's order."""
+    ops = [_op(partition, logs, base) for partition, logs, base in slices]
+    pol = _strategy(strategy, hoodie__compaction__target__io=target_io,
+                    hoodie__compaction__logfile__size__threshold=size_threshold,
+                    hoodie__compaction__logfile__num__threshold=num_threshold)
+    chosen = order_and_filter(ops, pol)
+    assert [id(o) for o in chosen] == [id(o) for o in _sorted_and_bounded(ops, pol)]
 
 
 def test_bounded_unbounded_log_count_and_day_based_strategies():

@@ -19,7 +19,7 @@ from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
 from tms.table_service import TableService
 
-from .compaction_strategy import capture_metrics, order_and_filter
+from .compaction_strategy import Selection, capture_metrics
 from .compensation import pending_delta_commits_before, sync_held_plan, with_blockers
 from .errors import PlanningError
 from .footprint import IOType, written_files
@@ -122,7 +122,7 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
     def compactable(log: LogFile) -> bool:
         return log.path not in deferred if v6 else (log.completion_time or log.name.instant) < tc
 
-    candidates: list[_Candidate] = []
+    selection: Selection[_Candidate] = Selection(policy)  # holds what the plan may take, not every candidate
     busy: set[tuple[str, str]] | None = None
     for view in chunked_views(table, scope.partitions):
         if busy is None:  # the same for every chunk
@@ -132,19 +132,18 @@ def _plan_at(table: HudiTable, policy: TablePolicy, now: datetime, tc: str, scop
                 continue
             logs = [f for f in fs.log_files if compactable(f)]
             if logs:
-                candidates.append(_Candidate(fs, logs, policy.parquet_max_file_size))
-    chosen = order_and_filter(candidates, policy)
+                selection.offer(_Candidate(fs, logs, policy.parquet_max_file_size))
+    chosen = selection.chosen()
     if not chosen:
         return None
     blockers = pending_delta_commits_before(table, tc) if v6 else []
     extra = with_blockers(ttl_plan_metadata(policy, now), blockers)
     missing = None
     if config.traits.completion_times:  # what the next plan needs to schedule incrementally
-        taken = {id(c) for c in chosen}
-        missing = left_out([c.partition_path for c in candidates if id(c) not in taken], busy or ())
+        missing = left_out(selection.let_go(), busy or ())
         extra |= scope.metadata()
     operation_bytes = [c.bytes for c in chosen]
-    del candidates
+    del selection
     plan = CompactionPlan(operations=[c.operation() for c in chosen], extra_metadata=extra,
                           missing_schedule_partitions=missing)
     del chosen

@@ -2,9 +2,10 @@
 operation carries, and how each strategy orders and filters the operations of a plan."""
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from .policy import CompactionStrategy, TablePolicy
 
@@ -67,19 +68,72 @@ def _newest_partitions(ops: list[Op], count: int) -> list[Op]:
 
 
 def order_and_filter(ops: list[Op], policy: TablePolicy) -> list[Op]:
-    strategy = policy.compaction_strategy
-    if strategy is CompactionStrategy.UNBOUNDED:
-        return list(ops)
-    if strategy is CompactionStrategy.BOUNDED_IO:
-        return _bounded_io(ops, policy.compaction_target_io_mb)
-    if strategy is CompactionStrategy.LOG_FILE_SIZE:
-        big = [op for op in ops if op.metrics[TOTAL_LOG_FILES_SIZE] >= policy.compaction_log_file_size_threshold]
-        big.sort(key=lambda op: -op.metrics[TOTAL_LOG_FILES_SIZE])  # largest log bytes first
-        return _bounded_io(big, policy.compaction_target_io_mb)
-    if strategy is CompactionStrategy.LOG_FILE_NUM:
-        many = [op for op in ops if len(op.delta_file_paths) >= policy.compaction_log_file_num_threshold]
-        many.sort(key=lambda op: -len(op.delta_file_paths))
-        return _bounded_io(many, policy.compaction_target_io_mb)
-    if strategy is CompactionStrategy.DAY_BASED:
-        return _newest_partitions(ops, policy.compaction_day_based_partitions)
-    raise ValueError(f"unknown compaction strategy {strategy}")
+    selection: Selection[Op] = Selection(policy)
+    for op in ops:
+        selection.offer(op)
+    return selection.chosen()
+
+
+class Selection(Generic[Op]):
+    """The strategy's choice made as the operations come, in plan order. The strategies that order the operations
+    and take them while the target IO lasts (BOUNDED_IO, LOG_FILE_SIZE, LOG_FILE_NUM) keep only those that may still
+    be chosen: an operation that the target IO is spent before, however the ones still to come rank, is let go. A
+    full pass over a giant table then holds about what its plan will (Hudi's 500 GB default), not an operation per
+    file group."""
+
+    def __init__(self, policy: TablePolicy):
+        self.policy = policy
+        self.strategy = policy.compaction_strategy
+        if self.strategy not in CompactionStrategy:
+            raise ValueError(f"unknown compaction strategy {self.strategy}")
+        self._kept: list[Op] = []  # UNBOUNDED and DAY_BASED: every operation
+        # The others: a heap whose top is the operation that ranks last: (rank, -arrival, its IO in MB, it)
+        self._ranked: list[tuple[float, int, int, Op]] = []
+        self._ranked_io = 0
+        self._arrivals = 0
+        self._let_go: set[str] = set()  # partitions of operations not chosen (filtered out, or ranked out)
+
+    def offer(self, op: Op) -> None:
+        strategy, policy = self.strategy, self.policy
+        if strategy in (CompactionStrategy.UNBOUNDED, CompactionStrategy.DAY_BASED):
+            self._kept.append(op)
+            return
+        if strategy is CompactionStrategy.BOUNDED_IO:
+            rank = 0.0  # plan order
+        elif strategy is CompactionStrategy.LOG_FILE_SIZE:
+            rank = op.metrics[TOTAL_LOG_FILES_SIZE]  # largest log bytes first
+            if rank < policy.compaction_log_file_size_threshold:
+                self._let_go.add(op.partition_path or "")
+                return
+        else:  # LOG_FILE_NUM: most log files first
+            rank = float(len(op.delta_file_paths))
+            if rank < policy.compaction_log_file_num_threshold:
+                self._let_go.add(op.partition_path or "")
+                return
+        self._arrivals += 1
+        io = int(op.metrics[TOTAL_IO_MB])
+        heapq.heappush(self._ranked, (rank, -self._arrivals, io, op))
+        self._ranked_io += io
+        # The last-ranked operation is chosen only if the others cannot spend the target IO without it.
+        while self._ranked and self._ranked_io - self._ranked[0][2] >= policy.compaction_target_io_mb:
+            _, _, dropped_io, dropped = heapq.heappop(self._ranked)
+            self._ranked_io -= dropped_io
+            self._let_go.add(dropped.partition_path or "")
+
+    def chosen(self) -> list[Op]:
+        """The operations of the plan, in the plan's order."""
+        if self.strategy is CompactionStrategy.UNBOUNDED:
+            return list(self._kept)
+        if self.strategy is CompactionStrategy.DAY_BASED:
+            out = _newest_partitions(self._kept, self.policy.compaction_day_based_partitions)
+            considered = self._kept
+        else:
+            considered = [op for *_, op in sorted(self._ranked, key=lambda item: (-item[0], -item[1]))]
+            out = _bounded_io(considered, self.policy.compaction_target_io_mb)
+        taken = {id(op) for op in out}
+        self._let_go.update(op.partition_path or "" for op in considered if id(op) not in taken)
+        return out
+
+    def let_go(self) -> set[str]:
+        """The partitions of the operations offered and not chosen (once `chosen` was called)."""
+        return set(self._let_go)
