@@ -9,11 +9,13 @@ from __future__ import annotations
 import sys
 
 from jobs.run import parse_args, run_plan
+from tms.config import load_settings
 from tms.execute.runner import LocalRunner
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_plan(parse_args(argv), LocalRunner())
+    attempts = load_settings().worker.task_max_failures  # a failed task is attempted again alone, as on Spark
+    return run_plan(parse_args(argv), LocalRunner(attempts=attempts))
 
 
 if __name__ == "__main__":

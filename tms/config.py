@@ -245,7 +245,8 @@ class Settings(BaseSettings):
                     "the other, each merge within its memory budget; a failed part is attempted again alone")
     worker_task_max_failures: int = Field(
         4, ge=1, description="Attempts of one part (Spark task) of a job before the job fails (spark.task."
-                             "maxFailures, on a local master too; an engine's or queue's conf overrides it)")
+                             "maxFailures, on a local master too; an engine's or queue's conf overrides it); the "
+                             "plain Python job attempts a failed operation as often")
     worker_driver_memory_mb: int = Field(1024, ge=256, description="spark.driver.memory of every job (MB)")
     worker_driver_cores: int = Field(1, ge=1, description="spark.driver.cores of every job")
     worker_max_executors_per_table: int = Field(

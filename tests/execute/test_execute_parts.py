@@ -1,18 +1,22 @@
 """A big plan runs in parts cut by bytes (tms.execute.parts), each part a Spark task that Spark attempts again
 alone when it fails: the cut itself (property test), the runner on the shared Spark context (a local[2,2]
-master: two attempts of a task), and a compaction of which one part fails once and still completes, with the
-failed attempt's file deleted and hudi-rs reading the model."""
+master: two attempts of a task), the plain Python runner's attempts of a failed task, and a compaction of which
+one part fails once and still completes on either runner, with the failed attempt's file deleted and hudi-rs
+reading the model."""
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from execute_support import ModelledTable, plan_compaction, rec, write_history
 from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.spark_runner import SparkRunner
 from tms.execute.dispatch import execute_instant
+from tms.execute.errors import UnsafePlanError
 from tms.execute.parts import MIN_OPERATION_BYTES, cut_into_parts
+from tms.execute.runner import LocalRunner
 from tms.hudi.fs_view.file_names import BaseFileName
 from tms.hudi.timeline.serde import parse_compaction_plan
 
@@ -69,7 +73,36 @@ def test_a_failed_part_is_attempted_again_alone(tmp_path, spark):
     assert len({token for _, token in results[3:]}) == 1 and results[0][1] != results[3][1]
 
 
-def test_a_compaction_whose_part_fails_once_completes_on_its_retry(tmp_path, spark):
+def test_the_python_runner_attempts_a_failed_task_again_alone():
+    calls: list[tuple[int, str]] = []
+
+    def flaky(task: int, token: str) -> int:
+        calls.append((task, token))
+        if task == 2 and token.endswith("-0"):
+            raise OSError("a storage request timed out")
+        return task * 10
+
+    assert LocalRunner(2, attempts=3).map(flaky, list(range(4)), "tasks") == [0, 10, 20, 30]
+    assert sorted(calls) == [(0, "0-0-0"), (1, "1-0-0"), (2, "2-0-0"), (2, "2-0-1"), (3, "3-0-0")]
+
+    def always(task: int, token: str) -> int:
+        raise OSError(f"down ({token})")
+
+    with pytest.raises(OSError, match=r"down \(0-0-2\)"):  # the last of its 3 attempts fails the map
+        LocalRunner(1, attempts=3).map(always, [0], "tasks")
+    refused: list[str] = []
+
+    def unsafe(task: int, token: str) -> int:
+        refused.append(token)
+        raise UnsafePlanError("a path outside the table")
+
+    with pytest.raises(UnsafePlanError):
+        LocalRunner(1, attempts=3).map(unsafe, [0], "tasks")
+    assert refused == ["0-0-0"], "TMS's own refusals are not attempted again"
+
+
+@pytest.mark.parametrize("runner", ["spark", "python"])
+def test_a_compaction_whose_part_fails_once_completes_on_its_retry(tmp_path, request, runner):
     t = ModelledTable(tmp_path / "t", "MERGE_ON_READ", 8)
     write_history(t)
     tc = plan_compaction(t.table())
@@ -78,20 +111,28 @@ def test_a_compaction_whose_part_fails_once_completes_on_its_retry(tmp_path, spa
     failing = ops[-1].file_id
 
     class FailingOnce:
-        """The shared Spark context's runner, with one compaction operation failing on its part's first attempt
-        after it has written its base file (as an executor lost mid-part)."""
+        """The runner (the shared Spark context's, or the plain Python one), with one compaction operation failing
+        on its part's first attempt after it has written its base file (as an executor lost mid-part)."""
 
         def __init__(self):
-            self.runner = SparkRunner(spark.sparkContext, part_bytes=MB)  # each operation a part alone
+            if runner == "spark":  # each operation a part alone
+                self.runner = SparkRunner(request.getfixturevalue("spark").sparkContext, part_bytes=MB)
+            else:
+                self.runner = LocalRunner(2, attempts=2)
 
         def map(self, fn, tasks, description, sizes=None):
             def once(task, token):
-                from pyspark import TaskContext
                 out = fn(task, token)
-                if task.file_id == failing and TaskContext.get().attemptNumber() == 0:
+                if task.file_id == failing and first_attempt(token):
                     raise RuntimeError("the executor was lost after its write")
                 return out
             return self.runner.map(once, tasks, description, sizes)
+
+    def first_attempt(token: str) -> bool:
+        if runner == "python":
+            return token.endswith("-0")
+        from pyspark import TaskContext
+        return TaskContext.get().attemptNumber() == 0
 
     execute_instant(t.table(), tc, FailingOnce())
 
