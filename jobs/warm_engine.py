@@ -8,7 +8,9 @@ It listens on a Unix socket (in a folder only the worker's user can enter) and s
 line. A connection sends one request:
 - `{"op": "ping"}` -> `{"app_id": ...}`
 - `{"op": "run", "group": G, "args": [jobs/run.py arguments]}` -> `{"out": line}`... then `{"exit": status}`.
-  The plan's Spark jobs run in job group G; plans run concurrently, each in its own connection's thread.
+  The plan's Spark jobs run in job group G; plans run concurrently, each in its own connection's thread. With
+  `"job": MODULE` (one of tms.table_services.WARM_ENGINE_JOBS: archival's), the request job MODULE's main(args)
+  runs in that thread instead, without Spark.
 - `{"op": "cancel", "group": G}` -> `{"cancelled": G}`: cancels G's Spark jobs (cancelJobGroup), and the plan
   starts no further Spark job; its driver stops at the next one, or at its fence (the worker ends the attempt).
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import importlib
 import io
 import json
 import os
@@ -35,6 +38,7 @@ from typing import Any, TextIO
 from jobs.run import parse_args, run_plan
 from tms.config import load_settings
 from tms.execute.runner import TaskFunction
+from tms.table_services import WARM_ENGINE_JOBS
 
 KEEP_WARM_SECONDS = 20.0  # Spark stops Python workers idle for a minute: idle engines run a warm-up job this often
 WARM_UP_GROUP = "tms-warm-up"
@@ -105,7 +109,11 @@ class _Handler(socketserver.StreamRequestHandler):
             self.server.sc.cancelJobGroup(group)
             self._send({"cancelled": group})
         elif op == "run":
-            self._run(str(request["group"]), [str(a) for a in request["args"]])
+            job = request.get("job")
+            if job is not None and job not in WARM_ENGINE_JOBS:
+                self._send({"error": f"job {job!r} does not run on a warm engine"})
+                return
+            self._run(str(request["group"]), [str(a) for a in request["args"]], job)
         else:
             self._send({"error": f"unknown op {op!r}"})
 
@@ -113,7 +121,7 @@ class _Handler(socketserver.StreamRequestHandler):
         self.wfile.write(json.dumps(message).encode() + b"\n")
         self.wfile.flush()
 
-    def _run(self, group: str, argv: list[str]) -> None:
+    def _run(self, group: str, argv: list[str], job: str | None = None) -> None:
         output: _ThreadOutput = self.server.output
 
         def sink(text: str) -> int:
@@ -128,8 +136,11 @@ class _Handler(socketserver.StreamRequestHandler):
         cancelled = _cancel_event(group)
         try:
             print(f"spark application id: {self.server.sc.applicationId} (warm engine, job group {group})")
-            status = run_plan(parse_args(argv), _GroupRunner(self.server.sc, group, cancelled,
-                                                                      self.server.part_bytes))
+            if job is not None:  # a request's job (archival): its module's main, in this thread, without Spark
+                status = importlib.import_module(job).main(argv)
+            else:
+                status = run_plan(parse_args(argv), _GroupRunner(self.server.sc, group, cancelled,
+                                                                 self.server.part_bytes))
         except PlanCancelled as e:
             print(f"error: {e}", file=sys.stderr)
             status = 1

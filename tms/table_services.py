@@ -45,6 +45,9 @@ class ServiceEntry:
     # (spark-submit of jobs/run.py, the plain Python job, a warm or a Hudi engine).
     job: str | None = None
     job_lock_options: bool = False
+    # Its job may run on the queue's warm engine, in the engine's driver, when one is up (spark runner): a short
+    # job that runs often (archival), whose process start-up would be most of its time. Its module's main(argv).
+    job_on_warm_engine: bool = False
     # Sizing (worker.sizing): its operations merge file groups in the executors' Python workers; and whether
     # statistics recorded before `within_budget` existed count as merged within the memory budget.
     merges: bool = False
@@ -81,12 +84,15 @@ TABLE_SERVICES: dict[TableService, ServiceEntry] = {e.service: e for e in (
     ServiceEntry(S.TTL, TtlRequest, job="jobs.ttl_job", job_lock_options=True),
     ServiceEntry(S.PARTITION_TTL, TtlRequest, job="jobs.ttl_job", job_lock_options=True),
     ServiceEntry(S.INDEXING, PlanStatistics, None, (Action.INDEXING,), index_instant),
-    ServiceEntry(S.ARCHIVE, ArchiveRequest, planners.ARCHIVE, job="jobs.archive_job", job_lock_options=True),
+    ServiceEntry(S.ARCHIVE, ArchiveRequest, planners.ARCHIVE, job="jobs.archive_job", job_lock_options=True,
+                 job_on_warm_engine=True),
 )}
 # The services a planning pass plans when they are due, in the order it plans them.
 PASS_PLANNED: tuple[TableService, ...] = tuple(s for s, e in TABLE_SERVICES.items() if e.planner is not None)
 # The services whose plans Java Hudi executes too (a hudi engine, a shadow run).
 JAVA_EXECUTED: tuple[TableService, ...] = tuple(s for s, e in TABLE_SERVICES.items() if e.java_executes)
+# The jobs a warm engine runs in its driver (jobs/warm_engine.py refuses any other module).
+WARM_ENGINE_JOBS: frozenset[str] = frozenset(e.job for e in TABLE_SERVICES.values() if e.job and e.job_on_warm_engine)
 # The executor of each timeline action TMS runs plans of.
 BY_ACTION: dict[str, ServiceEntry] = {a: e for e in TABLE_SERVICES.values() for a in e.actions}
 

@@ -64,15 +64,20 @@ def request_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dic
     """The job of a task that names its request (a backup's, a TTL's, an archival's: its registry entry's `job`),
     whatever the worker's runner: it runs in a Python process of its own (it copies files, deletes, or moves
     instant files: Spark adds nothing), handed the task's plan and, if it takes them, the table's lock options."""
-    entry = entry_of(claimed.service)
-    if entry.job is None:
+    module = entry_of(claimed.service).job
+    if module is None:
         raise ValueError(f"a {claimed.service} task runs its plan's job, not a job of its own")
-    command = [sys.executable, "-m", entry.job, "--table", claimed.base_path, "--instant", claimed.instant,
-               "--action", claimed.service, "--plan", claimed.plan.model_dump_json(exclude_unset=True),
-               "--fence-url", fence_url]
+    return [sys.executable, "-m", module, *request_arguments(claimed, fence_url=fence_url)], dict(os.environ)
+
+
+def request_arguments(claimed: ClaimedTask, *, fence_url: str) -> list[str]:
+    """The arguments of a request's job (its module's main(argv)): in a process of its own, or on a warm engine."""
+    entry = entry_of(claimed.service)
+    args = ["--table", claimed.base_path, "--instant", claimed.instant, "--action", claimed.service,
+            "--plan", claimed.plan.model_dump_json(exclude_unset=True), "--fence-url", fence_url]
     for key, value in claimed.concurrency_options.items() if entry.job_lock_options else ():
-        command += ["--option", f"{key}={value}"]
-    return command, dict(os.environ)
+        args += ["--option", f"{key}={value}"]
+    return args
 
 
 def python_job(claimed: ClaimedTask, *, fence_url: str) -> tuple[list[str], dict[str, str]]:

@@ -26,10 +26,10 @@ from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State
 from tms.table_service import names_request
-from tms.table_services import entry_of
+from tms.table_services import WARM_ENGINE_JOBS, entry_of
 
 from .claim import ClaimedTask
-from .commands import hudi_job, plan_arguments, python_job, request_job, spark_job
+from .commands import hudi_job, plan_arguments, python_job, request_arguments, request_job, spark_job
 from .fence import database_fence, fence_url
 from .job_process import JobProcess, find_app_id, last_error_line
 from .retry_policy import RetryLimits, classify
@@ -170,10 +170,16 @@ class JobSupervisor:
         c = self.claimed
         url = fence_url(self.settings.service_url, c.task_id, c.fencing_token, c.fence_key)
         log_path = self.settings.log_dir / f"task-{c.task_id}-attempt-{c.attempt}.log"
+        engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
         if names_request(c.service):
+            job = entry_of(c.service).job
+            if engine is not None and job in WARM_ENGINE_JOBS and not engine.first_start_pending():
+                # A short job that runs often (archival): in the warm engine's driver, without a process start.
+                self._record_engine("warm")
+                return engine.run(f"task-{c.task_id}-attempt-{c.attempt}", request_arguments(c, fence_url=url),
+                                  log_path, job=job)
             self._record_engine("dedicated")
             return JobProcess(*request_job(c, fence_url=url), log_path)
-        engine = self.settings.warm_engines.engine_for(c) if self.settings.warm_engines is not None else None
         if engine is not None and engine.first_start_pending():
             # Starting Spark is most of a small plan's time: while the worker's engine first starts, a plan that
             # fits it runs at once as a plain Python job instead of waiting (a restarted engine is waited for).

@@ -210,17 +210,18 @@ class WarmEngine:
             self._socket.unlink(missing_ok=True)
 
     # --- running plans ------------------------------------------------------------------------------
-    def run(self, group: str, args: list[str], log_path: Path) -> WarmPlan:
-        return WarmPlan(self, group, args, log_path)
+    def run(self, group: str, args: list[str], log_path: Path, job: str | None = None) -> WarmPlan:
+        """Run a plan (jobs/run.py's `args`), or the request job `job` (its module's main(args)), on the engine."""
+        return WarmPlan(self, group, args, log_path, job)
 
 
 class WarmPlan(JobLog):
     """A plan running on a warm engine, seen by its supervisor as a job: its output goes to `log_path`
     (the application id first), and its exit status is jobs/run.py's (1 when the engine died under it)."""
 
-    def __init__(self, engine: WarmEngine, group: str, args: list[str], log_path: Path):
+    def __init__(self, engine: WarmEngine, group: str, args: list[str], log_path: Path, job: str | None = None):
         super().__init__(log_path)
-        self.engine, self.group, self.args = engine, group, args
+        self.engine, self.group, self.args, self.job = engine, group, args, job
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_bytes(b"")
         self._status: int | None = None
@@ -273,7 +274,8 @@ class WarmPlan(JobLog):
             self._socket = self.engine.wait_ready(0.5)
         app_id, start = self.engine.app_id, self.engine.starts
         status = None
-        with _request(self._socket, {"op": "run", "group": self.group, "args": self.args}, None) as conn, \
+        request = {"op": "run", "group": self.group, "args": self.args, **({"job": self.job} if self.job else {})}
+        with _request(self._socket, request, None) as conn, \
                 conn.makefile("rb") as answers:
             for line in answers:
                 message = json.loads(line)

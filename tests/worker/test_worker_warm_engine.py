@@ -1,8 +1,9 @@
 """A queue's warm engine: a compaction whose sized job fits its executors runs there, without a spark-submit
 of its own (and, while the engine first starts, at once as a plain Python job), and a bigger one gets a
-dedicated job; an operator's cancel stops a plan on the engine (its Spark
-job group) and the engine goes on; an engine killed mid-plan fails the attempt, is restarted, and the retry
-completes on the new engine. hudi-rs reads exactly the model's rows afterwards. Real Spark."""
+dedicated job; an archive task's job runs in the engine's driver, without a process of its own; an operator's
+cancel stops a plan on the engine (its Spark job group) and the engine goes on; an engine killed mid-plan fails
+the attempt, is restarted, and the retry completes on the new engine. hudi-rs reads exactly the model's rows
+afterwards. Real Spark."""
 import os
 import signal
 import threading
@@ -31,6 +32,8 @@ from worker.warm_engine import EngineSpec
 SPARK = {"worker_runner": "spark"}
 WARM = {"warm_engine_enabled": True, "warm_engine_executors": 2, "warm_engine_executor_memory_mb": 1024}
 COMPACT_EVERY_1 = {"hoodie.compact.inline.max.delta.commits": 1}
+# keep 2..4 commits; the cleaner retains 1 (so it does not widen the limits)
+ARCHIVE_SMALL = {"hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 4, "hoodie.cleaner.commits.retained": 1}
 
 
 class SparkSubmits:
@@ -105,8 +108,23 @@ def test_a_small_compaction_runs_on_the_warm_engine_and_a_big_one_on_a_dedicated
         for task_id in (small_task, big_task):
             done = wait_until_final(db, task_id, timeout=180)
             assert done.state == TaskState.SUCCEEDED, f"{done.error}\n{attempts(db, task_id)[-1].log_tail}"
+        archived = ModelledTable(tmp_path / "archived", "COPY_ON_WRITE", 8)
+        for n in range(6):
+            archived.write([rec(i, 10 + n) for i in range(n, n + 3)])
+        completed = [i.timestamp for i in archived.table().timeline.completed()]
+        answer = httpx.post(f"{service.url}/api/v1/tables/{register(service, archived.path, **ARCHIVE_SMALL)}:plan",
+                            json={"service": "archive"}, headers=service.admin, timeout=30)
+        [archive_task] = [t["id"] for t in answer.json()["tasks"]]
+        done = wait_until_final(db, archive_task, timeout=120)
+        assert done.state == TaskState.SUCCEEDED, f"{done.error}\n{attempts(db, archive_task)[-1].log_tail}"
     finally:
         submits.stop()
+
+    on_engine = final_attempt(db, archive_task)  # in the engine's driver: no process started for it
+    assert on_engine.engine_kind == "warm" and on_engine.spark_app_id == engine.app_id
+    assert (on_engine.result["archived"], on_engine.result["archived_through"]) == (4, completed[3])
+    assert [i.timestamp for i in archived.table().timeline.completed()] == completed[4:]
+    archived.check()
 
     on_warm = final_attempt(db, small_task)
     assert on_warm.engine_kind == "warm" and on_warm.spark_app_id == engine.app_id

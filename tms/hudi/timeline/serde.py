@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import io
 import json
+import operator
 from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
@@ -113,27 +114,42 @@ class _Record:
     @classmethod
     def from_avro(cls: type[R], record: dict[str, Any]) -> R:
         kwargs = {}
-        for f in fields(cls):
-            name = _avro_name(f)
-            if name not in record:
+        for name, avro, nested, default_factory in _mapping(cls):
+            if avro not in record:
                 continue  # written with an older schema: keep the model's default
-            value = record[name]
-            if value is None and f.default_factory is not MISSING:
-                value = f.default_factory()
-            elif "nested" in f.metadata:
-                shape, nested_cls = f.metadata["nested"]
-                value = _convert(value, shape, nested_cls.from_avro)
-            kwargs[f.name] = value
+            value = record[avro]
+            if value is None and default_factory is not MISSING:
+                value = default_factory()
+            elif nested is not None:
+                value = _convert(value, nested[0], nested[1].from_avro)
+            kwargs[name] = value
         return cls(**kwargs)
 
     def to_avro(self) -> dict[str, Any]:
         record = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if "nested" in f.metadata:
-                value = _convert(value, f.metadata["nested"][0], lambda r: r.to_avro())
-            record[_avro_name(f)] = value
+        for name, avro, nested, _ in _mapping(type(self)):
+            value = getattr(self, name)
+            if nested is not None:
+                value = _convert(value, nested[0], _to_avro)
+            record[avro] = value
         return record
+
+
+_to_avro = operator.methodcaller("to_avro")
+
+
+_FieldMapping = tuple[tuple[str, str, tuple[str, type[_Record]] | None, Any], ...]
+_MAPPINGS: dict[type, _FieldMapping] = {}
+
+
+def _mapping(cls: type) -> _FieldMapping:
+    """Each field of a record class: (its name, its Avro name, (shape, class) if it holds records, its default
+    factory); made once per class, asked for each record of each file (a commit of 10,000 write statistics)."""
+    found = _MAPPINGS.get(cls)
+    if found is None:
+        found = _MAPPINGS[cls] = tuple((f.name, _avro_name(f), f.metadata.get("nested"), f.default_factory)
+                                       for f in fields(cls))
+    return found
 
 
 # --- Avro containers ----------------------------------------------------------------------------------------
