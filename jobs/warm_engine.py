@@ -137,7 +137,10 @@ class _Handler(socketserver.StreamRequestHandler):
         try:
             print(f"spark application id: {self.server.sc.applicationId} (warm engine, job group {group})")
             if job is not None:  # a request's job (archival): its module's main, in this thread, without Spark
-                status = importlib.import_module(job).main(argv)
+                try:
+                    status = importlib.import_module(job).main(argv)
+                except SystemExit as e:  # its argument parser's refusal: the job's exit status, not the engine's
+                    status = e.code if isinstance(e.code, int) else 1
             else:
                 status = run_plan(parse_args(argv), _GroupRunner(self.server.sc, group, cancelled,
                                                                  self.server.part_bytes))
