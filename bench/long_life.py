@@ -324,12 +324,12 @@ def report(samples: list[Sample], keep_max: int) -> None:
               f"({max(t.active for t in ts)} files), the last sample {ts[-1].completed} (hoodie.keep.max.commits "
               f"{keep_max}, plus what Hudi's rules hold back); archived timeline {ts[-1].archived} files; storage "
               f"{ts[0].table_bytes / 2**20:.1f} MB -> {ts[-1].table_bytes / 2**20:.1f} MB")
-        unheld = [t.unheld for t in ts if t.unheld is not None]
+        unheld = sorted(t.unheld for t in ts if t.unheld is not None)
         if unheld:
             over = sum(1 for u in unheld if u > keep_max)
-            print(f"    of them not held back by Hudi's rules: at most {max(unheld)}, "
-                  f"mean {sum(unheld) / len(unheld):.1f} ({len(unheld)} samples; {over} over "
-                  f"hoodie.keep.max.commits {keep_max}: goal 0)")
+            print(f"    of them not held back by Hudi's rules: median {unheld[len(unheld) // 2]}, 90th percentile "
+                  f"{unheld[len(unheld) * 9 // 10]}, at most {max(unheld)}, mean {sum(unheld) / len(unheld):.1f} "
+                  f"({len(unheld)} samples, {over} over hoodie.keep.max.commits {keep_max})")
     before, after = quarter_ratio(samples, lambda s: s.db_bytes / 2**20)
     grown = samples[-1].db_bytes - samples[0].db_bytes
     print(f"  database: {before or 0:.1f} MB -> {after or 0:.1f} MB ({grown / 2**10 / max(commits, 1):.1f} KB per "
