@@ -76,6 +76,7 @@ class Proc:
     threads: int
     cpu_s: float
     children_cpu_s: float  # of its child processes that ended (the worker's jobs)
+    live_children_cpu_s: float = 0.0  # of its descendants still running (the worker's warm engines), role_trees
 
 
 def _proc(pid: int) -> Proc | None:
@@ -102,6 +103,21 @@ def _parents() -> dict[int, int]:
             except (OSError, IndexError, ValueError):
                 continue
     return parents
+
+
+def descendants_cpu_s(pid: int, parents: dict[int, int]) -> float:
+    """The CPU of `pid`'s running descendants, each with its own ended children's (a warm engine's JVM and Python
+    workers: counted in the worker's children only once the engine ends)."""
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    total, todo = 0.0, list(children.get(pid, ()))
+    while todo:
+        p = todo.pop()
+        if (proc := _proc(p)) is not None:
+            total += proc.cpu_s + proc.children_cpu_s
+        todo += children.get(p, ())
+    return total
 
 
 def role_pids(root: int) -> dict[str, int]:
@@ -240,7 +256,10 @@ def take(tables: list[WatchedTable], engine: sa.Engine, root: int, writers: list
                                       + (prev.tables[t.name].commits if prev else 0)) for t in tables}
     for t in tables:
         per_table[t.name].unheld = unheld_commits(t.base_path)
-    roles = {role: p for role, pid in role_pids(root).items() if (p := _proc(pid)) is not None}
+    pids = role_pids(root)
+    roles = {role: p for role, pid in pids.items() if (p := _proc(pid)) is not None}
+    if "worker" in roles:  # its warm engines' CPU while they run, its jobs' once they ended
+        roles["worker"].live_children_cpu_s = descendants_cpu_s(pids["worker"], _parents())
     # A writer that has ended (the local one ends the run) keeps the CPU it had at the last sample it was seen in.
     writers_cpu = {pid: p.cpu_s if (p := _proc(pid)) is not None else (prev.writers_cpu.get(pid, 0.0) if prev else 0.0)
                    for pid in writers}
@@ -344,8 +363,11 @@ def _commits(a: Sample, b: Sample) -> int:
 def cpu_shares(a: Sample, b: Sample) -> dict[str, float]:
     """The CPU seconds each part of the run spent between two samples: the roles (the worker with its jobs), the
     writers, the database and the S3 test endpoint (the machine's other tenants: their growth slows the roles)."""
-    shares = {r: (b.roles[r].cpu_s + b.roles[r].children_cpu_s) - (a.roles[r].cpu_s + a.roles[r].children_cpu_s)
-              for r in ROLES}
+    def role_cpu(s: Sample, r: str) -> float:
+        p = s.roles[r]
+        return p.cpu_s + p.children_cpu_s + p.live_children_cpu_s
+
+    shares = {r: role_cpu(b, r) - role_cpu(a, r) for r in ROLES}
     shares["writers"] = sum(b.writers_cpu.values()) - sum(a.writers_cpu.values())
     shares["database"] = b.database_cpu_s - a.database_cpu_s
     shares["s3 endpoint"] = b.endpoint_cpu_s - a.endpoint_cpu_s
