@@ -91,6 +91,15 @@ class _GroupRunner:
         return results
 
 
+def requested_job(request: dict[str, Any]) -> str | None:
+    """The request job a `run` asks for (None: a plan, jobs/run.py's); ValueError for any module but those the
+    registry lets a warm engine run (WARM_ENGINE_JOBS): nothing else is imported, whatever the request names."""
+    job = request.get("job")
+    if job is not None and job not in WARM_ENGINE_JOBS:
+        raise ValueError(f"job {job!r} does not run on a warm engine")
+    return None if job is None else str(job)
+
+
 class _Handler(socketserver.StreamRequestHandler):
     server: EngineServer
 
@@ -109,9 +118,10 @@ class _Handler(socketserver.StreamRequestHandler):
             self.server.sc.cancelJobGroup(group)
             self._send({"cancelled": group})
         elif op == "run":
-            job = request.get("job")
-            if job is not None and job not in WARM_ENGINE_JOBS:
-                self._send({"error": f"job {job!r} does not run on a warm engine"})
+            try:
+                job = requested_job(request)
+            except ValueError as e:
+                self._send({"error": str(e)})
                 return
             self._run(str(request["group"]), [str(a) for a in request["args"]], job)
         else:

@@ -24,6 +24,7 @@ from worker_support import (
     write_history,
 )
 
+from jobs.warm_engine import requested_job
 from tms.db import TaskRepo, TaskState
 from tms.hudi.timeline.instant import Action
 from worker.sizing import JobResources
@@ -80,6 +81,14 @@ def test_an_engine_takes_the_plans_that_fit_its_executors():
     assert conf["spark.dynamicAllocation.enabled"] == "false"
     local = EngineSpec(**{**spec.__dict__, "kind": "local", "master": "local[*]"})
     assert local.submit_master() == "local[2]"
+
+
+def test_an_engine_runs_no_request_job_but_archivals():
+    assert requested_job({"op": "run", "args": []}) is None  # a plan
+    assert requested_job({"op": "run", "job": "jobs.archive_job", "args": []}) == "jobs.archive_job"
+    for hostile in ("jobs.backup_job", "os", "subprocess", "jobs.archive_job.x", ""):
+        with pytest.raises(ValueError, match="does not run on a warm engine"):
+            requested_job({"op": "run", "job": hostile, "args": []})
 
 
 @pytest.mark.slow
