@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -77,20 +78,35 @@ class Proc:
     cpu_s: float
     children_cpu_s: float  # of its child processes that ended (the worker's jobs)
     live_children_cpu_s: float = 0.0  # of its descendants still running (the worker's warm engines), role_trees
+    fd_kinds: dict[str, int] = field(default_factory=dict)  # its descriptors by kind (socket, pipe, a file's suffix)
+
+
+def _fd_kinds(pid: int) -> dict[str, int]:
+    """What a process's descriptors are: sockets, pipes, anonymous inodes by name, files by their suffix."""
+    kinds: Counter[str] = Counter()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        kind = target.split(":[", 1)[0] if ":[" in target else target.split("[", 1)[0]
+        kinds[kind if not kind.startswith("/") else "file " + (Path(kind).suffix or Path(kind).name)] += 1
+    return dict(kinds)
 
 
 def _proc(pid: int) -> Proc | None:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        fd_kinds = _fd_kinds(pid)
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     rss_kb, threads = re.search(r"VmRSS:\s+(\d+)", status), re.search(r"Threads:\s+(\d+)", status)
     if rss_kb is None or threads is None:
         return None  # a zombie (ended, not yet waited for): it has no memory
-    return Proc(int(rss_kb.group(1)) / 1024, fds, int(threads.group(1)), (int(stat[11]) + int(stat[12])) / CLOCK_TICKS,
-                (int(stat[13]) + int(stat[14])) / CLOCK_TICKS)
+    return Proc(int(rss_kb.group(1)) / 1024, sum(fd_kinds.values()), int(threads.group(1)),
+                (int(stat[11]) + int(stat[12])) / CLOCK_TICKS, (int(stat[13]) + int(stat[14])) / CLOCK_TICKS,
+                fd_kinds=fd_kinds)
 
 
 def _parents() -> dict[int, int]:
@@ -320,6 +336,9 @@ def report(samples: list[Sample], keep_max: int) -> None:
             before, after = quarter_ratio(samples, figure)
             if before and after:
                 print(f"  {role} {name}: {before:.0f} -> {after:.0f}, ratio {after / before:.2f}")
+                if name == "descriptors" and after > before and role in samples[0].roles and role in samples[-1].roles:
+                    print(f"    by kind, the first sample {samples[0].roles[role].fd_kinds} -> the last "
+                          f"{samples[-1].roles[role].fd_kinds}")
     seconds = samples[-1].at - samples[0].at
     commits = _commits(samples[0], samples[-1])
     if commits > 0 and all(r in samples[0].roles and r in samples[-1].roles for r in ROLES):

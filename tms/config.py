@@ -72,6 +72,7 @@ class WorkerSettings(RoleSettings):
     """The worker (`tms worker`) and the jobs it runs; the retries its failed attempts get."""
     PREFIX: ClassVar[str] = "worker_"
     slots: int
+    light_slots: int
     poll_seconds: float
     lease_seconds: float
     job_timeout_seconds: float
@@ -216,6 +217,9 @@ class Settings(BaseSettings):
 
     # The worker (`tms worker`): see worker/ and docs/operating/worker.md.
     worker_slots: int = Field(2, ge=1, description="Jobs one worker process runs at the same time")
+    worker_light_slots: int = Field(
+        1, ge=0, description="Short jobs that run no Spark (archival) one worker process runs at the same time beside "
+                             "its slots, not counted against a queue's capacity; 0: they take a slot as other jobs do")
     worker_poll_seconds: float = Field(2.0, gt=0, description="How often an idle worker looks for runnable tasks")
     worker_lease_seconds: float = Field(
         60.0, ge=1, description="A claimed task's lease; the worker renews it every quarter of this while the "

@@ -50,6 +50,11 @@ REQUESTED_SERVICES: tuple[TableService, ...] = BACKUP_SERVICES + TTL_SERVICES + 
 # hundred instants at most), and until it runs every other job loads the grown active timeline; behind a queue
 # of compactions and cleans it let a busy table's timeline grow to four times its limit (bench/long_life.py).
 CLAIMED_FIRST: tuple[TableService, ...] = (TableService.ARCHIVE,)
+# The services whose jobs are short and run no Spark (archival: a few hundred instants, in the warm engine's driver
+# or a Python process): a worker runs them in a lane of their own (TMS_WORKER_LIGHT_SLOTS), neither in one of its
+# slots nor against a queue's capacity. Behind the 2 slots' compactions and cleans, the archival a completed
+# compaction made due waited seconds for a slot while a busy table's timeline stood over its limit.
+LIGHT_SERVICES: tuple[TableService, ...] = (TableService.ARCHIVE,)
 
 
 def names_request(service: str) -> bool:

@@ -15,7 +15,7 @@ from tms.hudi.context import DEFAULT_CONTEXT, HudiContext
 from tms.hudi.records.merge_budget import MAX_SIZE
 from tms.hudi.table.hudi_table import HudiTable
 from tms.planning.stats import plan_stats
-from tms.table_service import TableService, names_request
+from tms.table_service import LIGHT_SERVICES, TableService, names_request
 from tms.task_payload import PayloadBody, PlanStatistics, statistics_of
 
 from .engine_choice import choose_engine
@@ -75,14 +75,16 @@ class ClaimLimits:
     context: HudiContext = DEFAULT_CONTEXT  # what plans are read with (tms.table_context)
 
 
-def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTask | None:
-    """Claim one task for `owner`, or None when nothing is runnable or every usable queue is full."""
+def claim_next(database: Database, owner: str, limits: ClaimLimits, *, light: bool | None = None) -> ClaimedTask | None:
+    """Claim one task for `owner`, or None when nothing is runnable or every usable queue is full. `light` True:
+    only a task of LIGHT_SERVICES, whatever the queues' load (its job runs no Spark); False: none of them; None:
+    any. A queue's capacity counts its running jobs other than light ones."""
     fence_key = new_fence_key()
     with database.transaction() as session:
         queues = QueueRepo(session).lock_all()
         tasks = TaskRepo(session)
-        running = tasks.running_by_queue()
-        candidates = tasks.claimable(limit=CANDIDATES)
+        running = {} if light else tasks.running_by_queue(light=False)
+        candidates = tasks.claimable(limit=CANDIDATES, light=light)
         rolling_back = tasks.tables_rolling_back({t.table_id for t in candidates})
         for task in candidates:
             if task.service != TableService.ROLLBACK and task.table_id in rolling_back:
@@ -90,7 +92,7 @@ def claim_next(database: Database, owner: str, limits: ClaimLimits) -> ClaimedTa
             table = TableRepo(session).by_id(task.table_id)
             if table is None:  # unregistered since the task was read
                 continue
-            queue = choose_queue(queues, running, table, task.service)
+            queue = choose_queue(queues, {} if task.service in LIGHT_SERVICES else running, table, task.service)
             if queue is None:
                 continue
             merge_options = _merge_options(table)

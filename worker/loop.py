@@ -1,6 +1,7 @@
-"""The worker process: it keeps up to `settings.worker.slots` jobs running. Each turn of its role loop (tms.instance) it
-hands back the tasks of dead workers and claims runnable tasks for its free slots; each claimed task runs
-under a JobSupervisor in a thread of its own."""
+"""The worker process: it keeps up to `settings.worker.slots` jobs running, and beside them up to
+`settings.worker.light_slots` of the light services' (LIGHT_SERVICES: archival). Each turn of its role loop
+(tms.instance) it hands back the tasks of dead workers and claims runnable tasks for its free slots; each claimed
+task runs under a JobSupervisor in a thread of its own."""
 from __future__ import annotations
 
 import logging
@@ -10,10 +11,11 @@ import threading
 from pathlib import Path
 
 from tms.config import Settings
-from tms.db import Database, QueueRepo
+from tms.db import TASK_RUNNABLE, Database, Listener, QueueRepo
 from tms.execute.spark_submit import build_py_files, executor_settings_conf
 from tms.instance import JOB_TIMEOUT_FACT, RoleLoop
 from tms.table_context import table_context
+from tms.table_service import LIGHT_SERVICES
 
 from .claim import ClaimLimits, claim_next, requeue_expired_leases
 from .retry_policy import RetryLimits
@@ -61,7 +63,12 @@ class Worker:
             self._ensure_a_queue()
             log.info("worker %s: %s slot(s), %s jobs, fence at %s", self.id, self.settings.worker.slots,
                      self.settings.worker.runner, self._job_settings.service_url)
-            self.loop.run(self, finish=self._finish)
+            # A task made runnable wakes a worker with a free slot at once (its poll stays the guarantee).
+            listener = Listener(self.database.url, TASK_RUNNABLE, self._on_runnable).start()
+            try:
+                self.loop.run(self, finish=self._finish)
+            finally:
+                listener.stop()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -109,15 +116,30 @@ class Worker:
             self.warm_engines.sync(self.database)
         for task_id in requeue_expired_leases(self.database):
             log.info("task %s: its worker's lease expired; runnable again", task_id)
-        while len(self.running) < self.settings.worker.slots and not self.loop.stopping:
-            claimed = claim_next(self.database, self.id, self.limits)
-            if claimed is None:
-                break
-            self._start(JobSupervisor(self._job_settings, claimed))
+        own = self.settings.worker
+        # With a light lane, the slots take no light job; without one, any job.
+        for light, slots in ((False if own.light_slots else None, own.slots), (True, own.light_slots)):
+            while self._running_in(light) < slots and not self.loop.stopping:
+                claimed = claim_next(self.database, self.id, self.limits, light=light)
+                if claimed is None:
+                    break
+                self._start(JobSupervisor(self._job_settings, claimed))
+
+    def _on_runnable(self) -> None:
+        own = self.settings.worker
+        if self._running_in(None) < own.slots + own.light_slots:
+            self.loop.wake()
+
+    def _running_in(self, light: bool | None) -> int:
+        """Jobs running in the light lane (True) or the slots (otherwise)."""
+        with self._lock:
+            return sum((supervisor.claimed.service in LIGHT_SERVICES) == bool(light)
+                       for supervisor, _ in self._jobs.values()) if light is not None else len(self._jobs)
 
     def facts(self) -> dict[str, object]:
         # The job timeout is the worker's own setting: the manager's early warning judges its tasks by it.
-        return {"slots": self.settings.worker.slots, "running": self.running,
+        return {"slots": self.settings.worker.slots, "light_slots": self.settings.worker.light_slots,
+                "running": self.running,
                 JOB_TIMEOUT_FACT: self.settings.worker.job_timeout_seconds}
 
     def _start(self, supervisor: JobSupervisor) -> None:

@@ -114,6 +114,26 @@ def test_the_digest_finds_archival_due_past_the_limit_and_waits_after_an_empty_a
     assert _digest(table, frozenset()).commits == 0  # counted only when the planner schedules archival
 
 
+def test_the_compaction_that_held_archival_back_makes_it_due_again_when_it_completes(tmp_path):
+    table = _table(tmp_path / "t", "MERGE_ON_READ")
+    policy = TablePolicy.from_stored({**SMALL, "hoodie.keep.max.commits": 5})  # re-attempted after 3 more commits
+    _commits(table, 6, Action.DELTA_COMMIT)
+    held = _commit(table, Action.COMPACTION, finish=False)
+    digest = _digest(table)
+    assert digest.archive_may_be_due(policy)
+    digest.attempted(TableService.ARCHIVE, held, [held], finding="held back", held_by=held)
+    digest.observe(_commit(table, Action.DELTA_COMMIT), "deltacommit", "completed", NOW)
+    assert not digest.archive_may_be_due(policy), "another delta commit releases nothing"
+    rebuilt = TimelineDigest.of(table, TimelineDigest.from_state(digest.to_state(), ARCHIVE), NOW, ARCHIVE)
+    assert (rebuilt.archive_held_by, rebuilt.archive_may_be_due(policy)) == (held, False), "kept while pending"
+    digest.observe(held, "commit", "completed", NOW)
+    assert digest.archive_may_be_due(policy), "the compaction's completion releases the commits after its plan"
+    # A planner that missed the event finds it on the timeline: the plan is no longer pending.
+    table.timeline.complete(table.timeline.pending()[0], b"{}")
+    table = HudiTable.load(str(tmp_path / "t"))
+    assert TimelineDigest.of(table, rebuilt, NOW, ARCHIVE).archive_may_be_due(policy)
+
+
 def test_automatic_false_keeps_archival_to_requests():
     off = TablePolicy.from_stored({"hoodie.archive.automatic": False})
     assert scheduled_services(ARCHIVE, off) == frozenset()

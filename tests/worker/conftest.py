@@ -97,22 +97,34 @@ def start_worker(db, service, tmp_path):
         thread.join(timeout=60)
 
 
-@pytest.fixture
-def start_planner(db):
-    """start_planner(**settings) -> the planner role (tms planner) running in a thread."""
-    started: list[tuple[PlannerService, threading.Thread]] = []
+class Planners:
+    """start_planner(**settings) -> the planner role (tms planner) running in a thread;
+    start_planner.stop(planner) -> once no planning pass of it is in flight (it writes no plan after)."""
 
-    def start(**overrides) -> PlannerService:
-        values = {"database_url": db.url, "planner_poll_seconds": 0.2, "planner_tick_seconds": 1,
+    def __init__(self, db):
+        self.db = db
+        self.started: dict[PlannerService, threading.Thread] = {}
+
+    def __call__(self, **overrides) -> PlannerService:
+        values = {"database_url": self.db.url, "planner_poll_seconds": 0.2, "planner_tick_seconds": 1,
                   "heartbeat_seconds": 3600, **overrides}
-        planner = PlannerService(db, Settings(**values))
+        planner = PlannerService(self.db, Settings(**values))
         thread = threading.Thread(target=planner.run, daemon=True)
         thread.start()
-        started.append((planner, thread))
+        self.started[planner] = thread
         return planner
 
-    yield start
-    for planner, _ in started:
+    def stop(self, planner: PlannerService) -> None:
         planner.stop()
-    for _, thread in started:
+        self.started[planner].join(timeout=120)
+        assert not self.started[planner].is_alive(), "the planner did not end its passes within 120 s"
+
+
+@pytest.fixture
+def start_planner(db):
+    planners = Planners(db)
+    yield planners
+    for planner in planners.started:
+        planner.stop()
+    for thread in planners.started.values():
         thread.join(timeout=60)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import httpx
 from support import hudi_rs_table, rows
 from table_model import COLUMNS
-from worker_support import ModelledTable, attempts, rec, register, wait_until_final
+from worker_support import ModelledTable, attempts, rec, register, wait_for, wait_until_final
 
-from tms.db import TaskState
+from tms.db import InstanceRepo, TaskState
 from tms.hudi.timeline.archived import ArchivedTimeline
 
 # keep 2..4 commits; the cleaner retains 1 (so it does not widen the limits)
@@ -48,3 +48,25 @@ def test_a_worker_archives_the_timeline_and_the_table_reads_the_same(tmp_path, s
     again = httpx.post(f"{service.url}/api/v1/tables/{table_id}:plan", json={"service": "archive"},
                        headers=service.admin, timeout=30)
     assert (again.status_code, again.json()["tasks"]) == (200, [])  # within the limit now: nothing planned
+
+
+def test_an_idle_worker_claims_a_requested_archival_at_once_not_at_its_next_poll(tmp_path, service, db, local_queue,
+                                                                                  start_worker):
+    local_queue()
+    table = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
+    for n in range(6):
+        table.write([rec(i, 10 + n) for i in range(n, n + 3)])
+    table_id = register(service, table.path, **SMALL)
+    worker = start_worker(worker_poll_seconds=600)  # it polls once at start, then only a notification wakes it
+    wait_for(lambda: _turned(db, worker.id), what="the worker's first turn (its heartbeat follows it)")
+    answer = httpx.post(f"{service.url}/api/v1/tables/{table_id}:plan", json={"service": "archive"},
+                        headers=service.admin, timeout=30)
+    [task] = answer.json()["tasks"]
+    done = wait_until_final(db, task["id"], timeout=120)
+    assert done.state == TaskState.SUCCEEDED, done.error
+    assert [a.fencing_token for a in attempts(db, task["id"])] == [1]
+
+
+def _turned(db, instance_id: str) -> bool:
+    with db.transaction() as session:
+        return any(i.id == instance_id and "slots" in i.info for i in InstanceRepo(session).list())

@@ -11,7 +11,7 @@ from worker_support import ModelledTable, plan, rec, register, task, wait_for
 from tms.db import InstanceRepo, QueueRecord, QueueRepo, TableRecord, TableRepo, TaskRepo, TaskState
 from tms.hudi.table.properties import TableType
 from tms.planning.stats import plan_stats
-from tms.task_payload import PlanStatistics
+from tms.task_payload import ArchiveRequest, PlanStatistics
 from worker.claim import ClaimLimits, claim_next
 from worker.commands import python_job, spark_job
 from worker.queues import admits, choose_queue
@@ -197,7 +197,8 @@ def _runnable_tasks(db, n: int, priority: int = 0, services: tuple[str, ...] = (
         return [TaskRepo(session).create(table_id=row.id, service=services[i % len(services)],
                                          instant=f"2025010100000{i:04d}", state=TaskState.RUNNABLE,
                                          priority=priority,
-                                         payload=PlanStatistics(operations=1, largest_file_group_bytes=0))[0].id
+                                         payload=ArchiveRequest() if services[i % len(services)] == "archive"
+                                         else PlanStatistics(operations=1, largest_file_group_bytes=0))[0].id
                 for i in range(n)]
 
 
@@ -210,6 +211,26 @@ def test_a_tables_rollbacks_go_before_its_other_services(db, local_queue):
     with db.transaction() as session:
         TaskRepo(session).finish(rollback, fencing_token=first.fencing_token, succeeded=True)
     assert claim_next(db, "w", LIMITS).task_id == compaction
+
+
+def test_an_archival_runs_in_the_light_lane_beside_a_full_queue_and_takes_none_of_its_capacity(db, local_queue):
+    local_queue(capacity=1)
+    clean, archive, later = _runnable_tasks(db, 3, services=("clean", "archive", "clean"))
+    slot = claim_next(db, "w", LIMITS, light=False)
+    assert slot.task_id == clean, "the slots take no light task, though archival is claimed first"
+    assert claim_next(db, "w", LIMITS, light=False) is None, "the queue is full"
+    lane = claim_next(db, "w", LIMITS, light=True)
+    assert (lane.task_id, lane.queue_name) == (archive, "local"), "the lane runs it whatever the queue's load"
+    assert claim_next(db, "w", LIMITS, light=True) is None, "only light tasks in the lane"
+    with db.transaction() as session:
+        TaskRepo(session).finish(clean, fencing_token=slot.fencing_token, succeeded=True)
+    assert claim_next(db, "w", LIMITS, light=False).task_id == later, "the running archival uses no capacity"
+
+
+def test_without_a_light_lane_an_archival_takes_a_slot_first(db, local_queue):
+    local_queue(capacity=1)
+    clean, archive = _runnable_tasks(db, 2, services=("clean", "archive"))
+    assert claim_next(db, "w", LIMITS).task_id == archive
 
 
 def test_concurrent_claims_never_exceed_a_queues_capacity(db, local_queue):

@@ -71,7 +71,7 @@ def test_java_writes_tms_clusters_java_reads(version, table_type, tmp_path, serv
     [clustering] = wait_for(lambda: _tasks(db, table_id, "clustering"), 90, "the planner to plan a clustering")
     # One clustering is the subject: the planner stops (it plans again after three more writes, and when it
     # does depends on how fast it saw the first three).
-    planner.stop()
+    start_planner.stop(planner)
     # Java goes on inserting (new file groups) while TMS's clustering is pending.
     writer.write("insert", [row(i, 5) for i in range(30, 33)])
 

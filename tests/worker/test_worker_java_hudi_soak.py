@@ -242,7 +242,7 @@ def test_three_java_writers_and_tms_under_one_lock(kind, zookeeper, tmp_path, se
         # Then TMS stops planning, so that what follows judges a table at rest: a plan made meanwhile would write
         # files beside Hudi's metadata table validation and refuse or fail the Java write that comes last (a
         # pending clustering of a file group it updates, a write conflict).
-        planner.stop()
+        start_planner.stop(planner)
         tasks = wait_for(settled, 600, "TMS to end every task it planned before it stopped")
     finally:
         manager.stop()

@@ -52,9 +52,10 @@ from .repos.ttl import TtlTaskRepo
 from .repos.webhooks import MuteRepo, WebhookRepo
 from .startup import database_url, open_database
 from .states import ACTION_SOURCES, TRANSITIONS, OperatorAction, TaskState, can_transition
+from .wakeups import TASK_RUNNABLE, Listener
 
 __all__ = [
-    "ACTION_SOURCES", "BUILTIN", "TRANSITIONS",
+    "ACTION_SOURCES", "BUILTIN", "TASK_RUNNABLE", "TRANSITIONS",
     "AlertRecord", "AttemptRecord", "EngineRecord", "EventRecord", "InstanceRecord", "MuteRecord", "QueueRecord",
     "RolloutRecord", "TableRecord", "TaskRecord", "TemplateRecord", "DeliveryRecord", "DiscoveredRecord",
     "HealthSampleRecord", "HealthScore", "LeaseRecord", "ShadowRunRecord", "TokenRecord", "WebhookRecord",
@@ -64,6 +65,6 @@ __all__ = [
     "BackupHistory", "EngineResults", "FleetHour", "NewEvent", "Purged", "RetentionCursor", "ShadowResults", "Sighting",
     "CleanerPolicy", "CompactionStrategy", "TablePolicy", "TriggerStrategy",
     "ConflictError", "IllegalTransitionError", "NotFoundError", "OperatorAction", "TaskState",
-    "Database", "bounded_idle", "can_transition", "database_url", "hash_secret", "matching_rule", "open_database",
-    "sqlalchemy_url",
+    "Database", "Listener", "bounded_idle", "can_transition", "database_url", "hash_secret", "matching_rule",
+    "open_database", "sqlalchemy_url",
 ]

@@ -35,7 +35,8 @@ PLANNING_ERRORS = (HudiError, PlanningError, MetadataFormatError, OSError)
 
 
 # What a trigger that counts completed writes awaits when an attempt plans nothing: their completion counts.
-_AWAITED_ACTIONS = (*WRITE_ACTIONS, Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
+_PLAN_ACTIONS = (Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
+_AWAITED_ACTIONS = (*WRITE_ACTIONS, *_PLAN_ACTIONS)
 
 
 def _plan(ctx: PassContext, service: str, *, force: bool = False) -> PlanOrWhy:
@@ -106,7 +107,8 @@ def _run_pass(ctx: PassContext, digest: TimelineDigest, work: Work) -> tuple[Tim
             AlertRepo(ctx.session).resolve(recorder.planning_failed_fingerprint(service))
         elif planned is not False:  # due but nothing to plan (a finding), or it failed (None): re-arm the trigger
             digest.attempted(service, _newest_instant(ctx.table), _pending(ctx.table),
-                             planned or "due, but planning failed (see the table's planning_failed alert)")
+                             planned or "due, but planning failed (see the table's planning_failed alert)",
+                             held_by=_oldest_pending_plan(ctx.table) if service == TableService.ARCHIVE else None)
     return TimelineDigest.of(ctx.table, digest, ctx.now, ctx.services), recorder.recorded
 
 
@@ -150,6 +152,12 @@ def _newest_instant(table) -> str:
 def _pending(table) -> list[str]:
     """The writes and table services pending on the table: a trigger re-armed now counts them once they complete."""
     return [i.timestamp for i in table.timeline.pending(_AWAITED_ACTIONS)]
+
+
+def _oldest_pending_plan(table) -> str | None:
+    """The oldest compaction or clustering plan pending: Hudi's archival rules hold every instant after it."""
+    oldest = table.timeline.pending(_PLAN_ACTIONS)
+    return oldest[0].timestamp if oldest else None
 
 
 def _guarded(recorder: TaskRecorder, step: str, run):

@@ -79,6 +79,10 @@ class TimelineDigest:
     # nothing (Hudi's rules held the oldest back): the next attempt waits for more.
     commits: int = 0
     archive_attempted_at: int | None = None
+    # The oldest instant pending at that attempt (Hudi's rules archive nothing from it on): once it completes or
+    # leaves the timeline, archival is due again at once. A busy table's completed compaction releases every
+    # commit after its plan; waiting for more commits let the timeline stand over its limit meanwhile.
+    archive_held_by: str | None = None
     # The zone of LOCAL timelines, as the reader's context passes it (None: this host's); not stored.
     local_zone: tzinfo | None = field(default=None, compare=False, repr=False)
 
@@ -98,7 +102,8 @@ class TimelineDigest:
                    findings={k: list(v) for k, v in state["findings"].items()},
                    scopes={k: list(v) for k, v in state.get("scopes", {}).items()}, scanned_at=state["scanned_at"],
                    timeline_utc=state["timeline_utc"], commits=state.get("commits", 0),
-                   archive_attempted_at=state.get("archive_attempted_at"), local_zone=local_zone)
+                   archive_attempted_at=state.get("archive_attempted_at"),
+                   archive_held_by=state.get("archive_held_by"), local_zone=local_zone)
 
     def to_state(self) -> dict[str, Any]:
         # the row keeps it; this digest is not used after
@@ -140,7 +145,10 @@ class TimelineDigest:
         if TableService.ARCHIVE in services:
             out.commits = sum(1 for i in tl.iter_instants(ARCHIVED_COMMITS) if i.is_completed)
             attempted = previous.archive_attempted_at if previous else None
-            out.archive_attempted_at = attempted if attempted is not None and out.commits >= attempted else None
+            held_by = previous.archive_held_by if previous else None
+            released = held_by is not None and not _pending_at(tl, held_by)
+            if attempted is not None and out.commits >= attempted and not released:
+                out.archive_attempted_at, out.archive_held_by = attempted, held_by
         return out
 
     # --- following events ---------------------------------------------------------------------------
@@ -162,15 +170,20 @@ class TimelineDigest:
             self.clustered = max(self.clustered or "", instant)
         elif action == Action.CLEAN:
             self.cleaned = max(self.cleaned or "", instant)
+        if state == COMPLETED and instant == self.archive_held_by:
+            self.archive_attempted_at = self.archive_held_by = None
         self._trim()
 
-    def attempted(self, service: str, newest_instant: str, pending: Iterable[str] = (), finding: str = "") -> None:
+    def attempted(self, service: str, newest_instant: str, pending: Iterable[str] = (), finding: str = "",
+                  held_by: str | None = None) -> None:
         """`service` was found due and planned nothing (`finding` says why): re-arm its trigger from the newest
         instant on the timeline (instant times, not the planner's clock: writers' clocks need not agree with
-        it) and the instants then `pending`, each counted once it completes."""
+        it) and the instants then `pending`, each counted once it completes. An archival's: `held_by` the oldest
+        pending compaction or clustering plan then, whose completion makes it due again."""
         self.attempts[service] = newest_instant
         if service == TableService.ARCHIVE:
             self.archive_attempted_at = self.commits
+            self.archive_held_by = held_by
         if service in self.counted and service != TableService.COMPACTION:
             self.awaited[service] = sorted(ts for ts in pending if ts <= newest_instant)
             self.counted[service] = []  # counted from the attempt on
@@ -187,7 +200,7 @@ class TimelineDigest:
         as from an attempt (its task archives what is due when it runs)."""
         self.findings.pop(service, None)
         if service == TableService.ARCHIVE:
-            self.archive_attempted_at = self.commits
+            self.archive_attempted_at, self.archive_held_by = self.commits, None
 
     def scoped(self, planned: Planned) -> None:
         """Keep how a compaction or clustering plan TMS made chose its partitions (shown with its outlook)."""
@@ -334,6 +347,11 @@ def _counted(services: frozenset[str]) -> set[str]:
 
 def _completed_at(tl: Timeline, timestamp: str) -> bool:
     return any(i.is_completed for i in tl.states_of(timestamp).values())
+
+
+def _pending_at(tl: Timeline, timestamp: str) -> bool:
+    states = tl.states_of(timestamp)
+    return bool(states) and not any(i.is_completed for i in states.values())
 
 
 def _timestamp(instant: Instant | None) -> str | None:

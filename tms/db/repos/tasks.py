@@ -13,13 +13,14 @@ from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from tms.table_service import CLAIMED_FIRST, TableService
+from tms.table_service import CLAIMED_FIRST, LIGHT_SERVICES, TableService
 from tms.task_payload import PayloadBody, PlanStatistics, payload_of
 
 from ..errors import ConflictError, IllegalTransitionError, NotFoundError
 from ..models import RegisteredTable, Task, TaskAttempt
 from ..records import AttemptRecord, TaskRecord, records_of, task_of, tasks_of
 from ..states import ACTION_SOURCES, OperatorAction, TaskState, can_transition
+from ..wakeups import TASK_RUNNABLE, notify
 
 S = TaskState
 
@@ -42,6 +43,7 @@ _TRANSITION_FIELDS = frozenset({"error", "blockers", "run_after", "requested_res
                                 "next_attempt_at", "retry_reason"})
 
 
+_LIGHT = [s.value for s in LIGHT_SERVICES]
 _CLAIMED_FIRST_RANK = case((Task.service.in_([s.value for s in CLAIMED_FIRST]), 0), else_=1)
 
 
@@ -66,6 +68,8 @@ class TaskRepo:
             .on_conflict_do_nothing(constraint="uq_tasks_table_id_instant").returning(Task.id))
         task_id = self.session.execute(stmt).scalar()
         if task_id is not None:
+            if state is S.RUNNABLE:
+                notify(self.session, TASK_RUNNABLE)
             return self.get(task_id), True
         existing = self.for_instant(table_id, instant)
         if existing is None:  # the conflicting task was deleted meanwhile
@@ -148,10 +152,13 @@ class TaskRepo:
                                     .group_by(hour, Task.state).order_by(hour))
         return [(at, state, count) for at, state, count in rows]
 
-    def running_by_queue(self) -> dict[str | None, int]:
-        """Running tasks per queue: what each queue's capacity is measured against."""
-        rows = self.session.execute(select(Task.queue, func.count()).where(Task.state == S.RUNNING)
-                                    .group_by(Task.queue))
+    def running_by_queue(self, *, light: bool = True) -> dict[str | None, int]:
+        """Running tasks per queue; `light=False`: of the services not in LIGHT_SERVICES, what each queue's
+        capacity is measured against."""
+        stmt = select(Task.queue, func.count()).where(Task.state == S.RUNNING)
+        if not light:
+            stmt = stmt.where(Task.service.not_in(_LIGHT))
+        rows = self.session.execute(stmt.group_by(Task.queue))
         return {queue: count for queue, count in rows}
 
     def tables_rolling_back(self, table_ids: Iterable[int]) -> set[int]:
@@ -189,6 +196,8 @@ class TaskRepo:
         if task is not None and expected_state is S.RUNNING:
             self._update_attempt(task_id, task.fencing_token, outcome=_ATTEMPT_OUTCOME[to],
                                  error=changes.get("error"), finished_at=func.now())
+        if task is not None and to is S.RUNNABLE:
+            notify(self.session, TASK_RUNNABLE)
         return task
 
     def update_blockers(self, task_id: int, *, expected_state: TaskState, expected_version: int,
@@ -228,9 +237,11 @@ class TaskRepo:
             self.session.flush()
         return task
 
-    def claimable(self, *, limit: int = 10, services: Iterable[str] | None = None) -> list[TaskRecord]:
+    def claimable(self, *, limit: int = 10, services: Iterable[str] | None = None,
+                  light: bool | None = None) -> list[TaskRecord]:
         """RUNNABLE tasks of enabled tables whose retry time has come, highest priority first (within one
-        priority, the services claimed first: CLAIMED_FIRST), skipping rows other workers are claiming right now."""
+        priority, the services claimed first: CLAIMED_FIRST), skipping rows other workers are claiming right now;
+        `light` True or False: only those of LIGHT_SERVICES, or none of them."""
         stmt = (select(Task).join(RegisteredTable, RegisteredTable.id == Task.table_id)
                 .where(Task.state == S.RUNNABLE.value, RegisteredTable.enabled.is_(True),
                        or_(Task.run_after.is_(None), Task.run_after <= func.now()))
@@ -238,6 +249,8 @@ class TaskRepo:
                 .with_for_update(of=Task, skip_locked=True))
         if services is not None:
             stmt = stmt.where(Task.service.in_(list(services)))
+        if light is not None:
+            stmt = stmt.where(Task.service.in_(_LIGHT) if light else Task.service.not_in(_LIGHT))
         return tasks_of(self.session.scalars(stmt, execution_options={"populate_existing": True}))
 
     def claim_next(self, *, owner: str, lease_seconds: float, services: Iterable[str] | None = None,
@@ -355,6 +368,7 @@ class TaskRepo:
         if task is not None:
             self._update_attempt(task_id, fencing_token, outcome="LOST", error="lease expired",
                                  finished_at=func.now())
+            notify(self.session, TASK_RUNNABLE)
         return task
 
     # --- the manager: retries -----------------------------------------------------------------------
