@@ -17,6 +17,10 @@ size checks):
   files deleted in batches of 1,000, the clean's metadata-table commit and its instant), against deleting the
   same files alone (an unlink each, nothing else: no confinement check, no record), each on a fresh copy of the table
   (`cp --sparse=always`); the issue's goal: the whole clean within 2x the deletes alone;
+- with `--s3`, each of these on the S3 test endpoint (bench/giant_s3.py: moto, requests served one at a time and
+  counted by the endpoint, the table seeded there from the local build without a request per file), where
+  deleting the files alone is a DeleteObject each, and also (printed beside) a DeleteObjects per 1,000 keys,
+  the requests TMS's clean makes;
 - the live view `GET /api/v1/tables/{id}` answers with (service/table_view.live_view) and the table page's
   storage part (the live view and service/ui/table_facts.read_table_facts over one loading of the table), the
   database's part left out (a few indexed rows, the same for any table); goal <= 1 s.
@@ -37,6 +41,7 @@ executors write them.
     .venv/bin/python bench/giant_table.py --scale 0.1                    # 10,000 partitions, 100,000 file groups
     .venv/bin/python bench/giant_table.py                                # the issue's size
     .venv/bin/python bench/giant_table.py --scale 0.1 --view-only        # the live view and page alone
+    .venv/bin/python bench/giant_table.py --scale 0.1 --s3               # a tenth of the size on S3
 
 Figures (2026-11-29, 2 cores loaded by a CI run, load average 7-14; docs/benchmarks.md keeps them), `--scale 0.01`
 (1,000 partitions, 10,000 file groups, 100 instants; built in 20.6 s, the whole run about 8 minutes):
@@ -75,6 +80,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -84,6 +90,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from clean_plan import SCHEMA  # noqa: E402
+from giant_s3 import BUCKET, GiantS3  # noqa: E402
+from giant_s3 import requests as s3_requests  # noqa: E402
 from incremental_plan import FULL_PASS_EVERY  # noqa: E402
 from storage_requests import REQUESTS, count_requests  # noqa: E402
 
@@ -231,13 +239,16 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
     from service.ui.table_facts import read_table_facts
     from tms.db import TableRecord
     from tms.hudi.table.properties import TableType
+    on_s3 = base.startswith("s3://")
     count_requests()
     table = HudiTable.load(base)
     now = datetime.now(UTC)
     row = TableRecord(id=0, base_path=base, name="", database="", table_type=TableType.MERGE_ON_READ,
                       table_version=8, created_at=now, updated_at=now)
-    deleting = json.loads(Path(files).read_text()) if kind == "clean-delete" and files else []
+    deleting = json.loads(Path(files).read_text()) if kind.startswith("clean-delete") and files else []
     REQUESTS.clear()
+    if on_s3:
+        s3_requests(reset=True)
     start = time.perf_counter()
     out: dict[str, Any] = {}
     if kind in ("first", "full", "incremental"):
@@ -280,6 +291,10 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
         meta = parse_clean_metadata(table.timeline.read(table.timeline.states_of(cleaned.instant)[State.COMPLETED]))
         deleted = [f"{p}/{name}" for p, pm in meta.partition_metadata.items() for name in pm.success_delete_files]
         Path(files or f"{base}.deleted.json").write_text(json.dumps(deleted))
+    elif kind.startswith("clean-delete") and on_s3:
+        gone = _s3_delete(base, deleting, batched=kind == "clean-delete-batched")
+        seconds = time.perf_counter() - start
+        out["files"] = gone
     elif kind == "clean-delete":
         gone = 0
         for rel in deleting:  # the files alone: one unlink each, no check, no batch record, no metadata
@@ -303,8 +318,25 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
         out["answer_bytes"] = len(json.dumps({k: v.model_dump(mode="json") if hasattr(v, "model_dump") else None
                                               for k, v in view.items() if k == "file_group_stats"}))
     out.setdefault("peak_mb", _peak_mb())
-    out.update(seconds=seconds, requests=sum(REQUESTS.values()))
+    out.update(seconds=seconds, requests=sum(s3_requests().values()) if on_s3 else sum(REQUESTS.values()))
     return out
+
+
+def _s3_delete(base: str, rels: list[str], batched: bool) -> int:
+    """Delete the files alone on S3: a DeleteObject each (as an unlink each on a disk), or (`batched`) a
+    DeleteObjects per 1,000 keys, the requests TMS's clean makes; nothing else."""
+    import boto3
+    bucket, prefix = base[len("s3://"):].split("/", 1)
+    client = boto3.client("s3")
+    keys = [f"{prefix}/{rel}" for rel in rels]
+    if not batched:
+        for key in keys:
+            client.delete_object(Bucket=bucket, Key=key)
+        return len(keys)
+    for at in range(0, len(keys), 1000):
+        client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[at:at + 1000]],
+                                                     "Quiet": True})
+    return len(keys)
 
 
 def _peak_mb() -> float:
@@ -317,42 +349,99 @@ def _peak_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(kind: str, base: Path, *more: str) -> dict[str, Any]:
+def _child(kind: str, base: Path | str, *more: str) -> dict[str, Any]:
     done = subprocess.run([sys.executable, __file__, "--measure", kind, str(base), *more], check=True,
                           capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _whole_clean(base: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The whole clean (plan and execution) on a copy of the table, then the deletes of the same files alone on
-    another copy; the table itself is left as it was."""
-    files = base.with_name("cleaned-files.json")
-    figures = []
-    for kind in ("clean-whole", "clean-delete"):
-        copy = base.with_name(kind)
+class LocalStore:
+    """The table where it is built, on the local disk."""
+
+    def __init__(self, base: Path):
+        self.base = base
+
+    def table(self) -> str:
+        return str(self.base)
+
+    def plan_written(self) -> None:
+        """A plan was written to the table (here: where the bench's writer finds it)."""
+
+    def table_changed(self) -> None:
+        """The bench's writer changed the table."""
+
+    @contextlib.contextmanager
+    def copy(self, name: str) -> Iterator[str]:
+        copy = self.base.with_name(name)
         # The placeholders stay sparse (their sizes are what planning reads, not their bytes)
-        subprocess.run(["cp", "-a", "--sparse=always", str(base), str(copy)], check=True)
+        subprocess.run(["cp", "-a", "--sparse=always", str(self.base), str(copy)], check=True)
         try:
-            figures.append(_child(kind, copy, str(files)))
+            yield str(copy)
         finally:
             shutil.rmtree(copy, ignore_errors=True)
+
+
+class S3Store(LocalStore):
+    """The table on the S3 test endpoint (bench/giant_s3.py), seeded from where it is built: the writer works on
+    the local folder, each change seeded again; a plan written on S3 is copied back for the writer."""
+
+    KEY = "t"
+
+    def __init__(self, base: Path, endpoint: GiantS3):
+        super().__init__(base)
+        self.endpoint = endpoint
+        started = time.perf_counter()
+        objects = endpoint.seed(base, self.KEY)
+        print(f"seeded on the S3 test endpoint {endpoint.url}: {objects} objects in "
+              f"{time.perf_counter() - started:.1f} s (the server's own puts)", flush=True)
+
+    def table(self) -> str:
+        return f"s3://{BUCKET}/{self.KEY}"
+
+    def plan_written(self) -> None:
+        self.endpoint.fetch(self.KEY, self.base)
+
+    def table_changed(self) -> None:
+        self.endpoint.seed(self.base, self.KEY)
+
+    @contextlib.contextmanager
+    def copy(self, name: str) -> Iterator[str]:
+        self.endpoint.seed(self.base, name)
+        yield f"s3://{BUCKET}/{name}"
+
+
+def _whole_clean(store: LocalStore, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The whole clean (plan and execution) on a copy of the table, then the deletes of the same files alone on
+    another copy each; the table itself is left as it was."""
+    files = store.base.with_name("cleaned-files.json")
+    figures = []
+    for kind in ("clean-whole", *kinds):
+        with store.copy(kind) as copy:
+            figures.append(_child(kind, copy, str(files)))
     files.unlink(missing_ok=True)
-    return figures[0], figures[1]
+    return figures
 
 
-def _print_whole_clean(base: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    whole, alone = _whole_clean(base)
+def _print_whole_clean(store: LocalStore) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The whole clean and the deletes alone (on S3 also batched, the requests TMS's clean makes)."""
+    batched = ("clean-delete-batched",) if isinstance(store, S3Store) else ()
+    whole, alone, *more = _whole_clean(store, ("clean-delete", *batched))
     _line("whole clean (plan + execute)", whole, f"{whole['files']} files (plan {whole['plan_seconds']:.2f} s)")
-    _line("deleting the same files alone", alone, f"{alone['files']} files")
+    _line("deleting the same files alone", alone, f"{alone['files']} files" + (", a request each" if more else ""))
+    for figures in more:
+        _line("  the same, 1,000 a request", figures, f"{figures['files']} files (whole clean / these "
+                                                      f"{whole['seconds'] / figures['seconds']:.1f})")
     return whole, alone
 
 
-def _clean_only(giant: GiantTable, base: Path, touched: int) -> int:
-    first = _child("first", base)
+def _clean_only(giant: GiantTable, store: LocalStore, touched: int) -> int:
+    first = _child("first", store.table())
     _line("first compaction plan (full pass)", first, f"{first['operations']} operations")
+    store.plan_written()
     giant.complete_compaction(first["instant"])
     giant.touch(touched)
-    whole, alone = _print_whole_clean(base)
+    store.table_changed()
+    whole, alone = _print_whole_clean(store)
     executed = whole["seconds"] - whole["plan_seconds"]
     print(f"RATIO whole clean / deleting its files alone {whole['seconds'] / alone['seconds']:.2f} (goal <= 2); "
           f"its execution alone / the deletes alone {executed / alone['seconds']:.2f}")
@@ -377,6 +466,8 @@ def main() -> int:
     ap.add_argument("--clean-only", action="store_true",
                     help="only the whole clean against its deletes alone (after the first compaction plan, which "
                          "it needs, completed): the clean figure in a third of the time")
+    ap.add_argument("--s3", action="store_true",
+                    help="the table on the S3 test endpoint (moto, bench/giant_s3.py), built on the local disk first")
     ap.add_argument("--measure", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
@@ -389,37 +480,46 @@ def main() -> int:
     instants = max(2, round(args.instants * args.scale))
     root = args.dir or Path(tempfile.mkdtemp(prefix="tms-giant-"))
     base = root / "t"
+    endpoint = None
     try:
         start = time.perf_counter()
         giant = GiantTable(base, partitions, file_groups)
         giant.history(instants)
         print(f"table: {partitions} partitions, {file_groups} file groups, {instants} instants, metadata table "
               f"(files); built in {time.perf_counter() - start:.1f} s", flush=True)
+        store = LocalStore(base)
+        if args.s3:
+            endpoint = GiantS3.start(root / "moto.log")
+            os.environ.update(endpoint.env())  # the measuring processes reach it
+            store = S3Store(base, endpoint)
         if args.clean_only:
-            return _clean_only(giant, base, args.touched)
-        api = _child("api", base)
+            return _clean_only(giant, store, args.touched)
+        table = store.table()
+        api = _child("api", table)
         _line("GET /api/v1/tables/{id} (storage)", api, f"{api['file_groups']} file groups, {api['answer_bytes']} "
                                                        "bytes of file_group_stats")
-        page = _child("page", base)
+        page = _child("page", table)
         _line("table page (storage)", page)
         if args.view_only:
             print(f"API {api['seconds']:.2f} s, page {page['seconds']:.2f} s (goal <= 1 s)")
             return 0
-        first = _child("first", base)
+        first = _child("first", table)
         _line("first compaction plan (full pass)", first, f"{first['operations']} operations")
         print(f"    its job's parts: {first['parts']} (largest {first['largest_part_mb']:.0f} MB)")
         start = time.perf_counter()
+        store.plan_written()
         giant.complete_compaction(first["instant"])
         giant.touch(args.touched)
+        store.table_changed()
         print(f"compaction completed, a delta commit over {args.touched} partitions: "
               f"{time.perf_counter() - start:.1f} s", flush=True)
-        full = _child("full", base)
+        full = _child("full", table)
         _line("next compaction plan, full pass", full, f"{full['operations']} operations")
-        inc = _child("incremental", base)
+        inc = _child("incremental", table)
         _line("next compaction plan, incremental", inc, f"{inc['operations']} operations")
-        clean = _child("clean", base)
+        clean = _child("clean", table)
         _line("clean plan", clean, f"{clean['files']} files in {clean['partitions']} partitions")
-        whole, alone = _print_whole_clean(base)
+        whole, alone = _print_whole_clean(store)
         peak = max(r["peak_mb"] for r in (first, full, inc, clean, whole))
         print(f"RATIOS incremental / full pass: {inc['seconds'] / full['seconds']:.3f} in time (goal <= 0.05), "
               f"{inc['requests'] / max(1, full['requests']):.4f} in requests; incremental {inc['seconds']:.2f} s "
@@ -428,6 +528,8 @@ def main() -> int:
               f"{whole['seconds'] / alone['seconds']:.1f} (goal <= 2)")
         return 0
     finally:
+        if endpoint is not None:
+            endpoint.stop()
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
 

@@ -1,7 +1,9 @@
-"""Clean: delete the file versions the cleaner plan lists (one task per partition), then complete the
-`clean` instant with HoodieCleanMetadata. A clean that stopped inflight is simply run again.
+"""Clean: delete the file versions the cleaner plan lists, then complete the `clean` instant with
+HoodieCleanMetadata. A clean that stopped inflight is simply run again.
 
-A partition's files are deleted in batches, each one request on S3 (DeleteObjects). A partition of more than
+Files are deleted in batches, each one request on S3 (DeleteObjects). A task takes either one partition of more
+than a batch of files, or as many smaller partitions as one batch holds: a clean of a few files in each of
+thousands of partitions makes a request per thousand files, not one per partition. A partition of more than
 one batch records each batch done (`.hoodie/.temp/<clean>/clean-progress/<partition>/batch-<n>.json`, what it
 deleted), so that a clean run again after it was killed deletes only the batches not yet done, and reports
 what the earlier attempt deleted; the records go when the clean completes."""
@@ -39,11 +41,16 @@ DELETE_BATCH = 1000
 
 
 @dataclass(frozen=True)
-class CleanTask:
-    table: TableRef
+class PartitionClean:
     partition: str
     files: tuple[str, ...]  # as the plan names them
     delete_partition: bool
+
+
+@dataclass(frozen=True)
+class CleanTask:
+    table: TableRef
+    partitions: tuple[PartitionClean, ...]  # one of more than `batch` files, or several of at most `batch` in all
     instant: str = ""
     resumed: bool = False   # an earlier attempt may have recorded batches done
     batch: int = DELETE_BATCH
@@ -70,31 +77,65 @@ def _batches_done(storage: Storage, folder: str) -> dict[int, dict[str, list[str
     return done
 
 
-def clean_partition(task: CleanTask, token: str) -> CleanResult:
+def clean_partitions(task: CleanTask, token: str) -> list[CleanResult]:
     storage = task.table.storage()
-    rels = [table_relative(storage.base_uri, path, task.partition) for path in task.files]
+    rels = {p.partition: [table_relative(storage.base_uri, path, p.partition) for path in p.files]
+            for p in task.partitions}
+    if len(task.partitions) == 1 and len(rels[task.partitions[0].partition]) > task.batch:
+        return [_clean_big_partition(task, storage, task.partitions[0], rels[task.partitions[0].partition])]
+    # One batch (one request) for all: as cheap to run again as a record of it.
+    every = [r for p in task.partitions for r in rels[p.partition]]
+    gone = set(storage.delete_many(every)) if every else set()
+    results = []
+    for p in task.partitions:
+        if p.delete_partition:
+            storage.delete_tree(p.partition)
+        names = rels[p.partition]
+        results.append(CleanResult(p.partition, tuple(r.rsplit("/", 1)[-1] for r in names if r in gone),
+                                   tuple(r.rsplit("/", 1)[-1] for r in names if r not in gone), p.delete_partition))
+    return results
+
+
+def _clean_big_partition(task: CleanTask, storage: Storage, p: PartitionClean, rels: list[str]) -> CleanResult:
+    """A partition of more than one batch: each batch done is recorded, and not deleted again when the clean
+    runs again after an attempt was killed."""
     batches = [rels[at:at + task.batch] for at in range(0, len(rels), task.batch)]
-    record = len(batches) > 1  # one batch is as cheap to run again as a record of it
-    folder = progress_dir(task.instant, task.partition)
-    done = _batches_done(storage, folder) if record and task.resumed else {}
+    folder = progress_dir(task.instant, p.partition)
+    done = _batches_done(storage, folder) if task.resumed else {}
     deleted: list[str] = []
     failed: list[str] = []
     for n, batch in enumerate(batches):
         if n not in done:
             gone = set(storage.delete_many(batch))
             done[n] = {"deleted": [r for r in batch if r in gone], "failed": [r for r in batch if r not in gone]}
-            if record:
-                storage.write_atomic(f"{folder}/batch-{n}.json", json.dumps(done[n]).encode(), overwrite=True)
+            storage.write_atomic(f"{folder}/batch-{n}.json", json.dumps(done[n]).encode(), overwrite=True)
         deleted += (r.rsplit("/", 1)[-1] for r in done[n]["deleted"])
         failed += (r.rsplit("/", 1)[-1] for r in done[n]["failed"])
-    if task.delete_partition:
-        storage.delete_tree(task.partition)
-    return CleanResult(task.partition, tuple(deleted), tuple(failed), task.delete_partition, record)
+    if p.delete_partition:
+        storage.delete_tree(p.partition)
+    return CleanResult(p.partition, tuple(deleted), tuple(failed), p.delete_partition, True)
+
+
+def _tasks(partitions: list[PartitionClean], batch: int) -> Iterator[tuple[PartitionClean, ...]]:
+    """The partitions in tasks: one of more than `batch` files alone, smaller ones together up to `batch`."""
+    together: list[PartitionClean] = []
+    files = 0
+    for p in partitions:
+        if len(p.files) > batch:
+            yield (p,)
+            continue
+        if together and files + len(p.files) > batch:
+            yield tuple(together)
+            together, files = [], 0
+        together.append(p)
+        files += len(p.files)
+    if together:
+        yield tuple(together)
 
 
 class CleanExecutor(ActionExecutor):
     service = TableService.CLEAN
-    task_function = staticmethod(clean_partition)
+    task_function = staticmethod(clean_partitions)
     resumable_inflight = True
     delete_batch = DELETE_BATCH
 
@@ -128,11 +169,12 @@ class CleanExecutor(ActionExecutor):
         self.inflight = self._inflight(fence, self.plan_bytes)  # Hudi's clean.inflight holds the plan
         files = self._files_by_partition()
         dropped = set(self.plan.partitions_to_be_deleted)
-        return [CleanTask(self.ref, p, tuple(files.get(p, ())), p in dropped, self.timestamp, resumed,
-                          self.delete_batch)
-                for p in sorted(set(files) | dropped)]
+        partitions = [PartitionClean(p, tuple(files.get(p, ())), p in dropped) for p in sorted(set(files) | dropped)]
+        return [CleanTask(self.ref, together, self.timestamp, resumed, self.delete_batch)
+                for together in _tasks(partitions, self.delete_batch)]
 
-    def finish(self, results: Sequence[CleanResult], fence: Fence) -> ExecutionResult:
+    def finish(self, per_task: Sequence[list[CleanResult]], fence: Fence) -> ExecutionResult:
+        results = [r for task_results in per_task for r in task_results]
         earliest = self.plan.earliest_instant_to_retain
         meta = CleanMetadata(
             start_clean_time=self.timestamp, time_taken_in_millis=int((time.monotonic() - self.started) * 1000),
