@@ -218,7 +218,7 @@ class Settings(BaseSettings):
     # The worker (`tms worker`): see worker/ and docs/operating/worker.md.
     worker_slots: int = Field(2, ge=1, description="Jobs one worker process runs at the same time")
     worker_light_slots: int = Field(
-        1, ge=0, description="Short jobs that run no Spark (archival) one worker process runs at the same time beside "
+        2, ge=0, description="Short jobs that run no Spark (archival) one worker process runs at the same time beside "
                              "its slots, not counted against a queue's capacity; 0: they take a slot as other jobs do")
     worker_poll_seconds: float = Field(2.0, gt=0, description="How often an idle worker looks for runnable tasks")
     worker_lease_seconds: float = Field(
