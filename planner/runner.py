@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms.config import Settings
-from tms.db import AlertRepo, Database, EventRepo, TablePolicy, TableRecord, TableRepo, TaskRecord
+from tms.db import AlertRepo, Database, EventRepo, TablePolicy, TableRecord, TableRepo, TaskRecord, TaskRepo, TaskState
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.storage.paths import require_under_roots
 from tms.hudi.table.hudi_table import PROPERTIES
@@ -132,6 +132,7 @@ class Planner:
             return False
         for event in events:
             digest.observe(event.instant, event.action, event.state, now)
+        _release_archival(tables.session, row.id, digest)
         work = decisions.on_events(digest, events, row.policy, now, self.options, is_mor=row.is_mor)
         if work:
             return False
@@ -145,6 +146,7 @@ class Planner:
             return
         for event in events:
             digest.observe(event.instant, event.action, event.state, ctx.now)
+        _release_archival(ctx.session, ctx.row.id, digest)
         work = decisions.on_events(digest, events, ctx.policy, ctx.now, self.options, is_mor=ctx.table.config.is_mor)
         self._run(ctx, digest, work)
 
@@ -322,3 +324,13 @@ class Planner:
 def _unreadable(table_id: int) -> str:
     """The fingerprint of a table's `table_unreadable` alert."""
     return f"table_unreadable:{table_id}"
+
+
+def _release_archival(session: Session, table_id: int, digest: TimelineDigest) -> None:
+    """The plan that held archival back completed if TMS's task of it succeeded: TMS's own commits post no
+    writer's callback, and the next pass that reads the timeline may be many commits away."""
+    held = digest.archive_held_by
+    if held is not None:
+        task = TaskRepo(session).for_instant(table_id, held)
+        if task is not None and task.state == TaskState.SUCCEEDED:
+            digest.released(held)

@@ -6,7 +6,14 @@ from __future__ import annotations
 from planner_db_support import TrackedTable, planner
 from planning_support import rec
 
-from tms.db import TableRepo, TaskState
+from tms.db import TableRepo, TaskRepo, TaskState
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.serde import (
+    CommitMetadata,
+    CompactionPlan,
+    serialize_commit_metadata,
+    serialize_compaction_plan,
+)
 from tms.plan_pass.on_request import OnRequestPlanner
 from tms.plan_pass.table_cache import TableCache
 from tms.planning.decisions import PlannerOptions
@@ -52,3 +59,24 @@ def test_automatic_false_archives_only_on_request(db, tmp_path):
     assert t.tasks() == []
     [task] = OnRequestPlanner(db, ARCHIVE_ONLY, TableCache(2)).plan(t.id, TableService.ARCHIVE)
     assert task.service == TableService.ARCHIVE and task.plan_stats["instants"] == 4
+
+
+def test_the_compaction_tms_ran_releases_archival_before_any_pass_reads_the_timeline(db, tmp_path):
+    # Due over 6 commits; after an attempt that archived nothing, again only 4 commits later (max - min)
+    t = TrackedTable(db, tmp_path / "t", policies={**SMALL, "hoodie.keep.max.commits": 6},
+                     table_type="MERGE_ON_READ", version=8)
+    p = planner(db, options=ARCHIVE_ONLY)
+    tl = t.table().timeline
+    plan = serialize_compaction_plan(CompactionPlan())
+    held = tl.transition_to_inflight(tl.create_requested(Action.COMPACTION, plan)).timestamp  # holds every commit
+    _writes(t, p, 7)
+    assert TableService.ARCHIVE not in {x.service for x in t.tasks()}, "held back by the pending compaction"
+    with db.transaction() as session:
+        tasks = TaskRepo(session)
+        task = tasks.for_instant(t.id, held) or tasks.create(
+            table_id=t.id, service=TableService.COMPACTION, instant=held, state=TaskState.RUNNABLE)[0]
+        tasks.transition(task.id, expected_state=TaskState(task.state), expected_version=task.version,
+                         to=TaskState.SUCCEEDED)
+    tl.complete(tl.states_of(held)[State.INFLIGHT], serialize_commit_metadata(CommitMetadata(), 8))
+    _writes(t, p, 1)  # a writer's event: no pass has read the timeline since the compaction completed
+    assert [x.service for x in t.tasks() if x.service == TableService.ARCHIVE] == [TableService.ARCHIVE]

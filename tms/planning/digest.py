@@ -170,9 +170,14 @@ class TimelineDigest:
             self.clustered = max(self.clustered or "", instant)
         elif action == Action.CLEAN:
             self.cleaned = max(self.cleaned or "", instant)
-        if state == COMPLETED and instant == self.archive_held_by:
-            self.archive_attempted_at = self.archive_held_by = None
+        if state == COMPLETED:
+            self.released(instant)
         self._trim()
+
+    def released(self, instant: str) -> None:
+        """The instant `instant` completed: if it is the plan that held archival back, archival is due again."""
+        if instant == self.archive_held_by:
+            self.archive_attempted_at = self.archive_held_by = None
 
     def attempted(self, service: str, newest_instant: str, pending: Iterable[str] = (), finding: str = "",
                   held_by: str | None = None) -> None:
