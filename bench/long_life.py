@@ -180,12 +180,14 @@ class WatchedTable:
 def local_files(base: Path) -> Callable[[], list[tuple[str, int]]]:
     def files() -> list[tuple[str, int]]:
         out = []
-        for p in base.rglob("*"):
-            try:
-                if p.is_file():
-                    out.append((p.relative_to(base).as_posix(), p.stat().st_size))
-            except FileNotFoundError:  # removed by a clean or the archiver meanwhile
-                continue
+        # os.walk passes over a folder removed while it walks (a marker folder, a month in: rglob raised)
+        for folder, _, names in os.walk(base):
+            for name in names:
+                path = os.path.join(folder, name)
+                try:
+                    out.append((os.path.relpath(path, base), os.stat(path).st_size))
+                except FileNotFoundError:  # removed by a clean or the archiver meanwhile
+                    continue
         return out
     return files
 
