@@ -50,7 +50,7 @@ def test_clean_left_inflight_runs_again(tmp_path, spark_runner):
     ts, doomed = plan_clean_of_old_versions(t.table())
     crashed = CleanExecutor(t.table(), t.table().timeline.get(ts))
     tasks = crashed.start(no_fence)
-    first = crashed.task_function(tasks[0], "0-0-0")  # then the driver dies
+    first = crashed.task_function(tasks[0], "0-0-0")[0]  # then the driver dies
     assert t.table().timeline.get(ts).state is State.INFLIGHT
 
     result = execute_instant(t.table(), ts, spark_runner)

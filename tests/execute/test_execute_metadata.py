@@ -139,7 +139,7 @@ def test_a_clean_run_again_after_its_task_deleted_files_takes_them_out_of_the_li
     write_history(t)
     ts, doomed = plan_clean_of_old_versions(t.table())
     crashed = CleanExecutor(t.table(), t.table().timeline.get(ts))
-    first = crashed.task_function(crashed.start(no_fence)[0], "0-0-0")  # then the driver dies
+    first = crashed.task_function(crashed.start(no_fence)[0], "0-0-0")[0]  # then the driver dies
     assert first.deleted
 
     execute_instant(t.table(), ts, RUNNER)
