@@ -93,13 +93,15 @@ def requests(reset: bool = False, url: str | None = None) -> dict[str, int]:
     return dict(answer.json())
 
 
-def _kind(environ: dict[str, Any]) -> str:
+def request_kind(environ: dict[str, Any], kinds: tuple[str, ...] = KINDS) -> str:
+    """What an S3 request to moto's WSGI app is, as S3 bills it: LIST (a GET of the bucket with a prefix, a
+    delimiter or `list-type`), else its method if among `kinds`, else "other"."""
     method = environ["REQUEST_METHOD"]
     path = environ.get("PATH_INFO", "").strip("/")
     query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
     if method == "GET" and "/" not in path and ("list-type" in query or "prefix" in query or "delimiter" in query):
         return "LIST"
-    return method if method in KINDS else "other"
+    return method if method in kinds else "other"
 
 
 def _seed(folder: str, key: str) -> int:
@@ -144,7 +146,7 @@ def _serve(port: int) -> None:
                 if Request(environ).args.get("reset"):
                     served.clear()
             else:
-                served[_kind(environ)] += 1
+                served[request_kind(environ)] += 1
                 return list(app(environ, start_response))
         return Response(json.dumps(body), mimetype="application/json")(environ, start_response)
 

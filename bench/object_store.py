@@ -46,10 +46,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+from giant_s3 import request_kind  # noqa: E402
 
 from tms.hudi.timeline.instant import Action  # noqa: E402
 
@@ -86,15 +87,6 @@ class RequestCount:
             self.counting = False
 
 
-def _s3_kind(environ: dict[str, Any]) -> str:
-    method = environ["REQUEST_METHOD"]
-    path = environ.get("PATH_INFO", "").strip("/")
-    query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
-    if method == "GET" and "/" not in path and ("list-type" in query or "prefix" in query or "delimiter" in query):
-        return "LIST"
-    return method if method in KINDS else "other"
-
-
 def start_moto(count: RequestCount) -> str:
     """moto's S3 app in a thread of this process (its state can be seeded without requests), each request
     counted and handled one at a time; the endpoint's URL."""
@@ -105,7 +97,7 @@ def start_moto(count: RequestCount) -> str:
     one_at_a_time = threading.Lock()
 
     def counted(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        count.add(_s3_kind(environ))
+        count.add(request_kind(environ, KINDS))
         with one_at_a_time:
             return list(app(environ, start_response))
 

@@ -19,12 +19,9 @@ SMALL = {"hoodie.keep.min.commits": 2, "hoodie.keep.max.commits": 4, "hoodie.cle
 def test_a_worker_archives_the_timeline_and_the_table_reads_the_same(tmp_path, service, db, local_queue,
                                                                       start_worker):
     local_queue()
-    table = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
-    for n in range(6):
-        table.write([rec(i, 10 + n) for i in range(n, n + 3)])
+    table, table_id = _over_its_limit(tmp_path, service)
     before = rows(hudi_rs_table(table.path), COLUMNS)
     completed = [i.timestamp for i in table.table().timeline.completed()]
-    table_id = register(service, table.path, **SMALL)
 
     answer = httpx.post(f"{service.url}/api/v1/tables/{table_id}:plan", json={"service": "archive"},
                         headers=service.admin, timeout=30)
@@ -53,10 +50,7 @@ def test_a_worker_archives_the_timeline_and_the_table_reads_the_same(tmp_path, s
 def test_an_idle_worker_claims_a_requested_archival_at_once_not_at_its_next_poll(tmp_path, service, db, local_queue,
                                                                                   start_worker):
     local_queue()
-    table = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
-    for n in range(6):
-        table.write([rec(i, 10 + n) for i in range(n, n + 3)])
-    table_id = register(service, table.path, **SMALL)
+    _, table_id = _over_its_limit(tmp_path, service)
     worker = start_worker(worker_poll_seconds=600)  # it polls once at start, then only a notification wakes it
     wait_for(lambda: _turned(db, worker.id), what="the worker's first turn (its heartbeat follows it)")
     answer = httpx.post(f"{service.url}/api/v1/tables/{table_id}:plan", json={"service": "archive"},
@@ -65,6 +59,14 @@ def test_an_idle_worker_claims_a_requested_archival_at_once_not_at_its_next_poll
     done = wait_until_final(db, task["id"], timeout=120)
     assert done.state == TaskState.SUCCEEDED, done.error
     assert [a.fencing_token for a in attempts(db, task["id"])] == [1]
+
+
+def _over_its_limit(tmp_path, service) -> tuple[ModelledTable, int]:
+    """A COPY_ON_WRITE v8 table of 6 commits, registered with archival limits of 2..4 commits."""
+    table = ModelledTable(tmp_path / "t", "COPY_ON_WRITE", 8)
+    for n in range(6):
+        table.write([rec(i, 10 + n) for i in range(n, n + 3)])
+    return table, register(service, table.path, **SMALL)
 
 
 def _turned(db, instance_id: str) -> bool:
