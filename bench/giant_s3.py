@@ -75,6 +75,8 @@ class GiantS3:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=f"{key}/.hoodie/"):
             for obj in page.get("Contents", []):
                 rel = obj["Key"][len(key) + 1:]
+                if ".." in Path(rel).parts or Path(rel).is_absolute():
+                    raise SystemExit(f"refused: the key {obj['Key']} leads outside {folder}")
                 if not (folder / rel).exists():
                     (folder / rel).parent.mkdir(parents=True, exist_ok=True)
                     (folder / rel).write_bytes(client.get_object(Bucket=BUCKET, Key=obj["Key"])["Body"].read())
