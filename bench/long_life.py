@@ -19,6 +19,9 @@ Every --sample seconds it prints one line per table, then one for TMS:
   rss/fds/thr  each role's resident memory (MB), open file descriptors and threads
   db MB        TMS's database size (pg_database_size), and its events' rows
 
+Between the samples, every --watch seconds, each table's unheld commits again: the report says what share of
+the time the active timeline was over the limit and its longest stretch over it.
+
 The run ends after --commits delta commits of the local table or --minutes, whichever comes first. At the end,
 the figures the goals are about, each as last quarter / first quarter of the run after its first --warmup
 minutes (goal <= 1.1): planner CPU per event; each role's memory and descriptors; per table, the active
@@ -230,6 +233,41 @@ def unheld_commits(base_path: str) -> int | None:
         return None
 
 
+class UnheldWatch(threading.Thread):
+    """Each table's unheld commits every `every` seconds, between the samples: how long the active timeline stays
+    over hoodie.keep.max.commits when it goes over (a sample a minute sees only whether it is over at that
+    moment)."""
+
+    def __init__(self, tables: list[WatchedTable], every: float):
+        super().__init__(daemon=True, name="unheld-watch")
+        self.tables, self.every = tables, every
+        self.seen: dict[str, list[tuple[float, int]]] = {t.name: [] for t in tables}
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.wait(self.every):
+            for t in self.tables:
+                if (u := unheld_commits(t.base_path)) is not None:
+                    self.seen[t.name].append((time.monotonic(), u))
+
+    def summary(self, name: str, keep_max: int, since: float) -> str | None:
+        seen = [(at, u) for at, u in self.seen[name] if at >= since]
+        if not seen:
+            return None
+        over = [u > keep_max for _, u in seen]
+        longest, start = 0.0, None  # the longest stretch of watches over the limit, first over to first under
+        for (at, _), is_over in zip(seen, over, strict=True):
+            if is_over and start is None:
+                start = at
+            elif not is_over and start is not None:
+                longest, start = max(longest, at - start), None
+        if start is not None:
+            longest = max(longest, seen[-1][0] - start)
+        share = 100 * sum(over) / len(seen)
+        return (f"    watched every {self.every:g} s: {sum(over)} of {len(seen)} over ({share:.1f}% of the time), "
+                f"the longest stretch over {longest:.1f} s, at most {max(u for _, u in seen)}")
+
+
 def table_sample(files: list[tuple[str, int]], commits: int) -> TableSample:
     timeline = ".hoodie/timeline/"
     active = [p[len(timeline):] for p, _ in files if p.startswith(timeline) and "/" not in p[len(timeline):]]
@@ -320,7 +358,7 @@ def quarter_ratio(samples: list[Sample], figure) -> tuple[float | None, float | 
     return _mean(first), _mean(last)
 
 
-def report(samples: list[Sample], keep_max: int) -> None:
+def report(samples: list[Sample], keep_max: int, watch: UnheldWatch | None = None) -> None:
     print("\nfigures (first quarter -> last quarter; goal: last / first <= 1.1)")
     # A quarter's planner CPU over the events it processed (a minute's figure moves with that minute's events:
     # the planner's own periodic work is spread over fewer of them when the machine slows the writers)
@@ -370,6 +408,8 @@ def report(samples: list[Sample], keep_max: int) -> None:
             print(f"    of them not held back by Hudi's rules: median {unheld[len(unheld) // 2]}, 90th percentile "
                   f"{unheld[len(unheld) * 9 // 10]}, at most {max(unheld)}, mean {sum(unheld) / len(unheld):.1f} "
                   f"({len(unheld)} samples, {over} over hoodie.keep.max.commits {keep_max})")
+        if watch is not None and (line := watch.summary(name, keep_max, samples[0].at)) is not None:
+            print(line)
     before, after = quarter_ratio(samples, lambda s: s.db_bytes / 2**20)
     grown = samples[-1].db_bytes - samples[0].db_bytes
     print(f"  database: {before or 0:.1f} MB -> {after or 0:.1f} MB ({grown / 2**10 / max(commits, 1):.1f} KB per "
@@ -444,6 +484,7 @@ def main() -> int:
     ap.add_argument("--partitions-per-commit", type=int, default=8)
     ap.add_argument("--batch", type=int, default=200, help="upserts per delta commit")
     ap.add_argument("--sample", type=float, default=60, help="seconds between samples")
+    ap.add_argument("--watch", type=float, default=5, help="seconds between the unheld-commit watches (0: none)")
     ap.add_argument("--keep-max-commits", type=int, default=30, help="the tables' hoodie.keep.max.commits")
     ap.add_argument("--warmup", type=float, default=6, help="minutes left out of the ratios (the roles warm up: "
                                                              "the manager's first health pass comes at 5)")
@@ -502,6 +543,9 @@ def main() -> int:
         moto = endpoint.process.pid if endpoint is not None else None
         samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir, endpoint=moto))
         stop = threading.Event()
+        watch = UnheldWatch(tables, args.watch) if args.watch > 0 else None
+        if watch is not None:
+            watch.start()
         while (time.monotonic() - started < args.minutes * 60 and up.poll() is None
                and writers[0].poll() is None):
             stop.wait(args.sample)
@@ -513,6 +557,8 @@ def main() -> int:
             # The local writer ended within the last interval: the planner's periodic work over its few events
             # would count as a rise of its CPU per event (a 63-minute run: 35 ms in that minute, 15-22 before).
             samples.pop()
+        if watch is not None:
+            watch.halt.set()
         for w in writers:
             w.send_signal(signal.SIGTERM)
             w.wait(120)
@@ -520,7 +566,7 @@ def main() -> int:
             print(f"{t.name}: writer: {(scratch / f'writer-{t.name}.log').read_text().strip().splitlines()[-1]}")
         settled = [s for s in samples if s.at - started >= args.warmup * 60]
         if len(settled) > 2:
-            report(settled, args.keep_max_commits)
+            report(settled, args.keep_max_commits, watch)
         for t in tables:
             print(f"  {t.name}: {read_with_hudi_rs(t, trips)}; {verify(t, env)}")
         engine.dispose()
