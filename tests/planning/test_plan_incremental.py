@@ -11,12 +11,22 @@ from hypothesis import strategies as st
 from planning_support import ModelledTable, _execute, now, policy, run_compaction
 
 from tms.hudi.storage.table_storage import LocalStorage
+from tms.hudi.table.archival import ArchivalSettings, archive
 from tms.hudi.table.hudi_table import HudiTable
 from tms.hudi.timeline.instant import State, instant_to_datetime
 from tms.hudi.timeline.serde import parse_compaction_plan, parse_requested_replace_metadata
 from tms.planning.clustering import plan_clustering
 from tms.planning.compaction import plan_compaction
-from tms.planning.incremental import FULL, INCREMENTAL, POLICY_KEY, SCOPE_KEY, Scope, plan_scope, policy_digest
+from tms.planning.incremental import (
+    FULL,
+    INCREMENTAL,
+    POLICY_KEY,
+    SCOPE_KEY,
+    WRITES_FROM_KEY,
+    Scope,
+    plan_scope,
+    policy_digest,
+)
 from tms.planning.policy import CompactionStrategy
 from tms.table_service import TableService
 
@@ -251,6 +261,43 @@ def test_a_write_that_completed_after_the_last_plan_is_planned(tmp_path):
     second = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
     assert [op[0] for op in _compaction_ops(t.table(), second.instant)] == ["city=p002"]
     t.check(hudi_rs=False)
+
+
+def _city(n: int, ts: int) -> list[dict]:
+    return [{"id": n, "name": f"v{ts}", "ts": ts, "city": f"p{n:03d}"}]
+
+
+def test_after_the_last_compaction_was_archived_the_next_plan_reads_it_and_the_writes_since_from_the_archive(
+        tmp_path):
+    """A busy table's archiver takes the last compaction and the delta commits after it (Hudi's rule once
+    hoodie.compact.inline.max.delta.commits follow it; Hudi then plans by a full pass). TMS reads the plan and
+    those commits from the archived timeline, a write that started before the compaction was planned and
+    completed after it included, and plans what a full pass plans."""
+    t = ModelledTable(tmp_path / "t", version=8)
+    t.write([r for n in range(6) for r in _city(n, 1)], "insert")
+    t.write(_city(0, 2))
+    late = t.write(_city(5, 3), leave_inflight=True)
+    compaction = plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    assert late < compaction.instant
+    recorded = parse_compaction_plan(t.table().timeline.read_plan(compaction.instant)).extra_metadata
+    assert recorded[WRITES_FROM_KEY] < late  # the oldest write pending when it was planned, less a margin
+    run_compaction(t.table(), compaction.instant)
+    t.complete(late)
+    for n, ts in ((1, 4), (2, 5), (3, 6), (4, 7)):
+        t.write(_city(n, ts))
+    result = archive(t.table(), ArchivalSettings(min_commits=2, max_commits=3, compaction_delta_commits=None,
+                                                 metadata_enabled=False))
+    assert {compaction.instant, late} <= set(result.archived)
+    table = t.table()
+    assert table.timeline.get(compaction.instant) is None and table.timeline.get(late) is None
+    scope = plan_scope(table, TableService.COMPACTION, now(), DAY, policy())
+    assert not scope.is_full and "(archived)" in scope.why, scope.why
+    assert scope.partitions == {f"city=p{n:03d}" for n in range(1, 6)}
+    incremental = _compare_compaction(t, policy())
+    assert incremental is not None
+    assert sorted(op[0] for op in _compaction_ops(t.table(), incremental)) == [f"city=p{n:03d}" for n in range(1, 6)]
+    # The plan read from the archive is looked for no further back than the full-pass period
+    assert plan_scope(t.table(), TableService.COMPACTION, now() + 2 * DAY, DAY, policy()).is_full
 
 
 def _clustered_slices(table: HudiTable, ts: str) -> list[tuple]:

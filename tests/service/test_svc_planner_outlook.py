@@ -116,8 +116,8 @@ def test_compaction_outlook_says_why_the_last_plan_was_a_full_pass(client, token
             run_compaction(t.table(), planned.timestamp)
             return planned.timestamp
         first = planned_and_run()
-        assert "; the last plan (" + first + ") was a full pass (no completed compaction on the active timeline)" \
-            in _detail(client, tokens, table["id"])["services"]["compaction"]["reason"]
+        assert ("; the last plan (" + first + ") was a full pass (no completed compaction on the active timeline, "
+                "nor archived since") in _detail(client, tokens, table["id"])["services"]["compaction"]["reason"]
         client.patch(f"/api/v1/tables/{table['id']}", json={"policies": {
             "hoodie.compact.inline.max.delta.commits": 1, "hoodie.compaction.target.io": 1}},
                      headers=tokens["admin"]).raise_for_status()

@@ -19,33 +19,53 @@ plan or write, which becomes eligible when that ends without a write of its own 
 files completed before the plan. With both, the file groups an incremental plan may choose are those a full
 pass would, and it chooses them the same way.
 
+The last plan and the writes since may have been archived: a busy table's archiver takes a compaction once
+hoodie.compact.inline.max.delta.commits delta commits follow it (Hudi's getEarliestInstantToRetainForCompaction),
+and Hudi then schedules by a full pass. TMS reads them from the archived timeline instead: each plan records the
+earliest instant time a write completing after it can have (`WRITES_FROM_KEY`: the oldest instant pending when it
+was made, or then, less a margin), so the archived files to read are the few newest, and the last plan is looked
+for no further back than the full-pass period (an older one makes a full pass anyway) and in the newest
+ARCHIVED_FILES_SEARCHED files.
+
 Only v8+ tables: v6 has no completion times to tell a write that completed after a plan from one before it.
-A plan not made by TMS (a writer's, an adopted one), or one archived, starts a full pass: TMS does not know
-what it left out."""
+A plan not made by TMS (a writer's, an adopted one) starts a full pass: TMS does not know what it left out."""
 from __future__ import annotations
 
 import hashlib
 import json
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from weakref import WeakKeyDictionary
 
 from tms.hudi.errors import HudiError, InstantVanishedError
 from tms.hudi.table.hudi_table import HudiTable
-from tms.hudi.timeline.instant import Action, Instant, State, instant_to_datetime
-from tms.hudi.timeline.serde import MetadataFormatError, PlanExtraMetadata, read_plan_extra_metadata
+from tms.hudi.timeline.instant import Action, Instant, State, instant_to_datetime, new_instant_time
+from tms.hudi.timeline.serde import (
+    MetadataFormatError,
+    PlanExtraMetadata,
+    read_commit_partitions,
+    read_plan_extra_metadata,
+)
 from tms.hudi.timeline.timeline import WRITE_ACTIONS, Timeline
 from tms.table_service import TableService
 
 from .policy import TablePolicy
 
 # In a plan's extraMetadata: how it chose its partitions, (incremental) the instant time of the full pass it
-# follows (a full pass is its own plan's instant time), and the digest of the policy options it chose by.
+# follows (a full pass is its own plan's instant time), the digest of the policy options it chose by, and the
+# earliest instant time of a write that may complete after it.
 SCOPE_KEY = "tms.schedule.scope"
 FULL_PASS_KEY = "tms.schedule.full.pass"
 POLICY_KEY = "tms.schedule.policy"
+WRITES_FROM_KEY = "tms.schedule.writes.from"
+# A write's requested file appears a moment after it takes its instant time, and writers' clocks differ from
+# TMS's: the bound a plan records is this much before it was made.
+WRITES_SKEW = timedelta(minutes=5)
+# The archived timeline's files searched for the last plan, newest first: a service that plans often has its last
+# plan in the newest (the archiver's last few); one not found there makes a full pass, as Hudi's would.
+ARCHIVED_FILES_SEARCHED = 4
 FULL = "full"
 INCREMENTAL = "incremental"
 
@@ -78,6 +98,8 @@ class Scope:
     full_pass: str | None  # instant time of the full pass this plan follows (None: it is one)
     why: str               # one line, for logs, tests and the planner's outlook
     policy: str            # policy_digest of the policy the plan chooses by
+    # the earliest instant time of a write that may complete after the plan: a fact of the moment it is made
+    writes_from: str | None = field(default=None, compare=False)
 
     @property
     def is_full(self) -> bool:
@@ -85,9 +107,12 @@ class Scope:
 
     def metadata(self) -> dict[str, str]:
         """What a plan records of its scope, read by the next plan of its service."""
-        if self.full_pass is None:
-            return {SCOPE_KEY: FULL, POLICY_KEY: self.policy}
-        return {SCOPE_KEY: INCREMENTAL, FULL_PASS_KEY: self.full_pass, POLICY_KEY: self.policy}
+        recorded = {SCOPE_KEY: FULL, POLICY_KEY: self.policy}
+        if self.full_pass is not None:
+            recorded |= {SCOPE_KEY: INCREMENTAL, FULL_PASS_KEY: self.full_pass}
+        if self.writes_from is not None:
+            recorded[WRITES_FROM_KEY] = self.writes_from
+        return recorded
 
     def describe(self) -> str:
         """How the plan chose its partitions, in words (kept with the planner's outlook)."""
@@ -99,8 +124,8 @@ def full_pass_period(hours: float) -> timedelta | None:
     return timedelta(hours=hours) if hours > 0 else None
 
 
-def full_scope(why: str, policy: str) -> Scope:
-    return Scope(None, None, why, policy)
+def full_scope(why: str, policy: str, writes_from: str | None = None) -> Scope:
+    return Scope(None, None, why, policy, writes_from)
 
 
 def _norm(partition: str | None) -> str:
@@ -109,9 +134,14 @@ def _norm(partition: str | None) -> str:
 
 @dataclass(frozen=True)
 class _LastPlan:
-    instant: Instant
+    timestamp: str
     extra_metadata: dict[str, str]
     missing: list[str] | None
+    archived: bool = False
+
+    @property
+    def writes_from(self) -> str | None:
+        return self.extra_metadata.get(WRITES_FROM_KEY)
 
 
 # What the plans of a loaded timeline record of their scope, kept when TMS wrote the plan through that timeline,
@@ -148,15 +178,16 @@ def _recorded_scope(table: HudiTable, inst: Instant) -> _LastPlan | None:
         _keep(known, inst.timestamp, kept)
     else:
         kept = known[inst.timestamp]
-    return None if kept is None else _LastPlan(inst, kept.extra_metadata, kept.missing_schedule_partitions)
+    return None if kept is None else _LastPlan(inst.timestamp, kept.extra_metadata, kept.missing_schedule_partitions)
 
 
-def _last_compaction(table: HudiTable) -> _LastPlan | None:
-    """The latest completed compaction (by instant time, as Hudi's lastInstant) and what its plan records."""
+def _last_compaction(table: HudiTable, not_before: str) -> _LastPlan | None:
+    """The latest completed compaction (by instant time, as Hudi's lastInstant) and what its plan records; from
+    the archived timeline when the active one has none (not before `not_before`)."""
     for inst in table.timeline.iter_instants((Action.COMMIT,), reverse=True):
         if inst.is_completed and _is_compaction(table, inst):
             return _recorded_scope(table, inst)
-    return None
+    return _archived_plan(table, Action.COMMIT, not_before)
 
 
 def _is_compaction(table: HudiTable, inst: Instant) -> bool:
@@ -165,13 +196,44 @@ def _is_compaction(table: HudiTable, inst: Instant) -> bool:
     return req is not None and req.action == Action.COMPACTION
 
 
-def _last_clustering(table: HudiTable) -> _LastPlan | None:
+def _last_clustering(table: HudiTable, not_before: str) -> _LastPlan | None:
     tl = table.timeline
     for inst in tl.iter_instants((Action.REPLACE_COMMIT,), reverse=True):
         if inst.is_completed and State.REQUESTED in tl.states_of(inst.timestamp):
             if (last := _recorded_scope(table, inst)) is not None:
                 return last
+    return _archived_plan(table, Action.REPLACE_COMMIT, not_before)
+
+
+def _archived_plan(table: HudiTable, action: str, not_before: str) -> _LastPlan | None:
+    """The newest archived completed compaction (`action` commit, of a MERGE_ON_READ table) or clustering
+    (replacecommit with a clustering plan, an insert_overwrite's passed over) at or after `not_before`, and what
+    its plan records."""
+    for row in table.timeline.archived_rows(not_before, (action,), "plan", max_files=ARCHIVED_FILES_SEARCHED):
+        if row.instant_time < not_before:
+            return None
+        if not row.content and action == Action.REPLACE_COMMIT:
+            continue  # an insert_overwrite without a plan
+        try:
+            kept = read_plan_extra_metadata(row.content or b"")
+        except MetadataFormatError:  # a plan TMS cannot read (a replace's inflight metadata): a full pass
+            return _LastPlan(row.instant_time, {}, None, archived=True)
+        if kept is not None:
+            return _LastPlan(row.instant_time, kept.extra_metadata, kept.missing_schedule_partitions, archived=True)
     return None
+
+
+# The pending instants that complete as writes: writes, and table services that rewrite files.
+_COMPLETING_AS_WRITES = (*WRITE_ACTIONS, Action.COMPACTION, Action.LOG_COMPACTION, Action.CLUSTERING)
+
+
+def writes_from(table: HudiTable) -> str:
+    """The earliest instant time of a write that may complete after a plan made now: the oldest instant pending on
+    the loaded timeline, or now, less WRITES_SKEW."""
+    pending = [i.timestamp for i in table.timeline.iter_instants(_COMPLETING_AS_WRITES) if not i.is_completed]
+    zone = table.config.timeline_zone
+    oldest = min([new_instant_time(zone, datetime.now(UTC)), *pending])
+    return new_instant_time(zone, instant_to_datetime(oldest, zone) - WRITES_SKEW)
 
 
 def plan_scope(table: HudiTable, service: TableService, now: datetime, full_pass_every: timedelta | None,
@@ -179,41 +241,56 @@ def plan_scope(table: HudiTable, service: TableService, now: datetime, full_pass
     """The partitions the next `service` plan of `table` under `policy` looks at (`full_pass_every` None: always
     all)."""
     digest = policy_digest(policy, service)
+    bound = writes_from(table) if table.config.traits.completion_times else None
+
+    def full(why: str) -> Scope:
+        return full_scope(why, digest, bound)
+
     if full_pass_every is None:
-        return full_scope("incremental scheduling is off", digest)
+        return full("incremental scheduling is off")
     if not table.config.traits.completion_times:
-        return full_scope(f"a v{table.config.version} table has no completion times to schedule by", digest)
+        return full(f"a v{table.config.version} table has no completion times to schedule by")
+    not_before = new_instant_time(table.config.timeline_zone, now - full_pass_every)
     try:
-        last = _last_compaction(table) if service == TableService.COMPACTION else _last_clustering(table)
+        last = (_last_compaction(table, not_before) if service == TableService.COMPACTION
+                else _last_clustering(table, not_before))
     except (HudiError, MetadataFormatError) as e:
-        return full_scope(f"the last {service} plan cannot be read: {e}", digest)
+        return full(f"the last {service} plan cannot be read: {e}")
     if last is None:
-        return full_scope(f"no completed {service} on the active timeline", digest)
+        return full(f"no completed {service} on the active timeline, nor archived since {not_before}")
     scope = last.extra_metadata.get(SCOPE_KEY)
-    full_pass = last.instant.timestamp if scope == FULL else last.extra_metadata.get(FULL_PASS_KEY)
+    full_pass = last.timestamp if scope == FULL else last.extra_metadata.get(FULL_PASS_KEY)
     if last.missing is None or full_pass is None:
-        return full_scope(f"the last {service} {last.instant.timestamp} was not planned by TMS", digest)
+        return full(f"the last {service} {last.timestamp} was not planned by TMS")
     if now - instant_to_datetime(full_pass, table.config.timeline_zone) >= full_pass_every:
-        return full_scope(f"the last full pass {full_pass} is older than {full_pass_every}", digest)
+        return full(f"the last full pass {full_pass} is older than {full_pass_every}")
     recorded = last.extra_metadata.get(POLICY_KEY)
     if recorded != digest:
         options = ", ".join(DECIDING_OPTIONS[service])
         if recorded is None:
-            return full_scope(f"the last {service} {last.instant.timestamp} records no policy digest, so a change "
-                              f"of {options} since cannot be ruled out", digest)
-        return full_scope(f"the {service} policy changed since the last {service} {last.instant.timestamp} "
-                          f"(one of {options})", digest)
-    written = written_since(table, last.instant, with_compactions=service != TableService.COMPACTION)
+            return full(f"the last {service} {last.timestamp} records no policy digest, so a change of {options} "
+                        f"since cannot be ruled out")
+        return full(f"the {service} policy changed since the last {service} {last.timestamp} (one of {options})")
+    if last.archived and last.writes_from is None:
+        return full(f"the last {service} {last.timestamp} was archived, and records no bound of the writes that "
+                    f"completed after it")
+    try:
+        written = written_since(table, last, with_compactions=service != TableService.COMPACTION)
+    except (HudiError, MetadataFormatError) as e:
+        return full(f"the writes since the last {service} {last.timestamp} cannot be read: {e}")
     partitions = frozenset(written | {_norm(p) for p in last.missing})
+    where = " (archived)" if last.archived else ""
     return Scope(partitions, full_pass, f"{len(partitions)} partitions written since or left out by "
-                                        f"{service} {last.instant.timestamp}", digest)
+                                        f"{service} {last.timestamp}{where}", digest, bound)
 
 
-def written_since(table: HudiTable, last: Instant, *, with_compactions: bool) -> set[str]:
+def written_since(table: HudiTable, last: _LastPlan, *, with_compactions: bool) -> set[str]:
     """Partitions the commit metadata names of the writes completed at or after `last`'s instant time, compactions
-    only `with_compactions` (a clustering's own output may be clustered again, as a full pass would)."""
+    only `with_compactions` (a clustering's own output may be clustered again, as a full pass would). Writes the
+    archiver took since are read from the archived timeline, from the bound `last` records (if it does)."""
     tl = table.timeline
     out: set[str] = set()
+    vanished = False
     for inst in tl.completed(WRITE_ACTIONS):
         if (inst.completion_time or inst.timestamp) < last.timestamp:
             continue
@@ -222,8 +299,27 @@ def written_since(table: HudiTable, last: Instant, *, with_compactions: bool) ->
         try:
             named = tl.commit_partitions(inst)
         except InstantVanishedError:
-            continue  # rolled back (restored) since the timeline was listed: it names nothing to read
+            vanished = True  # archived since the timeline was listed (or rolled back: then it names nothing)
+            continue
         out.update(_norm(p) for p in named)
+    start, bound = tl.start(), last.writes_from
+    if bound is not None and (vanished or start is None or start > bound):
+        out |= _archived_written_since(table, last.timestamp, bound, with_compactions=with_compactions)
+    return out
+
+
+def _archived_written_since(table: HudiTable, since: str, bound: str, *, with_compactions: bool) -> set[str]:
+    """The partitions of the archived writes at or after instant time `bound` that completed at or after
+    `since`. A MERGE_ON_READ table's commits are its compactions."""
+    out: set[str] = set()
+    for row in table.timeline.archived_rows(bound, WRITE_ACTIONS, "metadata"):
+        if row.instant_time < bound:
+            break  # newest first: the rest are older still
+        if (row.completion_time or row.instant_time) < since:
+            continue
+        if not with_compactions and row.action == Action.COMMIT and table.config.is_mor:
+            continue
+        out.update(_norm(p) for p in read_commit_partitions(row.content or b""))
     return out
 
 

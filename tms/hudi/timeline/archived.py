@@ -1,6 +1,7 @@
 """The archived timeline of table versions 8 and later (Hudi's LSM timeline, `<timeline>/history`), for what the
-active timeline no longer says: when an archived instant completed. A log file written by an archived delta
-commit belongs to the file slice its completion time falls in, so the file-system view needs it.
+active timeline no longer says: when an archived instant completed (a log file written by an archived delta
+commit belongs to the file slice its completion time falls in, so the file-system view needs it), and the recent
+archived instants' plans and metadata (incremental scheduling after its last plan was archived).
 
 Layout (Hudi's LSMTimeline): `_version_` holds the current version N; `manifest_N` lists, as JSON, the parquet
 files of the version, each named `<min instant>_<max instant>_<level>.parquet` and holding one row per archived
@@ -12,6 +13,8 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
@@ -20,6 +23,15 @@ from ..storage.table_storage import Storage
 
 HISTORY_DIR = "history"
 VERSION_FILE = "_version_"
+
+
+@dataclass(frozen=True)
+class ArchivedRow:
+    """An archived instant, with the bytes of one of its columns (`metadata` or `plan`) when asked for."""
+    instant_time: str
+    completion_time: str | None
+    action: str
+    content: bytes | None = None
 
 
 class ArchivedTimeline:
@@ -50,6 +62,24 @@ class ArchivedTimeline:
                 if timestamp in times:
                     return times[timestamp]
         return None
+
+    def rows_from(self, low: str, actions: tuple[str, ...], column: str,
+                  max_files: int | None = None) -> Iterator[ArchivedRow]:
+        """The archived instants of `actions` in the files whose instant range reaches `low` or later (each file
+        read once, newest first, at most `max_files`; rows newest first within it), with their `column`
+        ("metadata" or "plan"). A file's range bounds its rows' instant times, so every archived instant at or
+        after `low` is among them (all files read), and older ones of those files too: callers filter."""
+        self._refresh()
+        reaching = [f for f in sorted(self._files, key=lambda f: f[1], reverse=True) if f[1] >= low]
+        for _low, _high, name in reaching[:max_files]:
+            data = self.storage.read_bytes(posixpath.join(self.dir, name))
+            table = pq.read_table(io.BytesIO(data), columns=["instantTime", "completionTime", "action", column])
+            rows = zip(*(table.column(c).to_pylist() for c in ("instantTime", "completionTime", "action")),
+                       strict=True)
+            contents = table.column(column)
+            chosen = sorted(((t, c, a, n) for n, (t, c, a) in enumerate(rows) if a in actions), reverse=True)
+            for instant_time, completion_time, action, n in chosen:
+                yield ArchivedRow(instant_time, completion_time or None, action, contents[n].as_py())
 
     def _refresh(self) -> bool:
         """Read `_version_` and its manifest again; True if the version changed."""

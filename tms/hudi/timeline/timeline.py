@@ -18,7 +18,7 @@ from itertools import filterfalse
 from ..errors import HudiError, InstantConflictError, InstantVanishedError
 from ..storage.table_storage import Storage
 from ..table.properties import TableConfig
-from .archived import HISTORY_DIR, VERSION_FILE, ArchivedTimeline
+from .archived import HISTORY_DIR, VERSION_FILE, ArchivedRow, ArchivedTimeline
 from .instant import Action, Instant, State, instant_file_name, new_instant_time, parse_instant_file_name
 from .instant_time import TimeGenerator
 from .serde import (
@@ -379,9 +379,19 @@ class Timeline:
 
     def archived_completion_time(self, timestamp: str) -> str | None:
         """v8+: when an archived instant completed, from Hudi's archived (LSM) timeline; None if it lacks it."""
+        return self._archived_timeline().completion_time(timestamp)
+
+    def archived_rows(self, low: str, actions: tuple[str, ...], column: str,
+                      max_files: int | None = None) -> Iterator[ArchivedRow]:
+        """v8+: the archived instants of `actions` of the LSM files reaching `low` or later (the newest
+        `max_files`), newest first, each with its `column` ("metadata": the completed file's bytes; "plan": the
+        requested plan's)."""
+        return self._archived_timeline().rows_from(low, actions, column, max_files)
+
+    def _archived_timeline(self) -> ArchivedTimeline:
         if self._archived is None:
             self._archived = ArchivedTimeline(self.storage, self.dir)
-        return self._archived.completion_time(timestamp)
+        return self._archived
 
     def last_completed(self) -> Instant | None:
         return next((i for i in self.iter_instants(reverse=True) if i.is_completed), None)
