@@ -8,6 +8,10 @@ counted and handled one at a time (as tests/s3_endpoint.py serves it), with two 
 - `GET /_bench/requests` (`?reset=1`: and start counting again): the S3 requests served since the last reset, by
   kind (LIST, GET, HEAD, PUT, POST: a DeleteObjects of up to 1,000 keys, DELETE: one key), as JSON.
 
+`latency_ms` (GIANT_S3_LATENCY_MS in the server's environment): each S3 request waits that long before it is
+served, outside the one-at-a-time lock, as a request to a real store waits on the network: requests in flight
+together wait together.
+
     endpoint = GiantS3.start(log_path)
     endpoint.seed(local_table, "t")         # s3://giant/t
     os.environ.update(endpoint.env())       # this process's and its children's S3 clients reach it
@@ -19,6 +23,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,10 +48,11 @@ class GiantS3:
     process: subprocess.Popen[bytes]
 
     @classmethod
-    def start(cls, log_path: Path, timeout: float = 60.0) -> GiantS3:
+    def start(cls, log_path: Path, timeout: float = 60.0, latency_ms: float = 0.0) -> GiantS3:
         port = free_port()
         log = open(log_path, "wb")  # noqa: SIM115 (the process writes it until stopped)
-        process = subprocess.Popen([sys.executable, __file__, str(port)], stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen([sys.executable, __file__, str(port)], stdout=log, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "GIANT_S3_LATENCY_MS": str(latency_ms)})
         endpoint = cls(f"http://127.0.0.1:{port}", process)
         wait_listening(process, port, "the moto server", log_path, timeout)
         endpoint.client().create_bucket(Bucket=BUCKET)
@@ -134,11 +140,14 @@ def _serve(port: int) -> None:
     from werkzeug.wrappers import Request, Response
 
     app = DomainDispatcherApplication(create_backend_app)
+    latency = float(os.environ.get("GIANT_S3_LATENCY_MS") or 0) / 1000
     one_at_a_time = threading.Lock()
     served: Counter[str] = Counter()
 
     def handle(environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
+        if latency and not path.startswith("/_bench/"):
+            time.sleep(latency)
         with one_at_a_time:
             if path == "/_bench/seed":
                 args = Request(environ).args

@@ -244,6 +244,9 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
     from tms.db import TableRecord
     from tms.hudi.table.properties import TableType
     on_s3 = base.startswith("s3://")
+    if threads := os.environ.get("GIANT_LISTING_THREADS"):  # the same view with listings one at a time
+        import tms.hudi.fs_view.partitions as partitions
+        partitions.LISTING_THREADS = int(threads)
     count_requests()
     table = HudiTable.load(base)
     now = datetime.now(UTC)
@@ -353,9 +356,10 @@ def _peak_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(kind: str, base: Path | str, *more: str) -> dict[str, Any]:
+def _child(kind: str, base: Path | str, *more: str, listing_threads: int | None = None) -> dict[str, Any]:
+    env = {**os.environ, "GIANT_LISTING_THREADS": str(listing_threads)} if listing_threads else None
     done = subprocess.run([sys.executable, __file__, "--measure", kind, str(base), *more], check=True,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -472,6 +476,9 @@ def main() -> int:
                          "it needs, completed): the clean figure in a third of the time")
     ap.add_argument("--s3", action="store_true",
                     help="the table on the S3 test endpoint (moto, bench/giant_s3.py), built on the local disk first")
+    ap.add_argument("--s3-latency-ms", type=float, default=0.0,
+                    help="with --s3: each request waits this long on the endpoint, outside its one-at-a-time lock, "
+                         "as on a real store's network (0: moto's own pace only)")
     ap.add_argument("--measure", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
@@ -493,7 +500,7 @@ def main() -> int:
               f"(files); built in {time.perf_counter() - start:.1f} s", flush=True)
         store = LocalStore(base)
         if args.s3:
-            endpoint = GiantS3.start(root / "moto.log")
+            endpoint = GiantS3.start(root / "moto.log", latency_ms=args.s3_latency_ms)
             os.environ.update(endpoint.env())  # the measuring processes reach it
             store = S3Store(base, endpoint)
         if args.clean_only:
@@ -504,6 +511,10 @@ def main() -> int:
                                                        "bytes of file_group_stats")
         page = _child("page", table)
         _line("table page (storage)", page)
+        if args.s3:  # side by side: the same page with its folder listings one at a time
+            serial = _child("page", table, listing_threads=1)
+            _line("table page (storage), listings one at a time", serial,
+                  f"{serial['seconds'] / page['seconds']:.1f}x the page's time")
         if args.view_only:
             print(f"API {api['seconds']:.2f} s, page {page['seconds']:.2f} s (goal <= 1 s)")
             return 0

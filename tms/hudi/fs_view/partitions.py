@@ -9,17 +9,45 @@ further; other folders are searched level by level (`.hoodie` and hidden folders
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
+from typing import TypeVar
 from weakref import WeakKeyDictionary
 
 from ..errors import InstantVanishedError
-from ..storage.table_storage import FileInfo, Storage
+from ..storage.table_storage import FileInfo, LocalStorage, Storage
 from ..timeline.instant import Instant
 from ..timeline.timeline import WRITE_ACTIONS, Timeline
 from .parts import TableParts
 
 PARTITION_METAFILE = ".hoodie_partition_metadata"
+# Folder listings in flight at once on a remote store: a listing waits tens of milliseconds on the network, so a
+# level of partitions is listed in parallel (a page's 200 listings on S3: seconds one after another).
+LISTING_THREADS = 16
+
+_T = TypeVar("_T")
+
+
+def listed_in_order(storage: Storage, listing: Callable[[str], _T], folders: list[str]) -> Iterator[tuple[str, _T]]:
+    """Each of `folders` with `listing` of it, in order: on a remote store up to LISTING_THREADS at a time, on a
+    local disk one after another."""
+    if len(folders) < 2 or isinstance(storage, LocalStorage):
+        yield from ((rel, listing(rel)) for rel in folders)
+        return
+    threads = min(LISTING_THREADS, len(folders))
+    with ThreadPoolExecutor(threads, thread_name_prefix="tms-listing") as pool:
+        ahead: deque[tuple[str, Future[_T]]] = deque()  # a bounded window: a level may hold 100,000 folders
+        rest = iter(folders)
+        for rel in islice(rest, 2 * threads):
+            ahead.append((rel, pool.submit(listing, rel)))
+        while ahead:
+            rel, listed = ahead.popleft()
+            for following in islice(rest, 1):
+                ahead.append((following, pool.submit(listing, following)))
+            yield rel, listed.result()
 
 
 @dataclass
@@ -44,8 +72,7 @@ def find_partition_folders(storage: Storage, files_kept: int | None = None) -> P
     level = [""]
     while level:
         next_level: list[str] = []
-        for rel in level:
-            entries = storage.listdir(rel)
+        for rel, entries in listed_in_order(storage, storage.listdir, level):
             if any(not e.is_dir and is_partition_metafile(e.name) for e in entries):
                 found.append(rel)
                 if files_kept is None or kept + len(entries) <= files_kept:
@@ -84,14 +111,13 @@ def sample_partition_folders(storage: Storage, listings: int) -> PartitionSample
             share *= room / len(level)
             level = [level[int(n * step)] for n in range(room)]
         next_level: list[str] = []
-        for rel in level:
-            try:
-                names = storage.names(rel)
-            except NotADirectoryError:  # a file beside the folders
+        # The level fits the listings left (two a folder at most), so its folders are listed all at once.
+        for rel, (names, files) in listed_in_order(storage, lambda rel: _names_then_files(storage, rel), level):
+            if names is None:  # a file beside the folders
                 continue
             left -= 1
-            if any(is_partition_metafile(n) for n in names):
-                found[rel] = storage.listdir(rel)
+            if files is not None:
+                found[rel] = files
                 left -= 1
                 continue
             next_level.extend(f"{rel}/{n}" if rel else n for n in names if n[:1] != ".")
@@ -99,6 +125,15 @@ def sample_partition_folders(storage: Storage, listings: int) -> PartitionSample
     if level:  # listings ran out above the partitions still unsearched: those found stand for a part only
         share *= len(found) / (len(found) + len(level)) if found else 0.0
     return PartitionSample(PartitionListing(sorted(found), found), share)
+
+
+def _names_then_files(storage: Storage, rel: str) -> tuple[list[str] | None, list[FileInfo] | None]:
+    """A folder's names (None: not a folder), then its files if it is a partition."""
+    try:
+        names = storage.names(rel)
+    except NotADirectoryError:
+        return None, None
+    return names, storage.listdir(rel) if any(is_partition_metafile(n) for n in names) else None
 
 
 @dataclass

@@ -21,7 +21,7 @@ from ..errors import HudiError
 from ..storage.table_storage import FileInfo
 from ..timeline.instant import Action, State
 from .file_names import BaseFileName, LogFileName
-from .partitions import PartitionListing, list_partitions
+from .partitions import PartitionListing, list_partitions, listed_in_order
 from .parts import TableParts
 from .plans import pending_clustering_groups, pending_compaction_groups
 
@@ -194,8 +194,8 @@ class FileSystemView:
 
         slices: dict[tuple[str, str], dict[str, FileSlice]] = defaultdict(dict)
         v8_logs: list[tuple[str, LogFile]] = []
-        for partition in self.partitions:
-            for info in self._list_partition(partition):
+        for partition, infos in listed_in_order(self.table.storage, self._list_partition, self.partitions):
+            for info in infos:
                 if info.is_dir:
                     continue
                 base = BaseFileName.parse(info.name)
