@@ -20,7 +20,8 @@ Every --sample seconds it prints one line per table, then one for TMS:
   db MB        TMS's database size (pg_database_size), and its events' rows
 
 Between the samples, every --watch seconds, each table's unheld commits again: the report says what share of
-the time the active timeline was over the limit and its longest stretch over it.
+the time the active timeline was over the limit and its longest stretch over it; each watch is written to
+`unheld.log` in the run's scratch folder, with the table's pending instants when it was over.
 
 The run ends after --commits delta commits of the local table or --minutes, whichever comes first. At the end,
 the figures the goals are about, each as last quarter / first quarter of the run after its first --warmup
@@ -238,17 +239,24 @@ class UnheldWatch(threading.Thread):
     over hoodie.keep.max.commits when it goes over (a sample a minute sees only whether it is over at that
     moment)."""
 
-    def __init__(self, tables: list[WatchedTable], every: float):
+    def __init__(self, tables: list[WatchedTable], every: float, log: Path | None = None, keep_max: int = 30):
         super().__init__(daemon=True, name="unheld-watch")
-        self.tables, self.every = tables, every
+        self.tables, self.every, self.log, self.keep_max = tables, every, log, keep_max
         self.seen: dict[str, list[tuple[float, int]]] = {t.name: [] for t in tables}
         self.halt = threading.Event()
 
     def run(self) -> None:
+        out = self.log.open("w") if self.log is not None else None
         while not self.halt.wait(self.every):
             for t in self.tables:
                 if (u := unheld_commits(t.base_path)) is not None:
                     self.seen[t.name].append((time.monotonic(), u))
+                    if out is not None:  # each watch, and what was pending when over: to read beside TMS's logs
+                        pending = pending_instants(t.base_path) if u > self.keep_max else ""
+                        out.write(f"{datetime.now().strftime('%H:%M:%S.%f')[:-3]} {t.name} {u} {pending}\n")
+                        out.flush()
+        if out is not None:
+            out.close()
 
     def summary(self, name: str, keep_max: int, since: float) -> str | None:
         seen = [(at, u) for at, u in self.seen[name] if at >= since]
@@ -266,6 +274,16 @@ class UnheldWatch(threading.Thread):
         share = 100 * sum(over) / len(seen)
         return (f"    watched every {self.every:g} s: {sum(over)} of {len(seen)} over ({share:.1f}% of the time), "
                 f"the longest stretch over {longest:.1f} s, at most {max(u for _, u in seen)}")
+
+
+def pending_instants(base_path: str) -> str:
+    """The table's pending instants, as `action@instant`, for the watch log."""
+    from tms.hudi.table.hudi_table import HudiTable
+    try:
+        tl = HudiTable.load(base_path).timeline
+        return " ".join(f"{i.action}@{i.timestamp}" for i in tl.iter_instants() if not i.is_completed)
+    except Exception as e:  # noqa: BLE001 (a figure of the log only)
+        return f"(unreadable: {e})"
 
 
 def table_sample(files: list[tuple[str, int]], commits: int) -> TableSample:
@@ -543,7 +561,8 @@ def main() -> int:
         moto = endpoint.process.pid if endpoint is not None else None
         samples.append(take(tables, engine, up.pid, [w.pid for w in writers], data_dir, endpoint=moto))
         stop = threading.Event()
-        watch = UnheldWatch(tables, args.watch) if args.watch > 0 else None
+        watch = (UnheldWatch(tables, args.watch, scratch / "unheld.log", args.keep_max_commits)
+                 if args.watch > 0 else None)
         if watch is not None:
             watch.start()
         while (time.monotonic() - started < args.minutes * 60 and up.poll() is None
