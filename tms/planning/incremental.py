@@ -61,8 +61,10 @@ FULL_PASS_KEY = "tms.schedule.full.pass"
 POLICY_KEY = "tms.schedule.policy"
 WRITES_FROM_KEY = "tms.schedule.writes.from"
 # A write's requested file appears a moment after it takes its instant time, and writers' clocks differ from
-# TMS's: the bound a plan records is this much before it was made.
-WRITES_SKEW = timedelta(minutes=5)
+# TMS's (Hudi expects at most hoodie.time.generator.max_expected_clock_skew_ms, 200 ms by default): the bound a
+# plan records is this much before it was made. Each later plan reads the archived files reaching the bound, so
+# it is kept short: on a busy table those are the archiver's newest one or two.
+WRITES_SKEW = timedelta(seconds=10)
 # The archived timeline's files searched for the last plan, newest first: a service that plans often has its last
 # plan in the newest (the archiver's last few); one not found there makes a full pass, as Hudi's would.
 ARCHIVED_FILES_SEARCHED = 4

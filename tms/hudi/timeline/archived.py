@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import posixpath
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,6 +24,9 @@ from ..storage.table_storage import Storage
 
 HISTORY_DIR = "history"
 VERSION_FILE = "_version_"
+# The files whose rows rows_from keeps, decoded: the newest few, each of at most this many bytes.
+_KEPT_FILES = 4
+_KEPT_FILE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class ArchivedTimeline:
         self.dir = posixpath.join(timeline_dir, HISTORY_DIR)
         self._version: str | None = None
         self._files: list[tuple[str, str, str]] = []        # (min instant, max instant, file name)
+        self._rows_kept: OrderedDict[tuple[str, str], list[ArchivedRow]] = OrderedDict()  # (file, column) -> rows
         self._read: dict[str, dict[str, str]] = {}          # file name -> instant time -> completion time
 
     def completion_time(self, timestamp: str) -> str | None:
@@ -72,14 +77,26 @@ class ArchivedTimeline:
         self._refresh()
         reaching = [f for f in sorted(self._files, key=lambda f: f[1], reverse=True) if f[1] >= low]
         for _low, _high, name in reaching[:max_files]:
-            data = self.storage.read_bytes(posixpath.join(self.dir, name))
-            table = pq.read_table(io.BytesIO(data), columns=["instantTime", "completionTime", "action", column])
-            rows = zip(*(table.column(c).to_pylist() for c in ("instantTime", "completionTime", "action")),
-                       strict=True)
-            contents = table.column(column)
-            chosen = sorted(((t, c, a, n) for n, (t, c, a) in enumerate(rows) if a in actions), reverse=True)
-            for instant_time, completion_time, action, n in chosen:
-                yield ArchivedRow(instant_time, completion_time or None, action, contents[n].as_py())
+            yield from (row for row in self._rows(name, column) if row.action in actions)
+
+    def _rows(self, name: str, column: str) -> list[ArchivedRow]:
+        """A file's rows, newest first, with `column`; the newest small files' kept (files are immutable, and the
+        next plan reads the archiver's newest again)."""
+        kept = self._rows_kept.get((name, column))
+        if kept is not None:
+            self._rows_kept.move_to_end((name, column))
+            return kept
+        data = self.storage.read_bytes(posixpath.join(self.dir, name))
+        table = pq.read_table(io.BytesIO(data), columns=["instantTime", "completionTime", "action", column])
+        contents = table.column(column).to_pylist()
+        rows = sorted((ArchivedRow(t, c or None, a, contents[n]) for n, (t, c, a) in enumerate(zip(
+            *(table.column(c).to_pylist() for c in ("instantTime", "completionTime", "action")), strict=True))),
+            key=lambda row: row.instant_time, reverse=True)
+        if len(data) <= _KEPT_FILE_BYTES:
+            self._rows_kept[(name, column)] = rows
+            while len(self._rows_kept) > _KEPT_FILES:
+                self._rows_kept.popitem(last=False)
+        return rows
 
     def _refresh(self) -> bool:
         """Read `_version_` and its manifest again; True if the version changed."""
