@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from planning_support import ModelledTable, _execute, now, policy, run_compaction
 
+from tms.hudi.errors import HudiError
 from tms.hudi.storage.table_storage import LocalStorage
 from tms.hudi.table.archival import ArchivalSettings, archive
 from tms.hudi.table.hudi_table import HudiTable
@@ -267,12 +268,9 @@ def _city(n: int, ts: int) -> list[dict]:
     return [{"id": n, "name": f"v{ts}", "ts": ts, "city": f"p{n:03d}"}]
 
 
-def test_after_the_last_compaction_was_archived_the_next_plan_reads_it_and_the_writes_since_from_the_archive(
-        tmp_path):
-    """A busy table's archiver takes the last compaction and the delta commits after it (Hudi's rule once
-    hoodie.compact.inline.max.delta.commits follow it; Hudi then plans by a full pass). TMS reads the plan and
-    those commits from the archived timeline, a write that started before the compaction was planned and
-    completed after it included, and plans what a full pass plans."""
+def _archived_compaction(tmp_path) -> tuple[ModelledTable, str, str]:
+    """A v8 table whose last compaction, a write that started before it was planned and completed after it (the
+    late one) and two delta commits after it were archived; (table, compaction, late write)."""
     t = ModelledTable(tmp_path / "t", version=8)
     t.write([r for n in range(6) for r in _city(n, 1)], "insert")
     t.write(_city(0, 2))
@@ -288,8 +286,18 @@ def test_after_the_last_compaction_was_archived_the_next_plan_reads_it_and_the_w
     result = archive(t.table(), ArchivalSettings(min_commits=2, max_commits=3, compaction_delta_commits=None,
                                                  metadata_enabled=False))
     assert {compaction.instant, late} <= set(result.archived)
+    return t, compaction.instant, late
+
+
+def test_after_the_last_compaction_was_archived_the_next_plan_reads_it_and_the_writes_since_from_the_archive(
+        tmp_path):
+    """A busy table's archiver takes the last compaction and the delta commits after it (Hudi's rule once
+    hoodie.compact.inline.max.delta.commits follow it; Hudi then plans by a full pass). TMS reads the plan and
+    those commits from the archived timeline, a write that started before the compaction was planned and
+    completed after it included, and plans what a full pass plans."""
+    t, compaction, late = _archived_compaction(tmp_path)
     table = t.table()
-    assert table.timeline.get(compaction.instant) is None and table.timeline.get(late) is None
+    assert table.timeline.get(compaction) is None and table.timeline.get(late) is None
     scope = plan_scope(table, TableService.COMPACTION, now(), DAY, policy())
     assert not scope.is_full and "(archived)" in scope.why, scope.why
     assert scope.partitions == {f"city=p{n:03d}" for n in range(1, 6)}
@@ -298,6 +306,32 @@ def test_after_the_last_compaction_was_archived_the_next_plan_reads_it_and_the_w
     assert sorted(op[0] for op in _compaction_ops(t.table(), incremental)) == [f"city=p{n:03d}" for n in range(1, 6)]
     # The plan read from the archive is looked for no further back than the full-pass period
     assert plan_scope(t.table(), TableService.COMPACTION, now() + 2 * DAY, DAY, policy()).is_full
+
+
+@pytest.mark.parametrize("damage", ["garbage file", "manifest naming a path outside"])
+def test_an_unreadable_archived_timeline_makes_a_full_pass_that_says_why(tmp_path, damage):
+    """What the archived timeline holds is input: a file that is not Parquet, or a manifest naming a file outside
+    its folder, makes the scope a full pass with one line of why, and the plan (whose file-system view needs the
+    archived delta commits' completion times) a one-line refusal that writes nothing; nothing outside is read."""
+    import json
+
+    t, _compaction, _late = _archived_compaction(tmp_path)
+    history = tmp_path / "t" / ".hoodie" / "timeline" / "history"
+    version = (history / "_version_").read_text().strip()
+    if damage == "garbage file":
+        for name in json.loads((history / f"manifest_{version}").read_text())["files"]:
+            (history / name["fileName"]).write_bytes(b"not parquet")
+        expected = "cannot be read"
+    else:
+        (history / f"manifest_{version}").write_text(json.dumps({"files": [
+            {"fileName": "../../../../20000101000000000_20991231000000000_0.parquet", "fileLen": 6}]}))
+        expected = "names an unexpected file"
+    scope = plan_scope(t.table(), TableService.COMPACTION, now(), DAY, policy())
+    assert scope.is_full and "cannot be read" in scope.why and expected in scope.why, scope.why
+    before = sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir())
+    with pytest.raises(HudiError, match=expected):
+        plan_compaction(t.table(), policy(), now(), force=True, full_pass_every=DAY)
+    assert sorted(p.name for p in (tmp_path / "t" / ".hoodie" / "timeline").iterdir()) == before
 
 
 def _clustered_slices(table: HudiTable, ts: str) -> list[tuple]:

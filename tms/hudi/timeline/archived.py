@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import HudiError
@@ -86,8 +87,7 @@ class ArchivedTimeline:
         if kept is not None:
             self._rows_kept.move_to_end((name, column))
             return kept
-        data = self.storage.read_bytes(posixpath.join(self.dir, name))
-        table = pq.read_table(io.BytesIO(data), columns=["instantTime", "completionTime", "action", column])
+        data, table = self._read_columns(name, ["instantTime", "completionTime", "action", column])
         contents = table.column(column).to_pylist()
         rows = sorted((ArchivedRow(t, c or None, a, contents[n]) for n, (t, c, a) in enumerate(zip(
             *(table.column(c).to_pylist() for c in ("instantTime", "completionTime", "action")), strict=True))),
@@ -111,15 +111,24 @@ class ArchivedTimeline:
         except (FileNotFoundError, ValueError) as exc:
             raise HudiError(f"the archived timeline's version {version} has no readable manifest: {exc}") from exc
         files = []
-        for entry in manifest.get("files", []):
-            name = entry["fileName"]
-            low, high, _level = name.removesuffix(".parquet").split("_")
-            files.append((low, high, name))
+        for entry in manifest.get("files", []) if isinstance(manifest, dict) else [None]:
+            name = entry.get("fileName") if isinstance(entry, dict) else None
+            parts = name.removesuffix(".parquet").split("_") if isinstance(name, str) else []
+            if not isinstance(name, str) or "/" in name or len(parts) != 3:  # a file of this folder, as Hudi names it
+                raise HudiError(f"the archived timeline's manifest_{version} names an unexpected file: {entry!r}")
+            files.append((parts[0], parts[1], name))
         self._version, self._files = version, files
         self._read = {name: times for name, times in self._read.items() if any(f[2] == name for f in files)}
         return True
 
-    def _completion_times(self, name: str) -> dict[str, str]:
+    def _read_columns(self, name: str, columns: list[str]) -> tuple[bytes, pa.Table]:
+        """An archived file's bytes and `columns`; HudiError, one line, if it is not an LSM timeline file."""
         data = self.storage.read_bytes(posixpath.join(self.dir, name))
-        table = pq.read_table(io.BytesIO(data), columns=["instantTime", "completionTime"])
+        try:
+            return data, pq.read_table(io.BytesIO(data), columns=columns)
+        except (pa.ArrowException, ValueError) as exc:
+            raise HudiError(f"the archived timeline's file {name} cannot be read: {exc}") from exc
+
+    def _completion_times(self, name: str) -> dict[str, str]:
+        _data, table = self._read_columns(name, ["instantTime", "completionTime"])
         return {t: c for t, c in zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True) if c}
