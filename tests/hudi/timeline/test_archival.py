@@ -27,6 +27,7 @@ from tms.hudi.timeline.archived import ArchivedTimeline
 from tms.hudi.timeline.archived_log import ArchivedLogTimeline
 from tms.hudi.timeline.avro_schemas import ARCHIVED_META_ENTRY_V6
 from tms.hudi.timeline.instant import Action, State, new_instant_time
+from tms.hudi.timeline.instant_time import later_than
 from tms.hudi.timeline.serde import (
     ActionInstant,
     CleanerPlan,
@@ -464,6 +465,7 @@ def test_files_of_archived_commits_are_not_leftovers_and_a_failed_writes_are(tmp
     assert not table.timeline.states_of(first)
     assert list(unreferenced_files(table)) == []
     assert verify_table(table) == []
-    leftover = f"p=x/{uuid.uuid4()}-0_0-0-0_{table.timeline.last_completed().timestamp[:-3]}999.parquet"
+    newest = max(i.timestamp for i in table.timeline.instants())  # a time no instant has, after the start
+    leftover = f"p=x/{uuid.uuid4()}-0_0-0-0_{later_than(newest)}.parquet"
     table.storage.write_new(leftover, b"PAR1")
     assert [e.path for e, _ in unreferenced_files(HudiTable.load(table.base_path))] == [leftover]
