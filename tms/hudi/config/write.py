@@ -27,6 +27,8 @@ METADATA_KEEP_MIN_COMMITS: HudiOption[int] = HudiOption("hoodie.metadata.keep.mi
                                                         blank_is_unset=False)
 METADATA_KEEP_MAX_COMMITS: HudiOption[int] = HudiOption("hoodie.metadata.keep.max.commits", 30, integer,
                                                         blank_is_unset=False)
+CLEANER_COMMITS_RETAINED: HudiOption[int] = HudiOption("hoodie.cleaner.commits.retained", 10, integer,
+                                                        blank_is_unset=False)
 METADATA_COMPACT_MAX_DELTA_COMMITS: HudiOption[int] = HudiOption("hoodie.metadata.compact.max.delta.commits", 10,
                                                                  integer, blank_is_unset=False)
 

@@ -17,6 +17,8 @@ RECORD_INDEX = "record_index"
 PARTITION_STATS = "partition_stats"
 SECONDARY_INDEX_PREFIX = "secondary_index_"
 EXPRESSION_INDEX_PREFIX = "expr_index_"
+# The partitions whose records TMS writes and merges as Hudi does (besides secondary indexes)
+MAINTAINED = frozenset({FILES, COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS, RECORD_INDEX})
 
 ALL_PARTITIONS_KEY = "__all_partitions__"
 NON_PARTITIONED_NAME = "."            # the files-partition key of a non-partitioned table's one partition

@@ -91,6 +91,7 @@ from .records import (
     merge_column_stats,
     record_index_record,
 )
+from .services import run_table_services
 
 INDEX_DEFINITIONS = ".hoodie/.index_defs/index.json"
 MAX_INDEXED_COLUMNS = 32          # hoodie.metadata.index.column.stats.max.columns.to.index
@@ -99,9 +100,6 @@ MAX_INDEXED_COLUMNS = 32          # hoodie.metadata.index.column.stats.max.colum
 V6_ROLLBACK_SUFFIX = "006"
 
 # The MDT partitions TMS keeps valid through every service it runs (changing them or needing no change).
-_MAINTAINED = {K.FILES, K.COLUMN_STATS, K.PARTITION_STATS, K.BLOOM_FILTERS, K.RECORD_INDEX}
-
-
 # The table services whose instants the metadata-table writer keeps the MDT through, by their action names.
 _SERVICES = (Action.COMPACTION, Action.CLUSTERING, Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
 
@@ -117,7 +115,7 @@ def unmaintainable_partitions(table: HudiTable, service: str) -> list[str]:
     # (`unmaintainable_partitions_for_writes`), as Hudi's writers do.
     out = list(inflight_metadata_partitions(table))
     for p in metadata_partitions(table):
-        if p in _MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
+        if p in K.MAINTAINED or p.startswith(K.SECONDARY_INDEX_PREFIX):
             continue
         if p.startswith(K.EXPRESSION_INDEX_PREFIX) and service == Action.ROLLBACK:
             continue   # the rollback of a failed write changes no committed file
@@ -135,7 +133,7 @@ def unmaintainable_partitions_for_writes(table: HudiTable) -> list[str]:
     bloom_filters and record_index, built or being built by an indexer; a secondary or expression index would
     go stale)."""
     return sorted({p for p in metadata_partitions(table) + inflight_metadata_partitions(table)
-                   if p not in _MAINTAINED})
+                   if p not in K.MAINTAINED})
 
 
 def require_maintainable(table: HudiTable, service: str) -> None:
@@ -306,6 +304,7 @@ class MetadataWriter:
         its CommitMetadata, or clean with its CleanMetadata), completed on the MDT."""
         if not self.enabled:
             return
+        self._run_table_services()
         self._roll_back_delta_commit(instant)   # an earlier attempt's, as Java's re-attempt does
         if isinstance(metadata, CleanMetadata):
             # Every file the clean set out to delete leaves the listing, deleted now or already gone (a retried
@@ -355,6 +354,7 @@ class MetadataWriter:
         completed). Re-running it after a crash finishes what the first run left."""
         if not self.enabled:
             return
+        self._run_table_services()
         v6 = not self.table.config.traits.log_files_named_by_writer
         listed = self._open_mdt.file_listing()
         changes = []
@@ -372,6 +372,10 @@ class MetadataWriter:
             self._write_delta_commit(instant, records, deletes)
         self._roll_back_delta_commit(failed_instant, None if changes and not v6
                                      else instant + V6_ROLLBACK_SUFFIX if v6 else instant)
+
+    def _run_table_services(self) -> None:
+        """The MDT's own clean and compaction, before the delta commit that follows (tms.hudi.metadata.services)."""
+        self.mdt = run_table_services(self.table, self._open_mdt)
 
     # --- the indexer's builders ------------------------------------------------------------------
     def file_records(self, mdt_partition: str, partition: str, files: dict[str, int],

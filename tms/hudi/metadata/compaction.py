@@ -1,0 +1,156 @@
+"""The metadata table's own compaction, run as Hudi's metadata writer runs it: before each delta commit it adds
+(HoodieBackedTableMetadataWriter.performTableServices), under the data table's lock.
+
+- A compaction left pending on the MDT (a crash) is finished first, from its plan.
+- A new one is due once `hoodie.metadata.compact.max.delta.commits` delta commits follow the last one.
+- Every file slice with log files is compacted (Hudi's UnBoundedCompactionStrategy for the MDT): its base HFile
+  and log blocks merged as readers merge them, written as a new base HFile at the compaction's instant.
+- Only when every MDT delta commit is settled: none pending on the MDT and no data instant pending that has an
+  MDT instant (its blocks would be left out of the base for good, and a later rollback of it could not reach
+  them); on table version 6 also no data instant pending before the MDT's latest delta commit (Hudi 0.x's
+  validateTimelineBeforeSchedulingCompaction), nor while an index is being built. A compaction not due or not
+  safe now is simply left for a later delta commit, as Hudi's writer leaves it.
+- The instant: a fresh one on versions 8 and 9 (Hudi 1.x: later log files belong to the next slice by completion
+  time), the latest delta commit's time with `001` appended on version 6 (HoodieTableMetadataUtil.
+  createCompactionTimestamp: later log files are named after the new base instant)."""
+from __future__ import annotations
+
+import logging
+import posixpath
+
+from ..config.write import METADATA_COMPACT_MAX_DELTA_COMMITS
+from ..errors import HudiError
+from ..fs_view.file_names import BaseFileName, LogFileName, write_token
+from ..fs_view.view import BaseFile, FileSlice, LogFile
+from ..log_format.hfile import write_hfile
+from ..table.hudi_table import HudiTable
+from ..timeline.instant import Action, Instant, State
+from ..timeline.serde import (
+    CommitMetadata,
+    CompactionOperation,
+    CompactionPlan,
+    WriteStat,
+    parse_compaction_plan,
+    serialize_commit_metadata,
+    serialize_compaction_plan,
+)
+from . import keys as K
+from .avro_schema import schema_text
+from .reader import MetadataTable, inflight_metadata_partitions
+from .records import encode_record
+
+log = logging.getLogger(__name__)
+
+
+def finish_pending_compactions(data: HudiTable, mdt: MetadataTable) -> bool:
+    """Finish any compaction a crash left pending on the MDT, from its plan; whether there was one."""
+    pending = mdt.table.timeline.pending((Action.COMPACTION,))
+    for inst in pending:
+        _execute(data, mdt, inst)
+    return bool(pending)
+
+
+def compact_if_due(data: HudiTable, mdt: MetadataTable) -> str | None:
+    """Compact `data`'s metadata table `mdt` if a compaction is due and safe: its instant, or None. The caller
+    holds the table's lock (as for any MDT write)."""
+    instant = _due_instant(data, mdt)
+    if instant is None:
+        return None
+    plan = _plan(mdt)
+    if not plan.operations:
+        return None
+    requested = mdt.table.timeline.create_requested(Action.COMPACTION, serialize_compaction_plan(plan),
+                                                    timestamp=instant)
+    return _execute(data, mdt, requested)
+
+
+def _due_instant(data: HudiTable, mdt: MetadataTable) -> str | None:
+    """The instant of a compaction due now and safe to run, or None."""
+    tl = mdt.table.timeline
+    last = tl.last_of((Action.COMMIT,), completed=True)
+    deltas = [i for i in tl.completed((Action.DELTA_COMMIT,)) if last is None or i.timestamp > last.timestamp]
+    if len(deltas) < METADATA_COMPACT_MAX_DELTA_COMMITS.value(data.config.props) or tl.pending():
+        return None
+    if inflight_metadata_partitions(data) or data.timeline.pending((Action.INDEXING,)):
+        return None
+    pending_data = data.timeline.pending()
+    if any(tl.states_of(i.timestamp) for i in pending_data):
+        return None
+    latest = max(i.timestamp for i in deltas)
+    if data.config.traits.is_hudi_1:
+        instant = data.timeline.new_instant_time()
+    else:
+        if any(i.timestamp <= latest for i in pending_data):
+            return None
+        instant = latest + "001"
+    if tl.states_of(instant) or (last is not None and instant <= last.timestamp):
+        return None
+    return instant
+
+
+def _plan(mdt: MetadataTable) -> CompactionPlan:
+    """An operation per file slice with log files, in every MDT partition whose records TMS merges as Hudi does
+    (another one's file groups keep their slices: a plan may leave file groups out)."""
+    ops = []
+    for part in mdt.partitions:
+        if part not in K.MAINTAINED and not part.startswith(K.SECONDARY_INDEX_PREFIX):
+            continue
+        for fs in mdt.file_slices(part):
+            if not fs.log_files:
+                continue
+            ops.append(CompactionOperation(
+                base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=part,
+                data_file_path=fs.base_file.file_name if fs.base_file else None,
+                delta_file_paths=[lf.file_name for lf in fs.log_files],
+                metrics={"TOTAL_LOG_FILES": float(len(fs.log_files)), "TOTAL_LOG_FILES_SIZE": float(fs.log_bytes)}))
+    return CompactionPlan(operations=ops)
+
+
+def _slice_of(op: CompactionOperation) -> FileSlice:
+    """The file slice an operation names (its files' sizes are not needed to read it)."""
+    part = op.partition_path or ""
+    if not op.file_id or op.base_instant_time is None:
+        raise HudiError(f"metadata table compaction plan has an operation without a file group in {part!r}")
+    base = None
+    if op.data_file_path:
+        name = BaseFileName.parse(op.data_file_path)
+        if name is None or "/" in op.data_file_path:
+            raise HudiError(f"metadata table compaction plan names {op.data_file_path!r}, not a base file")
+        base = BaseFile(posixpath.join(part, op.data_file_path), 0, name)
+    logs = []
+    for rel in op.delta_file_paths:
+        log_name = LogFileName.parse(rel)
+        if log_name is None or "/" in rel:
+            raise HudiError(f"metadata table compaction plan names {rel!r}, not a log file")
+        logs.append(LogFile(posixpath.join(part, rel), 0, log_name))
+    return FileSlice(part, op.file_id, op.base_instant_time, base, logs)
+
+
+def _execute(data: HudiTable, mdt: MetadataTable, requested: Instant) -> str:
+    """Write the new base file of each operation of the plan at `requested` and complete the compaction."""
+    tl = mdt.table.timeline
+    plan = parse_compaction_plan(tl.read_plan(requested.timestamp))
+    inflight = tl.transition_to_inflight(requested) if requested.state is State.REQUESTED else requested
+    schema = schema_text(data.config.traits)
+    storage = mdt.table.storage
+    stats: dict[str, list[WriteStat]] = {}
+    for index, op in enumerate(plan.operations):
+        fs = _slice_of(op)
+        records = mdt.slice_records(fs)
+        entries = [(key, encode_record(rec, schema, blank_key=False))
+                   for key, rec in sorted(records.items()) if not rec.is_deleted]
+        raw = write_hfile(entries, file_info={"schema": schema.encode()})
+        rel = posixpath.join(fs.partition, f"{fs.file_id}_{write_token(index)}_{requested.timestamp}.hfile")
+        storage.delete(rel)  # an earlier attempt's
+        storage.write_new(rel, raw)
+        stats.setdefault(fs.partition, []).append(WriteStat(
+            file_id=fs.file_id, path=rel, prev_commit=fs.base_instant, num_writes=len(entries),
+            num_update_writes=len(entries), total_write_bytes=len(raw), partition_path=fs.partition,
+            total_log_files_compacted=len(fs.log_files), total_log_records=len(records),
+            file_size_in_bytes=len(raw)))
+    meta = CommitMetadata(partition_to_write_stats=stats, compacted=True, extra_metadata={"schema": schema},
+                          operation_type="COMPACT")
+    tl.complete(inflight, serialize_commit_metadata(meta, mdt.table.config.version))
+    log.info("compacted the metadata table of %s at %s: %d file group(s)", data.config.name, requested.timestamp,
+             len(plan.operations))
+    return requested.timestamp
