@@ -15,14 +15,17 @@
   createCompactionTimestamp: later log files are named after the new base instant)."""
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
+
+from fastavro.schema import to_parsing_canonical_form
 
 from ..config.write import METADATA_COMPACT_MAX_DELTA_COMMITS
 from ..errors import HudiError
 from ..fs_view.file_names import BaseFileName, LogFileName, write_token
 from ..fs_view.view import BaseFile, FileSlice, LogFile
-from ..log_format.hfile import write_hfile
+from ..log_format.hfile import read_hfile, write_hfile
 from ..table.hudi_table import HudiTable
 from ..timeline.instant import Action, Instant, State
 from ..timeline.serde import (
@@ -37,7 +40,7 @@ from ..timeline.serde import (
 from . import keys as K
 from .avro_schema import schema_text
 from .reader import MetadataTable, inflight_metadata_partitions
-from .records import encode_record
+from .records import decode_value, encode_record
 
 log = logging.getLogger(__name__)
 
@@ -136,9 +139,7 @@ def _execute(data: HudiTable, mdt: MetadataTable, requested: Instant) -> str:
     stats: dict[str, list[WriteStat]] = {}
     for index, op in enumerate(plan.operations):
         fs = _slice_of(op)
-        records = mdt.slice_records(fs)
-        entries = [(key, encode_record(rec, schema, blank_key=False))
-                   for key, rec in sorted(records.items()) if not rec.is_deleted]
+        entries = _merged_entries(mdt, fs, schema)
         raw = write_hfile(entries, file_info={"schema": schema.encode()})
         rel = posixpath.join(fs.partition, f"{fs.file_id}_{write_token(index)}_{requested.timestamp}.hfile")
         storage.delete(rel)  # an earlier attempt's
@@ -146,7 +147,7 @@ def _execute(data: HudiTable, mdt: MetadataTable, requested: Instant) -> str:
         stats.setdefault(fs.partition, []).append(WriteStat(
             file_id=fs.file_id, path=rel, prev_commit=fs.base_instant, num_writes=len(entries),
             num_update_writes=len(entries), total_write_bytes=len(raw), partition_path=fs.partition,
-            total_log_files_compacted=len(fs.log_files), total_log_records=len(records),
+            total_log_files_compacted=len(fs.log_files),
             file_size_in_bytes=len(raw)))
     meta = CommitMetadata(partition_to_write_stats=stats, compacted=True, extra_metadata={"schema": schema},
                           operation_type="COMPACT")
@@ -154,3 +155,35 @@ def _execute(data: HudiTable, mdt: MetadataTable, requested: Instant) -> str:
     log.info("compacted the metadata table of %s at %s: %d file group(s)", data.config.name, requested.timestamp,
              len(plan.operations))
     return requested.timestamp
+
+
+def _merged_entries(mdt: MetadataTable, fs: FileSlice, schema: str) -> list[tuple[str, bytes]]:
+    """The new base file's entries (key, Avro record), sorted: the base file's records the log blocks did not touch
+    copied as they are (when it was written with `schema`), the others merged as readers merge them."""
+    changes = mdt.log_changes(fs)
+    base: list[tuple[str, bytes]] = []
+    base_schema = schema
+    if fs.base_file is not None:
+        h = read_hfile(mdt.table.storage.read_bytes(fs.base_file.path))
+        base, base_schema = h.items(), h.file_info["schema"].decode()
+    same = base_schema == schema or _canonical(base_schema) == _canonical(schema)
+    entries = []
+    for key, value in base:
+        change = changes.pop(key, None)
+        if change is None and same:
+            entries.append((key, value))
+            continue
+        rec = decode_value(value, key, base_schema)
+        merged = rec if change is None else change.over(rec)
+        if merged is not None and not merged.is_deleted:
+            entries.append((key, encode_record(merged, schema, blank_key=False)))
+    for key, change in changes.items():   # keys the base file does not have
+        merged = change.over(None)
+        if merged is not None and not merged.is_deleted:
+            entries.append((key, encode_record(merged, schema, blank_key=False)))
+    entries.sort(key=lambda e: e[0])
+    return entries
+
+
+def _canonical(schema: str) -> str:
+    return to_parsing_canonical_form(json.loads(schema))

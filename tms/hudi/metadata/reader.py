@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from ..config import table as table_config
@@ -60,6 +60,21 @@ class _MetadataFileSystemView(FileSystemView):
         # Only the name is rewritten: the slice keeps the file's real path.
         return [replace(i, name=i.name[:-len(HFILE_EXT)] + ".parquet") if i.name.endswith(HFILE_EXT) else i
                 for i in super()._list_partition(partition)]
+
+
+@dataclass
+class KeyChange:
+    """What a slice's log blocks did to one key, in order: whether the base file's record was dropped first (a
+    delete), and the records written after that."""
+    drops_base: bool = False
+    records: list[MetadataRecord] = field(default_factory=list)
+
+    def over(self, base: MetadataRecord | None) -> MetadataRecord | None:
+        """The key's record after this change, from the base file's (None: it has none); None if deleted."""
+        out = None if self.drops_base else base
+        for rec in self.records:
+            out = rec if out is None else merge(out, rec)
+        return out
 
 
 class MetadataTable:
@@ -119,16 +134,28 @@ class MetadataTable:
         return self._records[partition]
 
     def slice_records(self, fs: FileSlice) -> dict[str, MetadataRecord]:
-        st = self.table.storage
-        out: dict[str, MetadataRecord] = {}
-        if fs.base_file is not None:
-            h = read_hfile(st.read_bytes(fs.base_file.path))
-            schema = h.file_info["schema"].decode()
-            for key, value in h.items():
-                out[key] = decode_value(value, key, schema)
+        """Every record of the slice `fs`, its base file's and log blocks' merged (deleted ones left out)."""
+        out = self.base_records(fs)
+        for key, change in self.log_changes(fs).items():
+            rec = change.over(out.get(key))
+            if rec is None:
+                out.pop(key, None)
+            else:
+                out[key] = rec
+        return out
+
+    def base_records(self, fs: FileSlice) -> dict[str, MetadataRecord]:
+        if fs.base_file is None:
+            return {}
+        h = read_hfile(self.table.storage.read_bytes(fs.base_file.path))
+        schema = h.file_info["schema"].decode()
+        return {key: decode_value(value, key, schema) for key, value in h.items()}
+
+    def log_changes(self, fs: FileSlice) -> dict[str, KeyChange]:
+        """What the log blocks of `fs` whose instants count did to each key they name, in order."""
         blocks: list[LogBlock] = []
         for lf in fs.log_files:
-            for b in read_log_file(st.read_bytes(lf.path)):
+            for b in read_log_file(self.table.storage.read_bytes(lf.path)):
                 if b.block_type is BlockType.COMMAND and b.is_rollback:
                     # As Java's log scanner: the target's blocks read so far are skipped; a later block of
                     # the same instant time (a retried delta commit's) counts.
@@ -136,6 +163,7 @@ class MetadataTable:
                 elif b.block_type in (BlockType.HFILE_DATA, BlockType.DELETE):
                     blocks.append(b)
         valid = self.valid_instants()
+        changes: dict[str, KeyChange] = {}
         for b in blocks:
             # A block without an instant time is never valid (no completed instant has none).
             instant = b.instant_time
@@ -143,13 +171,12 @@ class MetadataTable:
                 continue
             if b.block_type is BlockType.DELETE:
                 for key, _partition, _ord in b.deleted_keys():
-                    out.pop(key, None)
+                    changes[key] = KeyChange(drops_base=True)
                 continue
             schema = b.header[HeaderKey.SCHEMA]
             for key, value in read_hfile(b.content()).items():
-                rec = decode_value(value, key, schema)
-                out[key] = merge(out[key], rec) if key in out else rec
-        return out
+                changes.setdefault(key, KeyChange()).records.append(decode_value(value, key, schema))
+        return changes
 
     # --- the files partition ------------------------------------------------------------------------
     def all_partitions(self) -> list[str]:
