@@ -258,15 +258,18 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
         s3_requests(reset=True)
     start = time.perf_counter()
     out: dict[str, Any] = {}
-    if kind in ("first", "full", "incremental"):
-        planned = plan_compaction(table, TablePolicy(), now, force=True,
-                                  full_pass_every=None if kind == "full" else FULL_PASS_EVERY)
+    if kind in ("first", "full", "incremental", "drain"):
+        target = os.environ.get("GIANT_TARGET_IO_MB")  # hoodie.compaction.target.io (Hudi's 500 GB by default)
+        policy = TablePolicy.from_stored({"hoodie.compaction.target.io": int(target)} if target else {})
+        planned = plan_compaction(table, policy, now, force=True,
+                                  full_pass_every=None if kind in ("first", "full") else FULL_PASS_EVERY)
         seconds, out["peak_mb"] = time.perf_counter() - start, _peak_mb()  # the plan read back below is the bench's
         if planned is None:
             raise SystemExit(f"{kind}: nothing was planned")
         compaction = parse_compaction_plan(table.timeline.read_plan(planned.instant))
         out["operations"] = len(compaction.operations)
         out["instant"] = planned.instant
+        out["left_out"] = len(compaction.missing_schedule_partitions or [])
         if kind == "first":  # the parts its job runs in (tms.execute.parts), on a 64-slot queue
             from tms.execute.compaction import CompactionExecutor
             requested = table.timeline.get(planned.instant)
@@ -275,7 +278,7 @@ def measure(kind: str, base: str, files: str | None = None) -> dict[str, Any]:
             parts = cut_into_parts(sizes, 1024**3, 64)  # TMS_WORKER_PART_BYTES=1 GiB
             out["parts"] = len(parts)
             out["largest_part_mb"] = max(sum(sizes[i] for i in part) for part in parts) / 2**20
-        if kind != "first":
+        if kind not in ("first", "drain"):
             table.timeline.delete_pending(planned.instant)
     elif kind == "clean":
         cleaned = plan_clean_or_why(table, TablePolicy.from_stored(CLEAN_POLICY), now)
@@ -482,8 +485,16 @@ def main() -> int:
     ap.add_argument("--s3-latency-ms", type=float, default=0.0,
                     help="with --s3: each request waits this long on the endpoint, outside its one-at-a-time lock, "
                          "as on a real store's network (0: moto's own pace only)")
+    ap.add_argument("--target-io-mb", type=int,
+                    help="hoodie.compaction.target.io of every compaction plan (default: Hudi's, 500 GB)")
+    ap.add_argument("--drain", action="store_true",
+                    help="after the first plan completed, plan and complete incrementally until a plan leaves no "
+                         "partition out (the backlog a plan bounded by the target IO leaves), before the commit "
+                         "touching --touched partitions: the next plan then measured in the steady state")
     ap.add_argument("--measure", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.target_io_mb:
+        os.environ["GIANT_TARGET_IO_MB"] = str(args.target_io_mb)  # the measuring processes plan with it
     if args.measure:
         print(json.dumps(measure(*args.measure)))
         return 0
@@ -522,11 +533,21 @@ def main() -> int:
             print(f"API {api['seconds']:.2f} s, page {page['seconds']:.2f} s (goal <= 1 s)")
             return 0
         first = _child("first", table)
-        _line("first compaction plan (full pass)", first, f"{first['operations']} operations")
+        _line("first compaction plan (full pass)", first,
+              f"{first['operations']} operations, {first['left_out']} partitions left out")
         print(f"    its job's parts: {first['parts']} (largest {first['largest_part_mb']:.0f} MB)")
         start = time.perf_counter()
         store.plan_written()
         giant.complete_compaction(first["instant"])
+        left_out = first["left_out"]
+        while args.drain and left_out:
+            store.table_changed()
+            drained = _child("drain", table)
+            _line("  draining the backlog, a plan", drained,
+                  f"{drained['operations']} operations, {drained['left_out']} partitions left out")
+            store.plan_written()
+            giant.complete_compaction(drained["instant"])
+            left_out = drained["left_out"]
         giant.touch(args.touched)
         store.table_changed()
         print(f"compaction completed, a delta commit over {args.touched} partitions: "
