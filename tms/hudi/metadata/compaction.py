@@ -8,7 +8,7 @@
 - Only when every MDT delta commit is settled: none pending on the MDT and no data instant pending that has an
   MDT instant (its blocks would be left out of the base for good, and a later rollback of it could not reach
   them); on table version 6 also no data instant pending before the MDT's latest delta commit (Hudi 0.x's
-  validateTimelineBeforeSchedulingCompaction), nor while an index is being built. A compaction not due or not
+  validateTimelineBeforeSchedulingCompaction). A compaction not due or not
   safe now is simply left for a later delta commit, as Hudi's writer leaves it.
 - The instant: a fresh one on versions 8 and 9 (Hudi 1.x: later log files belong to the next slice by completion
   time), the latest delta commit's time with `001` appended on version 6 (HoodieTableMetadataUtil.
@@ -39,7 +39,7 @@ from ..timeline.serde import (
 )
 from . import keys as K
 from .avro_schema import schema_text
-from .reader import MetadataTable, inflight_metadata_partitions
+from .reader import MetadataTable
 from .records import decode_value, encode_record
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,6 @@ def _due_instant(data: HudiTable, mdt: MetadataTable) -> str | None:
     last = tl.last_of((Action.COMMIT,), completed=True)
     deltas = [i for i in tl.completed((Action.DELTA_COMMIT,)) if last is None or i.timestamp > last.timestamp]
     if len(deltas) < METADATA_COMPACT_MAX_DELTA_COMMITS.value(data.config.props) or tl.pending():
-        return None
-    if inflight_metadata_partitions(data) or data.timeline.pending((Action.INDEXING,)):
         return None
     pending_data = data.timeline.pending()
     if any(tl.states_of(i.timestamp) for i in pending_data):
