@@ -1,5 +1,5 @@
-"""Java Hudi judges the metadata table TMS compacted (Hudi 0.15.0 for table version 6, 1.1.1 for 9): a Java writer
-whose own metadata compaction is off (`hoodie.metadata.compact.max.delta.commits` 100) writes a MERGE_ON_READ
+"""Java Hudi judges the metadata table TMS compacted (Hudi 0.15.0 for table version 6, 1.0.2 for 8, 1.1.1 for 9): a
+Java writer whose own metadata compaction is off (`hoodie.metadata.compact.max.delta.commits` 100) writes a MERGE_ON_READ
 table with the files, column stats and record index partitions; TMS's compaction of the data table is the MDT's
 eleventh delta commit, so TMS compacts the MDT first. Then Hudi's `validate_metadata_table_files` finds nothing,
 Java reads exactly the acknowledged rows, writes on over TMS's new base HFiles (upserts that find their keys
@@ -25,7 +25,7 @@ OPTIONS = {"hoodie.metadata.compact.max.delta.commits": "100",
            "hoodie.metadata.index.column.stats.enable": "true"}
 
 
-@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("version", [6, 8, 9])
 def test_java_reads_and_writes_on_the_metadata_table_tms_compacted(java_hudi, tmp_path, version):
     driver = java_hudi(version)
     path = tmp_path / f"mdt_compacted_v{version}"
