@@ -1,8 +1,8 @@
-"""Java Hudi judges the metadata table TMS compacted (Hudi 0.15.0 for table version 6, 1.0.2 for 8, 1.1.1 for 9): a
-Java writer whose own metadata compaction is off (`hoodie.metadata.compact.max.delta.commits` 100) writes a
-MERGE_ON_READ table with the files, column stats and record index partitions; TMS's compaction of the data table is the MDT's
-eleventh delta commit, so TMS compacts the MDT first. Then Hudi's `validate_metadata_table_files` finds nothing,
-Java reads exactly the acknowledged rows, writes on over TMS's new base HFiles (upserts that find their keys
+"""Java Hudi judges the metadata table TMS compacted (Hudi 0.15.0 for table version 6, 1.0.2 for 8, 1.1.1 for 9):
+a Java writer whose own metadata compaction is off (`hoodie.metadata.compact.max.delta.commits` 100) writes a
+MERGE_ON_READ table with the files, column stats and record index partitions; TMS's compaction of the data table is
+the MDT's eleventh delta commit, so TMS compacts the MDT first. Then Hudi's `validate_metadata_table_files` finds
+nothing, Java reads exactly the acknowledged rows, writes on over TMS's new base HFiles (upserts that find their keys
 through the record index), and reads them again. The harness (tests/hudi_java) is never skipped."""
 from __future__ import annotations
 
