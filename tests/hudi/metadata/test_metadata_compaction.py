@@ -128,3 +128,60 @@ def test_slices_older_than_the_commits_the_mdt_retains_are_cleaned_after_its_com
 def _clean_metadata(mdt: HudiTable, clean):
     from tms.hudi.timeline.serde import parse_clean_metadata
     return parse_clean_metadata(mdt.timeline.read(clean))
+
+
+def _table_files(path) -> dict[str, bytes]:
+    return {str(f.relative_to(path)): f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file()}
+
+
+@pytest.mark.parametrize("hostile", ["partition", "file group", "base file", "log file"])
+def test_a_pending_compaction_plan_naming_what_is_not_the_mdts_is_refused_before_anything_is_written(tmp_path,
+                                                                                                      hostile):
+    """A compaction plan left on the MDT timeline is input: one naming the MDT's own `.hoodie` folder, a file group
+    it does not have, or another group's files is refused in one line; no file is written or deleted."""
+    from tms.hudi.errors import HudiError
+    from tms.hudi.timeline.serde import CompactionOperation, CompactionPlan, serialize_compaction_plan
+    t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 8, partitions=[K.FILES])
+    _write(t, 3)
+    mdt = MetadataTable(t.table())
+    [fs] = mdt.file_slices(K.FILES)
+    op = CompactionOperation(base_instant_time=fs.base_instant, file_id=fs.file_id, partition_path=K.FILES,
+                             data_file_path=fs.base_file.file_name if fs.base_file else None,
+                             delta_file_paths=[lf.file_name for lf in fs.log_files])
+    if hostile == "partition":
+        op.partition_path, op.file_id = ".hoodie", "hoodie.properties"
+    elif hostile == "file group":
+        op.file_id = "../../evil"
+    elif hostile == "base file":
+        op.data_file_path = "../.hoodie/hoodie.properties"
+    else:
+        op.delta_file_paths = [".other-0000-0_20260101000000000.log.1_0-0-0"]
+    mdt.table.timeline.create_requested(Action.COMPACTION, serialize_compaction_plan(CompactionPlan(operations=[op])))
+    before = _table_files(t.path)
+    with pytest.raises(HudiError, match="names .*nothing was written"):
+        t.write([rec(1, 99)])
+    after = _table_files(t.path)
+    assert {k: v for k, v in after.items() if k in before} == before   # nothing changed or deleted
+    assert not [k for k in after if k not in before and k.endswith(".hfile")]   # no base file written
+
+
+@pytest.mark.parametrize("hostile", ["the mdt's properties", "a data file", "outside the table"])
+def test_a_pending_clean_plan_naming_what_is_not_the_mdts_is_refused_before_anything_is_deleted(tmp_path, hostile):
+    from tms.hudi.errors import HudiError
+    from tms.hudi.timeline.serde import CleanerPlan, CleanFileInfo, serialize_cleaner_plan
+    t = MdtModelledTable(tmp_path / "t", "MERGE_ON_READ", 8, partitions=[K.FILES])
+    _write(t, 3)
+    mdt = MetadataTable(t.table())
+    data_file = next(p for p in t.path.rglob("*.parquet") if ".hoodie" not in str(p))
+    target = {"the mdt's properties": (".hoodie", str(t.path / ".hoodie/metadata/.hoodie/hoodie.properties")),
+              "a data file": (K.FILES, str(data_file)),
+              "outside the table": (K.FILES, str(tmp_path / "elsewhere.parquet"))}[hostile]
+    (tmp_path / "elsewhere.parquet").write_bytes(b"PAR1")
+    plan = CleanerPlan(policy="KEEP_LATEST_COMMITS",
+                       file_paths_to_be_deleted_per_partition={target[0]: [CleanFileInfo(file_path=target[1])]})
+    mdt.table.timeline.create_requested(Action.CLEAN, serialize_cleaner_plan(plan))
+    before = _table_files(t.path)
+    with pytest.raises(HudiError, match="not a file of the metadata table's partitions|outside"):
+        t.write([rec(1, 99)])
+    assert (tmp_path / "elsewhere.parquet").exists() and data_file.exists()
+    assert all(k in _table_files(t.path) for k in before)   # nothing deleted

@@ -17,6 +17,7 @@ import time
 
 from ..config.write import CLEANER_COMMITS_RETAINED
 from ..errors import HudiError
+from ..fs_view.file_names import BaseFileName, LogFileName
 from ..storage.paths import table_relative
 from ..table.hudi_table import HudiTable
 from ..timeline.instant import Action, Instant, State
@@ -96,34 +97,36 @@ def clean_if_due(data: HudiTable, mdt: MetadataTable) -> str | None:
 
 
 def _execute(mdt: MetadataTable, requested: Instant) -> None:
-    """Delete the files the plan at `requested` names (those of the MDT's partitions only) and complete it."""
+    """Delete the files the plan at `requested` names and complete it. A plan read from storage names data files
+    (base or log files) of the MDT's partitions, or it is refused in one line before anything is deleted."""
     started = time.monotonic()
     tl = mdt.table.timeline
     plan_bytes = tl.read_plan(requested.timestamp)
     plan = parse_cleaner_plan(plan_bytes)
-    inflight = tl.transition_to_inflight(requested, plan_bytes) if requested.state is State.REQUESTED else requested
-    storage = mdt.table.storage
-    partitions = {}
+    partitions = set(mdt.partitions)
+    doomed: dict[str, list[str]] = {}
     for part, infos in plan.file_paths_to_be_deleted_per_partition.items():
-        deleted: list[str] = []
-        failed: list[str] = []
         for info in infos:
             rel = table_relative(mdt.table.base_path, info.file_path or "", part)
-            if posixpath.dirname(rel) != part:
-                raise HudiError(f"metadata table clean {requested.timestamp} names {info.file_path!r}, not a file of "
-                                f"its partition {part!r}: nothing more was deleted")
             name = posixpath.basename(rel)
-            # A file already gone (an earlier attempt's) counts as deleted, as Hudi's cleaner counts it.
-            storage.delete(rel)
-            (deleted if not storage.exists(rel) else failed).append(name)
-        partitions[part] = CleanPartitionMetadata(partition_path=part, policy=plan.policy,
-                                                  delete_path_patterns=deleted + failed,
-                                                  success_delete_files=deleted, failed_delete_files=failed)
+            if part not in partitions or posixpath.dirname(rel) != part or not (
+                    BaseFileName.parse(name) or LogFileName.parse(name)):
+                raise HudiError(f"metadata table clean {requested.timestamp} names {info.file_path!r}, not a file of "
+                                "the metadata table's partitions: nothing was deleted")
+            doomed.setdefault(part, []).append(rel)
+    inflight = tl.transition_to_inflight(requested, plan_bytes) if requested.state is State.REQUESTED else requested
+    partition_metadata = {}
+    for part, rels in doomed.items():
+        # A file already gone (an earlier attempt's) counts as deleted, as Hudi's cleaner counts it.
+        mdt.table.storage.delete_many(rels)
+        names = [posixpath.basename(rel) for rel in rels]
+        partition_metadata[part] = CleanPartitionMetadata(partition_path=part, policy=plan.policy,
+                                                          delete_path_patterns=names, success_delete_files=names)
     earliest = plan.earliest_instant_to_retain
     meta = CleanMetadata(start_clean_time=requested.timestamp,
                          time_taken_in_millis=int((time.monotonic() - started) * 1000),
-                         total_files_deleted=sum(len(p.success_delete_files) for p in partitions.values()),
+                         total_files_deleted=sum(len(rels) for rels in doomed.values()),
                          earliest_commit_to_retain=earliest.timestamp if earliest else "",
                          last_completed_commit_timestamp=plan.last_completed_commit_timestamp or "",
-                         partition_metadata=partitions)
+                         partition_metadata=partition_metadata)
     tl.complete(inflight, serialize_clean_metadata(meta))

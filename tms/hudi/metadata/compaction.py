@@ -55,7 +55,7 @@ def finish_pending_compactions(data: HudiTable, mdt: MetadataTable) -> bool:
 
 def compact_if_due(data: HudiTable, mdt: MetadataTable) -> str | None:
     """Compact `data`'s metadata table `mdt` if a compaction is due and safe: its instant, or None. The caller
-    holds the table's lock (as for any MDT write)."""
+    holds the table's lock (as for any MDT write) and has checked that nothing is pending on the MDT."""
     instant = _due_instant(data, mdt)
     if instant is None:
         return None
@@ -72,7 +72,7 @@ def _due_instant(data: HudiTable, mdt: MetadataTable) -> str | None:
     tl = mdt.table.timeline
     last = tl.last_of((Action.COMMIT,), completed=True)
     deltas = [i for i in tl.completed((Action.DELTA_COMMIT,)) if last is None or i.timestamp > last.timestamp]
-    if len(deltas) < METADATA_COMPACT_MAX_DELTA_COMMITS.value(data.config.props) or tl.pending():
+    if len(deltas) < METADATA_COMPACT_MAX_DELTA_COMMITS.value(data.config.props):
         return None
     pending_data = data.timeline.pending()
     if any(tl.states_of(i.timestamp) for i in pending_data):
@@ -107,51 +107,60 @@ def _plan(mdt: MetadataTable) -> CompactionPlan:
     return CompactionPlan(operations=ops)
 
 
-def _slice_of(op: CompactionOperation) -> FileSlice:
-    """The file slice an operation names (its files' sizes are not needed to read it)."""
-    part = op.partition_path or ""
-    if not op.file_id or op.base_instant_time is None:
-        raise HudiError(f"metadata table compaction plan has an operation without a file group in {part!r}")
-    base = None
-    if op.data_file_path:
-        name = BaseFileName.parse(op.data_file_path)
-        if name is None or "/" in op.data_file_path:
-            raise HudiError(f"metadata table compaction plan names {op.data_file_path!r}, not a base file")
-        base = BaseFile(posixpath.join(part, op.data_file_path), 0, name)
-    logs = []
-    for rel in op.delta_file_paths:
-        log_name = LogFileName.parse(rel)
-        if log_name is None or "/" in rel:
-            raise HudiError(f"metadata table compaction plan names {rel!r}, not a log file")
-        logs.append(LogFile(posixpath.join(part, rel), 0, log_name))
-    return FileSlice(part, op.file_id, op.base_instant_time, base, logs)
+def _slices_of(mdt: MetadataTable, plan: CompactionPlan, instant: str) -> list[FileSlice]:
+    """The file slice each operation names, checked first: a plan read from storage names file groups of the MDT's
+    partitions and their own files, by name, or it is refused in one line before anything is written."""
+    groups = {(fs.partition, fs.file_id) for part in mdt.partitions for fs in mdt.file_slices(part)}
+    slices = []
+    for op in plan.operations:
+        part, fid = op.partition_path or "", op.file_id or ""
+        if (part, fid) not in groups or op.base_instant_time is None:
+            raise HudiError(f"metadata table compaction {instant} names file group {fid!r} in {part!r}, not one of "
+                            "the metadata table's: nothing was written")
+        base = None
+        if op.data_file_path:
+            name = BaseFileName.parse(op.data_file_path)
+            if name is None or name.file_id != fid or "/" in op.data_file_path:
+                raise HudiError(f"metadata table compaction {instant} names {op.data_file_path!r}, not a base file "
+                                f"of {fid}: nothing was written")
+            base = BaseFile(posixpath.join(part, op.data_file_path), 0, name)
+        logs = []
+        for rel in op.delta_file_paths:
+            log_name = LogFileName.parse(rel)
+            if log_name is None or log_name.file_id != fid or "/" in rel:
+                raise HudiError(f"metadata table compaction {instant} names {rel!r}, not a log file of {fid}: "
+                                "nothing was written")
+            logs.append(LogFile(posixpath.join(part, rel), 0, log_name))
+        slices.append(FileSlice(part, fid, op.base_instant_time, base, logs))
+    return slices
 
 
 def _execute(data: HudiTable, mdt: MetadataTable, requested: Instant) -> str:
     """Write the new base file of each operation of the plan at `requested` and complete the compaction."""
     tl = mdt.table.timeline
     plan = parse_compaction_plan(tl.read_plan(requested.timestamp))
-    inflight = tl.transition_to_inflight(requested) if requested.state is State.REQUESTED else requested
+    slices = _slices_of(mdt, plan, requested.timestamp)
+    resumed = requested.state is not State.REQUESTED   # an earlier attempt may have written some files
+    inflight = requested if resumed else tl.transition_to_inflight(requested)
     schema = schema_text(data.config.traits)
     storage = mdt.table.storage
     stats: dict[str, list[WriteStat]] = {}
-    for index, op in enumerate(plan.operations):
-        fs = _slice_of(op)
+    for index, fs in enumerate(slices):
         entries = _merged_entries(mdt, fs, schema)
         raw = write_hfile(entries, file_info={"schema": schema.encode()})
         rel = posixpath.join(fs.partition, f"{fs.file_id}_{write_token(index)}_{requested.timestamp}.hfile")
-        storage.delete(rel)  # an earlier attempt's
+        if resumed:
+            storage.delete(rel)
         storage.write_new(rel, raw)
         stats.setdefault(fs.partition, []).append(WriteStat(
             file_id=fs.file_id, path=rel, prev_commit=fs.base_instant, num_writes=len(entries),
             num_update_writes=len(entries), total_write_bytes=len(raw), partition_path=fs.partition,
-            total_log_files_compacted=len(fs.log_files),
-            file_size_in_bytes=len(raw)))
+            total_log_files_compacted=len(fs.log_files), file_size_in_bytes=len(raw)))
     meta = CommitMetadata(partition_to_write_stats=stats, compacted=True, extra_metadata={"schema": schema},
                           operation_type="COMPACT")
     tl.complete(inflight, serialize_commit_metadata(meta, mdt.table.config.version))
     log.info("compacted the metadata table of %s at %s: %d file group(s)", data.config.name, requested.timestamp,
-             len(plan.operations))
+             len(slices))
     return requested.timestamp
 
 

@@ -17,7 +17,8 @@ RECORD_INDEX = "record_index"
 PARTITION_STATS = "partition_stats"
 SECONDARY_INDEX_PREFIX = "secondary_index_"
 EXPRESSION_INDEX_PREFIX = "expr_index_"
-# The partitions whose records TMS writes and merges as Hudi does (besides secondary indexes)
+# The partitions TMS keeps valid through every service it runs, whose records it writes and merges as Hudi does
+# (besides secondary indexes)
 MAINTAINED = frozenset({FILES, COLUMN_STATS, PARTITION_STATS, BLOOM_FILTERS, RECORD_INDEX})
 
 ALL_PARTITIONS_KEY = "__all_partitions__"

@@ -99,7 +99,6 @@ MAX_INDEXED_COLUMNS = 32          # hoodie.metadata.index.column.stats.max.colum
 # OperationSuffix.ROLLBACK, kept by Hudi 1.x's writer for table version 6.
 V6_ROLLBACK_SUFFIX = "006"
 
-# The MDT partitions TMS keeps valid through every service it runs (changing them or needing no change).
 # The table services whose instants the metadata-table writer keeps the MDT through, by their action names.
 _SERVICES = (Action.COMPACTION, Action.CLUSTERING, Action.CLEAN, Action.ROLLBACK, Action.RESTORE)
 
